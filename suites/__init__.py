@@ -1,0 +1,1 @@
+"""suites package of highwater."""
