@@ -1,0 +1,334 @@
+"""A running multi-rack KRaft cluster on loopback, every link behind its own Toxiproxy proxy.
+
+    with Cluster(ClusterSpec(brokers=3, racks=3)) as cluster:
+        cluster.create_topic("t", partitions=1, replication_factor=3)
+        consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap("rack-b"), client_rack="rack-b")
+
+Start order: reap what killed runs left, check Java, assemble Kafka and Toxiproxy (cached), take
+an address slot and free ports, start Toxiproxy and create every proxy, format and start every
+node, then wait until every broker is registered. ``stop`` never aborts halfway: every step runs
+and failures are reported together at the end.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+from .config import ClusterSpec
+from .distribution import KafkaDistribution, default_version, ensure_kafka
+from .errors import ClusterError, HighwaterError, PortInUseError
+from .java import find_java
+from .lifecycle import acquire_slot, check_ports, pick_base_port, reap_stale
+from .node import KafkaNode, NodeState
+from .observe import Observer, PartitionState
+from .paths import clusters_dir
+from .procs import OwnerLock, ProcessRegistry, signal_and_wait, spawn
+from .topology import Link, Listener, Ports, Topology, client_party
+from .toxiproxy import ByteCounters, ToxiproxyAPI, ensure_toxiproxy
+from .waiting import wait_until
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+
+def _kraft_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class Cluster:
+    def __init__(self, spec: ClusterSpec | None = None, progress: Progress | None = None) -> None:
+        self.spec = spec or ClusterSpec()
+        self._progress = progress or (lambda msg: log.info("%s", msg))
+        self.topology: Topology | None = None
+        self.nodes: dict[int, KafkaNode] = {}
+        self.dir: Path | None = None
+        self.kafka: KafkaDistribution | None = None
+        self.toxiproxy: ToxiproxyAPI | None = None
+        self._toxiproxy_proc: subprocess.Popen[bytes] | None = None
+        self._slot_lock: OwnerLock | None = None
+        self._owner_lock: OwnerLock | None = None
+        self._registry: ProcessRegistry | None = None
+        self._observers: dict[str, Observer] = {}
+        self.boot_seconds: float | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def __enter__(self) -> "Cluster":
+        return self.start()
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self.stop()
+
+    def start(self, timeout: float = 120.0) -> "Cluster":
+        t0 = time.monotonic()
+        try:
+            self._start(timeout)
+        except BaseException:
+            self._progress("start failed; tearing down what was started")
+            self.stop()
+            raise
+        self.boot_seconds = time.monotonic() - t0
+        return self
+
+    def _start(self, timeout: float) -> None:
+        spec = self.spec
+        # Validate the shape before any slow work, so bad input fails in milliseconds.
+        Topology.build(brokers=spec.brokers, racks=spec.racks, controllers=spec.controllers,
+                       client_racks=spec.client_racks, slot=0,
+                       ports=Ports(1, 2, tuple(range(3, 3 + len(spec.client_racks or range(spec.racks)))), 9))
+        for reaped in reap_stale():
+            self._progress(f"reaped a killed run's cluster {reaped.cluster_dir.name}: "
+                           f"killed {[r.name for r in reaped.killed]}")
+        version = spec.kafka_version or default_version(self._progress)
+        java = find_java(version)
+        self.kafka = ensure_kafka(version, self._progress)
+        toxiproxy_bin = ensure_toxiproxy(self._progress)
+
+        slot, self._slot_lock = acquire_slot()
+        self.dir = clusters_dir() / f"{spec.name}-{slot}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.dir.mkdir(parents=True)
+        self._owner_lock = OwnerLock(self.dir / "owner.lock")
+        if not self._owner_lock.try_acquire():
+            raise ClusterError(f"cannot lock new cluster dir {self.dir}")
+        self._registry = ProcessRegistry(self.dir / "processes.json")
+        self.topology = self._plan(slot)
+        topo = self.topology
+
+        self._progress(f"starting Toxiproxy on {topo.toxiproxy_host}:{topo.ports.toxiproxy_api}")
+        marker = self.dir / "toxiproxy-initial.json"
+        marker.write_text("[]")  # -config names the cluster dir: proof the process is ours
+        self._toxiproxy_proc = spawn(
+            [str(toxiproxy_bin), "-host", topo.toxiproxy_host, "-port", str(topo.ports.toxiproxy_api),
+             "-proxy-metrics", "-config", str(marker)],
+            log_path=self.dir / "toxiproxy.log")
+        self._registry.add("toxiproxy", self._toxiproxy_proc.pid, str(self.dir))
+        self.toxiproxy = ToxiproxyAPI(topo.toxiproxy_host, topo.ports.toxiproxy_api)
+        wait_until(lambda: self._toxiproxy_alive() and self.toxiproxy.version(), 20,
+                   lambda: f"Toxiproxy answers (log: {self.dir / 'toxiproxy.log'})")
+        plans = topo.proxies()
+        self.toxiproxy.populate([{"name": p.link.proxy_name, "listen": p.listen, "upstream": p.upstream,
+                                  "enabled": True} for p in plans])
+
+        cluster_id = _kraft_cluster_id()
+        self.nodes = {n.node_id: KafkaNode(n, topo, spec, self.kafka, java, self.dir, self._registry)
+                      for n in topo.nodes}
+        self._progress(f"formatting {len(self.nodes)} nodes (Kafka {version})")
+        for node in self.nodes.values():
+            node.prepare(cluster_id)
+        self._progress(f"starting {len(self.nodes)} nodes; logs in {self.dir}/nodes/*/node.log")
+        for node in self.nodes.values():
+            node.start()
+        self._write_state(cluster_id)
+        self.wait_for_brokers(timeout)
+
+    def _plan(self, slot: int) -> Topology:
+        spec = self.spec
+        n_client = len(spec.client_racks) if spec.client_racks is not None else spec.racks
+        explicit = spec.base_port is not None
+        for _attempt in range(1 if explicit else 20):
+            base = spec.base_port if explicit else pick_base_port(3 + n_client)
+            assert base is not None
+            ports = Ports(replication=base, controller=base + 1,
+                          clients=tuple(base + 2 + i for i in range(n_client)),
+                          toxiproxy_api=base + 2 + n_client)
+            topo = Topology.build(brokers=spec.brokers, racks=spec.racks, controllers=spec.controllers,
+                                  client_racks=spec.client_racks, slot=slot, ports=ports)
+            try:
+                check_ports(topo.all_listen_addresses(), explicit)
+                return topo
+            except PortInUseError:
+                if explicit:
+                    raise
+        raise PortInUseError("could not find free ports for the cluster after 20 tries")
+
+    def _toxiproxy_alive(self) -> bool:
+        if self._toxiproxy_proc is None or self._toxiproxy_proc.poll() is not None:
+            raise ClusterError(f"Toxiproxy exited; see {self.dir / 'toxiproxy.log'}")
+        return True
+
+    def _write_state(self, cluster_id: str) -> None:
+        assert self.dir and self.topology and self.kafka
+        topo = self.topology
+        state = {
+            "cluster_id": cluster_id,
+            "kafka_version": self.kafka.version,
+            "owner_pid": os.getpid(),
+            "slot": topo.slot,
+            "spec": {"brokers": self.spec.brokers, "racks": self.spec.racks,
+                     "controllers": self.spec.controllers, "client_racks": list(topo.client_racks),
+                     "broker_config": dict(self.spec.broker_config)},
+            "ports": {"replication": topo.ports.replication, "controller": topo.ports.controller,
+                      "clients": list(topo.ports.clients), "toxiproxy_api": topo.ports.toxiproxy_api},
+            "toxiproxy": f"{topo.toxiproxy_host}:{topo.ports.toxiproxy_api}",
+            "bootstrap": {rack: topo.bootstrap(rack) for rack in topo.client_racks},
+            "nodes": {n.name: {"node_id": n.node_id, "rack": n.node.rack, "pid": n.pid,
+                               "role": n.node.role.value, "log": str(n.log_path)} for n in self.nodes.values()},
+        }
+        (self.dir / "cluster.json").write_text(json.dumps(state, indent=2))
+
+    def stop(self, collect_logs_to: Path | None = None, keep_dir: bool = False) -> None:
+        """Tear everything down. Every step runs even if an earlier one failed."""
+        errors: list[str] = []
+
+        def step(what: str, fn: Callable[[], Any]) -> None:
+            try:
+                fn()
+            except Exception as exc:  # noqa: BLE001 - collected and reported below
+                errors.append(f"{what}: {type(exc).__name__}: {exc}")
+
+        for name, obs in list(self._observers.items()):
+            step(f"close observer {name}", obs.close)
+        self._observers.clear()
+        # Data is thrown away, so SIGKILL: a clean shutdown of the last brokers can wait for a
+        # quorum that is already gone.
+        for node in self.nodes.values():
+            step(f"kill {node.name}", node.kill)
+        if self._toxiproxy_proc is not None:
+            proc = self._toxiproxy_proc
+            step("stop toxiproxy", lambda: signal_and_wait(proc.pid, signal.SIGKILL, 10) and proc.wait(5))
+        if self.toxiproxy is not None:
+            step("close toxiproxy client", self.toxiproxy.close)
+        if collect_logs_to is not None:
+            step("collect logs", lambda: self.collect_logs(collect_logs_to))
+        if self.dir is not None and not keep_dir:
+            step("remove cluster dir", lambda: shutil.rmtree(self.dir, ignore_errors=False))  # type: ignore[arg-type]
+        for lock in (self._owner_lock, self._slot_lock):
+            if lock is not None:
+                step("release lock", lock.release)
+        self._toxiproxy_proc = None
+        if errors:
+            log.error("teardown finished with errors: %s", "; ".join(errors))
+
+    def collect_logs(self, dest: Path) -> Path:
+        """Copy every node log, config and the Toxiproxy log to ``dest``."""
+        if self.dir is None:
+            raise ClusterError("cluster was never started")
+        dest.mkdir(parents=True, exist_ok=True)
+        for node in self.nodes.values():
+            nd = dest / node.name
+            nd.mkdir(exist_ok=True)
+            for f in ("node.log", "server.properties", "hosts", "format.log"):
+                if (node.dir / f).exists():
+                    shutil.copy2(node.dir / f, nd / f)
+        for f in ("toxiproxy.log", "cluster.json"):
+            if (self.dir / f).exists():
+                shutil.copy2(self.dir / f, dest / f)
+        return dest
+
+    # -- access ---------------------------------------------------------------------------
+    @property
+    def topo(self) -> Topology:
+        if self.topology is None:
+            raise ClusterError("cluster is not started")
+        return self.topology
+
+    def node(self, key: int | str) -> KafkaNode:
+        return self.nodes[self.topo.node(key).node_id]
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return [n.node_id for n in self.topo.brokers]
+
+    def rack_of(self, broker_id: int) -> str:
+        rack = self.topo.node(broker_id).rack
+        assert rack is not None
+        return rack
+
+    def bootstrap(self, rack: str | None = None) -> list[str]:
+        """Bootstrap servers for a client in ``rack`` (the first client rack by default)."""
+        return self.topo.bootstrap(rack or self.topo.client_racks[0])
+
+    def observer(self, rack: str | None = None) -> Observer:
+        rack = rack or self.topo.client_racks[0]
+        if rack not in self._observers:
+            self._observers[rack] = Observer(self.bootstrap(rack), client_id=f"highwater-observer-{rack}")
+        return self._observers[rack]
+
+    def _running_broker_rack(self) -> str:
+        """A client rack whose observer is likely to work: any rack will do, since every client
+        rack reaches every broker through its own proxies."""
+        return self.topo.client_racks[0]
+
+    # -- waiting and observing ------------------------------------------------------------
+    def wait_for_brokers(self, timeout: float = 90.0, ids: list[int] | None = None) -> None:
+        want = set(ids or self.broker_ids)
+
+        def registered() -> bool:
+            for node in self.nodes.values():
+                if node.state == NodeState.RUNNING and not node.is_alive():
+                    raise ClusterError(f"{node.name} exited during start-up:\n{node.log_tail(15)}")
+            seen = {int(b["broker_id"]) for b in self.observer().brokers() if not b.get("is_fenced", False)}
+            return want <= seen
+
+        wait_until(registered, timeout, f"brokers {sorted(want)} are registered and unfenced")
+
+    def partition_state(self, topic: str, partition: int = 0, offsets: bool = True) -> PartitionState:
+        return self.observer().partition_state(topic, partition, offsets=offsets)
+
+    def wait_for_isr(self, topic: str, partition: int, cond: Callable[[PartitionState], bool],
+                     timeout: float, message: str) -> PartitionState:
+        return wait_until(lambda: (lambda s: s if cond(s) else None)(self.partition_state(topic, partition, offsets=False)),
+                          timeout, message, interval=0.1)
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
+                     config: dict[str, str] | None = None, timeout: float = 60.0) -> None:
+        """Create a topic and wait until every partition has a leader and a full ISR."""
+        rf = replication_factor or min(3, len(self.broker_ids))
+        self.observer().create_topic(name, partitions, rf, config)
+
+        def in_sync() -> bool:
+            parts = self.observer().topic_partitions(name)
+            return len(parts) == partitions and all(
+                p["leader_id"] >= 0 and len(p["isr_nodes"]) == rf for p in parts)
+
+        wait_until(in_sync, timeout, f"topic {name} has {partitions} partitions, each with {rf} replicas in sync")
+
+    # -- links ------------------------------------------------------------------------------
+    def replication_links(self, broker_id: int, direction: str = "both") -> list[Link]:
+        """Replication links of a broker: ``out`` (it fetches from peers), ``in`` (peers fetch
+        from it) or ``both``."""
+        name = self.topo.node(broker_id).name
+        links = [lk for lk in self.topo.links() if lk.listener == Listener.REPLICATION]
+        return [lk for lk in links
+                if (direction in ("out", "both") and lk.src == name)
+                or (direction in ("in", "both") and lk.dst == name)]
+
+    def client_link(self, rack: str, broker_id: int) -> Link:
+        return Link(client_party(rack), self.topo.node(broker_id).name, Listener.CLIENT)
+
+    def set_links_enabled(self, links: list[Link], enabled: bool) -> None:
+        """Disable (cut: listener closed, open connections dropped) or re-enable proxies."""
+        if self.toxiproxy is None:
+            raise ClusterError("cluster is not started")
+        for link in links:
+            self.toxiproxy.set_enabled(link.proxy_name, enabled)
+
+    def client_bytes(self, rack: str) -> dict[int, ByteCounters]:
+        """Bytes through the proxies of ``rack``'s clients, per broker: who served them."""
+        if self.toxiproxy is None:
+            raise ClusterError("cluster is not started")
+        counters = self.toxiproxy.byte_counters()
+        out: dict[int, ByteCounters] = {}
+        for b in self.topo.brokers:
+            out[b.node_id] = counters.get(self.client_link(rack, b.node_id).proxy_name, ByteCounters(0, 0))
+        return out
+
+
+def run_cluster(spec: ClusterSpec, progress: Progress | None = None) -> Cluster:
+    """Start a cluster, turning any failure into a one-line ``HighwaterError``."""
+    try:
+        return Cluster(spec, progress).start()
+    except HighwaterError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - surface as one clear line
+        raise ClusterError(f"cluster failed to start: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,143 @@
+"""One KRaft node (broker, controller or both) as a JVM process: start/stop/kill/pause/resume."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+from enum import Enum
+from pathlib import Path
+
+from .config import ClusterSpec, properties_text, render_properties
+from .distribution import KafkaDistribution
+from .errors import ClusterError
+from .java import Java
+from .procs import ProcessRegistry, signal_and_wait, spawn
+from .topology import Node, Topology
+
+log = logging.getLogger(__name__)
+
+
+class NodeState(str, Enum):
+    NEW = "new"
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPED = "stopped"
+
+
+class KafkaNode:
+    """A node's files live in ``<cluster dir>/nodes/<name>/``: ``server.properties``, ``hosts``
+    (the JVM's only name resolution, see harness.topology), ``data/`` and ``node.log``."""
+
+    def __init__(self, node: Node, topo: Topology, spec: ClusterSpec, dist: KafkaDistribution,
+                 java: Java, cluster_dir: Path, registry: ProcessRegistry) -> None:
+        self.node = node
+        self.dir = cluster_dir / "nodes" / node.name
+        self.data_dir = self.dir / "data"
+        self.log_path = self.dir / "node.log"
+        self._topo = topo
+        self._spec = spec
+        self._dist = dist
+        self._java = java
+        self._cluster_dir = cluster_dir
+        self._registry = registry
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.state = NodeState.NEW
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def node_id(self) -> int:
+        return self.node.node_id
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def _jvm_args(self) -> list[str]:
+        return [
+            str(self._java.executable),
+            f"-Xms{self._spec.heap_mb}m", f"-Xmx{self._spec.heap_mb}m",
+            "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",  # 2 cores: fast start beats peak speed
+            f"-Djdk.net.hosts.file={self.dir / 'hosts'}",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
+            "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.NetworkClient=warn",
+            # A marker that proves this JVM belongs to this cluster dir (see harness.procs).
+            f"-Dhighwater.cluster={self._cluster_dir}",
+            "-cp", self._dist.classpath,
+        ]
+
+    def prepare(self, cluster_id: str) -> None:
+        """Write configs and format the storage (KRaft needs a formatted log dir)."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "hosts").write_text(self._topo.hosts_file(self.node))
+        props = render_properties(self._spec, self._topo, self.node, str(self.data_dir))
+        (self.dir / "server.properties").write_text(properties_text(props))
+        cmd = [*self._jvm_args(), "kafka.tools.StorageTool", "format", "-t", cluster_id,
+               "-c", str(self.dir / "server.properties"), "--ignore-formatted"]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        (self.dir / "format.log").write_text(res.stdout + res.stderr)
+        if res.returncode != 0:
+            last = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["(no output)"]
+            raise ClusterError(f"formatting storage of {self.name} failed: {last[0]} (see {self.dir / 'format.log'})")
+
+    def start(self) -> None:
+        if self.state in (NodeState.RUNNING, NodeState.PAUSED):
+            raise ClusterError(f"{self.name} is already {self.state.value}")
+        cmd = [*self._jvm_args(), "kafka.Kafka", str(self.dir / "server.properties")]
+        self._proc = spawn(cmd, log_path=self.log_path, cwd=self.dir)
+        self._registry.add(self.name, self._proc.pid, str(self._cluster_dir))
+        self.state = NodeState.RUNNING
+        log.info("started %s (pid %d)", self.name, self._proc.pid)
+
+    def is_alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _signal(self, sig: int, timeout: float) -> bool:
+        if self._proc is None:
+            return True
+        gone = signal_and_wait(self._proc.pid, sig, timeout)
+        if gone:
+            self._proc.wait(timeout=5)
+        return gone
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Clean shutdown (SIGTERM: controlled shutdown), SIGKILL if it overruns ``timeout``."""
+        if self.state == NodeState.PAUSED:
+            self.resume()
+        if not self._signal(signal.SIGTERM, timeout):
+            log.warning("%s did not stop within %.0fs of SIGTERM; killing it", self.name, timeout)
+            self._signal(signal.SIGKILL, 10)
+        self.state = NodeState.STOPPED
+
+    def kill(self) -> None:
+        """SIGKILL: a crash; the log keeps whatever reached the page cache."""
+        self._signal(signal.SIGKILL, 10)
+        self.state = NodeState.STOPPED
+
+    def pause(self) -> None:
+        if self.state != NodeState.RUNNING or self._proc is None:
+            raise ClusterError(f"cannot pause {self.name}: it is {self.state.value}")
+        self._proc.send_signal(signal.SIGSTOP)
+        self.state = NodeState.PAUSED
+
+    def resume(self) -> None:
+        if self.state != NodeState.PAUSED or self._proc is None:
+            raise ClusterError(f"cannot resume {self.name}: it is {self.state.value}")
+        self._proc.send_signal(signal.SIGCONT)
+        self.state = NodeState.RUNNING
+
+    def restart(self, clean: bool = True) -> None:
+        """Stop (cleanly or by SIGKILL) and start again on the same data."""
+        if self.state in (NodeState.RUNNING, NodeState.PAUSED):
+            self.stop() if clean else self.kill()
+        self.start()
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""

@@ -1,0 +1,139 @@
+"""Observations of a running cluster through Kafka's own APIs (never through broker internals).
+
+- leader, leader epoch, replicas, ISR: a Metadata request;
+- the high watermark: ListOffsets(LATEST) to the leader as a consumer with READ_UNCOMMITTED,
+  which Kafka answers with the leader's HW;
+- the log end offset of each replica: ListOffsets(LATEST) sent to that replica with
+  ``replica_id = -2`` (``DEBUGGING_REPLICA_ID``): Kafka then neither insists on the leader nor
+  applies an isolation level, and answers with that replica's own LEO.
+
+kafka-python 3.0 has no public call for "send this request to broker N"; ``send_to`` uses the
+admin client's connection manager (``KafkaAdminClient._manager``), the same path its own admin
+calls take. That is the only private attribute highwater touches in kafka-python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+from kafka.errors import for_code
+from kafka.protocol.consumer.offsets import ListOffsetsRequest
+
+CONSUMER_REPLICA_ID = -1
+DEBUGGING_REPLICA_ID = -2
+LATEST_TIMESTAMP = -1
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: int  # -1 when there is none
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    hw: int | None = None  # None when the leader could not be asked
+    leo: dict[int, int] = field(default_factory=dict)  # replica -> log end offset, those that answered
+
+    def to_event_value(self) -> dict[str, Any]:
+        """The ``meta`` event value of the history format."""
+        return {"topic": self.topic, "partition": self.partition, "leader": self.leader,
+                "leader_epoch": self.leader_epoch, "isr": list(self.isr), "hw": self.hw,
+                "leo": {str(k): v for k, v in self.leo.items()}}
+
+
+class Observer:
+    """An admin connection through one client rack's proxies."""
+
+    def __init__(self, bootstrap: list[str], client_id: str = "highwater-observer",
+                 request_timeout_ms: int = 5000) -> None:
+        self.admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=client_id,
+                                      request_timeout_ms=request_timeout_ms)
+
+    def close(self) -> None:
+        self.admin.close()
+
+    def __enter__(self) -> "Observer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- raw requests -----------------------------------------------------------------------
+    def send_to(self, node_id: int, request: Any) -> Any:
+        manager = self.admin._manager  # see module docstring
+
+        async def call() -> Any:
+            return await manager.send(request, node_id=node_id)
+
+        return manager.run(call)
+
+    def list_offset(self, node_id: int, topic: str, partition: int, *, replica_id: int,
+                    timestamp: int = LATEST_TIMESTAMP) -> int:
+        req = ListOffsetsRequest(
+            replica_id=replica_id, isolation_level=0,
+            topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
+                ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                    partition_index=partition, current_leader_epoch=-1, timestamp=timestamp)])])
+        resp = self.send_to(node_id, req)
+        part = resp.topics[0].partitions[0]
+        err = for_code(part.error_code)
+        if part.error_code != 0:
+            raise err(f"ListOffsets {topic}-{partition} on broker {node_id}")
+        return int(part.offset)
+
+    # -- cluster and partitions -----------------------------------------------------------
+    def brokers(self) -> list[dict[str, Any]]:
+        return list(self.admin.describe_cluster()["brokers"])
+
+    def controller_id(self) -> int:
+        return int(self.admin.describe_cluster()["controller_id"])
+
+    def topic_partitions(self, topic: str) -> list[dict[str, Any]]:
+        topics = self.admin.describe_topics([topic])
+        if not topics or topics[0].get("error_code", 0) != 0:
+            code = topics[0].get("error_code") if topics else "?"
+            raise for_code(code if isinstance(code, int) else -1)(f"describe {topic}")
+        return sorted(topics[0]["partitions"], key=lambda p: p["partition_index"])
+
+    def partition_state(self, topic: str, partition: int, *, offsets: bool = True) -> PartitionState:
+        meta = next((p for p in self.topic_partitions(topic) if p["partition_index"] == partition), None)
+        if meta is None:
+            raise KeyError(f"{topic} has no partition {partition}")
+        leader = int(meta["leader_id"])
+        hw: int | None = None
+        leo: dict[int, int] = {}
+        if offsets:
+            if leader >= 0:
+                try:
+                    hw = self.list_offset(leader, topic, partition, replica_id=CONSUMER_REPLICA_ID)
+                except Exception:  # noqa: BLE001 - the leader may be dying; hw stays unknown
+                    hw = None
+            for replica in meta["replica_nodes"]:
+                try:
+                    leo[int(replica)] = self.list_offset(replica, topic, partition, replica_id=DEBUGGING_REPLICA_ID)
+                except Exception:  # noqa: BLE001 - a dead or cut replica has no answer: leave it out
+                    continue
+        return PartitionState(topic=topic, partition=partition, leader=leader,
+                              leader_epoch=int(meta.get("leader_epoch", -1)),
+                              replicas=tuple(int(r) for r in meta["replica_nodes"]),
+                              isr=tuple(int(r) for r in meta["isr_nodes"]), hw=hw, leo=leo)
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     config: dict[str, str] | None = None) -> None:
+        self.admin.create_topics([NewTopic(name, partitions, replication_factor, topic_configs=config or {})])
+
+    def describe_broker_config(self, broker_id: int, key: str) -> str | None:
+        """The value broker ``broker_id`` reports for ``key`` (None if it reports none)."""
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        res = self.admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(broker_id), {key: None})],
+                                          config_filter="all")
+        for by_name in res.values():
+            entry = by_name.get(str(broker_id), {}).get(key)
+            if entry is not None:
+                return entry.get("value") if isinstance(entry, dict) else str(entry)
+        return None

@@ -1,0 +1,37 @@
+"""Polling with a deadline: the only way highwater waits for something."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, TypeVar
+
+from .errors import WaitTimeout
+
+T = TypeVar("T")
+
+
+def wait_until(
+    cond: Callable[[], T | None],
+    timeout: float,
+    message: str | Callable[[], str],
+    interval: float = 0.2,
+) -> T:
+    """Poll ``cond`` until it returns a truthy value and return that value.
+
+    Exceptions raised by ``cond`` count as "not yet" (the cluster is often mid-change); the last
+    one is attached to the ``WaitTimeout`` so a timeout still says what went wrong.
+    """
+    deadline = time.monotonic() + timeout
+    last_error: BaseException | None = None
+    while True:
+        try:
+            value = cond()
+            if value:
+                return value
+        except Exception as exc:  # noqa: BLE001 - reported below if the deadline passes
+            last_error = exc
+        if time.monotonic() >= deadline:
+            text = message() if callable(message) else message
+            suffix = f" (last error: {type(last_error).__name__}: {last_error})" if last_error else ""
+            raise WaitTimeout(f"timed out after {timeout:.1f}s waiting until {text}{suffix}") from last_error
+        time.sleep(interval)
