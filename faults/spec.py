@@ -1,0 +1,411 @@
+"""Typed fault descriptions as data: what to do (kind, params), to whom (target, peer), how.
+
+A :class:`FaultSpec` is inert: nothing here touches a cluster. It parses from, and renders to,
+the CLI syntax of ``highwater fault apply``::
+
+    KIND --target SELECTOR [--peer SELECTOR] [--flow in|out|both]
+         [--direction upstream|downstream|both] [--toxicity F] [--listener L[,L]]
+         [--<param> VALUE ...]
+
+e.g. ``latency --target follower-in:rack-b --peer leader:hw/0 --flow out --latency 40000``,
+``cut --target broker:2``, ``pause --target controller``, ``kill --target leader:hw/0``.
+Selectors are described in :mod:`faults.target`.
+
+Kinds and their params (Toxiproxy attribute names and units; defaults in :data:`PARAMS`):
+
+* Link faults act on the proxies of the links between the target and its peer:
+
+  - ``cut``: the proxies are disabled (open connections closed, new ones refused).
+  - ``timeout`` (timeout ms, 0 = forever): bytes stop and the connection is held open
+    (half-open); closed after ``timeout`` ms if non-zero.
+  - ``latency`` (latency ms, jitter ms), ``bandwidth`` (rate KB/s), ``slow_close`` (delay ms),
+    ``reset_peer`` (timeout ms), ``slicer`` (average_size bytes, size_variation bytes,
+    delay microseconds): the Toxiproxy toxics of those names.
+
+  Which links: with ``T`` the target's parties and ``P`` the peer's (default: every node not in
+  ``T``; ``--peer all`` adds the client parties), ``flow=both`` takes every link between ``T``
+  and ``P`` in either initiation direction, ``out`` only links initiated by ``T`` toward ``P``
+  and ``in`` only links initiated by ``P`` toward ``T`` (so ``cut --target X --flow in`` is the
+  one-way cut "X can reach its peers, they cannot reach X"). ``--listener`` restricts to some
+  listeners. ``--target bridge[:seed]`` takes Jepsen's bridge shape instead (no peer, no flow).
+  Toxics apply to ``direction``'s streams (Toxiproxy's default: ``downstream``) with
+  ``toxicity`` (default 1.0). A cut takes neither: a disabled proxy stops both streams.
+
+* Process faults act on the target's node processes: ``kill`` (SIGKILL, restarted on heal),
+  ``stop`` (SIGTERM, clean, restarted on heal), ``pause`` (SIGSTOP, SIGCONT on heal),
+  ``restart`` (clean: SIGTERM else SIGKILL, then start at once), ``rolling_restart`` (each
+  node in turn, ``interval`` s apart, clean or not). They take no peer, flow, direction,
+  toxicity or listener.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from harness.topology import Listener, Topology
+
+from faults.common import Direction, FaultError
+from faults.target import LINK_ONLY, Target, TargetKind
+
+Value = int | float | bool
+
+
+class FaultKind(str, Enum):
+    CUT = "cut"
+    TIMEOUT = "timeout"
+    LATENCY = "latency"
+    BANDWIDTH = "bandwidth"
+    SLOW_CLOSE = "slow_close"
+    RESET_PEER = "reset_peer"
+    SLICER = "slicer"
+    KILL = "kill"
+    STOP = "stop"
+    PAUSE = "pause"
+    RESTART = "restart"
+    ROLLING_RESTART = "rolling_restart"
+
+    @classmethod
+    def parse(cls, text: str) -> "FaultKind":
+        """A kind from its name; ``-`` and ``_`` are interchangeable (``rolling-restart``)."""
+        try:
+            return cls(text.strip().replace("-", "_"))
+        except ValueError:
+            raise FaultError(
+                f"unknown fault kind {text!r} (known: {', '.join(k.cli for k in cls)})"
+            ) from None
+
+    @property
+    def cli(self) -> str:
+        return self.value.replace("_", "-")
+
+    @property
+    def is_link(self) -> bool:
+        return self in LINK_KINDS
+
+    @property
+    def is_toxic(self) -> bool:
+        return self in LINK_KINDS and self is not FaultKind.CUT
+
+    @property
+    def is_process(self) -> bool:
+        return not self.is_link
+
+
+LINK_KINDS = frozenset({FaultKind.CUT, FaultKind.TIMEOUT, FaultKind.LATENCY, FaultKind.BANDWIDTH,
+                        FaultKind.SLOW_CLOSE, FaultKind.RESET_PEER, FaultKind.SLICER})
+
+
+class Flow(str, Enum):
+    """Which links between target and peer, by the side that initiates connections."""
+
+    BOTH = "both"
+    OUT = "out"  # initiated by the target toward the peer
+    IN = "in"  # initiated by the peer toward the target
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: type
+    default: Value
+    unit: str
+    minimum: float = 0
+
+    def coerce(self, kind: FaultKind, raw: Any) -> Value:
+        """``raw`` (a string from the CLI or a JSON value) as this param's type, checked."""
+        try:
+            if self.type is bool:
+                if isinstance(raw, bool):
+                    value: Value = raw
+                elif str(raw).lower() in ("true", "1", "yes"):
+                    value = True
+                elif str(raw).lower() in ("false", "0", "no"):
+                    value = False
+                else:
+                    raise ValueError(raw)
+            elif self.type is int:
+                if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+                    raise ValueError(raw)
+                value = int(raw)
+            else:
+                if isinstance(raw, bool):
+                    raise ValueError(raw)
+                value = float(raw)
+        except (TypeError, ValueError):
+            raise FaultError(
+                f"{kind.cli} --{_opt(self.name)} expects {self.type.__name__} ({self.unit}), got {raw!r}"
+            ) from None
+        if not isinstance(value, bool) and value < self.minimum:
+            raise FaultError(f"{kind.cli} --{_opt(self.name)} must be >= {self.minimum}, got {value}")
+        return value
+
+
+def _opt(name: str) -> str:
+    return name.replace("_", "-")
+
+
+PARAMS: dict[FaultKind, tuple[Param, ...]] = {
+    FaultKind.CUT: (),
+    FaultKind.TIMEOUT: (Param("timeout", int, 0, "ms; 0 = never close"),),
+    FaultKind.LATENCY: (Param("latency", int, 1000, "ms"), Param("jitter", int, 0, "ms")),
+    FaultKind.BANDWIDTH: (Param("rate", int, 100, "KB/s"),),
+    FaultKind.SLOW_CLOSE: (Param("delay", int, 1000, "ms"),),
+    FaultKind.RESET_PEER: (Param("timeout", int, 0, "ms"),),
+    FaultKind.SLICER: (Param("average_size", int, 64, "bytes", 1), Param("size_variation", int, 32, "bytes"),
+                       Param("delay", int, 10, "microseconds")),
+    FaultKind.KILL: (),
+    FaultKind.STOP: (),
+    FaultKind.PAUSE: (),
+    FaultKind.RESTART: (Param("clean", bool, False, "SIGTERM instead of SIGKILL"),),
+    FaultKind.ROLLING_RESTART: (Param("interval", float, 10.0, "seconds between nodes"),
+                                Param("clean", bool, True, "SIGTERM instead of SIGKILL")),
+}
+
+
+def _normalise_params(kind: FaultKind, given: Mapping[str, Any]) -> tuple[tuple[str, Value], ...]:
+    defs = {p.name: p for p in PARAMS[kind]}
+    out = {name: p.default for name, p in defs.items()}
+    for name, raw in given.items():
+        key = name.replace("-", "_")
+        if key not in defs:
+            known = ", ".join(f"--{_opt(n)}" for n in defs) or "none"
+            raise FaultError(f"{kind.cli} has no parameter {name!r} (parameters: {known})")
+        out[key] = defs[key].coerce(kind, raw)
+    if kind is FaultKind.SLICER and out["size_variation"] >= out["average_size"]:  # type: ignore[operator]
+        raise FaultError("slicer --size-variation must be smaller than --average-size")
+    return tuple(sorted(out.items()))
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """One fault, as data. Build with :meth:`make` or :func:`parse_fault`; params are stored
+    complete (defaults filled in) and sorted, so equal faults compare equal."""
+
+    kind: FaultKind
+    target: Target
+    peer: Target | None = None
+    flow: Flow = Flow.BOTH
+    direction: Direction | None = None  # toxics only; None = downstream
+    toxicity: float | None = None  # toxics only; None = 1.0
+    listeners: tuple[Listener, ...] = ()  # link faults only; () = every listener
+    params: tuple[tuple[str, Value], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        k = self.kind
+        object.__setattr__(self, "params", _normalise_params(k, dict(self.params)))
+        object.__setattr__(self, "listeners", tuple(sorted(set(self.listeners), key=lambda l: l.value)))
+        if k.is_process:
+            extras = [name for name, bad in (
+                ("--peer", self.peer is not None), ("--flow", self.flow is not Flow.BOTH),
+                ("--direction", self.direction is not None), ("--toxicity", self.toxicity is not None),
+                ("--listener", bool(self.listeners))) if bad]
+            if extras:
+                raise FaultError(f"{k.cli} is a process fault and takes no {', '.join(extras)}")
+            if self.target.kind in LINK_ONLY:
+                raise FaultError(f"{k.cli} acts on processes; target {self.target} is not a process")
+            return
+        if k is FaultKind.CUT and (self.direction is not None or self.toxicity is not None):
+            raise FaultError("cut takes no --direction or --toxicity (a disabled proxy stops both"
+                             " streams); use timeout for a one-direction or partial black hole")
+        if self.toxicity is not None and not 0.0 <= self.toxicity <= 1.0:
+            raise FaultError(f"--toxicity must be within [0, 1], got {self.toxicity}")
+        if self.target.kind is TargetKind.ALL:
+            raise FaultError("target all is only valid as --peer")
+        if self.target.kind is TargetKind.BRIDGE and (self.peer is not None or self.flow is not Flow.BOTH):
+            raise FaultError("a bridge target takes no --peer and no --flow")
+        if self.peer is not None:
+            if self.peer.kind is TargetKind.BRIDGE:
+                raise FaultError("bridge is a shape, not a --peer")
+            if self.peer == self.target:
+                raise FaultError(f"--peer {self.peer} is the target itself")
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def make(cls, kind: FaultKind | str, target: Target | str, *, peer: Target | str | None = None,
+             flow: Flow | str = Flow.BOTH, direction: Direction | str | None = None,
+             toxicity: float | None = None, listeners: Sequence[Listener | str] = (),
+             **params: Any) -> "FaultSpec":
+        """Build from Python values or strings, e.g. ``FaultSpec.make("latency", "broker:2",
+        latency=500)``."""
+        return cls(
+            kind=kind if isinstance(kind, FaultKind) else FaultKind.parse(kind),
+            target=target if isinstance(target, Target) else Target.parse(target),
+            peer=peer if isinstance(peer, Target) or peer is None else Target.parse(peer),
+            flow=_enum(Flow, flow, "--flow"),
+            direction=None if direction is None else _enum(Direction, direction, "--direction"),
+            toxicity=None if toxicity is None else _float(toxicity, "--toxicity"),
+            listeners=tuple(_enum(Listener, l, "--listener") for l in listeners),
+            params=tuple(params.items()),
+        )
+
+    # -- accessors ----------------------------------------------------------------------------
+    def param(self, name: str) -> Value:
+        return dict(self.params)[name]
+
+    @property
+    def streams(self) -> tuple[Direction, ...]:
+        """The Toxiproxy streams a toxic goes on (empty for cuts and process faults)."""
+        if not self.kind.is_toxic:
+            return ()
+        return (self.direction or Direction.DOWNSTREAM).streams()
+
+    @property
+    def effective_toxicity(self) -> float:
+        return 1.0 if self.toxicity is None else self.toxicity
+
+    def validate(self, topology: Topology) -> None:
+        """Every name exists in ``topology`` and a static peer is not inside a static target."""
+        self.target.validate(topology)
+        if self.peer is None:
+            return
+        self.peer.validate(topology)
+        t, p = self.target.static_parties(topology), self.peer.static_parties(topology)
+        if t is not None and p is not None and not (p - t):
+            raise FaultError(f"--peer {self.peer} has no party outside --target {self.target}")
+
+    # -- text and JSON ------------------------------------------------------------------------
+    def to_args(self) -> list[str]:
+        """The CLI words, canonical: ``parse_fault(spec.to_args()) == spec``. Params at their
+        default values are left out."""
+        args = [self.kind.cli, "--target", str(self.target)]
+        if self.peer is not None:
+            args += ["--peer", str(self.peer)]
+        if self.flow is not Flow.BOTH:
+            args += ["--flow", self.flow.value]
+        if self.direction is not None:
+            args += ["--direction", self.direction.value]
+        if self.toxicity is not None:
+            args += ["--toxicity", repr(self.toxicity)]
+        if self.listeners:
+            args += ["--listener", ",".join(l.value for l in self.listeners)]
+        defaults = {p.name: p.default for p in PARAMS[self.kind]}
+        for name, value in self.params:
+            if value != defaults[name] or type(value) is not type(defaults[name]):
+                args += [f"--{_opt(name)}", str(value).lower() if isinstance(value, bool) else str(value)]
+        return args
+
+    def __str__(self) -> str:
+        return shlex.join(self.to_args())
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (for run.json and the history's fault events)."""
+        out: dict[str, Any] = {"kind": self.kind.value, "target": str(self.target)}
+        if self.peer is not None:
+            out["peer"] = str(self.peer)
+        if self.kind.is_link:
+            out["flow"] = self.flow.value
+            out["listeners"] = [l.value for l in self.listeners]
+        if self.kind.is_toxic:
+            out["direction"] = None if self.direction is None else self.direction.value
+            out["toxicity"] = self.toxicity
+        out["params"] = dict(self.params)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "FaultSpec":
+        if not isinstance(data, Mapping) or "kind" not in data or "target" not in data:
+            raise FaultError(f"a fault needs 'kind' and 'target', got {data!r}")
+        unknown = set(data) - {"kind", "target", "peer", "flow", "direction", "toxicity", "listeners", "params"}
+        if unknown:
+            raise FaultError(f"unknown fault field(s): {', '.join(sorted(unknown))}")
+        return cls.make(
+            data["kind"], data["target"], peer=data.get("peer"), flow=data.get("flow") or Flow.BOTH,
+            direction=data.get("direction"), toxicity=data.get("toxicity"),
+            listeners=data.get("listeners") or (), **dict(data.get("params") or {}),
+        )
+
+
+def _enum(cls: type[Enum], value: Any, option: str) -> Any:
+    if isinstance(value, cls):
+        return value
+    try:
+        return cls(value)
+    except ValueError:
+        raise FaultError(
+            f"{option} {value!r} is not one of: {', '.join(str(m.value) for m in cls)}"  # type: ignore[attr-defined]
+        ) from None
+
+
+def _float(value: Any, option: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise FaultError(f"{option} expects a number, got {value!r}") from None
+
+
+# -- CLI parsing --------------------------------------------------------------------------------
+
+_COMMON = ("target", "peer", "flow", "direction", "toxicity", "listener")
+
+
+@dataclass(frozen=True)
+class FaultCommand:
+    """``highwater fault apply``: a fault and how long it lasts (None: until ``fault heal``)."""
+
+    spec: FaultSpec
+    duration: float | None = None
+
+
+def _split_options(words: Sequence[str], allowed: Sequence[str], kind: FaultKind) -> dict[str, str]:
+    opts: dict[str, str] = {}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if not word.startswith("--") or len(word) == 2:
+            raise FaultError(f"unexpected argument {word!r} after the fault kind (options start with --)")
+        name, eq, value = word[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(words):
+                raise FaultError(f"option --{name} needs a value")
+            value = words[i + 1]
+            i += 1
+        i += 1
+        name = name.replace("_", "-")
+        if name not in allowed and name in _COMMON and kind.is_process:
+            raise FaultError(f"{kind.cli} is a process fault and takes no --{name}")
+        if name not in allowed:
+            raise FaultError(
+                f"{kind.cli} has no option --{name} (options: {', '.join('--' + a for a in allowed)})"
+            )
+        if name in opts:
+            raise FaultError(f"option --{name} given twice")
+        opts[name] = value
+    return opts
+
+
+def parse_command(argv: str | Sequence[str]) -> FaultCommand:
+    """Parse ``KIND --target ... [--duration S]`` (a string or a list of words)."""
+    words = shlex.split(argv) if isinstance(argv, str) else list(argv)
+    if not words:
+        raise FaultError("no fault kind given")
+    kind = FaultKind.parse(words[0])
+    param_opts = [_opt(p.name) for p in PARAMS[kind]]
+    common = _COMMON if kind.is_link else ("target",)
+    opts = _split_options(words[1:], [*common, *param_opts, "duration"], kind)
+    if "target" not in opts:
+        raise FaultError(f"{kind.cli} needs --target (one of: broker:<id>, leader:<topic>/<partition>, ...)")
+    duration = None
+    if "duration" in opts:
+        duration = _float(opts.pop("duration"), "--duration")
+        if duration <= 0:
+            raise FaultError(f"--duration must be positive, got {duration}")
+    listeners = [w for w in opts.pop("listener", "").split(",") if w]
+    spec = FaultSpec.make(
+        kind, opts.pop("target"), peer=opts.pop("peer", None), flow=opts.pop("flow", Flow.BOTH),
+        direction=opts.pop("direction", None),
+        toxicity=_float(opts.pop("toxicity"), "--toxicity") if "toxicity" in opts else None,
+        listeners=listeners, **opts,
+    )
+    return FaultCommand(spec, duration)
+
+
+def parse_fault(argv: str | Sequence[str]) -> FaultSpec:
+    """Parse ``KIND --target ... [options]`` into a :class:`FaultSpec` (no ``--duration``)."""
+    command = parse_command(argv)
+    if command.duration is not None:
+        raise FaultError("--duration belongs to the command, not to the fault; use parse_command")
+    return command.spec
