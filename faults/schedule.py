@@ -1,0 +1,331 @@
+"""Seeded fault schedules: which faults, on whom, when, for how long.
+
+``Schedule.generate(topology, seed, config)`` is a pure function: the same topology, seed and
+config give the same schedule, exactly (only ``random.Random(seed)`` is used, over
+deterministically ordered candidates; times are rounded to milliseconds). A schedule round-trips
+through JSON (``to_json`` / ``from_json``) and goes into ``run.json`` as is.
+
+Each :class:`ScheduledFault` is applied at ``start`` seconds after the campaign starts and
+healed at ``start + duration``. For ``restart`` and ``rolling_restart``, which heal themselves,
+the duration is the window reserved for them (a rolling restart spreads its nodes over it with
+``interval = duration / brokers``). Gaps separate a fault's start from the previous one's end
+(``concurrency == 1``) or from the previous start (``concurrency > 1``, overlapping faults). Two
+faults that contradict each other (:mod:`faults.conflicts`) are never scheduled to overlap.
+
+Targets drawn: ``broker:<id>``, ``rack:<rack>``, ``minority:<seed>`` and ``bridge:<seed>``
+(seeds drawn here, so the exact nodes are recorded), ``controller``, ``leader:<tp>`` and
+``follower-in:<rack>@<tp>`` for each partition in ``config.partitions``, ``brokers`` for rolling
+restarts, and ``clients:<rack> --peer broker:<id>`` for link faults. Cuts are one-way (``--flow
+in``/``out``) one time in three.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.topology import Topology
+
+from faults.common import Direction, FaultError
+from faults.conflicts import conflict
+from faults.spec import FaultKind, FaultSpec, Flow
+from faults.target import Target, TargetKind
+
+FORMAT = "highwater.schedule/1"
+
+DEFAULT_MIX: tuple[tuple[str, float], ...] = (
+    ("cut", 3.0), ("timeout", 1.0), ("latency", 3.0), ("bandwidth", 1.0), ("slow_close", 0.5),
+    ("reset_peer", 0.5), ("slicer", 0.5), ("kill", 2.0), ("stop", 1.0), ("pause", 2.0),
+    ("restart", 1.0), ("rolling_restart", 0.5),
+)
+
+
+def _bounds(name: str, value: Sequence[float], *, low_min: float, positive_high: bool = True) -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise FaultError(f"{name} must be a pair [low, high], got {value!r}") from None
+    if not low_min <= low <= high or (positive_high and high <= 0):
+        raise FaultError(f"{name} must satisfy {low_min} <= low <= high, high > 0; got [{low}, {high}]")
+    return (low, high)
+
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    """What a schedule may contain. Times in seconds, latency in ms.
+
+    ``mix`` weights the fault kinds (weight 0 or absent: never drawn); ``partitions`` lists the
+    ``topic/partition`` names whose leader and followers may be targeted (none: no such target).
+    """
+
+    length: float = 300.0
+    duration: tuple[float, float] = (5.0, 30.0)
+    gap: tuple[float, float] = (5.0, 20.0)
+    concurrency: int = 1
+    mix: tuple[tuple[str, float], ...] = DEFAULT_MIX
+    partitions: tuple[str, ...] = ()
+    latency_ms: tuple[float, float] = (50.0, 2000.0)
+    toxicity: tuple[float, float] = (1.0, 1.0)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        if not float(self.length) > 0:
+            raise FaultError(f"schedule length must be positive, got {self.length}")
+        set_(self, "length", float(self.length))
+        set_(self, "duration", _bounds("duration", self.duration, low_min=0.001))
+        set_(self, "gap", _bounds("gap", self.gap, low_min=0.0, positive_high=False))
+        set_(self, "latency_ms", _bounds("latency_ms", self.latency_ms, low_min=0.0))
+        tox = _bounds("toxicity", self.toxicity, low_min=0.0)
+        if tox[1] > 1.0:
+            raise FaultError(f"toxicity bounds must lie within [0, 1], got {list(tox)}")
+        set_(self, "toxicity", tox)
+        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int) or self.concurrency < 1:
+            raise FaultError(f"concurrency must be an integer >= 1, got {self.concurrency!r}")
+        mix = dict(self.mix.items() if isinstance(self.mix, Mapping) else self.mix)
+        weights: dict[FaultKind, float] = {}
+        for name, weight in mix.items():
+            kind = FaultKind.parse(name)
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+                raise FaultError(f"weight of {kind.cli} must be a number >= 0, got {weight!r}")
+            weights[kind] = float(weight)
+        if not any(weights.values()):
+            raise FaultError("the fault mix has no kind with a positive weight")
+        set_(self, "mix", tuple((k.value, w) for k, w in sorted(weights.items(), key=lambda kw: kw[0].value)))
+        for tp in self.partitions:
+            Target.parse(f"leader:{tp}")
+        set_(self, "partitions", tuple(self.partitions))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "length": self.length, "duration": list(self.duration), "gap": list(self.gap),
+            "concurrency": self.concurrency, "mix": dict(self.mix), "partitions": list(self.partitions),
+            "latency_ms": list(self.latency_ms), "toxicity": list(self.toxicity),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ScheduleConfig":
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise FaultError(f"unknown schedule config field(s): {', '.join(sorted(unknown))}")
+        kw = dict(data)
+        if "mix" in kw:
+            kw["mix"] = tuple(dict(kw["mix"]).items())
+        if "partitions" in kw:
+            kw["partitions"] = tuple(kw["partitions"])
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class ScheduledFault:
+    id: int
+    start: float
+    duration: float
+    spec: FaultSpec
+
+    @property
+    def end(self) -> float:
+        return round(self.start + self.duration, 3)
+
+    def overlaps(self, start: float, end: float) -> bool:
+        return self.start < end and start < self.end
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "start": self.start, "duration": self.duration,
+                "fault": self.spec.to_dict(), "cli": str(self.spec)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ScheduledFault":
+        try:
+            return cls(int(data["id"]), float(data["start"]), float(data["duration"]),
+                       FaultSpec.from_dict(data["fault"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, FaultError):
+                raise
+            raise FaultError(f"malformed scheduled fault {data!r}: {exc!r}") from None
+
+
+def topology_summary(topology: Topology) -> dict[str, list[str]]:
+    """What a schedule needs to be replayed on the same cluster shape."""
+    return {"nodes": [n.name for n in topology.nodes], "racks": list(topology.racks),
+            "client_racks": list(topology.client_racks)}
+
+
+@dataclass(frozen=True)
+class Schedule:
+    seed: int
+    config: ScheduleConfig
+    topology: Mapping[str, Sequence[str]]
+    faults: tuple[ScheduledFault, ...] = field(default=())
+
+    # -- generation -------------------------------------------------------------------------
+    @classmethod
+    def generate(cls, topology: Topology, seed: int, config: ScheduleConfig | None = None) -> "Schedule":
+        config = config or ScheduleConfig()
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise FaultError(f"the schedule seed must be an integer, got {seed!r}")
+        return cls(seed, config, topology_summary(topology), tuple(_generate(topology, seed, config)))
+
+    def check_topology(self, topology: Topology) -> None:
+        """A FaultError unless ``topology`` has the shape this schedule was generated for."""
+        if dict(self.topology) != topology_summary(topology):
+            raise FaultError(f"this schedule was generated for nodes {list(self.topology['nodes'])}"
+                             f" and racks {list(self.topology['racks'])}, not for this cluster")
+
+    def events(self) -> list[tuple[float, str, ScheduledFault]]:
+        """``(time, "fault"|"heal", fault)`` in time order; at equal times heals come first."""
+        out = [(f.start, "fault", f) for f in self.faults] + [(f.end, "heal", f) for f in self.faults]
+        return sorted(out, key=lambda e: (e[0], e[1] != "heal", e[2].id))
+
+    def active_at(self, time: float) -> list[ScheduledFault]:
+        return [f for f in self.faults if f.start <= time < f.end]
+
+    # -- JSON ----------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "seed": self.seed, "config": self.config.to_dict(),
+                "topology": {k: list(v) for k, v in self.topology.items()},
+                "faults": [f.to_dict() for f in self.faults]}
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Schedule":
+        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
+            raise FaultError(f"not a fault schedule (expected format {FORMAT!r})")
+        try:
+            topo = {k: list(data["topology"][k]) for k in ("nodes", "racks", "client_racks")}
+            return cls(int(data["seed"]), ScheduleConfig.from_dict(data["config"]), topo,
+                       tuple(ScheduledFault.from_dict(f) for f in data["faults"]))
+        except (KeyError, TypeError) as exc:
+            raise FaultError(f"malformed fault schedule: missing or bad {exc}") from None
+
+    @classmethod
+    def from_json(cls, text: str) -> "Schedule":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise FaultError(f"fault schedule is not JSON: {exc}") from None
+        return cls.from_dict(data)
+
+
+# -- the generator ---------------------------------------------------------------------------------
+
+_LINK_TARGETS = ("broker", "rack", "minority", "bridge", "leader", "follower", "controller", "clients")
+_PROCESS_TARGETS = ("broker", "rack", "minority", "leader", "follower", "controller")
+
+
+def _ms(rng: random.Random, bounds: tuple[float, float]) -> int:
+    return int(round(rng.uniform(*bounds)))
+
+
+def _draw_target(rng: random.Random, topology: Topology, config: ScheduleConfig,
+                 kind: FaultKind) -> tuple[Target, Target | None] | None:
+    """A (target, peer) for ``kind``, or None if the drawn target shape is impossible here."""
+    if kind is FaultKind.ROLLING_RESTART:
+        return Target(TargetKind.BROKERS), None
+    pool = _LINK_TARGETS if kind.is_link else _PROCESS_TARGETS
+    if kind is not FaultKind.CUT and kind is not FaultKind.TIMEOUT:
+        pool = tuple(p for p in pool if p != "bridge")
+    shape = rng.choice(pool)
+    brokers = sorted(topology.brokers, key=lambda n: n.node_id)
+    if shape == "broker":
+        return Target(TargetKind.BROKER, broker=rng.choice(brokers).node_id), None
+    if shape == "rack":
+        if len(topology.racks) < 2:
+            return None
+        return Target(TargetKind.RACK, rack=rng.choice(topology.racks)), None
+    if shape in ("minority", "bridge"):
+        kind_ = TargetKind.MINORITY if shape == "minority" else TargetKind.BRIDGE
+        target = Target(kind_, seed=rng.randrange(2**31))
+        try:
+            target.validate(topology)
+        except FaultError:
+            return None  # e.g. no minority in a two-broker cluster: draw another shape
+        return target, None
+    if shape == "controller":
+        return Target(TargetKind.CONTROLLER), None
+    if shape == "clients":
+        rack = rng.choice(topology.client_racks)
+        return Target(TargetKind.CLIENTS, rack=rack), Target(TargetKind.BROKER, broker=rng.choice(brokers).node_id)
+    if not config.partitions:
+        return None
+    topic, _, part = rng.choice(config.partitions).rpartition("/")
+    if shape == "leader":
+        return Target(TargetKind.LEADER, topic=topic, partition=int(part)), None
+    return Target(TargetKind.FOLLOWER_IN, rack=rng.choice(topology.racks), topic=topic, partition=int(part)), None
+
+
+def _draw_params(rng: random.Random, kind: FaultKind, config: ScheduleConfig, duration: float,
+                 topology: Topology) -> dict[str, Any]:
+    if kind is FaultKind.LATENCY:
+        latency = _ms(rng, config.latency_ms)
+        return {"latency": latency, "jitter": _ms(rng, (0, latency / 4))}
+    if kind is FaultKind.BANDWIDTH:
+        return {"rate": _ms(rng, (1, 1000))}
+    if kind is FaultKind.SLOW_CLOSE:
+        return {"delay": _ms(rng, (100, 5000))}
+    if kind is FaultKind.RESET_PEER:
+        return {"timeout": _ms(rng, (0, 1000))}
+    if kind is FaultKind.SLICER:
+        size = _ms(rng, (16, 256))
+        return {"average_size": size, "size_variation": _ms(rng, (0, size - 1)), "delay": _ms(rng, (0, 1000))}
+    if kind is FaultKind.RESTART:
+        return {"clean": rng.random() < 0.5}
+    if kind is FaultKind.ROLLING_RESTART:
+        return {"interval": round(duration / len(topology.brokers), 3), "clean": rng.random() < 0.5}
+    return {}
+
+
+def _draw_spec(rng: random.Random, topology: Topology, config: ScheduleConfig,
+               kinds: list[FaultKind], weights: list[float], duration: float) -> FaultSpec | None:
+    kind = rng.choices(kinds, weights)[0]
+    drawn = _draw_target(rng, topology, config, kind)
+    if drawn is None:
+        return None
+    target, peer = drawn
+    params = _draw_params(rng, kind, config, duration, topology)
+    flow, direction, toxicity = Flow.BOTH, None, None
+    if kind is FaultKind.CUT and target.kind is not TargetKind.BRIDGE and rng.random() < 1 / 3:
+        flow = rng.choice((Flow.IN, Flow.OUT))
+    if kind.is_toxic:
+        direction = rng.choice((Direction.UPSTREAM, Direction.DOWNSTREAM, Direction.BOTH))
+        low, high = config.toxicity
+        toxicity = None if low == high == 1.0 else round(rng.uniform(low, high), 3)
+    return FaultSpec.make(kind, target, peer=peer, flow=flow, direction=direction,
+                          toxicity=toxicity, **params)
+
+
+def _generate(topology: Topology, seed: int, config: ScheduleConfig) -> list[ScheduledFault]:
+    rng = random.Random(seed)
+    mix = [(FaultKind(k), w) for k, w in config.mix if w > 0]
+    kinds, weights = [k for k, _ in mix], [w for _, w in mix]
+    faults: list[ScheduledFault] = []
+    t = 0.0
+    while True:
+        start = round(t + rng.uniform(*config.gap), 3)
+        if start + config.duration[0] > config.length:
+            return faults
+        active = [f for f in faults if f.end > start]
+        if len(active) >= config.concurrency:
+            t = min(f.end for f in active)
+            continue
+        placed = None
+        for _ in range(50):
+            duration = round(min(rng.uniform(*config.duration), config.length - start), 3)
+            spec = _draw_spec(rng, topology, config, kinds, weights, duration)
+            if spec is None:
+                continue
+            end = start + duration
+            if all(conflict(topology, f.spec, spec) is None for f in active if f.overlaps(start, end)):
+                placed = ScheduledFault(len(faults), start, duration, spec)
+                break
+        if placed is None:
+            if not active:
+                raise FaultError("could not draw a valid fault for this topology and mix")
+            t = min(f.end for f in active)
+            continue
+        faults.append(placed)
+        t = start if config.concurrency > 1 else placed.end

@@ -1,0 +1,159 @@
+"""Seeded fault schedules: reproducible, bounded, serialisable, and free of contradictions."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from faults.common import FaultError
+from faults.conflicts import conflict
+from faults.schedule import DEFAULT_MIX, Schedule, ScheduleConfig
+from faults.spec import FaultKind
+from harness.topology import Ports, Topology
+
+
+def topo(brokers: int = 5, racks: int = 3, controllers: int = 0) -> Topology:
+    return Topology.build(
+        brokers=brokers, racks=racks, controllers=controllers, slot=0,
+        ports=Ports(replication=9091, controller=9093,
+                    clients=tuple(9100 + i for i in range(racks)), toxiproxy_api=8474),
+    )
+
+
+T = topo()
+CONFIG = ScheduleConfig(length=600, duration=(2, 20), gap=(0, 10), partitions=("hw/0", "hw/1"))
+
+
+def test_same_seed_same_schedule_exactly() -> None:
+    a = Schedule.generate(T, 1234, CONFIG)
+    b = Schedule.generate(T, 1234, CONFIG)
+    assert a == b
+    assert a.to_json() == b.to_json()
+    assert len(a.faults) > 10
+
+
+def test_different_seeds_differ() -> None:
+    schedules = {Schedule.generate(T, s, CONFIG).to_json() for s in range(10)}
+    assert len(schedules) == 10
+
+
+def test_json_round_trip() -> None:
+    for conf in (CONFIG, ScheduleConfig(concurrency=3, length=200, toxicity=(0.2, 0.9)), ScheduleConfig()):
+        s = Schedule.generate(T, 7, conf)
+        back = Schedule.from_json(s.to_json())
+        assert back == s
+        assert back.to_json() == s.to_json()
+        assert json.loads(s.to_json(indent=2))["format"] == "highwater.schedule/1"
+        back.check_topology(T)
+
+
+def test_reproducible_across_processes() -> None:
+    """The schedule must not depend on the hash seed (set iteration order)."""
+    import subprocess
+    import sys
+    code = ("from faults.schedule import Schedule, ScheduleConfig; from harness.topology import Ports, Topology;"
+            "t = Topology.build(brokers=5, racks=3, slot=0, ports=Ports(9091, 9093, (9100, 9101, 9102), 8474));"
+            "print(Schedule.generate(t, 99, ScheduleConfig(length=300, partitions=('hw/0',))).to_json())")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": str(h), "PYTHONPATH": "."}).stdout for h in (1, 2)}
+    assert len(outs) == 1
+    assert outs.pop().strip() == Schedule.generate(T, 99, ScheduleConfig(length=300, partitions=("hw/0",))).to_json()
+
+
+@pytest.mark.parametrize("seed", range(15))
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_bounds_and_no_overlapping_contradictions(seed: int, concurrency: int) -> None:
+    conf = ScheduleConfig(length=400, duration=(3, 25), gap=(1, 8), concurrency=concurrency,
+                          partitions=("hw/0",))
+    s = Schedule.generate(T, seed, conf)
+    prev_start = -1.0
+    for f in s.faults:
+        assert f.start >= prev_start
+        prev_start = f.start
+        assert 3 <= f.duration <= 25
+        assert f.end <= conf.length + 1e-9
+        f.spec.validate(T)
+        assert len(s.active_at(f.start)) <= concurrency
+    for i, a in enumerate(s.faults):
+        for b in s.faults[i + 1:]:
+            if a.overlaps(b.start, b.end):
+                assert conflict(T, a.spec, b.spec) is None, (a, b)
+    if concurrency == 1:
+        for a, b in zip(s.faults, s.faults[1:]):
+            assert b.start - a.end >= 1 - 1e-9  # the gap is respected
+
+
+def test_overlap_actually_happens_with_concurrency() -> None:
+    s = Schedule.generate(T, 3, ScheduleConfig(length=600, duration=(20, 40), gap=(0, 5), concurrency=3))
+    assert any(len(s.active_at(f.start)) > 1 for f in s.faults)
+
+
+def test_mix_is_respected() -> None:
+    conf = ScheduleConfig(length=600, duration=(1, 2), gap=(0, 1), mix=(("latency", 1), ("pause", 1), ("kill", 0)))
+    kinds = Counter(f.spec.kind for f in Schedule.generate(T, 5, conf).faults)
+    assert set(kinds) == {FaultKind.LATENCY, FaultKind.PAUSE}
+    for f in Schedule.generate(T, 5, conf).faults:
+        if f.spec.kind is FaultKind.LATENCY:
+            assert 50 <= f.spec.param("latency") <= 2000
+            assert 0 <= f.spec.param("jitter") <= f.spec.param("latency") / 4 + 1
+
+
+def test_default_mix_covers_every_kind() -> None:
+    conf = ScheduleConfig(length=1500, duration=(1, 3), gap=(0, 2), partitions=("hw/0",))
+    kinds = {f.spec.kind for f in Schedule.generate(T, 11, conf).faults}
+    assert kinds == set(FaultKind)
+    assert {k for k, _ in DEFAULT_MIX} == {k.value for k in FaultKind}
+
+
+def test_small_and_dedicated_topologies() -> None:
+    for t in (topo(1, 1), topo(2, 2), topo(3, 1, controllers=3)):
+        s = Schedule.generate(t, 1, ScheduleConfig(length=300, duration=(1, 5), gap=(0, 3)))
+        assert s.faults
+        for f in s.faults:
+            f.spec.validate(t)
+
+
+def test_events_heal_before_fault_at_equal_times() -> None:
+    s = Schedule.generate(T, 2, ScheduleConfig(length=300, duration=(1, 5), gap=(0, 0.0)))
+    events = s.events()
+    assert len(events) == 2 * len(s.faults)
+    assert [e[0] for e in events] == sorted(e[0] for e in events)
+    for (t1, k1, _), (t2, k2, _) in zip(events, events[1:]):
+        if t1 == t2:
+            assert not (k1 == "fault" and k2 == "heal")
+
+
+@pytest.mark.parametrize("kwargs,fragment", [
+    ({"length": 0}, "length"),
+    ({"duration": (5, 1)}, "duration"),
+    ({"duration": (0, 1)}, "duration"),
+    ({"gap": (-1, 1)}, "gap"),
+    ({"concurrency": 0}, "concurrency"),
+    ({"mix": (("explode", 1.0),)}, "unknown fault kind"),
+    ({"mix": (("kill", -1),)}, "weight"),
+    ({"mix": (("kill", 0),)}, "no kind with a positive weight"),
+    ({"partitions": ("nopartition",)}, "malformed target"),
+    ({"toxicity": (0.5, 2.0)}, "toxicity"),
+])
+def test_bad_config(kwargs: dict, fragment: str) -> None:
+    with pytest.raises(FaultError, match=fragment):
+        ScheduleConfig(**kwargs)
+
+
+def test_bad_json_and_wrong_topology() -> None:
+    with pytest.raises(FaultError, match="not a fault schedule"):
+        Schedule.from_json('{"format": "other"}')
+    with pytest.raises(FaultError, match="not JSON"):
+        Schedule.from_json("{")
+    data = json.loads(Schedule.generate(T, 1, CONFIG).to_json())
+    data["faults"][0]["fault"]["kind"] = "explode"
+    with pytest.raises(FaultError, match="unknown fault kind"):
+        Schedule.from_dict(data)
+    data = json.loads(Schedule.generate(T, 1, CONFIG).to_json())
+    data["config"]["colour"] = 1
+    with pytest.raises(FaultError, match="unknown schedule config"):
+        Schedule.from_dict(data)
+    with pytest.raises(FaultError, match="generated for"):
+        Schedule.generate(T, 1, CONFIG).check_topology(topo(3, 3))
