@@ -9,32 +9,23 @@ Parquet layout (fixed schema ``PARQUET_SCHEMA``, one row per event, row order = 
 ----------------------------------------------------------------------------------------------
 The header is stored as JSON in the schema metadata key ``highwater.header``. Columns:
 
-==============  ============  =====================================================================
-column          type          content
-==============  ============  =====================================================================
-index           int64         event ``index``
-time_ns         int64         event ``time_ns``
-process         string        event ``process``
-type            string        ``invoke`` / ``ok`` / ``fail`` / ``info``
-f               string        event ``f``
-error           string        event ``error`` (null unless fail/info)
-topic           string        ``value.topic`` (send, assign, seek, meta, final-read), else null
-partition       int32         ``value.partition``, likewise
-offset          int64         ``value.offset`` (send ok, assign, seek), else null
-replica         int32         ``value.replica`` (final-read)
-hw              int64         ``value.hw`` (meta, final-read)
-value           string        the *record* value of a send, in text form (see ``value_text``)
-value_kind      int8          0: ``value`` is the string itself, 1: it is JSON text
-records         list<struct>  poll records / final-read records, flattened (see below)
-value_json      string        the event's whole ``value`` object as JSON, minus ``records``
-==============  ============  =====================================================================
+* ``index`` int64, ``time_ns`` int64, ``process``/``type``/``f``/``error`` string: the event.
+* Hot value keys, flattened so Spark and the checks read them without JSON: ``topic`` string,
+  ``partition`` int32, ``offset`` int64, ``replica`` int32, ``hw`` int64, ``log_start`` int64,
+  ``leader`` int32, ``leader_epoch`` int32 (null where the event's value has no such key).
+* ``value`` string + ``value_kind`` int8: a send's *record* value in text form (kind 0: the
+  string itself, 1: JSON text; see ``value_text``).
+* ``records`` list<struct{topic, partition, offset, value, value_kind, leader_epoch,
+  replica}>: a poll's records; for a final-read each ``[offset, value]`` pair becomes an item
+  with only ``offset``/``value``/``value_kind`` set.
+* ``value_json`` string: the rest of the event's ``value`` as JSON (keys not lifted above,
+  e.g. ``key``, ``isr``, ``leo``, ``reason``, ``kind``/``targets``/``params``).
+* ``present`` int16: bit i set when key ``HOT_KEYS[i]`` was in the value (bit 8: the send's
+  record value, bit 9: records), so nulls and absent keys round-trip exactly.
 
-``records`` items are ``{topic, partition, offset, value, value_kind, leader_epoch, replica}``.
-For a poll, every field is filled from the poll record; for a final-read, each ``[offset,
-value]`` pair becomes an item with only ``offset``/``value``/``value_kind`` set. Keeping the hot
-columns flat and the records columnar lets the checks run vectorised on Parquet without parsing
-one JSON string per event; ``value_json`` keeps the rest so the events round-trip exactly (poll
-records gain explicit null ``leader_epoch``/``replica`` keys when they had none).
+Keeping the hot data flat and the records columnar lets the checks run vectorised on Parquet
+without parsing one JSON string per event. Events round-trip exactly, except that poll records
+gain explicit null ``leader_epoch``/``replica`` keys when they had none.
 """
 
 from __future__ import annotations
@@ -435,6 +426,21 @@ RECORD_TYPE = pa.struct(
     ]
 )
 
+#: value keys lifted into their own columns, with the column type each needs; the bit i of the
+#: ``present`` column says HOT_KEYS[i] was in the event's value (so nulls round-trip too).
+HOT_KEYS: tuple[tuple[str, pa.DataType], ...] = (
+    ("topic", pa.string()),
+    ("partition", pa.int32()),
+    ("offset", pa.int64()),
+    ("replica", pa.int32()),
+    ("hw", pa.int64()),
+    ("log_start", pa.int64()),
+    ("leader", pa.int32()),
+    ("leader_epoch", pa.int32()),
+)
+_VALUE_BIT = 1 << len(HOT_KEYS)  # the send's record value, in columns value/value_kind
+_RECORDS_BIT = 1 << (len(HOT_KEYS) + 1)  # records, in column records
+
 PARQUET_SCHEMA = pa.schema(
     [
         ("index", pa.int64()),
@@ -443,23 +449,20 @@ PARQUET_SCHEMA = pa.schema(
         ("type", pa.string()),
         ("f", pa.string()),
         ("error", pa.string()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("replica", pa.int32()),
-        ("hw", pa.int64()),
+        *HOT_KEYS,
         ("value", pa.string()),
         ("value_kind", pa.int8()),
         ("records", pa.list_(RECORD_TYPE)),
         ("value_json", pa.string()),
+        ("present", pa.int16()),
     ]
 )
 
-_HOT = ("topic", "partition", "offset", "replica", "hw")
 
-
-def _int_or_none(v: Any) -> int | None:
-    return v if type(v) is int else None
+def _fits(key: str, x: Any) -> bool:
+    if x is None:
+        return True
+    return isinstance(x, str) if key == "topic" else type(x) is int
 
 
 def _event_columns(events: list[dict[str, Any]]) -> pa.RecordBatch:
@@ -468,32 +471,53 @@ def _event_columns(events: list[dict[str, Any]]) -> pa.RecordBatch:
         for k in ("index", "time_ns", "process", "type", "f", "error"):
             cols[k].append(ev[k])
         v = ev["value"]
-        if not isinstance(v, dict):
-            for k in (*_HOT, "value", "value_kind", "records"):
+        present = 0
+        rest: Any = v
+        if isinstance(v, dict):
+            rest = dict(v)
+            for bit, (k, _) in enumerate(HOT_KEYS):
+                x = v.get(k)
+                if k in v and _fits(k, x):
+                    present |= 1 << bit
+                    del rest[k]
+                    cols[k].append(x)
+                else:
+                    cols[k].append(None)
+            if ev["f"] == "send" and "value" in v:
+                present |= _VALUE_BIT
+                text, kind = value_text(rest.pop("value"))
+                cols["value"].append(text)
+                cols["value_kind"].append(kind)
+            else:
+                cols["value"].append(None)
+                cols["value_kind"].append(None)
+            recs = v.get("records")
+            if isinstance(recs, list) and _records_fit(ev["f"], recs):
+                present |= _RECORDS_BIT
+                del rest["records"]
+                cols["records"].append(_records_column(ev["f"], recs))
+            else:
+                cols["records"].append(None)
+        else:
+            for k, _ in HOT_KEYS:
                 cols[k].append(None)
-            cols["value_json"].append(None if v is None else json.dumps(v))
-            continue
-        topic = v.get("topic")
-        cols["topic"].append(topic if isinstance(topic, str) else None)
-        for k in ("partition", "offset", "replica", "hw"):
-            cols[k].append(_int_or_none(v.get(k)))
-        if ev["f"] == "send" and "value" in v:
-            text, kind = value_text(v["value"])
-            cols["value"].append(text)
-            cols["value_kind"].append(kind)
-        else:
-            cols["value"].append(None)
-            cols["value_kind"].append(None)
-        recs = v.get("records")
-        if isinstance(recs, list):
-            cols["records"].append(_records_column(ev["f"], recs))
-            rest = {k: x for k, x in v.items() if k != "records"}
-            rest["__records__"] = True  # marks that "records" existed (possibly empty)
-            cols["value_json"].append(json.dumps(rest))
-        else:
-            cols["records"].append(None)
-            cols["value_json"].append(json.dumps(v))
+            for k in ("value", "value_kind", "records"):
+                cols[k].append(None)
+        cols["value_json"].append(json.dumps(rest, separators=(",", ":")))
+        cols["present"].append(present)
     return pa.RecordBatch.from_pydict(cols, schema=PARQUET_SCHEMA)
+
+
+def _records_fit(f: str, recs: list[Any]) -> bool:
+    if f == "final-read":
+        return all(isinstance(r, list) and len(r) == 2 and type(r[0]) is int for r in recs)
+    keys = {"topic", "partition", "offset", "value", "leader_epoch", "replica"}
+    return all(
+        isinstance(r, dict) and r.keys() <= keys and isinstance(r.get("topic"), str)
+        and type(r.get("partition")) is int and type(r.get("offset")) is int
+        and _opt_int(r.get("leader_epoch")) and _opt_int(r.get("replica"))
+        for r in recs
+    )
 
 
 def _records_column(f: str, recs: list[Any]) -> list[dict[str, Any]]:
@@ -507,9 +531,9 @@ def _records_column(f: str, recs: list[Any]) -> list[dict[str, Any]]:
         text, kind = value_text(r.get("value"))
         out.append(
             {
-                "topic": r.get("topic"),
-                "partition": r.get("partition"),
-                "offset": r.get("offset"),
+                "topic": r["topic"],
+                "partition": r["partition"],
+                "offset": r["offset"],
                 "value": text,
                 "value_kind": kind,
                 "leader_epoch": r.get("leader_epoch"),
@@ -572,24 +596,16 @@ def rows_to_events(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
     d = table.to_pydict()
     out = []
     for i in range(len(d["index"])):
-        vj = d["value_json"][i]
-        value: Any = None if vj is None else json.loads(vj)
-        if isinstance(value, dict) and value.pop("__records__", False):
-            recs = d["records"][i] or []
-            if d["f"][i] == "final-read":
-                value["records"] = [[r["offset"], text_value(r["value"], r["value_kind"])] for r in recs]
-            else:
-                value["records"] = [
-                    {
-                        "topic": r["topic"],
-                        "partition": r["partition"],
-                        "offset": r["offset"],
-                        "value": text_value(r["value"], r["value_kind"]),
-                        "leader_epoch": r["leader_epoch"],
-                        "replica": r["replica"],
-                    }
-                    for r in recs
-                ]
+        value: Any = json.loads(d["value_json"][i])
+        present = d["present"][i] or 0
+        if isinstance(value, dict):
+            for bit, (k, _) in enumerate(HOT_KEYS):
+                if present & (1 << bit):
+                    value[k] = d[k][i]
+            if present & _VALUE_BIT:
+                value["value"] = text_value(d["value"][i], d["value_kind"][i])
+            if present & _RECORDS_BIT:
+                value["records"] = _records_from_column(d["f"][i], d["records"][i] or [])
         out.append(
             {
                 "index": d["index"][i],
@@ -602,6 +618,22 @@ def rows_to_events(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _records_from_column(f: str, recs: list[dict[str, Any]]) -> list[Any]:
+    if f == "final-read":
+        return [[r["offset"], text_value(r["value"], r["value_kind"])] for r in recs]
+    return [
+        {
+            "topic": r["topic"],
+            "partition": r["partition"],
+            "offset": r["offset"],
+            "value": text_value(r["value"], r["value_kind"]),
+            "leader_epoch": r["leader_epoch"],
+            "replica": r["replica"],
+        }
+        for r in recs
+    ]
 
 
 def _iter_parquet(path: Path) -> Iterator[dict[str, Any]]:

@@ -1,0 +1,522 @@
+"""A history reduced to compact columns: the one input every check reads.
+
+A 10-million-event run must not become 10 million Python objects, so loading keeps only what
+the checks need, in numpy arrays (one row per send completion, per polled record, per position
+change, ...), and interns topics/partitions and processes to small integers. Record values are
+reduced to 64-bit ids that are equal exactly when the values are equal: within one load, either
+Python's ``hash`` of the value's text form (JSON Lines; collisions are ~2^-64 per pair and
+ignored) or a dictionary code (Parquet). Ids are never compared across loads.
+
+Rows are the event's position in the file (0 = first event after the header), so examples can
+fetch the full events back from the source (``HistoryData.events``) without keeping them.
+Small, rare event kinds (meta, fault/heal, final-read logs, poll errors) are kept as lists.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from harness.history import (
+    HistoryError,
+    LineError,
+    check_header,
+    event_problem,
+    read_history,
+    read_parquet_header,
+    rows_to_events,
+    value_text,
+)
+
+TYPES = {"invoke": 0, "ok": 1, "fail": 2, "info": 3}
+INVOKE, OK, FAIL, INFO = 0, 1, 2, 3
+_TRUNC = re.compile(r"truncat", re.IGNORECASE)
+
+
+def is_truncation(text: str | None) -> bool:
+    """Whether an error name or position-change reason reports log truncation (KIP-320)."""
+    return isinstance(text, str) and _TRUNC.search(text) is not None
+
+
+def vid_of(v: Any) -> int:
+    """Value id for the JSON Lines path: 0 means "no value" (null cannot identify a write)."""
+    if type(v) is not str:
+        if v is None:
+            return 0
+        v = value_text(v)[0]
+    h = hash(v)
+    return h if h != 0 else 1
+
+
+@dataclass
+class Sends:
+    """Completions (ok/fail/info) of sends; invokes are only counted."""
+
+    row: np.ndarray
+    time: np.ndarray
+    proc: np.ndarray
+    type: np.ndarray  # OK / FAIL / INFO
+    tp: np.ndarray  # -1 when unknown
+    offset: np.ndarray  # -1 when unknown
+    vid: np.ndarray  # 0 when no value
+    invokes: int = 0
+
+
+@dataclass
+class PollRecords:
+    """One row per record returned by an ok poll, in file order (and order within the poll)."""
+
+    row: np.ndarray
+    time: np.ndarray
+    proc: np.ndarray
+    tp: np.ndarray
+    offset: np.ndarray
+    vid: np.ndarray
+    epoch: np.ndarray  # -1 when unknown
+    replica: np.ndarray  # -1 when unknown
+
+
+@dataclass
+class Positions:
+    """assign/seek events: every position change of a consumer that is not a plain poll."""
+
+    row: np.ndarray
+    time: np.ndarray
+    proc: np.ndarray
+    tp: np.ndarray  # -1: applies to every partition of the consumer
+    offset: np.ndarray  # -1 when unknown
+    truncation: np.ndarray  # bool: the reason names truncation handling
+
+
+@dataclass(frozen=True)
+class PollError:
+    row: int
+    time: int
+    proc: int
+    error: str | None
+
+    @property
+    def truncation(self) -> bool:
+        return is_truncation(self.error)
+
+
+@dataclass(frozen=True)
+class MetaObs:
+    row: int
+    time: int
+    proc: int
+    tp: int
+    hw: int | None
+    leader: int | None
+    epoch: int | None
+    isr: frozenset[int] | None
+
+
+@dataclass(frozen=True)
+class FaultEvent:
+    row: int
+    time: int
+    type: str  # "fault" or "heal"
+    kind: str | None
+    targets: tuple[Any, ...]
+    params: Mapping[str, Any]
+
+
+@dataclass
+class FinalLog:
+    """One replica's full log of one partition, read after healing; offsets sorted."""
+
+    row: int
+    tp: int
+    replica: int
+    hw: int
+    log_start: int
+    offsets: np.ndarray
+    vids: np.ndarray
+
+    @property
+    def end(self) -> int:
+        """The replica's log end offset as far as its records show."""
+        return int(self.offsets[-1]) + 1 if len(self.offsets) else self.log_start
+
+
+@dataclass
+class HistoryData:
+    """Everything the checks read, built by ``load``/``from_events``; see the module doc."""
+
+    header: dict[str, Any]
+    processes: list[str]
+    tps: list[tuple[str, int]]
+    sends: Sends
+    polls: PollRecords
+    positions: Positions
+    poll_errors: list[PollError]
+    meta: list[MetaObs]
+    faults: list[FaultEvent]
+    finals: list[FinalLog]
+    proc_first_time: np.ndarray
+    n_events: int
+    end_time: int
+    line_errors: list[LineError] = field(default_factory=list)
+    source: EventSource | None = None
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return dict(self.header.get("config") or {})
+
+    def tp_name(self, tp: int) -> tuple[str, int] | None:
+        return self.tps[tp] if 0 <= tp < len(self.tps) else None
+
+    def proc_name(self, proc: int) -> str:
+        return self.processes[proc]
+
+    def events(self, rows: Iterable[int], focus: Mapping[int, Sequence[int]] | None = None) -> list[dict[str, Any]]:
+        """The full events at these rows (in that order). Final-read events are trimmed to the
+        records at ``focus[row]`` offsets (records_total tells how many there were)."""
+        rows = [int(r) for r in rows]
+        if self.source is None:
+            return [{"row": r} for r in rows]
+        out = self.source.fetch(rows)
+        return [_trim(ev, (focus or {}).get(r)) for r, ev in zip(rows, out)]
+
+
+def _trim(ev: dict[str, Any], offsets: Sequence[int] | None) -> dict[str, Any]:
+    v = ev.get("value")
+    if ev.get("f") != "final-read" or not isinstance(v, dict) or not isinstance(v.get("records"), list):
+        return ev
+    want = set(offsets or ())
+    recs = v["records"]
+    trimmed = {**v, "records": [r for r in recs if r and r[0] in want], "records_total": len(recs)}
+    return {**ev, "value": trimmed}
+
+
+# --------------------------------------------------------------------------------------------
+# Sources for examples
+
+
+class EventSource:
+    def fetch(self, rows: list[int]) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+
+class ListSource(EventSource):
+    def __init__(self, events: Sequence[dict[str, Any]]) -> None:
+        self._events = events
+
+    def fetch(self, rows: list[int]) -> list[dict[str, Any]]:
+        return [self._events[r] for r in rows]
+
+
+class JsonlSource(EventSource):
+    """Random access by row through the byte offset of every event line (8 bytes/event)."""
+
+    def __init__(self, path: Path, line_starts: np.ndarray) -> None:
+        self._path = path
+        self._starts = line_starts
+
+    def fetch(self, rows: list[int]) -> list[dict[str, Any]]:
+        out = []
+        with open(self._path, "rb") as fh:
+            for r in rows:
+                fh.seek(int(self._starts[r]))
+                try:
+                    out.append(json.loads(fh.readline()))
+                except ValueError:
+                    out.append({"row": r, "unreadable": True})
+        return out
+
+
+class ParquetSource(EventSource):
+    """Random access by row: reads only the row group holding it."""
+
+    def __init__(self, path: Path) -> None:
+        self._pf = pq.ParquetFile(path)
+        sizes = [self._pf.metadata.row_group(i).num_rows for i in range(self._pf.num_row_groups)]
+        self._starts = np.cumsum([0, *sizes])
+
+    def fetch(self, rows: list[int]) -> list[dict[str, Any]]:
+        out = []
+        cache: dict[int, list[dict[str, Any]]] = {}
+        for r in rows:
+            g = int(np.searchsorted(self._starts, r, side="right")) - 1
+            if g not in cache:
+                cache[g] = rows_to_events(self._pf.read_row_group(g))
+            out.append(cache[g][r - int(self._starts[g])])
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Building
+
+
+class _Builder:
+    """Accumulates compact columns while events stream by (typed arrays, not objects)."""
+
+    def __init__(self) -> None:
+        self.proc_ids: dict[str, int] = {}
+        self.tp_ids: dict[tuple[str, int], int] = {}
+        self.proc_first: list[int] = []
+        self.s = {k: array(t) for k, t in _SEND_COLS}
+        self.invokes = 0
+        self.r = {k: array(t) for k, t in _POLL_COLS}
+        self.p = {k: array(t) for k, t in _POS_COLS}
+        self.poll_errors: list[PollError] = []
+        self.meta: list[MetaObs] = []
+        self.faults: list[FaultEvent] = []
+        self.finals: list[FinalLog] = []
+        self.n_events = 0
+        self.end_time = 0
+
+    def proc(self, name: str, t: int) -> int:
+        i = self.proc_ids.get(name)
+        if i is None:
+            i = self.proc_ids[name] = len(self.proc_ids)
+            self.proc_first.append(t)
+        return i
+
+    def tp(self, topic: Any, partition: Any) -> int:
+        if topic is None or partition is None:
+            return -1
+        key = (topic, partition)
+        i = self.tp_ids.get(key)
+        if i is None:
+            i = self.tp_ids[key] = len(self.tp_ids)
+        return i
+
+    def add(self, row: int, ev: dict[str, Any]) -> None:
+        """Fold one event in (the JSON Lines and in-memory paths)."""
+        t = ev["time_ns"]
+        typ = TYPES[ev["type"]]
+        f = ev["f"]
+        proc = self.proc(ev["process"], t)
+        self.n_events += 1
+        if t > self.end_time:
+            self.end_time = t
+        v = ev["value"]
+        if f == "send":
+            if typ == INVOKE:
+                self.invokes += 1
+                return
+            if v is None:
+                v = {}
+            o = v.get("offset")
+            vals = (row, t, proc, typ, self.tp(v.get("topic"), v.get("partition")),
+                    o if type(o) is int else -1, vid_of(v.get("value")))
+            for (k, _), x in zip(_SEND_COLS, vals):
+                self.s[k].append(x)
+        elif f == "poll":
+            if typ == OK:
+                self._poll(row, t, proc, v["records"])
+            elif typ != INVOKE:
+                self.poll_errors.append(PollError(row, t, proc, ev["error"]))
+        elif f in ("assign", "seek"):
+            if typ in (OK, INFO):  # an info seek may have moved: treat it as a move
+                self._position(row, t, proc, v or {})
+        elif f == "meta":
+            if typ != FAIL and v:
+                self._meta(row, t, proc, v)
+        elif f in ("fault", "heal"):
+            if typ != FAIL:
+                self._fault(row, t, f, v or {}, typ)
+        elif f == "final-read":
+            if typ == OK:
+                self._final(row, v)
+
+    def _poll(self, row: int, t: int, proc: int, recs: list[dict[str, Any]]) -> None:
+        n = len(self.r["row"])
+        try:
+            self._poll_records(row, t, proc, recs)
+        except Exception:
+            for col in self.r.values():  # keep the columns aligned: drop this poll entirely
+                del col[n:]
+            raise
+
+    def _poll_records(self, row: int, t: int, proc: int, recs: list[dict[str, Any]]) -> None:
+        r = self.r
+        a_row, a_time, a_proc = r["row"].append, r["time"].append, r["proc"].append
+        a_tp, a_off, a_vid = r["tp"].append, r["offset"].append, r["vid"].append
+        a_ep, a_rep = r["epoch"].append, r["replica"].append
+        tp_ids = self.tp_ids
+        for rec in recs:
+            key = (rec["topic"], rec["partition"])
+            tp = tp_ids.get(key)
+            if tp is None:
+                tp = self.tp(*key)
+            a_row(row)
+            a_time(t)
+            a_proc(proc)
+            a_tp(tp)
+            a_off(rec["offset"])
+            val = rec["value"]
+            if type(val) is str:
+                h = hash(val)
+                a_vid(h if h != 0 else 1)
+            else:
+                a_vid(vid_of(val))
+            e = rec.get("leader_epoch")
+            a_ep(e if e is not None else -1)
+            rp = rec.get("replica")
+            a_rep(rp if rp is not None else -1)
+
+    def _position(self, row: int, t: int, proc: int, v: Mapping[str, Any]) -> None:
+        o = v.get("offset")
+        vals = (row, t, proc, self.tp(v.get("topic"), v.get("partition")),
+                o if type(o) is int else -1, 1 if is_truncation(v.get("reason")) else 0)
+        for (k, _), x in zip(_POS_COLS, vals):
+            self.p[k].append(x)
+
+    def _meta(self, row: int, t: int, proc: int, v: Mapping[str, Any]) -> None:
+        isr = v.get("isr")
+        self.meta.append(
+            MetaObs(
+                row, t, proc, self.tp(v.get("topic"), v.get("partition")),
+                _opt_int(v.get("hw")), _opt_int(v.get("leader")), _opt_int(v.get("leader_epoch")),
+                frozenset(int(b) for b in isr) if isinstance(isr, list) else None,
+            )
+        )
+
+    def _fault(self, row: int, t: int, f: str, v: Mapping[str, Any], typ: int) -> None:
+        targets = v.get("targets")
+        if not isinstance(targets, (list, tuple)):
+            targets = [] if targets is None else [targets]
+        params = v.get("params") if isinstance(v.get("params"), dict) else {}
+        self.faults.append(FaultEvent(row, t, f, v.get("kind"), tuple(targets), params))
+
+    def _final(self, row: int, v: Mapping[str, Any]) -> None:
+        recs = v["records"]
+        offs = np.fromiter((r[0] for r in recs), dtype=np.int64, count=len(recs))
+        vids = np.fromiter((vid_of(r[1]) for r in recs), dtype=np.int64, count=len(recs))
+        self.add_final(row, self.tp(v["topic"], v["partition"]), int(v["replica"]), int(v["hw"]),
+                       v.get("log_start"), offs, vids)
+
+    def add_final(self, row: int, tp: int, replica: int, hw: int, log_start: Any,
+                  offs: np.ndarray, vids: np.ndarray) -> None:
+        order = np.argsort(offs, kind="stable")
+        offs, vids = offs[order], vids[order]
+        ls = int(log_start) if type(log_start) is int else (int(offs[0]) if len(offs) else 0)
+        self.finals.append(FinalLog(row, tp, replica, hw, ls, offs, vids))
+
+    def build(self, header: dict[str, Any], source: EventSource | None,
+              line_errors: list[LineError]) -> HistoryData:
+        s, r, p = self.s, self.r, self.p
+        return HistoryData(
+            header=header,
+            processes=list(self.proc_ids),
+            tps=list(self.tp_ids),
+            sends=Sends(**{k: _np(s[k], t) for k, t in _SEND_COLS}, invokes=self.invokes),
+            polls=PollRecords(**{k: _np(r[k], t) for k, t in _POLL_COLS}),
+            positions=Positions(**{k: _np(p[k], t) for k, t in _POS_COLS}),
+            poll_errors=self.poll_errors,
+            meta=self.meta,
+            faults=self.faults,
+            finals=self.finals,
+            proc_first_time=np.array(self.proc_first, dtype=np.int64),
+            n_events=self.n_events,
+            end_time=self.end_time,
+            line_errors=line_errors,
+            source=source,
+        )
+
+
+_SEND_COLS = (("row", "q"), ("time", "q"), ("proc", "i"), ("type", "b"), ("tp", "i"),
+              ("offset", "q"), ("vid", "q"))
+_POLL_COLS = (("row", "q"), ("time", "q"), ("proc", "i"), ("tp", "i"), ("offset", "q"),
+              ("vid", "q"), ("epoch", "i"), ("replica", "i"))
+_POS_COLS = (("row", "q"), ("time", "q"), ("proc", "i"), ("tp", "i"), ("offset", "q"),
+             ("truncation", "b"))
+_NP = {"q": np.int64, "i": np.int32, "b": np.int8}
+
+
+def _np(a: array, t: str) -> np.ndarray:
+    return np.frombuffer(a, dtype=_NP[t]) if len(a) else np.zeros(0, dtype=_NP[t])
+
+
+def _opt_int(v: Any) -> int | None:
+    return v if type(v) is int else None
+
+
+# --------------------------------------------------------------------------------------------
+# Entry points
+
+
+def from_events(header: Mapping[str, Any], events: Sequence[dict[str, Any]]) -> HistoryData:
+    """Build from in-memory events (tests, small tools). Events are validated like lines."""
+    hdr = check_header(dict(header))
+    b = _Builder()
+    for row, ev in enumerate(events):
+        problem = event_problem(ev)
+        if problem is not None:
+            raise HistoryError(f"event {row}: {problem}")
+        b.add(row, ev)
+    return b.build(hdr, ListSource(events), [])
+
+
+def load(path: str | Path) -> HistoryData:
+    """Load a ``.jsonl`` (leniently: bad lines become ``line_errors``) or ``.parquet`` history.
+    Raises ``HistoryError`` if the file or its header is unreadable."""
+    p = Path(path)
+    if p.suffix == ".parquet":
+        return _load_parquet(p)
+    return _load_jsonl(p)
+
+
+def _load_jsonl(path: Path) -> HistoryData:
+    header = read_history(path).header  # validates the header line
+    b = _Builder()
+    errors: list[LineError] = []
+    starts = array("q")
+    loads = json.loads
+    pos = 0
+    with open(path, "rb") as fh:
+        pos += len(fh.readline())
+        for row, raw in enumerate(fh):
+            starts.append(pos)
+            pos += len(raw)
+            lineno = row + 2
+            if not raw.endswith(b"\n"):
+                errors.append(LineError(lineno, "incomplete last line (no newline): the writer "
+                                        "probably stopped mid-event", _head(raw)))
+                continue
+            try:
+                b.add(row, loads(raw))
+            except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
+                # The fast path trusts the schema; on any surprise, say precisely what is wrong.
+                problem = _explain(raw) or f"unusable event ({e.__class__.__name__}: {e})"
+                errors.append(LineError(lineno, problem, _head(raw)))
+    return b.build(header, JsonlSource(path, _np(starts, "q")), errors)
+
+
+def _head(raw: bytes) -> str:
+    return raw[:200].decode("utf-8", "replace")
+
+
+def _explain(raw: bytes) -> str | None:
+    try:
+        ev = json.loads(raw)
+    except ValueError as e:
+        return f"not valid JSON ({e})"
+    return event_problem(ev)
+
+
+def _load_parquet(path: Path) -> HistoryData:
+    from harness.checks.parquet_load import load_parquet  # pyarrow-heavy path, kept apart
+
+    return load_parquet(path, read_parquet_header(path))
+
+
+__all__ = [
+    "HistoryData", "Sends", "PollRecords", "Positions", "PollError", "MetaObs", "FaultEvent",
+    "FinalLog", "from_events", "load", "is_truncation", "vid_of", "OK", "FAIL", "INFO", "INVOKE",
+    "pa", "pc",
+]

@@ -1,0 +1,215 @@
+"""Load a Parquet history into ``HistoryData`` with columnar operations only.
+
+The bulk (send completions, poll records, final logs) never becomes Python objects: batches are
+filtered and flattened with pyarrow and appended as numpy arrays. Record values from all three
+are dictionary-encoded together at the end, so one value has one id across sends, polls and
+final reads. Rare events (positions, meta, faults, poll errors) go through the same small
+Python code as the JSON Lines path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from harness.checks.data import (
+    _POLL_COLS,
+    _SEND_COLS,
+    FAIL,
+    INFO,
+    OK,
+    TYPES,
+    HistoryData,
+    ParquetSource,
+    PollError,
+    PollRecords,
+    Sends,
+    _Builder,
+)
+
+_COLUMNS = ["time_ns", "process", "type", "f", "error", "topic", "partition", "offset", "replica",
+            "hw", "log_start", "leader", "leader_epoch", "value", "records", "value_json"]
+_RARE = {"assign", "seek", "meta", "fault", "heal"}
+
+
+def _np(a: pa.Array | pa.ChunkedArray, fill: int, dtype: Any) -> np.ndarray:
+    return np.asarray(pc.fill_null(a, fill).to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+class _Interner:
+    """Maps a batch's (topic, partition) or process columns to the builder's global ids."""
+
+    def __init__(self, b: _Builder) -> None:
+        self.b = b
+
+    def procs(self, col: pa.Array, times: np.ndarray) -> np.ndarray:
+        enc = pc.dictionary_encode(col)
+        idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        names = enc.dictionary.to_pylist()
+        _, first = np.unique(idx, return_index=True)
+        first_of = dict(zip(np.unique(idx).tolist(), first.tolist()))
+        glob = np.array([self.b.proc(n, int(times[first_of[i]])) if i in first_of else -1
+                         for i, n in enumerate(names)], dtype=np.int32)
+        return glob[idx] if len(idx) else np.zeros(0, np.int32)
+
+    def tps(self, topic: pa.Array, partition: pa.Array) -> np.ndarray:
+        if len(topic) == 0:
+            return np.zeros(0, np.int32)
+        enc = pc.dictionary_encode(topic)
+        tidx = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        part = _np(partition, -1, np.int64)
+        names = enc.dictionary.to_pylist()
+        key = (tidx + 1) * (1 << 32) + (part + 1)
+        uniq, inv = np.unique(key, return_inverse=True)
+        glob = np.empty(len(uniq), np.int32)
+        for j, k in enumerate(uniq.tolist()):
+            ti, pi = k // (1 << 32) - 1, k % (1 << 32) - 1
+            glob[j] = self.b.tp(names[ti], pi) if ti >= 0 and pi >= 0 else -1
+        return glob[inv.reshape(-1)]
+
+
+def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
+    b = _Builder()
+    intern = _Interner(b)
+    pf = pq.ParquetFile(path)
+    sends: dict[str, list[np.ndarray]] = {k: [] for k, _ in _SEND_COLS}
+    polls: dict[str, list[np.ndarray]] = {k: [] for k, _ in _POLL_COLS}
+    value_chunks: list[pa.Array] = []  # sends, then polls, then finals; split again at the end
+    kinds: list[str] = []
+    finals_pending: list[tuple[int, int, int, int, Any, np.ndarray]] = []
+    row0 = 0
+    for batch in pf.iter_batches(batch_size=65_536, columns=_COLUMNS):
+        n = batch.num_rows
+        rows = np.arange(row0, row0 + n, dtype=np.int64)
+        row0 += n
+        times = batch.column("time_ns").to_numpy()
+        b.n_events += n
+        if n:
+            b.end_time = max(b.end_time, int(times.max()))
+        procs = intern.procs(batch.column("process"), times)
+        f = batch.column("f")
+        typ = batch.column("type")
+        is_send = pc.equal(f, "send").to_numpy(zero_copy_only=False)
+        is_invoke = pc.equal(typ, "invoke").to_numpy(zero_copy_only=False)
+        b.invokes += int(np.count_nonzero(is_send & is_invoke))
+
+        m = is_send & ~is_invoke
+        if m.any():
+            mask = pa.array(m)
+            sends["row"].append(rows[m])
+            sends["time"].append(times[m])
+            sends["proc"].append(procs[m])
+            sends["type"].append(_type_codes(pc.filter(typ, mask)))
+            sends["tp"].append(intern.tps(pc.filter(batch.column("topic"), mask),
+                                          pc.filter(batch.column("partition"), mask)))
+            sends["offset"].append(_np(pc.filter(batch.column("offset"), mask), -1, np.int64))
+            value_chunks.append(pc.filter(batch.column("value"), mask))
+            kinds.append("send")
+
+        ok = pc.equal(typ, "ok").to_numpy(zero_copy_only=False)
+        is_poll = pc.equal(f, "poll").to_numpy(zero_copy_only=False)
+        m = is_poll & ok
+        if m.any():
+            recs = pc.filter(batch.column("records"), pa.array(m))
+            parents = pc.list_parent_indices(recs).to_numpy()
+            flat = pc.list_flatten(recs)
+            prow, ptime, pproc = rows[m], times[m], procs[m]
+            polls["row"].append(prow[parents])
+            polls["time"].append(ptime[parents])
+            polls["proc"].append(pproc[parents])
+            polls["tp"].append(intern.tps(flat.field("topic"), flat.field("partition")))
+            polls["offset"].append(_np(flat.field("offset"), -1, np.int64))
+            polls["epoch"].append(_np(flat.field("leader_epoch"), -1, np.int32))
+            polls["replica"].append(_np(flat.field("replica"), -1, np.int32))
+            value_chunks.append(flat.field("value"))
+            kinds.append("poll")
+
+        rare_idx = np.nonzero(
+            pc.is_in(f, pa.array(sorted(_RARE))).to_numpy(zero_copy_only=False)
+            | (is_poll & ~ok & ~is_invoke)
+            | pc.equal(f, "final-read").to_numpy(zero_copy_only=False)
+        )[0]
+        if len(rare_idx):
+            sub = batch.take(pa.array(rare_idx)).to_pydict()
+            for j, i in enumerate(rare_idx.tolist()):
+                _rare(b, intern, sub, j, int(rows[i]), int(times[i]), int(procs[i]),
+                      batch, i, value_chunks, kinds, finals_pending)
+
+    vids = _encode_values(value_chunks)
+    by_kind: dict[str, list[np.ndarray]] = {"send": [], "poll": [], "final": []}
+    for k, v in zip(kinds, vids):
+        by_kind[k].append(v)
+    for (row, tp, replica, hw, ls, offs), v in zip(finals_pending, by_kind["final"]):
+        b.add_final(row, tp, replica, hw, ls, offs, v)
+    sends["vid"] = by_kind["send"]
+    polls["vid"] = by_kind["poll"]
+    data = b.build(header, ParquetSource(path), [])
+    data.sends = Sends(**{k: _cat(sends[k], t) for k, t in _SEND_COLS}, invokes=b.invokes)
+    data.polls = PollRecords(**{k: _cat(polls[k], t) for k, t in _POLL_COLS})
+    return data
+
+
+def _type_codes(col: pa.Array) -> np.ndarray:
+    out = np.full(len(col), -1, dtype=np.int8)
+    for name, code in TYPES.items():
+        out[pc.equal(col, name).to_numpy(zero_copy_only=False)] = code
+    return out
+
+
+_DT = {"q": np.int64, "i": np.int32, "b": np.int8}
+
+
+def _cat(parts: list[np.ndarray], t: str) -> np.ndarray:
+    return np.concatenate(parts).astype(_DT[t], copy=False) if parts else np.zeros(0, _DT[t])
+
+
+def _encode_values(chunks: list[pa.Array]) -> list[np.ndarray]:
+    """One dictionary over all value chunks: id = code + 1, and 0 for a null value."""
+    if not chunks:
+        return []
+    enc = pa.chunked_array([c.cast(pa.string()) for c in chunks], type=pa.string()).dictionary_encode()
+    out = []
+    for ch in enc.chunks:
+        idx = pc.fill_null(ch.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        out.append(idx + 1)
+    return out
+
+
+def _rare(b: _Builder, intern: _Interner, sub: dict[str, list[Any]], j: int, row: int, t: int,
+          proc: int, batch: pa.RecordBatch, i: int, value_chunks: list[pa.Array],
+          kinds: list[str], finals_pending: list[Any]) -> None:
+    f, typ = sub["f"][j], TYPES.get(sub["type"][j], -1)
+    if f == "poll":
+        b.poll_errors.append(PollError(row, t, proc, sub["error"][j]))
+        return
+    if f == "final-read":
+        if typ != OK:
+            return
+        recs = batch.column("records")[i].values
+        tp = b.tp(sub["topic"][j], sub["partition"][j])
+        offs = recs.field("offset").to_numpy(zero_copy_only=False).astype(np.int64) if recs is not None \
+            else np.zeros(0, np.int64)
+        hw = sub["hw"][j]
+        finals_pending.append((row, tp, sub["replica"][j], -1 if hw is None else hw,
+                               sub["log_start"][j], offs))
+        value_chunks.append(recs.field("value") if recs is not None else pa.array([], pa.string()))
+        kinds.append("final")
+        return
+    rest = json.loads(sub["value_json"][j]) if sub["value_json"][j] else {}
+    v = {**(rest if isinstance(rest, dict) else {}),
+         **{k: sub[k][j] for k in ("topic", "partition", "offset", "hw", "leader", "leader_epoch")
+            if sub[k][j] is not None}}
+    if f in ("assign", "seek"):
+        if typ in (OK, INFO):
+            b._position(row, t, proc, v)
+    elif f == "meta":
+        if typ != FAIL:
+            b._meta(row, t, proc, v)
+    elif typ != FAIL:
+        b._fault(row, t, f, v, typ)

@@ -1,0 +1,187 @@
+"""Checks on what producers wrote: lost-write, unseen, duplicate, inconsistent-offsets.
+
+They are defined so that one physical anomaly is reported by one check: a poll that disagrees
+with the committed final log is an uncommitted-read (not an inconsistent offset), an
+acknowledged value absent from the final log is a lost-write (not an inconsistent offset)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.checks.data import FAIL, INFO, OK, HistoryData
+from harness.checks.derived import NOAUTH, example, okey, pick, poll_status, reference
+from harness.checks.verdict import UNKNOWN, Verdict, decide
+
+
+def _in_final(h: HistoryData, vids: np.ndarray) -> np.ndarray:
+    ref = reference(h)
+    return np.isin(vids, ref.vids) if len(vids) else np.zeros(0, bool)
+
+
+def lost_write(h: HistoryData) -> Verdict:
+    """A send acknowledged (type ok) whose value is nowhere in the committed final log of its
+    partition. Sends with outcome info are uncertain, not lost; fail sends are not expected in
+    the log (``failed_but_present`` counts those that are, as information). An ack whose
+    partition has no final read, or whose offset is below the log start, is unjudged. The
+    policy decides when loss is allowed (acks=1, unclean leader election)."""
+    s, ref = h.sends, reference(h)
+    ok = (s.type == OK) & (s.vid != 0)
+    tp_known = s.tp >= 0
+    has = np.zeros(len(s.tp), bool)
+    has[tp_known] = ref.has_final[s.tp[tp_known]]
+    below = np.zeros(len(s.tp), bool)
+    below[tp_known] = (s.offset[tp_known] >= 0) & (s.offset[tp_known] < ref.log_start[s.tp[tp_known]])
+    present = _in_final(h, s.vid)
+    judged = ok & has & ~below
+    lost = judged & ~present
+    unjudged = ok & ~judged & ~present
+    examples = [example(h, "lost-write", [s.row[i]], tp=int(s.tp[i]), offset=int(s.offset[i]),
+                        producer=h.proc_name(int(s.proc[i])), final_hw=int(ref.hw[s.tp[i]]))
+                for i in pick(lost)]
+    counts = {"lost": int(lost.sum()), "acknowledged": int(ok.sum()),
+              "acknowledged_judged": int(judged.sum()), "acknowledged_unjudged": int(unjudged.sum()),
+              "uncertain": int((s.type == INFO).sum()), "failed": int((s.type == FAIL).sum()),
+              "uncertain_present": int(((s.type == INFO) & present).sum()),
+              "failed_but_present": int(((s.type == FAIL) & present).sum()),
+              "unresolved_invokes": max(s.invokes - len(s.type), 0)}
+    notes = []
+    if not ref.has_final.any():
+        notes.append("no final read: cannot tell what survived")
+    elif not ok.any():
+        notes.append("no acknowledged send")
+    return Verdict("lost-write", decide(counts["lost"], counts["acknowledged_judged"],
+                                        counts["acknowledged_unjudged"]), counts, examples, notes)
+
+
+def unseen(h: HistoryData) -> Verdict:
+    """An acknowledged value that is in the committed final log of p at offset o, that no
+    consumer ever polled, although some consumer polled an offset of p above o (it read past
+    it). One count per value."""
+    s, p, ref = h.sends, h.polls, reference(h)
+    if not ref.has_final.any() or len(p.tp) == 0:
+        return Verdict("unseen", UNKNOWN, {"unseen": 0},
+                       notes=["no final read" if len(p.tp) else "no polled records"])
+    ok = (s.type == OK) & (s.vid != 0) & (s.tp >= 0)
+    # where the value really is: its committed final offset (not the acked one)
+    order = np.argsort(ref.vids, kind="stable")
+    sv = ref.vids[order]
+    j = np.searchsorted(sv, s.vid)
+    jc = np.minimum(j, max(len(sv) - 1, 0))
+    present = ok & (sv[jc] == s.vid) if len(sv) else np.zeros(len(s.vid), bool)
+    fkey = ref.keys[order][jc] if len(sv) else np.zeros(len(s.vid), np.int64)
+    ftp, foff = fkey >> 40, fkey & ((1 << 40) - 1)
+    max_polled = np.full(len(h.tps), -1, np.int64)
+    np.maximum.at(max_polled, p.tp, p.offset)
+    seen = np.isin(s.vid, p.vid)
+    read_past = present & (max_polled[ftp] > foff)
+    bad = read_past & ~seen
+    examples = [example(h, "unseen", [s.row[i]], tp=int(ftp[i]), offset=int(foff[i]),
+                        producer=h.proc_name(int(s.proc[i])),
+                        max_polled_offset=int(max_polled[ftp[i]]))
+                for i in pick(bad)]
+    counts = {"unseen": int(bad.sum()), "judged": int(read_past.sum()),
+              "acknowledged_in_final": int(present.sum())}
+    return Verdict("unseen", decide(counts["unseen"], counts["judged"]), counts, examples)
+
+
+def duplicate(h: HistoryData) -> Verdict:
+    """One value at two or more offsets: in the committed final log, or polled at an offset
+    the final log cannot vouch for (no final read of p, or below its log start) besides another
+    offset. (Polls that disagree with the final log are uncommitted-reads, not counted here.)
+    One count per value. Only a violation where idempotence is on (see the policy)."""
+    ref, p = reference(h), h.polls
+    st = poll_status(h)
+    na = st == NOAUTH
+    keys = np.concatenate([ref.keys, okey(p.tp[na], p.offset[na])])
+    vids = np.concatenate([ref.vids, p.vid[na]])
+    m = vids != 0
+    keys, vids = keys[m], vids[m]
+    if len(vids) == 0:
+        return Verdict("duplicate", UNKNOWN, {"duplicates": 0},
+                       notes=["no final read and no unjudged polls: no value placed anywhere"])
+    o = np.lexsort((keys, vids))
+    pv, pk = vids[o], keys[o]
+    keep = np.ones(len(pv), bool)
+    keep[1:] = (pv[1:] != pv[:-1]) | (pk[1:] != pk[:-1])  # distinct (value, offset) pairs
+    pv, pk = pv[keep], pk[keep]
+    dup_start = np.nonzero(np.append(pv[1:] == pv[:-1], False) & np.append(True, pv[1:] != pv[:-1]))[0]
+    examples = []
+    for i in dup_start[:5]:
+        v = pv[i]
+        ks = pk[pv == v]
+        tp0 = int(ks[0] >> 40)
+        offs = [int(k & ((1 << 40) - 1)) for k in ks]
+        rows = _rows_for(h, v, ks)
+        examples.append(example(h, "duplicate", rows, tp=tp0, offsets=offs,
+                                focus={r: offs for r in rows}))
+    judged = int(np.count_nonzero(np.append(True, pv[1:] != pv[:-1])))
+    counts = {"duplicates": int(len(dup_start)), "values_judged": judged}
+    return Verdict("duplicate", decide(counts["duplicates"], judged), counts, examples)
+
+
+def _rows_for(h: HistoryData, vid: np.integer, keys: np.ndarray) -> list[int]:
+    """Events that show a value: its sends, polls, and the reference final reads."""
+    rows = [int(r) for r in h.sends.row[h.sends.vid == vid][:3]]
+    rows += [int(r) for r in h.polls.row[h.polls.vid == vid][:3]]
+    ref = reference(h)
+    for k in keys:
+        j = ref.ref[int(k >> 40)]
+        if j is not None:
+            rows.append(h.finals[j].row)
+    return rows
+
+
+def inconsistent_offsets(h: HistoryData) -> Verdict:
+    """One offset seen with two values. Precisely: (a) an acknowledged value that is in the
+    committed final log at another offset than the ack said; (b) where the final log cannot
+    vouch (no final read of p, or below its log start), two acks/polls reporting different
+    values at one offset. One count per offending ack (a) or per offset (b). Acked values
+    missing from the final log are lost-writes; polls disagreeing with it, uncommitted-reads."""
+    s, p, ref = h.sends, h.polls, reference(h)
+    ok = (s.type == OK) & (s.vid != 0) & (s.tp >= 0) & (s.offset >= 0)
+    auth = np.zeros(len(s.tp), bool)
+    auth[ok] = ref.has_final[s.tp[ok]] & (s.offset[ok] >= ref.log_start[s.tp[ok]])
+    # (a) acked value present in the final log, at another offset
+    order = np.argsort(ref.vids, kind="stable")
+    sv, sk = ref.vids[order], ref.keys[order]
+    a_idx = np.nonzero(ok & auth)[0]
+    wrong = np.zeros(len(s.tp), bool)
+    final_off = np.full(len(s.tp), -1, np.int64)
+    if len(a_idx) and len(sv):
+        ak = okey(s.tp[a_idx], s.offset[a_idx])
+        lo = np.searchsorted(sv, s.vid[a_idx], "left")
+        hi = np.searchsorted(sv, s.vid[a_idx], "right")
+        present = hi > lo
+        first = sk[np.minimum(lo, len(sk) - 1)]
+        mism = present & (first != ak)
+        for j in np.nonzero(mism & (hi - lo > 1))[0]:  # a duplicated value: any offset will do
+            mism[j] = not np.any(sk[lo[j]:hi[j]] == ak[j])
+        wrong[a_idx[mism]] = True
+        final_off[a_idx] = np.where(present, first & ((1 << 40) - 1), -1)
+    examples = [example(h, "ack-offset", [s.row[i]], tp=int(s.tp[i]), acked_offset=int(s.offset[i]),
+                        final_offset=int(final_off[i])) for i in pick(wrong)]
+    # (b) conflicts the final log cannot settle
+    na_p = poll_status(h) == NOAUTH
+    na_s = ok & ~auth
+    keys = np.concatenate([okey(s.tp[na_s], s.offset[na_s]), okey(p.tp[na_p], p.offset[na_p])])
+    vids = np.concatenate([s.vid[na_s], p.vid[na_p]])
+    rows = np.concatenate([s.row[na_s], p.row[na_p]])
+    n_conf = 0
+    judged_b = 0
+    if len(keys):
+        o = np.lexsort((vids, keys))
+        keys, vids, rows = keys[o], vids[o], rows[o]
+        same_key = keys[1:] == keys[:-1]
+        diff = same_key & (vids[1:] != vids[:-1])
+        ck = np.unique(keys[1:][diff])
+        n_conf = len(ck)
+        judged_b = len(np.unique(keys))
+        for k in ck[: max(0, 5 - len(examples))]:
+            r = rows[keys == k]
+            examples.append(example(h, "offset-two-values", r[:4], tp=int(k >> 40),
+                                    offset=int(k & ((1 << 40) - 1))))
+    counts = {"inconsistent": int(wrong.sum()) + n_conf, "ack_offset_mismatch": int(wrong.sum()),
+              "conflicting_offsets": n_conf, "acks_judged": int(len(a_idx)),
+              "offsets_judged_without_final": judged_b}
+    return Verdict("inconsistent-offsets",
+                   decide(counts["inconsistent"], counts["acks_judged"] + judged_b), counts, examples)

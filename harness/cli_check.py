@@ -1,0 +1,95 @@
+"""``highwater check HISTORY.jsonl|.parquet [--json]``: run every check, print the verdicts.
+
+Exit status: 0 all valid, 1 some violation, 2 unknown (something could not be judged) or the
+history is unreadable. ``harness.cli`` calls ``register(subparsers)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, TextIO
+
+from harness.checks import CHECKS, load, overall, run_checks
+from harness.checks.verdict import Verdict
+from harness.history import HistoryError
+
+EXIT = {True: 0, False: 1, "unknown": 2}
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "check",
+        help="check a history against Kafka's promises",
+        description="Run the checks of DESIGN.md on a history and print their verdicts. "
+        "Exit 0: valid, 1: violations, 2: unknown or unreadable.",
+    )
+    p.add_argument("history", help="history file (.jsonl or .parquet)")
+    p.add_argument("--json", action="store_true", help="print verdicts as JSON")
+    p.add_argument("--check", action="append", dest="checks", metavar="NAME", choices=list(CHECKS),
+                   help="run only this check (repeatable)")
+    p.add_argument("--no-policy", action="store_true",
+                   help="report raw anomalies, without the configuration's policy")
+    p.add_argument("--examples", action="store_true", help="print examples in the text output")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    try:
+        h = load(args.history)
+    except HistoryError as e:
+        _emit_error(args, out, str(e))
+        return 2
+    verdicts = run_checks(h, getattr(args, "checks", None), policy=not getattr(args, "no_policy", False))
+    valid = overall(verdicts)
+    if args.json:
+        json.dump({"history": str(args.history), "valid": valid, "header": h.header,
+                   "verdicts": [v.to_json() for v in verdicts]}, out, indent=2, default=str)
+        out.write("\n")
+    else:
+        _print_text(verdicts, valid, out, getattr(args, "examples", False))
+    return EXIT[valid]
+
+
+def _emit_error(args: argparse.Namespace, out: TextIO, message: str) -> None:
+    if getattr(args, "json", False):
+        json.dump({"history": str(args.history), "valid": "unknown", "error": message}, out)
+        out.write("\n")
+    else:
+        print(f"highwater check: unreadable history: {message}", file=sys.stderr)
+
+
+def _label(v: Verdict) -> str:
+    if v.valid is True:
+        return "allowed" if v.allowed else "valid"
+    return "VIOLATED" if v.valid is False else "unknown"
+
+
+def _print_text(verdicts: list[Verdict], valid: Any, out: TextIO, examples: bool) -> None:
+    width = max(len(v.check) for v in verdicts)
+    for v in verdicts:
+        counts = " ".join(f"{k}={n}" for k, n in v.counts.items())
+        out.write(f"{v.check:<{width}}  {_label(v):<8}  {counts}\n")
+        for note in v.notes:
+            out.write(f"{'':<{width}}  {'':<8}  note: {note}\n")
+        if examples:
+            for ex in v.examples:
+                brief = {k: x for k, x in ex.items() if k != "events"}
+                rows = [e.get("index") for e in ex.get("events", [])]
+                out.write(f"{'':<{width}}  {'':<8}  e.g. {json.dumps(brief)} events={rows}\n")
+    out.write(f"overall: {({True: 'valid', False: 'VIOLATED'}).get(valid, 'unknown')}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m harness.cli_check``), same as ``highwater check``."""
+    parser = argparse.ArgumentParser(prog="highwater")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
