@@ -178,11 +178,15 @@ class HistoryWriter:
             self._next_index += 1
         return event
 
-    def invoke(self, process: str, f: str, value: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        return self.record(process, "invoke", f, value)
+    def invoke(self, process: str, f: str, value: Mapping[str, Any] | None = None,
+               error: None = None) -> dict[str, Any]:
+        """An operation starts (``error`` must stay None: same signature as fail/info)."""
+        return self.record(process, "invoke", f, value, error)
 
-    def ok(self, process: str, f: str, value: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        return self.record(process, "ok", f, value)
+    def ok(self, process: str, f: str, value: Mapping[str, Any] | None = None,
+           error: None = None) -> dict[str, Any]:
+        """The operation definitely happened (``error`` must stay None)."""
+        return self.record(process, "ok", f, value, error)
 
     def fail(
         self, process: str, f: str, value: Mapping[str, Any] | None = None,

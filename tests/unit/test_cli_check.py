@@ -1,0 +1,80 @@
+"""``highwater check``: output and exit status (0 valid, 1 violations, 2 unknown/unreadable)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+
+from harness.checks.synth import HistoryBuilder
+from harness.cli_check import main, register, run
+from harness.history import to_parquet
+
+from tests.unit.test_checks import begin, builder, finals, write_and_read
+
+
+def _valid(tmp_path: Path) -> Path:
+    b = builder()
+    begin(b)
+    write_and_read(b, 5)
+    finals(b, 5)
+    return b.write(tmp_path / "ok.jsonl")
+
+
+def test_register_sets_func_and_exit_codes(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    parser = argparse.ArgumentParser(prog="highwater")
+    register(parser.add_subparsers(dest="cmd"))
+    args = parser.parse_args(["check", str(_valid(tmp_path))])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "lost-write" in out and out.strip().endswith("overall: valid")
+
+
+def test_violation_exits_1_with_json(tmp_path: Path) -> None:
+    b = builder()
+    begin(b)
+    write_and_read(b, 5)
+    b.send("producer-0", "t", 0, "gone", offset=5)
+    finals(b, 5)
+    path = b.write(tmp_path / "lost.jsonl")
+    buf = io.StringIO()
+    code = run(argparse.Namespace(history=str(path), json=True, checks=None, no_policy=False), buf)
+    doc = json.loads(buf.getvalue())
+    lost = next(v for v in doc["verdicts"] if v["check"] == "lost-write")
+    assert code == 1 and doc["valid"] is False and lost["counts"]["lost"] == 1
+    assert lost["examples"][0]["events"][0]["value"]["value"] == "gone"
+    # acks=1 allows it
+    b.header["config"]["acks"] = "1"
+    b.write(path)
+    assert main([ "check", str(path)]) == 0
+
+
+def test_unknown_and_unreadable_exit_2(tmp_path: Path) -> None:
+    b = HistoryBuilder()
+    b.send("producer-0", "t", 0, "a", offset=0)  # no final read: lost-write is unknown
+    assert main(["check", str(b.write(tmp_path / "u.jsonl"))]) == 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not a history\n")
+    assert main(["check", str(bad)]) == 2
+    assert main(["check", str(tmp_path / "missing.jsonl")]) == 2
+
+
+def test_bad_line_makes_it_unknown_but_still_checks(tmp_path: Path) -> None:
+    path = _valid(tmp_path)
+    path.write_text(path.read_text() + "{oops\n")
+    buf = io.StringIO()
+    code = run(argparse.Namespace(history=str(path), json=True, checks=None, no_policy=False), buf)
+    doc = json.loads(buf.getvalue())
+    hist = doc["verdicts"][0]
+    assert code == 2 and hist["check"] == "history" and hist["counts"]["unreadable_lines"] == 1
+    assert all(v["valid"] is True for v in doc["verdicts"][1:])
+
+
+def test_parquet_and_selected_checks(tmp_path: Path) -> None:
+    pq = tmp_path / "ok.parquet"
+    to_parquet(_valid(tmp_path), pq)
+    buf = io.StringIO()
+    code = run(argparse.Namespace(history=str(pq), json=False, checks=["poll-skip"], no_policy=False,
+                                  examples=True), buf)
+    assert code == 0 and "poll-skip" in buf.getvalue() and "lost-write" not in buf.getvalue()
