@@ -1,0 +1,164 @@
+"""How fast is ``highwater check``, and how much memory does it need?
+
+Generates a synthetic, valid history (default 10 million events: 3 topics x 12 partitions,
+5 consumers splitting the partitions, a periodic observer, a final read of 3 replicas per
+partition), converts it to Parquet, then times, each in a fresh subprocess so peak memory
+(max RSS) is per step:
+
+* scan: just reading the file (JSON Lines: every line through ``json.loads``; Parquet:
+  ``pyarrow.parquet.read_table`` of every column) -- the floor any checker pays;
+* check: ``highwater check FILE --json`` (all checks, policy applied).
+
+Prints seconds, events/s, peak RSS and check/scan ratio. Targets (issue 3): check within 5x
+of scan, peak memory under 2 GiB.
+
+    python benchmarks/check_throughput.py [--events N] [--dir DIR] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TOPICS, PARTS, CONSUMERS, REPLICAS = 3, 12, 5, 3
+BATCH = 5  # records per poll
+META_EVERY = 200  # writes between observer rounds (one meta event per partition)
+
+
+def generate(path: Path, events: int) -> int:
+    """Write a valid history of about ``events`` events; returns the exact count."""
+    per_write = 2 + 2 / BATCH + TOPICS * PARTS / META_EVERY / (TOPICS * PARTS)
+    writes = int(events / per_write)
+    tps = [(f"topic-{t}", p) for t in range(TOPICS) for p in range(PARTS)]
+    counts = [0] * len(tps)
+    polled = [0] * len(tps)
+    n = 0
+    t = 0
+    out = open(path, "w", encoding="utf-8")  # noqa: SIM115
+    w = out.write
+    w('{"format":"highwater.history/1","run_id":"bench","kafka_version":"4.1.0",'
+      '"client":"synthetic","config":{"acks":"all","idempotence":true,'
+      '"unclean_leader_election":false,"min_insync_replicas":2,"progress_bound_ms":60000,'
+      '"follower_fetch_grace_ms":0},"racks":{"brokers":{"1":"rack-0","2":"rack-1","3":"rack-2"},'
+      '"clients":{' + ",".join(f'"consumer-{c}":"rack-{c % 3}"' for c in range(CONSUMERS)) + "}}}\n")
+
+    def ev(proc: str, typ: str, f: str, value: str) -> None:
+        nonlocal n, t
+        w(f'{{"index":{n},"time_ns":{t},"process":"{proc}","type":"{typ}","f":"{f}",'
+          f'"value":{value},"error":null}}\n')
+        n += 1
+        t += 50_000
+
+    for j, (topic, p) in enumerate(tps):
+        ev(f"consumer-{j % CONSUMERS}", "ok", "assign",
+           f'{{"topic":"{topic}","partition":{p},"offset":0,"reason":"assign"}}')
+    for i in range(writes):
+        j = (i * 7) % len(tps)
+        topic, p = tps[j]
+        o = counts[j]
+        val = f"{j}-{o}"
+        ev("producer-0", "invoke", "send", f'{{"topic":"{topic}","partition":{p},"key":null,"value":"{val}"}}')
+        ev("producer-0", "ok", "send",
+           f'{{"topic":"{topic}","partition":{p},"key":null,"value":"{val}","offset":{o}}}')
+        counts[j] = o + 1
+        if counts[j] - polled[j] >= BATCH:
+            c = j % CONSUMERS
+            a, b = polled[j], counts[j]
+            recs = ",".join(f'{{"topic":"{topic}","partition":{p},"offset":{k},"value":"{j}-{k}",'
+                            f'"leader_epoch":0,"replica":{c % 3 + 1}}}' for k in range(a, b))
+            ev(f"consumer-{c}", "invoke", "poll", "null")
+            ev(f"consumer-{c}", "ok", "poll", f'{{"records":[{recs}]}}')
+            polled[j] = b
+        if i % (META_EVERY * len(tps)) == 0:
+            for k, (tp_t, tp_p) in enumerate(tps):
+                ev("observer", "ok", "meta",
+                   f'{{"topic":"{tp_t}","partition":{tp_p},"leader":1,"leader_epoch":0,'
+                   f'"isr":[1,2,3],"hw":{counts[k]},"leo":{{"1":{counts[k]}}}}}')
+    for j, (topic, p) in enumerate(tps):
+        if polled[j] < counts[j]:
+            c = j % CONSUMERS
+            recs = ",".join(f'{{"topic":"{topic}","partition":{p},"offset":{k},"value":"{j}-{k}",'
+                            f'"leader_epoch":0,"replica":{c % 3 + 1}}}' for k in range(polled[j], counts[j]))
+            ev(f"consumer-{c}", "ok", "poll", f'{{"records":[{recs}]}}')
+    for j, (topic, p) in enumerate(tps):
+        recs = ",".join(f'[{k},"{j}-{k}"]' for k in range(counts[j]))
+        for r in range(1, REPLICAS + 1):
+            ev("final", "ok", "final-read",
+               f'{{"topic":"{topic}","partition":{p},"replica":{r},"hw":{counts[j]},'
+               f'"log_start":0,"records":[{recs}]}}')
+    out.close()
+    return n
+
+
+SCAN_JSONL = """
+import json, sys
+n = 0
+with open(sys.argv[1], "rb") as fh:
+    for line in fh:
+        json.loads(line)
+        n += 1
+print(n)
+"""
+
+SCAN_PARQUET = """
+import sys, pyarrow.parquet as pq
+print(pq.read_table(sys.argv[1]).num_rows)
+"""
+
+
+def measure(argv: list[str]) -> tuple[float, float, int]:
+    """Run a child; return (seconds, peak RSS MiB, exit code)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - t0, usage.ru_maxrss / 1024, proc.returncode
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--events", type=int, default=10_000_000)
+    ap.add_argument("--dir", type=Path, default=None, help="work directory (default: a temp dir)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    args = ap.parse_args()
+    work = args.dir or Path(tempfile.mkdtemp(prefix="hw-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    jsonl, parquet = work / "history.jsonl", work / "history.parquet"
+    py = sys.executable
+    try:
+        t0 = time.perf_counter()
+        n = generate(jsonl, args.events)
+        print(f"generated {n:,} events ({jsonl.stat().st_size / 2**20:,.0f} MiB JSONL) "
+              f"in {time.perf_counter() - t0:.1f} s")
+        sec, mib, rc = measure([py, "-c", "import sys; from harness.history import to_parquet; "
+                                "to_parquet(sys.argv[1], sys.argv[2])", str(jsonl), str(parquet)])
+        print(f"to_parquet: {sec:.1f} s, peak {mib:,.0f} MiB, {parquet.stat().st_size / 2**20:,.0f} MiB "
+              f"Parquet (exit {rc})")
+        rows = []
+        for fmt, path, scan in (("jsonl", jsonl, SCAN_JSONL), ("parquet", parquet, SCAN_PARQUET)):
+            s_sec, s_mib, _ = measure([py, "-c", scan, str(path)])
+            c_sec, c_mib, rc = measure([py, "-m", "harness.cli_check", "check", str(path), "--json"])
+            rows.append((fmt, "scan", s_sec, s_mib, None, None))
+            rows.append((fmt, "check", c_sec, c_mib, c_sec / s_sec, rc))
+        print(f"\n{'format':<8} {'step':<6} {'seconds':>8} {'events/s':>12} {'peak MiB':>9} "
+              f"{'x scan':>7} {'exit':>5}")
+        for fmt, step, sec, mib, ratio, rc in rows:
+            print(f"{fmt:<8} {step:<6} {sec:>8.1f} {n / sec:>12,.0f} {mib:>9,.0f} "
+                  f"{'' if ratio is None else f'{ratio:.2f}':>7} {'' if rc is None else rc:>5}")
+        ok = all(r[4] is None or (r[4] <= 5 and r[3] < 2048 and r[5] == 0) for r in rows)
+        print(f"\ntargets (check <= 5x scan, peak < 2048 MiB, exit 0): {'met' if ok else 'NOT met'}")
+        return 0 if ok else 1
+    finally:
+        if not args.keep and args.dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
