@@ -272,8 +272,12 @@ class Cluster:
 
         wait_until(registered, timeout, f"brokers {sorted(want)} are registered and unfenced")
 
-    def partition_state(self, topic: str, partition: int = 0, offsets: bool = True) -> PartitionState:
-        return self.observer().partition_state(topic, partition, offsets=offsets)
+    def partition_state(self, topic: str, partition: int = 0, offsets: bool = True,
+                        timeout: float = 15.0) -> PartitionState:
+        """Leader, epoch, ISR (and HW, LEOs). Metadata reaches brokers asynchronously in KRaft, so
+        a broker that has not heard of a new topic yet is asked again until ``timeout``."""
+        return wait_until(lambda: self.observer().partition_state(topic, partition, offsets=offsets),
+                          timeout, f"metadata of {topic}-{partition} is available", interval=0.2)
 
     def wait_for_isr(self, topic: str, partition: int, cond: Callable[[PartitionState], bool],
                      timeout: float, message: str) -> PartitionState:

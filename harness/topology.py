@@ -21,6 +21,8 @@ import string
 from dataclasses import dataclass
 from enum import Enum
 
+from .errors import HighwaterError
+
 SLOT_BASE = 100  # second octet of slot 0; slots use 127.100.x.y .. 127.(100+MAX_SLOTS-1).x.y
 MAX_SLOTS = 50
 CLIENT_OCTET_BASE = 200
@@ -118,7 +120,7 @@ class ProxyPlan:
         return f"{self.upstream_host}:{self.upstream_port}"
 
 
-class TopologyError(ValueError):
+class TopologyError(HighwaterError, ValueError):
     """The requested topology cannot be built."""
 
 

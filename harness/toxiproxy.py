@@ -60,7 +60,9 @@ def ensure_toxiproxy(progress: Callable[[str], None] = lambda _: None) -> Path:
 
 @dataclass(frozen=True)
 class ByteCounters:
-    """Bytes through one proxy. ``downstream`` flows from the upstream (a broker) back to the
+    """Bytes through one proxy, as Toxiproxy counts them: v2.12 adds a connection's bytes to its
+    counters only when that direction of the connection *ends* (``link.go``: after ``io.Copy``
+    returns), so close the client (or cut the proxy) before reading them. ``downstream`` flows from the upstream (a broker) back to the
     party that opened the connection: for a consumer's proxy it is mostly fetch responses."""
 
     upstream: int

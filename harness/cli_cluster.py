@@ -1,0 +1,193 @@
+"""``highwater cluster up|status|down``: a cluster that outlives the command, for manual use.
+
+``up`` starts a detached supervisor process (``cluster _serve``) that owns the cluster, holds
+its locks and tears it down on SIGTERM; ``up`` returns once the cluster is ready and prints the
+bootstrap addresses per client rack. ``down`` sends SIGTERM to the supervisor and waits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .cluster import Cluster
+from .config import ClusterSpec
+from .errors import ClusterError
+from .paths import home
+from .procs import OwnerLock, signal_and_wait, spawn
+from .waiting import wait_until
+
+
+def manual_dir() -> Path:
+    d = home() / "manual"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("cluster", help="start, inspect or stop a cluster by hand")
+    csub = p.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
+    up = csub.add_parser("up", help="start a cluster in the background")
+    add_spec_args(up)
+    up.add_argument("--timeout", type=float, default=600, help="seconds to wait for readiness (incl. setup)")
+    up.set_defaults(func=cmd_up)
+    st = csub.add_parser("status", help="show running clusters")
+    st.add_argument("--name", default=None)
+    st.set_defaults(func=cmd_status)
+    down = csub.add_parser("down", help="stop a cluster started with up")
+    down.add_argument("--name", default="manual")
+    down.set_defaults(func=cmd_down)
+    serve = csub.add_parser("_serve", help=argparse.SUPPRESS)
+    add_spec_args(serve)
+    serve.set_defaults(func=cmd_serve)
+
+
+def add_spec_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", default="manual", help="name of the cluster (default: manual)")
+    p.add_argument("--brokers", type=int, default=3)
+    p.add_argument("--racks", type=int, default=3)
+    p.add_argument("--controllers", type=int, default=0, help="dedicated controllers (0: combined mode)")
+    p.add_argument("--kafka-version", default=None)
+    p.add_argument("--base-port", type=int, default=None)
+    p.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE")
+
+
+def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
+    overrides = {}
+    for item in args.broker_config:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ClusterError(f"--broker-config expects KEY=VALUE, got {item!r}")
+        overrides[key] = value
+    return ClusterSpec(brokers=args.brokers, racks=args.racks, controllers=args.controllers,
+                       kafka_version=args.kafka_version, base_port=args.base_port,
+                       broker_config=overrides, name=args.name)
+
+
+def _forward_args(args: argparse.Namespace) -> list[str]:
+    out = ["--name", args.name, "--brokers", str(args.brokers), "--racks", str(args.racks),
+           "--controllers", str(args.controllers)]
+    if args.kafka_version:
+        out += ["--kafka-version", args.kafka_version]
+    if args.base_port:
+        out += ["--base-port", str(args.base_port)]
+    for item in args.broker_config:
+        out += ["--broker-config", item]
+    return out
+
+
+def _state_path(name: str) -> Path:
+    return manual_dir() / f"{name}.json"
+
+
+def _read_state(name: str) -> dict | None:
+    try:
+        return json.loads(_state_path(name).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _supervisor_alive(state: dict) -> bool:
+    lock = OwnerLock(Path(state["cluster_dir"]) / "owner.lock")
+    if lock.try_acquire():  # nobody holds it: the supervisor is gone
+        lock.release()
+        return False
+    return True
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    spec_from_args(args)  # validate before forking
+    state = _read_state(args.name)
+    if state and _supervisor_alive(state):
+        raise ClusterError(f"cluster {args.name!r} is already up (highwater cluster down --name {args.name})")
+    _state_path(args.name).unlink(missing_ok=True)
+    log_path = manual_dir() / f"{args.name}.supervisor.log"
+    log_path.write_text("")
+    proc = spawn([sys.executable, "-m", "harness.cli", "cluster", "_serve", *_forward_args(args)],
+                 log_path=log_path, die_with_parent=False)
+
+    def ready() -> dict | None:
+        if proc.poll() is not None:
+            tail = log_path.read_text(errors="replace").strip().splitlines()[-3:]
+            raise ClusterError("cluster failed to start: " + (" | ".join(tail) or f"exit {proc.returncode}"))
+        return _read_state(args.name)
+
+    try:
+        state = wait_until(ready, args.timeout, f"cluster {args.name} is up (log: {log_path})", interval=0.5)
+    except ClusterError:
+        raise
+    except BaseException:
+        signal_and_wait(proc.pid, signal.SIGTERM, 60)
+        raise
+    print_state(state)
+    return 0
+
+
+def print_state(state: dict) -> None:
+    cluster = json.loads((Path(state["cluster_dir"]) / "cluster.json").read_text())
+    print(f"cluster {state['name']}: Kafka {cluster['kafka_version']}, supervisor pid {state['pid']}")
+    for name, node in cluster["nodes"].items():
+        print(f"  {name}: node.id={node['node_id']} rack={node['rack']} role={node['role']} pid={node['pid']}")
+    print("bootstrap servers per client rack (use client_rack=<rack>):")
+    for rack, servers in cluster["bootstrap"].items():
+        print(f"  {rack}: {','.join(servers)}")
+    print(f"toxiproxy API: http://{cluster['toxiproxy']}")
+    print(f"logs: {state['cluster_dir']}/nodes/*/node.log, {state['cluster_dir']}/toxiproxy.log")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    names = [args.name] if args.name else sorted(p.stem for p in manual_dir().glob("*.json"))
+    running = 0
+    for name in names:
+        state = _read_state(name)
+        if state and _supervisor_alive(state):
+            print_state(state)
+            running += 1
+    if not running:
+        print("no cluster is up")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    state = _read_state(args.name)
+    if not state or not _supervisor_alive(state):
+        print(f"cluster {args.name!r} is not up")
+        _state_path(args.name).unlink(missing_ok=True)
+        return 0
+    t0 = time.monotonic()
+    if not signal_and_wait(int(state["pid"]), signal.SIGTERM, 120):
+        raise ClusterError(f"supervisor pid {state['pid']} did not stop within 120s")
+    _state_path(args.name).unlink(missing_ok=True)
+    print(f"cluster {args.name} is down ({time.monotonic() - t0:.1f}s)")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """The supervisor: owns the cluster until SIGTERM/SIGINT."""
+    from .cli import progress
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    cluster = Cluster(spec_from_args(args), progress=progress).start()
+    try:
+        assert cluster.dir is not None
+        tmp = _state_path(args.name).with_suffix(".tmp")
+        tmp.write_text(json.dumps({"name": args.name, "pid": os.getpid(), "cluster_dir": str(cluster.dir)}))
+        os.replace(tmp, _state_path(args.name))
+        progress(f"cluster {args.name} ready in {cluster.boot_seconds:.1f}s")
+        while not stop.wait(1.0):
+            dead = [n.name for n in cluster.nodes.values() if n.state.value == "running" and not n.is_alive()]
+            if dead:
+                progress(f"nodes exited unexpectedly: {dead}")
+    finally:
+        cluster.stop()
+        progress("cluster stopped")
+    return 0
+

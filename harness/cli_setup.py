@@ -1,0 +1,31 @@
+"""``highwater setup``: assemble Kafka distributions and build Toxiproxy into the cache."""
+
+from __future__ import annotations
+
+import argparse
+
+from .distribution import default_version, ensure_kafka, installed_versions
+from .java import find_java
+from .paths import home
+from .toxiproxy import ensure_toxiproxy
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("setup", help="assemble Kafka (Maven Central) and Toxiproxy (Go) into the cache")
+    p.add_argument("--kafka-version", action="append", metavar="V",
+                   help="Kafka version to assemble (repeatable); default: the newest stable release")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .cli import progress
+
+    versions = args.kafka_version or [default_version(progress)]
+    for version in versions:
+        dist = ensure_kafka(version, progress)
+        java = find_java(version)
+        progress(f"Kafka {version} ready ({dist.libs}); Java {java.major} at {java.executable}")
+    binary = ensure_toxiproxy(progress)
+    progress(f"Toxiproxy ready ({binary})")
+    progress(f"cache: {home()}; installed Kafka versions: {', '.join(installed_versions())}")
+    return 0

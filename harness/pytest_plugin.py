@@ -1,0 +1,94 @@
+"""The pytest plugin (entry point ``highwater``): options and a few well-named fixtures.
+
+- ``kafka_version``: the version under test (``--kafka-version`` or ``HIGHWATER_KAFKA_VERSION``,
+  default: the newest stable release on Maven Central).
+- ``cluster_factory``: start clusters from a ``ClusterSpec``; all are torn down after the test,
+  with their logs collected to ``results/logs/<test>/`` when the test failed.
+- ``cluster``: a 3-broker, 3-rack cluster shared by a test module.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from .cluster import Cluster
+from .config import ClusterSpec
+
+ClusterFactory = Callable[..., Cluster]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("highwater")
+    group.addoption("--kafka-version", action="store", default=None,
+                    help="Kafka version to test (default: $HIGHWATER_KAFKA_VERSION or the newest stable)")
+    group.addoption("--highwater-logs", action="store", default="results/logs",
+                    help="where logs of clusters of failed tests are collected")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "integration: needs a real Kafka cluster (slow)")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    report = yield
+    setattr(item, f"highwater_rep_{report.when}", report)
+    return report
+
+
+def _failed(node: pytest.Item) -> bool:
+    return any(getattr(getattr(node, f"highwater_rep_{w}", None), "failed", False)
+               for w in ("setup", "call"))
+
+
+def _safe(nodeid: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid)[-120:]
+
+
+@pytest.fixture(scope="session")
+def kafka_version(request: pytest.FixtureRequest) -> str:
+    from .distribution import default_version
+
+    return request.config.getoption("--kafka-version") or os.environ.get("HIGHWATER_KAFKA_VERSION") \
+        or default_version()
+
+
+def _progress(msg: str) -> None:
+    print(f"[highwater] {msg}", flush=True)
+
+
+@pytest.fixture
+def cluster_factory(request: pytest.FixtureRequest, kafka_version: str) -> Iterator[ClusterFactory]:
+    """Start clusters with ``cluster_factory(brokers=3, racks=3, ...)`` (ClusterSpec fields)."""
+    started: list[Cluster] = []
+
+    def make(**fields: object) -> Cluster:
+        fields.setdefault("kafka_version", kafka_version)
+        cluster = Cluster(ClusterSpec(**fields), progress=_progress)  # type: ignore[arg-type]
+        started.append(cluster)
+        return cluster.start()
+
+    yield make
+    logs_root = Path(request.config.getoption("--highwater-logs"))
+    for i, cluster in enumerate(started):
+        dest = logs_root / f"{_safe(request.node.nodeid)}-{i}" if _failed(request.node) else None
+        cluster.stop(collect_logs_to=dest)
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest, kafka_version: str) -> Iterator[Cluster]:
+    """A 3-broker, 3-rack cluster shared by the tests of one module."""
+    c = Cluster(ClusterSpec(brokers=3, racks=3, kafka_version=kafka_version), progress=_progress)
+    try:
+        c.start()
+        yield c
+    finally:
+        failed = any(_failed(item) for item in request.session.items
+                     if item.module is request.module)  # type: ignore[attr-defined]
+        logs_root = Path(request.config.getoption("--highwater-logs"))
+        c.stop(collect_logs_to=logs_root / _safe(request.module.__name__) if failed else None)

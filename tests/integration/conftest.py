@@ -1,0 +1,11 @@
+"""Every test here runs against real Kafka brokers and a real Toxiproxy server."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)

@@ -1,0 +1,69 @@
+"""Small produce/consume helpers for the cluster tests (the workloads proper live in harness/)."""
+
+from __future__ import annotations
+
+import time
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from harness.cluster import Cluster
+
+
+def produce(cluster: Cluster, topic: str, count: int, size: int = 100, rack: str | None = None,
+            partition: int = 0) -> None:
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap(rack), acks="all", linger_ms=5)
+    try:
+        for i in range(count):
+            producer.send(topic, value=(b"%08d" % i).ljust(size, b"x"), partition=partition)
+        producer.flush(timeout=60)
+    finally:
+        producer.close(timeout=10)
+
+
+def consume_all(cluster: Cluster, topic: str, count: int, rack: str, client_rack: str | None,
+                timeout: float = 30.0) -> int:
+    """Read ``count`` records of partition 0 from the start through ``rack``'s proxies."""
+    kwargs = {"client_rack": client_rack} if client_rack else {}
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap(rack), enable_auto_commit=False,
+                             auto_offset_reset="earliest", **kwargs)
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        seen = 0
+        deadline = time.monotonic() + timeout
+        while seen < count and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                seen += len(records)
+        return seen
+    finally:
+        consumer.close()
+
+
+class BackgroundProducer:
+    """Keeps writing (acks=1, so a shrinking ISR never blocks it) while a fault is on: a follower
+    leaves the ISR only when it falls *behind*, and with no writes a silent follower is never
+    behind (Kafka judges lag by log end offset, then by time since last caught up)."""
+
+    def __init__(self, cluster: Cluster, topic: str, interval: float = 0.05) -> None:
+        import threading
+
+        self._producer = KafkaProducer(bootstrap_servers=cluster.bootstrap(), acks=1, linger_ms=0,
+                                       request_timeout_ms=5000, max_block_ms=5000)
+        self._topic = topic
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.sent = 0
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._producer.send(self._topic, value=b"bg-%d" % self.sent, partition=0)
+            self.sent += 1
+
+    def __enter__(self) -> "BackgroundProducer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._producer.close(timeout=10)

@@ -1,0 +1,183 @@
+"""No leaks after a kill -9 of the test process, and one clear line for bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.cluster import Cluster
+from harness.config import ClusterSpec
+from harness.distribution import UnknownKafkaVersion, ensure_kafka
+from harness.errors import JavaError, PortInUseError
+from harness.java import find_java
+from harness.lifecycle import reap_stale
+from harness.paths import clusters_dir
+from harness.procs import is_zombie_or_gone
+from harness.topology import TopologyError
+from harness.waiting import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run_child(code: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ})
+
+
+def _read_ready(proc: subprocess.Popen[str], timeout: float = 180) -> dict:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if line.startswith("READY "):
+            return json.loads(line[len("READY "):])
+        if not line and proc.poll() is not None:
+            raise AssertionError(f"child exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+    raise AssertionError("child never became ready")
+
+
+def test_kill_9_of_the_test_process_leaves_nothing_running(kafka_version: str) -> None:
+    child = _run_child(f"""
+        import json, time
+        from harness.cluster import Cluster
+        from harness.config import ClusterSpec
+        c = Cluster(ClusterSpec(brokers=3, racks=3, kafka_version={kafka_version!r})).start()
+        pids = [n.pid for n in c.nodes.values()] + [c._toxiproxy_proc.pid]
+        print("READY " + json.dumps({{"dir": str(c.dir), "pids": pids,
+              "addresses": c.topo.all_listen_addresses()}}), flush=True)
+        time.sleep(600)
+    """)
+    try:
+        ready = _read_ready(child)
+    finally:
+        child.kill()  # SIGKILL: no teardown code of the child runs
+        child.wait(10)
+    pids = ready["pids"]
+    # PR_SET_PDEATHSIG takes the brokers and Toxiproxy down with the killed process.
+    wait_until(lambda: all(is_zombie_or_gone(p) for p in pids), 15, f"processes {pids} are gone")
+    stale = Path(ready["dir"])
+    assert stale.exists(), "the dead run's directory stays until the next run starts"
+    # The next start reaps the dead run's directory and can bind every address it used.
+    reaped = reap_stale()
+    assert stale in [r.cluster_dir for r in reaped]
+    assert not stale.exists()
+    for host, port in ready["addresses"][:10]:
+        with socket.socket() as s:
+            s.bind((host, port))
+
+
+def test_reaper_kills_only_processes_it_can_prove_are_ours(tmp_path: Path) -> None:
+    """A leftover process whose parent-death signal did not fire (here: started without it) is
+    killed by the next run's reaper; a process with a recycled-looking record is left alone."""
+    child = _run_child("""
+        import json, os, sys, time
+        from harness.paths import clusters_dir
+        from harness.procs import OwnerLock, ProcessRegistry, spawn
+        d = clusters_dir() / f"reaptest-{os.getpid()}"
+        d.mkdir()
+        lock = OwnerLock(d / "owner.lock"); assert lock.try_acquire()
+        reg = ProcessRegistry(d / "processes.json")
+        p = spawn(["sleep", "300", str(d)], log_path=d / "sleep.log", die_with_parent=False)
+        reg.add("sleeper", p.pid, str(d))
+        print("READY " + json.dumps({"dir": str(d), "pid": p.pid}), flush=True)
+        time.sleep(600)
+    """)
+    try:
+        ready = _read_ready(child, 60)
+    finally:
+        child.kill()
+        child.wait(10)
+    innocent = subprocess.Popen(["sleep", "300"])  # same kind of process, not recorded: not ours
+    try:
+        assert not is_zombie_or_gone(ready["pid"]), "the orphan survives its parent's kill -9"
+        reaped = {r.cluster_dir: r for r in reap_stale()}
+        assert [k.pid for k in reaped[Path(ready["dir"])].killed] == [ready["pid"]]
+        assert is_zombie_or_gone(ready["pid"])
+        assert innocent.poll() is None
+    finally:
+        innocent.kill()
+        innocent.wait()
+
+
+def test_unknown_kafka_version_is_one_clear_error() -> None:
+    with pytest.raises(UnknownKafkaVersion, match=r"Kafka 9\.9\.9 is not on Maven Central"):
+        ensure_kafka("9.9.9")
+    with pytest.raises(UnknownKafkaVersion, match="older than 3.3.1"):
+        ensure_kafka("2.8.0")
+    with pytest.raises(UnknownKafkaVersion, match="bad Kafka version"):
+        ensure_kafka("latest-ish")
+
+
+def test_more_racks_than_brokers_fails_fast() -> None:
+    t0 = time.monotonic()
+    with pytest.raises(TopologyError, match=r"more racks \(4\) than brokers \(3\)"):
+        Cluster(ClusterSpec(brokers=3, racks=4)).start()
+    assert time.monotonic() - t0 < 5
+
+
+def test_missing_java_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    with pytest.raises(JavaError, match="has no bin/java"):
+        find_java("4.1.0")
+    monkeypatch.delenv("JAVA_HOME")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(JavaError, match="Java not found"):
+        find_java("4.1.0")
+    fake = tmp_path / "java"
+    fake.write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    fake.chmod(0o755)
+    with pytest.raises(JavaError, match="Java 11 .* too old: Kafka 4.1.0 needs Java 17"):
+        find_java("4.1.0")
+
+
+def test_port_already_taken_is_one_clear_error(kafka_version: str) -> None:
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        port = blocker.getsockname()[1]
+        cluster = Cluster(ClusterSpec(brokers=3, racks=3, kafka_version=kafka_version, base_port=port))
+        with pytest.raises(PortInUseError, match=f"port {port} is already in use"):
+            cluster.start()
+    assert cluster.nodes == {}  # nothing was started
+
+
+def test_cli_bad_input_prints_one_line(tmp_path: Path) -> None:
+    highwater = Path(sys.executable).parent / "highwater"
+    cases = [
+        (["cluster", "up", "--brokers", "2", "--racks", "3"], "more racks (3) than brokers (2)"),
+        (["setup", "--kafka-version", "9.9.9"], "Kafka 9.9.9 is not on Maven Central"),
+    ]
+    for argv, expected in cases:
+        res = subprocess.run([str(highwater), *argv], capture_output=True, text=True, timeout=300)
+        assert res.returncode == 2, res
+        lines = [line for line in res.stderr.splitlines() if line.strip()]
+        assert lines[-1].startswith("highwater: error: ") and expected in lines[-1], res.stderr
+        assert "Traceback" not in res.stderr
+
+
+def test_cluster_cli_up_status_down(kafka_version: str) -> None:
+    highwater = str(Path(sys.executable).parent / "highwater")
+    name = f"clitest{os.getpid()}"
+    up = subprocess.run([highwater, "cluster", "up", "--name", name, "--kafka-version", kafka_version],
+                        capture_output=True, text=True, timeout=300)
+    try:
+        assert up.returncode == 0, up.stderr
+        for rack in ("rack-a", "rack-b", "rack-c"):
+            assert f"  {rack}: 127." in up.stdout
+        assert "logs: " in up.stdout
+        status = subprocess.run([highwater, "cluster", "status", "--name", name], capture_output=True, text=True)
+        assert f"cluster {name}: Kafka {kafka_version}" in status.stdout
+    finally:
+        down = subprocess.run([highwater, "cluster", "down", "--name", name], capture_output=True, text=True,
+                              timeout=180)
+    assert down.returncode == 0 and "is down" in down.stdout, down
+    assert not [d for d in clusters_dir().iterdir() if d.name.startswith(name)]
