@@ -11,7 +11,28 @@ from harness.checks.synth import HistoryBuilder
 from harness.cli_check import main, register, run
 from harness.history import to_parquet
 
-from tests.unit.test_checks import begin, builder, finals, write_and_read
+RACKS = {"brokers": {"1": "a", "2": "b"}, "clients": {"consumer-0": "a"}}
+
+
+def builder() -> HistoryBuilder:
+    return HistoryBuilder({"follower_fetch_grace_ms": 0}, racks=RACKS)
+
+
+def begin(b: HistoryBuilder) -> None:
+    b.meta("t", 0, leader=1, isr=[1, 2], hw=0)
+    b.assign("consumer-0", "t", 0, 0)
+
+
+def write_and_read(b: HistoryBuilder, n: int) -> None:
+    for i in range(n):
+        b.send("producer-0", "t", 0, f"v{i}", offset=i)
+        b.meta("t", 0, leader=1, isr=[1, 2], hw=i + 1)
+        b.poll("consumer-0", [("t", 0, i, f"v{i}")], replica=1)
+
+
+def finals(b: HistoryBuilder, n: int) -> None:
+    for r in (1, 2):
+        b.final("t", 0, r, n, [(i, f"v{i}") for i in range(n)])
 
 
 def _valid(tmp_path: Path) -> Path:
