@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from harness.history import (
@@ -518,5 +516,4 @@ def _load_parquet(path: Path) -> HistoryData:
 __all__ = [
     "HistoryData", "Sends", "PollRecords", "Positions", "PollError", "MetaObs", "FaultEvent",
     "FinalLog", "from_events", "load", "is_truncation", "vid_of", "OK", "FAIL", "INFO", "INVOKE",
-    "pa", "pc",
 ]
