@@ -1,0 +1,189 @@
+"""Finding runs under a results directory and reading their small files.
+
+A run is a directory ``<results>/<campaign>/<run_id>/`` holding at least one of
+``history.jsonl``, ``history.parquet``, ``verdict.json`` or ``run.json``. Everything here is
+lenient on purpose: a report over a nightly store must not die because one run crashed
+half-way (no verdict.json, a truncated history); such a run shows up as "unknown" with the
+reason, never as passing.
+
+``run.json`` (written by the suites) is read with these optional keys; anything missing falls
+back to the history header, then to a placeholder::
+
+    {"run_id", "campaign", "suite", "scenario", "kafka_version", "client", "config": {...},
+     "seed", "schedule": {...}, "repro": "highwater ...", "started_at": "2025-01-01T00:00:00Z",
+     "racks": {"brokers": {"1": "rack-a"}, "clients": {"consumer-0": "rack-a"}},
+     "client_bytes": {"rack-a": {"1": 123, "2": 0}}}
+
+``verdict.json`` is what ``highwater check --json`` prints: ``{"valid", "verdicts": [...]}``
+(a bare list of verdicts is accepted too).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness.history import HistoryError, read_history, to_parquet
+
+log = logging.getLogger(__name__)
+
+RUN_FILES = ("history.jsonl", "history.parquet", "verdict.json", "run.json")
+
+
+@dataclass
+class RunInfo:
+    """What the report knows about one run before Spark looks at its history."""
+
+    key: int  # dense integer id used inside Spark (cheaper to shuffle than strings)
+    campaign: str
+    run_id: str
+    path: Path
+    suite: str = "default"
+    scenario: str = "default"
+    kafka_version: str = "?"
+    client: str = "?"
+    config: dict[str, Any] = field(default_factory=dict)
+    seed: Any = None
+    repro: str | None = None
+    started_at: str | None = None
+    header: dict[str, Any] = field(default_factory=dict)
+    run_json: dict[str, Any] = field(default_factory=dict)
+    verdicts: list[dict[str, Any]] | None = None  # from verdict.json; None when absent
+    parquet: Path | None = None  # the history as Parquet, once available
+    problems: list[str] = field(default_factory=list)  # why parts of this run are unknown
+
+    @property
+    def label(self) -> str:
+        return f"{self.campaign}/{self.run_id}"
+
+    @property
+    def combo(self) -> tuple[str, str, str, str]:
+        """The matrix column this run belongs to."""
+        return (f"{self.suite}/{self.scenario}", self.kafka_version, self.client, self.campaign)
+
+    @property
+    def racks(self) -> dict[str, dict[str, str]]:
+        r = self.run_json.get("racks") or self.header.get("racks") or {}
+        return r if isinstance(r, dict) else {}
+
+
+def find_run_dirs(results: Path) -> list[Path]:
+    """Every directory under ``results`` that holds a run file, sorted for stable output."""
+    if not results.is_dir():
+        raise FileNotFoundError(f"results directory {results} does not exist")
+    found: set[Path] = set()
+    for name in RUN_FILES:
+        for p in results.rglob(name):
+            if "parquet-cache" not in p.parts:
+                found.add(p.parent)
+    return sorted(found)
+
+
+def _read_json(path: Path, problems: list[str]) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        problems.append(f"{path.name} unreadable: {e}")
+        return None
+
+
+def _campaign_of(results: Path, run_dir: Path) -> str:
+    rel = run_dir.relative_to(results)
+    return rel.parts[0] if len(rel.parts) >= 2 else results.name
+
+
+def load_run(results: Path, run_dir: Path, key: int) -> RunInfo:
+    """Read run.json, the history header and verdict.json of one run (never raises on bad data)."""
+    problems: list[str] = []
+    rj = _read_json(run_dir / "run.json", problems)
+    rj = rj if isinstance(rj, dict) else {}
+    header: dict[str, Any] = {}
+    for name in ("history.parquet", "history.jsonl"):
+        hp = run_dir / name
+        if hp.exists():
+            try:
+                header = read_history(hp).header
+                break
+            except HistoryError as e:
+                problems.append(f"{name}: {e}")
+    vj = _read_json(run_dir / "verdict.json", problems)
+    verdicts: list[dict[str, Any]] | None = None
+    if isinstance(vj, dict) and isinstance(vj.get("verdicts"), list):
+        verdicts = [v for v in vj["verdicts"] if isinstance(v, dict) and "check" in v]
+    elif isinstance(vj, list):
+        verdicts = [v for v in vj if isinstance(v, dict) and "check" in v]
+    elif vj is not None:
+        problems.append("verdict.json has no 'verdicts' list")
+    config = rj.get("config") if isinstance(rj.get("config"), dict) else header.get("config") or {}
+    info = RunInfo(
+        key=key,
+        campaign=str(rj.get("campaign") or _campaign_of(results, run_dir)),
+        run_id=str(rj.get("run_id") or run_dir.name),
+        path=run_dir,
+        suite=str(rj.get("suite") or header.get("suite") or "default"),
+        scenario=str(rj.get("scenario") or header.get("scenario") or "default"),
+        kafka_version=str(rj.get("kafka_version") or header.get("kafka_version") or "?"),
+        client=str(rj.get("client") or header.get("client") or "?"),
+        config=dict(config),
+        seed=rj.get("seed", header.get("seed")),
+        repro=rj.get("repro") if isinstance(rj.get("repro"), str) else None,
+        started_at=_started_at(rj, run_dir),
+        header=header,
+        run_json=rj,
+        verdicts=verdicts,
+        problems=problems,
+    )
+    if not header and not (run_dir / "history.jsonl").exists() and not (run_dir / "history.parquet").exists():
+        problems.append("no history file")
+    return info
+
+
+def _started_at(rj: dict[str, Any], run_dir: Path) -> str:
+    s = rj.get("started_at")
+    if isinstance(s, str) and s:
+        return s
+    for name in RUN_FILES:  # the oldest run file is the best guess for when the run happened
+        p = run_dir / name
+        if p.exists():
+            return datetime.fromtimestamp(p.stat().st_mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return "1970-01-01T00:00:00Z"
+
+
+def load_runs(results: Path) -> list[RunInfo]:
+    return [load_run(results, d, i) for i, d in enumerate(find_run_dirs(results))]
+
+
+def ensure_parquet(runs: list[RunInfo], cache: Path) -> Iterator[RunInfo]:
+    """Give every run with a history a Parquet file for Spark, converting JSON Lines once.
+
+    A run's own ``history.parquet`` is used as is; otherwise ``history.jsonl`` is converted
+    (leniently: a crash-truncated last line must not hide the rest) into ``cache``, and reused
+    while it is newer than its source. Yields each run as it is ready, for progress output.
+    """
+    for r in runs:
+        own = r.path / "history.parquet"
+        src = r.path / "history.jsonl"
+        if own.exists():
+            r.parquet = own
+        elif src.exists():
+            dst = cache / r.campaign / f"{r.run_id}.parquet"
+            if not dst.exists() or dst.stat().st_mtime < src.stat().st_mtime:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    errors = to_parquet(src, dst, lenient=True)
+                except HistoryError as e:
+                    r.problems.append(f"history.jsonl unreadable: {e}")
+                    yield r
+                    continue
+                if errors:
+                    r.problems.append(f"history.jsonl: {len(errors)} unreadable line(s), "
+                                      f"first at line {errors[0].line}: {errors[0].message}")
+            r.parquet = dst
+        yield r
