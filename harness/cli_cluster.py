@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from .cluster import Cluster
+from .cluster import Cluster, check_spec
 from .config import ClusterSpec
 from .errors import ClusterError
 from .paths import home
@@ -102,7 +102,7 @@ def _supervisor_alive(state: dict) -> bool:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    spec_from_args(args)  # validate before forking
+    check_spec(spec_from_args(args))  # validate before forking
     state = _read_state(args.name)
     if state and _supervisor_alive(state):
         raise ClusterError(f"cluster {args.name!r} is already up (highwater cluster down --name {args.name})")

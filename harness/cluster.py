@@ -46,6 +46,14 @@ def _kraft_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
+def check_spec(spec: ClusterSpec) -> None:
+    """Raise ``TopologyError`` for a shape that cannot be built (no processes, no I/O)."""
+    n_client = len(spec.client_racks) if spec.client_racks is not None else spec.racks
+    Topology.build(brokers=spec.brokers, racks=spec.racks, controllers=spec.controllers,
+                   client_racks=spec.client_racks, slot=0,
+                   ports=Ports(1, 2, tuple(range(3, 3 + n_client)), 3 + n_client))
+
+
 class Cluster:
     def __init__(self, spec: ClusterSpec | None = None, progress: Progress | None = None) -> None:
         self.spec = spec or ClusterSpec()
@@ -82,10 +90,7 @@ class Cluster:
 
     def _start(self, timeout: float) -> None:
         spec = self.spec
-        # Validate the shape before any slow work, so bad input fails in milliseconds.
-        Topology.build(brokers=spec.brokers, racks=spec.racks, controllers=spec.controllers,
-                       client_racks=spec.client_racks, slot=0,
-                       ports=Ports(1, 2, tuple(range(3, 3 + len(spec.client_racks or range(spec.racks)))), 9))
+        check_spec(spec)  # bad shapes fail in milliseconds, before any slow work
         for reaped in reap_stale():
             self._progress(f"reaped a killed run's cluster {reaped.cluster_dir.name}: "
                            f"killed {[r.name for r in reaped.killed]}")

@@ -16,7 +16,16 @@ from .topology import MAX_SLOTS
 
 log = logging.getLogger(__name__)
 
-PORT_RANGE = (20000, 59000)
+PORT_RANGE_FALLBACK = (20000, 32000)
+
+
+def port_range() -> tuple[int, int]:
+    """Ports below the kernel's ephemeral range, so no client connection happens to hold one."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return PORT_RANGE_FALLBACK
+    return (10000, low - 1) if low > 12000 else PORT_RANGE_FALLBACK
 
 
 @dataclass
@@ -56,19 +65,41 @@ def acquire_slot() -> tuple[int, OwnerLock]:
     raise ClusterError(f"all {MAX_SLOTS} cluster slots are taken: too many clusters running")
 
 
-def address_free(host: str, port: int) -> bool:
+def _bindable(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # SO_REUSEADDR as servers set it: connections of an earlier run lingering in TIME_WAIT
+        # do not count as "in use", a listening socket does.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
             return False
-    # A wildcard listener (0.0.0.0:port) would also steal connections: check it too.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError:
-            return False
     return True
+
+
+def address_free(host: str, port: int) -> bool:
+    # A wildcard listener (0.0.0.0:port) would also steal connections: check it too.
+    return _bindable(host, port) and _bindable("0.0.0.0", port)
+
+
+def listening_sockets() -> set[tuple[str, int]]:
+    """(IPv4 address, port) of every TCP socket in LISTEN state on this machine (IPv4 and
+    IPv4-mapped IPv6), read from /proc/net/tcp{,6}."""
+    out: set[tuple[str, int]] = set()
+    for name in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/net/{name}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 4 or fields[3] != "0A":  # 0A = LISTEN
+                continue
+            addr_hex, port_hex = fields[1].split(":")
+            raw = bytes.fromhex(addr_hex[-8:])  # IPv4 or the low 32 bits of ::ffff:a.b.c.d
+            ip = ".".join(str(b) for b in reversed(raw))
+            out.add((ip, int(port_hex, 16)))
+    return out
 
 
 def first_taken(addresses: list[tuple[str, int]]) -> tuple[str, int] | None:
@@ -80,7 +111,7 @@ def first_taken(addresses: list[tuple[str, int]]) -> tuple[str, int] | None:
 
 def pick_base_port(count: int, rng: random.Random | None = None) -> int:
     rng = rng or random.Random()
-    lo, hi = PORT_RANGE
+    lo, hi = port_range()
     return rng.randrange(lo, hi - count)
 
 

@@ -52,11 +52,19 @@ def proc_cmdline(pid: int) -> str:
 
 
 def is_zombie_or_gone(pid: int) -> bool:
+    """True once the process has fully exited. A thread-group leader turns zombie as soon as
+    *it* exits while its other threads (a JVM has dozens) are still tearing down and holding
+    sockets open, so a zombie counts as gone only when no other thread is left."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return True
-    return stat[stat.rindex(")") + 2] in "ZX"
+    if stat[stat.rindex(")") + 2] not in "ZX":
+        return False
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) <= 1
+    except OSError:
+        return True
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Callable, TypeVar
 
-from .errors import WaitTimeout
+from .errors import HighwaterError, WaitTimeout
 
 T = TypeVar("T")
 
@@ -19,7 +19,8 @@ def wait_until(
     """Poll ``cond`` until it returns a truthy value and return that value.
 
     Exceptions raised by ``cond`` count as "not yet" (the cluster is often mid-change); the last
-    one is attached to the ``WaitTimeout`` so a timeout still says what went wrong.
+    one is attached to the ``WaitTimeout`` so a timeout still says what went wrong. Our own
+    errors (``HighwaterError``, e.g. "the broker process exited") are final and propagate.
     """
     deadline = time.monotonic() + timeout
     last_error: BaseException | None = None
@@ -28,6 +29,8 @@ def wait_until(
             value = cond()
             if value:
                 return value
+        except HighwaterError:
+            raise
         except Exception as exc:  # noqa: BLE001 - reported below if the deadline passes
             last_error = exc
         if time.monotonic() >= deadline:
