@@ -1,0 +1,312 @@
+"""The report's data: every run's verdicts merged, the compliance matrix, failures with their
+context, timelines, fetch shares and trends; computed with one SparkSession.
+
+Verdicts come from two places. ``verdict.json`` holds the Python checks' verdicts, written at
+the end of each run. Spark recomputes the checks that must scale (poll-skip, lost-write) over
+every history; where both exist they must agree, and a disagreement is a harness bug, shown as
+such and turning the cell "unknown" (never silently picking one). A run without verdict.json
+(crashed before checking) gets Spark's verdicts for those checks and "unknown" for the rest.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from harness.checks import CHECKS
+from harness.checks.verdict import merge_valid
+from harness.history import rows_to_events
+from harness.policy import allowed
+from reports.layout import RunInfo, ensure_parquet, load_runs
+from reports.spark_session import Progress
+
+CHECK_ORDER = ["history", *CHECKS]
+SPARK_CHECKS = ("poll-skip", "lost-write")
+#: count keys that both implementations report, compared for agreement
+SHARED_COUNTS = {"poll-skip": ("skips", "skipped_offsets", "steps_judged", "steps_unjudged"),
+                 "lost-write": ("lost", "acknowledged", "acknowledged_judged", "acknowledged_unjudged")}
+MAX_FAILURE_RUNS_PER_CHECK = 5
+CONTEXT_RADIUS = 4
+
+
+@dataclass
+class Options:
+    master: str = "local[*]"
+    max_timelines: int = 40
+    spark_checks: bool = True
+    cache_dir: Path | None = None
+
+
+@dataclass
+class ReportData:
+    """Everything the renderers need, as plain JSON-ready values."""
+
+    generated_at: str
+    results_dir: str
+    master: str
+    checks: list[str]
+    runs: list[dict[str, Any]]
+    matrix: list[dict[str, Any]]
+    columns: list[dict[str, str]]
+    failures: list[dict[str, Any]]
+    timelines: dict[str, dict[str, Any]]
+    fetch: list[dict[str, Any]]
+    trends: list[dict[str, Any]]
+    disagreements: list[dict[str, Any]]
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool | str:
+        return merge_valid(r["valid"] for r in self.runs) if self.runs else "unknown"
+
+
+def _policy(check: str, v: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """Apply the policy table to a Spark verdict, as ``harness.policy.apply_policy`` does."""
+    if v["valid"] is False:
+        why = allowed(check, config)
+        if why:
+            return {**v, "valid": True, "allowed": True, "notes": [*v["notes"], f"allowed: {why}"]}
+    return v
+
+
+def merge_run_verdicts(run: RunInfo, spark: dict[str, Any] | None,
+                       disagreements: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """One verdict per check for a run (see the module doc for the rules)."""
+    py = {v["check"]: v for v in (run.verdicts or [])}
+    out: dict[str, dict[str, Any]] = {}
+    for check in CHECK_ORDER:
+        v = py.get(check)
+        s = spark.get(check) if spark else None
+        if s is not None:
+            s = _policy(check, s.to_json(), run.config)
+        if v is not None and s is not None:
+            diff = [k for k in SHARED_COUNTS[check] if v["counts"].get(k) != s["counts"].get(k)]
+            if v["valid"] != s["valid"] or diff:
+                disagreements.append({"run": run.label, "check": check, "python": v["valid"],
+                                      "spark": s["valid"], "counts_differ": diff})
+                v = {**v, "valid": merge_valid([v["valid"], "unknown"]),
+                     "notes": [*v.get("notes", []), "Spark and Python checks disagree: harness bug"]}
+            out[check] = {**v, "source": "python+spark"}
+        elif v is not None:
+            out[check] = {**v, "source": "python"}
+        elif s is not None:
+            out[check] = s
+        else:
+            why = "no verdict.json" if run.verdicts is None else "check missing from verdict.json"
+            out[check] = {"check": check, "valid": "unknown", "counts": {}, "examples": [],
+                          "notes": [why], "allowed": False, "source": "none"}
+    if run.problems:
+        h = out["history"]
+        out["history"] = {**h, "valid": merge_valid([h["valid"], "unknown"]),
+                          "notes": [*h.get("notes", []), *run.problems]}
+    return out
+
+
+def build(results: Path, opts: Options, progress: Progress) -> ReportData:
+    """Aggregate every run under ``results``. Starts and always stops one SparkSession."""
+    from reports.spark_session import spark_session
+
+    runs = load_runs(results)
+    progress.say(f"found {len(runs)} run(s) under {results}")
+    if not runs:
+        raise FileNotFoundError(f"no runs (history.jsonl / verdict.json / run.json) under {results}")
+    cache = opts.cache_dir or (results / ".parquet-cache")
+    with progress.step("histories as Parquet"):
+        for i, _ in enumerate(ensure_parquet(runs, cache), 1):
+            if i % 100 == 0:
+                progress.say(f"  {i}/{len(runs)} runs ready")
+    with_hist = [r for r in runs if r.parquet is not None]
+    disagreements: list[dict[str, Any]] = []
+    with spark_session(opts.master) as spark:
+        from reports import spark_checks, timelines
+
+        spark_v: dict[int, dict[str, Any]] = {}
+        fetch_raw: list[dict[str, Any]] = []
+        if with_hist:
+            ev = spark_checks.load_events(spark, with_hist)
+            if opts.spark_checks:
+                with progress.step(f"poll-skip and lost-write over {len(with_hist)} histories", spark):
+                    spark_v = spark_checks.run_spark_checks(ev, with_hist)
+            with progress.step("fetch shares per consumer", spark):
+                fetch_raw = timelines.fetch_shares(ev)
+        run_rows = []
+        for r in runs:
+            verdicts = merge_run_verdicts(r, spark_v.get(r.key), disagreements)
+            run_rows.append(_run_row(r, verdicts))
+        with progress.step("compliance matrix", spark):
+            matrix, columns = _matrix(spark, run_rows)
+        chosen = _pick_timeline_runs(runs, run_rows, opts.max_timelines)
+        tls: dict[str, dict[str, Any]] = {}
+        if chosen:
+            with progress.step(f"timelines of {len(chosen)} run(s)", spark):
+                ev_sel = spark_checks.load_events(spark, chosen)
+                total = sum(pq.ParquetFile(r.parquet).metadata.num_rows for r in chosen)  # type: ignore[arg-type]
+                sample = 1 if total < 2_000_000 else 16
+                by_key = {r.key: r.label for r in chosen}
+                for k, tl in timelines.timelines(ev_sel, sample).items():
+                    tls[by_key[k]] = tl.to_json()
+    by_key_run = {r.key: r for r in runs}
+    with progress.step("failure context"):
+        failures = _failures(runs, run_rows)
+    return ReportData(
+        generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        results_dir=str(results), master=opts.master, checks=CHECK_ORDER, runs=run_rows,
+        matrix=matrix, columns=columns, failures=failures, timelines=tls,
+        fetch=_fetch(fetch_raw, by_key_run), trends=_trends(run_rows),
+        disagreements=disagreements)
+
+
+def _run_row(r: RunInfo, verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "key": r.key, "label": r.label, "campaign": r.campaign, "run_id": r.run_id,
+        "suite": r.suite, "scenario": r.scenario, "kafka_version": r.kafka_version,
+        "client": r.client, "config": r.config, "seed": r.seed, "repro": r.repro,
+        "started_at": r.started_at, "schedule": r.run_json.get("schedule"),
+        "racks": r.racks, "client_bytes": r.run_json.get("client_bytes"),
+        "problems": r.problems, "path": str(r.path),
+        "valid": merge_valid(v["valid"] for v in verdicts.values()),
+        "verdicts": verdicts,
+    }
+
+
+def _matrix(spark: Any, run_rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """check × suite/scenario × Kafka version × client: how many runs passed, failed, were
+    unknown or allowed an anomaly; merged validity per cell (false > unknown > true)."""
+    from pyspark.sql import functions as F
+
+    rows = [(r["suite"], r["scenario"], r["kafka_version"], r["client"], check,
+             "false" if v["valid"] is False else "unknown" if v["valid"] == "unknown" else "true",
+             bool(v.get("allowed")))
+            for r in run_rows for check, v in r["verdicts"].items()]
+    df = spark.createDataFrame(rows, "suite string, scenario string, kafka_version string, "
+                                     "client string, check string, valid string, allowed boolean")
+    agg = df.groupBy("suite", "scenario", "kafka_version", "client", "check").agg(
+        F.count(F.lit(1)).alias("runs"),
+        F.sum((F.col("valid") == "true").cast("int")).alias("passed"),
+        F.sum((F.col("valid") == "false").cast("int")).alias("failed"),
+        F.sum((F.col("valid") == "unknown").cast("int")).alias("unknown"),
+        F.sum(F.col("allowed").cast("int")).alias("allowed")).collect()
+    matrix = []
+    for a in agg:
+        d = a.asDict()
+        d["valid"] = False if d["failed"] else "unknown" if d["unknown"] else True
+        matrix.append(d)
+    order = {c: i for i, c in enumerate(CHECK_ORDER)}
+    matrix.sort(key=lambda d: (order.get(d["check"], 99), d["suite"], d["scenario"],
+                               d["kafka_version"], d["client"]))
+    cols = sorted({(d["suite"], d["scenario"], d["kafka_version"], d["client"]) for d in matrix})
+    columns = [{"suite": s, "scenario": sc, "kafka_version": k, "client": c} for s, sc, k, c in cols]
+    return matrix, columns
+
+
+def _pick_timeline_runs(runs: list[RunInfo], rows: list[dict[str, Any]], limit: int) -> list[RunInfo]:
+    """Failing runs first, then unknown, then passing ones, up to ``limit``."""
+    rank = {False: 0, "unknown": 1, True: 2}
+    order = sorted(zip(runs, rows), key=lambda x: (rank[x[1]["valid"]], x[0].label))
+    return [r for r, _ in order if r.parquet is not None][:limit]
+
+
+def context_events(parquet: Path, indices: list[int], radius: int = CONTEXT_RADIUS,
+                   limit: int = 24) -> list[dict[str, Any]]:
+    """The events around the given event indices (read with a row filter: big files stay on
+    disk), each marked ``involved`` when it is one of them."""
+    if not indices:
+        return []
+    lo, hi = min(indices) - radius, max(indices) + radius
+    spans = sorted({(max(i - radius, 0), i + radius) for i in indices})
+    table = pq.read_table(parquet, filters=[("index", ">=", max(lo, 0)), ("index", "<=", hi)])
+    events = [e for e in rows_to_events(table) if any(a <= e["index"] <= b for a, b in spans)]
+    want = set(indices)
+    out = []
+    for e in events[:limit]:
+        out.append({**e, "involved": e["index"] in want})
+    return out
+
+
+def _example_indices(ex: dict[str, Any]) -> list[int]:
+    if "event_indices" in ex:
+        return [int(i) for i in ex["event_indices"]]
+    return [int(e["index"]) for e in ex.get("events", []) if isinstance(e, dict) and "index" in e]
+
+
+def _failures(runs: list[RunInfo], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For each check, the first few failing runs, each example with the events around it."""
+    per_check: dict[str, int] = defaultdict(int)
+    out = []
+    for r, row in zip(runs, rows):
+        for check, v in row["verdicts"].items():
+            if v["valid"] is not False:
+                continue
+            per_check[check] += 1
+            if per_check[check] > MAX_FAILURE_RUNS_PER_CHECK:
+                continue
+            examples = []
+            for ex in v.get("examples", [])[:3]:
+                idx = _example_indices(ex)
+                ctx = context_events(r.parquet, idx) if r.parquet is not None else []
+                brief = {k: x for k, x in ex.items() if k not in ("events", "event_indices")}
+                examples.append({"what": brief, "indices": idx, "context": ctx})
+            out.append({"run": row["label"], "check": check, "counts": v.get("counts", {}),
+                        "notes": v.get("notes", []), "repro": row["repro"], "examples": examples})
+    for f in out:
+        f["runs_failing_check"] = per_check[f["check"]]
+    return out
+
+
+def _fetch(raw: list[dict[str, Any]], runs: dict[int, RunInfo]) -> list[dict[str, Any]]:
+    """Per consumer: share of records served by a replica in its own rack (KIP-392), by the
+    broker it was served by, and records crossing racks; plus Toxiproxy's bytes per rack."""
+    per: dict[tuple[int, str], dict[int | None, int]] = defaultdict(dict)
+    for r in raw:
+        per[(r["run"], r["process"])][r["replica"]] = int(r["count"])
+    out = []
+    for (key, proc), counts in sorted(per.items(), key=lambda x: (runs[x[0][0]].label, x[0][1])):
+        run = runs[key]
+        brokers = {str(k): v for k, v in (run.racks.get("brokers") or {}).items()}
+        rack = (run.racks.get("clients") or {}).get(proc)
+        total = sum(counts.values())
+        known = {b: n for b, n in counts.items() if b is not None}
+        local = sum(n for b, n in known.items() if rack and brokers.get(str(b)) == rack)
+        cross = sum(n for b, n in known.items() if rack and brokers.get(str(b)) not in (None, rack))
+        out.append({"run": run.label, "consumer": proc, "rack": rack, "records": total,
+                    "by_replica": {str(b): n for b, n in sorted(known.items())},
+                    "unknown_replica": counts.get(None, 0),
+                    "local_share": (local / total) if rack and total else None,
+                    "cross_rack_records": cross if rack else None,
+                    "cross_rack_bytes": _cross_bytes(run, rack, brokers)})
+    return out
+
+
+def _cross_bytes(run: RunInfo, rack: str | None, brokers: dict[str, str]) -> int | None:
+    cb = run.run_json.get("client_bytes")
+    if not rack or not isinstance(cb, dict) or not isinstance(cb.get(rack), dict):
+        return None
+    return sum(int(n) for b, n in cb[rack].items() if brokers.get(str(b)) not in (None, rack))
+
+
+def _trends(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per campaign (ordered by when its first run started): runs, and per check how many
+    runs failed / were unknown; the report plots the failure rate over campaigns."""
+    camp: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        c = camp.setdefault(r["campaign"], {"campaign": r["campaign"], "started_at": r["started_at"],
+                                            "runs": 0, "failed_runs": 0, "unknown_runs": 0,
+                                            "checks": defaultdict(lambda: {"failed": 0, "unknown": 0})})
+        c["started_at"] = min(c["started_at"], r["started_at"] or c["started_at"])
+        c["runs"] += 1
+        c["failed_runs"] += r["valid"] is False
+        c["unknown_runs"] += r["valid"] == "unknown"
+        for check, v in r["verdicts"].items():
+            if v["valid"] is False:
+                c["checks"][check]["failed"] += 1
+            elif v["valid"] == "unknown":
+                c["checks"][check]["unknown"] += 1
+    out = sorted(camp.values(), key=lambda c: (c["started_at"], c["campaign"]))
+    for c in out:
+        c["checks"] = dict(c["checks"])
+    return out

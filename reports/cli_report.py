@@ -1,0 +1,80 @@
+"""``highwater report RESULTS_DIR [--out DIR] [--master URL]``.
+
+Writes ``report.html`` (self-contained), ``summary.json`` and ``junit.xml`` into ``--out``
+(default ``RESULTS_DIR/report``). Exit status: 0 every run valid, 1 some violation, 2 something
+unknown, or the report itself could not be built (a harness error: never a silent 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from reports.spark_session import DEFAULT_MASTER, Progress
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "report", help="aggregate results with Spark into HTML / JSON / JUnit reports",
+        description="Aggregate every run under RESULTS_DIR (results/<campaign>/<run_id>/) with "
+        "Spark and write report.html, summary.json and junit.xml. Exit 0: compliant, "
+        "1: violations, 2: unknown or harness error.")
+    p.add_argument("results", metavar="RESULTS_DIR", help="results directory")
+    p.add_argument("--out", metavar="DIR", help="output directory (default RESULTS_DIR/report)")
+    p.add_argument("--master", default=DEFAULT_MASTER, metavar="URL",
+                   help=f"Spark master URL (default {DEFAULT_MASTER})")
+    p.add_argument("--max-timelines", type=int, default=40, metavar="N",
+                   help="plot at most N runs (failing runs first; default 40)")
+    p.add_argument("--no-spark-checks", action="store_true",
+                   help="use verdict.json only (skip recomputing poll-skip/lost-write in Spark)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from reports.aggregate import Options, build
+    from reports.junit import write_junit
+    from reports.render_html import write_html
+    from reports.summary import exit_code, write_summary
+
+    results = Path(args.results)
+    out = Path(args.out) if args.out else results / "report"
+    progress = Progress(enabled=not getattr(args, "quiet", False))
+    try:
+        data = build(results, Options(master=args.master, max_timelines=args.max_timelines,
+                                      spark_checks=not args.no_spark_checks), progress)
+        out.mkdir(parents=True, exist_ok=True)
+        write_html(data, out / "report.html")
+        s = write_summary(data, out / "summary.json")
+        write_junit(data, out / "junit.xml")
+    except FileNotFoundError as e:
+        print(f"highwater report: error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - a broken report must exit 2, with the reason shown
+        traceback.print_exc()
+        print(f"highwater report: harness error: {e.__class__.__name__}: {e}", file=sys.stderr)
+        return 2
+    t = s["totals"]
+    print(f"highwater report: {t['runs']} run(s): {t['valid']} valid, {t['violated']} violated, "
+          f"{t['unknown']} unknown -> {s['valid']}")
+    if data.disagreements:
+        print(f"highwater report: {len(data.disagreements)} Spark/Python disagreement(s): harness bug",
+              file=sys.stderr)
+    print(f"highwater report: wrote {out / 'report.html'}, {out / 'summary.json'}, {out / 'junit.xml'}")
+    return exit_code(data.valid)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m reports.cli_report``), same as ``highwater report``."""
+    parser = argparse.ArgumentParser(prog="highwater")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

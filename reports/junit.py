@@ -1,0 +1,92 @@
+"""JUnit XML: one testcase per check × scenario, so CI systems show the compliance matrix.
+
+A scenario here is one column of the matrix (suite/scenario, Kafka version, client), so a
+check that holds on 4.3.1 and fails on 3.9.1 is two testcases. Mapping of the three values:
+true -> passed; false -> ``<failure>`` carrying the anomaly examples and the repro command of
+each failing run; "unknown" -> ``<error type="unknown">``: JUnit has no "could not judge", and
+counting it as skipped would turn CI green on runs that proved nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from reports.aggregate import ReportData
+
+MAX_RUNS_IN_MESSAGE = 10
+
+
+def _scenario(r: dict[str, Any]) -> str:
+    return f"{r['suite']}.{r['scenario']}[kafka={r['kafka_version']},client={r['client']}]"
+
+
+def build_junit(data: ReportData) -> ET.Element:
+    cases: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
+    for r in data.runs:
+        for check, v in r["verdicts"].items():
+            cases[(_scenario(r), check)].append((r, v))
+    root = ET.Element("testsuites", name="highwater")
+    suites: dict[str, ET.Element] = {}
+    totals = {"tests": 0, "failures": 0, "errors": 0}
+    order = {c: i for i, c in enumerate(data.checks)}
+    for (scen, check), items in sorted(cases.items(), key=lambda x: (x[0][0], order.get(x[0][1], 99))):
+        suite = suites.get(scen)
+        if suite is None:
+            suite = suites[scen] = ET.SubElement(root, "testsuite", name=scen)
+            suite.attrib.update(tests="0", failures="0", errors="0")
+        tc = ET.SubElement(suite, "testcase", classname=f"highwater.{scen}", name=check)
+        failed = [(r, v) for r, v in items if v["valid"] is False]
+        unknown = [(r, v) for r, v in items if v["valid"] == "unknown"]
+        kind = None
+        if failed:
+            kind = "failures"
+            el = ET.SubElement(tc, "failure", type="violation",
+                               message=f"{check} violated in {len(failed)}/{len(items)} run(s)")
+            el.text = _details(failed)
+        elif unknown:
+            kind = "errors"
+            el = ET.SubElement(tc, "error", type="unknown",
+                               message=f"{check} could not be judged in {len(unknown)}/{len(items)} run(s)")
+            el.text = _details(unknown)
+        out = ET.SubElement(tc, "system-out")
+        out.text = f"{len(items)} run(s): " + ", ".join(f"{r['label']}={_word(v)}" for r, v in items[:50])
+        suite.attrib["tests"] = str(int(suite.attrib["tests"]) + 1)
+        totals["tests"] += 1
+        if kind:
+            suite.attrib[kind] = str(int(suite.attrib[kind]) + 1)
+            totals[kind] += 1
+    root.attrib.update({k: str(v) for k, v in totals.items()})
+    return root
+
+
+def _word(v: dict[str, Any]) -> str:
+    if v["valid"] is True:
+        return "allowed" if v.get("allowed") else "valid"
+    return "violated" if v["valid"] is False else "unknown"
+
+
+def _details(items: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
+    parts = []
+    for r, v in items[:MAX_RUNS_IN_MESSAGE]:
+        parts.append(f"run {r['label']}\n  repro: {r['repro'] or '(no repro command recorded)'}\n"
+                     f"  counts: {json.dumps(v.get('counts', {}))}")
+        for n in v.get("notes", [])[:3]:
+            parts.append(f"  note: {n}")
+        for ex in v.get("examples", [])[:3]:
+            brief = {k: x for k, x in ex.items() if k != "events"}
+            parts.append(f"  example: {json.dumps(brief, default=str)[:600]}")
+            for e in ex.get("events", [])[:4]:
+                parts.append(f"    event: {json.dumps(e, default=str)[:400]}")
+    if len(items) > MAX_RUNS_IN_MESSAGE:
+        parts.append(f"... and {len(items) - MAX_RUNS_IN_MESSAGE} more run(s)")
+    return "\n".join(parts)
+
+
+def write_junit(data: ReportData, path: Path) -> None:
+    tree = ET.ElementTree(build_junit(data))
+    ET.indent(tree)
+    tree.write(path, encoding="utf-8", xml_declaration=True)

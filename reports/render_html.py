@@ -1,0 +1,287 @@
+"""The self-contained HTML compliance report: one file, inline CSS/JS/SVG, no network.
+
+It must open from a CI artifact store or an air-gapped laptop, so nothing is fetched: no CDN,
+no fonts, no favicon (a ``data:`` icon stops the browser from asking for /favicon.ico). Every
+text that comes from a history is escaped. Sections: verdict matrix, runs, failures with the
+events around each anomaly and the repro command, per-run timelines with fault windows,
+follower fetching, trends across campaigns, versions and configuration.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from reports.aggregate import ReportData
+from reports.svg import line_chart
+
+WORD = {True: "valid", False: "violated", "unknown": "unknown"}
+MARK = {True: "\u2713", False: "\u2717", "unknown": "?"}
+
+CSS = """
+body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 2em 4em;color:#222}
+h1{margin:.6em 0 .2em}h2{border-bottom:2px solid #ddd;padding-top:.8em}
+nav a{margin-right:1em}code,pre{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace}
+pre{background:#f6f6f6;padding:.5em;overflow-x:auto;white-space:pre-wrap}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}
+th{background:#f3f3f3}.matrix td.cell{text-align:center;font-weight:600;min-width:4.5em}
+.v-true{background:#d9f2d9;color:#1b5e20}.v-false{background:#f8d0d0;color:#8b0000}
+.v-unknown{background:#fff1c2;color:#7a5900}.v-allowed{background:#e4ecf7;color:#234}
+.badge{display:inline-block;padding:2px 10px;border-radius:10px;font-weight:700}
+tr.involved td{background:#ffe4b3}.small{font-size:12px;color:#555}
+svg.chart{display:block;margin:4px 0}svg .plot{fill:#fcfcfc;stroke:#ccc}
+svg .fault{fill:#e53935;fill-opacity:.13}svg .ct{font-size:12px;font-weight:600}
+svg .ax,svg .lg{font-size:10px}details{margin:.4em 0}summary{cursor:pointer}
+.hidden{display:none}
+"""
+
+JS = """
+(function(){
+  var box=document.getElementById('run-filter');
+  if(box){box.addEventListener('input',function(){
+    var q=box.value.toLowerCase();
+    document.querySelectorAll('#runs tbody tr').forEach(function(tr){
+      tr.classList.toggle('hidden', q!=='' && tr.textContent.toLowerCase().indexOf(q)<0);});
+  });}
+  var only=document.getElementById('only-bad');
+  if(only){only.addEventListener('change',function(){
+    document.querySelectorAll('#runs tbody tr').forEach(function(tr){
+      tr.classList.toggle('hidden', only.checked && tr.dataset.valid==='true');});
+  });}
+  var all=document.getElementById('expand-all');
+  if(all){all.addEventListener('click',function(){
+    document.querySelectorAll('#timelines details').forEach(function(d){d.open=true;});});}
+})();
+"""
+
+
+def _cls(valid: Any, allowed: bool = False) -> str:
+    if valid is True and allowed:
+        return "v-allowed"
+    return {True: "v-true", False: "v-false"}.get(valid, "v-unknown")
+
+
+def _j(v: Any, limit: int = 300) -> str:
+    s = json.dumps(v, default=str, separators=(",", ":"))
+    return escape(s if len(s) <= limit else s[:limit] + "\u2026")
+
+
+def _valid_key(v: Any) -> str:
+    return "true" if v is True else "false" if v is False else "unknown"
+
+
+def render(data: ReportData) -> str:
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>",
+        "<link rel='icon' href='data:,'>",
+        f"<title>highwater compliance report: {escape(WORD[data.valid])}</title>",
+        f"<style>{CSS}</style></head><body>",
+        _header(data),
+        _matrix(data), _runs(data), _failures(data), _timelines(data), _fetch(data),
+        _trends(data), _versions(data), _disagreements(data),
+        f"<script>{JS}</script></body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def _header(d: ReportData) -> str:
+    n = Counter(_valid_key(r["valid"]) for r in d.runs)
+    return (f"<h1>highwater compliance report</h1>"
+            f"<p>Overall: <span id='overall' class='badge {_cls(d.valid)}' data-valid='{_valid_key(d.valid)}'>"
+            f"{escape(WORD[d.valid])}</span> &nbsp; {len(d.runs)} run(s): {n['true']} valid, "
+            f"{n['false']} violated, {n['unknown']} unknown.</p>"
+            f"<p class='small'>Generated {escape(d.generated_at)} from <code>{escape(d.results_dir)}</code> "
+            f"with Spark master <code>{escape(d.master)}</code>. Unknown means a check could not see "
+            f"what it needs; it never counts as valid.</p>"
+            "<nav><a href='#matrix'>Matrix</a><a href='#runs-sec'>Runs</a><a href='#failures'>Failures</a>"
+            "<a href='#timelines'>Timelines</a><a href='#fetch'>Follower fetching</a>"
+            "<a href='#trends'>Trends</a><a href='#versions'>Versions &amp; config</a></nav>")
+
+
+def _matrix(d: ReportData) -> str:
+    cols = d.columns
+    cell = {(m["check"], m["suite"], m["scenario"], m["kafka_version"], m["client"]): m for m in d.matrix}
+    head = ["<tr><th rowspan='3'>check</th>"]
+    head += [f"<th>{escape(c['suite'])}/{escape(c['scenario'])}</th>" for c in cols]
+    head.append("</tr><tr>")
+    head += [f"<th>Kafka {escape(c['kafka_version'])}</th>" for c in cols]
+    head.append("</tr><tr>")
+    head += [f"<th>{escape(c['client'])}</th>" for c in cols]
+    head.append("</tr>")
+    rows = []
+    for check in d.checks:
+        tds = [f"<th>{escape(check)}</th>"]
+        for ci, c in enumerate(cols):
+            m = cell.get((check, c["suite"], c["scenario"], c["kafka_version"], c["client"]))
+            if m is None:
+                tds.append("<td class='cell'>-</td>")
+                continue
+            allowed = bool(m["allowed"]) and m["valid"] is True
+            tip = (f"{m['runs']} run(s): {m['passed']} valid ({m['allowed']} allowed by policy), "
+                   f"{m['failed']} violated, {m['unknown']} unknown")
+            text = f"{MARK[m['valid']]} {m['passed']}/{m['runs']}" if m["valid"] is not False \
+                else f"{MARK[False]} {m['failed']}/{m['runs']}"
+            tds.append(f"<td class='cell {_cls(m['valid'], allowed)}' data-check='{escape(check)}' "
+                       f"data-col='{ci}' data-valid='{_valid_key(m['valid'])}' title='{escape(tip)}'>"
+                       f"{escape(text)}</td>")
+        rows.append("<tr>" + "".join(tds) + "</tr>")
+    return ("<h2 id='matrix'>Verdict matrix</h2><p class='small'>Check × suite/scenario × Kafka "
+            "version × client. A cell is violated if any run violated the check, else unknown if "
+            "any run could not judge it; \u2713 n/m counts valid runs, \u2717 n/m violating ones. "
+            "Blue: an anomaly the configuration allows (policy table).</p>"
+            f"<table class='matrix' id='matrix-table'><thead>{''.join(head)}</thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _runs(d: ReportData) -> str:
+    rows = []
+    for r in d.runs:
+        bad = [c for c, v in r["verdicts"].items() if v["valid"] is False]
+        unk = [c for c, v in r["verdicts"].items() if v["valid"] == "unknown"]
+        rows.append(
+            f"<tr data-run='{escape(r['label'])}' data-valid='{_valid_key(r['valid'])}'>"
+            f"<td>{escape(r['label'])}</td><td>{escape(r['suite'])}/{escape(r['scenario'])}</td>"
+            f"<td>{escape(r['kafka_version'])}</td><td>{escape(r['client'])}</td>"
+            f"<td class='{_cls(r['valid'])}'>{escape(WORD[r['valid']])}</td>"
+            f"<td>{escape(', '.join(bad))}</td><td>{escape(', '.join(unk))}</td>"
+            f"<td><code>{escape(r['repro'] or '')}</code></td></tr>")
+    return ("<h2 id='runs-sec'>Runs</h2><p><input id='run-filter' placeholder='filter runs' "
+            "aria-label='filter runs'> <label><input type='checkbox' id='only-bad'> only not valid"
+            "</label></p><table id='runs'><thead><tr><th>run</th><th>suite/scenario</th><th>Kafka</th>"
+            "<th>client</th><th>verdict</th><th>violated</th><th>unknown</th><th>repro</th></tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _failures(d: ReportData) -> str:
+    if not d.failures:
+        return "<h2 id='failures'>Failures</h2><p>No violations.</p>"
+    out = ["<h2 id='failures'>Failures</h2>"]
+    for f in d.failures:
+        out.append(f"<div class='failure' data-check='{escape(f['check'])}' data-run='{escape(f['run'])}'>"
+                   f"<h3>{escape(f['check'])} in {escape(f['run'])}</h3>"
+                   f"<p>counts: <code>{_j(f['counts'])}</code> ({f['runs_failing_check']} run(s) "
+                   f"violate this check)</p>")
+        for n in f["notes"]:
+            out.append(f"<p class='small'>note: {escape(str(n))}</p>")
+        out.append(f"<p>Reproduce: <code class='repro'>{escape(f['repro'] or '(no repro command recorded in run.json)')}"
+                   "</code></p>")
+        for ex in f["examples"]:
+            out.append(f"<p>Anomaly: <code>{_j(ex['what'], 600)}</code></p>")
+            if ex["context"]:
+                out.append("<table class='events'><tr><th>index</th><th>time (ms)</th><th>process</th>"
+                           "<th>type</th><th>f</th><th>value</th><th>error</th></tr>")
+                for e in ex["context"]:
+                    out.append(f"<tr class='{'involved' if e['involved'] else ''}'><td>{e['index']}</td>"
+                               f"<td>{e['time_ns'] / 1e6:.1f}</td><td>{escape(e['process'])}</td>"
+                               f"<td>{escape(e['type'])}</td><td>{escape(e['f'])}</td>"
+                               f"<td><code>{_j(e['value'], 240)}</code></td>"
+                               f"<td>{escape(e['error'] or '')}</td></tr>")
+                out.append("</table>")
+        out.append("</div>")
+    return "".join(out)
+
+
+def _timelines(d: ReportData) -> str:
+    out = ["<h2 id='timelines'>Timelines</h2><p class='small'>Per run, bucketed; red bands are "
+           "fault windows (hover for kind and targets). Failing runs first. "
+           "<button id='expand-all' type='button'>expand all</button></p>"]
+    runs = {r["label"]: r for r in d.runs}
+    for label, tl in d.timelines.items():
+        r = runs[label]
+        t, fw = tl["t"], tl["faults"]
+        charts = [line_chart(t, [("acks/s", tl["acks"]), ("polled/s", tl["polled"]),
+                                 ("send errors/s", tl["send_errors"])],
+                             title="throughput", unit="records/s", faults=fw)]
+        if any(v is not None for v in tl["latency_p99_ms"]):
+            note = f", 1/{tl['latency_sampled']} of values" if tl["latency_sampled"] > 1 else ""
+            charts.append(line_chart(t, [("p50", tl["latency_p50_ms"]), ("p99", tl["latency_p99_ms"])],
+                                     title="end-to-end latency" + note, unit="ms", faults=fw))
+        if tl["partitions"]:
+            charts.append(line_chart(t, [(p, s["isr"]) for p, s in sorted(tl["partitions"].items())],
+                                     title="ISR size", faults=fw, step=True))
+            charts.append(line_chart(t, [(p, s["leader"]) for p, s in sorted(tl["partitions"].items())],
+                                     title="leader (broker id)", faults=fw, step=True, y_min=None))
+        if tl["lag"]:
+            charts.append(line_chart(t, sorted(tl["lag"].items()), title="consumer lag (HW - position)",
+                                     unit="records", faults=fw))
+        faults = "".join(f"<li>{escape(str(w.get('kind')))} {escape(str(w.get('targets')))}: "
+                         f"{w['start_s']:.1f}s \u2013 {w['end_s']:.1f}s"
+                         f"{' (never healed)' if w.get('unhealed') else ''}</li>" for w in fw)
+        out.append(f"<details class='timeline' data-run='{escape(label)}' {'open' if r['valid'] is False else ''}>"
+                   f"<summary><span class='badge {_cls(r['valid'])}'>{escape(WORD[r['valid']])}</span> "
+                   f"{escape(label)}</summary>{''.join(charts)}"
+                   f"<p class='small'>fault windows:</p><ul>{faults or '<li>none</li>'}</ul></details>")
+    if not d.timelines:
+        out.append("<p>No histories to plot.</p>")
+    return "".join(out)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _fetch(d: ReportData) -> str:
+    if not d.fetch:
+        return "<h2 id='fetch'>Follower fetching</h2><p>No polled records.</p>"
+    rows = "".join(
+        f"<tr><td>{escape(f['run'])}</td><td>{escape(f['consumer'])}</td><td>{escape(str(f['rack'] or '-'))}</td>"
+        f"<td>{f['records']}</td><td>{_pct(f['local_share'])}</td>"
+        f"<td>{'-' if f['cross_rack_records'] is None else f['cross_rack_records']}</td>"
+        f"<td>{'-' if f['cross_rack_bytes'] is None else f['cross_rack_bytes']}</td>"
+        f"<td><code>{_j(f['by_replica'])}</code></td></tr>" for f in d.fetch[:2000])
+    return ("<h2 id='fetch'>Follower fetching (KIP-392)</h2><p class='small'>Share of polled records "
+            "served by a replica in the consumer's own rack (racks from run.json or the history "
+            "header), records served across racks, and cross-rack bytes from Toxiproxy's counters "
+            "where run.json has them.</p><table id='fetch-table'><tr><th>run</th><th>consumer</th>"
+            "<th>rack</th><th>records</th><th>same-rack share</th><th>cross-rack records</th>"
+            f"<th>cross-rack bytes</th><th>records by replica</th></tr>{rows}</table>")
+
+
+def _trends(d: ReportData) -> str:
+    if not d.trends:
+        return "<h2 id='trends'>Trends</h2><p>No campaigns.</p>"
+    xs = list(range(len(d.trends)))
+    labels = [t["campaign"] for t in d.trends]
+    fail = [100.0 * t["failed_runs"] / t["runs"] for t in d.trends]
+    unk = [100.0 * t["unknown_runs"] / t["runs"] for t in d.trends]
+    chart = line_chart(xs, [("violated runs %", fail), ("unknown runs %", unk)],
+                       title="runs not valid per campaign", unit="%", x_labels=labels) if len(xs) > 1 else ""
+    checks = sorted({c for t in d.trends for c in t["checks"]})
+    head = "".join(f"<th>{escape(c)}</th>" for c in checks)
+    rows = "".join(
+        f"<tr><td>{escape(t['campaign'])}</td><td>{escape(t['started_at'] or '')}</td><td>{t['runs']}</td>"
+        f"<td>{t['failed_runs']}</td><td>{t['unknown_runs']}</td>"
+        + "".join(f"<td>{t['checks'].get(c, {}).get('failed', 0)} \u2717 / "
+                  f"{t['checks'].get(c, {}).get('unknown', 0)} ?</td>" for c in checks)
+        + "</tr>" for t in d.trends)
+    return (f"<h2 id='trends'>Trends across campaigns</h2>{chart}<table id='trends-table'><tr>"
+            f"<th>campaign</th><th>started</th><th>runs</th><th>violated</th><th>unknown</th>{head}</tr>"
+            f"{rows}</table>")
+
+
+def _versions(d: ReportData) -> str:
+    groups: Counter[tuple[str, str, str]] = Counter()
+    for r in d.runs:
+        groups[(r["kafka_version"], r["client"], json.dumps(r["config"], sort_keys=True))] += 1
+    rows = "".join(f"<tr><td>{escape(k)}</td><td>{escape(c)}</td><td><code>{escape(cfg)}</code></td>"
+                   f"<td>{n}</td></tr>" for (k, c, cfg), n in sorted(groups.items()))
+    return ("<h2 id='versions'>Versions and configuration</h2><table><tr><th>Kafka</th><th>client</th>"
+            f"<th>config</th><th>runs</th></tr>{rows}</table>")
+
+
+def _disagreements(d: ReportData) -> str:
+    if not d.disagreements:
+        return ("<p class='small' id='agreement'>Spark's poll-skip and lost-write agree with the "
+                "Python checks on every run that has both.</p>")
+    rows = "".join(f"<li>{escape(x['run'])} {escape(x['check'])}: python={x['python']} "
+                   f"spark={x['spark']} counts differ: {escape(', '.join(x['counts_differ']))}</li>"
+                   for x in d.disagreements)
+    return f"<h2 id='agreement'>Harness bug: Spark and Python disagree</h2><ul>{rows}</ul>"
+
+
+def write_html(data: ReportData, path: Path) -> None:
+    path.write_text(render(data), encoding="utf-8")

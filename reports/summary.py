@@ -1,0 +1,58 @@
+"""``summary.json``: the machine-readable verdict of a report.
+
+Versioned (``format``) so CI scripts can rely on it; validity is three-valued everywhere
+(``true`` / ``false`` / ``"unknown"``): a run or cell that could not be judged is never
+reported as passing. Examples are left to the HTML report and JUnit; this file stays small even
+over thousands of runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from reports.aggregate import ReportData
+
+FORMAT = "highwater.report-summary/1"
+EXIT_CODES = {True: 0, False: 1, "unknown": 2}
+
+
+def exit_code(valid: bool | str) -> int:
+    """0 compliant, 1 violations, 2 unknown (the CLI also returns 2 on a harness error)."""
+    return EXIT_CODES.get(valid, 2)  # type: ignore[arg-type]
+
+
+def summary(data: ReportData) -> dict[str, Any]:
+    runs = data.runs
+    return {
+        "format": FORMAT,
+        "generated_at": data.generated_at,
+        "results_dir": data.results_dir,
+        "valid": data.valid,
+        "exit_code": exit_code(data.valid),
+        "totals": {"runs": len(runs),
+                   "valid": sum(r["valid"] is True for r in runs),
+                   "violated": sum(r["valid"] is False for r in runs),
+                   "unknown": sum(r["valid"] == "unknown" for r in runs)},
+        "checks": data.checks,
+        "matrix": data.matrix,
+        "runs": [{
+            "run": r["label"], "campaign": r["campaign"], "run_id": r["run_id"],
+            "suite": r["suite"], "scenario": r["scenario"], "kafka_version": r["kafka_version"],
+            "client": r["client"], "valid": r["valid"], "repro": r["repro"],
+            "failed_checks": [c for c, v in r["verdicts"].items() if v["valid"] is False],
+            "unknown_checks": [c for c, v in r["verdicts"].items() if v["valid"] == "unknown"],
+            "allowed_checks": [c for c, v in r["verdicts"].items() if v.get("allowed")],
+            "problems": r["problems"],
+        } for r in runs],
+        "trends": [{k: v for k, v in t.items()} for t in data.trends],
+        "spark_python_disagreements": data.disagreements,
+        "errors": data.errors,
+    }
+
+
+def write_summary(data: ReportData, path: Path) -> dict[str, Any]:
+    s = summary(data)
+    path.write_text(json.dumps(s, indent=2, default=str) + "\n", encoding="utf-8")
+    return s
