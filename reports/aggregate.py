@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from harness.checks import CHECKS
-from harness.checks.verdict import merge_valid
+from harness.checks.verdict import MAX_EXAMPLES, merge_valid
 from harness.history import rows_to_events
 from harness.policy import allowed
 from reports.layout import RunInfo, ensure_parquet, load_runs
@@ -86,6 +86,9 @@ def merge_run_verdicts(run: RunInfo, spark: dict[str, Any] | None,
             s = _policy(check, s.to_json(), run.config)
         if v is not None and s is not None:
             diff = [k for k in SHARED_COUNTS[check] if v["counts"].get(k) != s["counts"].get(k)]
+            if not diff and _example_sets(v) != _example_sets(s) \
+                    and s["counts"].get(SHARED_COUNTS[check][0], 0) <= MAX_EXAMPLES:
+                diff.append("examples")  # all anomalies fit in the examples: same events expected
             if v["valid"] != s["valid"] or diff:
                 disagreements.append({"run": run.label, "check": check, "python": v["valid"],
                                       "spark": s["valid"], "counts_differ": diff})
@@ -105,6 +108,10 @@ def merge_run_verdicts(run: RunInfo, spark: dict[str, Any] | None,
         out["history"] = {**h, "valid": merge_valid([h["valid"], "unknown"]),
                           "notes": [*h.get("notes", []), *run.problems]}
     return out
+
+
+def _example_sets(v: dict[str, Any]) -> set[tuple[int, ...]]:
+    return {tuple(sorted(_example_indices(ex))) for ex in v.get("examples", [])}
 
 
 def build(results: Path, opts: Options, progress: Progress) -> ReportData:
