@@ -7,6 +7,8 @@ A *party* is one end of a :class:`~harness.topology.Link`: a node name (``kafka-
 
 from __future__ import annotations
 
+from harness.errors import HighwaterError
+
 from collections.abc import Iterable
 from enum import Enum
 
@@ -15,7 +17,7 @@ from harness.topology import Node, Topology, client_party
 CLIENT_PREFIX = "clients@"
 
 
-class FaultError(ValueError):
+class FaultError(HighwaterError, ValueError):
     """A fault request that cannot be honoured (bad kind, unknown target, contradiction).
 
     The message is always one line, meant to be shown to a user as is.

@@ -69,6 +69,38 @@ class Cluster:
         self._registry: ProcessRegistry | None = None
         self._observers: dict[str, Observer] = {}
         self.boot_seconds: float | None = None
+        self.attached = False  # True: another process owns the cluster (see attach)
+
+    @classmethod
+    def attach(cls, cluster_dir: Path, progress: Progress | None = None) -> "Cluster":
+        """A handle on a running cluster owned by another process (``highwater cluster up``):
+        nodes are adopted by pid; ``stop`` on it only closes clients, never kills anything."""
+        state = json.loads((cluster_dir / "cluster.json").read_text())
+        sp, ports = state["spec"], state["ports"]
+        spec = ClusterSpec(brokers=sp["brokers"], racks=sp["racks"], controllers=sp["controllers"],
+                           kafka_version=state["kafka_version"], broker_config=sp["broker_config"],
+                           client_racks=tuple(sp["client_racks"]), base_port=ports["replication"])
+        c = cls(spec, progress)
+        c.attached = True
+        c.dir = cluster_dir
+        c.topology = Topology.build(
+            brokers=spec.brokers, racks=spec.racks, controllers=spec.controllers, client_racks=spec.client_racks,
+            slot=state["slot"], ports=Ports(ports["replication"], ports["controller"], tuple(ports["clients"]),
+                                            ports["toxiproxy_api"]))
+        c.kafka = ensure_kafka(state["kafka_version"])
+        java = find_java(state["kafka_version"])
+        c._registry = ProcessRegistry(cluster_dir / "processes.json")
+        records = {r.name: r for r in c._registry.load()}
+        c.toxiproxy = ToxiproxyAPI(c.topology.toxiproxy_host, c.topology.ports.toxiproxy_api)
+        for n in c.topology.nodes:
+            node = KafkaNode(n, c.topology, spec, c.kafka, java, cluster_dir, c._registry)
+            rec = records.get(n.name)
+            if rec is not None and rec.still_ours():
+                node.adopt(rec.pid)
+            else:
+                node.state = NodeState.STOPPED
+            c.nodes[n.node_id] = node
+        return c
 
     # -- lifecycle ------------------------------------------------------------------------
     def __enter__(self) -> "Cluster":
@@ -194,6 +226,10 @@ class Cluster:
         for name, obs in list(self._observers.items()):
             step(f"close observer {name}", obs.close)
         self._observers.clear()
+        if self.attached:  # not ours to stop
+            if self.toxiproxy is not None:
+                step("close toxiproxy client", self.toxiproxy.close)
+            return
         # Data is thrown away, so SIGKILL: a clean shutdown of the last brokers can wait for a
         # quorum that is already gone.
         for node in self.nodes.values():
@@ -203,6 +239,10 @@ class Cluster:
             step("stop toxiproxy", lambda: signal_and_wait(proc.pid, signal.SIGKILL, 10) and proc.wait(5))
         if self.toxiproxy is not None:
             step("close toxiproxy client", self.toxiproxy.close)
+        if self._registry is not None:
+            # Nodes restarted by another process (``highwater fault``) are known only here.
+            registry = self._registry
+            step("kill recorded processes", registry.kill_all)
         if collect_logs_to is not None:
             step("collect logs", lambda: self.collect_logs(collect_logs_to))
         if self.dir is not None and not keep_dir:

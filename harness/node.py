@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import subprocess
 from enum import Enum
@@ -12,7 +13,7 @@ from .config import ClusterSpec, properties_text, render_properties
 from .distribution import KafkaDistribution
 from .errors import ClusterError
 from .java import Java
-from .procs import ProcessRegistry, signal_and_wait, spawn
+from .procs import ProcessRegistry, is_zombie_or_gone, signal_and_wait, spawn
 from .topology import Node, Topology
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ class KafkaNode:
         self._cluster_dir = cluster_dir
         self._registry = registry
         self._proc: subprocess.Popen[bytes] | None = None
+        self._pid: int | None = None  # set with _proc, or alone for a JVM adopted by pid
         self.state = NodeState.NEW
 
     @property
@@ -54,7 +56,17 @@ class KafkaNode:
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
+        return self._pid
+
+    def adopt(self, pid: int) -> None:
+        """Take over a JVM started by another highwater process (``highwater fault`` acting on a
+        cluster that ``highwater cluster up`` started)."""
+        self._proc, self._pid = None, pid
+        if is_zombie_or_gone(pid):
+            self.state = NodeState.STOPPED
+        else:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            self.state = NodeState.PAUSED if stat[stat.rindex(")") + 2] == "T" else NodeState.RUNNING
 
     def _jvm_args(self) -> list[str]:
         return [
@@ -84,25 +96,32 @@ class KafkaNode:
             last = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["(no output)"]
             raise ClusterError(f"formatting storage of {self.name} failed: {last[0]} (see {self.dir / 'format.log'})")
 
-    def start(self) -> None:
+    def start(self, die_with_parent: bool = True) -> None:
         if self.state in (NodeState.RUNNING, NodeState.PAUSED):
             raise ClusterError(f"{self.name} is already {self.state.value}")
         cmd = [*self._jvm_args(), "kafka.Kafka", str(self.dir / "server.properties")]
-        self._proc = spawn(cmd, log_path=self.log_path, cwd=self.dir)
+        self._proc = spawn(cmd, log_path=self.log_path, cwd=self.dir, die_with_parent=die_with_parent)
+        self._pid = self._proc.pid
         self._registry.add(self.name, self._proc.pid, str(self._cluster_dir))
         self.state = NodeState.RUNNING
         log.info("started %s (pid %d)", self.name, self._proc.pid)
 
     def is_alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        if self._proc is not None:
+            return self._proc.poll() is None
+        return self._pid is not None and not is_zombie_or_gone(self._pid)
 
     def _signal(self, sig: int, timeout: float) -> bool:
-        if self._proc is None:
+        if self._pid is None:
             return True
-        gone = signal_and_wait(self._proc.pid, sig, timeout)
-        if gone:
+        gone = signal_and_wait(self._pid, sig, timeout)
+        if gone and self._proc is not None:
             self._proc.wait(timeout=5)
         return gone
+
+    def _send(self, sig: int) -> None:
+        if self._pid is not None:
+            os.kill(self._pid, sig)
 
     def stop(self, timeout: float = 30.0) -> None:
         """Clean shutdown (SIGTERM: controlled shutdown), SIGKILL if it overruns ``timeout``."""
@@ -119,22 +138,22 @@ class KafkaNode:
         self.state = NodeState.STOPPED
 
     def pause(self) -> None:
-        if self.state != NodeState.RUNNING or self._proc is None:
+        if self.state != NodeState.RUNNING or self._pid is None:
             raise ClusterError(f"cannot pause {self.name}: it is {self.state.value}")
-        self._proc.send_signal(signal.SIGSTOP)
+        self._send(signal.SIGSTOP)
         self.state = NodeState.PAUSED
 
     def resume(self) -> None:
-        if self.state != NodeState.PAUSED or self._proc is None:
+        if self.state != NodeState.PAUSED or self._pid is None:
             raise ClusterError(f"cannot resume {self.name}: it is {self.state.value}")
-        self._proc.send_signal(signal.SIGCONT)
+        self._send(signal.SIGCONT)
         self.state = NodeState.RUNNING
 
-    def restart(self, clean: bool = True) -> None:
+    def restart(self, clean: bool = True, die_with_parent: bool = True) -> None:
         """Stop (cleanly or by SIGKILL) and start again on the same data."""
         if self.state in (NodeState.RUNNING, NodeState.PAUSED):
             self.stop() if clean else self.kill()
-        self.start()
+        self.start(die_with_parent=die_with_parent)
 
     def log_tail(self, lines: int = 20) -> str:
         try:

@@ -89,8 +89,26 @@ class Observer:
     def brokers(self) -> list[dict[str, Any]]:
         return list(self.admin.describe_cluster()["brokers"])
 
-    def controller_id(self) -> int:
-        return int(self.admin.describe_cluster()["controller_id"])
+    def active_controller(self) -> int:
+        """The KRaft quorum leader, from DescribeQuorum (brokers forward it to the controller).
+        Metadata's ``controller_id`` is no use here: in KRaft it names a random broker."""
+        from kafka.protocol.admin.cluster import DescribeQuorumRequest
+
+        req = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
+            topic_name="__cluster_metadata",
+            partitions=[DescribeQuorumRequest.TopicData.PartitionData(partition_index=0)])])
+        manager = self.admin._manager
+
+        async def call() -> Any:
+            return await manager.send(req)
+
+        resp = manager.run(call)
+        if resp.error_code != 0:
+            raise for_code(resp.error_code)("DescribeQuorum")
+        part = resp.topics[0].partitions[0]
+        if part.error_code != 0:
+            raise for_code(part.error_code)("DescribeQuorum")
+        return int(part.leader_id)
 
     def topic_partitions(self, topic: str) -> list[dict[str, Any]]:
         topics = self.admin.describe_topics([topic])

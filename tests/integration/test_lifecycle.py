@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -26,6 +27,11 @@ from harness.topology import TopologyError
 from harness.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _proc_state(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
 
 
 def _run_child(code: str) -> subprocess.Popen[str]:
@@ -180,6 +186,22 @@ def test_cluster_cli_up_status_down(kafka_version: str) -> None:
         assert "logs: " in up.stdout
         status = subprocess.run([highwater, "cluster", "status", "--name", name], capture_output=True, text=True)
         assert f"cluster {name}: Kafka {kafka_version}" in status.stdout
+        pid2 = int(re.search(r"kafka-2: node.id=2 .* pid=(\d+)", status.stdout).group(1))  # type: ignore[union-attr]
+
+        def fault(*argv: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([highwater, "fault", *argv[:1], "--name", name, *argv[1:]],
+                                  capture_output=True, text=True, timeout=180)
+
+        res = fault("apply", "pause", "--target", "broker:2")
+        assert res.returncode == 0 and "applied pause --target broker:2 -> kafka-2" in res.stdout, res
+        assert _proc_state(pid2) == "T"
+        res = fault("apply", "cut", "--target", "broker:1", "--listener", "replication", "--duration", "1")
+        assert res.returncode == 0 and "healed cut" in res.stdout, res
+        bad = fault("apply", "explode", "--target", "broker:1")
+        assert bad.returncode == 2 and bad.stderr.strip().startswith("highwater: error: unknown fault kind"), bad
+        res = fault("heal")
+        assert res.returncode == 0, res
+        assert _proc_state(pid2) in ("S", "R")
     finally:
         down = subprocess.run([highwater, "cluster", "down", "--name", name], capture_output=True, text=True,
                               timeout=180)

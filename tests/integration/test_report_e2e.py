@@ -1,0 +1,136 @@
+"""End to end: generated results -> ``highwater report`` (Spark, local[2]) -> files, checked
+against the Python checks and in headless Chromium.
+
+One Spark run for the whole module (the machine has 2 cores shared with Kafka tests): the
+fixture builds the store and the report once, the tests read what it wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.checks import run_all_checks
+from harness.cli import main as highwater
+from reports.browser_check import check_page, find_chromium
+from reports.synth import RunSpec, demo_specs, write_results
+
+RANDOM_SPECS = [
+    RunSpec("nightly-3", "rnd-skip-edges", 11, ("skip", "edges"), writes=150, partitions=3),
+    RunSpec("nightly-3", "rnd-lost-edges", 12, ("lost", "edges"), writes=90),
+    RunSpec("nightly-3", "rnd-skip-nofinal", 13, ("skip", "no-final"), writes=100, partitions=3),
+    RunSpec("nightly-3", "rnd-clean", 14, (), writes=200, partitions=1),
+]
+CRASHED = RunSpec("nightly-3", "crashed", 15, ("skip",), writes=100)
+
+
+def _spark_children() -> list[str]:
+    """Command lines of our own child processes that run Spark's JVM."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and "SparkSubmit" in cmd:
+            found.append(cmd)
+    return found
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("results")
+    write_results(root, [*demo_specs(), *RANDOM_SPECS])
+    write_results(root, [CRASHED], with_verdict=False)
+    hist = root / CRASHED.campaign / CRASHED.run_id / "history.jsonl"
+    text = hist.read_bytes()
+    hist.write_bytes(text[: len(text) - 40])  # a crash mid-line: the last event is cut
+    out = root / "out"
+    code = highwater(["report", str(root), "--out", str(out), "--master", "local[2]", "--quiet"])
+    return {"root": root, "out": out, "code": code, "children": _spark_children(),
+            "summary": json.loads((out / "summary.json").read_text())}
+
+
+def test_exit_code_and_summary(report: dict[str, Any]) -> None:
+    s = report["summary"]
+    assert report["code"] == 1 and s["exit_code"] == 1 and s["valid"] is False
+    assert s["format"] == "highwater.report-summary/1"
+    runs = {r["run"]: r for r in s["runs"]}
+    assert runs["nightly-1/run-clean"]["valid"] is True
+    assert runs["nightly-1/run-skip"]["failed_checks"] == ["poll-skip"]
+    assert "lost-write" in runs["nightly-1/run-lost"]["failed_checks"]
+    assert runs["nightly-2/run-nofinal"]["valid"] == "unknown"
+    crashed = runs["nightly-3/crashed"]
+    assert crashed["valid"] is False  # Spark alone found the skip; the rest is unknown
+    assert crashed["checks"]["poll-skip"]["source"] == "spark"
+    assert crashed["checks"]["progress"]["valid"] == "unknown"
+    assert any("unreadable line" in p for p in crashed["problems"])
+
+
+def test_no_spark_jvm_outlives_the_report(report: dict[str, Any]) -> None:
+    assert report["children"] == []
+
+
+def test_spark_checks_agree_with_python_checks(report: dict[str, Any]) -> None:
+    s = report["summary"]
+    assert s["spark_python_disagreements"] == []
+    judged = 0
+    for r in s["runs"]:
+        hist = report["root"] / r["campaign"] / r["run_id"] / "history.jsonl"
+        python = {v.check: v for v in run_all_checks(hist)}
+        for check in ("poll-skip", "lost-write"):
+            got = r["checks"][check]
+            assert "spark" in got["source"], (r["run"], check)
+            assert got["valid"] == python[check].valid, (r["run"], check)
+            for k, n in got["counts"].items():
+                assert python[check].counts[k] == n, (r["run"], check, k)
+            judged += 1
+    assert judged == 2 * len(s["runs"]) >= 20
+
+
+def test_junit_has_one_case_per_check_and_scenario(report: dict[str, Any]) -> None:
+    root = ET.parse(report["out"] / "junit.xml").getroot()
+    s = report["summary"]
+    cols = {(m["suite"], m["scenario"], m["kafka_version"], m["client"]) for m in s["matrix"]}
+    cases = root.findall(".//testcase")
+    assert len(cases) == len(cols) * len(s["checks"])
+    skip = [c for c in cases if c.get("name") == "poll-skip" and c.find("failure") is not None]
+    assert skip, "poll-skip failures are reported"
+    text = skip[0].find("failure").text or ""
+    assert "repro: highwater campaign" in text and "example:" in text
+    assert int(root.get("failures", "0")) >= 3 and int(root.get("errors", "0")) >= 1
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="chromium not installed (apt-get install -y chromium)")
+def test_report_in_headless_chromium(report: dict[str, Any]) -> None:
+    page = check_page(report["out"] / "report.html")
+    assert page.loaded
+    assert page.console_errors == []
+    assert page.requests == [(report["out"] / "report.html").resolve().as_uri()]
+    c = page.content
+    assert c["overall"] == "false"
+    expected = {(m["check"], m["valid"]) for m in report["summary"]["matrix"]}
+    shown = {(x["check"], {"true": True, "false": False}.get(x["valid"], "unknown")) for x in c["cells"]}
+    assert shown == expected
+    assert {"poll-skip", "lost-write"} <= {x["check"] for x in c["cells"] if x["valid"] == "false"}
+    assert any(x["valid"] == "unknown" for x in c["cells"])
+    assert c["charts"] >= 10 and c["failures"] >= 3
+    assert {r["run"]: r["valid"] for r in c["runs"]}["nightly-1/run-clean"] == "true"
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="chromium not installed (apt-get install -y chromium)")
+def test_browser_check_sees_errors_and_requests(tmp_path: Path) -> None:
+    """Negative control: the checker itself must notice a console error and a fetch."""
+    bad = tmp_path / "bad.html"
+    bad.write_text("<!DOCTYPE html><html><head><link rel='icon' href='data:,'></head><body>"
+                   "<img src='http://127.0.0.1:9/x.png'><script>console.error('boom')</script>"
+                   "</body></html>")
+    page = check_page(bad, settle_s=0.5)
+    assert any("boom" in e for e in page.console_errors)
+    assert "http://127.0.0.1:9/x.png" in page.requests
