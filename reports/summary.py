@@ -2,8 +2,8 @@
 
 Versioned (``format``) so CI scripts can rely on it; validity is three-valued everywhere
 (``true`` / ``false`` / ``"unknown"``): a run or cell that could not be judged is never
-reported as passing. Examples are left to the HTML report and JUnit; this file stays small even
-over thousands of runs.
+reported as passing. Per run it lists each check's validity, counts and source (python, spark or both);
+examples are left to the HTML report and JUnit.
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ def summary(data: ReportData) -> dict[str, Any]:
             "unknown_checks": [c for c, v in r["verdicts"].items() if v["valid"] == "unknown"],
             "allowed_checks": [c for c, v in r["verdicts"].items() if v.get("allowed")],
             "problems": r["problems"],
+            "checks": {c: {"valid": v["valid"], "allowed": bool(v.get("allowed")),
+                           "source": v.get("source"), "counts": v.get("counts", {})}
+                       for c, v in r["verdicts"].items()},
         } for r in runs],
         "trends": [{k: v for k, v in t.items()} for t in data.trends],
         "spark_python_disagreements": data.disagreements,
