@@ -55,8 +55,18 @@ def run_checks(h: HistoryData, names: list[str] | None = None, *, policy: bool =
     unknown = [n for n in selected if n not in CHECKS]
     if unknown:
         raise ValueError(f"unknown check(s): {', '.join(unknown)} (known: {', '.join(CHECKS)})")
-    verdicts = [history_verdict(h)] + [CHECKS[n](h) for n in selected]
+    done: dict[str, Verdict] = {}
+    # run the checks that share the consumer chains together, then free them (peak memory)
+    chain_users = [n for n in _CHAIN_USERS if n in selected]
+    for n in chain_users + [n for n in selected if n not in chain_users]:
+        done[n] = CHECKS[n](h)
+        if n == (chain_users or [None])[-1]:
+            h.cache.pop("chains", None)
+    verdicts = [history_verdict(h)] + [done[n] for n in selected]
     return apply_policy(verdicts, h.config) if policy else verdicts
+
+
+_CHAIN_USERS = ("poll-skip", "nonmonotonic-poll", "truncation-undetected")
 
 
 def run_all_checks(history: str | Path | HistoryData, *, policy: bool = True) -> list[Verdict]:

@@ -80,7 +80,7 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
     pf = pq.ParquetFile(path)
     sends: dict[str, list[np.ndarray]] = {k: [] for k, _ in _SEND_COLS}
     polls: dict[str, list[np.ndarray]] = {k: [] for k, _ in _POLL_COLS}
-    value_chunks: list[pa.Array] = []  # sends, then polls, then finals; split again at the end
+    value_chunks: list[tuple[pa.Array, np.ndarray]] = []  # sends, then polls, then finals; split again at the end
     kinds: list[str] = []
     finals_pending: list[tuple[int, int, int, int, Any, np.ndarray]] = []
     row0 = 0
@@ -109,7 +109,7 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
             sends["tp"].append(intern.tps(pc.filter(batch.column("topic"), mask),
                                           pc.filter(batch.column("partition"), mask)))
             sends["offset"].append(_np(pc.filter(batch.column("offset"), mask), -1, np.int64))
-            value_chunks.append(pc.filter(batch.column("value"), mask))
+            value_chunks.append(_local_encode(pc.filter(batch.column("value"), mask)))
             kinds.append("send")
 
         ok = pc.equal(typ, "ok").to_numpy(zero_copy_only=False)
@@ -127,7 +127,7 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
             polls["offset"].append(_np(flat.field("offset"), -1, np.int64))
             polls["epoch"].append(_np(flat.field("leader_epoch"), -1, np.int32))
             polls["replica"].append(_np(flat.field("replica"), -1, np.int32))
-            value_chunks.append(flat.field("value"))
+            value_chunks.append(_local_encode(flat.field("value")))
             kinds.append("poll")
 
         rare_idx = np.nonzero(
@@ -136,7 +136,8 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
             | pc.equal(f, "final-read").to_numpy(zero_copy_only=False)
         )[0]
         if len(rare_idx):
-            sub = batch.take(pa.array(rare_idx)).to_pydict()
+            small = [c for c in _COLUMNS if c != "records"]  # records stay columnar
+            sub = batch.select(small).take(pa.array(rare_idx)).to_pydict()
             for j, i in enumerate(rare_idx.tolist()):
                 _rare(b, intern, sub, j, int(rows[i]), int(times[i]), int(procs[i]),
                       batch, i, value_chunks, kinds, finals_pending)
@@ -169,20 +170,28 @@ def _cat(parts: list[np.ndarray], t: str) -> np.ndarray:
     return np.concatenate(parts).astype(_DT[t], copy=False) if parts else np.zeros(0, _DT[t])
 
 
-def _encode_values(chunks: list[pa.Array]) -> list[np.ndarray]:
-    """One dictionary over all value chunks: id = code + 1, and 0 for a null value."""
+def _local_encode(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """A batch's values as (its own compact dictionary, int32 codes or -1 for null). Keeping
+    these instead of the value arrays lets each batch's buffers be freed."""
+    enc = pc.dictionary_encode(values.cast(pa.string()))
+    codes = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32)
+    return enc.dictionary, codes
+
+
+def _encode_values(chunks: list[tuple[pa.Array, np.ndarray]]) -> list[np.ndarray]:
+    """One id space over all batches: id = global code + 1, and 0 for a null value."""
     if not chunks:
         return []
-    enc = pa.chunked_array([c.cast(pa.string()) for c in chunks], type=pa.string()).dictionary_encode()
+    dicts = pa.chunked_array([d for d, _ in chunks], type=pa.string()).dictionary_encode()
     out = []
-    for ch in enc.chunks:
-        idx = pc.fill_null(ch.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-        out.append(idx + 1)
+    for (_, codes), g in zip(chunks, dicts.chunks):
+        glob = g.indices.to_numpy(zero_copy_only=False).astype(np.int64) + 1
+        out.append(np.where(codes >= 0, glob[np.maximum(codes, 0)] if len(glob) else 0, 0))
     return out
 
 
 def _rare(b: _Builder, intern: _Interner, sub: dict[str, list[Any]], j: int, row: int, t: int,
-          proc: int, batch: pa.RecordBatch, i: int, value_chunks: list[pa.Array],
+          proc: int, batch: pa.RecordBatch, i: int, value_chunks: list[Any],
           kinds: list[str], finals_pending: list[Any]) -> None:
     f, typ = sub["f"][j], TYPES.get(sub["type"][j], -1)
     if f == "poll":
@@ -193,12 +202,12 @@ def _rare(b: _Builder, intern: _Interner, sub: dict[str, list[Any]], j: int, row
             return
         recs = batch.column("records")[i].values
         tp = b.tp(sub["topic"][j], sub["partition"][j])
-        offs = recs.field("offset").to_numpy(zero_copy_only=False).astype(np.int64) if recs is not None \
-            else np.zeros(0, np.int64)
+        offs = np.array(recs.field("offset").to_numpy(zero_copy_only=False), dtype=np.int64) \
+            if recs is not None else np.zeros(0, np.int64)  # a copy: frees the batch
         hw = sub["hw"][j]
         finals_pending.append((row, tp, sub["replica"][j], -1 if hw is None else hw,
                                sub["log_start"][j], offs))
-        value_chunks.append(recs.field("value") if recs is not None else pa.array([], pa.string()))
+        value_chunks.append(_local_encode(recs.field("value") if recs is not None else pa.array([], pa.string())))
         kinds.append("final")
         return
     rest = json.loads(sub["value_json"][j]) if sub["value_json"][j] else {}
