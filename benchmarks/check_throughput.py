@@ -127,20 +127,27 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=10_000_000)
     ap.add_argument("--dir", type=Path, default=None, help="work directory (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse history.jsonl/.parquet already in --dir (skip generation and conversion)")
     args = ap.parse_args()
     work = args.dir or Path(tempfile.mkdtemp(prefix="hw-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     jsonl, parquet = work / "history.jsonl", work / "history.parquet"
     py = sys.executable
     try:
-        t0 = time.perf_counter()
-        n = generate(jsonl, args.events)
-        print(f"generated {n:,} events ({jsonl.stat().st_size / 2**20:,.0f} MiB JSONL) "
-              f"in {time.perf_counter() - t0:.1f} s")
-        sec, mib, rc = measure([py, "-c", "import sys; from harness.history import to_parquet; "
-                                "to_parquet(sys.argv[1], sys.argv[2])", str(jsonl), str(parquet)])
-        print(f"to_parquet: {sec:.1f} s, peak {mib:,.0f} MiB, {parquet.stat().st_size / 2**20:,.0f} MiB "
-              f"Parquet (exit {rc})")
+        if args.reuse and jsonl.exists() and parquet.exists():
+            with open(jsonl, "rb") as fh:
+                n = sum(1 for _ in fh) - 1
+            print(f"reusing {n:,} events in {work}")
+        else:
+            t0 = time.perf_counter()
+            n = generate(jsonl, args.events)
+            print(f"generated {n:,} events ({jsonl.stat().st_size / 2**20:,.0f} MiB JSONL) "
+                  f"in {time.perf_counter() - t0:.1f} s")
+            sec, mib, rc = measure([py, "-c", "import sys; from harness.history import to_parquet; "
+                                    "to_parquet(sys.argv[1], sys.argv[2])", str(jsonl), str(parquet)])
+            print(f"to_parquet: {sec:.1f} s, peak {mib:,.0f} MiB, "
+                  f"{parquet.stat().st_size / 2**20:,.0f} MiB Parquet (exit {rc})")
         rows = []
         for fmt, path, scan in (("jsonl", jsonl, SCAN_JSONL), ("parquet", parquet, SCAN_PARQUET)):
             s_sec, s_mib, _ = measure([py, "-c", scan, str(path)])

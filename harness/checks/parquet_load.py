@@ -10,6 +10,7 @@ Python code as the JSON Lines path.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,14 +78,14 @@ class _Interner:
 def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
     b = _Builder()
     intern = _Interner(b)
-    pf = pq.ParquetFile(path)
+    pf = pq.ParquetFile(path, pre_buffer=False)
     sends: dict[str, list[np.ndarray]] = {k: [] for k, _ in _SEND_COLS}
     polls: dict[str, list[np.ndarray]] = {k: [] for k, _ in _POLL_COLS}
     value_chunks: list[tuple[pa.Array, np.ndarray]] = []  # sends, then polls, then finals; split again at the end
     kinds: list[str] = []
     finals_pending: list[tuple[int, int, int, int, Any, np.ndarray]] = []
     row0 = 0
-    for batch in pf.iter_batches(batch_size=65_536, columns=_COLUMNS):
+    for batch in _batches(pf):
         n = batch.num_rows
         rows = np.arange(row0, row0 + n, dtype=np.int64)
         row0 += n
@@ -143,17 +144,29 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
                       batch, i, value_chunks, kinds, finals_pending)
 
     vids = _encode_values(value_chunks)
+    value_chunks.clear()  # the per-batch dictionaries are no longer needed
     by_kind: dict[str, list[np.ndarray]] = {"send": [], "poll": [], "final": []}
     for k, v in zip(kinds, vids):
         by_kind[k].append(v)
-    for (row, tp, replica, hw, ls, offs), v in zip(finals_pending, by_kind["final"]):
-        b.add_final(row, tp, replica, hw, ls, offs, v)
-    sends["vid"] = by_kind["send"]
-    polls["vid"] = by_kind["poll"]
+    del vids
+    finals_v = by_kind.pop("final")
+    while finals_pending:  # pop as we go: each final log is sorted and its input freed
+        row, tp, replica, hw, ls, offs = finals_pending.pop(0)
+        b.add_final(row, tp, replica, hw, ls, offs, finals_v.pop(0))
+    sends["vid"] = by_kind.pop("send")
+    polls["vid"] = by_kind.pop("poll")
     data = b.build(header, ParquetSource(path), [])
-    data.sends = Sends(**{k: _cat(sends[k], t) for k, t in _SEND_COLS}, invokes=b.invokes)
-    data.polls = PollRecords(**{k: _cat(polls[k], t) for k, t in _POLL_COLS})
+    data.sends = Sends(**_cat_all(sends, _SEND_COLS), invokes=b.invokes)
+    data.polls = PollRecords(**_cat_all(polls, _POLL_COLS))
     return data
+
+
+def _batches(pf: pq.ParquetFile) -> Iterator[pa.RecordBatch]:
+    """Row group by row group: ``iter_batches`` on the nested records column was measured to
+    hold ~1 GiB more at peak on a 10M-event history than reading one row group at a time."""
+    for g in range(pf.num_row_groups):
+        table = pf.read_row_group(g, columns=_COLUMNS, use_threads=False).combine_chunks()
+        yield from table.to_batches(max_chunksize=65_536)
 
 
 def _type_codes(col: pa.Array) -> np.ndarray:
@@ -164,6 +177,14 @@ def _type_codes(col: pa.Array) -> np.ndarray:
 
 
 _DT = {"q": np.int64, "i": np.int32, "b": np.int8}
+
+
+def _cat_all(cols: dict[str, list[np.ndarray]], spec: tuple[tuple[str, str], ...]) -> dict[str, np.ndarray]:
+    """Concatenate column by column, dropping each column's parts at once (peak memory)."""
+    out = {}
+    for k, t in spec:
+        out[k] = _cat(cols.pop(k), t)
+    return out
 
 
 def _cat(parts: list[np.ndarray], t: str) -> np.ndarray:
