@@ -111,7 +111,8 @@ def merge_run_verdicts(run: RunInfo, spark: dict[str, Any] | None,
 
 
 def _example_sets(v: dict[str, Any]) -> set[tuple[int, ...]]:
-    return {tuple(sorted(_example_indices(ex))) for ex in v.get("examples", [])}
+    # sets: Python lists an event once even when both records of a step are in one poll
+    return {tuple(sorted(set(_example_indices(ex)))) for ex in v.get("examples", [])}
 
 
 def build(results: Path, opts: Options, progress: Progress) -> ReportData:

@@ -250,7 +250,8 @@ def run_spark_checks(ev: DataFrame, runs: list[RunInfo]) -> dict[int, dict[str, 
             "kind": "poll-skip", "topic": r["topic"], "partition": r["partition"],
             "consumer": r["process"], "expected_offset": r["expected"], "got_offset": r["offset"],
             "committed_offsets_skipped": r["missing"], "after_position_change": not r["cont"],
-            "event_indices": [i for i in (r["prev_index"], r["index"]) if i is not None]})
+            "event_indices": list(dict.fromkeys(i for i in (r["prev_index"], r["index"])
+                                                if i is not None))})
     out: dict[int, dict[str, SparkVerdict]] = {}
     for run in runs:
         if run.parquet is None:

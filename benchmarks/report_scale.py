@@ -1,0 +1,95 @@
+"""Report at scale: aggregate N generated runs of M events each; print wall time and peak memory.
+
+    .venv/bin/python benchmarks/report_scale.py [--runs 1000] [--events 100000] [--master local[*]]
+
+Generation is not timed. To keep it to a minute, ``--templates`` distinct histories are
+generated (a few with a poll-skip or a lost write) and hard-linked into the N run directories;
+Spark still reads, shuffles and checks every run's file as a separate run. Each template's
+verdict.json comes from the Python checks, so the report also compares Spark with them.
+Peak memory: this process (driver Python) and its children (the Spark JVM), from getrusage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness.checks import overall, run_all_checks  # noqa: E402
+from reports.aggregate import Options, build  # noqa: E402
+from reports.junit import write_junit  # noqa: E402
+from reports.render_html import write_html  # noqa: E402
+from reports.spark_session import Progress  # noqa: E402
+from reports.summary import write_summary  # noqa: E402
+from reports.synth_bulk import generate  # noqa: E402
+
+
+def make_store(root: Path, runs: int, events: int, templates: int) -> None:
+    marker = root / f".complete-{runs}-{events}-{templates}"
+    if marker.exists():
+        print(f"reusing {root}")
+        return
+    shutil.rmtree(root, ignore_errors=True)
+    tdir = root.parent / (root.name + "-templates")
+    shutil.rmtree(tdir, ignore_errors=True)
+    t0 = time.monotonic()
+    for k in range(templates):
+        p = tdir / f"t{k}" / "history.parquet"
+        generate(p, f"t{k}", events, skip=k % 5 == 1, lost=k % 5 == 3)
+        verdicts = run_all_checks(p)
+        (p.parent / "verdict.json").write_text(json.dumps(
+            {"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str))
+    for i in range(runs):
+        k = i % templates
+        d = root / f"campaign-{i // 250:02d}" / f"run-{i:04d}"
+        d.mkdir(parents=True)
+        for name in ("history.parquet", "verdict.json"):
+            os.link(tdir / f"t{k}" / name, d / name)
+        (d / "run.json").write_text(json.dumps({
+            "suite": "chaos", "scenario": ["kill-follower", "partition-rack"][i % 2],
+            "kafka_version": ["4.3.1", "3.9.1"][(i // 2) % 2], "client": "kafka-python 3.0.12",
+            "seed": i, "repro": f"highwater campaign --seed {i}",
+            "started_at": f"2025-01-{1 + i // 250:02d}T00:00:00Z"}))
+    marker.touch()
+    print(f"generated {runs} runs ({templates} templates of {events} events) in "
+          f"{time.monotonic() - t0:.1f}s")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=1000)
+    ap.add_argument("--events", type=int, default=100_000)
+    ap.add_argument("--templates", type=int, default=10)
+    ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/highwater-report-scale"))
+    ap.add_argument("--max-timelines", type=int, default=40)
+    a = ap.parse_args()
+    make_store(a.dir, a.runs, a.events, a.templates)
+    out = a.dir.parent / (a.dir.name + "-report")
+    out.mkdir(exist_ok=True)
+    t0 = time.monotonic()
+    data = build(a.dir, Options(master=a.master, max_timelines=a.max_timelines), Progress())
+    write_html(data, out / "report.html")
+    s = write_summary(data, out / "summary.json")
+    write_junit(data, out / "junit.xml")
+    wall = time.monotonic() - t0
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    total_events = a.runs * a.events
+    print(f"runs={a.runs} events/run={a.events} total_events={total_events:,} master={a.master}")
+    print(f"wall={wall:.1f}s  ({total_events / wall / 1e6:.2f} M events/s)")
+    print(f"peak RSS: driver python {me:.0f} MiB, largest child (Spark JVM) {kids:.0f} MiB")
+    print(f"verdict={s['valid']} totals={s['totals']} disagreements={len(s['spark_python_disagreements'])}")
+    print(f"report: {out / 'report.html'} ({(out / 'report.html').stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
