@@ -86,7 +86,7 @@ def _segments(xs: Sequence[float], ys: Sequence[float | None], step: bool) -> li
     for i, (a, b) in enumerate(zip(xs, ys)):
         if b is None:
             if cur:
-                segs.append(cur)
+                segs.append(cur if len(cur) > 1 else cur * 2)  # a lone point still draws
             cur = []
             continue
         if step and cur:

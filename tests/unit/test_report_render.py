@@ -1,0 +1,160 @@
+"""Report rendering and merging without Spark: HTML, JUnit, summary, SVG, fault windows,
+verdict merging and lenient run discovery."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from reports.aggregate import CHECK_ORDER, ReportData, context_events, merge_run_verdicts
+from reports.junit import build_junit
+from reports.layout import load_run
+from reports.render_html import render
+from reports.spark_checks import SparkVerdict
+from reports.summary import exit_code, summary
+from reports.svg import _segments, line_chart
+from reports.timelines import fault_windows
+
+
+def _verdicts(bad: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for c in CHECK_ORDER:
+        valid = bad.get(c, True)
+        out[c] = {"check": c, "valid": valid, "counts": {"n": 1}, "notes": [], "allowed": False,
+                  "examples": [{"kind": c, "events": [{"index": 3, "f": "poll"}]}] if valid is False else []}
+    return out
+
+
+def _run(label: str, bad: dict[str, Any], version: str = "4.3.1") -> dict[str, Any]:
+    camp, rid = label.split("/")
+    v = _verdicts(bad)
+    from harness.checks.verdict import merge_valid
+
+    return {"key": 0, "label": label, "campaign": camp, "run_id": rid, "suite": "chaos",
+            "scenario": "kill", "kafka_version": version, "client": "kp", "config": {"acks": "all"},
+            "seed": 1, "repro": f"highwater campaign --seed {rid}", "started_at": "2025-01-01T00:00:00Z",
+            "schedule": None, "racks": {}, "client_bytes": None, "problems": [], "path": "/x",
+            "valid": merge_valid(x["valid"] for x in v.values()), "verdicts": v}
+
+
+def _data() -> ReportData:
+    runs = [_run("c1/a", {}), _run("c1/b", {"poll-skip": False}), _run("c2/c", {"progress": "unknown"}, "3.9.1")]
+    matrix = []
+    for col in (("4.3.1",), ("3.9.1",)):
+        for c in CHECK_ORDER:
+            rs = [r for r in runs if r["kafka_version"] == col[0]]
+            vals = [r["verdicts"][c]["valid"] for r in rs]
+            matrix.append({"suite": "chaos", "scenario": "kill", "kafka_version": col[0], "client": "kp",
+                           "check": c, "runs": len(rs), "passed": vals.count(True),
+                           "failed": sum(v is False for v in vals), "unknown": vals.count("unknown"),
+                           "allowed": 0, "valid": False if False in vals else "unknown" if "unknown" in vals else True})
+    cols = [{"suite": "chaos", "scenario": "kill", "kafka_version": v, "client": "kp"} for v in ("3.9.1", "4.3.1")]
+    tl = {"width_s": 1.0, "t": [0.0, 1.0, 2.0], "acks": [1.0, 2.0, 3.0], "send_errors": [0.0, 0.0, 1.0],
+          "polled": [0.0, 1.0, 2.0], "latency_p50_ms": [None, 3.0, 4.0], "latency_p99_ms": [None, 5.0, 9.0],
+          "partitions": {"t-0": {"leader": [1, 1, 2], "isr": [3, 2, 3], "hw": [1, 2, 3]}},
+          "lag": {"consumer-0 t-0": [0.0, 1.0, None]}, "latency_sampled": 1,
+          "faults": [{"start_s": 0.5, "end_s": 1.5, "kind": "kill", "targets": "[3]"}]}
+    return ReportData(generated_at="now", results_dir="/r", master="local[1]", checks=CHECK_ORDER,
+                      runs=runs, matrix=matrix, columns=cols,
+                      failures=[{"run": "c1/b", "check": "poll-skip", "counts": {"skips": 1}, "notes": [],
+                                 "repro": "highwater campaign --seed b", "runs_failing_check": 1,
+                                 "examples": [{"what": {"kind": "poll-skip"}, "indices": [3], "context": [
+                                     {"index": 3, "time_ns": 5, "process": "c<0>", "type": "ok", "f": "poll",
+                                      "value": {"records": []}, "error": None, "involved": True}]}]}],
+                      timelines={"c1/b": tl}, fetch=[], trends=[], disagreements=[])
+
+
+def test_html_is_self_contained_and_escaped() -> None:
+    html = render(_data())
+    assert "<script src" not in html and "<link rel='stylesheet'" not in html
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in html
+    assert "c&lt;0&gt;" in html and "c<0>" not in html
+    assert html.count("<svg") >= 5 and "class=\"fault\"" in html
+    assert "data-check='poll-skip' data-col='1' data-valid='false'" in html
+    assert "highwater campaign --seed b" in html
+
+
+def test_junit_one_case_per_check_and_scenario_with_repro() -> None:
+    root = build_junit(_data())
+    cases = root.findall(".//testcase")
+    assert len(cases) == 2 * len(CHECK_ORDER)
+    fails = [c for c in cases if c.find("failure") is not None]
+    assert [c.get("name") for c in fails] == ["poll-skip"]
+    assert "repro: highwater campaign --seed b" in (fails[0].find("failure").text or "")
+    errs = [c for c in cases if c.find("error") is not None]
+    assert [c.get("name") for c in errs] == ["progress"] and errs[0].find("error").get("type") == "unknown"
+    assert root.get("tests") == str(len(cases)) and root.get("failures") == "1"
+    ET.fromstring(ET.tostring(root))  # well-formed
+
+
+def test_summary_is_versioned_and_three_valued() -> None:
+    s = summary(_data())
+    assert s["format"] == "highwater.report-summary/1"
+    assert s["valid"] is False and s["exit_code"] == 1
+    assert s["totals"] == {"runs": 3, "valid": 1, "violated": 1, "unknown": 1}
+    json.dumps(s)
+    assert [exit_code(v) for v in (True, False, "unknown")] == [0, 1, 2]
+
+
+def test_fault_windows_pair_heals_by_kind_and_targets() -> None:
+    ev = [{"f": "fault", "time_ns": 1_000_000_000, "kind": '"kill"', "targets": "[3]"},
+          {"f": "fault", "time_ns": 2_000_000_000, "kind": "cut", "targets": "[1]"},
+          {"f": "heal", "time_ns": 3_000_000_000, "kind": "kill", "targets": "[3]"},
+          {"f": "fault", "time_ns": 4_000_000_000, "kind": "pause", "targets": "[2]"},
+          {"f": "heal", "time_ns": 5_000_000_000, "kind": None, "targets": "[]"},
+          {"f": "fault", "time_ns": 6_000_000_000, "kind": "kill", "targets": "[1]"}]
+    w = fault_windows(ev, 9_000_000_000)
+    assert [(x["kind"], x["start_s"], x["end_s"]) for x in w] == [
+        ("kill", 1.0, 3.0), ("cut", 2.0, 5.0), ("pause", 4.0, 5.0), ("kill", 6.0, 9.0)]
+    assert w[-1].get("unhealed") is True
+
+
+def test_svg_segments_break_on_missing_values() -> None:
+    assert _segments([0, 1, 2, 3], [1, None, 2, 3], False) == [[(0, 1.0), (0, 1.0)], [(2, 2.0), (3, 3.0)]]
+    svg = line_chart([0, 1], [("a", [None, None])], title="empty")
+    assert svg.startswith("<svg") and "polyline" not in svg
+
+
+def test_merge_flags_spark_python_disagreement(tmp_path: Path) -> None:
+    d = tmp_path / "camp" / "r1"
+    d.mkdir(parents=True)
+    py = [{"check": "poll-skip", "valid": True, "counts": {"skips": 0, "skipped_offsets": 0,
+           "steps_judged": 5, "steps_unjudged": 0}, "examples": [], "notes": []}]
+    (d / "verdict.json").write_text(json.dumps({"valid": True, "verdicts": py}))
+    run = load_run(tmp_path, d, 0)
+    assert run.campaign == "camp" and run.verdicts is not None
+    spark = {"poll-skip": SparkVerdict("poll-skip", False, {"skips": 1, "skipped_offsets": 1,
+                                                          "steps_judged": 5, "steps_unjudged": 0})}
+    dis: list[dict[str, Any]] = []
+    out = merge_run_verdicts(run, spark, dis)
+    assert dis and dis[0]["check"] == "poll-skip" and "skips" in dis[0]["counts_differ"]
+    assert out["poll-skip"]["valid"] == "unknown"
+    assert out["lost-write"]["valid"] == "unknown"  # missing from verdict.json: never valid
+    assert out["history"]["valid"] == "unknown"  # no history file is a problem of the run
+
+
+def test_lenient_run_discovery(tmp_path: Path) -> None:
+    d = tmp_path / "c" / "bad"
+    d.mkdir(parents=True)
+    (d / "verdict.json").write_text("{not json")
+    (d / "run.json").write_text(json.dumps({"suite": "s", "scenario": "x", "repro": "cmd"}))
+    run = load_run(tmp_path, d, 7)
+    assert run.verdicts is None and run.suite == "s" and run.repro == "cmd"
+    assert any("verdict.json unreadable" in p for p in run.problems)
+
+
+def test_context_events_marks_involved(tmp_path: Path) -> None:
+    from harness.checks.synth import HistoryBuilder
+    from harness.history import to_parquet
+
+    b = HistoryBuilder()
+    for i in range(20):
+        b.send("producer-0", "t", 0, f"v{i}", offset=i)
+    src = b.write(tmp_path / "h.jsonl")
+    to_parquet(src, tmp_path / "h.parquet")
+    ctx = context_events(tmp_path / "h.parquet", [10], radius=2)
+    assert [e["index"] for e in ctx] == [8, 9, 10, 11, 12]
+    assert [e["involved"] for e in ctx] == [False, False, True, False, False]
