@@ -59,7 +59,9 @@ class LiveView:
         return self._cluster.partition_state(topic, partition, offsets=False).replicas
 
     def active_controller(self) -> int | None:
-        return self._cluster.observer().active_controller()
+        # Retried: right after a failover the quorum may have no leader for a moment.
+        return wait_until(lambda: self._cluster.observer().active_controller(), 15,
+                          "the KRaft quorum has a leader")
 
 
 @dataclass

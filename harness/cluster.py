@@ -24,6 +24,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
+from kafka.errors import TopicAlreadyExistsError
+
 from .config import ClusterSpec
 from .distribution import KafkaDistribution, default_version, ensure_kafka
 from .errors import ClusterError, HighwaterError, PortInUseError
@@ -312,8 +314,7 @@ class Cluster:
             for node in self.nodes.values():
                 if node.state == NodeState.RUNNING and not node.is_alive():
                     raise ClusterError(f"{node.name} exited during start-up:\n{node.log_tail(15)}")
-            seen = {int(b["broker_id"]) for b in self.observer().brokers() if not b.get("is_fenced", False)}
-            return want <= seen
+            return want <= self.observer().live_brokers()
 
         wait_until(registered, timeout, f"brokers {sorted(want)} are registered and unfenced")
 
@@ -333,7 +334,17 @@ class Cluster:
                      config: dict[str, str] | None = None, timeout: float = 60.0) -> None:
         """Create a topic and wait until every partition has a leader and a full ISR."""
         rf = replication_factor or min(3, len(self.broker_ids))
-        self.observer().create_topic(name, partitions, rf, config)
+
+        def create() -> bool:
+            # Retried: right after boot kafka-python may know the controller's id before its
+            # metadata lists that broker (UnknownBrokerIdError); a retry may find it created.
+            try:
+                self.observer().create_topic(name, partitions, rf, config)
+            except TopicAlreadyExistsError:
+                pass
+            return True
+
+        wait_until(create, timeout, f"topic {name} is created")
 
         def in_sync() -> bool:
             parts = self.observer().topic_partitions(name)

@@ -86,8 +86,21 @@ class Observer:
         return int(part.offset)
 
     # -- cluster and partitions -----------------------------------------------------------
-    def brokers(self) -> list[dict[str, Any]]:
-        return list(self.admin.describe_cluster()["brokers"])
+    def live_brokers(self) -> set[int]:
+        """Ids of the registered, unfenced brokers (KRaft leaves fenced ones out of Metadata).
+
+        A plain Metadata request rather than ``KafkaAdminClient.describe_cluster()``, which
+        raises ``KeyError: 'endpoint_type'`` on Kafka 3.3-3.6 (DescribeCluster v0 has no such
+        field; kafka-python 3.0.12 pops it unconditionally): README, Findings, HW-2."""
+        from kafka.protocol.metadata import MetadataRequest
+
+        manager = self.admin._manager
+        req = MetadataRequest(topics=[], allow_auto_topic_creation=False)
+
+        async def call() -> Any:
+            return await manager.send(req)
+
+        return {int(b.node_id) for b in manager.run(call).brokers}
 
     def active_controller(self) -> int:
         """The KRaft quorum leader, from DescribeQuorum (brokers forward it to the controller).
