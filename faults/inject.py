@@ -30,6 +30,7 @@ from faults.common import FaultError
 from faults.conflicts import check_no_conflicts
 from faults.scope import resolve_links
 from faults.spec import FaultKind, FaultSpec
+from faults.target import TargetKind
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +70,24 @@ class ActiveFault:
     id: str
     spec: FaultSpec
     links: frozenset[Link] = frozenset()
-    nodes: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()  # process faults: the nodes acted on
+    parties: tuple[str, ...] = ()  # link faults: what the target selector named
     toxics: list[tuple[str, str]] = field(default_factory=list)  # (proxy, toxic name)
     started: float = field(default_factory=time.monotonic)
 
     def event_value(self) -> dict[str, Any]:
-        targets = sorted(self.nodes) if self.nodes else sorted(lk.proxy_name for lk in self.links)
-        return {"kind": self.spec.kind.value, "targets": targets, "params": dict(self.spec.params),
-                "id": self.id, "spec": str(self.spec)}
+        """The history's fault/heal value. ``params.cuts_off`` lists the brokers whose every
+        link the fault cuts (what the ISR and liveness checks expect to drop out)."""
+        params: dict[str, Any] = dict(self.spec.params)
+        value: dict[str, Any] = {"kind": self.spec.kind.value, "targets": list(self.nodes or self.parties),
+                                 "params": params, "id": self.id, "spec": str(self.spec)}
+        if self.spec.kind.is_link:
+            value["links"] = sorted(lk.proxy_name for lk in self.links)
+            params["peer"] = None if self.spec.peer is None else str(self.spec.peer)
+            whole = self.spec.peer is None and self.spec.flow.value == "both" and self.spec.kind.value in ("cut", "timeout")
+            params["cuts_off"] = sorted(int(p.split("-")[1]) for p in self.parties
+                                        if whole and p.startswith("kafka-"))
+        return value
 
 
 class Injector:
@@ -137,6 +148,9 @@ class Injector:
         if spec.kind.is_link:
             fault.links = resolve_links(topo, spec, self.view, seed=self.seed,
                                         default_partition=self.default_partition)
+            if spec.target.kind is not TargetKind.BRIDGE:
+                fault.parties = tuple(sorted(spec.target.resolve(
+                    topo, self.view, seed=self.seed, default_partition=self.default_partition)))
         else:
             parties = spec.target.resolve(topo, self.view, seed=self.seed,
                                           default_partition=self.default_partition)

@@ -58,7 +58,9 @@ def test_cut_follower_leaves_isr_and_the_history_records_fault_and_heal(cluster:
     assert seen[:4] == [("invoke", "fault", "cut"), ("ok", "fault", "cut"),
                         ("invoke", "heal", "cut"), ("ok", "heal", "cut")]
     assert seen[-1] == ("ok", "heal", "all")
-    assert f"replication:kafka-{follower}->kafka-{leader}" in events[1]["value"]["targets"]
+    assert f"replication:kafka-{follower}->kafka-{leader}" in events[1]["value"]["links"]
+    assert events[1]["value"]["targets"] == [f"kafka-{follower}"]
+    assert events[1]["value"]["params"]["cuts_off"] == [follower]
     healed(cluster, "fcut")
 
 

@@ -1,0 +1,198 @@
+"""One recorded run: workloads + faults on a cluster, then heal, final read and checks.
+
+A run writes ``results/<campaign>/<run_id>/``:
+- ``history.jsonl`` (flushed as events happen),
+- ``verdict.json`` (what ``highwater check --json`` prints),
+- ``run.json`` (suite, scenario, Kafka version, client, config, seed, fault schedule, repro),
+- ``logs/`` (broker and Toxiproxy logs) when the run found a violation or crashed.
+
+The client (workloads), the fault injector, the schedule and the checks are separate parts; this
+module only sequences them, and its ``finally`` always heals and always closes the history.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import kafka
+
+from faults.inject import Injector
+from harness.checks import overall, run_all_checks
+from harness.checks.verdict import Verdict
+from harness.cluster import Cluster
+from harness.history import HistoryWriter
+from harness.waiting import wait_until
+from harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
+from harness.workload.final_read import final_read
+
+log = logging.getLogger(__name__)
+
+CLIENT = f"kafka-python {kafka.__version__}"
+
+
+@dataclass
+class RunSpec:
+    suite: str
+    scenario: str
+    campaign: str = "adhoc"
+    results_root: Path = Path("results")
+    topic: str = "hw"
+    partitions: int = 3
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+    acks: str = "all"
+    idempotence: bool = False
+    unclean_leader_election: bool = False
+    producers: int = 2
+    rate: float = 100.0  # per producer, sends/s
+    consumer_mode: str = "assign"
+    duration: float = 20.0  # seconds of workload (faults run inside it)
+    settle_timeout: float = 60.0  # after healing: consumers catch up, ISR refills
+    seed: int | None = None
+    repro: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def header_config(self, cluster: Cluster) -> dict[str, Any]:
+        bc = dict(cluster.spec.broker_config)
+        return {"acks": self.acks, "idempotence": self.idempotence,
+                "unclean_leader_election": self.unclean_leader_election,
+                "min_insync_replicas": self.min_insync_replicas,
+                "replication_factor": self.replication_factor,
+                "replica_lag_time_max_ms": int(bc.get("replica.lag.time.max.ms", 4000)),
+                # consumers use metadata_max_age_ms=5000: they must move off a replica that left
+                # the ISR within that plus slack (follower-fetch check)
+                "follower_fetch_bound_ms": 35000,
+                # a new consumer is redirected to its rack's replica by its first fetch
+                "follower_fetch_grace_ms": 5000}
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    dir: Path
+    valid: Any
+    verdicts: list[Verdict]
+    stats: dict[str, Any]
+
+    @property
+    def violations(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.valid is False]
+
+
+Nemesis = Callable[[Injector, Cluster, RunSpec], None]
+
+
+def execute_run(cluster: Cluster, spec: RunSpec, nemesis: Nemesis | None = None,
+                progress: Callable[[str], None] = lambda _: None) -> RunResult:
+    """Run ``spec``'s workload for ``spec.duration`` while ``nemesis`` injects faults (it runs
+    in this thread and must return within the duration), then heal, settle, read and check."""
+    run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{spec.scenario}-{uuid.uuid4().hex[:6]}"
+    out = spec.results_root / spec.campaign / run_id
+    out.mkdir(parents=True, exist_ok=True)
+    topic_config = {"min.insync.replicas": str(spec.min_insync_replicas),
+                    "unclean.leader.election.enable": str(spec.unclean_leader_election).lower()}
+    cluster.create_topic(spec.topic, spec.partitions, spec.replication_factor, topic_config)
+    history = HistoryWriter(out / "history.jsonl", run_id=run_id, kafka_version=cluster.kafka.version if cluster.kafka else None,
+                            client=CLIENT, suite=spec.suite, scenario=spec.scenario, seed=spec.seed,
+                            config=spec.header_config(cluster),
+                            racks={"brokers": {str(b): cluster.rack_of(b) for b in cluster.broker_ids},
+                                   "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.client_racks)}})
+    run_info: dict[str, Any] = {
+        "run_id": run_id, "suite": spec.suite, "scenario": spec.scenario, "campaign": spec.campaign,
+        "kafka_version": cluster.kafka.version if cluster.kafka else None, "client": CLIENT,
+        "config": spec.header_config(cluster), "seed": spec.seed, "repro": spec.repro,
+        "started_at": time.time(), "racks": list(cluster.topo.racks), "python": platform.python_version(),
+        "cluster": {"brokers": cluster.spec.brokers, "racks": cluster.spec.racks,
+                    "controllers": cluster.spec.controllers, "broker_config": dict(cluster.spec.broker_config)},
+        "spec": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(spec).items()},
+    }
+    _write_json(out / "run.json", run_info)
+    producers = [ProducerWorker(f"producer-{i}", cluster.bootstrap(cluster.topo.client_racks[i % len(cluster.topo.client_racks)]),
+                                history, ProducerConfig(spec.topic, spec.partitions, spec.acks, spec.idempotence, spec.rate))
+                 for i in range(spec.producers)]
+    consumers = [ConsumerWorker(f"consumer-{i}", cluster.bootstrap(rack), history,
+                                ConsumerConfig(spec.topic, spec.partitions, mode=spec.consumer_mode, client_rack=rack,
+                                               group_id=f"hw-{run_id}" if spec.consumer_mode == "subscribe" else None))
+                 for i, rack in enumerate(cluster.topo.client_racks)]
+    observer = ObserverWorker(cluster.bootstrap(), history, spec.topic, spec.partitions)
+    injector = Injector(cluster, history, seed=spec.seed, default_partition=(spec.topic, 0))
+    client_bytes_before = {rack: cluster.client_bytes(rack) for rack in cluster.topo.client_racks}
+    crashed: BaseException | None = None
+    try:
+        for w in [observer, *consumers, *producers]:
+            w.start()
+        progress(f"{run_id}: workload running for {spec.duration:.0f}s")
+        t_end = time.monotonic() + spec.duration
+        if nemesis is not None:
+            nemesis(injector, cluster, spec)
+        while time.monotonic() < t_end:
+            time.sleep(min(0.5, max(0.0, t_end - time.monotonic())))  # the workload's duration
+        for p in producers:
+            p.stop()
+    except BaseException as exc:
+        crashed = exc
+        raise
+    finally:
+        try:
+            injector.heal_all()
+        finally:
+            for p in producers:
+                p.stop()
+            if crashed is None:
+                _settle(cluster, spec, consumers, producers, progress)
+            for w in [*consumers, observer]:
+                w.stop()
+            if crashed is None:
+                progress(f"{run_id}: final read")
+                final_read(cluster.bootstrap(), history, spec.topic, spec.partitions)
+            history.close()
+    stats = {"producers": {p.name: p.stats() for p in producers},
+             "consumers": {c.name: c.records_read for c in consumers},
+             "worker_errors": {w.name: repr(w.error) for w in [*producers, *consumers, observer] if w.error}}
+    # Bytes through each client rack's proxies per broker (consumers are closed: counted).
+    after = {rack: cluster.client_bytes(rack) for rack in cluster.topo.client_racks}
+    run_info["client_bytes"] = {rack: {str(b): after[rack][b].downstream - client_bytes_before[rack][b].downstream
+                                       for b in after[rack]} for rack in after}
+    run_info["stats"] = stats
+    verdicts = run_all_checks(out / "history.jsonl")
+    valid = overall(verdicts)
+    _write_json(out / "verdict.json", {"history": str(out / "history.jsonl"), "valid": valid,
+                                       "verdicts": [v.to_json() for v in verdicts]})
+    run_info["valid"] = valid
+    run_info["ended_at"] = time.time()
+    _write_json(out / "run.json", run_info)
+    if valid is not True:
+        cluster.collect_logs(out / "logs")
+    progress(f"{run_id}: {'VALID' if valid is True else 'VIOLATIONS' if valid is False else 'UNKNOWN'} -> {out}")
+    return RunResult(run_id, out, valid, verdicts, stats)
+
+
+def _settle(cluster: Cluster, spec: RunSpec, consumers: list[ConsumerWorker], producers: list[ProducerWorker],
+            progress: Callable[[str], None]) -> None:
+    """After healing: wait until every partition has its full ISR and every consumer has read
+    up to the high watermark, so 'unseen' and the final read judge a quiet cluster."""
+    def full() -> bool:
+        return all(len(s.isr) == spec.replication_factor and s.leader >= 0
+                   for s in (cluster.partition_state(spec.topic, p, offsets=False) for p in range(spec.partitions)))
+
+    try:
+        wait_until(full, spec.settle_timeout, "every partition has its full ISR after healing")
+        hws = [cluster.partition_state(spec.topic, p).hw or 0 for p in range(spec.partitions)]
+        total = sum(hws)
+        wait_until(lambda: all(c.records_read >= total for c in consumers), spec.settle_timeout,
+                   f"every consumer has read the {total} committed records")
+    except Exception as exc:  # noqa: BLE001 - the checks judge what happened; note it and go on
+        progress(f"settling incomplete: {exc}")
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    tmp.replace(path)

@@ -1,0 +1,54 @@
+"""What every workload thread shares: a name (the history's ``process``), the history it
+writes to, and a stop flag. ``start``/``stop`` are idempotent; ``stop`` joins with a deadline."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+
+class HistorySink(Protocol):
+    """The part of ``harness.history.HistoryWriter`` workloads use."""
+
+    def invoke(self, process: str, f: str, value: Any = None, error: None = None) -> Any: ...
+    def ok(self, process: str, f: str, value: Any = None, error: None = None) -> Any: ...
+    def fail(self, process: str, f: str, value: Any = None, error: Any = None) -> Any: ...
+    def info(self, process: str, f: str, value: Any = None, error: Any = None) -> Any: ...
+
+
+class Worker:
+    def __init__(self, name: str, history: HistorySink) -> None:
+        self.name = name
+        self.history = history
+        self.stopping = threading.Event()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+
+    def _main(self) -> None:
+        try:
+            self.run()
+        except BaseException as exc:  # noqa: BLE001 - kept for the runner, which reports it
+            log.exception("%s crashed", self.name)
+            self.error = exc
+        finally:
+            self.close()
+
+    def run(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release clients; called once when ``run`` ends, on every path."""
+
+    def start(self) -> "Worker":
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.stopping.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.warning("%s did not stop within %.0fs", self.name, timeout)

@@ -1,0 +1,32 @@
+"""Periodic ``meta`` events: leader, leader epoch, ISR, HW and per-replica LEO of each
+partition, as Kafka reports them (see harness.observe)."""
+
+from __future__ import annotations
+
+from harness.observe import Observer
+
+from .base import HistorySink, Worker
+
+
+class ObserverWorker(Worker):
+    def __init__(self, bootstrap: list[str], history: HistorySink, topic: str, partitions: int,
+                 interval: float = 1.0, name: str = "probe") -> None:
+        super().__init__(name, history)
+        self.topic = topic
+        self.partitions = partitions
+        self.interval = interval
+        self._observer = Observer(bootstrap, client_id="highwater-probe")
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            for p in range(self.partitions):
+                try:
+                    state = self._observer.partition_state(self.topic, p)
+                except Exception as exc:  # noqa: BLE001 - an observation that failed is recorded as such
+                    self.history.info(self.name, "meta", {"topic": self.topic, "partition": p}, error=exc)
+                    continue
+                self.history.ok(self.name, "meta", state.to_event_value())
+            self.stopping.wait(self.interval)  # the observation period
+
+    def close(self) -> None:
+        self._observer.close()
