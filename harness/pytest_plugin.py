@@ -24,8 +24,9 @@ ClusterFactory = Callable[..., Cluster]
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("highwater")
-    group.addoption("--kafka-version", action="store", default=None,
-                    help="Kafka version to test (default: $HIGHWATER_KAFKA_VERSION or the newest stable)")
+    group.addoption("--kafka-version", action="append", default=None,
+                    help="Kafka version(s) to test, repeatable or comma-separated; every test runs on "
+                    "each (default: $HIGHWATER_KAFKA_VERSION or the newest stable)")
     group.addoption("--highwater-logs", action="store", default="results/logs",
                     help="where logs of clusters of failed tests are collected")
 
@@ -50,12 +51,23 @@ def _safe(nodeid: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid)[-120:]
 
 
+def requested_versions(config: pytest.Config) -> list[str]:
+    raw = config.getoption("--kafka-version") or [os.environ.get("HIGHWATER_KAFKA_VERSION", "")]
+    return [v.strip() for item in raw for v in item.split(",") if v.strip()]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    versions = requested_versions(metafunc.config)
+    if "kafka_version" in metafunc.fixturenames and len(versions) > 1:
+        metafunc.parametrize("kafka_version", versions, scope="session")
+
+
 @pytest.fixture(scope="session")
 def kafka_version(request: pytest.FixtureRequest) -> str:
     from .distribution import default_version
 
-    return request.config.getoption("--kafka-version") or os.environ.get("HIGHWATER_KAFKA_VERSION") \
-        or default_version()
+    versions = requested_versions(request.config)
+    return versions[0] if versions else default_version()
 
 
 def _progress(msg: str) -> None:

@@ -1,0 +1,52 @@
+"""Options and fixtures shared by the conformance and chaos suites.
+
+    pytest suites/ [--profile ci|nightly] [--kafka-version 4.3.1,3.9.1] [--campaign NAME] [--results DIR]
+
+Every recorded run lands in ``<results>/<campaign>/<run_id>/`` (see harness.runner).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from suites.profiles import Profile, get_profile
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("highwater suites")
+    group.addoption("--profile", default="ci", help="ci (default) or nightly")
+    group.addoption("--campaign", default=None, help="campaign name (default: <profile>-<timestamp>)")
+    group.addoption("--results", default="results", help="results root (default: results/)")
+
+
+@pytest.fixture(scope="session")
+def profile(request: pytest.FixtureRequest) -> Profile:
+    return get_profile(request.config.getoption("--profile"))
+
+
+@pytest.fixture(scope="session")
+def campaign(request: pytest.FixtureRequest, profile: Profile) -> str:
+    return request.config.getoption("--campaign") or f"{profile.name}-{time.strftime('%Y%m%dT%H%M%S')}"
+
+
+@pytest.fixture(scope="session")
+def results_root(request: pytest.FixtureRequest) -> Path:
+    root = Path(request.config.getoption("--results"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@pytest.fixture
+def repro(request: pytest.FixtureRequest, kafka_version: str, profile: Profile) -> str:
+    """The command that reruns exactly this test."""
+    return " ".join(["highwater", "run", "--profile", profile.name, "--kafka-version", kafka_version,
+                     shlex.quote(request.node.nodeid)])
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"highwater suites: profile={config.getoption('--profile')} python={sys.version.split()[0]}"
