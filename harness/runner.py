@@ -55,6 +55,7 @@ class RunSpec:
     consumer_mode: str = "assign"
     duration: float = 20.0  # seconds of workload (faults run inside it)
     settle_timeout: float = 60.0  # after healing: consumers catch up, ISR refills
+    observe_interval: float = 1.0  # seconds between meta observations
     seed: int | None = None
     repro: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -121,7 +122,8 @@ def execute_run(cluster: Cluster, spec: RunSpec, nemesis: Nemesis | None = None,
                                 ConsumerConfig(spec.topic, spec.partitions, mode=spec.consumer_mode, client_rack=rack,
                                                group_id=f"hw-{run_id}" if spec.consumer_mode == "subscribe" else None))
                  for i, rack in enumerate(cluster.topo.client_racks)]
-    observer = ObserverWorker(cluster.bootstrap(), history, spec.topic, spec.partitions)
+    observer = ObserverWorker(cluster.bootstrap(), history, spec.topic, spec.partitions,
+                              interval=spec.observe_interval)
     injector = Injector(cluster, history, seed=spec.seed, default_partition=(spec.topic, 0))
     client_bytes_before = {rack: cluster.client_bytes(rack) for rack in cluster.topo.client_racks}
     crashed: BaseException | None = None

@@ -107,8 +107,9 @@ def follower_fetch(h: HistoryData) -> Verdict:
     """With ``client.rack`` set (header racks) and an in-sync replica in the consumer's rack
     (by the latest meta observation of the partition), every polled record must be served
     (``replica``) by a broker of that rack, once both the rack's ISR membership and the
-    consumer are older than ``follower_fetch_grace_ms``: one count per record served from
-    another rack. And when the rack loses its last in-sync replica at time t, a consumer of
+    consumer are older than ``follower_fetch_grace_ms`` and no fault has been active for that
+    long (a killed replica stays in the ISR until the controller fences it): one count per
+    record served from another rack. And when the rack loses its last in-sync replica at time t, a consumer of
     that rack that was reading the partition must poll records of it again within
     ``follower_fetch_bound_ms`` (judged when some send to it was acknowledged in that window
     and the history lasts that long): one count per such stall."""
@@ -160,7 +161,13 @@ def follower_fetch(h: HistoryData) -> Verdict:
     settled = (p.time - start) > grace
     rep = np.minimum(np.maximum(p.replica, 0), len(broker_rack) - 1)
     served = np.where(p.replica < len(broker_rack), broker_rack[rep], -1)
-    judged = usable & local & settled
+    # While a fault is on (and for ``grace`` after it heals) routing is in flux: a dead or cut
+    # replica stays in the ISR until the controller notices, so only calm records are judged.
+    calm = np.ones(len(p.tp), bool)
+    for w in fault_windows(h):
+        end = np.iinfo(np.int64).max if w.end is None else w.end + grace
+        calm &= ~((p.time >= w.start) & (p.time <= end))
+    judged = usable & local & settled & calm
     bad = judged & (served != crack)
     examples = [example(h, "served-by-other-rack", [p.row[i], meta[jc[i]].row], tp=int(p.tp[i]),
                         consumer=h.proc_name(int(p.proc[i])), consumer_rack=names[crack[i]],
