@@ -381,6 +381,28 @@ def test_follower_fetch_misrouted() -> None:
     assert check("follower-fetch", clean()).valid is True
 
 
+def test_follower_fetch_does_not_judge_routing_while_a_fault_is_on() -> None:
+    """A killed replica stays in the ISR until the controller fences it: reads served from
+    another rack meanwhile (and within the grace after the heal) are not misrouted."""
+    b = builder(follower_fetch_grace_ms=50)
+    begin(b)
+    write_and_read(b, 3)
+    b.advance(100)
+    b.fault("kill", ["kafka-1"])
+    during = b.poll("consumer-0", [(T, 0, 3, "v3")], replica=2)  # ISR still lists 1 (rack a)
+    b.advance(10)
+    b.heal("kill", ["kafka-1"])
+    b.advance(20)
+    b.poll("consumer-0", [(T, 0, 4, "v4")], replica=2)  # within the grace after the heal
+    calm_so_far = check("follower-fetch", b)
+    assert calm_so_far.valid is not False and calm_so_far.counts["misrouted"] == 0
+    b.advance(100)
+    late = b.poll("consumer-0", [(T, 0, 5, "v5")], replica=2)  # calm again: misrouted
+    v = check("follower-fetch", b)
+    assert v.valid is False and v.counts["misrouted"] == 1 and rows(v)[0] == late["index"]
+    assert during["index"] not in rows(v)
+
+
 def test_follower_fetch_must_move_after_isr_loss() -> None:
     b = builder(follower_fetch_bound_ms=100)
     begin(b)
