@@ -40,7 +40,7 @@ def run_smoke_round(args: argparse.Namespace) -> int:
         print(f"{topic}-0: leader {state.leader} ({cluster.rack_of(state.leader)}), ISR {list(state.isr)}, "
               f"HW {state.hw}, LEO {state.leo}")
         failures = 0
-        for rack in cluster.topo.client_racks:
+        for rack in cluster.topo.racks:
             before = cluster.client_bytes(rack)
             consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap(rack), client_rack=rack,
                                      auto_offset_reset="earliest", enable_auto_commit=False)

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from kafka.errors import TopicAlreadyExistsError
 
-from .config import ClusterSpec
+from .config import NO_RACK, ClusterSpec, effective_client_racks
 from .distribution import KafkaDistribution, default_version, ensure_kafka
 from .errors import ClusterError, HighwaterError, PortInUseError
 from .java import find_java
@@ -50,9 +50,10 @@ def _kraft_cluster_id() -> str:
 
 def check_spec(spec: ClusterSpec) -> None:
     """Raise ``TopologyError`` for a shape that cannot be built (no processes, no I/O)."""
-    n_client = len(spec.client_racks) if spec.client_racks is not None else spec.racks
+    client_racks = effective_client_racks(spec)
+    n_client = len(client_racks)
     Topology.build(brokers=spec.brokers, racks=spec.racks, controllers=spec.controllers,
-                   client_racks=spec.client_racks, slot=0,
+                   client_racks=client_racks, slot=0,
                    ports=Ports(1, 2, tuple(range(3, 3 + n_client)), 3 + n_client))
 
 
@@ -172,7 +173,8 @@ class Cluster:
 
     def _plan(self, slot: int) -> Topology:
         spec = self.spec
-        n_client = len(spec.client_racks) if spec.client_racks is not None else spec.racks
+        client_racks = effective_client_racks(spec)
+        n_client = len(client_racks)
         explicit = spec.base_port is not None
         for _attempt in range(1 if explicit else 20):
             base = spec.base_port if explicit else pick_base_port(3 + n_client)
@@ -181,7 +183,7 @@ class Cluster:
                           clients=tuple(base + 2 + i for i in range(n_client)),
                           toxiproxy_api=base + 2 + n_client)
             topo = Topology.build(brokers=spec.brokers, racks=spec.racks, controllers=spec.controllers,
-                                  client_racks=spec.client_racks, slot=slot, ports=ports)
+                                  client_racks=client_racks, slot=slot, ports=ports)
             try:
                 check_ports(topo.all_listen_addresses(), explicit)
                 return topo
@@ -291,20 +293,21 @@ class Cluster:
         assert rack is not None
         return rack
 
+    @property
+    def default_client_rack(self) -> str:
+        """Clients with no rack use NO_RACK's proxies when the cluster has them."""
+        racks = self.topo.client_racks
+        return NO_RACK if NO_RACK in racks else racks[0]
+
     def bootstrap(self, rack: str | None = None) -> list[str]:
-        """Bootstrap servers for a client in ``rack`` (the first client rack by default)."""
-        return self.topo.bootstrap(rack or self.topo.client_racks[0])
+        """Bootstrap servers for a client in ``rack`` (default: the clients with no rack)."""
+        return self.topo.bootstrap(rack or self.default_client_rack)
 
     def observer(self, rack: str | None = None) -> Observer:
-        rack = rack or self.topo.client_racks[0]
+        rack = rack or self.default_client_rack
         if rack not in self._observers:
             self._observers[rack] = Observer(self.bootstrap(rack), client_id=f"highwater-observer-{rack}")
         return self._observers[rack]
-
-    def _running_broker_rack(self) -> str:
-        """A client rack whose observer is likely to work: any rack will do, since every client
-        rack reaches every broker through its own proxies."""
-        return self.topo.client_racks[0]
 
     # -- waiting and observing ------------------------------------------------------------
     def wait_for_brokers(self, timeout: float = 90.0, ids: list[int] | None = None) -> None:

@@ -8,6 +8,17 @@ from typing import Mapping
 from .topology import Node, Topology
 
 RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+# The client "rack" of clients that have none (producers, admin, observers): its own proxies,
+# so their traffic never mixes with what a rack's consumers are measured by.
+NO_RACK = "no-rack"
+
+
+def effective_client_racks(spec: "ClusterSpec") -> tuple[str, ...]:
+    from .topology import rack_name
+
+    if spec.client_racks is not None:
+        return tuple(spec.client_racks)
+    return (*(rack_name(i) for i in range(spec.racks)), NO_RACK)
 
 
 @dataclass(frozen=True)
@@ -19,7 +30,7 @@ class ClusterSpec:
     controllers: int = 0  # 0: every broker is also a KRaft controller (combined mode)
     kafka_version: str | None = None  # None: the newest stable release on Maven Central
     broker_config: Mapping[str, str] = field(default_factory=dict)
-    client_racks: tuple[str, ...] | None = None  # None: one client rack per broker rack
+    client_racks: tuple[str, ...] | None = None  # None: one per broker rack, plus NO_RACK
     base_port: int | None = None  # None: pick free ports
     heap_mb: int = 320
     name: str = "hw"

@@ -52,6 +52,7 @@ class RunSpec:
     unclean_leader_election: bool = False
     producers: int = 2
     rate: float = 100.0  # per producer, sends/s
+    value_size: int = 0  # bytes per value (0: just the unique id)
     consumer_mode: str = "assign"
     duration: float = 20.0  # seconds of workload (faults run inside it)
     settle_timeout: float = 60.0  # after healing: consumers catch up, ISR refills
@@ -104,7 +105,7 @@ def execute_run(cluster: Cluster, spec: RunSpec, nemesis: Nemesis | None = None,
                             client=CLIENT, suite=spec.suite, scenario=spec.scenario, seed=spec.seed,
                             config=spec.header_config(cluster),
                             racks={"brokers": {str(b): cluster.rack_of(b) for b in cluster.broker_ids},
-                                   "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.client_racks)}})
+                                   "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)}})
     run_info: dict[str, Any] = {
         "run_id": run_id, "suite": spec.suite, "scenario": spec.scenario, "campaign": spec.campaign,
         "kafka_version": cluster.kafka.version if cluster.kafka else None, "client": CLIENT,
@@ -115,13 +116,15 @@ def execute_run(cluster: Cluster, spec: RunSpec, nemesis: Nemesis | None = None,
         "spec": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(spec).items()},
     }
     _write_json(out / "run.json", run_info)
-    producers = [ProducerWorker(f"producer-{i}", cluster.bootstrap(cluster.topo.client_racks[i % len(cluster.topo.client_racks)]),
-                                history, ProducerConfig(spec.topic, spec.partitions, spec.acks, spec.idempotence, spec.rate))
+    # Producers have no rack (they always write to the leader); one consumer per broker rack.
+    producers = [ProducerWorker(f"producer-{i}", cluster.bootstrap(),
+                                history, ProducerConfig(spec.topic, spec.partitions, spec.acks, spec.idempotence,
+                                                        spec.rate, value_size=spec.value_size))
                  for i in range(spec.producers)]
     consumers = [ConsumerWorker(f"consumer-{i}", cluster.bootstrap(rack), history,
                                 ConsumerConfig(spec.topic, spec.partitions, mode=spec.consumer_mode, client_rack=rack,
                                                group_id=f"hw-{run_id}" if spec.consumer_mode == "subscribe" else None))
-                 for i, rack in enumerate(cluster.topo.client_racks)]
+                 for i, rack in enumerate(cluster.topo.racks)]
     observer = ObserverWorker(cluster.bootstrap(), history, spec.topic, spec.partitions,
                               interval=spec.observe_interval)
     injector = Injector(cluster, history, seed=spec.seed, default_partition=(spec.topic, 0))
@@ -151,6 +154,8 @@ def execute_run(cluster: Cluster, spec: RunSpec, nemesis: Nemesis | None = None,
                 _settle(cluster, spec, consumers, producers, progress)
             for w in [*consumers, observer]:
                 w.stop()
+            # Consumers are closed, so their bytes are counted; the final read would add its own.
+            client_bytes_after = {rack: cluster.client_bytes(rack) for rack in cluster.topo.client_racks}
             if crashed is None:
                 progress(f"{run_id}: final read")
                 final_read(cluster.bootstrap(), history, spec.topic, spec.partitions)
@@ -158,8 +163,7 @@ def execute_run(cluster: Cluster, spec: RunSpec, nemesis: Nemesis | None = None,
     stats = {"producers": {p.name: p.stats() for p in producers},
              "consumers": {c.name: c.records_read for c in consumers},
              "worker_errors": {w.name: repr(w.error) for w in [*producers, *consumers, observer] if w.error}}
-    # Bytes through each client rack's proxies per broker (consumers are closed: counted).
-    after = {rack: cluster.client_bytes(rack) for rack in cluster.topo.client_racks}
+    after = client_bytes_after
     run_info["client_bytes"] = {rack: {str(b): after[rack][b].downstream - client_bytes_before[rack][b].downstream
                                        for b in after[rack]} for rack in after}
     run_info["stats"] = stats

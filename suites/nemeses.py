@@ -28,7 +28,8 @@ def hold(seconds: float) -> None:
 @dataclass(frozen=True)
 class Step:
     after: float  # seconds of calm before the fault
-    fault: str  # e.g. "kill --target leader:{topic}/0" ({topic}: the run's topic)
+    fault: str  # e.g. "kill --target leader:{topic}/0"; {topic} is the run's topic, {leader} and
+    # {follower} the leader of partition 0 and its lowest-id follower when the fault starts
     duration: float  # seconds the fault stays before it is healed
 
 
@@ -37,7 +38,10 @@ def scripted(steps: Sequence[Step]) -> Nemesis:
     def run(injector: Injector, cluster: Cluster, spec: RunSpec) -> None:
         for step in steps:
             hold(step.after)
-            fault = injector.apply(parse_fault(step.fault.format(topic=spec.topic)))
+            state = cluster.partition_state(spec.topic, 0, offsets=False)
+            follower = min((r for r in state.replicas if r != state.leader), default=-1)
+            text = step.fault.format(topic=spec.topic, leader=state.leader, follower=follower)
+            fault = injector.apply(parse_fault(text))
             hold(step.duration)
             injector.heal(fault)
     return run

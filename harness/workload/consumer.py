@@ -69,6 +69,7 @@ class ConsumerWorker(Worker):
         self._fetch_sources: dict[TopicPartition, dict[int, int]] = {}
         self._hook_resets()
         self._hook_fetch_sources()
+        self._hook_validation()
 
     def _hook_resets(self) -> None:
         fetcher = self.consumer._fetcher
@@ -83,6 +84,26 @@ class ConsumerWorker(Worker):
                 self._record_position("seek", partition, after.offset, "reset")
 
         fetcher._reset_offset_if_needed = recording_reset
+
+    def _hook_validation(self) -> None:
+        """KIP-320 with a reset policy: kafka-python does not raise LogTruncationError when an
+        OffsetsForLeaderEpoch answer shows the log diverged below our position; it seeks to the
+        first diverging offset itself (``Fetcher._handle_offset_for_leader_epoch_response``,
+        like Java's ``seekValidated``). Record that move as a ``truncation`` seek, or the
+        history would show a silent jump back."""
+        fetcher = self.consumer._fetcher
+        original = fetcher._handle_offset_for_leader_epoch_response
+        subs = self.consumer._subscription
+
+        def recording_handler(response: Any, requested_positions: dict[TopicPartition, Any]) -> Any:
+            result = original(response, requested_positions)
+            for tp, requested in requested_positions.items():
+                after = subs.assignment[tp].position if subs.is_assigned(tp) else None
+                if after is not None and requested is not None and after.offset < requested.offset:
+                    self._record_position("seek", tp, after.offset, "truncation")
+            return result
+
+        fetcher._handle_offset_for_leader_epoch_response = recording_handler
 
     def _hook_fetch_sources(self) -> None:
         fetcher = self.consumer._fetcher

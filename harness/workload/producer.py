@@ -38,6 +38,7 @@ class ProducerConfig:
     retries: int = 3
     request_timeout_ms: int = 5000
     delivery_timeout_ms: int = 20000
+    value_size: int = 0  # pad values to this many bytes (0: no padding); they stay unique
 
 
 class ProducerWorker(Worker):
@@ -63,7 +64,10 @@ class ProducerWorker(Worker):
         n = 0
         while not self.stopping.is_set():
             partition = n % self.config.partitions
-            self._send_one(partition, f"{self.name}-{n}")
+            value = f"{self.name}-{n}"
+            if self.config.value_size > len(value):
+                value = (value + ":").ljust(self.config.value_size, ".")
+            self._send_one(partition, value)
             n += 1
             next_at += interval
             # Pacing the offered load, not waiting for a condition.
