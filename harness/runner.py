@@ -101,16 +101,16 @@ def execute_run(cluster: Cluster, spec: RunSpec, nemesis: Nemesis | None = None,
     topic_config = {"min.insync.replicas": str(spec.min_insync_replicas),
                     "unclean.leader.election.enable": str(spec.unclean_leader_election).lower()}
     cluster.create_topic(spec.topic, spec.partitions, spec.replication_factor, topic_config)
+    racks = {"brokers": {str(b): cluster.rack_of(b) for b in cluster.broker_ids},
+             "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)}}
     history = HistoryWriter(out / "history.jsonl", run_id=run_id, kafka_version=cluster.kafka.version if cluster.kafka else None,
                             client=CLIENT, suite=spec.suite, scenario=spec.scenario, seed=spec.seed,
-                            config=spec.header_config(cluster),
-                            racks={"brokers": {str(b): cluster.rack_of(b) for b in cluster.broker_ids},
-                                   "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)}})
+                            config=spec.header_config(cluster), racks=racks)
     run_info: dict[str, Any] = {
         "run_id": run_id, "suite": spec.suite, "scenario": spec.scenario, "campaign": spec.campaign,
         "kafka_version": cluster.kafka.version if cluster.kafka else None, "client": CLIENT,
         "config": spec.header_config(cluster), "seed": spec.seed, "repro": spec.repro,
-        "started_at": time.time(), "racks": list(cluster.topo.racks), "python": platform.python_version(),
+        "started_at": time.time(), "racks": racks, "python": platform.python_version(),
         "cluster": {"brokers": cluster.spec.brokers, "racks": cluster.spec.racks,
                     "controllers": cluster.spec.controllers, "broker_config": dict(cluster.spec.broker_config)},
         "spec": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(spec).items()},

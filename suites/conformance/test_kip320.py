@@ -1,0 +1,149 @@
+"""KIP-320: after an unclean leader election truncates the log below a consumer's position, the
+consumer detects it (LogTruncationError, or its own seek back to the divergence point) and never
+silently carries on past a gap or re-reads other data at the same offsets.
+
+The scenario (partition 0, replicas L = leader, F1, F2; min.insync.replicas=1, acks=all,
+``unclean.leader.election.enable=true`` on the topic):
+
+1. F1's replication links are cut: F1 leaves the ISR, its log stops at some offset x.
+2. Producers keep writing; L and F2 commit well past x and the consumers read those records.
+3. F2 and L are killed (SIGKILL). When L is fenced the controller has no live ISR member and,
+   the topic allowing it, elects F1 uncleanly (``PartitionChangeBuilder.electAnyLeader``:
+   ISR, then ELR, then - with ``Election.UNCLEAN``, set from the topic config by
+   ``ReplicationControlManager`` when a broker is fenced - any live replica). F1's links are
+   healed. If the controller has not elected F1 within the bound, the test asks for it with
+   ElectLeaders(UNCLEAN).
+4. Producers write new values at offsets x, x+1, ...: the same offsets the consumers already
+   read with other values.
+5. L and F2 restart, find the diverging epoch and truncate to F1's log.
+
+Kafka 4.x and ELR (KIP-966): with ``eligible.leader.replicas.version=1`` (on by default for
+clusters created by 4.1+) a fenced last ISR member moves to the ELR, and an *ELR* member would
+be elected cleanly; F1 is in neither, so only an unclean election can pick it, and the topic
+config still requests one (the same code path as 3.x; nothing else needs setting). The test
+records which election happened and the partition state before and after.
+
+The verdicts: ``truncation-undetected``, ``nonmonotonic-poll``, ``poll-skip`` and
+``inconsistent-offsets`` must hold (the policy never allows them); ``lost-write`` and
+``uncommitted-read`` are allowed by the policy for unclean elections but must be *seen* (else
+the scenario did not truncate anything and proves nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from faults.inject import Injector
+from faults.spec import parse_fault
+from harness.cluster import Cluster
+from harness.observe import DEBUGGING_REPLICA_ID
+from harness.runner import RunSpec, execute_run
+from harness.waiting import wait_until
+from suites.profiles import Profile
+
+TOPIC = "kip320"
+LAG_MS = 4000  # replica.lag.time.max.ms: how fast the cut follower leaves the ISR
+SESSION_MS = 4000  # broker.session.timeout.ms: how fast a killed broker is fenced
+
+
+def _hold(seconds: float) -> None:
+    """A gap in the fault script (time is the point: producers write, consumers read)."""
+    time.sleep(seconds)
+
+
+def unclean_truncation(notes: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """The nemesis of the scenario above; ``notes`` receives what happened, for the asserts."""
+
+    def run(injector: Injector, cluster: Cluster, spec: RunSpec) -> None:
+        obs = cluster.observer()
+        _hold(3)  # the workload gets going
+        s = cluster.partition_state(spec.topic, 0)
+        leader = s.leader
+        f1, f2 = sorted(r for r in s.replicas if r != leader)
+        notes.update(leader=leader, f1=f1, f2=f2, before=s.to_event_value())
+        cut = injector.apply(parse_fault(f"cut --target broker:{f1} --listener replication"))
+        cluster.wait_for_isr(spec.topic, 0, lambda st: f1 not in st.isr, 3 * LAG_MS / 1000 + 10,
+                             f"cut broker {f1} leaves the ISR")
+        x = obs.list_offset(f1, spec.topic, 0, replica_id=DEBUGGING_REPLICA_ID)
+        notes["f1_leo_at_cut"] = x
+        # committed well past x (acks=all with ISR {L, F2}), and the consumers have time to read it
+        wait_until(lambda: (cluster.partition_state(spec.topic, 0).hw or 0) >= x + 100, 30,
+                   f"the partition's HW passes F1's LEO {x} by 100")
+        _hold(2)
+        notes["hw_before_kill"] = cluster.partition_state(spec.topic, 0).hw
+        kill_f2 = injector.apply(parse_fault(f"kill --target broker:{f2}"))
+        kill_leader = injector.apply(parse_fault(f"kill --target broker:{leader}"))
+        injector.heal(cut)
+        t0 = time.monotonic()
+        try:
+            st = cluster.wait_for_isr(spec.topic, 0, lambda st: st.leader == f1, SESSION_MS / 1000 + 15,
+                                      f"broker {f1} is elected (uncleanly) once {leader} is fenced")
+            notes["election"] = "automatic (topic config unclean.leader.election.enable=true)"
+        except Exception as exc:  # noqa: BLE001 - then ask for it explicitly
+            notes["automatic_election_error"] = str(exc)
+            resp = obs.admin.elect_leaders(1, {spec.topic: [0]}, raise_errors=False)
+            notes["elect_leaders_response"] = str(resp)
+            st = cluster.wait_for_isr(spec.topic, 0, lambda st: st.leader == f1, 20,
+                                      f"broker {f1} is elected by ElectLeaders(UNCLEAN)")
+            notes["election"] = "ElectLeaders(UNCLEAN)"
+        notes["election_seconds"] = round(time.monotonic() - t0, 1)
+        notes["after_election"] = st.to_event_value()
+        _hold(4)  # new values land at the truncated offsets, on F1
+        notes["f1_leo_before_restart"] = obs.list_offset(f1, spec.topic, 0, replica_id=DEBUGGING_REPLICA_ID)
+        injector.heal(kill_leader)  # restart on the same data: they truncate to F1's log
+        injector.heal(kill_f2)
+        st = cluster.wait_for_isr(spec.topic, 0, lambda st: len(st.isr) == 3, 60,
+                                  f"brokers {leader} and {f2} rejoin F1's ISR")
+        notes["after_restart"] = st.to_event_value()
+
+    return run
+
+
+def _events(history: Path) -> list[dict[str, Any]]:
+    lines = history.read_text().splitlines()
+    return [json.loads(line) for line in lines[1:] if line.strip()]
+
+
+def test_unclean_election_truncation_is_detected_by_consumers(
+        cluster_factory, kafka_version: str, profile: Profile, campaign: str, results_root: Path,
+        repro: str) -> None:
+    cluster = cluster_factory(
+        brokers=3, racks=3, controllers=1,  # a dedicated controller: the quorum survives two broker kills
+        broker_config={"replica.lag.time.max.ms": str(LAG_MS), "broker.session.timeout.ms": str(SESSION_MS)})
+    notes: dict[str, Any] = {}
+    spec = RunSpec(suite="kip-320", scenario="unclean-truncation", campaign=campaign, results_root=results_root,
+                   topic=TOPIC, partitions=1, replication_factor=3, min_insync_replicas=1, acks="all",
+                   unclean_leader_election=True, producers=2, rate=max(profile.rate, 50),
+                   duration=max(profile.run_seconds, 35), settle_timeout=60, repro=repro,
+                   extra={"scenario": "cut F1, commit past it, kill L and F2, unclean-elect F1, restart L, F2"})
+    result = execute_run(cluster, spec, nemesis=unclean_truncation(notes))
+    (result.dir / "scenario.json").write_text(json.dumps(notes, indent=2, default=str))
+    verdicts = {v.check: v for v in result.verdicts}
+    summary = {k: (v.valid, v.allowed, v.counts) for k, v in verdicts.items()}
+
+    # The scenario really truncated committed data that consumers had read.
+    assert notes.get("after_election", {}).get("leader") == notes["f1"], notes
+    lost, unc = verdicts["lost-write"], verdicts["uncommitted-read"]
+    assert lost.counts["lost"] > 0 and lost.valid is True and lost.allowed, \
+        f"acks=all writes above F1's log must be lost, and allowed: {summary}"
+    assert unc.counts["uncommitted_reads"] > 0 and unc.valid is True and unc.allowed, \
+        f"consumers must have read records the election truncated, and that is allowed: {summary}"
+
+    # KIP-320: every consumer that read truncated records detected it.
+    events = _events(result.dir / "history.jsonl")
+    detections = [e for e in events if e["process"].startswith("consumer-") and (
+        (e["f"] == "seek" and "truncat" in str(e["value"].get("reason")))
+        or (e["f"] == "poll" and e["type"] == "fail" and "truncat" in str(e.get("error")).lower()))]
+    assert detections, f"no consumer recorded a truncation (LogTruncationError or a seek to the divergence point); {summary}"
+    x = notes["f1_leo_at_cut"]
+    for d in detections:
+        if d["f"] == "seek" and d["value"].get("offset") is not None:
+            # the divergence point is at or below where F1's log ended when it was cut off
+            assert d["value"]["offset"] <= notes["f1_leo_before_restart"], d
+
+    for check in ("truncation-undetected", "nonmonotonic-poll", "poll-skip", "inconsistent-offsets"):
+        assert verdicts[check].valid is True, \
+            f"{check} must hold after an unclean election: {verdicts[check].to_json()} (results {result.dir}, x={x})"
