@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import itertools
 import logging
-import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from harness.cluster import Cluster
+from harness.lifecycle import accepts_connection
 from harness.node import NodeState
 from harness.topology import Link, ProxyPlan
 from harness.waiting import wait_until
@@ -253,7 +253,7 @@ class Injector:
                 state = api.proxy(name)
                 healthy = (state.get("enabled") and not any(t["name"].startswith(TOXIC_PREFIX)
                                                              for t in state.get("toxics", []))
-                           and _accepts(plan.listen_host, plan.listen_port))
+                           and accepts_connection(plan.listen_host, plan.listen_port))
             except Exception as exc:  # noqa: BLE001 - any failure to confirm means: recreate
                 log.warning("proxy %s could not be checked: %s", name, exc)
                 healthy = False
@@ -265,7 +265,7 @@ class Injector:
             except Exception as exc:  # noqa: BLE001 - it may already be gone
                 log.info("deleting %s: %s", name, exc)
             api.create(name, plan.listen, plan.upstream, enabled=True)
-            wait_until(lambda: _accepts(plan.listen_host, plan.listen_port), 10, f"proxy {name} accepts connections")
+            wait_until(lambda: accepts_connection(plan.listen_host, plan.listen_port), 10, f"proxy {name} accepts connections")
 
     def heal_all(self) -> None:
         """Heal every active fault, then reset every proxy and node to healthy, verified.
@@ -308,11 +308,4 @@ class Injector:
             raise FaultError("the cluster is not running")
         return self.cluster.toxiproxy
 
-
-def _accepts(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=2):
-            return True
-    except OSError:
-        return False
 

@@ -82,6 +82,15 @@ def address_free(host: str, port: int) -> bool:
     return _bindable(host, port) and _bindable("0.0.0.0", port)
 
 
+def accepts_connection(host: str, port: int, timeout: float = 2.0) -> bool:
+    """True if a TCP connection to host:port is accepted (it is closed at once)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 def listening_sockets() -> set[tuple[str, int]]:
     """(IPv4 address, port) of every TCP socket in LISTEN state on this machine (IPv4 and
     IPv4-mapped IPv6), read from /proc/net/tcp{,6}."""

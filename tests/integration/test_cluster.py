@@ -4,12 +4,12 @@ leave it healed (every replica back in the ISR) for the next."""
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
 
 from harness.cluster import Cluster
+from harness.lifecycle import accepts_connection
 from harness.config import RACK_AWARE_SELECTOR
 from harness.observe import PartitionState
 from harness.waiting import wait_until
@@ -66,13 +66,6 @@ def test_follower_fetching_is_proven_by_proxy_byte_counters(cluster: Cluster) ->
     assert without_rack[follower] < payload / 10, f"a follower served without client_rack: {without_rack}"
 
 
-def _connectable(address: str, port: int) -> bool:
-    try:
-        with socket.create_connection((address, port), timeout=2):
-            return True
-    except OSError:
-        return False
-
 
 def test_cut_follower_leaves_isr_in_time_and_rejoins_after_heal(cluster: Cluster) -> None:
     cluster.create_topic("cut", partitions=1, replication_factor=3)
@@ -107,8 +100,8 @@ def test_one_way_cut_blocks_only_one_direction(cluster: Cluster) -> None:
     cluster.set_links_enabled([link], False)
     try:
         with BackgroundProducer(cluster, "oneway"):
-            assert not _connectable(topo.link_address(f_node, l_node), port)
-            assert _connectable(topo.link_address(l_node, f_node), port)  # leader -> follower still open
+            assert not accepts_connection(topo.link_address(f_node, l_node), port)
+            assert accepts_connection(topo.link_address(l_node, f_node), port)  # leader -> follower still open
             cluster.wait_for_isr("oneway", 0, lambda s: follower not in s.isr, LAG_MS / 1000 + SHRINK_SLACK_S + 10,
                                  f"broker {follower} leaves the ISR when it cannot reach the leader")
     finally:
@@ -158,7 +151,7 @@ def _cut_client_rack_off_follower(cluster: Cluster, topic: str) -> tuple[str, in
     follower = next(r for r in state.replicas if r != state.leader)
     rack = cluster.rack_of(follower)
     cluster.set_links_enabled([cluster.client_link(rack, follower)], False)
-    assert not _connectable(cluster.topo.client_address(rack, cluster.topo.node(follower)),
+    assert not accepts_connection(cluster.topo.client_address(rack, cluster.topo.node(follower)),
                             cluster.topo.client_port(rack))
     return rack, follower
 
@@ -168,7 +161,7 @@ def test_cutting_a_racks_clients_off_one_broker_is_one_proxy(cluster: Cluster) -
     rack, follower = _cut_client_rack_off_follower(cluster, "clientcut")
     try:
         other = next(r for r in cluster.topo.client_racks if r != rack)
-        assert _connectable(cluster.topo.client_address(other, cluster.topo.node(follower)),
+        assert accepts_connection(cluster.topo.client_address(other, cluster.topo.node(follower)),
                             cluster.topo.client_port(other))
         assert consume_all(cluster, "clientcut", 200, rack=rack, client_rack=None, timeout=30) == 200
     finally:

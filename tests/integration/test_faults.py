@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from faults.common import FaultError
 from faults.inject import Injector
 from faults.spec import FaultSpec, parse_fault
 from harness.cluster import Cluster
+from harness.lifecycle import accepts_connection
 from harness.history import HistoryWriter
 from harness.observe import PartitionState
 
@@ -93,13 +93,6 @@ def test_killed_leader_loses_leadership_and_heal_brings_it_back(cluster: Cluster
     healed(cluster, "fkill")
 
 
-def _connectable(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=2):
-            return True
-    except OSError:
-        return False
-
 
 def test_one_way_cut_is_one_way(cluster: Cluster) -> None:
     leader, follower = follower_of(cluster, "fone")
@@ -108,8 +101,8 @@ def test_one_way_cut_is_one_way(cluster: Cluster) -> None:
     with Injector(cluster) as nemesis, BackgroundProducer(cluster, "fone"):
         nemesis.apply(parse_fault(f"cut --target broker:{follower} --peer broker:{leader} --flow out"))
         for port in (topo.ports.replication, topo.ports.controller):
-            assert not _connectable(topo.link_address(f, l), port), "follower -> leader must be cut"
-            assert _connectable(topo.link_address(l, f), port), "leader -> follower must stay open"
+            assert not accepts_connection(topo.link_address(f, l), port), "follower -> leader must be cut"
+            assert accepts_connection(topo.link_address(l, f), port), "leader -> follower must stay open"
         cluster.wait_for_isr("fone", 0, lambda s: follower not in s.isr, SHRINK_BOUND_S + 10,
                              "the follower that cannot reach the leader leaves the ISR")
     healed(cluster, "fone")
