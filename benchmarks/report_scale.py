@@ -38,14 +38,12 @@ def make_store(root: Path, runs: int, events: int, templates: int) -> None:
         return
     shutil.rmtree(root, ignore_errors=True)
     tdir = root.parent / (root.name + "-templates")
-    shutil.rmtree(tdir, ignore_errors=True)
     t0 = time.monotonic()
-    for k in range(templates):
-        p = tdir / f"t{k}" / "history.parquet"
-        generate(p, f"t{k}", events, skip=k % 5 == 1, lost=k % 5 == 3)
-        verdicts = run_all_checks(p)
-        (p.parent / "verdict.json").write_text(json.dumps(
-            {"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str))
+    tmark = tdir / f".complete-{events}-{templates}"
+    if not tmark.exists():  # templates are shared by store sizes: --runs 50, 200, 1000 reuse them
+        shutil.rmtree(tdir, ignore_errors=True)
+        _make_templates(tdir, events, templates)
+        tmark.touch()
     for i in range(runs):
         k = i % templates
         d = root / f"campaign-{i // 250:02d}" / f"run-{i:04d}"
@@ -62,6 +60,15 @@ def make_store(root: Path, runs: int, events: int, templates: int) -> None:
           f"{time.monotonic() - t0:.1f}s")
 
 
+def _make_templates(tdir: Path, events: int, templates: int) -> None:
+    for k in range(templates):
+        p = tdir / f"t{k}" / "history.parquet"
+        generate(p, f"t{k}", events, skip=k % 5 == 1, lost=k % 5 == 3)
+        verdicts = run_all_checks(p)
+        (p.parent / "verdict.json").write_text(json.dumps(
+            {"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=1000)
@@ -74,6 +81,7 @@ def main() -> int:
     make_store(a.dir, a.runs, a.events, a.templates)
     out = a.dir.parent / (a.dir.name + "-report")
     out.mkdir(exist_ok=True)
+    load0 = os.getloadavg()
     t0 = time.monotonic()
     data = build(a.dir, Options(master=a.master, max_timelines=a.max_timelines), Progress())
     write_html(data, out / "report.html")
@@ -82,10 +90,16 @@ def main() -> int:
     wall = time.monotonic() - t0
     me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_kids = ru.ru_utime + ru.ru_stime
+    cpu_me = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
     total_events = a.runs * a.events
     print(f"runs={a.runs} events/run={a.events} total_events={total_events:,} master={a.master}")
     print(f"wall={wall:.1f}s  ({total_events / wall / 1e6:.2f} M events/s)")
     print(f"peak RSS: driver python {me:.0f} MiB, largest child (Spark JVM) {kids:.0f} MiB")
+    print(f"CPU: Spark JVM {cpu_kids:.0f}s, driver python {cpu_me:.0f}s (wall x cores = "
+          f"{wall * (os.cpu_count() or 1):.0f}s available); load average before "
+          f"{load0[0]:.1f}, after {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"verdict={s['valid']} totals={s['totals']} disagreements={len(s['spark_python_disagreements'])}")
     print(f"report: {out / 'report.html'} ({(out / 'report.html').stat().st_size / 1e6:.1f} MB)")
     return 0

@@ -10,6 +10,7 @@ such and turning the cell "unknown" (never silently picking one). A run without 
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -130,13 +131,14 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
                 progress.say(f"  {i}/{len(runs)} runs ready")
     with_hist = [r for r in runs if r.parquet is not None]
     disagreements: list[dict[str, Any]] = []
-    with spark_session(opts.master) as spark:
+    with spark_session(opts.master) as spark, contextlib.ExitStack() as stack:
         from reports import spark_checks, timelines
 
         spark_v: dict[int, dict[str, Any]] = {}
         fetch_raw: list[dict[str, Any]] = []
-        if with_hist:
-            ev = spark_checks.load_events(spark, with_hist)
+        links = stack.enter_context(spark_checks.RunLinks(cache, with_hist)) if with_hist else None
+        if links is not None:
+            ev = spark_checks.load_events(spark, links)
             if opts.spark_checks:
                 with progress.step(f"poll-skip and lost-write over {len(with_hist)} histories", spark):
                     spark_v = spark_checks.run_spark_checks(ev, with_hist)
@@ -150,9 +152,9 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
             matrix, columns = _matrix(spark, run_rows)
         chosen = _pick_timeline_runs(runs, run_rows, opts.max_timelines)
         tls: dict[str, dict[str, Any]] = {}
-        if chosen:
+        if chosen and links is not None:
             with progress.step(f"timelines of {len(chosen)} run(s)", spark):
-                ev_sel = spark_checks.load_events(spark, chosen)
+                ev_sel = spark_checks.load_events(spark, links, [r.key for r in chosen])
                 total = sum(pq.ParquetFile(r.parquet).metadata.num_rows for r in chosen)  # type: ignore[arg-type]
                 sample = 1 if total < 2_000_000 else 16
                 by_key = {r.key: r.label for r in chosen}
@@ -220,20 +222,31 @@ def _pick_timeline_runs(runs: list[RunInfo], rows: list[dict[str, Any]], limit: 
 
 
 def context_events(parquet: Path, indices: list[int], radius: int = CONTEXT_RADIUS,
-                   limit: int = 24) -> list[dict[str, Any]]:
+                   limit: int = 24, table: Any = None) -> list[dict[str, Any]]:
     """The events around the given event indices (read with a row filter: big files stay on
-    disk), each marked ``involved`` when it is one of them."""
+    disk), each marked ``involved`` when it is one of them. ``table``: rows already read
+    (``context_table``) that include them."""
     if not indices:
         return []
-    lo, hi = min(indices) - radius, max(indices) + radius
     spans = sorted({(max(i - radius, 0), i + radius) for i in indices})
-    table = pq.read_table(parquet, filters=[("index", ">=", max(lo, 0)), ("index", "<=", hi)])
+    if table is None:
+        table = context_table(parquet, [indices], radius)
+    lo, hi = spans[0][0], spans[-1][1]
+    import pyarrow.compute as pc
+
+    table = table.filter(pc.and_(pc.greater_equal(table["index"], lo), pc.less_equal(table["index"], hi)))
     events = [e for e in rows_to_events(table) if any(a <= e["index"] <= b for a, b in spans)]
     want = set(indices)
     out = []
     for e in events[:limit]:
         out.append({**e, "involved": e["index"] in want})
     return out
+
+
+def context_table(parquet: Path, groups: list[list[int]], radius: int = CONTEXT_RADIUS) -> Any:
+    """One read of a history for the context of several examples: only the rows near them."""
+    wanted = sorted({j for idx in groups for i in idx for j in range(max(i - radius, 0), i + radius + 1)})
+    return pq.read_table(parquet, filters=[("index", "in", wanted)]) if wanted else None
 
 
 def _example_indices(ex: dict[str, Any]) -> list[int]:
@@ -245,6 +258,7 @@ def _example_indices(ex: dict[str, Any]) -> list[int]:
 def _failures(runs: list[RunInfo], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """For each check, the first few failing runs, each example with the events around it."""
     per_check: dict[str, int] = defaultdict(int)
+    tables: dict[int, Any] = {}
     out = []
     for r, row in zip(runs, rows):
         for check, v in row["verdicts"].items():
@@ -254,9 +268,14 @@ def _failures(runs: list[RunInfo], rows: list[dict[str, Any]]) -> list[dict[str,
             if per_check[check] > MAX_FAILURE_RUNS_PER_CHECK:
                 continue
             examples = []
+            if r.parquet is not None and r.key not in tables:  # one read per run, all checks
+                tables[r.key] = context_table(r.parquet, [
+                    _example_indices(ex) for w in row["verdicts"].values() if w["valid"] is False
+                    for ex in w.get("examples", [])[:3]])
             for ex in v.get("examples", [])[:3]:
                 idx = _example_indices(ex)
-                ctx = context_events(r.parquet, idx) if r.parquet is not None else []
+                ctx = (context_events(r.parquet, idx, table=tables[r.key])
+                       if r.parquet is not None and tables[r.key] is not None else [])
                 brief = {k: x for k, x in ex.items() if k not in ("events", "event_indices")}
                 examples.append({"what": brief, "indices": idx, "context": ctx})
             out.append({"run": row["label"], "check": check, "counts": v.get("counts", {}),

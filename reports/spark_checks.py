@@ -17,7 +17,11 @@ Definitions shared with the Python checks:
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, Window
@@ -32,19 +36,50 @@ MAX_EXAMPLES = 5
 RUN_KEYS = ["run", "topic", "partition"]
 
 
-def load_events(spark: SparkSession, runs: list[RunInfo]) -> DataFrame:
-    """All runs' events as one DataFrame, plus ``run`` (RunInfo.key), joined by file path."""
-    with_files = [r for r in runs if r.parquet is not None]
-    if not with_files:
-        raise ValueError("no run has a history")
-    paths = [str(r.parquet) for r in with_files]
-    ev = spark.read.parquet(*paths).withColumn("_file", F.col("_metadata.file_path"))
-    # Spark names files by URI (file:/..., percent-encoded); match on the decoded path's end
-    # so the mapping does not depend on how this Spark version spells the scheme.
-    mapping = spark.createDataFrame([(str(r.parquet.resolve()), r.key) for r in with_files],
-                                    "_local string, run int")
-    ev = ev.withColumn("_local", F.regexp_replace(F.url_decode("_file"), "^file:(//)?", ""))
-    return ev.join(F.broadcast(mapping), "_local").drop("_file", "_local")
+class RunLinks:
+    """A directory ``<root>/run=<key>/history.parquet`` of symlinks to every run's history, so
+    Spark reads ``run`` as a partition column: a constant per file, filled in by the reader
+    for free, and filters on it prune whole files. (Mapping ``_metadata.file_path`` back to a
+    run with a per-row string join cost more than all the checks together.)"""
+
+    def __init__(self, parent: Path, runs: list[RunInfo]):
+        self.runs = [r for r in runs if r.parquet is not None]
+        if not self.runs:
+            raise ValueError("no run has a history")
+        parent.mkdir(parents=True, exist_ok=True)
+        self.root = Path(tempfile.mkdtemp(prefix="spark-runs-", dir=parent))
+        for r in self.runs:
+            d = self.root / f"run={r.key}"
+            d.mkdir()
+            os.symlink(r.parquet.resolve(), d / "history.parquet")  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)  # removes the links, never their targets
+
+    def __enter__(self) -> RunLinks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def load_events(spark: SparkSession, links: RunLinks, keys: list[int] | None = None) -> DataFrame:
+    """All runs' events as one DataFrame with an integer ``run`` (RunInfo.key) column; only
+    the runs in ``keys`` when given (pruned by file, nothing else is read)."""
+    ev = (spark.read.option("basePath", str(links.root)).schema(_schema(spark, links))
+          .parquet(str(links.root)))
+    if keys is not None:
+        ev = ev.filter(F.col("run").isin(list(keys)))
+    return ev
+
+
+def _schema(spark: SparkSession, links: RunLinks) -> Any:
+    """The history schema (from one file: they all share ``PARQUET_SCHEMA``) plus ``run``,
+    given explicitly so Spark does not infer it from every file's footer."""
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    first = spark.read.parquet(str(links.runs[0].parquet)).schema
+    return StructType([*first.fields, StructField("run", IntegerType(), False)])
 
 
 @dataclass
@@ -74,71 +109,113 @@ def decide(violations: int, judged: int, unjudged: int = 0) -> bool | str:
 
 # --------------------------------------------------------------------------------------------
 # Committed final log
+#
+# Nothing below shuffles per-record data: a run's file is read whole by one task, so every
+# per-record step is a narrow one (filters, array functions over a poll's or a final read's
+# records, joins with small broadcast tables); the shuffles carry only per-poll summaries,
+# per-value partial aggregates and a few rows per run.
 
 
-def reference(ev: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(refinfo, committed): per (run, topic, partition) the reference replica's ``log_start``
-    and ``hw``; and its committed records (run, topic, partition, offset, value).
-
-    The ranking runs on the final-read events without their records (a few rows per run), and
-    only the winner's records are exploded: the other replicas' logs never leave the scan.
-    """
-    finals = ev.filter((F.col("f") == "final-read") & (F.col("type") == "ok")
-                       & F.col("topic").isNotNull() & F.col("partition").isNotNull())
+def reference(ev: DataFrame) -> DataFrame:
+    """Per (run, topic, partition): the reference replica's final-read ``index``, ``hw`` and
+    ``log_start`` (a few rows per run; collect or broadcast it). Ranked without the records."""
+    finals = _finals(ev)
     ranked = finals.select(
         "run", "topic", "partition", "index", "hw", "replica",
-        F.coalesce(F.size("records"), F.lit(0)).alias("n"),
+        # only the offsets of the records are read (nested column pruning)
+        F.coalesce(F.size("records.offset"), F.lit(0)).alias("n"),
         F.coalesce("log_start", F.array_min("records.offset"), F.lit(0)).alias("log_start"),
     )
     w = Window.partitionBy(*RUN_KEYS).orderBy(F.desc("hw"), F.desc("n"), F.asc("replica"),
                                               F.asc("index"))
-    refinfo = (ranked.withColumn("_rank", F.row_number().over(w)).filter("_rank = 1")
-               .select(*RUN_KEYS, "index", "hw", "log_start").cache())
+    return (ranked.withColumn("_rank", F.row_number().over(w)).filter("_rank = 1")
+            .select(*RUN_KEYS, "index", "hw", "log_start"))
+
+
+def _finals(ev: DataFrame) -> DataFrame:
+    return ev.filter((F.col("f") == "final-read") & (F.col("type") == "ok")
+                     & F.col("topic").isNotNull() & F.col("partition").isNotNull())
+
+
+def committed_logs(ev: DataFrame, refinfo: DataFrame) -> DataFrame:
+    """One row per (run, topic, partition) with a reference: its committed records
+    (``log_start <= offset < hw``) as an array ``log`` of (offset, value), still inside the
+    row of the file it was read from (the reference table is broadcast, the scan is not moved)."""
     winners = F.broadcast(refinfo.select("run", "index", "hw", "log_start"))
-    committed = (
-        finals.select("run", "topic", "partition", "index", "records")
-        .join(winners, ["run", "index"])
-        .select(*RUN_KEYS, "hw", "log_start", F.explode("records").alias("r"))
-        .select(*RUN_KEYS, F.col("r.offset").alias("offset"), F.col("r.value").alias("value"),
-                "hw", "log_start")
-        .filter((F.col("offset") >= F.col("log_start")) & (F.col("offset") < F.col("hw")))
-        .select(*RUN_KEYS, "offset", "value")
-    )
-    return refinfo, committed
+    keep = F.filter("records", lambda r: (r["offset"] >= F.col("log_start"))
+                    & (r["offset"] < F.col("hw")))
+    return (_finals(ev).select("run", "topic", "partition", "index", "records")
+            .join(winners, ["run", "index"])
+            .select(*RUN_KEYS, F.transform(keep, lambda r: F.struct(
+                r["offset"].alias("offset"), r["value"].alias("value"))).alias("log")))
 
 
 # --------------------------------------------------------------------------------------------
 # lost-write
 
 
-def lost_write(ev: DataFrame, refinfo: DataFrame, committed: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(counts per run, lost examples): acknowledged sends whose value is nowhere in the run's
-    committed final log. Unjudged: no final read of the partition, or acked below log start."""
-    acked = ev.filter((F.col("f") == "send") & (F.col("type") == "ok") & F.col("value").isNotNull()) \
-        .select("run", "topic", "partition", "offset", "value", "index", "process")
+def acked_sends(ev: DataFrame, refinfo: DataFrame) -> DataFrame:
+    """Acknowledged sends with their judged flag (partition has a reference, not acked below
+    its log start) and the reference's hw."""
     info = F.broadcast(refinfo.select(*RUN_KEYS, F.col("log_start").alias("ref_log_start"),
                                       F.col("hw").alias("ref_hw")))
-    present = committed.select("run", "value").distinct().withColumn("present", F.lit(True))
-    j = (acked.join(info, RUN_KEYS, "left").join(present, ["run", "value"], "left")
-         .withColumn("present", F.coalesce("present", F.lit(False)))
-         .withColumn("has", F.col("ref_log_start").isNotNull())
-         .withColumn("below", F.coalesce((F.col("offset") >= 0) & (F.col("offset") < F.col("ref_log_start")),
-                                         F.lit(False)))
-         .withColumn("judged", F.col("has") & ~F.col("below"))
-         .withColumn("lost", F.col("judged") & ~F.col("present"))
-         .withColumn("unjudged", ~F.col("judged") & ~F.col("present")))
-    j = j.cache()
-    counts = j.groupBy("run").agg(
-        F.count(F.lit(1)).alias("acknowledged"),
-        F.sum(F.col("judged").cast("long")).alias("acknowledged_judged"),
-        F.sum(F.col("unjudged").cast("long")).alias("acknowledged_unjudged"),
-        F.sum(F.col("lost").cast("long")).alias("lost"),
+    acked = ev.filter((F.col("f") == "send") & (F.col("type") == "ok") & F.col("value").isNotNull()) \
+        .select("run", "topic", "partition", "offset", "value", "index", "process")
+    below = F.coalesce((F.col("offset") >= 0) & (F.col("offset") < F.col("ref_log_start")),
+                       F.lit(False))
+    return (acked.join(info, RUN_KEYS, "left")
+            .withColumn("judged", F.col("ref_log_start").isNotNull() & ~below))
+
+
+def lost_write(ev: DataFrame, refinfo: DataFrame, logs: DataFrame) -> DataFrame:
+    """Per (run, value) acknowledged anywhere: how many acks (judged or not) and whether the
+    run's committed final log holds the value. One aggregation over the union of acks and
+    committed values: each run's rows meet in the map-side partial aggregation (its file is
+    one task), so the shuffle carries one row per distinct value instead of both sides of a
+    join, and nothing is sorted."""
+    acks = acked_sends(ev, refinfo).select(
+        "run", "value", F.lit(1).alias("a"), F.col("judged").cast("int").alias("j"),
+        F.when(F.col("judged"), F.col("index")).alias("ji"), F.lit(0).alias("c"))
+    com = (logs.select("run", F.explode("log.value").alias("value"))
+           .filter(F.col("value").isNotNull())
+           .select("run", "value", F.lit(0).alias("a"), F.lit(0).alias("j"),
+                   F.lit(None).cast("long").alias("ji"), F.lit(1).alias("c")))
+    return (acks.unionByName(com).groupBy("run", "value")
+            .agg(F.sum("a").alias("acks"), F.sum("j").alias("judged"),
+                 F.max("c").alias("present"), F.min("ji").alias("first_judged"))
+            .filter(F.col("acks") > 0))
+
+
+def lost_write_counts(per_value: DataFrame) -> DataFrame:
+    """Counts per run, and ``lost_values``: (first judged ack index, value) of every lost value
+    (anomalies only, so small), from which the examples are picked."""
+    absent = F.col("present") == 0
+    return per_value.groupBy("run").agg(
+        F.sum("acks").alias("acknowledged"),
+        F.sum("judged").alias("acknowledged_judged"),
+        F.sum(F.when(absent, F.col("acks") - F.col("judged")).otherwise(0)).alias("acknowledged_unjudged"),
+        F.sum(F.when(absent, F.col("judged")).otherwise(0)).alias("lost"),
+        F.collect_list(F.when(absent & (F.col("judged") > 0),
+                              F.struct("first_judged", "value"))).alias("lost_values"),
     )
+
+
+def lost_write_examples(ev: DataFrame, refinfo: DataFrame,
+                        lost_values: dict[int, list[tuple[int, str]]]) -> list[Any]:
+    """The first MAX_EXAMPLES lost acks per run (by event index). The lost values whose first
+    judged ack is among the run's first MAX_EXAMPLES hold them all; their acks are found by a
+    broadcast join over only the files of runs that lost something."""
+    top = [(run, v) for run, vals in lost_values.items() for _, v in sorted(vals)[:MAX_EXAMPLES]]
+    if not top:
+        return []
+    keys = ev.sparkSession.createDataFrame(top, "run int, value string")
+    runs = sorted(lost_values)
+    lost = (acked_sends(ev.filter(F.col("run").isin(runs)), refinfo).filter("judged")
+            .join(F.broadcast(keys), ["run", "value"]))
     wr = Window.partitionBy("run").orderBy("index")
-    examples = (j.filter("lost").withColumn("_n", F.row_number().over(wr))
-                .filter(F.col("_n") <= MAX_EXAMPLES)
-                .select("run", "index", "topic", "partition", "offset", "value", "process", "ref_hw"))
-    return counts, examples
+    return (lost.withColumn("_n", F.row_number().over(wr)).filter(F.col("_n") <= MAX_EXAMPLES)
+            .select("run", "index", "topic", "partition", "offset", "value", "process", "ref_hw")
+            .collect())
 
 
 # --------------------------------------------------------------------------------------------
@@ -147,36 +224,65 @@ def lost_write(ev: DataFrame, refinfo: DataFrame, committed: DataFrame) -> tuple
 _KIND_POS, _KIND_WILD, _KIND_REC = 0, 1, 2
 
 
-def poll_steps(ev: DataFrame) -> DataFrame:
-    """Every polled record with the step that led to it: ``expected`` offset (previous record
-    + 1, or the offset a position change set), ``has_prev`` and ``prev_index``.
+def poll_groups(ev: DataFrame) -> DataFrame:
+    """One row per (poll, topic, partition it returned records of): the records' count, first
+    and last offset, the position of the first one in the poll, and the steps inside the poll
+    that jump (``inner``: record after record, expected = previous offset + 1). Built with
+    array functions inside the poll's row, so the chain window below orders ~BATCH times fewer
+    rows than there are records."""
+    polls = ev.filter((F.col("f") == "poll") & (F.col("type") == "ok") & F.col("records").isNotNull())
+    recs = F.transform("records", lambda r, i: F.struct(
+        r["topic"].alias("topic"), r["partition"].alias("partition"),
+        r["offset"].alias("offset"), i.alias("pos")))
+    keys = F.array_distinct(F.transform("recs", lambda r: F.struct(
+        r["topic"].alias("topic"), r["partition"].alias("partition"))))
+    g = (polls.select("run", "process", "index", recs.alias("recs"))
+         .select("run", "process", "index", "recs", F.explode(keys).alias("k"))
+         .select("run", "process", "index", F.col("k.topic").alias("topic"),
+                 F.col("k.partition").alias("partition"),
+                 F.filter("recs", lambda r: r["topic"].eqNullSafe(F.col("k.topic"))
+                          & r["partition"].eqNullSafe(F.col("k.partition"))).alias("g")))
+    n = F.size("g")
+    pairs = F.zip_with(F.slice("g", 1, n - 1), F.slice("g", 2, n - 1), lambda a, b: F.struct(
+        (a["offset"] + 1).alias("expected"), b["offset"].alias("offset"), b["pos"].alias("pos")))
+    return g.select(
+        "run", "process", "topic", "partition", "index", n.alias("n"),
+        F.col("g")[0]["pos"].alias("pos"), F.col("g")[0]["offset"].alias("offset"),
+        F.element_at("g", -1)["offset"].alias("last_offset"),
+        F.filter(pairs, lambda s: s["offset"] > s["expected"]).alias("inner"))
 
-    Records and position changes of one consumer and partition are put in one stream ordered
-    by (event index, position in the poll); a record right after a record continues the chain,
-    a record right after a position change starts a segment at that change's offset (unknown
-    for changes of all partitions, which name none).
-    """
-    recs = (ev.filter((F.col("f") == "poll") & (F.col("type") == "ok") & F.col("records").isNotNull())
-            .select("run", "process", "index", F.posexplode("records").alias("pos", "r"))
-            .select("run", "process", F.col("r.topic").alias("topic"),
-                    F.col("r.partition").alias("partition"), "index", "pos",
-                    F.col("r.offset").alias("offset"), F.lit(_KIND_REC).alias("kind")))
+
+def poll_steps(ev: DataFrame) -> DataFrame:
+    """Per poll group, the step into its first record (``expected``, ``has_prev``,
+    ``prev_index``, ``cont``), from the chain of groups and position changes of one consumer
+    and partition ordered by (event index, position in the poll). A group right after a group
+    continues the chain (expected = previous group's last offset + 1); right after a position
+    change it starts a segment at that change's offset (unknown for changes of all partitions,
+    which name none)."""
+    groups = poll_groups(ev)
     moves = ev.filter(F.col("f").isin("assign", "seek") & F.col("type").isin("ok", "info")) \
-        .select("run", "process", "topic", "partition", "index", F.lit(0).alias("pos"),
+        .select("run", "process", "topic", "partition", "index",
                 F.coalesce("offset", F.lit(-1)).cast("long").alias("offset"))
+    cols = ["run", "process", "topic", "partition", "index", "pos", "offset", "last_offset",
+            "kind", "n", "inner"]
+    none = F.lit(None)
     specific = moves.filter(F.col("topic").isNotNull() & F.col("partition").isNotNull()) \
-        .withColumn("kind", F.lit(_KIND_POS))
-    chains = recs.select("run", "process", "topic", "partition").distinct()
+        .select("run", "process", "topic", "partition", "index", F.lit(0).alias("pos"), "offset",
+                F.col("offset").alias("last_offset"), F.lit(_KIND_POS).alias("kind"),
+                F.lit(0).alias("n"), none.alias("inner"))
+    chains = groups.select("run", "process", "topic", "partition").distinct()
     wild = (moves.filter(F.col("topic").isNull() | F.col("partition").isNull())
-            .select("run", "process", "index", "pos", "offset")
+            .select("run", "process", "index", "offset")
             .join(chains, ["run", "process"])
-            .select("run", "process", "topic", "partition", "index", "pos", "offset",
-                    F.lit(_KIND_WILD).alias("kind")))
-    cols = ["run", "process", "topic", "partition", "index", "pos", "offset", "kind"]
-    u = recs.select(*cols).unionByName(specific.select(*cols)).unionByName(wild.select(*cols))
+            .select("run", "process", "topic", "partition", "index", F.lit(0).alias("pos"),
+                    "offset", F.col("offset").alias("last_offset"),
+                    F.lit(_KIND_WILD).alias("kind"), F.lit(0).alias("n"), none.alias("inner")))
+    recs = groups.withColumn("kind", F.lit(_KIND_REC))
+    u = (recs.select(*cols).unionByName(specific.select(*cols), allowMissingColumns=False)
+         .unionByName(wild.select(*cols)))
     w = Window.partitionBy("run", "process", "topic", "partition").orderBy("index", "pos")
     u = (u.withColumn("prev_kind", F.lag("kind").over(w))
-         .withColumn("prev_off", F.lag("offset").over(w))
+         .withColumn("prev_off", F.lag("last_offset").over(w))
          .withColumn("prev_index", F.lag("index").over(w))
          .filter(F.col("kind") == _KIND_REC))
     cont = F.coalesce(F.col("prev_kind") == _KIND_REC, F.lit(False))
@@ -185,45 +291,62 @@ def poll_steps(ev: DataFrame) -> DataFrame:
             .withColumn("expected", F.when(cont, F.col("prev_off") + 1).otherwise(start))
             .withColumn("has_prev", cont | (start >= 0))
             .withColumn("prev_index", F.when(F.col("has_prev"), F.col("prev_index")))
-            .select("run", "process", "topic", "partition", "index", "offset", "expected",
-                    "has_prev", "prev_index", "cont"))
+            .select("run", "process", "topic", "partition", "index", "pos", "offset", "expected",
+                    "has_prev", "prev_index", "cont", "n", "inner"))
 
 
-def poll_skip(ev: DataFrame, refinfo: DataFrame, committed: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(counts per run, skip examples): jumps over committed offsets between consecutive
-    records of a chain (or from a position change's offset to the first record after it)."""
-    steps = poll_steps(ev).cache()
-    info = F.broadcast(refinfo.select(*RUN_KEYS, F.lit(True).alias("has")))
-    gaps = (steps.filter(F.col("has_prev") & (F.col("offset") > F.col("expected")))
-            .join(info, RUN_KEYS, "left").withColumn("has", F.coalesce("has", F.lit(False))))
-    c = committed.select(*RUN_KEYS, F.col("offset").alias("c_off"))
-    missing = (gaps.filter("has").alias("g").join(
-        c.alias("c"),
-        (F.col("g.run") == F.col("c.run")) & (F.col("g.topic") == F.col("c.topic"))
-        & (F.col("g.partition") == F.col("c.partition"))
-        & (F.col("c.c_off") >= F.greatest(F.col("g.expected"), F.lit(0)))
-        & (F.col("c.c_off") < F.col("g.offset")))
-        .groupBy("g.run", "g.process", "g.topic", "g.partition", "g.index", "g.offset")
-        .agg(F.count(F.lit(1)).alias("missing")))
-    skips = (gaps.join(missing, ["run", "process", "topic", "partition", "index", "offset"], "left")
+def poll_skip(ev: DataFrame, refinfo: DataFrame, logs: DataFrame,
+              broadcast_limit: int = 2_000_000) -> tuple[DataFrame, DataFrame]:
+    """(counts per run, skips): jumps over committed offsets between consecutive records of a
+    chain (or from a position change's offset to the first record after it). The jumps are
+    few (each is an anomaly or an unjudged step), so they are collected into a table that is
+    broadcast onto the committed logs, where ``missing`` is counted inside the log's row."""
+    spark = ev.sparkSession
+    steps = poll_steps(ev)
+    first = F.array(F.struct(
+        F.col("prev_index").alias("prev_index"), F.col("expected").alias("expected"),
+        F.col("offset").alias("offset"), F.col("pos").alias("pos"), F.col("cont").alias("cont")))
+    inner = F.transform("inner", lambda s: F.struct(
+        F.col("index").alias("prev_index"), s["expected"].alias("expected"),
+        s["offset"].alias("offset"), s["pos"].alias("pos"), F.lit(True).alias("cont")))
+    jump = F.coalesce(F.col("has_prev") & (F.col("offset") > F.col("expected")), F.lit(False))
+    gaps_arr = F.when(jump, F.concat(first, inner)).otherwise(inner)
+    marked = steps.withColumn("gaps", gaps_arr)
+    per_run = marked.groupBy("run").agg(
+        F.sum(F.col("has_prev").cast("long") + F.col("n") - 1).alias("steps"),
+        F.sum("n").alias("records"),
+        F.collect_list(F.when(F.size("gaps") > 0, F.struct(
+            "process", "topic", "partition", "index", "gaps"))).alias("gap_rows"))
+    rows = per_run.collect()
+    step_counts = spark.createDataFrame([(r["run"], int(r["steps"]), int(r["records"])) for r in rows],
+                                        "run int, steps long, records long")
+    gap_list = [(r["run"], g["process"], g["topic"], g["partition"], g["index"], x["prev_index"],
+                 x["expected"], x["offset"], x["pos"], x["cont"])
+                for r in rows for g in r["gap_rows"] for x in g["gaps"]]
+    gaps = spark.createDataFrame(gap_list, "run int, process string, topic string, partition int, "
+                                           "index long, prev_index long, expected long, offset long, "
+                                           "pos int, cont boolean")
+    has = F.broadcast(refinfo.select(*RUN_KEYS, F.lit(True).alias("has")))
+    gaps = gaps.join(has, RUN_KEYS, "left").withColumn("has", F.coalesce("has", F.lit(False)))
+    judged = gaps.filter("has")
+    g = F.broadcast(judged) if len(gap_list) <= broadcast_limit else judged
+    lo = F.greatest(F.col("expected"), F.lit(0))
+    gap_runs = sorted({x[0] for x in gap_list})  # only these runs' final logs are read
+    missing = (logs.filter(F.col("run").isin(gap_runs)).join(g, RUN_KEYS)
+               .select("run", "process", "topic", "partition", "index", "pos", F.size(F.filter(
+                   "log", lambda r: (r["offset"] >= lo) & (r["offset"] < F.col("offset"))))
+                   .alias("missing")))
+    skips = (gaps.join(missing, ["run", "process", "topic", "partition", "index", "pos"], "left")
              .withColumn("missing", F.coalesce("missing", F.lit(0)))
              .withColumn("skip", F.col("has") & (F.col("missing") > 0))
-             .withColumn("unjudged", ~F.col("has"))).cache()
-    step_counts = steps.groupBy("run").agg(
-        F.sum(F.col("has_prev").cast("long")).alias("steps"),
-        F.count(F.lit(1)).alias("records"))
+             .withColumn("unjudged", ~F.col("has")))
     gap_counts = skips.groupBy("run").agg(
         F.sum(F.col("skip").cast("long")).alias("skips"),
         F.sum(F.when(F.col("skip"), F.col("missing")).otherwise(0)).alias("skipped_offsets"),
         F.sum(F.col("unjudged").cast("long")).alias("steps_unjudged"))
     counts = (step_counts.join(gap_counts, "run", "left").na.fill(0)
               .withColumn("steps_judged", F.col("steps") - F.col("steps_unjudged")))
-    wr = Window.partitionBy("run").orderBy("index")
-    examples = (skips.filter("skip").withColumn("_n", F.row_number().over(wr))
-                .filter(F.col("_n") <= MAX_EXAMPLES)
-                .select("run", "process", "topic", "partition", "prev_index", "index", "expected",
-                        "offset", "missing", F.col("cont")))
-    return counts, examples
+    return counts, skips.filter("skip")
 
 
 # --------------------------------------------------------------------------------------------
@@ -233,19 +356,28 @@ def poll_skip(ev: DataFrame, refinfo: DataFrame, committed: DataFrame) -> tuple[
 def run_spark_checks(ev: DataFrame, runs: list[RunInfo]) -> dict[int, dict[str, SparkVerdict]]:
     """Verdicts per run key for poll-skip and lost-write. Runs without any send (or poll)
     get the verdict the Python check gives an empty input: unknown, nothing judged."""
-    refinfo, committed = reference(ev)
-    lw_counts, lw_ex = lost_write(ev, refinfo, committed)
-    ps_counts, ps_ex = poll_skip(ev, refinfo, committed)
-    lw = {r["run"]: r.asDict() for r in lw_counts.collect()}
+    spark = ev.sparkSession
+    ref_rows = reference(ev).collect()
+    refinfo = spark.createDataFrame([tuple(r) for r in ref_rows],
+                                    "run int, topic string, partition int, index long, hw long, "
+                                    "log_start long")
+    logs = committed_logs(ev, refinfo)
+    lw = {r["run"]: r.asDict() for r in lost_write_counts(lost_write(ev, refinfo, logs)).collect()}
+    lw_ex = lost_write_examples(ev, refinfo, {k: [(x["first_judged"], x["value"]) for x in a["lost_values"]]
+                                              for k, a in lw.items() if a["lost_values"]})
+    ps_counts, ps_skips = poll_skip(ev, refinfo, logs)
     ps = {r["run"]: r.asDict() for r in ps_counts.collect()}
+    wr = Window.partitionBy("run").orderBy("index", "pos")
+    ps_ex = (ps_skips.withColumn("_n", F.row_number().over(wr)).filter(F.col("_n") <= MAX_EXAMPLES)
+             .orderBy("run", "index", "pos").collect())
     lw_examples: dict[int, list[dict[str, Any]]] = {}
-    for r in lw_ex.orderBy("run", "index").collect():
+    for r in sorted(lw_ex, key=lambda r: (r["run"], r["index"])):
         lw_examples.setdefault(r["run"], []).append({
             "kind": "lost-write", "topic": r["topic"], "partition": r["partition"],
             "offset": r["offset"], "producer": r["process"], "final_hw": r["ref_hw"],
             "value": r["value"], "event_indices": [r["index"]]})
     ps_examples: dict[int, list[dict[str, Any]]] = {}
-    for r in ps_ex.orderBy("run", "index").collect():
+    for r in ps_ex:
         ps_examples.setdefault(r["run"], []).append({
             "kind": "poll-skip", "topic": r["topic"], "partition": r["partition"],
             "consumer": r["process"], "expected_offset": r["expected"], "got_offset": r["offset"],
@@ -270,5 +402,4 @@ def run_spark_checks(ev: DataFrame, runs: list[RunInfo]) -> dict[int, dict[str, 
                                                           ps_c["steps_unjudged"]),
                                       ps_c, ps_examples.get(run.key, [])),
         }
-    ev.sparkSession.catalog.clearCache()  # the cached intermediates are only for this pass
     return out

@@ -65,7 +65,9 @@ def timelines(ev: DataFrame, latency_sample: int = 1) -> dict[int, Timeline]:
     widths = run_widths(ev)
     if not widths:
         return {}
-    b = _bucketed(ev, widths).cache()
+    # no cache: each series below reads only its own columns (the records column, the big
+    # one, only for the polled offsets and latency)
+    b = _bucketed(ev, widths)
     is_send = F.col("f") == "send"
     tput = b.groupBy("run", "bucket").agg(
         F.sum(F.when(is_send & (F.col("type") == "ok"), 1).otherwise(0)).alias("acks"),
@@ -90,7 +92,6 @@ def timelines(ev: DataFrame, latency_sample: int = 1) -> dict[int, Timeline]:
                       F.get_json_object("value_json", "$.kind").alias("kind"),
                       F.get_json_object("value_json", "$.targets").alias("targets"))
               .orderBy("run", "index").collect())
-    b.unpersist()
     return _assemble(widths, tput, meta, pos, lat, faults, latency_sample)
 
 

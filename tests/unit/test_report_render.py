@@ -158,3 +158,43 @@ def test_context_events_marks_involved(tmp_path: Path) -> None:
     ctx = context_events(tmp_path / "h.parquet", [10], radius=2)
     assert [e["index"] for e in ctx] == [8, 9, 10, 11, 12]
     assert [e["involved"] for e in ctx] == [False, False, True, False, False]
+
+
+def test_context_from_one_read_per_run(tmp_path: Path) -> None:
+    """Several examples of one run share one read; each still gets only its own neighbours."""
+    from harness.checks.synth import HistoryBuilder
+    from harness.history import to_parquet
+    from reports.aggregate import context_table
+
+    b = HistoryBuilder()
+    for i in range(40):
+        b.send("producer-0", "t", 0, f"v{i}", offset=i)
+    to_parquet(b.write(tmp_path / "h.jsonl"), tmp_path / "h.parquet")
+    table = context_table(tmp_path / "h.parquet", [[5], [30, 31]], radius=1)
+    assert table.num_rows == 3 + 4
+    assert [e["index"] for e in context_events(tmp_path / "h.parquet", [30, 31], radius=1,
+                                               table=table)] == [29, 30, 31, 32]
+    assert [e["index"] for e in context_events(tmp_path / "h.parquet", [5], radius=1,
+                                               table=table)] == [4, 5, 6]
+
+
+def test_run_links_partition_dirs(tmp_path: Path) -> None:
+    """Spark reads ``run`` from ``run=<key>`` directories of links; closing removes the links
+    and never the histories they point to."""
+    from reports.layout import RunInfo
+    from reports.spark_checks import RunLinks
+
+    runs = []
+    for k in range(3):
+        d = tmp_path / "results" / f"r{k}"
+        d.mkdir(parents=True)
+        (d / "history.parquet").write_bytes(b"x")
+        runs.append(RunInfo(key=k, campaign="c", run_id=f"r{k}", path=d, parquet=d / "history.parquet"))
+    runs.append(RunInfo(key=3, campaign="c", run_id="none", path=tmp_path))  # no history: skipped
+    with RunLinks(tmp_path / "cache", runs) as links:
+        got = sorted(p.relative_to(links.root).as_posix() for p in links.root.rglob("history.parquet"))
+        assert got == [f"run={k}/history.parquet" for k in range(3)]
+        assert not links.root.name.startswith((".", "_"))  # Spark skips hidden paths
+        assert (links.root / "run=1" / "history.parquet").resolve() == runs[1].parquet.resolve()
+    assert not links.root.exists()
+    assert all(r.parquet.exists() for r in runs[:3])
