@@ -47,12 +47,10 @@ Every test writes its probes to ``<results>/<campaign>/probes/kip392-case<N>.jso
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
 from kafka import KafkaProducer, TopicPartition
 
 from harness.cluster import Cluster
