@@ -50,8 +50,10 @@ class Observer:
 
     def __init__(self, bootstrap: list[str], client_id: str = "highwater-observer",
                  request_timeout_ms: int = 5000) -> None:
+        # A short metadata age: brokers that register (or come back) after this client started
+        # must become addressable by id quickly (send_to raises UnknownBrokerIdError otherwise).
         self.admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=client_id,
-                                      request_timeout_ms=request_timeout_ms)
+                                      request_timeout_ms=request_timeout_ms, metadata_max_age_ms=2000)
 
     def close(self) -> None:
         self.admin.close()
