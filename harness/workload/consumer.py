@@ -51,8 +51,10 @@ class _Listener(ConsumerRebalanceListener):
         return None
 
     def on_partitions_assigned(self, assigned: Any) -> None:
+        # The position is not known inside the callback (kafka-python fails the rebalance if we
+        # ask); None means "a new position": the checks restart their skip judgement there.
         for tp in assigned:
-            self.worker._record_position("assign", tp, self.worker.consumer.position(tp), "rebalance")
+            self.worker._record_position("assign", tp, None, "rebalance")
 
 
 class ConsumerWorker(Worker):

@@ -48,8 +48,9 @@ class ProducerWorker(Worker):
         self._sent = 0
         self._acked = 0
         self._lock = threading.Lock()
+        acks: str | int = config.acks if str(config.acks) == "all" else int(config.acks)  # kafka-python wants 0, 1 or "all"
         self._producer = KafkaProducer(
-            bootstrap_servers=bootstrap, client_id=name, acks=config.acks,
+            bootstrap_servers=bootstrap, client_id=name, acks=acks,
             enable_idempotence=config.idempotence, retries=config.retries, linger_ms=2,
             request_timeout_ms=config.request_timeout_ms, delivery_timeout_ms=config.delivery_timeout_ms,
             max_in_flight_requests_per_connection=1 if not config.idempotence else 5,

@@ -145,3 +145,14 @@ def test_bad_fault_requests_get_one_clear_error_and_leave_the_cluster_healed(clu
         assert "\n" not in str(err.value)
     assert all(n.state.value == "running" and n.is_alive() for n in cluster.nodes.values())
     healed(cluster, "fbad")
+
+
+def test_heal_all_recreates_a_wedged_proxy(cluster: Cluster) -> None:
+    """A proxy that is gone or broken behind the injector's back is recreated by the heal."""
+    cluster.create_topic("fwedge", partitions=1, replication_factor=3)
+    plan = next(p for p in cluster.topo.proxies() if p.link.listener.value == "replication")
+    cluster.toxiproxy.delete(plan.link.proxy_name)  # type: ignore[union-attr]
+    assert not accepts_connection(plan.listen_host, plan.listen_port)
+    Injector(cluster).heal_all()
+    assert accepts_connection(plan.listen_host, plan.listen_port)
+    healed(cluster, "fwedge")

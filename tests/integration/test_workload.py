@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.cluster import Cluster
 from harness.history import read_history
 from harness.runner import RunSpec, execute_run
@@ -12,7 +14,7 @@ from harness.runner import RunSpec, execute_run
 
 def test_fault_free_run_is_valid_on_every_check(cluster: Cluster, tmp_path: Path) -> None:
     spec = RunSpec(suite="workload", scenario="no-faults", campaign="test", results_root=tmp_path,
-                   duration=12, partitions=2, rate=50, producers=2)
+                   duration=12, partitions=2, rate=50, producers=2, topic="wl-assign")
     result = execute_run(cluster, spec, progress=print)
     by_check = {v.check: v for v in result.verdicts}
     assert {v.check: v.valid for v in result.verdicts if v.valid is not True} == {}, \
@@ -28,3 +30,19 @@ def test_fault_free_run_is_valid_on_every_check(cluster: Cluster, tmp_path: Path
     assert acked > 0 and sum(len(e["value"]["records"]) for e in finals) == 3 * acked
     run = json.loads((result.dir / "run.json").read_text())
     assert run["valid"] is True and run["kafka_version"] == cluster.kafka.version  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("acks, idempotence", [("1", False), ("all", True)])
+def test_group_consumers_with_acks_and_idempotence(cluster: Cluster, tmp_path: Path, acks: str,
+                                                   idempotence: bool) -> None:
+    """subscribe (group) mode records its assignments; acks and idempotence are recorded in the
+    header, which is what the policy reads."""
+    spec = RunSpec(suite="workload", scenario=f"group-acks{acks}", campaign="test", results_root=tmp_path,
+                   duration=10, partitions=3, rate=50, consumer_mode="subscribe", acks=acks,
+                   idempotence=idempotence, topic=f"wl-group-{acks}")
+    result = execute_run(cluster, spec, progress=print)
+    assert [v.check for v in result.verdicts if v.valid is False] == []
+    history = read_history(result.dir / "history.jsonl")
+    assert history.config["acks"] == acks and history.config["idempotence"] is idempotence
+    assigns = [e for e in history if e["f"] == "assign" and e["value"]["reason"] == "rebalance"]
+    assert {(e["value"]["topic"], e["value"]["partition"]) for e in assigns} == {(spec.topic, p) for p in range(3)}
