@@ -55,7 +55,10 @@ def spark_session(master: str, app_name: str = "highwater-report",
         .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN")
     )
     if master.startswith("local"):
-        builder = builder.config("spark.driver.memory", driver_memory or "3g")
+        # Local mode talks only to itself: keep it on loopback instead of the host's address.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = (builder.config("spark.driver.memory", driver_memory or "3g")
+                   .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1"))
     elif driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
     spark = builder.getOrCreate()
