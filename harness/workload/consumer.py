@@ -8,8 +8,9 @@ Events (process = the worker's name):
 - ``poll`` ok ``{"records":[{"topic","partition","offset","value","leader_epoch","replica"}]}``
   for every poll that returned records; ``poll`` fail/info with the error otherwise.
 
-Resets happen inside kafka-python, so the worker wraps two methods of its *own* consumer's
-fetcher (instance attributes; no global patch): ``_reset_offset_if_needed`` to record resets, and
+Resets happen inside kafka-python, so the worker wraps three methods of its *own* consumer's
+fetcher (instance attributes; no global patch): ``_reset_offset_if_needed`` to record resets,
+``_handle_offset_for_leader_epoch_response`` to record KIP-320 truncation seeks, and
 ``_handle_fetch_response`` to note which broker answered each fetch at each fetch offset. A
 record's ``replica`` is the broker whose fetch at the greatest fetch offset <= its offset came
 last: the client's view; the network-level truth is in Toxiproxy's byte counters. (Asking for
