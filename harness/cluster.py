@@ -320,10 +320,10 @@ class Cluster:
             return want <= self.observer().live_brokers()
 
         wait_until(registered, timeout, f"brokers {sorted(want)} are registered and unfenced")
-        # Observers made while brokers were still registering know only some of them by id.
+        # Observers made while brokers were still registering know only some of them by id;
+        # callers may hold them, so refresh their metadata rather than replacing them.
         for obs in self._observers.values():
-            obs.close()
-        self._observers.clear()
+            wait_until(lambda: obs.knows_brokers(want), 15, f"the observer's metadata lists brokers {sorted(want)}")
 
     def partition_state(self, topic: str, partition: int = 0, offsets: bool = True,
                         timeout: float = 15.0) -> PartitionState:

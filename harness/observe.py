@@ -9,7 +9,7 @@
 
 kafka-python 3.0 has no public call for "send this request to broker N"; ``send_to`` uses the
 admin client's connection manager (``KafkaAdminClient._manager``), the same path its own admin
-calls take. That is the only private attribute highwater touches in kafka-python.
+calls take (``knows_brokers`` reads its metadata cache the same way).
 """
 
 from __future__ import annotations
@@ -63,6 +63,15 @@ class Observer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def knows_brokers(self, ids: set[int]) -> bool:
+        """Whether this client can address every broker in ``ids`` by id (``send_to``); asks
+        for a metadata refresh when it cannot yet."""
+        cluster = self.admin._manager.cluster  # see module docstring
+        if ids <= {int(b.node_id) for b in cluster.brokers()}:
+            return True
+        cluster.request_update()
+        return False
 
     # -- raw requests -----------------------------------------------------------------------
     def send_to(self, node_id: int, request: Any) -> Any:
