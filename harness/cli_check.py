@@ -84,11 +84,10 @@ def _print_text(verdicts: list[Verdict], valid: Any, out: TextIO, examples: bool
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry (``python -m harness.cli_check``), same as ``highwater check``."""
-    parser = argparse.ArgumentParser(prog="highwater")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+    """``python -m harness.cli_check check ...``: the ``highwater`` CLI itself."""
+    from harness.cli import main as cli_main
+
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

@@ -69,11 +69,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry (``python -m reports.cli_report``), same as ``highwater report``."""
-    parser = argparse.ArgumentParser(prog="highwater")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+    """``python -m reports.cli_report report ...``: the ``highwater`` CLI itself."""
+    from harness.cli import main as cli_main
+
+    return cli_main(argv)
 
 
 if __name__ == "__main__":
