@@ -44,8 +44,14 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
 
 
-def _kraft_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+def kraft_cluster_id() -> str:
+    """A random KRaft cluster id (22 URL-safe base64 characters). Like Kafka's own
+    ``Uuid.randomUuid``, never one that starts with '-': the storage tool would read it as an
+    option (``-t -abc...`` fails with "expected one argument")."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def check_spec(spec: ClusterSpec) -> None:
@@ -159,7 +165,7 @@ class Cluster:
         self.toxiproxy.populate([{"name": p.link.proxy_name, "listen": p.listen, "upstream": p.upstream,
                                   "enabled": True} for p in plans])
 
-        cluster_id = _kraft_cluster_id()
+        cluster_id = kraft_cluster_id()
         self.nodes = {n.node_id: KafkaNode(n, topo, spec, self.kafka, java, self.dir, self._registry)
                       for n in topo.nodes}
         self._progress(f"formatting {len(self.nodes)} nodes (Kafka {version})")

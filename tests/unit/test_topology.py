@@ -90,3 +90,15 @@ def test_rendered_properties_follow_the_design() -> None:
     assert f"CLIENT_RACK_A://{t.client_address('rack-a', node)}:9094" in props["advertised.listeners"]
     assert props["replica.lag.time.max.ms"] == "9999", "overrides win over fast-failure defaults"
     assert props["inter.broker.listener.name"] == "REPLICATION"
+
+
+def test_kraft_cluster_ids_never_start_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An id starting with '-' would be parsed as an option by kafka-storage (seen in CI)."""
+    import uuid
+
+    from harness import cluster
+
+    ids = iter([uuid.UUID(bytes=b"\xfb" + b"\x00" * 15), uuid.UUID(bytes=b"\x01" * 16)])
+    monkeypatch.setattr(cluster.uuid, "uuid4", lambda: next(ids))
+    cid = cluster.kraft_cluster_id()
+    assert not cid.startswith("-") and len(cid) == 22
