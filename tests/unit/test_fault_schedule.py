@@ -11,15 +11,9 @@ from faults.common import FaultError
 from faults.conflicts import conflict
 from faults.schedule import DEFAULT_MIX, Schedule, ScheduleConfig
 from faults.spec import FaultKind
-from harness.topology import Ports, Topology
+from tests.unit.fault_topology import topo
 
 
-def topo(brokers: int = 5, racks: int = 3, controllers: int = 0) -> Topology:
-    return Topology.build(
-        brokers=brokers, racks=racks, controllers=controllers, slot=0,
-        ports=Ports(replication=9091, controller=9093,
-                    clients=tuple(9100 + i for i in range(racks)), toxiproxy_api=8474),
-    )
 
 
 T = topo()

@@ -12,15 +12,10 @@ from faults.conflicts import check_no_conflicts, conflict
 from faults.scope import possible_links, possible_nodes, resolve_links
 from faults.spec import FaultKind, FaultSpec, Flow, parse_command, parse_fault
 from faults.target import Target, TargetKind
-from harness.topology import Link, Listener, Ports, Topology
+from harness.topology import Link, Listener
+from tests.unit.fault_topology import topo
 
 
-def topo(brokers: int = 5, racks: int = 3, controllers: int = 0) -> Topology:
-    return Topology.build(
-        brokers=brokers, racks=racks, controllers=controllers, slot=0,
-        ports=Ports(replication=9091, controller=9093,
-                    clients=tuple(9100 + i for i in range(racks)), toxiproxy_api=8474),
-    )
 
 
 T = topo()
