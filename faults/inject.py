@@ -28,9 +28,8 @@ from harness.waiting import wait_until
 
 from faults.common import FaultError
 from faults.conflicts import check_no_conflicts
-from faults.scope import resolve_links
+from faults.scope import resolve_link_fault
 from faults.spec import FaultKind, FaultSpec
-from faults.target import TargetKind
 
 log = logging.getLogger(__name__)
 
@@ -146,11 +145,9 @@ class Injector:
     def _resolve(self, fault: ActiveFault) -> None:
         spec, topo = fault.spec, self.cluster.topo
         if spec.kind.is_link:
-            fault.links = resolve_links(topo, spec, self.view, seed=self.seed,
-                                        default_partition=self.default_partition)
-            if spec.target.kind is not TargetKind.BRIDGE:
-                fault.parties = tuple(sorted(spec.target.resolve(
-                    topo, self.view, seed=self.seed, default_partition=self.default_partition)))
+            fault.links, parties = resolve_link_fault(topo, spec, self.view, seed=self.seed,
+                                                      default_partition=self.default_partition)
+            fault.parties = tuple(sorted(parties))
         else:
             parties = spec.target.resolve(topo, self.view, seed=self.seed,
                                           default_partition=self.default_partition)

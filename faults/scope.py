@@ -54,16 +54,31 @@ def resolve_links(
     default_partition: tuple[str, int] | None = None,
 ) -> frozenset[Link]:
     """The links a link fault acts on right now (see :meth:`Target.resolve` for the arguments)."""
+    return resolve_link_fault(topology, spec, view, seed=seed, default_partition=default_partition)[0]
+
+
+def resolve_link_fault(
+    topology: Topology,
+    spec: FaultSpec,
+    view: ClusterView | None = None,
+    *,
+    seed: int | None = None,
+    default_partition: tuple[str, int] | None = None,
+) -> tuple[frozenset[Link], frozenset[str]]:
+    """(links, parties): the links a link fault acts on right now and the targets they were
+    derived from (empty for a bridge, which names no party). Dynamic targets such as
+    ``leader:t/0`` ask the cluster once, so the parties recorded in the history are exactly
+    the ones whose links were cut, even if leadership moves meanwhile."""
     spec.validate(topology)
     if spec.target.kind is TargetKind.BRIDGE:
         bseed = spec.target.seed if spec.target.seed is not None else seed
         if bseed is None:
             raise FaultError(f"target {spec.target} needs a seed to resolve")
-        return _filter(spec, partitions.bridge_links(topology, partitions.pick_bridge(topology, bseed)))
+        return _filter(spec, partitions.bridge_links(topology, partitions.pick_bridge(topology, bseed))), frozenset()
     kw = dict(seed=seed, default_partition=default_partition)
     targets = spec.target.resolve(topology, view, **kw)  # type: ignore[arg-type]
     peers = None if spec.peer is None else spec.peer.resolve(topology, view, **kw)  # type: ignore[arg-type]
-    return links_between(topology, spec, targets, peers)
+    return links_between(topology, spec, targets, peers), frozenset(targets)
 
 
 def possible_links(topology: Topology, spec: FaultSpec) -> frozenset[Link]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from harness.checks.verdict import MAX_EXAMPLES, merge_valid
 from harness.history import rows_to_events
 from harness.policy import allowed
 from reports.layout import RunInfo, ensure_parquet, load_runs
+from reports.run_cache import RunCache
 from reports.spark_session import Progress
 
 CHECK_ORDER = ["history", *CHECKS]
@@ -41,6 +42,17 @@ class Options:
     max_timelines: int = 40
     spark_checks: bool = True
     cache_dir: Path | None = None
+    use_cache: bool = True  # False: recompute every run's Spark results (and refresh the cache)
+
+
+#: runs with more events than this plot end-to-end latency from a 1-in-16 hash sample of values
+LATENCY_FULL_UP_TO = 50_000
+
+
+def latency_sample(events: int) -> int:
+    """Latency joins every polled value with its send: exact for ordinary runs, sampled (both
+    sides by the same hash of the value, so kept values still match) for very long ones."""
+    return 1 if events <= LATENCY_FULL_UP_TO else 16
 
 
 @dataclass
@@ -131,19 +143,31 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
                 progress.say(f"  {i}/{len(runs)} runs ready")
     with_hist = [r for r in runs if r.parquet is not None]
     disagreements: list[dict[str, Any]] = []
+    rc = RunCache(cache / "runs", enabled=opts.use_cache)
     with spark_session(opts.master) as spark, contextlib.ExitStack() as stack:
         from reports import spark_checks, timelines
 
-        spark_v: dict[int, dict[str, Any]] = {}
-        fetch_raw: list[dict[str, Any]] = []
+        spark_v, fetch_raw, need_checks, need_fetch = _cached_run_results(rc, with_hist, opts)
+        pending = {r.key for r in need_checks + need_fetch}
+        progress.say(f"Spark results of {len(with_hist) - len(pending)}/{len(with_hist)} run(s) "
+                     f"reused from {rc.root}")
         links = stack.enter_context(spark_checks.RunLinks(cache, with_hist)) if with_hist else None
-        if links is not None:
-            ev = spark_checks.load_events(spark, links)
-            if opts.spark_checks:
-                with progress.step(f"poll-skip and lost-write over {len(with_hist)} histories", spark):
-                    spark_v = spark_checks.run_spark_checks(ev, with_hist)
-            with progress.step("fetch shares per consumer", spark):
-                fetch_raw = timelines.fetch_shares(ev)
+        if need_checks and links is not None:
+            with progress.step(f"poll-skip and lost-write over {len(need_checks)} histories", spark):
+                ev = spark_checks.load_events(spark, links, [r.key for r in need_checks])
+                fresh = spark_checks.run_spark_checks(ev, need_checks)
+            for r in need_checks:
+                spark_v[r.key] = fresh[r.key]
+                rc.put(r, "checks", {c: asdict(v) for c, v in fresh[r.key].items()})
+        if need_fetch and links is not None:
+            with progress.step(f"fetch shares per consumer of {len(need_fetch)} run(s)", spark):
+                rows = timelines.fetch_shares(spark_checks.load_events(spark, links, [r.key for r in need_fetch]))
+            fetch_raw += rows
+            per_run: dict[int, list[dict[str, Any]]] = defaultdict(list)
+            for x in rows:
+                per_run[x["run"]].append({k: x[k] for k in ("process", "replica", "count")})
+            for r in need_fetch:
+                rc.put(r, "fetch", per_run.get(r.key, []))
         run_rows = []
         for r in runs:
             verdicts = merge_run_verdicts(r, spark_v.get(r.key), disagreements)
@@ -152,14 +176,23 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
             matrix, columns = _matrix(spark, run_rows)
         chosen = _pick_timeline_runs(runs, run_rows, opts.max_timelines)
         tls: dict[str, dict[str, Any]] = {}
-        if chosen and links is not None:
-            with progress.step(f"timelines of {len(chosen)} run(s)", spark):
-                ev_sel = spark_checks.load_events(spark, links, [r.key for r in chosen])
-                total = sum(pq.ParquetFile(r.parquet).metadata.num_rows for r in chosen)  # type: ignore[arg-type]
-                sample = 1 if total < 2_000_000 else 16
-                by_key = {r.key: r.label for r in chosen}
-                for k, tl in timelines.timelines(ev_sel, sample).items():
-                    tls[by_key[k]] = tl.to_json()
+        todo: dict[int, list[RunInfo]] = defaultdict(list)  # latency sample -> runs to compute
+        for r in chosen:
+            tl = rc.get(r, "timeline")
+            if tl is not None:
+                tls[r.label] = tl
+            else:
+                todo[latency_sample(pq.ParquetFile(r.parquet).metadata.num_rows)].append(r)  # type: ignore[arg-type]
+        if todo and links is not None:
+            n = sum(len(v) for v in todo.values())
+            with progress.step(f"timelines of {n} run(s) ({len(chosen) - n} cached)", spark):
+                for sample, group in sorted(todo.items()):
+                    ev_sel = spark_checks.load_events(spark, links, [r.key for r in group])
+                    by_key = {r.key: r for r in group}
+                    for k, tl_obj in timelines.timelines(ev_sel, sample).items():
+                        tls[by_key[k].label] = tl_obj.to_json()
+                        rc.put(by_key[k], "timeline", tls[by_key[k].label])
+        tls = {r.label: tls[r.label] for r in chosen if r.label in tls}  # failing runs first
     by_key_run = {r.key: r for r in runs}
     with progress.step("failure context"):
         failures = _failures(runs, run_rows)
@@ -169,6 +202,31 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
         matrix=matrix, columns=columns, failures=failures, timelines=tls,
         fetch=_fetch(fetch_raw, by_key_run), trends=_trends(run_rows),
         disagreements=disagreements)
+
+
+def _cached_run_results(rc: RunCache, runs: list[RunInfo], opts: Options) -> tuple[
+        dict[int, dict[str, Any]], list[dict[str, Any]], list[RunInfo], list[RunInfo]]:
+    """What the cache already holds (Spark verdicts per run key, fetch rows) and which runs
+    still need the checks / the fetch shares computed."""
+    from reports.spark_checks import SparkVerdict
+
+    spark_v: dict[int, dict[str, Any]] = {}
+    fetch_raw: list[dict[str, Any]] = []
+    need_checks: list[RunInfo] = []
+    need_fetch: list[RunInfo] = []
+    for r in runs:
+        if opts.spark_checks:
+            c = rc.get(r, "checks")
+            if isinstance(c, dict):
+                spark_v[r.key] = {k: SparkVerdict(**v) for k, v in c.items()}
+            else:
+                need_checks.append(r)
+        f = rc.get(r, "fetch")
+        if isinstance(f, list):
+            fetch_raw += [{"run": r.key, **x} for x in f]
+        else:
+            need_fetch.append(r)
+    return spark_v, fetch_raw, need_checks, need_fetch
 
 
 def _run_row(r: RunInfo, verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -30,6 +30,10 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
                    help="plot at most N runs (failing runs first; default 40)")
     p.add_argument("--no-spark-checks", action="store_true",
                    help="use verdict.json only (skip recomputing poll-skip/lost-write in Spark)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="recompute every run's Spark results instead of reusing those of earlier "
+                   "reports (kept per run under RESULTS_DIR/.parquet-cache/runs, keyed by the "
+                   "history file and the code)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=run)
     return p
@@ -46,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(enabled=not getattr(args, "quiet", False))
     try:
         data = build(results, Options(master=args.master, max_timelines=args.max_timelines,
-                                      spark_checks=not args.no_spark_checks), progress)
+                                      spark_checks=not args.no_spark_checks,
+                                      use_cache=not args.no_cache), progress)
         out.mkdir(parents=True, exist_ok=True)
         write_html(data, out / "report.html")
         s = write_summary(data, out / "summary.json")

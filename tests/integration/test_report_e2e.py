@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -92,6 +94,33 @@ def test_spark_checks_agree_with_python_checks(report: dict[str, Any]) -> None:
                 assert python[check].counts[k] == n, (r["run"], check, k)
             judged += 1
     assert judged == 2 * len(s["runs"]) >= 20
+
+
+def _verdict_view(summary: dict[str, Any]) -> dict[str, Any]:
+    return {r["run"]: (r["valid"], {c: (v["valid"], v["counts"]) for c, v in r["checks"].items()})
+            for r in summary["runs"]}
+
+
+def test_second_report_reuses_cached_runs_and_agrees(report: dict[str, Any],
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A later report over the same store takes each unchanged run's Spark results from the
+    cache and recomputes only a run whose history changed; the verdicts are the same."""
+    root = report["root"]
+    touched = root / "nightly-1" / "run-clean" / "history.jsonl"
+    later = time.time() + 5
+    os.utime(touched, (later, later))  # the JSONL is reconverted: its Parquet is new
+    capsys.readouterr()
+    code = highwater(["report", str(root), "--out", str(root / "out2"), "--master", "local[2]"])
+    err = capsys.readouterr().err
+    m = re.search(r"Spark results of (\d+)/(\d+) run\(s\) reused", err)
+    assert m, err
+    assert int(m.group(1)) == int(m.group(2)) - 1 and int(m.group(2)) == len(report["summary"]["runs"])
+    assert "poll-skip and lost-write over 1 histories" in err
+    again = json.loads((root / "out2" / "summary.json").read_text())
+    assert code == report["code"]
+    assert again["spark_python_disagreements"] == []
+    assert _verdict_view(again) == _verdict_view(report["summary"])
+    assert _spark_children() == []
 
 
 def test_junit_has_one_case_per_check_and_scenario(report: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from faults.common import Direction, FaultError
 from faults.conflicts import check_no_conflicts, conflict
-from faults.scope import possible_links, possible_nodes, resolve_links
+from faults.scope import possible_links, possible_nodes, resolve_link_fault, resolve_links
 from faults.spec import FaultKind, FaultSpec, Flow, parse_command, parse_fault
 from faults.target import Target, TargetKind
 from harness.topology import Link, Listener
@@ -97,6 +97,27 @@ def test_resolve_dynamic_targets() -> None:
         Target.parse("leader:other/0").resolve(T, view)
     with pytest.raises(FaultError, match="live cluster"):
         Target.parse("leader:hw/0").resolve(T)
+
+
+class MovingLeaderView(FakeView):
+    """Leadership moves after every question, as it may during a chaos run."""
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        now = self.leaders[(topic, partition)]
+        self.leaders[(topic, partition)] = 2 if now == 1 else 1
+        return now
+
+
+def test_link_fault_parties_are_the_ones_whose_links_are_cut() -> None:
+    view = MovingLeaderView({("hw", 0): 1})
+    links, parties = resolve_link_fault(T, parse_fault("cut --target leader:hw/0"), view)
+    assert parties == {"kafka-1"}
+    assert links and all("kafka-1" in (l.src, l.dst) for l in links)
+    assert not any("kafka-2" in (l.src, l.dst) and "kafka-1" not in (l.src, l.dst) for l in links)
+    links2, parties2 = resolve_link_fault(T, parse_fault("cut --target leader:hw/0"), view)
+    assert parties2 == {"kafka-2"} and all("kafka-2" in (l.src, l.dst) for l in links2)
+    bridge_links, none = resolve_link_fault(T, parse_fault("cut --target bridge:7"))
+    assert bridge_links and none == frozenset()
 
 
 # -- specs ----------------------------------------------------------------------------------------
