@@ -156,3 +156,42 @@ def test_heal_all_recreates_a_wedged_proxy(cluster: Cluster) -> None:
     Injector(cluster).heal_all()
     assert accepts_connection(plan.listen_host, plan.listen_port)
     healed(cluster, "fwedge")
+
+
+def test_rolling_restart_restarts_every_broker_one_at_a_time(cluster: Cluster, tmp_path: Path) -> None:
+    """Every broker gets a new JVM; at no sample are two brokers down at once (the next node
+    is restarted only after the previous one registered again); the partition ends with its
+    full ISR and takes acks=all writes. Last in this module: the whole cluster restarts."""
+    import threading
+
+    cluster.create_topic("froll", partitions=1, replication_factor=3)
+    brokers = [cluster.node(b) for b in cluster.broker_ids]
+    before = {n.name: n.pid for n in brokers}
+    most_down, stop = [0], threading.Event()
+
+    def sample() -> None:  # process liveness only: no Kafka client shared with the injector
+        while not stop.wait(0.1):
+            most_down[0] = max(most_down[0], sum(not n.is_alive() for n in brokers))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    history = HistoryWriter(tmp_path / "history.jsonl", config={"acks": "all"})
+    with Injector(cluster, history) as nemesis, BackgroundProducer(cluster, "froll"):
+        sampler.start()
+        try:
+            fault = nemesis.apply(parse_fault("rolling_restart --target brokers --interval 1"))
+        finally:
+            stop.set()
+            sampler.join(5)
+        assert fault.id not in nemesis.active  # a restart is done once applied: nothing to heal
+    history.close()
+    after = {n.name: n.pid for n in brokers}
+    assert all(after[k] not in (None, before[k]) for k in before), (before, after)
+    assert most_down[0] <= 1, f"{most_down[0]} brokers were down at the same time"
+    events = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()[1:]]
+    kinds = [(e["type"], e["f"], e["value"]["kind"]) for e in events]
+    assert kinds[:2] == [("invoke", "fault", "rolling_restart"), ("ok", "fault", "rolling_restart")]
+    assert sorted(events[1]["value"]["targets"]) == sorted(before)
+    healed(cluster, "froll")
+    cluster.create_topic("froll-after", partitions=1, replication_factor=3)  # the restarted cluster works
+    produce(cluster, "froll-after", 50)
+    assert consume_all(cluster, "froll-after", 50, cluster.default_client_rack, None) == 50

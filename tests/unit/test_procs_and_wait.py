@@ -12,7 +12,7 @@ import pytest
 
 from harness.errors import WaitTimeout
 from harness.java import parse_java_major
-from harness.procs import OwnerLock, ProcessRegistry, proc_start_time
+from harness.procs import OwnerLock, ProcessRegistry, proc_cmdline, proc_start_time
 from harness.toxiproxy import parse_metrics
 from harness.waiting import wait_until
 
@@ -41,6 +41,8 @@ def test_owner_lock_is_exclusive_and_released(tmp_path: Path) -> None:
 def test_registry_refuses_to_kill_a_process_whose_start_time_differs(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", str(tmp_path)])
     try:
+        # Until the child has exec'd, /proc shows the parent's command line, without the marker.
+        wait_until(lambda: str(tmp_path) in proc_cmdline(proc.pid), 10, "the sleeper has exec'd")
         reg = ProcessRegistry(tmp_path / "p.json")
         rec = reg.add("sleeper", proc.pid, str(tmp_path))
         assert rec.start_time == proc_start_time(proc.pid) and rec.still_ours()
