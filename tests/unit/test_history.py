@@ -144,6 +144,20 @@ def test_parquet_round_trip_and_schema(tmp_path: Path) -> None:
     assert table.column("offset").to_pylist()[1] == 0 and table.column("topic").to_pylist()[0] == "t"
 
 
+def test_final_reads_have_row_groups_of_their_own(tmp_path: Path) -> None:
+    """Readers that want only the final reads skip the other row groups; order is kept."""
+    p = tmp_path / "h.jsonl"
+    events = sample(p)
+    out = tmp_path / "h.parquet"
+    to_parquet(p, out)
+    pf = pq.ParquetFile(out)
+    kinds = [set(pf.read_row_group(i, columns=["f"]).column("f").to_pylist())
+             for i in range(pf.num_row_groups)]
+    assert pf.num_row_groups >= 2 and {"final-read"} in kinds
+    assert all(k == {"final-read"} or "final-read" not in k for k in kinds)
+    assert list(read_history(out)) == events
+
+
 def test_checks_agree_on_jsonl_and_parquet(tmp_path: Path) -> None:
     p = tmp_path / "h.jsonl"
     sample(p)
