@@ -244,60 +244,32 @@ def lost_write_examples(ev: DataFrame, refinfo: DataFrame, lost_values: dict[int
 _KIND_POS, _KIND_WILD, _KIND_REC = 0, 1, 2
 
 
-_STEP = "struct<expected:bigint,offset:bigint,pos:int>"
-
-
 def poll_groups(ev: DataFrame) -> DataFrame:
     """One row per (poll, topic, partition it returned records of): the records' count, first
     and last offset, the position of the first one in the poll, and the steps inside the poll
     that jump (``inner``: record after record, expected = previous offset + 1). Built with
     array functions inside the poll's row, so the chain window below orders ~BATCH times fewer
-    rows than there are records.
-
-    Most polls return consecutive offsets of one partition; those are recognised without any
-    lambda (Spark evaluates lambdas without code generation, record by record): one topic, one
-    partition, and offsets equal to ``sequence(first, first + n - 1)``. Only the other polls go
-    through the general path, which splits the poll by partition with lambdas."""
+    rows than there are records."""
     polls = ev.filter((F.col("f") == "poll") & (F.col("type") == "ok") & F.col("records").isNotNull())
-    off = F.col("records.offset")
-    first = F.get(off, 0)
-    size = F.size("records")
-    simple = F.coalesce(
-        (F.size(F.array_distinct("records.topic")) == 1)
-        & (F.size(F.array_distinct("records.partition")) == 1)
-        & (off == F.sequence(first, first + size - 1)), F.lit(False))
-    fast = F.array(F.struct(
-        F.get(F.col("records.topic"), 0).alias("topic"),
-        F.get(F.col("records.partition"), 0).alias("partition"),
-        size.alias("n"), F.lit(0).alias("pos"), first.alias("offset"),
-        F.element_at(off, -1).alias("last_offset"),
-        F.array().cast(f"array<{_STEP}>").alias("inner")))
     recs = F.transform("records", lambda r, i: F.struct(
         r["topic"].alias("topic"), r["partition"].alias("partition"),
         r["offset"].alias("offset"), i.alias("pos")))
-    keys = F.array_distinct(F.transform(recs, lambda r: F.struct(
+    keys = F.array_distinct(F.transform("recs", lambda r: F.struct(
         r["topic"].alias("topic"), r["partition"].alias("partition"))))
-
-    def group(k: Column) -> Column:
-        g = F.filter(recs, lambda r: r["topic"].eqNullSafe(k["topic"])
-                     & r["partition"].eqNullSafe(k["partition"]))
-        n = F.size(g)
-        pairs = F.zip_with(F.slice(g, 1, n - 1), F.slice(g, 2, n - 1), lambda a, b: F.struct(
-            (a["offset"] + 1).alias("expected"), b["offset"].alias("offset"), b["pos"].alias("pos")))
-        return F.struct(
-            k["topic"].alias("topic"), k["partition"].alias("partition"), n.alias("n"),
-            F.get(g, 0)["pos"].alias("pos"), F.get(g, 0)["offset"].alias("offset"),
-            F.element_at(g, -1)["offset"].alias("last_offset"),
-            F.filter(pairs, lambda s: s["offset"] > s["expected"]).alias("inner"))
-
-    general = F.transform(keys, group)
-    return (polls.select("run", "process", "index",
-                         F.explode(F.when(simple, fast).otherwise(general)).alias("grp"))
-            .select("run", "process", F.col("grp.topic").alias("topic"),
-                    F.col("grp.partition").alias("partition"), "index",
-                    F.col("grp.n").alias("n"), F.col("grp.pos").alias("pos"),
-                    F.col("grp.offset").alias("offset"), F.col("grp.last_offset").alias("last_offset"),
-                    F.col("grp.inner").alias("inner")))
+    g = (polls.select("run", "process", "index", recs.alias("recs"))
+         .select("run", "process", "index", "recs", F.explode(keys).alias("k"))
+         .select("run", "process", "index", F.col("k.topic").alias("topic"),
+                 F.col("k.partition").alias("partition"),
+                 F.filter("recs", lambda r: r["topic"].eqNullSafe(F.col("k.topic"))
+                          & r["partition"].eqNullSafe(F.col("k.partition"))).alias("g")))
+    n = F.size("g")
+    pairs = F.zip_with(F.slice("g", 1, n - 1), F.slice("g", 2, n - 1), lambda a, b: F.struct(
+        (a["offset"] + 1).alias("expected"), b["offset"].alias("offset"), b["pos"].alias("pos")))
+    return g.select(
+        "run", "process", "topic", "partition", "index", n.alias("n"),
+        F.col("g")[0]["pos"].alias("pos"), F.col("g")[0]["offset"].alias("offset"),
+        F.element_at("g", -1)["offset"].alias("last_offset"),
+        F.filter(pairs, lambda s: s["offset"] > s["expected"]).alias("inner"))
 
 
 def poll_steps(ev: DataFrame) -> DataFrame:
