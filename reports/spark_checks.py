@@ -290,21 +290,25 @@ def poll_steps(ev: DataFrame) -> DataFrame:
         .select("run", "process", "topic", "partition", "index", F.lit(0).alias("pos"), "offset",
                 F.col("offset").alias("last_offset"), F.lit(_KIND_POS).alias("kind"),
                 F.lit(0).alias("n"), none.alias("inner"))
-    chains = groups.select("run", "process", "topic", "partition").distinct()
-    wild = (moves.filter(F.col("topic").isNull() | F.col("partition").isNull())
-            .select("run", "process", "index", "offset")
-            .join(chains, ["run", "process"])
-            .select("run", "process", "topic", "partition", "index", F.lit(0).alias("pos"),
-                    "offset", F.col("offset").alias("last_offset"),
-                    F.lit(_KIND_WILD).alias("kind"), F.lit(0).alias("n"), none.alias("inner")))
     recs = groups.withColumn("kind", F.lit(_KIND_REC))
-    u = (recs.select(*cols).unionByName(specific.select(*cols), allowMissingColumns=False)
-         .unionByName(wild.select(*cols)))
+    u = recs.select(*cols).unionByName(specific.select(*cols), allowMissingColumns=False)
     w = Window.partitionBy("run", "process", "topic", "partition").orderBy("index", "pos")
     u = (u.withColumn("prev_kind", F.lag("kind").over(w))
          .withColumn("prev_off", F.lag("last_offset").over(w))
          .withColumn("prev_index", F.lag("index").over(w))
          .filter(F.col("kind") == _KIND_REC))
+    # A change of all partitions belongs to every chain of its consumer. Rather than copying it
+    # into each chain (which needs the chains, i.e. the poll groups a second time: a second
+    # pass over every poll's records), each group looks up the consumer's latest such change
+    # before it; when that is later than its predecessor in the chain, it is the predecessor.
+    wild = (moves.filter(F.col("topic").isNull() | F.col("partition").isNull())
+            .groupBy("run", "process").agg(F.collect_list("index").alias("wild")))
+    u = u.join(F.broadcast(wild), ["run", "process"], "left")
+    latest_wild = F.when(F.col("wild").isNotNull(), F.array_max(
+        F.filter("wild", lambda x: x < F.col("index"))))
+    after_wild = F.coalesce(latest_wild > F.coalesce(F.col("prev_index"), F.lit(-1)), F.lit(False))
+    u = (u.withColumn("prev_kind", F.when(after_wild, F.lit(_KIND_WILD)).otherwise(F.col("prev_kind")))
+         .withColumn("prev_index", F.when(after_wild, latest_wild).otherwise(F.col("prev_index"))))
     cont = F.coalesce(F.col("prev_kind") == _KIND_REC, F.lit(False))
     start = F.when(F.col("prev_kind") == _KIND_POS, F.col("prev_off")).otherwise(F.lit(-1))
     return (u.withColumn("cont", cont)

@@ -45,10 +45,42 @@ def _spark_children() -> list[str]:
     return found
 
 
+def write_position_changes_run(root: Path) -> None:
+    """Position changes in the middle of a chain: a change of all partitions (after which the
+    next record is not judged), a seek to a named offset (judged from there), and a skip
+    right after each kind of predecessor (record, seek)."""
+    from harness.checks import overall
+    from harness.checks.synth import HistoryBuilder
+
+    b = HistoryBuilder({"acks": "all"})
+    for i in range(30):
+        b.send("producer-0", "t", 0, f"v{i}", offset=i)
+    recs = lambda lo, hi: [("t", 0, o, f"v{o}") for o in range(lo, hi)]  # noqa: E731
+    b.assign("consumer-0", "t", 0, 0)
+    b.poll("consumer-0", recs(0, 5), replica=1)
+    b.poll("consumer-0", recs(7, 9), replica=1)  # skip of 5, 6 after a record
+    b.assign("consumer-0", None, None, None, reason="rebalance")  # all partitions, no offset
+    b.poll("consumer-0", recs(12, 14), replica=1)  # not judged: after a wildcard change
+    b.poll("consumer-0", recs(14, 16), replica=1)
+    b.seek("consumer-0", "t", 0, 18)
+    b.poll("consumer-0", recs(20, 22), replica=1)  # skip of 18, 19 after a seek
+    b.poll("consumer-0", recs(22, 24) + recs(25, 26), replica=1)  # skip of 24 inside a poll
+    for rep in (1, 2, 3):
+        b.final("t", 0, rep, 30, [(o, f"v{o}") for o in range(30)])
+    d = root / "nightly-3" / "position-changes"
+    d.mkdir(parents=True)
+    hist = b.write(d / "history.jsonl")
+    verdicts = run_all_checks(hist)
+    (d / "verdict.json").write_text(json.dumps(
+        {"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str))
+    (d / "run.json").write_text(json.dumps({"suite": "chaos", "scenario": "position-changes"}))
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("results")
     write_results(root, [*demo_specs(), *RANDOM_SPECS])
+    write_position_changes_run(root)
     write_results(root, [CRASHED], with_verdict=False)
     hist = root / CRASHED.campaign / CRASHED.run_id / "history.jsonl"
     text = hist.read_bytes()
@@ -68,6 +100,11 @@ def test_exit_code_and_summary(report: dict[str, Any]) -> None:
     assert runs["nightly-1/run-skip"]["failed_checks"] == ["poll-skip"]
     assert "lost-write" in runs["nightly-1/run-lost"]["failed_checks"]
     assert runs["nightly-2/run-nofinal"]["valid"] == "unknown"
+    moved = runs["nightly-3/position-changes"]
+    assert "poll-skip" in moved["failed_checks"]
+    skip = moved["checks"]["poll-skip"]
+    assert skip["counts"]["skips"] == 3 and skip["counts"]["skipped_offsets"] == 5
+    assert skip["counts"]["steps_unjudged"] == 0  # the step after the wildcard change is not a jump
     crashed = runs["nightly-3/crashed"]
     assert crashed["valid"] is False  # Spark alone found the skip; the rest is unknown
     assert crashed["checks"]["poll-skip"]["source"] == "spark"
