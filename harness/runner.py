@@ -4,7 +4,9 @@ A run writes ``results/<campaign>/<run_id>/``:
 - ``history.jsonl`` (flushed as events happen),
 - ``verdict.json`` (what ``highwater check --json`` prints),
 - ``run.json`` (suite, scenario, Kafka version, client, config, seed, fault schedule, repro),
-- ``logs/`` (broker and Toxiproxy logs) when the run found a violation or crashed.
+- ``logs/`` (broker and Toxiproxy logs) when the run found a violation or crashed,
+- ``threads.txt`` when consumers were still behind STALL_DUMP_AFTER_S into settling: every
+  Python thread's stack at that moment (where a stuck client waits; see README, HW-7).
 
 The client (workloads), the fault injector, the schedule and the checks are separate parts; this
 module only sequences them, and its ``finally`` always heals and always closes the history.
@@ -15,7 +17,10 @@ from __future__ import annotations
 import json
 import logging
 import platform
+import sys
+import threading
 import time
+import traceback
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -151,7 +156,7 @@ def execute_run(cluster: Cluster, spec: RunSpec, nemesis: Nemesis | None = None,
             for p in producers:
                 p.stop()
             if crashed is None:
-                _settle(cluster, spec, consumers, producers, progress)
+                _settle(cluster, spec, consumers, producers, progress, out / "threads.txt")
             for w in [*consumers, observer]:
                 w.stop()
             # Consumers are closed, so their bytes are counted; the final read would add its own.
@@ -180,10 +185,26 @@ def execute_run(cluster: Cluster, spec: RunSpec, nemesis: Nemesis | None = None,
     return RunResult(run_id, out, valid, verdicts, stats)
 
 
+#: consumers still behind this long into settling get their threads' stacks written down
+STALL_DUMP_AFTER_S = 15.0
+
+
+def dump_thread_stacks(path: Path, why: str) -> None:
+    """Every Python thread's stack, named, into ``path`` (for a client that stopped moving)."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    parts = [f"# {why}\n"]
+    for ident, frame in sys._current_frames().items():
+        parts.append(f"\n--- thread {names.get(ident, '?')} ({ident})\n")
+        parts.extend(traceback.format_stack(frame))
+    path.write_text("".join(parts), encoding="utf-8")
+
+
 def _settle(cluster: Cluster, spec: RunSpec, consumers: list[ConsumerWorker], producers: list[ProducerWorker],
-            progress: Callable[[str], None]) -> None:
+            progress: Callable[[str], None], stacks_path: Path | None = None) -> None:
     """After healing: wait until every partition has its full ISR and every consumer has read
-    up to the high watermark, so 'unseen' and the final read judge a quiet cluster."""
+    up to the high watermark, so 'unseen' and the final read judge a quiet cluster. Consumers
+    still behind after STALL_DUMP_AFTER_S get their thread stacks dumped to ``stacks_path``
+    once: a client stuck inside kafka-python shows there where it waits."""
     def full() -> bool:
         return all(len(s.isr) == spec.replication_factor and s.leader >= 0
                    for s in (cluster.partition_state(spec.topic, p, offsets=False) for p in range(spec.partitions)))
@@ -193,11 +214,26 @@ def _settle(cluster: Cluster, spec: RunSpec, consumers: list[ConsumerWorker], pr
         hws = [cluster.partition_state(spec.topic, p).hw or 0 for p in range(spec.partitions)]
         total = sum(hws)
         if spec.consumer_mode == "subscribe":  # one group: each partition is read by one member
-            wait_until(lambda: sum(c.records_read for c in consumers) >= total, spec.settle_timeout,
-                       f"the group has read the {total} committed records")
+            done, what = (lambda: sum(c.records_read for c in consumers) >= total), \
+                f"the group has read the {total} committed records"
         else:
-            wait_until(lambda: all(c.records_read >= total for c in consumers), spec.settle_timeout,
-                       f"every consumer has read the {total} committed records")
+            done, what = (lambda: all(c.records_read >= total for c in consumers)), \
+                f"every consumer has read the {total} committed records"
+        since, dumped = time.monotonic(), False
+
+        def caught_up() -> bool:
+            nonlocal dumped
+            if done():
+                return True
+            if stacks_path is not None and not dumped and time.monotonic() - since > STALL_DUMP_AFTER_S:
+                dumped = True
+                read = {c.name: c.records_read for c in consumers}
+                dump_thread_stacks(stacks_path, f"waiting until {what}; records read so far: {read}")
+                progress(f"consumers still behind after {STALL_DUMP_AFTER_S:.0f}s ({read}): "
+                         f"thread stacks in {stacks_path}")
+            return False
+
+        wait_until(caught_up, spec.settle_timeout, what)
     except Exception as exc:  # noqa: BLE001 - the checks judge what happened; note it and go on
         progress(f"settling incomplete: {exc}")
 
