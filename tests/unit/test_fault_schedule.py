@@ -13,9 +13,6 @@ from faults.schedule import DEFAULT_MIX, Schedule, ScheduleConfig
 from faults.spec import FaultKind
 from tests.unit.fault_topology import topo
 
-
-
-
 T = topo()
 CONFIG = ScheduleConfig(length=600, duration=(2, 20), gap=(0, 10), partitions=("hw/0", "hw/1"))
 

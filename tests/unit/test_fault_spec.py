@@ -15,9 +15,6 @@ from faults.target import Target, TargetKind
 from harness.topology import Link, Listener
 from tests.unit.fault_topology import topo
 
-
-
-
 T = topo()
 
 
