@@ -147,27 +147,21 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
     with spark_session(opts.master) as spark, contextlib.ExitStack() as stack:
         from reports import spark_checks, timelines
 
-        spark_v, fetch_raw, need_checks, need_fetch = _cached_run_results(rc, with_hist, opts)
-        pending = {r.key for r in need_checks + need_fetch}
-        progress.say(f"Spark results of {len(with_hist) - len(pending)}/{len(with_hist)} run(s) "
+        spark_v, fetch_raw, need = _cached_run_results(rc, with_hist, opts)
+        progress.say(f"Spark results of {len(with_hist) - len(need)}/{len(with_hist)} run(s) "
                      f"reused from {rc.root}")
         links = stack.enter_context(spark_checks.RunLinks(cache, with_hist)) if with_hist else None
-        if need_checks and links is not None:
-            with progress.step(f"poll-skip and lost-write over {len(need_checks)} histories", spark):
-                ev = spark_checks.load_events(spark, links, [r.key for r in need_checks])
-                fresh = spark_checks.run_spark_checks(ev, need_checks)
-            for r in need_checks:
-                spark_v[r.key] = fresh[r.key]
-                rc.put(r, "checks", {c: asdict(v) for c, v in fresh[r.key].items()})
-        if need_fetch and links is not None:
-            with progress.step(f"fetch shares per consumer of {len(need_fetch)} run(s)", spark):
-                rows = timelines.fetch_shares(spark_checks.load_events(spark, links, [r.key for r in need_fetch]))
-            fetch_raw += rows
-            per_run: dict[int, list[dict[str, Any]]] = defaultdict(list)
-            for x in rows:
-                per_run[x["run"]].append({k: x[k] for k in ("process", "replica", "count")})
-            for r in need_fetch:
-                rc.put(r, "fetch", per_run.get(r.key, []))
+        if need and links is not None:
+            what = "poll-skip, lost-write and fetch shares" if opts.spark_checks else "fetch shares"
+            with progress.step(f"{what} over {len(need)} histories", spark):
+                ev = spark_checks.load_events(spark, links, [r.key for r in need])
+                fresh = spark_checks.run_spark_passes(ev, need, checks=opts.spark_checks)
+            for r in need:
+                if opts.spark_checks:
+                    spark_v[r.key] = fresh.verdicts[r.key]
+                    rc.put(r, "checks", {c: asdict(v) for c, v in fresh.verdicts[r.key].items()})
+                fetch_raw += [{"run": r.key, **x} for x in fresh.fetch[r.key]]
+                rc.put(r, "fetch", fresh.fetch[r.key])
         run_rows = []
         for r in runs:
             verdicts = merge_run_verdicts(r, spark_v.get(r.key), disagreements)
@@ -205,28 +199,24 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
 
 
 def _cached_run_results(rc: RunCache, runs: list[RunInfo], opts: Options) -> tuple[
-        dict[int, dict[str, Any]], list[dict[str, Any]], list[RunInfo], list[RunInfo]]:
+        dict[int, dict[str, Any]], list[dict[str, Any]], list[RunInfo]]:
     """What the cache already holds (Spark verdicts per run key, fetch rows) and which runs
-    still need the checks / the fetch shares computed."""
+    must go through Spark again: those missing any part (one pass computes all of a run's)."""
     from reports.spark_checks import SparkVerdict
 
     spark_v: dict[int, dict[str, Any]] = {}
     fetch_raw: list[dict[str, Any]] = []
-    need_checks: list[RunInfo] = []
-    need_fetch: list[RunInfo] = []
+    need: list[RunInfo] = []
     for r in runs:
-        if opts.spark_checks:
-            c = rc.get(r, "checks")
-            if isinstance(c, dict):
-                spark_v[r.key] = {k: SparkVerdict(**v) for k, v in c.items()}
-            else:
-                need_checks.append(r)
+        c = rc.get(r, "checks") if opts.spark_checks else {}
         f = rc.get(r, "fetch")
-        if isinstance(f, list):
-            fetch_raw += [{"run": r.key, **x} for x in f]
-        else:
-            need_fetch.append(r)
-    return spark_v, fetch_raw, need_checks, need_fetch
+        if not isinstance(c, dict) or not isinstance(f, list):
+            need.append(r)
+            continue
+        if opts.spark_checks:
+            spark_v[r.key] = {k: SparkVerdict(**v) for k, v in c.items()}
+        fetch_raw += [{"run": r.key, **x} for x in f]
+    return spark_v, fetch_raw, need
 
 
 def _run_row(r: RunInfo, verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -25,9 +25,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -129,16 +130,44 @@ def reference(ev: DataFrame) -> DataFrame:
     """Per (run, topic, partition): the reference replica's final-read ``index``, ``hw`` and
     ``log_start`` (a few rows per run; collect or broadcast it). Ranked without the records."""
     finals = _finals(ev)
+    offs = F.col("records.offset")  # only the offsets of the records are read (nested pruning)
+    n = F.coalesce(F.size(offs), F.lit(0))
     ranked = finals.select(
-        "run", "topic", "partition", "index", "hw", "replica",
-        # only the offsets of the records are read (nested column pruning)
-        F.coalesce(F.size("records.offset"), F.lit(0)).alias("n"),
-        F.coalesce("log_start", F.array_min("records.offset"), F.lit(0)).alias("log_start"),
+        "run", "topic", "partition", "index", "hw", "replica", n.alias("n"),
+        F.coalesce("log_start", F.array_min(offs), F.lit(0)).alias("log_start"),
+        offs[0].alias("lo"), F.element_at(offs, -1).alias("hi"),
+        (F.coalesce(n == 0, F.lit(False))
+         | F.coalesce(offs == F.sequence(offs[0], offs[0] + n - 1), F.lit(False))).alias("contig"),
     )
     w = Window.partitionBy(*RUN_KEYS).orderBy(F.desc("hw"), F.desc("n"), F.asc("replica"),
                                               F.asc("index"))
     return (ranked.withColumn("_rank", F.row_number().over(w)).filter("_rank = 1")
-            .select(*RUN_KEYS, "index", "hw", "log_start"))
+            .select(*RUN_KEYS, "index", "hw", "log_start", "lo", "hi", "contig"))
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A partition's reference final read, as collected: enough to count its committed
+    offsets in a range without its records when they are ``contig``uous (each offset from
+    ``lo`` to ``hi`` exactly once, ascending: every log not compacted or damaged)."""
+
+    hw: int | None
+    log_start: int
+    lo: int | None
+    hi: int | None
+    contig: bool
+
+    def count_between(self, lo: int, hi: int) -> int | None:
+        """Committed offsets (``log_start <= o < hw``) in [max(lo, 0), max(hi, 0)), as
+        ``harness.checks.derived.Reference.count_between``; None when only the records can
+        tell (not contiguous)."""
+        if not self.contig:
+            return None
+        if self.lo is None or self.hi is None or self.hw is None:
+            return 0  # no records, or no hw: nothing is committed (as in committed_logs)
+        bottom = max(lo, 0, self.lo, self.log_start)
+        top = min(max(hi, 0), self.hi + 1, self.hw)
+        return max(top - bottom, 0)
 
 
 def _finals(ev: DataFrame) -> DataFrame:
@@ -242,44 +271,77 @@ def lost_write_examples(ev: DataFrame, refinfo: DataFrame, lost_values: dict[int
 # poll-skip
 
 _KIND_POS, _KIND_WILD, _KIND_REC = 0, 1, 2
+_INNER = "array<struct<expected:bigint,offset:bigint,pos:int>>"
 
 
 def poll_groups(ev: DataFrame) -> DataFrame:
     """One row per (poll, topic, partition it returned records of): the records' count, first
-    and last offset, the position of the first one in the poll, and the steps inside the poll
-    that jump (``inner``: record after record, expected = previous offset + 1). Built with
-    array functions inside the poll's row, so the chain window below orders ~BATCH times fewer
-    rows than there are records."""
+    and last offset, the position of the first one in the poll, the steps inside the poll
+    that jump (``inner``: record after record, expected = previous offset + 1) and how many
+    of its records each replica served (``replicas``: (replica, n) pairs, for the fetch
+    shares). The chain window below orders ~BATCH times fewer rows than there are records.
+
+    Most polls hold one partition's consecutive offsets: those are recognised with built-in
+    array functions (one distinct topic and partition, offsets equal to ``sequence(first,
+    last)``), which Spark compiles. Only the others go through lambdas (``filter``,
+    ``transform``), which Spark interprets row by row and which cost four times the decoding
+    of the records when every poll took that path."""
     polls = ev.filter((F.col("f") == "poll") & (F.col("type") == "ok") & F.col("records").isNotNull())
-    recs = F.transform("records", lambda r, i: F.struct(
-        r["topic"].alias("topic"), r["partition"].alias("partition"),
-        r["offset"].alias("offset"), i.alias("pos")))
-    keys = F.array_distinct(F.transform("recs", lambda r: F.struct(
+    offs, reps = F.col("records.offset"), F.col("records.replica")
+    n = F.size(offs)
+    first = offs[0]
+    simple = ((F.size(F.array_distinct("records.topic")) == 1)
+              & (F.size(F.array_distinct("records.partition")) == 1)
+              & (F.size(F.array_distinct(reps)) == 1)
+              & (offs == F.sequence(first, first + n - 1)))
+    one = F.array(F.struct(
+        F.col("records.topic")[0].alias("topic"), F.col("records.partition")[0].alias("partition"),
+        n.alias("n"), F.lit(0).alias("pos"), first.alias("offset"),
+        F.element_at(offs, -1).alias("last_offset"), F.array().cast(_INNER).alias("inner"),
+        F.array(F.struct(reps[0].alias("replica"), n.alias("n"))).alias("replicas")))
+    return (polls.select("run", "process", "index", F.explode(
+        F.when(simple, one).otherwise(_general_groups())).alias("g"))
+        .select("run", "process", "index", "g.*"))
+
+
+def _general_groups() -> Column:
+    """The groups of any poll, with lambdas: the records numbered by position, split by
+    (topic, partition) in order of first appearance, each group summarised. The records are
+    zipped from the four fields used (a lambda over the ``records`` struct itself would make
+    Spark decode all its fields, the values too, for every poll)."""
+    fields = F.arrays_zip(*(F.col(f"records.{k}").alias(k)
+                            for k in ("topic", "partition", "offset", "replica")))
+    recs = F.transform(fields, lambda r, i: F.struct(
+        r["topic"].alias("topic"), r["partition"].alias("partition"), r["offset"].alias("offset"),
+        r["replica"].alias("replica"), i.alias("pos")))
+    keys = F.array_distinct(F.transform(recs, lambda r: F.struct(
         r["topic"].alias("topic"), r["partition"].alias("partition"))))
-    g = (polls.select("run", "process", "index", recs.alias("recs"))
-         .select("run", "process", "index", "recs", F.explode(keys).alias("k"))
-         .select("run", "process", "index", F.col("k.topic").alias("topic"),
-                 F.col("k.partition").alias("partition"),
-                 F.filter("recs", lambda r: r["topic"].eqNullSafe(F.col("k.topic"))
-                          & r["partition"].eqNullSafe(F.col("k.partition"))).alias("g")))
-    n = F.size("g")
-    pairs = F.zip_with(F.slice("g", 1, n - 1), F.slice("g", 2, n - 1), lambda a, b: F.struct(
-        (a["offset"] + 1).alias("expected"), b["offset"].alias("offset"), b["pos"].alias("pos")))
-    return g.select(
-        "run", "process", "topic", "partition", "index", n.alias("n"),
-        F.col("g")[0]["pos"].alias("pos"), F.col("g")[0]["offset"].alias("offset"),
-        F.element_at("g", -1)["offset"].alias("last_offset"),
-        F.filter(pairs, lambda s: s["offset"] > s["expected"]).alias("inner"))
+    parts = F.transform(keys, lambda k: F.filter(recs, lambda r: r["topic"].eqNullSafe(k["topic"])
+                                                 & r["partition"].eqNullSafe(k["partition"])))
+
+    def summary(g: Column) -> Column:
+        size = F.size(g)
+        pairs = F.zip_with(F.slice(g, 1, size - 1), F.slice(g, 2, size - 1), lambda a, b: F.struct(
+            (a["offset"] + 1).alias("expected"), b["offset"].alias("offset"), b["pos"].alias("pos")))
+        served = F.transform(F.array_distinct(g["replica"]), lambda x: F.struct(
+            x.alias("replica"), F.size(F.filter(g, lambda r: r["replica"].eqNullSafe(x))).alias("n")))
+        return F.struct(
+            g[0]["topic"].alias("topic"), g[0]["partition"].alias("partition"), size.alias("n"),
+            g[0]["pos"].alias("pos"), g[0]["offset"].alias("offset"),
+            F.element_at(g, -1)["offset"].alias("last_offset"),
+            F.filter(pairs, lambda s: s["offset"] > s["expected"]).alias("inner"),
+            served.alias("replicas"))
+
+    return F.transform(parts, summary)
 
 
-def poll_steps(ev: DataFrame) -> DataFrame:
+def poll_steps(ev: DataFrame, groups: DataFrame) -> DataFrame:
     """Per poll group, the step into its first record (``expected``, ``has_prev``,
     ``prev_index``, ``cont``), from the chain of groups and position changes of one consumer
     and partition ordered by (event index, position in the poll). A group right after a group
     continues the chain (expected = previous group's last offset + 1); right after a position
     change it starts a segment at that change's offset (unknown for changes of all partitions,
-    which name none)."""
-    groups = poll_groups(ev)
+    which name none). ``groups``: ``poll_groups(ev)``."""
     moves = ev.filter(F.col("f").isin("assign", "seek") & F.col("type").isin("ok", "info")) \
         .select("run", "process", "topic", "partition", "index",
                 F.coalesce("offset", F.lit(-1)).cast("long").alias("offset"))
@@ -319,14 +381,30 @@ def poll_steps(ev: DataFrame) -> DataFrame:
                     "has_prev", "prev_index", "cont", "n", "inner"))
 
 
-def poll_skip(ev: DataFrame, refinfo: DataFrame, logs: DataFrame,
-              broadcast_limit: int = 2_000_000) -> tuple[DataFrame, DataFrame]:
-    """(counts per run, skips): jumps over committed offsets between consecutive records of a
-    chain (or from a position change's offset to the first record after it). The jumps are
-    few (each is an anomaly or an unjudged step), so they are collected into a table that is
-    broadcast onto the committed logs, where ``missing`` is counted inside the log's row."""
-    spark = ev.sparkSession
-    steps = poll_steps(ev)
+class Gap(NamedTuple):
+    """A step into a record that jumped (offset > expected): a skip when the committed log
+    holds offsets in between."""
+
+    run: int
+    process: str
+    topic: str
+    partition: int
+    index: int
+    prev_index: int | None
+    expected: int
+    offset: int
+    pos: int
+    cont: bool
+
+
+def poll_skip(steps: DataFrame, refs: dict[tuple[int, str, int], Ref], logs: DataFrame
+              ) -> tuple[dict[int, dict[str, int]], dict[int, list[tuple[Gap, int]]]]:
+    """(counts per run, up to MAX_EXAMPLES (skip, committed offsets skipped) per run in event
+    order): jumps over committed offsets between consecutive records of a chain (or from a
+    position change's offset to the first record after it). The jumps are few (each is an
+    anomaly or an unjudged step) and are collected; how many committed offsets each jumped
+    over comes from the reference's offset range when its log is contiguous, else from a
+    broadcast of the jumps onto those runs' committed logs."""
     first = F.array(F.struct(
         F.col("prev_index").alias("prev_index"), F.col("expected").alias("expected"),
         F.col("offset").alias("offset"), F.col("pos").alias("pos"), F.col("cont").alias("cont")))
@@ -334,80 +412,126 @@ def poll_skip(ev: DataFrame, refinfo: DataFrame, logs: DataFrame,
         F.col("index").alias("prev_index"), s["expected"].alias("expected"),
         s["offset"].alias("offset"), s["pos"].alias("pos"), F.lit(True).alias("cont")))
     jump = F.coalesce(F.col("has_prev") & (F.col("offset") > F.col("expected")), F.lit(False))
-    gaps_arr = F.when(jump, F.concat(first, inner)).otherwise(inner)
-    marked = steps.withColumn("gaps", gaps_arr)
-    per_run = marked.groupBy("run").agg(
+    marked = steps.withColumn("gaps", F.when(jump, F.concat(first, inner)).otherwise(inner))
+    rows = marked.groupBy("run").agg(
         F.sum(F.col("has_prev").cast("long") + F.col("n") - 1).alias("steps"),
-        F.sum("n").alias("records"),
         F.collect_list(F.when(F.size("gaps") > 0, F.struct(
-            "process", "topic", "partition", "index", "gaps"))).alias("gap_rows"))
-    rows = per_run.collect()
-    step_counts = spark.createDataFrame([(r["run"], int(r["steps"]), int(r["records"])) for r in rows],
-                                        "run int, steps long, records long")
-    gap_list = [(r["run"], g["process"], g["topic"], g["partition"], g["index"], x["prev_index"],
-                 x["expected"], x["offset"], x["pos"], x["cont"])
-                for r in rows for g in r["gap_rows"] for x in g["gaps"]]
-    gaps = spark.createDataFrame(gap_list, "run int, process string, topic string, partition int, "
-                                           "index long, prev_index long, expected long, offset long, "
-                                           "pos int, cont boolean")
-    has = F.broadcast(refinfo.select(*RUN_KEYS, F.lit(True).alias("has")))
-    gaps = gaps.join(has, RUN_KEYS, "left").withColumn("has", F.coalesce("has", F.lit(False)))
-    judged = gaps.filter("has")
-    g = F.broadcast(judged) if len(gap_list) <= broadcast_limit else judged
+            "process", "topic", "partition", "index", "gaps"))).alias("gap_rows")).collect()
+    gaps = [Gap(r["run"], g["process"], g["topic"], g["partition"], g["index"], x["prev_index"],
+                x["expected"], x["offset"], x["pos"], x["cont"])
+            for r in rows for g in r["gap_rows"] for x in g["gaps"]]
+    missing: dict[Gap, int] = {}
+    unknown: list[Gap] = []
+    for gap in gaps:
+        ref = refs.get((gap.run, gap.topic, gap.partition))
+        if ref is not None:
+            m = ref.count_between(gap.expected, gap.offset)
+            if m is None:
+                unknown.append(gap)
+            else:
+                missing[gap] = m
+    missing.update(_missing_from_logs(logs, unknown))
+    counts = {r["run"]: {"skips": 0, "skipped_offsets": 0, "steps_unjudged": 0,
+                         "steps_judged": int(r["steps"])} for r in rows}
+    examples: dict[int, list[tuple[Gap, int]]] = defaultdict(list)
+    for gap in sorted(gaps, key=lambda x: (x.run, x.index, x.pos)):
+        c = counts[gap.run]
+        if gap not in missing:  # the partition has no final read: the step is not judged
+            c["steps_unjudged"] += 1
+            c["steps_judged"] -= 1
+        elif missing[gap] > 0:
+            c["skips"] += 1
+            c["skipped_offsets"] += missing[gap]
+            if len(examples[gap.run]) < MAX_EXAMPLES:
+                examples[gap.run].append((gap, missing[gap]))
+    return counts, dict(examples)
+
+
+def _missing_from_logs(logs: DataFrame, gaps: list[Gap], broadcast_limit: int = 2_000_000) -> dict[Gap, int]:
+    """Committed offsets in [max(expected, 0), offset) of each gap, counted in the committed
+    logs of the gaps' runs (only those runs' final reads are read)."""
+    if not gaps:
+        return {}
+    spark = logs.sparkSession
+    df = spark.createDataFrame([(i, g.run, g.topic, g.partition, g.expected, g.offset)
+                                for i, g in enumerate(gaps)],
+                               "gap int, run int, topic string, partition int, expected long, offset long")
+    g = F.broadcast(df) if len(gaps) <= broadcast_limit else df
     lo = F.greatest(F.col("expected"), F.lit(0))
-    gap_runs = sorted({x[0] for x in gap_list})  # only these runs' final logs are read
-    missing = (logs.filter(F.col("run").isin(gap_runs)).join(g, RUN_KEYS)
-               .select("run", "process", "topic", "partition", "index", "pos", F.size(F.filter(
-                   "log", lambda r: (r["offset"] >= lo) & (r["offset"] < F.col("offset"))))
-                   .alias("missing")))
-    skips = (gaps.join(missing, ["run", "process", "topic", "partition", "index", "pos"], "left")
-             .withColumn("missing", F.coalesce("missing", F.lit(0)))
-             .withColumn("skip", F.col("has") & (F.col("missing") > 0))
-             .withColumn("unjudged", ~F.col("has")))
-    gap_counts = skips.groupBy("run").agg(
-        F.sum(F.col("skip").cast("long")).alias("skips"),
-        F.sum(F.when(F.col("skip"), F.col("missing")).otherwise(0)).alias("skipped_offsets"),
-        F.sum(F.col("unjudged").cast("long")).alias("steps_unjudged"))
-    counts = (step_counts.join(gap_counts, "run", "left").na.fill(0)
-              .withColumn("steps_judged", F.col("steps") - F.col("steps_unjudged")))
-    return counts, skips.filter("skip")
+    rows = (logs.filter(F.col("run").isin(sorted({x.run for x in gaps}))).join(g, RUN_KEYS)
+            .select("gap", F.size(F.filter("log", lambda r: (r["offset"] >= lo)
+                                           & (r["offset"] < F.col("offset")))).alias("missing"))
+            .collect())
+    return {gaps[r["gap"]]: int(r["missing"]) for r in rows}
+
+
+def replica_counts(groups: DataFrame) -> list[dict[str, Any]]:
+    """Polled records per (run, consumer, serving replica), from the poll groups: the raw
+    material of the follower-fetch share, which needs the racks of run.json (see aggregate)."""
+    return [r.asDict() for r in groups.select("run", "process", F.explode("replicas").alias("r"))
+            .groupBy("run", "process", F.col("r.replica").alias("replica"))
+            .agg(F.sum("r.n").alias("count")).collect()]
 
 
 # --------------------------------------------------------------------------------------------
 # Collecting
 
 
-def run_spark_checks(ev: DataFrame, runs: list[RunInfo]) -> dict[int, dict[str, SparkVerdict]]:
+@dataclass
+class SparkResults:
+    """What one pass over some runs' histories gives, per run key: the Spark verdicts of
+    poll-skip and lost-write (empty when not asked for) and the polled records per
+    (consumer, serving replica)."""
+
+    verdicts: dict[int, dict[str, SparkVerdict]]
+    fetch: dict[int, list[dict[str, Any]]]
+
+
+def run_spark_passes(ev: DataFrame, runs: list[RunInfo], checks: bool = True) -> SparkResults:
+    """The fetch counts of every run in ``ev`` and, with ``checks``, its verdicts for
+    poll-skip and lost-write. The poll groups (one row per poll and partition) are computed
+    once and kept (memory, then disk) for both the fetch counts and the poll-skip chains:
+    building them is the one pass over every polled record."""
+    from pyspark import StorageLevel
+
+    groups = poll_groups(ev).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        fetch: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for r in replica_counts(groups):
+            fetch[r.pop("run")].append(r)
+        verdicts = _verdicts(ev, groups, runs) if checks else {}
+    finally:
+        groups.unpersist()
+    return SparkResults(verdicts, {r.key: fetch.get(r.key, []) for r in runs if r.parquet is not None})
+
+
+def _verdicts(ev: DataFrame, groups: DataFrame, runs: list[RunInfo]) -> dict[int, dict[str, SparkVerdict]]:
     """Verdicts per run key for poll-skip and lost-write. Runs without any send (or poll)
     get the verdict the Python check gives an empty input: unknown, nothing judged."""
     spark = ev.sparkSession
     ref_rows = reference(ev).collect()
     refinfo = spark.createDataFrame([tuple(r) for r in ref_rows],
                                     "run int, topic string, partition int, index long, hw long, "
-                                    "log_start long")
+                                    "log_start long, lo long, hi long, contig boolean")
+    refs = {(r["run"], r["topic"], r["partition"]): Ref(r["hw"], r["log_start"], r["lo"], r["hi"],
+                                                        r["contig"]) for r in ref_rows}
     logs = committed_logs(ev, refinfo)
     lw = {r["run"]: r.asDict() for r in lost_write(ev, refinfo, logs).collect()}
     lw_ex = lost_write_examples(ev, refinfo, {k: list(a["lost_values"]) for k, a in lw.items()
                                               if a["lost_values"]})
-    ps_counts, ps_skips = poll_skip(ev, refinfo, logs)
-    ps = {r["run"]: r.asDict() for r in ps_counts.collect()}
-    wr = Window.partitionBy("run").orderBy("index", "pos")
-    ps_ex = (ps_skips.withColumn("_n", F.row_number().over(wr)).filter(F.col("_n") <= MAX_EXAMPLES)
-             .orderBy("run", "index", "pos").collect())
+    ps, ps_ex = poll_skip(poll_steps(ev, groups), refs, logs)
     lw_examples: dict[int, list[dict[str, Any]]] = {}
     for r in sorted(lw_ex, key=lambda r: (r["run"], r["index"])):
         lw_examples.setdefault(r["run"], []).append({
             "kind": "lost-write", "topic": r["topic"], "partition": r["partition"],
             "offset": r["offset"], "producer": r["process"], "final_hw": r["ref_hw"],
             "value": r["value"], "event_indices": [r["index"]]})
-    ps_examples: dict[int, list[dict[str, Any]]] = {}
-    for r in ps_ex:
-        ps_examples.setdefault(r["run"], []).append({
-            "kind": "poll-skip", "topic": r["topic"], "partition": r["partition"],
-            "consumer": r["process"], "expected_offset": r["expected"], "got_offset": r["offset"],
-            "committed_offsets_skipped": r["missing"], "after_position_change": not r["cont"],
-            "event_indices": list(dict.fromkeys(i for i in (r["prev_index"], r["index"])
-                                                if i is not None))})
+    ps_examples = {run: [{
+        "kind": "poll-skip", "topic": g.topic, "partition": g.partition, "consumer": g.process,
+        "expected_offset": g.expected, "got_offset": g.offset, "committed_offsets_skipped": m,
+        "after_position_change": not g.cont,
+        "event_indices": list(dict.fromkeys(i for i in (g.prev_index, g.index) if i is not None))}
+        for g, m in found] for run, found in ps_ex.items()}
     out: dict[int, dict[str, SparkVerdict]] = {}
     for run in runs:
         if run.parquet is None:

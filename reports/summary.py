@@ -3,7 +3,9 @@
 Versioned (``format``) so CI scripts can rely on it; validity is three-valued everywhere
 (``true`` / ``false`` / ``"unknown"``): a run or cell that could not be judged is never
 reported as passing. Per run it lists each check's validity, counts and source (python, spark or both);
-examples are left to the HTML report and JUnit.
+examples are left to the HTML report and JUnit. ``fetch`` has one entry per (run, consumer):
+polled records by serving replica, the share served in the consumer's own rack (KIP-392) and
+the records and bytes that crossed racks.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def summary(data: ReportData) -> dict[str, Any]:
                            "source": v.get("source"), "counts": v.get("counts", {})}
                        for c, v in r["verdicts"].items()},
         } for r in runs],
+        "fetch": data.fetch,
         "trends": [{k: v for k, v in t.items()} for t in data.trends],
         "spark_python_disagreements": data.disagreements,
         "errors": data.errors,

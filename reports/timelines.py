@@ -1,4 +1,4 @@
-"""Per-run timelines and per-consumer fetch statistics, aggregated in Spark.
+"""Per-run timelines, aggregated in Spark.
 
 Each run's time axis is cut into ``BUCKETS`` equal buckets (width from the run's own length),
 so a 10-second smoke run and a 2-hour soak both plot at the same resolution and the collected
@@ -187,12 +187,3 @@ def fault_windows(events: list[Any], end_ns: int) -> list[dict[str, Any]]:
         open_ = still
     done += [{**w, "end_s": end_ns / 1e9, "unhealed": True} for w in open_]
     return sorted(done, key=lambda w: w["start_s"])
-
-
-def fetch_shares(ev: DataFrame) -> list[dict[str, Any]]:
-    """Polled records per (run, consumer, serving replica): the raw material of the
-    follower-fetch share, which needs the racks of run.json / the header (see aggregate)."""
-    rows = (ev.filter((F.col("f") == "poll") & (F.col("type") == "ok") & F.col("records").isNotNull())
-            .select("run", "process", F.explode("records.replica").alias("replica"))
-            .groupBy("run", "process", "replica").count().collect())
-    return [r.asDict() for r in rows]

@@ -133,6 +133,27 @@ def test_spark_checks_agree_with_python_checks(report: dict[str, Any]) -> None:
     assert judged == 2 * len(s["runs"]) >= 20
 
 
+def test_fetch_counts_match_the_histories(report: dict[str, Any]) -> None:
+    """Records per serving replica of every consumer, as the report counted them in Spark,
+    equal a plain count over each history's polls."""
+    from harness.history import read_history
+
+    s = report["summary"]
+    got = {(f["run"], f["consumer"]): {**f["by_replica"], **({"None": f["unknown_replica"]}
+                                                            if f["unknown_replica"] else {})}
+           for f in s["fetch"]}
+    want: dict[tuple[str, str], dict[str, int]] = {}
+    for r in s["runs"]:
+        hist = report["root"] / r["campaign"] / r["run_id"] / "history.jsonl"
+        for e in read_history(hist, lenient=True):
+            if e["f"] == "poll" and e["type"] == "ok":
+                for rec in e["value"]["records"]:
+                    c = want.setdefault((r["run"], e["process"]), {})
+                    c[str(rec.get("replica"))] = c.get(str(rec.get("replica")), 0) + 1
+    assert got == {k: v for k, v in want.items() if v}
+    assert sum(sum(v.values()) for v in got.values()) > 1000
+
+
 def _verdict_view(summary: dict[str, Any]) -> dict[str, Any]:
     return {r["run"]: (r["valid"], {c: (v["valid"], v["counts"]) for c, v in r["checks"].items()})
             for r in summary["runs"]}
@@ -152,7 +173,7 @@ def test_second_report_reuses_cached_runs_and_agrees(report: dict[str, Any],
     m = re.search(r"Spark results of (\d+)/(\d+) run\(s\) reused", err)
     assert m, err
     assert int(m.group(1)) == int(m.group(2)) - 1 and int(m.group(2)) == len(report["summary"]["runs"])
-    assert "poll-skip and lost-write over 1 histories" in err
+    assert "poll-skip, lost-write and fetch shares over 1 histories" in err
     again = json.loads((root / "out2" / "summary.json").read_text())
     assert code == report["code"]
     assert again["spark_python_disagreements"] == []
