@@ -346,12 +346,12 @@ def poll_steps(ev: DataFrame, groups: DataFrame) -> DataFrame:
         .select("run", "process", "topic", "partition", "index",
                 F.coalesce("offset", F.lit(-1)).cast("long").alias("offset"))
     cols = ["run", "process", "topic", "partition", "index", "pos", "offset", "last_offset",
-            "kind", "n", "inner"]
+            "kind", "n", "inner", "replicas"]
     none = F.lit(None)
     specific = moves.filter(F.col("topic").isNotNull() & F.col("partition").isNotNull()) \
         .select("run", "process", "topic", "partition", "index", F.lit(0).alias("pos"), "offset",
                 F.col("offset").alias("last_offset"), F.lit(_KIND_POS).alias("kind"),
-                F.lit(0).alias("n"), none.alias("inner"))
+                F.lit(0).alias("n"), none.alias("inner"), none.alias("replicas"))
     recs = groups.withColumn("kind", F.lit(_KIND_REC))
     u = recs.select(*cols).unionByName(specific.select(*cols), allowMissingColumns=False)
     w = Window.partitionBy("run", "process", "topic", "partition").orderBy("index", "pos")
@@ -378,7 +378,7 @@ def poll_steps(ev: DataFrame, groups: DataFrame) -> DataFrame:
             .withColumn("has_prev", cont | (start >= 0))
             .withColumn("prev_index", F.when(F.col("has_prev"), F.col("prev_index")))
             .select("run", "process", "topic", "partition", "index", "pos", "offset", "expected",
-                    "has_prev", "prev_index", "cont", "n", "inner"))
+                    "has_prev", "prev_index", "cont", "n", "inner", "replicas"))
 
 
 class Gap(NamedTuple):
@@ -397,14 +397,12 @@ class Gap(NamedTuple):
     cont: bool
 
 
-def poll_skip(steps: DataFrame, refs: dict[tuple[int, str, int], Ref], logs: DataFrame
-              ) -> tuple[dict[int, dict[str, int]], dict[int, list[tuple[Gap, int]]]]:
-    """(counts per run, up to MAX_EXAMPLES (skip, committed offsets skipped) per run in event
-    order): jumps over committed offsets between consecutive records of a chain (or from a
-    position change's offset to the first record after it). The jumps are few (each is an
-    anomaly or an unjudged step) and are collected; how many committed offsets each jumped
-    over comes from the reference's offset range when its log is contiguous, else from a
-    broadcast of the jumps onto those runs' committed logs."""
+def poll_summary(steps: DataFrame) -> list[Any]:
+    """The one aggregation of the poll steps, collected: a row per (run, consumer, serving
+    replica) with the records it served (``records``), and, on the row of each group's first
+    replica, the group's steps (``steps``) and its jumps (``gap_rows``: the jumps are few,
+    each an anomaly or an unjudged step). Fetch shares and poll-skip both come from it, so
+    the polls' records are read once."""
     first = F.array(F.struct(
         F.col("prev_index").alias("prev_index"), F.col("expected").alias("expected"),
         F.col("offset").alias("offset"), F.col("pos").alias("pos"), F.col("cont").alias("cont")))
@@ -412,14 +410,35 @@ def poll_skip(steps: DataFrame, refs: dict[tuple[int, str, int], Ref], logs: Dat
         F.col("index").alias("prev_index"), s["expected"].alias("expected"),
         s["offset"].alias("offset"), s["pos"].alias("pos"), F.lit(True).alias("cont")))
     jump = F.coalesce(F.col("has_prev") & (F.col("offset") > F.col("expected")), F.lit(False))
-    marked = steps.withColumn("gaps", F.when(jump, F.concat(first, inner)).otherwise(inner))
-    rows = marked.groupBy("run").agg(
-        F.sum(F.col("has_prev").cast("long") + F.col("n") - 1).alias("steps"),
-        F.collect_list(F.when(F.size("gaps") > 0, F.struct(
-            "process", "topic", "partition", "index", "gaps"))).alias("gap_rows")).collect()
+    marked = (steps.withColumn("gaps", F.when(jump, F.concat(first, inner)).otherwise(inner))
+              .select("*", F.posexplode("replicas").alias("rp", "r")))
+    lead = F.col("rp") == 0  # a group's steps and jumps are counted once, with its first replica
+    return (marked.groupBy("run", "process", F.col("r.replica").alias("replica")).agg(
+        F.sum("r.n").alias("records"),
+        F.sum(F.when(lead, F.col("has_prev").cast("long") + F.col("n") - 1)).alias("steps"),
+        F.collect_list(F.when(lead & (F.size("gaps") > 0), F.struct(
+            "process", "topic", "partition", "index", "gaps"))).alias("gap_rows")).collect())
+
+
+def replica_counts(summary: list[Any]) -> dict[int, list[dict[str, Any]]]:
+    """Polled records per run and (consumer, serving replica): the raw material of the
+    follower-fetch share, which needs the racks of run.json (see aggregate)."""
+    out: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in summary:
+        out[r["run"]].append({"process": r["process"], "replica": r["replica"], "count": int(r["records"])})
+    return dict(out)
+
+
+def poll_skip(summary: list[Any], refs: dict[tuple[int, str, int], Ref], logs: DataFrame
+              ) -> tuple[dict[int, dict[str, int]], dict[int, list[tuple[Gap, int]]]]:
+    """(counts per run, up to MAX_EXAMPLES (skip, committed offsets skipped) per run in event
+    order): jumps over committed offsets between consecutive records of a chain (or from a
+    position change's offset to the first record after it), from ``poll_summary``. How many
+    committed offsets each jump passed over comes from the reference's offset range when its
+    log is contiguous, else from a broadcast of those jumps onto their runs' committed logs."""
     gaps = [Gap(r["run"], g["process"], g["topic"], g["partition"], g["index"], x["prev_index"],
                 x["expected"], x["offset"], x["pos"], x["cont"])
-            for r in rows for g in r["gap_rows"] for x in g["gaps"]]
+            for r in summary for g in r["gap_rows"] for x in g["gaps"]]
     missing: dict[Gap, int] = {}
     unknown: list[Gap] = []
     for gap in gaps:
@@ -431,8 +450,11 @@ def poll_skip(steps: DataFrame, refs: dict[tuple[int, str, int], Ref], logs: Dat
             else:
                 missing[gap] = m
     missing.update(_missing_from_logs(logs, unknown))
-    counts = {r["run"]: {"skips": 0, "skipped_offsets": 0, "steps_unjudged": 0,
-                         "steps_judged": int(r["steps"])} for r in rows}
+    counts: dict[int, dict[str, int]] = {}
+    for r in summary:
+        c = counts.setdefault(r["run"], {"skips": 0, "skipped_offsets": 0, "steps_unjudged": 0,
+                                         "steps_judged": 0})
+        c["steps_judged"] += int(r["steps"] or 0)
     examples: dict[int, list[tuple[Gap, int]]] = defaultdict(list)
     for gap in sorted(gaps, key=lambda x: (x.run, x.index, x.pos)):
         c = counts[gap.run]
@@ -465,14 +487,6 @@ def _missing_from_logs(logs: DataFrame, gaps: list[Gap], broadcast_limit: int = 
     return {gaps[r["gap"]]: int(r["missing"]) for r in rows}
 
 
-def replica_counts(groups: DataFrame) -> list[dict[str, Any]]:
-    """Polled records per (run, consumer, serving replica), from the poll groups: the raw
-    material of the follower-fetch share, which needs the racks of run.json (see aggregate)."""
-    return [r.asDict() for r in groups.select("run", "process", F.explode("replicas").alias("r"))
-            .groupBy("run", "process", F.col("r.replica").alias("replica"))
-            .agg(F.sum("r.n").alias("count")).collect()]
-
-
 # --------------------------------------------------------------------------------------------
 # Collecting
 
@@ -489,23 +503,14 @@ class SparkResults:
 
 def run_spark_passes(ev: DataFrame, runs: list[RunInfo], checks: bool = True) -> SparkResults:
     """The fetch counts of every run in ``ev`` and, with ``checks``, its verdicts for
-    poll-skip and lost-write. The poll groups (one row per poll and partition) are computed
-    once and kept (memory, then disk) for both the fetch counts and the poll-skip chains:
-    building them is the one pass over every polled record."""
-    from pyspark import StorageLevel
-
-    groups = poll_groups(ev).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        fetch: dict[int, list[dict[str, Any]]] = defaultdict(list)
-        for r in replica_counts(groups):
-            fetch[r.pop("run")].append(r)
-        verdicts = _verdicts(ev, groups, runs) if checks else {}
-    finally:
-        groups.unpersist()
+    poll-skip and lost-write."""
+    summary = poll_summary(poll_steps(ev, poll_groups(ev)))
+    fetch = replica_counts(summary)
+    verdicts = _verdicts(ev, summary, runs) if checks else {}
     return SparkResults(verdicts, {r.key: fetch.get(r.key, []) for r in runs if r.parquet is not None})
 
 
-def _verdicts(ev: DataFrame, groups: DataFrame, runs: list[RunInfo]) -> dict[int, dict[str, SparkVerdict]]:
+def _verdicts(ev: DataFrame, summary: list[Any], runs: list[RunInfo]) -> dict[int, dict[str, SparkVerdict]]:
     """Verdicts per run key for poll-skip and lost-write. Runs without any send (or poll)
     get the verdict the Python check gives an empty input: unknown, nothing judged."""
     spark = ev.sparkSession
@@ -519,7 +524,7 @@ def _verdicts(ev: DataFrame, groups: DataFrame, runs: list[RunInfo]) -> dict[int
     lw = {r["run"]: r.asDict() for r in lost_write(ev, refinfo, logs).collect()}
     lw_ex = lost_write_examples(ev, refinfo, {k: list(a["lost_values"]) for k, a in lw.items()
                                               if a["lost_values"]})
-    ps, ps_ex = poll_skip(poll_steps(ev, groups), refs, logs)
+    ps, ps_ex = poll_skip(summary, refs, logs)
     lw_examples: dict[int, list[dict[str, Any]]] = {}
     for r in sorted(lw_ex, key=lambda r: (r["run"], r["index"])):
         lw_examples.setdefault(r["run"], []).append({
