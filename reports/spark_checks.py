@@ -135,9 +135,9 @@ def reference(ev: DataFrame) -> DataFrame:
     ranked = finals.select(
         "run", "topic", "partition", "index", "hw", "replica", n.alias("n"),
         F.coalesce("log_start", F.array_min(offs), F.lit(0)).alias("log_start"),
-        offs[0].alias("lo"), F.element_at(offs, -1).alias("hi"),
+        _first(offs).alias("lo"), _last(offs).alias("hi"),
         (F.coalesce(n == 0, F.lit(False))
-         | F.coalesce(offs == F.sequence(offs[0], offs[0] + n - 1), F.lit(False))).alias("contig"),
+         | F.coalesce(offs == F.sequence(_first(offs), _first(offs) + n - 1), F.lit(False))).alias("contig"),
     )
     w = Window.partitionBy(*RUN_KEYS).orderBy(F.desc("hw"), F.desc("n"), F.asc("replica"),
                                               F.asc("index"))
@@ -168,6 +168,16 @@ class Ref:
         bottom = max(lo, 0, self.lo, self.log_start)
         top = min(max(hi, 0), self.hi + 1, self.hw)
         return max(top - bottom, 0)
+
+
+def _first(arr: Column) -> Column:
+    """First element, null for an empty array (``arr[0]`` is an error there in ANSI mode,
+    Spark 4's default)."""
+    return F.try_element_at(arr, F.lit(1))
+
+
+def _last(arr: Column) -> Column:
+    return F.try_element_at(arr, F.lit(-1))
 
 
 def _finals(ev: DataFrame) -> DataFrame:
@@ -217,28 +227,34 @@ def lost_write(ev: DataFrame, refinfo: DataFrame, logs: DataFrame) -> DataFrame:
     ``lost_values`` (up to LOST_KEYS absent value hashes, in ack order), from which the
     examples are picked.
 
-    Each run's acked value hashes (judged and unjudged apart) and committed value hashes are
-    collected as arrays, one row per run: a run's file is read by one task, so the map-side
-    partial aggregation already holds the whole run and the shuffle carries a few rows per
-    run. (Grouping by (run, value) instead shuffled one row per distinct value, 45 M rows at
-    1,000 runs, and its reduce side alone took ~80 s.) ``array_except`` then finds the absent
-    values with a hash set, inside the run's row."""
-    acks = acked_sends(ev, refinfo).groupBy("run").agg(
-        F.collect_list(F.when(F.col("judged"), F.col("vh"))).alias("aj"),
-        F.collect_list(F.when(~F.col("judged"), F.col("vh"))).alias("au"))
-    com = (logs.select("run", F.transform(F.filter("log.value", lambda v: v.isNotNull()),
-                                          lambda v: F.xxhash64(v)).alias("h"))
-           .groupBy("run").agg(F.flatten(F.collect_list("h")).alias("committed")))
-    committed = F.coalesce(F.col("committed"), F.array().cast("array<bigint>"))
-    per_run = acks.join(com, "run", "left").select(
-        "run", "aj", "au", F.array_except("aj", committed).alias("absent_j"),
-        F.array_except("au", committed).alias("absent_u"))
+    One aggregation per run over the acks and the committed logs together gathers the run's
+    acked value hashes (judged and unjudged apart) and committed value hashes as arrays: a
+    run's file is read by one task, so the map-side partial aggregation already holds the
+    whole run and the shuffle carries a few rows per run. (Grouping by (run, value) instead
+    shuffled one row per distinct value, 45 M rows at 1,000 runs, and its reduce side alone
+    took ~80 s; aggregating the two sides apart and joining them sorted every run's arrays
+    for the join, ~20 s.) ``array_except`` then finds the absent values with a hash set,
+    inside the run's row."""
+    no_hashes = F.lit(None).cast("array<bigint>")
+    acks = acked_sends(ev, refinfo).select(
+        "run", F.when(F.col("judged"), F.col("vh")).alias("j"),
+        F.when(~F.col("judged"), F.col("vh")).alias("u"), no_hashes.alias("c"))
+    com = logs.select("run", F.lit(None).cast("bigint").alias("j"), F.lit(None).cast("bigint").alias("u"),
+                      F.transform(F.filter("log.value", lambda v: v.isNotNull()),
+                                  lambda v: F.xxhash64(v)).alias("c"))
+    per_run = acks.unionByName(com).groupBy("run").agg(
+        F.collect_list("j").alias("aj"), F.collect_list("u").alias("au"),
+        F.flatten(F.collect_list("c")).alias("committed"))
+    per_run = per_run.select("run", "aj", "au", F.array_except("aj", "committed").alias("absent_j"),
+                             F.array_except("au", "committed").alias("absent_u"))
 
     def acks_of_absent(acked: str, absent: str) -> Column:
         # Values are unique per send in our workloads: then it is the number of absent values.
         # Duplicated values need each ack counted (quadratic in the absent ones, so only then).
-        return F.when(F.size(acked) == F.size(F.array_distinct(acked)), F.size(absent)).otherwise(
-            F.size(F.filter(acked, lambda x: F.array_contains(F.col(absent), x))))
+        # Nothing absent (the usual case) needs no look at duplicates at all.
+        return (F.when(F.size(absent) == 0, F.lit(0))
+                .when(F.size(acked) == F.size(F.array_distinct(acked)), F.size(absent))
+                .otherwise(F.size(F.filter(acked, lambda x: F.array_contains(F.col(absent), x)))))
 
     return per_run.select(
         "run",
@@ -281,24 +297,27 @@ def poll_groups(ev: DataFrame) -> DataFrame:
     of its records each replica served (``replicas``: (replica, n) pairs, for the fetch
     shares). The chain window below orders ~BATCH times fewer rows than there are records.
 
-    Most polls hold one partition's consecutive offsets: those are recognised with built-in
-    array functions (one distinct topic and partition, offsets equal to ``sequence(first,
-    last)``), which Spark compiles. Only the others go through lambdas (``filter``,
+    Most polls hold one partition's consecutive offsets, all served by one replica: those
+    are recognised with built-in array functions (one topic, partition and replica, offsets
+    equal to ``sequence(first, last)``), which Spark compiles. Only the others go through lambdas (``filter``,
     ``transform``), which Spark interprets row by row and which cost four times the decoding
     of the records when every poll took that path."""
     polls = ev.filter((F.col("f") == "poll") & (F.col("type") == "ok") & F.col("records").isNotNull())
     offs, reps = F.col("records.offset"), F.col("records.replica")
     n = F.size(offs)
-    first = offs[0]
-    simple = ((F.size(F.array_distinct("records.topic")) == 1)
-              & (F.size(F.array_distinct("records.partition")) == 1)
-              & (F.size(F.array_distinct(reps)) == 1)
+    first = _first(offs)
+    # Records always have a topic and partition (history validation); the replica may be
+    # unknown (null), and array_min/max skip nulls, hence the count of non-null replicas.
+    # (min == max is cheaper than array_distinct, which builds a hash set per poll.)
+    simple = ((n > 0) & (F.array_min("records.topic") == F.array_max("records.topic"))
+              & (F.array_min("records.partition") == F.array_max("records.partition"))
+              & (F.array_min(reps) == F.array_max(reps)) & (F.size(F.array_compact(reps)) == n)
               & (offs == F.sequence(first, first + n - 1)))
     one = F.array(F.struct(
-        F.col("records.topic")[0].alias("topic"), F.col("records.partition")[0].alias("partition"),
+        _first(F.col("records.topic")).alias("topic"), _first(F.col("records.partition")).alias("partition"),
         n.alias("n"), F.lit(0).alias("pos"), first.alias("offset"),
-        F.element_at(offs, -1).alias("last_offset"), F.array().cast(_INNER).alias("inner"),
-        F.array(F.struct(reps[0].alias("replica"), n.alias("n"))).alias("replicas")))
+        _last(offs).alias("last_offset"), F.array().cast(_INNER).alias("inner"),
+        F.array(F.struct(_first(reps).alias("replica"), n.alias("n"))).alias("replicas")))
     return (polls.select("run", "process", "index", F.explode(
         F.when(simple, one).otherwise(_general_groups())).alias("g"))
         .select("run", "process", "index", "g.*"))

@@ -48,7 +48,9 @@ def _spark_children() -> list[str]:
 def write_position_changes_run(root: Path) -> None:
     """Position changes in the middle of a chain: a change of all partitions (after which the
     next record is not judged), a seek to a named offset (judged from there), and a skip
-    right after each kind of predecessor (record, seek)."""
+    right after each kind of predecessor (record, seek). The last polls have records whose
+    serving replica is unknown (all, or one of three). A second partition was never written:
+    its final reads are empty."""
     from harness.checks import overall
     from harness.checks.synth import HistoryBuilder
 
@@ -65,8 +67,12 @@ def write_position_changes_run(root: Path) -> None:
     b.seek("consumer-0", "t", 0, 18)
     b.poll("consumer-0", recs(20, 22), replica=1)  # skip of 18, 19 after a seek
     b.poll("consumer-0", recs(22, 24) + recs(25, 26), replica=1)  # skip of 24 inside a poll
+    b.poll("consumer-0", recs(26, 27), replica=None)  # serving replica unknown
+    mixed = b.poll("consumer-0", recs(27, 30), replica=2)
+    mixed["value"]["records"][1]["replica"] = None  # one record's replica unknown
     for rep in (1, 2, 3):
         b.final("t", 0, rep, 30, [(o, f"v{o}") for o in range(30)])
+        b.final("t", 1, rep, 0, [])  # a partition nobody wrote to: empty final reads
     d = root / "nightly-3" / "position-changes"
     d.mkdir(parents=True)
     hist = b.write(d / "history.jsonl")
