@@ -1,11 +1,13 @@
 """Report at scale: aggregate N generated runs of M events each; print wall time and peak memory.
 
     .venv/bin/python benchmarks/report_scale.py [--runs 1000] [--events 100000] [--master local[*]]
+                                                [--repeat 3] [--cold-only]
 
-Two reports over the same store: "cold" (no per-run results cached: every history goes through
-the Spark checks, fetch shares and timelines) and "warm" (a second report, as a nightly one over
-a store that grew by nothing: the per-run results come from reports.run_cache and only the
-cross-run aggregation and rendering run again).
+Reports over the same store: "cold" (no per-run results cached: every history goes through the
+Spark checks, fetch shares and timelines; ``--repeat N`` runs N of them and prints the median,
+as this machine is shared and one run can be 10 % off) and "warm" (a second report, as a
+nightly one over a store that grew by nothing: the per-run results come from
+reports.run_cache and only the cross-run aggregation and rendering run again).
 
 Generation is not timed. To keep it to a minute, ``--templates`` distinct histories are
 generated (a few with a poll-skip or a lost write) and hard-linked into the N run directories;
@@ -21,6 +23,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -83,17 +86,22 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/highwater-report-scale"))
     ap.add_argument("--max-timelines", type=int, default=40)
     ap.add_argument("--cold-only", action="store_true", help="skip the second (warm-cache) report")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="cold reports to run (the machine is shared and noisy: quote the median)")
     a = ap.parse_args()
     make_store(a.dir, a.runs, a.events, a.templates)
     out = a.dir.parent / (a.dir.name + "-report")
     out.mkdir(exist_ok=True)
     cache = a.dir / ".parquet-cache"
-    shutil.rmtree(cache / "runs", ignore_errors=True)  # cold: no per-run result of an earlier report
     total_events = a.runs * a.events
     print(f"runs={a.runs} events/run={a.events} total_events={total_events:,} master={a.master} "
           f"on {os.cpu_count()} cores")
-    walls = {}
-    for label in ("cold", "warm"):
+    walls: dict[str, float] = {}
+    colds: list[float] = []
+    labels = [f"cold {i + 1}/{a.repeat}" if a.repeat > 1 else "cold" for i in range(a.repeat)]
+    for label in labels + ([] if a.cold_only else ["warm"]):
+        if label.startswith("cold"):
+            shutil.rmtree(cache / "runs", ignore_errors=True)  # no per-run result of an earlier report
         load0 = os.getloadavg()
         t0 = time.monotonic()
         data = build(a.dir, Options(master=a.master, max_timelines=a.max_timelines, cache_dir=cache),
@@ -101,20 +109,24 @@ def main() -> int:
         write_html(data, out / "report.html")
         s = write_summary(data, out / "summary.json")
         write_junit(data, out / "junit.xml")
-        walls[label] = wall = time.monotonic() - t0
+        wall = time.monotonic() - t0
+        if label.startswith("cold"):
+            colds.append(wall)
+        walls["cold" if label.startswith("cold") else label] = statistics.median(colds) if label.startswith("cold") else wall
         print(f"{label}: wall={wall:.1f}s ({total_events / wall / 1e6:.2f} M events/s); load average "
               f"before {load0[0]:.1f}, after {os.getloadavg()[0]:.1f}; verdict={s['valid']} "
               f"totals={s['totals']} disagreements={len(s['spark_python_disagreements'])}", flush=True)
-        if a.cold_only:
-            break
     me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"peak RSS: driver python {me:.0f} MiB, largest child (Spark JVM) {kids:.0f} MiB")
     print(f"CPU: Spark JVMs {ru.ru_utime + ru.ru_stime:.0f}s, driver python "
           f"{sum(resource.getrusage(resource.RUSAGE_SELF)[:2]):.0f}s")
+    if len(colds) > 1:
+        print(f"cold: median {statistics.median(colds):.1f}s of {len(colds)} "
+              f"(min {min(colds):.1f}s, max {max(colds):.1f}s)")
     if "warm" in walls:
-        print(f"cold/warm = {walls['cold'] / walls['warm']:.1f}x")
+        print(f"cold (median)/warm = {walls['cold'] / walls['warm']:.1f}x")
     print(f"report: {out / 'report.html'} ({(out / 'report.html').stat().st_size / 1e6:.1f} MB)")
     return 0
 

@@ -62,7 +62,7 @@ def spark_session(master: str, app_name: str = "highwater-report",
         # The driver JVM is the executor too. The throughput collector: these are batch
         # passes, no one waits on a pause, and G1's concurrent work competes for the 2 cores
         # (1,000-run benchmark: Spark passes 107 s with G1, 97 s with it).
-        builder = (builder.config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN -XX:+UseParallelGC " + os.environ.get("HW_JAVA_OPTS", ""))
+        builder = (builder.config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN -XX:+UseParallelGC")
                    .config("spark.driver.memory", driver_memory or "3g")
                    .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1"))
     else:

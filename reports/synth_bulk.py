@@ -38,7 +38,6 @@ def generate(path: Path, run_id: str, events: int = 100_000, *, skip: bool = Fal
     i = np.arange(w)
     part, off = i % PARTS, i // PARTS
     vals = np.char.add(f"{run_id}-v", i.astype(str)).astype(object)
-    rows: list[dict[str, object]] = []  # small event kinds, built as dicts
     cols: dict[str, list[object]] = {k: [] for k in PARQUET_SCHEMA.names}
     cols["_t"] = []
 
