@@ -299,9 +299,9 @@ def poll_groups(ev: DataFrame) -> DataFrame:
 
     Most polls hold one partition's consecutive offsets, all served by one replica: those
     are recognised with built-in array functions (one topic, partition and replica, offsets
-    equal to ``sequence(first, last)``), which Spark compiles. Only the others go through lambdas (``filter``,
-    ``transform``), which Spark interprets row by row and which cost four times the decoding
-    of the records when every poll took that path."""
+    equal to ``sequence(first, last)``), which Spark compiles. Only the others go through
+    lambdas (``filter``, ``transform``), which Spark interprets element by element: with
+    every poll on that path, this pass took about six times the decoding of the records."""
     polls = ev.filter((F.col("f") == "poll") & (F.col("type") == "ok") & F.col("records").isNotNull())
     offs, reps = F.col("records.offset"), F.col("records.replica")
     n = F.size(offs)
