@@ -68,33 +68,51 @@ def timelines(ev: DataFrame, latency_sample: int = 1) -> dict[int, Timeline]:
     # no cache: each series below reads only its own columns (the records column, the big
     # one, only for the polled offsets and latency)
     b = _bucketed(ev, widths)
-    is_send = F.col("f") == "send"
-    # Only sends and polls, and only the offsets of the records: the filter lets the reader
-    # skip the final reads' row groups, whose records are most of a history.
-    tput = b.filter(F.col("f").isin("send", "poll")).groupBy("run", "bucket").agg(
-        F.sum(F.when(is_send & (F.col("type") == "ok"), 1).otherwise(0)).alias("acks"),
-        F.sum(F.when(is_send & F.col("type").isin("fail", "info"), 1).otherwise(0)).alias("errs"),
-        F.sum(F.when((F.col("f") == "poll") & (F.col("type") == "ok"),
-                     F.coalesce(F.size("records.offset"), F.lit(0))).otherwise(0)).alias("polled"),
-    ).collect()
-    meta = (b.filter((F.col("f") == "meta") & (F.col("type") != "fail") & F.col("topic").isNotNull())
-            .withColumn("isr_n", F.size(F.from_json(F.get_json_object("value_json", "$.isr"),
-                                                    "array<int>")))
-            .groupBy("run", "topic", "partition", "bucket")
-            .agg(F.max_by(F.struct("leader", "isr_n", "hw"), "time_ns").alias("last"))
-            .select("run", "topic", "partition", "bucket", "last.*").collect())
+    tput, meta, faults = _events_by_bucket(b)
     polls = b.filter((F.col("f") == "poll") & (F.col("type") == "ok") & F.col("records").isNotNull())
     recs = polls.select("run", "process", "bucket", "time_ns", F.explode("records").alias("r"))
     pos = (recs.groupBy("run", "process", F.col("r.topic").alias("topic"),
                         F.col("r.partition").alias("partition"), "bucket")
            .agg(F.max("r.offset").alias("max_off")).collect())
     lat = _latency(b, recs, latency_sample).collect()
-    faults = (b.filter(F.col("f").isin("fault", "heal") & (F.col("type") != "fail"))
-              .select("run", "time_ns", "f", "index",
-                      F.get_json_object("value_json", "$.kind").alias("kind"),
-                      F.get_json_object("value_json", "$.targets").alias("targets"))
-              .orderBy("run", "index").collect())
     return _assemble(widths, tput, meta, pos, lat, faults, latency_sample)
+
+
+def _events_by_bucket(b: DataFrame) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(throughput rows, meta rows, fault events), from one scan and one aggregation (they
+    were three Spark jobs; at 40 runs each cost a second or two, much of it planning and
+    code generation). Meta events group by their partition as well; sends, polls and faults
+    land in the group without one. Only the offsets of the records are read, and the filter
+    lets the reader skip the final reads' row groups, whose records are most of a history."""
+    is_send = F.col("f") == "send"
+    is_meta = (F.col("f") == "meta") & (F.col("type") != "fail") & F.col("topic").isNotNull()
+    is_fault = F.col("f").isin("fault", "heal") & (F.col("type") != "fail")
+    isr_n = F.size(F.from_json(F.get_json_object("value_json", "$.isr"), "array<int>"))
+    rows = (b.filter(F.col("f").isin("send", "poll", "meta", "fault", "heal"))
+            .groupBy("run", "bucket", F.when(is_meta, F.col("topic")).alias("m_topic"),
+                     F.when(is_meta, F.col("partition")).alias("m_partition"))
+            .agg(F.sum(F.when(is_send & (F.col("type") == "ok"), 1).otherwise(0)).alias("acks"),
+                 F.sum(F.when(is_send & F.col("type").isin("fail", "info"), 1).otherwise(0)).alias("errs"),
+                 F.sum(F.when((F.col("f") == "poll") & (F.col("type") == "ok"),
+                              F.coalesce(F.size("records.offset"), F.lit(0))).otherwise(0)).alias("polled"),
+                 # max_by skips rows whose ordering is null: only meta events compete
+                 F.max_by(F.when(is_meta, F.struct(F.col("leader"), isr_n.alias("isr_n"), F.col("hw"))),
+                          F.when(is_meta, F.col("time_ns"))).alias("last"),
+                 F.collect_list(F.when(is_fault, F.struct(
+                     "time_ns", "f", "index", F.get_json_object("value_json", "$.kind").alias("kind"),
+                     F.get_json_object("value_json", "$.targets").alias("targets")))).alias("faults"))
+            .collect())
+    tput, meta, faults = [], [], []
+    for r in rows:
+        if r["m_topic"] is None and r["m_partition"] is None:
+            tput.append({"run": r["run"], "bucket": r["bucket"], "acks": r["acks"], "errs": r["errs"],
+                         "polled": r["polled"]})
+            faults += [{"run": r["run"], **f.asDict()} for f in r["faults"]]
+        else:
+            meta.append({"run": r["run"], "topic": r["m_topic"], "partition": r["m_partition"],
+                         "bucket": r["bucket"], **r["last"].asDict()})
+    faults.sort(key=lambda f: (f["run"], f["index"]))
+    return tput, meta, faults
 
 
 def _latency(b: DataFrame, recs: DataFrame, sample: int) -> DataFrame:
@@ -112,8 +130,8 @@ def _latency(b: DataFrame, recs: DataFrame, sample: int) -> DataFrame:
         F.percentile_approx("ms", 0.5).alias("p50"), F.percentile_approx("ms", 0.99).alias("p99"))
 
 
-def _assemble(widths: dict[int, int], tput: list[Any], meta: list[Any], pos: list[Any],
-              lat: list[Any], faults: list[Any], sample: int) -> dict[int, Timeline]:
+def _assemble(widths: dict[int, int], tput: list[dict[str, Any]], meta: list[dict[str, Any]],
+              pos: list[Any], lat: list[Any], faults: list[dict[str, Any]], sample: int) -> dict[int, Timeline]:
     out: dict[int, Timeline] = {}
     for run, width in widths.items():
         ws = width / 1e9

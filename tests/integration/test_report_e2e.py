@@ -160,6 +160,41 @@ def test_fetch_counts_match_the_histories(report: dict[str, Any]) -> None:
     assert sum(sum(v.values()) for v in got.values()) > 1000
 
 
+def test_timelines_add_up_to_the_histories(report: dict[str, Any]) -> None:
+    """Per-run timelines (the Spark series behind the plots) against plain counts over the
+    same histories: acks, send errors and polled records summed over the buckets, the ISR
+    shrinking to 2 during the broker kill and back to 3, one kill window, lag per consumer."""
+    from harness.history import read_history
+    from reports.layout import ensure_parquet, load_runs
+    from reports.spark_checks import RunLinks, load_events
+    from reports.spark_session import spark_session
+    from reports.timelines import timelines
+
+    root = report["root"]
+    runs = [r for r in load_runs(root) if r.run_id in ("run-clean", "run-edges")]
+    assert len(runs) == 2
+    list(ensure_parquet(runs, root / ".parquet-cache"))
+    with spark_session("local[1]") as spark, RunLinks(root / ".tl-links", runs) as links:
+        got = timelines(load_events(spark, links), 1)
+    for r in runs:
+        tl = got[r.key]
+        acks = errs = polled = 0
+        for e in read_history(root / r.campaign / r.run_id / "history.jsonl"):
+            if e["f"] == "send":
+                acks += e["type"] == "ok"
+                errs += e["type"] in ("fail", "info")
+            elif e["f"] == "poll" and e["type"] == "ok":
+                polled += len(e["value"]["records"])
+        assert round(sum(tl.acks) * tl.width_s) == acks > 0, r.run_id
+        assert round(sum(tl.send_errors) * tl.width_s) == errs, r.run_id
+        assert round(sum(tl.polled) * tl.width_s) == polled > 0, r.run_id
+        isr = [x for x in tl.partitions["t-0"]["isr"] if x is not None]
+        assert min(isr) == 2 and isr[-1] == 3, (r.run_id, isr)
+        assert [(w["kind"], w.get("unhealed", False)) for w in tl.faults] == [("kill", False)]
+        assert {k.split()[0] for k in tl.lag} == {"consumer-0", "consumer-1"}
+    assert _spark_children() == []
+
+
 def _verdict_view(summary: dict[str, Any]) -> dict[str, Any]:
     return {r["run"]: (r["valid"], {c: (v["valid"], v["counts"]) for c, v in r["checks"].items()})
             for r in summary["runs"]}
