@@ -133,10 +133,14 @@ def _rows_for(h: HistoryData, vid: np.integer, keys: np.ndarray) -> list[int]:
 
 def inconsistent_offsets(h: HistoryData) -> Verdict:
     """One offset seen with two values. Precisely: (a) an acknowledged value that is in the
-    committed final log at another offset than the ack said; (b) where the final log cannot
-    vouch (no final read of p, or below its log start), two acks/polls reporting different
-    values at one offset. One count per offending ack (a) or per offset (b). Acked values
-    missing from the final log are lost-writes; polls disagreeing with it, uncommitted-reads."""
+    committed final log at another offset than the ack said, unless a consumer read that
+    value at the acked offset (then the ack was right: that copy was lost later, e.g. by an
+    unclean election's truncation, which lost-write/uncommitted-read judge, and the copy the
+    log kept is a duplicate from a producer retry, which ``duplicate`` judges; counted as
+    ``acked_copy_lost``); (b) where the final log cannot vouch (no final read of p, or below
+    its log start), two acks/polls reporting different values at one offset. One count per
+    offending ack (a) or per offset (b). Acked values missing from the final log are
+    lost-writes; polls disagreeing with it, uncommitted-reads."""
     s, p, ref = h.sends, h.polls, reference(h)
     ok = (s.type == OK) & (s.vid != 0) & (s.tp >= 0) & (s.offset >= 0)
     auth = np.zeros(len(s.tp), bool)
@@ -158,6 +162,8 @@ def inconsistent_offsets(h: HistoryData) -> Verdict:
             mism[j] = not np.any(sk[lo[j]:hi[j]] == ak[j])
         wrong[a_idx[mism]] = True
         final_off[a_idx] = np.where(present, first & ((1 << 40) - 1), -1)
+    copy_lost = _read_at_acked_offset(h, wrong)
+    wrong &= ~copy_lost
     examples = [example(h, "ack-offset", [s.row[i]], tp=int(s.tp[i]), acked_offset=int(s.offset[i]),
                         final_offset=int(final_off[i])) for i in pick(wrong)]
     # (b) conflicts the final log cannot settle
@@ -181,7 +187,22 @@ def inconsistent_offsets(h: HistoryData) -> Verdict:
             examples.append(example(h, "offset-two-values", r[:4], tp=int(k >> 40),
                                     offset=int(k & ((1 << 40) - 1))))
     counts = {"inconsistent": int(wrong.sum()) + n_conf, "ack_offset_mismatch": int(wrong.sum()),
+              "acked_copy_lost": int(copy_lost.sum()),
               "conflicting_offsets": n_conf, "acks_judged": int(len(a_idx)),
               "offsets_judged_without_final": judged_b}
     return Verdict("inconsistent-offsets",
                    decide(counts["inconsistent"], counts["acks_judged"] + judged_b), counts, examples)
+
+
+def _read_at_acked_offset(h: HistoryData, acks: np.ndarray) -> np.ndarray:
+    """Of the sends marked in ``acks``, those whose value some poll returned at the acked
+    (partition, offset). Mismatches are rare, so the polls are indexed only when there are."""
+    out = np.zeros(len(acks), bool)
+    idx = np.nonzero(acks)[0]
+    if not len(idx):
+        return out
+    s, p = h.sends, h.polls
+    seen = set(zip(okey(p.tp, p.offset).tolist(), p.vid.tolist()))
+    for i in idx:
+        out[i] = (int(okey(s.tp[i:i + 1], s.offset[i:i + 1])[0]), int(s.vid[i])) in seen
+    return out
