@@ -96,8 +96,8 @@ def main() -> int:
     total_events = a.runs * a.events
     print(f"runs={a.runs} events/run={a.events} total_events={total_events:,} master={a.master} "
           f"on {os.cpu_count()} cores")
-    walls: dict[str, float] = {}
     colds: list[float] = []
+    warm: float | None = None
     labels = [f"cold {i + 1}/{a.repeat}" if a.repeat > 1 else "cold" for i in range(a.repeat)]
     for label in labels + ([] if a.cold_only else ["warm"]):
         if label.startswith("cold"):
@@ -110,9 +110,10 @@ def main() -> int:
         s = write_summary(data, out / "summary.json")
         write_junit(data, out / "junit.xml")
         wall = time.monotonic() - t0
-        if label.startswith("cold"):
+        if label == "warm":
+            warm = wall
+        else:
             colds.append(wall)
-        walls["cold" if label.startswith("cold") else label] = statistics.median(colds) if label.startswith("cold") else wall
         print(f"{label}: wall={wall:.1f}s ({total_events / wall / 1e6:.2f} M events/s); load average "
               f"before {load0[0]:.1f}, after {os.getloadavg()[0]:.1f}; verdict={s['valid']} "
               f"totals={s['totals']} disagreements={len(s['spark_python_disagreements'])}", flush=True)
@@ -125,8 +126,8 @@ def main() -> int:
     if len(colds) > 1:
         print(f"cold: median {statistics.median(colds):.1f}s of {len(colds)} "
               f"(min {min(colds):.1f}s, max {max(colds):.1f}s)")
-    if "warm" in walls:
-        print(f"cold (median)/warm = {walls['cold'] / walls['warm']:.1f}x")
+    if warm is not None:
+        print(f"cold (median)/warm = {statistics.median(colds) / warm:.1f}x")
     print(f"report: {out / 'report.html'} ({(out / 'report.html').stat().st_size / 1e6:.1f} MB)")
     return 0
 

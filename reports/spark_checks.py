@@ -128,7 +128,8 @@ def decide(violations: int, judged: int, unjudged: int = 0) -> bool | str:
 
 def reference(ev: DataFrame) -> DataFrame:
     """Per (run, topic, partition): the reference replica's final-read ``index``, ``hw`` and
-    ``log_start`` (a few rows per run; collect or broadcast it). Ranked without the records."""
+    ``log_start``, and its first and last offset (``lo``, ``hi``) with whether its offsets are
+    ``contig``uous (a few rows per run; collect or broadcast it). Ranked without the records."""
     finals = _finals(ev)
     offs = F.col("records.offset")  # only the offsets of the records are read (nested pruning)
     n = F.coalesce(F.size(offs), F.lit(0))
@@ -136,8 +137,7 @@ def reference(ev: DataFrame) -> DataFrame:
         "run", "topic", "partition", "index", "hw", "replica", n.alias("n"),
         F.coalesce("log_start", F.array_min(offs), F.lit(0)).alias("log_start"),
         _first(offs).alias("lo"), _last(offs).alias("hi"),
-        (F.coalesce(n == 0, F.lit(False))
-         | F.coalesce(offs == F.sequence(_first(offs), _first(offs) + n - 1), F.lit(False))).alias("contig"),
+        (F.coalesce(n == 0, F.lit(False)) | F.coalesce(_consecutive(offs), F.lit(False))).alias("contig"),
     )
     w = Window.partitionBy(*RUN_KEYS).orderBy(F.desc("hw"), F.desc("n"), F.asc("replica"),
                                               F.asc("index"))
@@ -178,6 +178,13 @@ def _first(arr: Column) -> Column:
 
 def _last(arr: Column) -> Column:
     return F.try_element_at(arr, F.lit(-1))
+
+
+def _consecutive(offsets: Column) -> Column:
+    """The offsets are first, first + 1, ..., in this order, each once (null when empty or
+    when an offset is null), tested with compiled array functions."""
+    first = _first(offsets)
+    return offsets == F.sequence(first, first + F.size(offsets) - 1)
 
 
 def _finals(ev: DataFrame) -> DataFrame:
@@ -312,7 +319,7 @@ def poll_groups(ev: DataFrame) -> DataFrame:
     simple = ((n > 0) & (F.array_min("records.topic") == F.array_max("records.topic"))
               & (F.array_min("records.partition") == F.array_max("records.partition"))
               & (F.array_min(reps) == F.array_max(reps)) & (F.size(F.array_compact(reps)) == n)
-              & (offs == F.sequence(first, first + n - 1)))
+              & _consecutive(offs))
     one = F.array(F.struct(
         _first(F.col("records.topic")).alias("topic"), _first(F.col("records.partition")).alias("partition"),
         n.alias("n"), F.lit(0).alias("pos"), first.alias("offset"),

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+_JAVA_OPTIONS = "-Dlog4j2.level=WARN"
 
 
 def _shuffle_partitions(master: str) -> int:
@@ -62,11 +63,11 @@ def spark_session(master: str, app_name: str = "highwater-report",
         # The driver JVM is the executor too. The throughput collector: these are batch
         # passes, no one waits on a pause, and G1's concurrent work competes for the 2 cores
         # (1,000-run benchmark: Spark passes 107 s with G1, 97 s with it).
-        builder = (builder.config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN -XX:+UseParallelGC")
+        builder = (builder.config("spark.driver.extraJavaOptions", f"{_JAVA_OPTIONS} -XX:+UseParallelGC")
                    .config("spark.driver.memory", driver_memory or "3g")
                    .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1"))
     else:
-        builder = builder.config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN")
+        builder = builder.config("spark.driver.extraJavaOptions", _JAVA_OPTIONS)
         if driver_memory:
             builder = builder.config("spark.driver.memory", driver_memory)
     spark = builder.getOrCreate()

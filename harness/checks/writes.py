@@ -203,6 +203,6 @@ def _read_at_acked_offset(h: HistoryData, acks: np.ndarray) -> np.ndarray:
         return out
     s, p = h.sends, h.polls
     seen = set(zip(okey(p.tp, p.offset).tolist(), p.vid.tolist()))
-    for i in idx:
-        out[i] = (int(okey(s.tp[i:i + 1], s.offset[i:i + 1])[0]), int(s.vid[i])) in seen
+    acked = zip(okey(s.tp[idx], s.offset[idx]).tolist(), s.vid[idx].tolist())
+    out[idx] = [k in seen for k in acked]
     return out
