@@ -2,7 +2,7 @@
 
     pytest suites/ [--profile ci|nightly] [--kafka-version 4.3.1,3.9.1] [--campaign NAME] [--results DIR]
 
-Every recorded run lands in ``<results>/<campaign>/<run_id>/`` (see harness.runner).
+Every recorded run lands in ``<results>/<campaign>/<run_id>/`` (see highwater.runner).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from suites.profiles import Profile, get_profile
+from highwater.profiles import Profile, get_profile
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

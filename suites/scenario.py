@@ -9,8 +9,8 @@ from typing import Any, Iterable
 
 from harness.checks.verdict import Verdict
 from harness.cluster import Cluster
-from harness.runner import Nemesis, RunResult, RunSpec, execute_run
-from suites.profiles import Profile
+from highwater.runner import Nemesis, RunResult, RunSpec, execute_run
+from highwater.profiles import Profile
 
 
 def run_scenario(cluster: Cluster, *, suite: str, scenario: str, profile: Profile, campaign: str,

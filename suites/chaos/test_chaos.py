@@ -9,8 +9,8 @@ import json
 import pytest
 
 from faults.schedule import DEFAULT_MIX, Schedule, ScheduleConfig
-from suites.nemeses import scheduled
-from suites.profiles import PROFILES
+from highwater.nemesis import scheduled
+from highwater.profiles import PROFILES
 from suites.scenario import assert_verdicts, run_scenario
 
 # A rolling restart needs minutes; keep it for runs long enough to hold one.

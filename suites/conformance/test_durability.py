@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from suites.nemeses import Step, scripted
+from highwater.nemesis import Step, scripted
 from suites.scenario import assert_verdicts, run_scenario
 
 SCENARIOS = {

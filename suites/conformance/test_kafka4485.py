@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from harness.history import read_history
-from suites.nemeses import Step, scripted
+from highwater.nemesis import Step, scripted
 from suites.scenario import assert_verdicts, run_scenario
 
 

@@ -3,7 +3,7 @@ watermark (ListOffsets latest from the leader, observed five times a second) go 
 
 from __future__ import annotations
 
-from suites.nemeses import Step, scripted
+from highwater.nemesis import Step, scripted
 from suites.scenario import assert_verdicts, run_scenario
 
 

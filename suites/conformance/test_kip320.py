@@ -47,9 +47,9 @@ from faults.inject import Injector
 from faults.spec import parse_fault
 from harness.cluster import Cluster
 from harness.observe import DEBUGGING_REPLICA_ID
-from harness.runner import RunResult, RunSpec, execute_run
+from highwater.runner import RunResult, RunSpec, execute_run
 from harness.waiting import wait_until
-from suites.profiles import Profile
+from highwater.profiles import Profile
 
 TOPIC = "kip320"
 LAG_MS = 4000  # replica.lag.time.max.ms: how fast the cut follower leaves the ISR

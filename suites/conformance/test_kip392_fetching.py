@@ -16,7 +16,7 @@ from kafka import KafkaProducer
 from harness.cluster import Cluster
 from harness.waiting import wait_until
 from harness.workload.final_read import _fetch
-from suites.nemeses import Step, scripted
+from highwater.nemesis import Step, scripted
 from suites.scenario import assert_verdicts, run_scenario
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from harness.checks import run_all_checks
-from harness.cli import main as highwater
+from highwater.cli import main as highwater
 from reports.browser_check import check_page, find_chromium
 from reports.synth import RunSpec, demo_specs, write_results
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.cluster import Cluster
-from harness.runner import RunSpec, execute_run
+from highwater.runner import RunSpec, execute_run
 from reports.browser_check import check_page, find_chromium
 
 
@@ -22,7 +22,7 @@ def test_report_from_a_real_run_opens_clean_in_chromium(cluster: Cluster, tmp_pa
                                           duration=8, partitions=1, rate=50, topic="rpt"))
     assert result.valid is True
     out = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(results), "--out", str(out),
+    proc = subprocess.run([sys.executable, "-m", "highwater.cli", "report", str(results), "--out", str(out),
                            "--master", "local[2]"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())

@@ -9,7 +9,7 @@ import pytest
 
 from harness.cluster import Cluster
 from harness.history import read_history
-from harness.runner import RunSpec, execute_run
+from highwater.runner import RunSpec, execute_run
 
 
 def test_fault_free_run_is_valid_on_every_check(cluster: Cluster, tmp_path: Path) -> None:

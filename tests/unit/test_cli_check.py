@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from harness.checks.synth import HistoryBuilder
-from harness.cli_check import main, register, run
+from highwater.cli_check import main, register, run
 from harness.history import to_parquet
 
 RACKS = {"brokers": {"1": "a", "2": "b"}, "clients": {"consumer-0": "a"}}

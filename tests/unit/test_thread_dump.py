@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from harness.runner import dump_thread_stacks
+from highwater.runner import dump_thread_stacks
 
 
 def test_dump_names_each_thread_and_where_it_waits(tmp_path: Path) -> None:

@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m reports.cli_report report ...``: the ``highwater`` CLI itself."""
-    from harness.cli import main as cli_main
+    """``python -m highwater.cli_report report ...``: the ``highwater`` CLI itself."""
+    from highwater.cli import main as cli_main
 
     return cli_main(argv)
 

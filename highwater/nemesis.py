@@ -1,4 +1,4 @@
-"""Nemeses for ``harness.runner.execute_run``: callables ``(injector, cluster, spec)`` that
+"""Nemeses for ``highwater.runner.execute_run``: callables ``(injector, cluster, spec)`` that
 inject faults during the workload window. Waiting inside them is a fault's *duration* or a gap
 of the schedule — time is the point here, not a condition to poll for."""
 
@@ -13,7 +13,7 @@ from faults.inject import Injector
 from faults.schedule import Schedule
 from faults.spec import parse_fault
 from harness.cluster import Cluster
-from harness.runner import Nemesis, RunSpec
+from highwater.runner import Nemesis, RunSpec
 
 log = logging.getLogger(__name__)
 

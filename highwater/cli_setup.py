@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from .distribution import default_version, ensure_kafka, installed_versions
-from .java import find_java
-from .paths import home
-from .toxiproxy import ensure_toxiproxy
+from harness.distribution import default_version, ensure_kafka, installed_versions
+from harness.java import find_java
+from harness.paths import home
+from harness.toxiproxy import ensure_toxiproxy
+from highwater.console import progress
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -18,7 +19,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from .cli import progress
 
     versions = args.kafka_version or [default_version(progress)]
     for version in versions:

@@ -16,8 +16,8 @@ from typing import Callable, Iterator
 
 import pytest
 
-from .cluster import Cluster
-from .config import ClusterSpec
+from harness.cluster import Cluster
+from harness.config import ClusterSpec
 
 ClusterFactory = Callable[..., Cluster]
 
@@ -64,7 +64,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(scope="session")
 def kafka_version(request: pytest.FixtureRequest) -> str:
-    from .distribution import default_version
+    from harness.distribution import default_version
 
     versions = requested_versions(request.config)
     return versions[0] if versions else default_version()

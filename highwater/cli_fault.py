@@ -12,8 +12,8 @@ import argparse
 import time
 from pathlib import Path
 
-from .cluster import Cluster
-from .errors import ClusterError
+from harness.cluster import Cluster
+from harness.errors import ClusterError
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _attach(name: str) -> Cluster:
-    from .cli_cluster import _read_state, _supervisor_alive
+    from highwater.cli_cluster import _read_state, _supervisor_alive
 
     state = _read_state(name)
     if not state or not _supervisor_alive(state):

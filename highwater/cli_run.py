@@ -4,12 +4,23 @@ campaign`` runs: the chaos campaign on a local 3-rack cluster, then the HTML rep
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from harness.errors import HighwaterError
+
+
+
+def suites_dir() -> Path:
+    """Where the ``suites`` package lives: a source checkout or an installed package alike.
+    Located, not imported: the suites are test programs run by pytest, not a layer below us."""
+    spec = importlib.util.find_spec("suites")
+    if spec is None or spec.origin is None:
+        raise HighwaterError("the suites package is not installed (pip install highwater)")
+    return Path(spec.origin).resolve().parent
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -30,13 +41,21 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", default="results")
 
 
+def locate(test: str) -> str:
+    """A ``suites/...`` test id that is not a path here names a test of the installed package."""
+    path = test.split("::", 1)[0]
+    if Path(path).exists() or not (path == "suites" or path.startswith("suites/")):
+        return test
+    return str(suites_dir().parent / test)
+
+
 def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
-    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *tests, "--profile", args.profile,
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *map(locate, tests), "--profile", args.profile,
             "--campaign", campaign, "--results", args.results, "-rxXf"]
     for v in args.kafka_version or []:
         argv += ["--kafka-version", v]
     print("highwater: " + " ".join(argv[1:]), file=sys.stderr, flush=True)
-    return subprocess.call(argv, cwd=ROOT)
+    return subprocess.call(argv)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -47,9 +66,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_campaign(args: argparse.Namespace) -> int:
     campaign = args.campaign or f"campaign-{args.profile}-{time.strftime('%Y%m%dT%H%M%S')}"
     rc = _pytest(["suites/chaos"], args, campaign)
-    report_cmd = [sys.executable, "-m", "harness.cli", "report", str(Path(args.results) / campaign), "--out", args.report]
+    report_cmd = [sys.executable, "-m", "highwater.cli", "report", str(Path(args.results) / campaign), "--out", args.report]
     print("highwater: " + " ".join(report_cmd[1:]), file=sys.stderr, flush=True)
-    report_rc = subprocess.call(report_cmd, cwd=ROOT)
+    report_rc = subprocess.call(report_cmd)
     print(f"highwater: campaign {campaign}: suites exit {rc}, report exit {report_rc}; "
           f"report at {Path(args.report) / 'report.html'}", file=sys.stderr)
     return rc or report_rc

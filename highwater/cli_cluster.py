@@ -16,12 +16,13 @@ import threading
 import time
 from pathlib import Path
 
-from .cluster import Cluster, check_spec
-from .config import ClusterSpec
-from .errors import ClusterError
-from .paths import home
-from .procs import OwnerLock, signal_and_wait, spawn
-from .waiting import wait_until
+from harness.cluster import Cluster, check_spec
+from harness.config import ClusterSpec
+from harness.errors import ClusterError
+from harness.paths import home
+from harness.procs import OwnerLock, signal_and_wait, spawn
+from harness.waiting import wait_until
+from highwater.console import progress
 
 
 def manual_dir() -> Path:
@@ -109,7 +110,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     _state_path(args.name).unlink(missing_ok=True)
     log_path = manual_dir() / f"{args.name}.supervisor.log"
     log_path.write_text("")
-    proc = spawn([sys.executable, "-m", "harness.cli", "cluster", "_serve", *_forward_args(args)],
+    proc = spawn([sys.executable, "-m", "highwater.cli", "cluster", "_serve", *_forward_args(args)],
                  log_path=log_path, die_with_parent=False)
 
     def ready() -> dict | None:
@@ -170,7 +171,6 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """The supervisor: owns the cluster until SIGTERM/SIGINT."""
-    from .cli import progress
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -1,7 +1,7 @@
 """``highwater check HISTORY.jsonl|.parquet [--json]``: run every check, print the verdicts.
 
 Exit status: 0 all valid, 1 some violation, 2 unknown (something could not be judged) or the
-history is unreadable. ``harness.cli`` calls ``register(subparsers)``.
+history is unreadable. ``highwater.cli`` calls ``register(subparsers)``.
 """
 
 from __future__ import annotations
@@ -84,8 +84,8 @@ def _print_text(verdicts: list[Verdict], valid: Any, out: TextIO, examples: bool
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m harness.cli_check check ...``: the ``highwater`` CLI itself."""
-    from harness.cli import main as cli_main
+    """``python -m highwater.cli_check check ...``: the ``highwater`` CLI itself."""
+    from highwater.cli import main as cli_main
 
     return cli_main(argv)
 

@@ -3,40 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 from typing import Callable
 
-from .errors import HighwaterError
+from harness.errors import HighwaterError
 
-# Modules that add subcommands: each has ``register(subparsers)``; a missing one is skipped so
-# the CLI works while parts of the project are still being built.
-SUBCOMMAND_MODULES = (
-    "harness.cli_setup",
-    "harness.cli_cluster",
-    "harness.cli_check",
-    "harness.cli_fault",
-    "harness.cli_run",
-    "reports.cli_report",
-)
+from . import cli_check, cli_cluster, cli_fault, cli_report, cli_run, cli_setup
 
-
-def progress(msg: str) -> None:
-    print(f"highwater: {msg}", file=sys.stderr, flush=True)
+# Each subcommand module has ``register(subparsers)``; imported explicitly, so a missing or
+# broken one fails loudly at import time instead of vanishing from the help.
+SUBCOMMAND_MODULES = (cli_setup, cli_cluster, cli_check, cli_fault, cli_run, cli_report)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="highwater", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug output")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
+    for module in SUBCOMMAND_MODULES:
         module.register(sub)
     return parser
 
