@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 PROFILE ?= ci
 
-.PHONY: install system-packages test unit suites campaign
+.PHONY: install system-packages lint test unit suites campaign
 
 $(STAMP): pyproject.toml
 	@echo "== highwater: creating $(VENV) and installing Python packages"
@@ -28,8 +28,14 @@ system-packages:
 install: $(STAMP) system-packages
 	$(BIN)/highwater setup
 
-# Unit tests, integration tests on real clusters, and the conformance + chaos suites (ci profile).
-test: install
+# Lint (ruff), format check (ruff format) and types (mypy on every product package).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# Lint, unit tests, integration tests on real clusters, and the conformance + chaos suites (ci profile).
+test: install lint
 	$(BIN)/pytest $(PYTEST_ARGS) tests suites --profile $(PROFILE) --results results/make-test
 
 unit: $(STAMP)

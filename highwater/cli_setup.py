@@ -11,7 +11,7 @@ from harness.toxiproxy import ensure_toxiproxy
 from highwater.console import progress
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("setup", help="assemble Kafka (Maven Central) and Toxiproxy (Go) into the cache")
     p.add_argument("--kafka-version", action="append", metavar="V",
                    help="Kafka version to assemble (repeatable); default: the newest stable release")

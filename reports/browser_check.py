@@ -99,7 +99,7 @@ class _Pipe:
                 raise ConnectionError(f"chromium closed the pipe (exit {self.proc.poll()})")
             self.buf += chunk
         raw, self.buf = self.buf.split(b"\0", 1)
-        return json.loads(raw)  # type: ignore[no-any-return]
+        return json.loads(raw)
 
 
 def check_page(html: Path, chromium: str | None = None, settle_s: float = 1.0) -> PageReport:

@@ -415,7 +415,7 @@ class Gap(NamedTuple):
     process: str
     topic: str
     partition: int
-    index: int
+    index: int  # type: ignore[assignment]  # the event's index; shadows tuple.index, never called
     prev_index: int | None
     expected: int
     offset: int

@@ -198,7 +198,7 @@ def fault_windows(events: list[Any], end_ns: int) -> list[dict[str, Any]]:
         if e["f"] == "fault":
             open_.append({"start_s": e["time_ns"] / 1e9, "kind": kind, "targets": targets})
             continue
-        still = []
+        still: list[dict[str, Any]] = []
         for w in open_:
             ends = kind in (None, "all") or (w["kind"] == kind and targets in ("[]", w["targets"]))
             (done if ends else still).append({**w, "end_s": e["time_ns"] / 1e9} if ends else w)

@@ -388,7 +388,8 @@ class _Builder:
         targets = v.get("targets")
         if not isinstance(targets, (list, tuple)):
             targets = [] if targets is None else [targets]
-        params = v.get("params") if isinstance(v.get("params"), dict) else {}
+        raw_params = v.get("params")
+        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         self.faults.append(FaultEvent(row, t, f, v.get("kind"), tuple(targets), params))
 
     def _final(self, row: int, v: Mapping[str, Any]) -> None:

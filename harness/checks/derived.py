@@ -33,7 +33,7 @@ T = TypeVar("T")
 def cached(h: HistoryData, name: str, fn: Callable[[HistoryData], T]) -> T:
     if name not in h.cache:
         h.cache[name] = fn(h)
-    return h.cache[name]  # type: ignore[no-any-return]
+    return h.cache[name]
 
 
 def okey(tp: np.ndarray, off: np.ndarray) -> np.ndarray:

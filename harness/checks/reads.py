@@ -150,14 +150,15 @@ def truncation_undetected(h: HistoryData) -> Verdict:
     np.minimum.at(min_bad_off, seg[bad], c.off[bad])
     carried = (st == AGREE) & (pos > first_bad[seg]) & (c.off > min_bad_off[seg])
     flagged: dict[int, tuple[int, int, str]] = {}
-    for i in np.nonzero(carried)[0]:
-        s = int(seg[i])
+    for carried_at in np.nonzero(carried)[0]:
+        s = int(seg[carried_at])
         if s not in flagged:
-            flagged[s] = (int(first_bad[s]), int(i), "went on reading")
+            flagged[s] = (int(first_bad[s]), int(carried_at), "went on reading")
     # segments with truncated reads that ended in a position change past d
     last = np.nonzero(np.append(new[1:], True))[0]  # last record of each segment
-    for s in np.nonzero(first_bad < big)[0]:
-        if int(s) in flagged:
+    for seg_no in np.nonzero(first_bad < big)[0]:
+        s = int(seg_no)
+        if s in flagged:
             continue
         i = int(last[s])
         k = int(c.next_pos[i])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ def replica_divergence(h: HistoryData) -> Verdict:
     for i, fl in enumerate(h.finals):
         by_tp[fl.tp].append(i)
     compared = diverged = n_offsets = 0
-    examples = []
+    examples: list[dict[str, Any]] = []
     for tp, idxs in by_tp.items():
         j = ref.ref[tp]
         if j is None or len(idxs) < 2:
@@ -64,7 +65,7 @@ def hw_regression(h: HistoryData) -> Verdict:
     by a request/response window. One count per decrease."""
     last: dict[tuple[int, int], tuple[int, int]] = {}
     steps = regressions = 0
-    examples = []
+    examples: list[dict[str, Any]] = []
     for m in h.meta:
         if m.hw is None or m.tp < 0:
             continue
