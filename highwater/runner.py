@@ -26,11 +26,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import kafka
-
 from faults.inject import Injector
 from harness.checks import overall, run_all_checks
 from harness.checks.verdict import Verdict
+from harness.clients import DEFAULT_CLIENT, client_label, get_driver
 from harness.cluster import Cluster
 from harness.history import HistoryWriter
 from harness.waiting import wait_until
@@ -38,8 +37,6 @@ from harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, Pro
 from harness.workload.final_read import final_read
 
 log = logging.getLogger(__name__)
-
-CLIENT = f"kafka-python {kafka.__version__}"
 
 
 @dataclass
@@ -59,6 +56,7 @@ class RunSpec:
     rate: float = 100.0  # per producer, sends/s
     value_size: int = 0  # bytes per value (0: just the unique id)
     consumer_mode: str = "assign"
+    client: str = DEFAULT_CLIENT  # the client under test: one of harness.clients.client_names()
     duration: float = 20.0  # seconds of workload (faults run inside it)
     settle_timeout: float = 60.0  # after healing: consumers catch up, ISR refills
     observe_interval: float = 1.0  # seconds between meta observations
@@ -109,11 +107,11 @@ def execute_run(cluster: Cluster, spec: RunSpec, nemesis: Nemesis | None = None,
     racks = {"brokers": {str(b): cluster.rack_of(b) for b in cluster.broker_ids},
              "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)}}
     history = HistoryWriter(out / "history.jsonl", run_id=run_id, kafka_version=cluster.kafka.version if cluster.kafka else None,
-                            client=CLIENT, suite=spec.suite, scenario=spec.scenario, seed=spec.seed,
+                            client=client_label(get_driver(spec.client)), suite=spec.suite, scenario=spec.scenario, seed=spec.seed,
                             config=spec.header_config(cluster), racks=racks)
     run_info: dict[str, Any] = {
         "run_id": run_id, "suite": spec.suite, "scenario": spec.scenario, "campaign": spec.campaign,
-        "kafka_version": cluster.kafka.version if cluster.kafka else None, "client": CLIENT,
+        "kafka_version": cluster.kafka.version if cluster.kafka else None, "client": client_label(get_driver(spec.client)),
         "config": spec.header_config(cluster), "seed": spec.seed, "repro": spec.repro,
         "started_at": time.time(), "racks": racks, "python": platform.python_version(),
         "cluster": {"brokers": cluster.spec.brokers, "racks": cluster.spec.racks,
@@ -124,11 +122,12 @@ def execute_run(cluster: Cluster, spec: RunSpec, nemesis: Nemesis | None = None,
     # Producers have no rack (they always write to the leader); one consumer per broker rack.
     producers = [ProducerWorker(f"producer-{i}", cluster.bootstrap(),
                                 history, ProducerConfig(spec.topic, spec.partitions, spec.acks, spec.idempotence,
-                                                        spec.rate, value_size=spec.value_size))
+                                                        spec.rate, value_size=spec.value_size), client=spec.client)
                  for i in range(spec.producers)]
     consumers = [ConsumerWorker(f"consumer-{i}", cluster.bootstrap(rack), history,
                                 ConsumerConfig(spec.topic, spec.partitions, mode=spec.consumer_mode, client_rack=rack,
-                                               group_id=f"hw-{run_id}" if spec.consumer_mode == "subscribe" else None))
+                                               group_id=f"hw-{run_id}" if spec.consumer_mode == "subscribe" else None),
+                                client=spec.client)
                  for i, rack in enumerate(cluster.topo.racks)]
     observer = ObserverWorker(cluster.bootstrap(), history, spec.topic, spec.partitions,
                               interval=spec.observe_interval)

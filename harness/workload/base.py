@@ -42,7 +42,7 @@ class Worker:
     def close(self) -> None:
         """Release clients; called once when ``run`` ends, on every path."""
 
-    def start(self) -> "Worker":
+    def start(self) -> Worker:
         self._thread.start()
         return self
 

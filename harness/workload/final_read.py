@@ -5,6 +5,9 @@ read from a follower, KIP-392), from its log start up to its own high watermark.
 replica's *committed* records, what the checks compare with what clients saw. One ``final-read``
 ok event per (partition, replica): ``{"topic","partition","replica","hw","log_start",
 "records":[[offset,value],...]}``; a replica that cannot be read gets an ``info`` event.
+
+This is observation, not a client under test: the raw requests use kafka-python's protocol
+classes whichever client driver (``harness.clients``) the run's producers and consumers use.
 """
 
 from __future__ import annotations

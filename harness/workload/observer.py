@@ -1,5 +1,9 @@
 """Periodic ``meta`` events: leader, leader epoch, ISR, HW and per-replica LEO of each
-partition, as Kafka reports them (see harness.observe)."""
+partition, as Kafka reports them (see harness.observe).
+
+This is observation, not a client under test: ``harness.observe.Observer`` speaks to the
+brokers with kafka-python's admin and protocol classes whichever client driver
+(``harness.clients``) the run's producers and consumers use."""
 
 from __future__ import annotations
 

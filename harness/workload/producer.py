@@ -1,10 +1,11 @@
-"""A producer that writes unique values and records every outcome honestly.
+"""A producer that writes unique values and records every outcome honestly, over any client
+driver (``harness.clients``).
 
 Each send is an ``invoke`` with ``{"topic","partition","key","value"}``; its completion is ``ok``
-with the ``offset`` Kafka acknowledged, ``fail`` only when the write definitely did not happen
-(rejected before any byte reached a broker, or by a non-retriable broker error on the only
-attempt), and ``info`` otherwise: a timeout or an error after retries may hide a write that
-succeeded, so it is never claimed as failed.
+with the ``offset`` Kafka acknowledged, ``fail`` only when the write definitely did not happen,
+and ``info`` otherwise: a timeout or an error after retries may hide a write that succeeded, so
+it is never claimed as failed. Which errors prove a write did not happen is the driver's call
+(``SendOutcome``); pacing, values, counting and recording are this worker's, for every client.
 """
 
 from __future__ import annotations
@@ -15,17 +16,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from kafka import KafkaProducer
-from kafka import errors as kerr
+from harness.clients import DEFAULT_CLIENT, ClientDriver, Outcome, ProducerSettings, SendOutcome, resolve_driver
 
 from .base import HistorySink, Worker
 
 log = logging.getLogger(__name__)
-
-# Errors that prove the broker did not append: each is returned before the write is applied.
-DEFINITE_REJECTIONS = (kerr.MessageSizeTooLargeError, kerr.RecordListTooLargeError,
-                       kerr.InvalidTopicError, kerr.TopicAuthorizationFailedError,
-                       kerr.InvalidRequiredAcksError)
 
 
 @dataclass(frozen=True)
@@ -42,38 +37,42 @@ class ProducerConfig:
 
 
 class ProducerWorker(Worker):
-    def __init__(self, name: str, bootstrap: list[str], history: HistorySink, config: ProducerConfig) -> None:
+    def __init__(self, name: str, bootstrap: list[str], history: HistorySink, config: ProducerConfig,
+                 client: str | ClientDriver = DEFAULT_CLIENT) -> None:
         super().__init__(name, history)
         self.config = config
         self._sent = 0
         self._acked = 0
         self._lock = threading.Lock()
-        acks: str | int = config.acks if str(config.acks) == "all" else int(config.acks)  # kafka-python wants 0, 1 or "all"
-        self._producer = KafkaProducer(
-            bootstrap_servers=bootstrap, client_id=name, acks=acks,
-            enable_idempotence=config.idempotence, retries=config.retries, linger_ms=2,
-            request_timeout_ms=config.request_timeout_ms, delivery_timeout_ms=config.delivery_timeout_ms,
-            max_in_flight_requests_per_connection=1 if not config.idempotence else 5,
-            max_block_ms=5000)
+        self.client = resolve_driver(client)
+        self._producer = self.client.producer(ProducerSettings(
+            bootstrap=bootstrap, client_id=name, acks=config.acks, idempotence=config.idempotence,
+            retries=config.retries, request_timeout_ms=config.request_timeout_ms,
+            delivery_timeout_ms=config.delivery_timeout_ms,
+            # one request in flight keeps retries in order without idempotence
+            max_in_flight=1 if not config.idempotence else 5))
 
     def stats(self) -> dict[str, int]:
         return {"sent": self._sent, "acked": self._acked}
+
+    def value(self, n: int) -> str:
+        """The ``n``-th value of this producer: unique across the run, padded to ``value_size``."""
+        value = f"{self.name}-{n}"
+        if self.config.value_size > len(value):
+            value = (value + ":").ljust(self.config.value_size, ".")
+        return value
 
     def run(self) -> None:
         interval = 1.0 / self.config.rate
         next_at = time.monotonic()
         n = 0
         while not self.stopping.is_set():
-            partition = n % self.config.partitions
-            value = f"{self.name}-{n}"
-            if self.config.value_size > len(value):
-                value = (value + ":").ljust(self.config.value_size, ".")
-            self._send_one(partition, value)
+            self._send_one(n % self.config.partitions, self.value(n))
             n += 1
             next_at += interval
             # Pacing the offered load, not waiting for a condition.
             self.stopping.wait(max(0.0, next_at - time.monotonic()))
-        self._producer.flush(timeout=self.config.delivery_timeout_ms / 1000 + 5)
+        self._producer.flush(self.config.delivery_timeout_ms / 1000 + 5)
 
     def _send_one(self, partition: int, value: str) -> None:
         topic = self.config.topic
@@ -81,27 +80,22 @@ class ProducerWorker(Worker):
         self.history.invoke(self.name, "send", op)
         self._sent += 1
         try:
-            future = self._producer.send(topic, value=value.encode(), partition=partition)
-        except kerr.KafkaTimeoutError as exc:  # metadata or buffer wait: nothing was sent
-            self.history.fail(self.name, "send", op, error=exc)
-            return
+            self._producer.send(topic, partition, value, lambda outcome: self._on_outcome(op, outcome))
         except Exception as exc:  # noqa: BLE001 - recorded; unknown outcome
             self.history.info(self.name, "send", op, error=exc)
-            return
-        future.add_callback(self._on_ok, op)
-        future.add_errback(self._on_error, op)
 
-    def _on_ok(self, op: dict[str, Any], metadata: Any) -> None:
-        with self._lock:
-            self._acked += 1
-        self.history.ok(self.name, "send", {**op, "offset": int(metadata.offset)})
-
-    def _on_error(self, op: dict[str, Any], exc: BaseException) -> None:
-        definite = isinstance(exc, DEFINITE_REJECTIONS) and self.config.retries == 0
-        (self.history.fail if definite else self.history.info)(self.name, "send", op, error=exc)
+    def _on_outcome(self, op: dict[str, Any], outcome: SendOutcome) -> None:
+        if outcome.outcome is Outcome.OK:
+            with self._lock:
+                self._acked += 1
+            self.history.ok(self.name, "send", {**op, "offset": outcome.offset})
+        elif outcome.outcome is Outcome.FAIL:
+            self.history.fail(self.name, "send", op, error=outcome.error)
+        else:
+            self.history.info(self.name, "send", op, error=outcome.error)
 
     def close(self) -> None:
         try:
-            self._producer.close(timeout=10)
+            self._producer.close(10)
         except Exception as exc:  # noqa: BLE001 - closing must not hide the run's outcome
             log.warning("%s: close failed: %s", self.name, exc)

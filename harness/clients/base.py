@@ -1,0 +1,231 @@
+"""The client-driver protocol: what a Kafka client library must give the workloads.
+
+A *driver* adapts one client library (kafka-python today; the Java client and librdkafka next)
+to three small protocols, and answers in the typed events below. Everything a client library
+does not decide -- pacing, unique values, recording the history, counting sends and reads,
+reacting to a truncation -- is written once in the workload workers (``harness.workload``), not
+per client. Everything it does decide -- how a send's failure is classified, which broker served
+a fetch, when the library moved a position on its own -- is the driver's job, and every quirk
+and private patch of a library stays inside its driver module.
+
+- ``ClientDriver``: the library's ``name`` and ``version`` (the history header's ``client`` is
+  ``"<name> <version>"``) and factories for a producer and a consumer.
+- ``ProducerDriver``: ``send`` (the outcome arrives once, classified ``ok`` with the acknowledged
+  offset, ``fail`` only when the write provably did not happen, ``info`` when unknown),
+  ``flush``, ``close``.
+- ``ConsumerDriver``: ``assign`` or ``subscribe``, ``seek`` / ``seek_to_beginning``, ``poll``
+  (records with offset, value, leader epoch and the serving replica where known, or a
+  ``TruncationSignal``), ``commit``, ``close``. Position changes the *library* makes on its own
+  (a group assignment, an ``auto.offset.reset``, a KIP-320 seek to the divergence point) go to
+  the ``ConsumerListener`` as they happen, so their time in the history is when they happened.
+  Changes the workload asks for (``assign`` + ``seek``) are recorded by the workload.
+
+Errors carried by events are the library's own exception (recorded as ``"Class: message"``) or
+a string already in that form (a driver talking to another process).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, NamedTuple, Protocol
+
+from harness.errors import HighwaterError
+
+#: the client a run uses unless told otherwise
+DEFAULT_CLIENT = "kafka-python"
+
+
+class UnknownClientError(HighwaterError):
+    """A client name that no driver is registered for."""
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+class Outcome(str, Enum):
+    """How an operation ended, in the history's terms."""
+
+    OK = "ok"  # it definitely happened
+    FAIL = "fail"  # it definitely did not happen
+    INFO = "info"  # unknown: it may have happened
+
+
+@dataclass(frozen=True, slots=True)
+class SendOutcome:
+    """The outcome of one send. ``offset`` is set for ``OK`` (the offset the broker acknowledged);
+    ``error`` for ``FAIL`` and ``INFO``."""
+
+    outcome: Outcome
+    offset: int | None = None
+    error: BaseException | str | None = None
+
+    @classmethod
+    def ok(cls, offset: int) -> SendOutcome:
+        return cls(Outcome.OK, offset=int(offset))
+
+    @classmethod
+    def fail(cls, error: BaseException | str) -> SendOutcome:
+        return cls(Outcome.FAIL, error=error)
+
+    @classmethod
+    def info(cls, error: BaseException | str) -> SendOutcome:
+        return cls(Outcome.INFO, error=error)
+
+
+@dataclass(frozen=True, slots=True)
+class PolledRecord:
+    """One record a poll returned. ``leader_epoch`` is None when the batch carries none;
+    ``replica`` is the broker that served the fetch the record came from, None when the driver
+    cannot tell."""
+
+    topic: str
+    partition: int
+    offset: int
+    value: str | None
+    leader_epoch: int | None = None
+    replica: int | None = None
+
+    def to_event_value(self) -> dict[str, Any]:
+        """The record as a ``poll`` event lists it."""
+        return {"topic": self.topic, "partition": self.partition, "offset": self.offset, "value": self.value,
+                "leader_epoch": self.leader_epoch, "replica": self.replica}
+
+
+class PositionReason(str, Enum):
+    """Why a consumer's position changed (the ``reason`` of ``assign``/``seek`` events)."""
+
+    ASSIGN = "assign"  # the workload assigned the partition and chose where to start
+    REBALANCE = "rebalance"  # a group rebalance assigned it (the position is not known yet)
+    RESET = "reset"  # the library applied auto.offset.reset
+    TRUNCATION = "truncation"  # moved to a divergence point (KIP-320), by the library or by us
+
+
+@dataclass(frozen=True, slots=True)
+class PositionChange:
+    """A consumer's position in one partition changed. ``offset`` None means "a new position,
+    not known yet" (the checks restart their skip judgement there) or, for a truncation seek
+    with no divergence point, the log start."""
+
+    topic: str
+    partition: int
+    offset: int | None
+    reason: PositionReason
+
+    @property
+    def f(self) -> str:
+        """The history's ``f``: ``assign`` for an assignment, ``seek`` for every other move."""
+        return "assign" if self.reason in (PositionReason.ASSIGN, PositionReason.REBALANCE) else "seek"
+
+    def to_event_value(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "offset": self.offset,
+                "reason": self.reason.value}
+
+
+@dataclass(frozen=True, slots=True)
+class TruncationSignal:
+    """KIP-320: the library found the log truncated below its position and left the move to
+    us (Java's ``LogTruncationException``, kafka-python's ``LogTruncationError``). ``divergent``
+    maps each partition to its first divergent offset, None when the library knows none."""
+
+    divergent: Mapping[TopicPartition, int | None]
+    error: BaseException | str
+
+
+@dataclass(frozen=True)
+class ProducerSettings:
+    """What a workload asks of a producer, in Kafka's terms (each driver maps them)."""
+
+    bootstrap: Sequence[str]
+    client_id: str
+    acks: str | int = "all"  # "all", 1 or 0
+    idempotence: bool = False
+    retries: int = 3
+    request_timeout_ms: int = 5000
+    delivery_timeout_ms: int = 20000
+    linger_ms: int = 2
+    max_in_flight: int = 1
+    max_block_ms: int = 5000  # how long a send may wait for metadata or buffer space
+
+
+@dataclass(frozen=True)
+class ConsumerSettings:
+    """What a workload asks of a consumer, in Kafka's terms (each driver maps them)."""
+
+    bootstrap: Sequence[str]
+    client_id: str
+    client_rack: str | None = None  # KIP-392: fetch from this rack's replica
+    group_id: str | None = None
+    auto_commit: bool = False
+    auto_offset_reset: str = "earliest"
+    max_poll_records: int = 500
+    request_timeout_ms: int = 10000
+    metadata_max_age_ms: int = 5000  # bounds how long a consumer may keep fetching from a stale replica
+
+
+class ProducerDriver(Protocol):
+    def send(self, topic: str, partition: int, value: str, on_outcome: Callable[[SendOutcome], None]) -> None:
+        """Start one send of ``value`` (no key) to ``topic``/``partition``. ``on_outcome`` is
+        called once, from any thread, possibly before ``send`` returns. If ``send`` raises
+        instead, the outcome is unknown (the workload records ``info``) and ``on_outcome`` is
+        never called."""
+        ...
+
+    def flush(self, timeout_s: float) -> None:
+        """Wait until every started send has its outcome (or the timeout passed)."""
+        ...
+
+    def close(self, timeout_s: float) -> None: ...
+
+
+class ConsumerListener(Protocol):
+    def on_position_change(self, change: PositionChange) -> None:
+        """Called by the driver, as it happens, for every position change the library makes
+        on its own: group assignments (``REBALANCE``), resets (``RESET``), seeks to a
+        divergence point it handled itself (``TRUNCATION``)."""
+        ...
+
+
+class ConsumerDriver(Protocol):
+    def assign(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    def subscribe(self, topics: Sequence[str]) -> None:
+        """Join the group of ``ConsumerSettings.group_id``; assignments reach the listener."""
+        ...
+
+    def seek(self, tp: TopicPartition, offset: int) -> None: ...
+
+    def seek_to_beginning(self, tp: TopicPartition) -> None: ...
+
+    def poll(self, timeout_ms: int) -> Sequence[PolledRecord] | TruncationSignal:
+        """The records one poll returned (possibly none), or the truncation the library
+        detected and left to us. Raises on any other failure (the workload records ``info``)."""
+        ...
+
+    def commit(self) -> None:
+        """Commit the positions of the records polled so far, synchronously (group only)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class ClientDriver(Protocol):
+    """One Kafka client library."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    def producer(self, settings: ProducerSettings) -> ProducerDriver: ...
+
+    def consumer(self, settings: ConsumerSettings, listener: ConsumerListener) -> ConsumerDriver: ...
+
+
+def client_label(driver: ClientDriver) -> str:
+    """The client as histories and manifests name it: ``"<name> <version>"``."""
+    return f"{driver.name} {driver.version}"

@@ -1,0 +1,239 @@
+"""The kafka-python driver. Every import of kafka-python's client classes for the workloads,
+and every patch of its private fetcher, lives here.
+
+Producer outcomes: ``ok`` with the acknowledged offset; ``fail`` when ``send`` itself timed out
+waiting for metadata or buffer space (nothing was sent), or for a non-retriable broker error
+that proves the broker did not append, on the only attempt (``retries=0``); ``info`` otherwise:
+a timeout or an error after retries may hide a write that succeeded.
+
+Consumer: resets and KIP-320 seeks happen inside kafka-python, so the driver wraps three
+methods of its *own* consumer's fetcher (instance attributes; no global patch):
+``_reset_offset_if_needed`` to report resets, ``_handle_offset_for_leader_epoch_response`` to
+report KIP-320 truncation seeks, and ``_handle_fetch_response`` to note which broker answered
+each fetch at each fetch offset. A record's ``replica`` is the broker whose fetch at the
+greatest fetch offset <= its offset came last: the client's view; the network-level truth is in
+Toxiproxy's byte counters. (Asking for the preferred read replica at poll time would be wrong
+with kafka-python 3.0.12, which clears it after every follower response: README, Findings,
+HW-4.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import kafka
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KTopicPartition
+from kafka import errors as kerr
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+
+from .base import (
+    ConsumerListener,
+    ConsumerSettings,
+    PolledRecord,
+    PositionChange,
+    PositionReason,
+    ProducerSettings,
+    SendOutcome,
+    TopicPartition,
+    TruncationSignal,
+)
+
+# Errors that prove the broker did not append: each is returned before the write is applied.
+DEFINITE_REJECTIONS = (kerr.MessageSizeTooLargeError, kerr.RecordListTooLargeError,
+                       kerr.InvalidTopicError, kerr.TopicAuthorizationFailedError,
+                       kerr.InvalidRequiredAcksError)
+
+
+def classify_send_error(exc: BaseException, retries: int) -> SendOutcome:
+    """A send that completed with ``exc``: ``fail`` only for a definite rejection on the only
+    attempt, else ``info``."""
+    definite = isinstance(exc, DEFINITE_REJECTIONS) and retries == 0
+    return SendOutcome.fail(exc) if definite else SendOutcome.info(exc)
+
+
+class KafkaPythonDriver:
+    name = "kafka-python"
+    version: str = kafka.__version__
+
+    def producer(self, settings: ProducerSettings) -> KafkaPythonProducer:
+        return KafkaPythonProducer(settings)
+
+    def consumer(self, settings: ConsumerSettings, listener: ConsumerListener) -> KafkaPythonConsumer:
+        return KafkaPythonConsumer(settings, listener)
+
+
+class KafkaPythonProducer:
+    def __init__(self, settings: ProducerSettings) -> None:
+        self.settings = settings
+        acks: str | int = settings.acks if str(settings.acks) == "all" else int(settings.acks)  # 0, 1 or "all"
+        self._producer = KafkaProducer(
+            bootstrap_servers=list(settings.bootstrap), client_id=settings.client_id, acks=acks,
+            enable_idempotence=settings.idempotence, retries=settings.retries, linger_ms=settings.linger_ms,
+            request_timeout_ms=settings.request_timeout_ms, delivery_timeout_ms=settings.delivery_timeout_ms,
+            max_in_flight_requests_per_connection=settings.max_in_flight, max_block_ms=settings.max_block_ms)
+
+    def send(self, topic: str, partition: int, value: str, on_outcome: Callable[[SendOutcome], None]) -> None:
+        try:
+            future = self._producer.send(topic, value=value.encode(), partition=partition)
+        except kerr.KafkaTimeoutError as exc:  # metadata or buffer wait: nothing was sent
+            on_outcome(SendOutcome.fail(exc))
+            return
+        retries = self.settings.retries
+        future.add_callback(lambda metadata: on_outcome(SendOutcome.ok(int(metadata.offset))))
+        future.add_errback(lambda exc: on_outcome(classify_send_error(exc, retries)))
+
+    def flush(self, timeout_s: float) -> None:
+        self._producer.flush(timeout=timeout_s)
+
+    def close(self, timeout_s: float) -> None:
+        self._producer.close(timeout=timeout_s)
+
+
+class FetchSources:
+    """Which broker answered the fetches of each partition, by fetch offset: a record's source
+    is the broker of the fetch at the greatest fetch offset <= the record's offset."""
+
+    KEEP = 64  # fetch offsets kept per partition before old ones are forgotten
+
+    def __init__(self) -> None:
+        self._by_tp: dict[Any, dict[int, int]] = {}
+
+    def note(self, tp: Any, fetch_offset: int, node_id: int) -> None:
+        self._by_tp.setdefault(tp, {})[int(fetch_offset)] = int(node_id)
+
+    def source_of(self, tp: Any, offset: int) -> int | None:
+        by_offset = self._by_tp.get(tp)
+        if not by_offset:
+            return None
+        starts = [o for o in by_offset if o <= offset]
+        return by_offset[max(starts)] if starts else None
+
+    def forget_below(self, tp: Any, offset: int) -> None:
+        """Drop fetch offsets below ``offset`` except the one that still covers it."""
+        by_offset = self._by_tp.get(tp)
+        if by_offset and len(by_offset) > self.KEEP:
+            keep = max((o for o in by_offset if o <= offset), default=None)
+            for o in [o for o in by_offset if o < offset and o != keep]:
+                by_offset.pop(o, None)
+
+
+def _ktp(tp: TopicPartition) -> KTopicPartition:
+    return KTopicPartition(tp.topic, tp.partition)
+
+
+class _Rebalances(ConsumerRebalanceListener):
+    def __init__(self, listener: ConsumerListener) -> None:
+        self.listener = listener
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        return None
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        # The position is not known inside the callback (kafka-python fails the rebalance if we
+        # ask); None means "a new position".
+        for tp in assigned:
+            self.listener.on_position_change(PositionChange(tp.topic, tp.partition, None, PositionReason.REBALANCE))
+
+
+class KafkaPythonConsumer:
+    def __init__(self, settings: ConsumerSettings, listener: ConsumerListener) -> None:
+        self.settings = settings
+        self.listener = listener
+        extra: dict[str, Any] = {"client_rack": settings.client_rack} if settings.client_rack else {}
+        self._consumer = KafkaConsumer(
+            bootstrap_servers=list(settings.bootstrap), client_id=settings.client_id, group_id=settings.group_id,
+            enable_auto_commit=settings.auto_commit, auto_offset_reset=settings.auto_offset_reset,
+            max_poll_records=settings.max_poll_records, request_timeout_ms=settings.request_timeout_ms,
+            metadata_max_age_ms=settings.metadata_max_age_ms, **extra)
+        self.sources = FetchSources()
+        self._hook_resets()
+        self._hook_fetch_sources()
+        self._hook_validation()
+
+    def _moved(self, tp: Any, offset: int | None, reason: PositionReason) -> None:
+        self.listener.on_position_change(PositionChange(tp.topic, tp.partition, offset, reason))
+
+    def _hook_resets(self) -> None:
+        fetcher = self._consumer._fetcher
+        original = fetcher._reset_offset_if_needed
+        subs = self._consumer._subscription
+
+        def recording_reset(partition: KTopicPartition, timestamp: Any, offset: int) -> None:
+            before = subs.assignment[partition].position if subs.is_assigned(partition) else None
+            original(partition, timestamp, offset)
+            after = subs.assignment[partition].position if subs.is_assigned(partition) else None
+            if after is not None and after != before:
+                self._moved(partition, after.offset, PositionReason.RESET)
+
+        fetcher._reset_offset_if_needed = recording_reset
+
+    def _hook_validation(self) -> None:
+        """KIP-320 with a reset policy: kafka-python does not raise LogTruncationError when an
+        OffsetsForLeaderEpoch answer shows the log diverged below our position; it seeks to the
+        first diverging offset itself (``Fetcher._handle_offset_for_leader_epoch_response``,
+        like Java's ``seekValidated``). Report that move as a ``truncation`` seek, or the
+        history would show a silent jump back."""
+        fetcher = self._consumer._fetcher
+        original = fetcher._handle_offset_for_leader_epoch_response
+        subs = self._consumer._subscription
+
+        def recording_handler(response: Any, requested_positions: dict[KTopicPartition, Any]) -> Any:
+            result = original(response, requested_positions)
+            for tp, requested in requested_positions.items():
+                after = subs.assignment[tp].position if subs.is_assigned(tp) else None
+                if after is not None and requested is not None and after.offset < requested.offset:
+                    self._moved(tp, after.offset, PositionReason.TRUNCATION)
+            return result
+
+        fetcher._handle_offset_for_leader_epoch_response = recording_handler
+
+    def _hook_fetch_sources(self) -> None:
+        fetcher = self._consumer._fetcher
+        original = fetcher._handle_fetch_response
+        sources = self.sources
+
+        def noting_handler(node_id: int, fetch_offsets: dict[KTopicPartition, int], send_time: float,
+                           response: Any) -> Any:
+            for tp, offset in fetch_offsets.items():
+                sources.note(tp, offset, node_id)
+            return original(node_id, fetch_offsets, send_time, response)
+
+        fetcher._handle_fetch_response = noting_handler
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        self._consumer.assign([_ktp(tp) for tp in partitions])
+
+    def subscribe(self, topics: Sequence[str]) -> None:
+        self._consumer.subscribe(list(topics), listener=_Rebalances(self.listener))
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._consumer.seek(_ktp(tp), offset)
+
+    def seek_to_beginning(self, tp: TopicPartition) -> None:
+        self._consumer.seek_to_beginning(_ktp(tp))
+
+    def poll(self, timeout_ms: int) -> list[PolledRecord] | TruncationSignal:
+        try:
+            batches = self._consumer.poll(timeout_ms=timeout_ms)
+        except kerr.LogTruncationError as exc:
+            divergent = {TopicPartition(tp.topic, tp.partition): (o.offset if o is not None else None)
+                         for tp, o in exc.divergent_offsets.items()}
+            return TruncationSignal(divergent, exc)
+        records: list[PolledRecord] = []
+        for tp, recs in batches.items():
+            for r in recs:
+                epoch = r.leader_epoch if r.leader_epoch is not None and r.leader_epoch >= 0 else None
+                records.append(PolledRecord(r.topic, r.partition, r.offset,
+                                            r.value.decode() if isinstance(r.value, bytes) else r.value,
+                                            epoch, self.sources.source_of(tp, r.offset)))
+            if recs:
+                self.sources.forget_below(tp, recs[-1].offset)
+        return records
+
+    def commit(self) -> None:
+        self._consumer.commit()
+
+    def close(self) -> None:
+        self._consumer.close()
