@@ -1,7 +1,10 @@
 """``highwater check HISTORY.jsonl|.parquet [--json]``: run every check, print the verdicts.
 
 Exit status: 0 all valid, 1 some violation, 2 unknown (something could not be judged) or the
-history is unreadable. ``highwater.cli`` calls ``register(subparsers)``.
+history is unreadable. A check whose inputs the history does not carry at all (no racks in the
+header, no meta events, no final reads...) is listed as not-applicable and does not change the
+exit status, unless no check applied at all (then nothing was judged: 2).
+``highwater.cli`` calls ``register(subparsers)``.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ import json
 import sys
 from typing import Any, TextIO
 
-from harness.checks import CHECKS, load, overall, run_checks
-from harness.checks.verdict import Verdict
+from harness.checks import CHECKS, NEEDS, Input, load, needs_text, overall, present_inputs, run_checks
+from harness.checks.verdict import NOT_APPLICABLE, Verdict
 from harness.history import HistoryError
 
 EXIT = {True: 0, False: 1, "unknown": 2}
@@ -23,7 +26,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "check",
         help="check a history against Kafka's promises",
         description="Run the checks of DESIGN.md on a history and print their verdicts. "
-        "Exit 0: valid, 1: violations, 2: unknown or unreadable.",
+        "Exit 0: valid, 1: violations, 2: unknown or unreadable. Checks whose inputs the "
+        "history lacks are listed as not-applicable and do not change the exit status.",
     )
     p.add_argument("history", help="history file (.jsonl or .parquet)")
     p.add_argument("--json", action="store_true", help="print verdicts as JSON")
@@ -45,12 +49,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return 2
     verdicts = run_checks(h, getattr(args, "checks", None), policy=not getattr(args, "no_policy", False))
     valid = overall(verdicts)
+    inputs = present_inputs(h)
     if args.json:
         json.dump({"history": str(args.history), "valid": valid, "header": h.header,
+                   "inputs": [i.value for i in Input if i in inputs],
+                   "not_applicable": [v.check for v in verdicts if v.valid == NOT_APPLICABLE],
                    "verdicts": [v.to_json() for v in verdicts]}, out, indent=2, default=str)
         out.write("\n")
     else:
-        _print_text(verdicts, valid, out, getattr(args, "examples", False))
+        _print_text(verdicts, valid, out, getattr(args, "examples", False), inputs)
     return EXIT[valid]
 
 
@@ -65,21 +72,33 @@ def _emit_error(args: argparse.Namespace, out: TextIO, message: str) -> None:
 def _label(v: Verdict) -> str:
     if v.valid is True:
         return "allowed" if v.allowed else "valid"
+    if v.valid == NOT_APPLICABLE:
+        return "not-applicable"
     return "VIOLATED" if v.valid is False else "unknown"
 
 
-def _print_text(verdicts: list[Verdict], valid: Any, out: TextIO, examples: bool) -> None:
+def _print_text(verdicts: list[Verdict], valid: Any, out: TextIO, examples: bool,
+                inputs: frozenset[Input] = frozenset()) -> None:
     width = max(len(v.check) for v in verdicts)
+    lw = max(len(_label(v)) for v in verdicts)
     for v in verdicts:
+        if v.valid == NOT_APPLICABLE:
+            why = "; ".join(n.removeprefix("not applicable: ") for n in v.notes)
+            out.write(f"{v.check:<{width}}  {_label(v):<{lw}}  {why or 'needs ' + needs_text(NEEDS[v.check])}\n")
+            continue
         counts = " ".join(f"{k}={n}" for k, n in v.counts.items())
-        out.write(f"{v.check:<{width}}  {_label(v):<8}  {counts}\n")
+        out.write(f"{v.check:<{width}}  {_label(v):<{lw}}  {counts}\n")
         for note in v.notes:
-            out.write(f"{'':<{width}}  {'':<8}  note: {note}\n")
+            out.write(f"{'':<{width}}  {'':<{lw}}  note: {note}\n")
         if examples:
             for ex in v.examples:
                 brief = {k: x for k, x in ex.items() if k != "events"}
                 rows = [e.get("index") for e in ex.get("events", [])]
-                out.write(f"{'':<{width}}  {'':<8}  e.g. {json.dumps(brief)} events={rows}\n")
+                out.write(f"{'':<{width}}  {'':<{lw}}  e.g. {json.dumps(brief)} events={rows}\n")
+    skipped = [v.check for v in verdicts if v.valid == NOT_APPLICABLE]
+    out.write(f"inputs: {', '.join(i.label for i in Input if i in inputs) or 'none'}\n")
+    if skipped:
+        out.write(f"not applicable ({len(skipped)}): {', '.join(skipped)}\n")
     out.write(f"overall: {({True: 'valid', False: 'VIOLATED'}).get(valid, 'unknown')}\n")
 
 

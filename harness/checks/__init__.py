@@ -3,18 +3,32 @@
 Load a history once (``load(path)`` for .jsonl/.parquet, ``from_events(header, events)`` in
 tests), then run any check on it; ``run_all_checks`` does both and, by default, applies the
 policy table of ``harness.policy`` to the header's config.
+
+Every check declares the inputs it needs (``NEEDS``). ``run_checks`` does not run a check whose
+inputs the history does not carry at all and gives it a ``not-applicable`` verdict instead;
+a check that runs may still say "unknown" when its inputs are there but inconclusive. Called
+directly (``CHECKS[name](h)``), a check always runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from harness.checks.data import HistoryData, from_events, load
 from harness.checks.liveness import follower_fetch, isr_stability, progress
 from harness.checks.reads import nonmonotonic_poll, poll_skip, truncation_undetected, uncommitted_read
 from harness.checks.replicas import hw_regression, replica_divergence
-from harness.checks.verdict import UNKNOWN, Valid, Verdict, merge_valid
+from harness.checks.verdict import (
+    NOT_APPLICABLE,
+    UNKNOWN,
+    Input,
+    Overall,
+    Valid,
+    Verdict,
+    merge_valid,
+    overall_valid,
+)
 from harness.checks.writes import duplicate, inconsistent_offsets, lost_write, unseen
 
 Check = Callable[[HistoryData], Verdict]
@@ -36,6 +50,68 @@ CHECKS: dict[str, Check] = {
     "progress": progress,
 }
 
+#: what a check needs: every group must be carried, a group by any one of its inputs
+Needs = tuple[frozenset[Input], ...]
+
+
+def _needs(*groups: Input | frozenset[Input]) -> Needs:
+    return tuple(g if isinstance(g, frozenset) else frozenset({g}) for g in groups)
+
+
+_R, _S, _P, _F, _M = Input.RACKS, Input.SENDS, Input.POLLS, Input.FINAL_READS, Input.META
+
+#: the inputs each check needs (README's check table, column "needs")
+NEEDS: dict[str, Needs] = {
+    "uncommitted-read": _needs(_P, _F),
+    "poll-skip": _needs(_P, _F),
+    "nonmonotonic-poll": _needs(_P),
+    "lost-write": _needs(_S, _F),
+    "unseen": _needs(_S, _P, _F),
+    "duplicate": _needs(frozenset({_F, _P})),  # values placed by the final log or by polls
+    "inconsistent-offsets": _needs(frozenset({_S, _P})),  # offsets reported by acks or polls
+    "replica-divergence": _needs(_F),
+    "hw-regression": _needs(_M),
+    "truncation-undetected": _needs(_P, _F),
+    "follower-fetch": _needs(_R, _P, _M),
+    "isr-stability": _needs(_M),
+    "progress": _needs(frozenset({_S, _P})),
+}
+assert NEEDS.keys() == CHECKS.keys(), "every check declares its inputs"
+
+_ORDER = list(Input)
+
+
+def present_inputs(h: HistoryData) -> frozenset[Input]:
+    """The inputs this history carries (see ``Input`` for what counts)."""
+    racks = h.header.get("racks") or {}
+    has = {
+        Input.RACKS: isinstance(racks, dict) and bool(racks.get("brokers")) and bool(racks.get("clients")),
+        Input.SENDS: len(h.sends.type) > 0 or h.sends.invokes > 0,
+        Input.POLLS: len(h.polls.tp) > 0 or len(h.poll_errors) > 0 or len(h.positions.tp) > 0,
+        Input.FINAL_READS: len(h.finals) > 0,
+        Input.META: len(h.meta) > 0,
+        Input.FAULTS: len(h.faults) > 0,
+    }
+    return frozenset(i for i, yes in has.items() if yes)
+
+
+def missing_inputs(check: str, present: Iterable[Input]) -> Needs:
+    """The groups of ``NEEDS[check]`` that none of ``present`` satisfies (empty: applicable)."""
+    have = set(present)
+    return tuple(g for g in NEEDS[check] if not g & have)
+
+
+def needs_text(needs: Needs) -> str:
+    """``sends, final reads`` / ``final reads or polls``: for notes, the CLI and the README."""
+    return ", ".join(" or ".join(i.label for i in sorted(g, key=_ORDER.index)) for g in needs)
+
+
+def not_applicable(check: str, missing: Needs) -> Verdict:
+    """The verdict of a check that was not run: the history has none of some needed input."""
+    why = " and ".join(f"no {' or '.join(i.label for i in sorted(g, key=_ORDER.index))}" for g in missing)
+    return Verdict(check, NOT_APPLICABLE, notes=[f"not applicable: the history has {why} "
+                                                 f"(needs {needs_text(NEEDS[check])})"])
+
 
 def history_verdict(h: HistoryData) -> Verdict:
     """A pseudo-check for the history file itself: unreadable lines make it unknown (the checks
@@ -48,7 +124,8 @@ def history_verdict(h: HistoryData) -> Verdict:
 
 
 def run_checks(h: HistoryData, names: list[str] | None = None, *, policy: bool = True) -> list[Verdict]:
-    """Run the named checks (default: all) on loaded data; the first verdict is ``history``."""
+    """Run the named checks (default: all) on loaded data; the first verdict is ``history``.
+    A check whose inputs the history lacks is not run: its verdict is not-applicable."""
     from harness.policy import apply_policy
 
     selected = names or list(CHECKS)
@@ -56,11 +133,17 @@ def run_checks(h: HistoryData, names: list[str] | None = None, *, policy: bool =
     if unknown:
         raise ValueError(f"unknown check(s): {', '.join(unknown)} (known: {', '.join(CHECKS)})")
     done: dict[str, Verdict] = {}
+    present = present_inputs(h)
+    for n in selected:
+        missing = missing_inputs(n, present)
+        if missing:
+            done[n] = not_applicable(n, missing)
     # run the checks that share the consumer chains together, then free them (peak memory)
-    chain_users = [n for n in _CHAIN_USERS if n in selected]
-    for n in chain_users + [n for n in selected if n not in chain_users]:
+    chain_users = [n for n in _CHAIN_USERS if n in selected and n not in done]
+    last_chain_user = chain_users[-1] if chain_users else None
+    for n in chain_users + [n for n in selected if n not in chain_users and n not in done]:
         done[n] = CHECKS[n](h)
-        if n == (chain_users or [None])[-1]:
+        if n == last_chain_user:
             h.cache.pop("chains", None)
     verdicts = [history_verdict(h)] + [done[n] for n in selected]
     return apply_policy(verdicts, h.config) if policy else verdicts
@@ -75,9 +158,13 @@ def run_all_checks(history: str | Path | HistoryData, *, policy: bool = True) ->
     return run_checks(h, policy=policy)
 
 
-def overall(verdicts: list[Verdict]) -> Valid:
-    return merge_valid(v.valid for v in verdicts)
+def overall(verdicts: list[Verdict]) -> Overall:
+    """False if any check failed, else unknown if any could not judge, else True. Checks that
+    did not apply are ignored; if none but ``history`` applied, nothing was judged: unknown."""
+    return overall_valid((v.check, v.valid) for v in verdicts)
 
 
-__all__ = ["CHECKS", "HistoryData", "Verdict", "from_events", "load", "run_checks", "run_all_checks",
-           "overall", "merge_valid", "history_verdict"]
+__all__ = ["CHECKS", "NEEDS", "Input", "HistoryData", "Verdict", "from_events", "load", "run_checks",
+           "run_all_checks", "overall", "merge_valid", "overall_valid", "history_verdict",
+           "present_inputs", "missing_inputs", "needs_text", "not_applicable", "NOT_APPLICABLE",
+           "UNKNOWN", "Valid"]

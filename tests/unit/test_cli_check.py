@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from harness.checks.synth import HistoryBuilder
-from highwater.cli_check import main, register, run
 from harness.history import to_parquet
+from highwater.cli_check import main, register, run
 
 RACKS = {"brokers": {"1": "a", "2": "b"}, "clients": {"consumer-0": "a"}}
 
@@ -73,8 +73,8 @@ def test_violation_exits_1_with_json(tmp_path: Path) -> None:
 
 def test_unknown_and_unreadable_exit_2(tmp_path: Path) -> None:
     b = HistoryBuilder()
-    b.send("producer-0", "t", 0, "a", offset=0)  # no final read: lost-write is unknown
-    assert main(["check", str(b.write(tmp_path / "u.jsonl"))]) == 2
+    b.send("producer-0", "t", 0, "a", offset=0)  # one ack: progress has no gap to judge
+    assert main(["check", str(b.write(tmp_path / "u.jsonl"))]) == 2  # (lost-write: not applicable)
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not a history\n")
     assert main(["check", str(bad)]) == 2

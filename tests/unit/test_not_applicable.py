@@ -1,0 +1,218 @@
+"""not-applicable: a check whose inputs the history does not carry at all is not run and does
+not make the overall verdict unknown; unknown stays for inputs present but inconclusive; a
+violation elsewhere is still a violation."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.checks import (
+    CHECKS,
+    NEEDS,
+    NOT_APPLICABLE,
+    UNKNOWN,
+    Input,
+    from_events,
+    needs_text,
+    overall,
+    present_inputs,
+    run_checks,
+)
+from harness.checks.synth import HistoryBuilder
+from harness.checks.verdict import Verdict, merge_valid, overall_valid
+from highwater.cli_check import main, run
+
+T = "t"
+RACKS = {"brokers": {"1": "a", "2": "b", "3": "c"}, "clients": {"consumer-0": "a"}}
+#: the event kinds that carry each input (racks live in the header)
+KINDS = {Input.SENDS: {"send"}, Input.POLLS: {"poll", "assign", "seek"},
+         Input.FINAL_READS: {"final-read"}, Input.META: {"meta"}, Input.FAULTS: {"fault", "heal"}}
+
+
+def plain(n: int = 6, *, lost: bool = False) -> HistoryBuilder:
+    """A clean history with sends, polls and final reads only: no racks, no meta, no faults."""
+    b = HistoryBuilder({"progress_bound_ms": 10_000})
+    b.assign("consumer-0", T, 0, 0)
+    for i in range(n):
+        b.send("producer-0", T, 0, f"v{i}", offset=i)
+        b.poll("consumer-0", [(T, 0, i, f"v{i}")], replica=1)
+    if lost:
+        b.send("producer-0", T, 0, "gone", offset=n)
+    for r in (1, 2, 3):
+        b.final(T, 0, r, n, [(i, f"v{i}") for i in range(n)])
+    return b
+
+
+def full(n: int = 6) -> HistoryBuilder:
+    """A clean history carrying every input: racks, meta, sends, polls, a fault, final reads."""
+    b = HistoryBuilder({"follower_fetch_grace_ms": 0, "progress_bound_ms": 10_000,
+                        "isr_slack_ms": 0, "replica_lag_time_max_ms": 100_000,
+                        "isr_rejoin_bound_ms": 100_000}, racks=RACKS)
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
+    b.assign("consumer-0", T, 0, 0)
+    for i in range(n):
+        if i == n // 2:
+            b.fault("latency", [3], peer=1)
+        b.send("producer-0", T, 0, f"v{i}", offset=i)
+        b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=i + 1)
+        b.poll("consumer-0", [(T, 0, i, f"v{i}")], replica=1)
+    b.heal("latency", [3])
+    b.send("producer-0", T, 0, f"v{n}", offset=n)
+    b.poll("consumer-0", [(T, 0, n, f"v{n}")], replica=1)
+    for r in (1, 2, 3):
+        b.final(T, 0, r, n + 1, [(i, f"v{i}") for i in range(n + 1)])
+    return b
+
+
+def without(b: HistoryBuilder, *drop: Input) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    kinds = set().union(*(KINDS.get(i, set()) for i in drop))
+    header = dict(b.header)
+    if Input.RACKS in drop:
+        header.pop("racks", None)
+    events = [dict(e) for e in b.events if e["f"] not in kinds]
+    for i, e in enumerate(events):
+        e["index"] = i
+    return header, events
+
+
+def verdicts_of(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Verdict]:
+    return {v.check: v for v in run_checks(from_events(header, events))}
+
+
+# the acceptance test of issue 12, item 5 -----------------------------------------------------
+
+
+def test_check_exits_0_on_clean_history_without_racks_or_meta_and_lists_skipped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = plain().write(tmp_path / "plain.jsonl")
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    skipped = ["hw-regression", "follower-fetch", "isr-stability"]
+    for name in skipped:
+        line = next(x for x in out.splitlines() if x.startswith(name + " "))
+        assert "not-applicable" in line and "needs" in line, line
+    assert f"not applicable (3): {', '.join(skipped)}" in out
+    assert out.strip().endswith("overall: valid")
+    assert "unknown" not in out
+    buf = io.StringIO()
+    code = run(argparse.Namespace(history=str(path), json=True, checks=None, no_policy=False), buf)
+    doc = json.loads(buf.getvalue())
+    assert code == 0 and doc["valid"] is True
+    assert doc["not_applicable"] == skipped
+    assert doc["inputs"] == ["sends", "polls", "final-reads"]
+    by = {v["check"]: v for v in doc["verdicts"]}
+    assert {c for c, v in by.items() if v["valid"] == "not-applicable"} == set(skipped)
+    assert all(v["valid"] is True for c, v in by.items() if c not in skipped)
+    assert "no racks and no meta" in by["follower-fetch"]["notes"][0]
+
+
+def test_a_violation_elsewhere_is_still_false(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = plain(lost=True).write(tmp_path / "lost.jsonl")
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "lost-write" in out and "VIOLATED" in out and out.strip().endswith("overall: VIOLATED")
+    v = verdicts_of(*without(plain(lost=True)))
+    assert v["lost-write"].valid is False and v["hw-regression"].valid == NOT_APPLICABLE
+
+
+def test_inputs_present_but_inconclusive_stay_unknown(tmp_path: Path) -> None:
+    # meta is there, but no process saw the high watermark twice: unknown, not not-applicable
+    b = plain()
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=6)
+    v = verdicts_of(b.header, b.events)
+    assert v["hw-regression"].valid == UNKNOWN
+    assert main(["check", str(b.write(tmp_path / "one-meta.jsonl"))]) == 2
+    # racks, meta and polls are there, but no record says which replica served it
+    b = HistoryBuilder({"follower_fetch_grace_ms": 0}, racks=RACKS)
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=1)
+    b.poll("consumer-0", [(T, 0, 0, "v0")], replica=None)
+    assert verdicts_of(b.header, b.events)["follower-fetch"].valid == UNKNOWN
+    # final reads are there, but not of the partition the consumer read
+    b = plain()
+    b.poll("consumer-0", [(T, 1, 0, "w0")], replica=1)
+    v = verdicts_of(b.header, b.events)
+    assert v["uncommitted-read"].valid == UNKNOWN and v["lost-write"].valid is True
+    assert overall(list(v.values())) == UNKNOWN
+    # sends were invoked but none completed (a crash): lost-write judged nothing, unknown
+    b = plain()
+    b.send("producer-0", T, 0, "pending", outcome=None)
+    header, events = without(b, Input.POLLS)
+    events = [e for e in events if e["f"] != "send" or e["value"]["value"] == "pending"]
+    for i, e in enumerate(events):
+        e["index"] = i
+    assert verdicts_of(header, events)["lost-write"].valid == UNKNOWN
+
+
+def test_a_history_with_nothing_to_check_is_unknown(tmp_path: Path) -> None:
+    b = HistoryBuilder()
+    v = run_checks(b.data())
+    assert [x.valid for x in v[1:]] == [NOT_APPLICABLE] * len(CHECKS)
+    assert overall(v) == UNKNOWN
+    assert main(["check", str(b.write(tmp_path / "empty.jsonl"))]) == 2
+    # one check asked for, and it cannot apply: nothing judged
+    assert main(["check", "--check", "hw-regression", str(plain().write(tmp_path / "p.jsonl"))]) == 2
+
+
+# the registry's declared inputs ------------------------------------------------------------
+
+
+def test_full_history_carries_every_input_and_every_check_applies() -> None:
+    b = full()
+    assert present_inputs(b.data()) == frozenset(Input)
+    v = verdicts_of(b.header, b.events)
+    assert {c: x.valid for c, x in v.items()} == {"history": True, **{c: True for c in CHECKS}}
+
+
+@pytest.mark.parametrize("check", list(CHECKS))
+def test_a_check_is_not_applicable_exactly_when_a_needed_input_is_missing(check: str) -> None:
+    b = full()
+    for group in NEEDS[check]:
+        v = verdicts_of(*without(b, *group))[check]
+        assert v.valid == NOT_APPLICABLE and not v.counts and not v.examples, (check, group)
+        assert needs_text(NEEDS[check]) in v.notes[0]
+        if len(group) > 1:  # any one input of the group is enough
+            for keep in group:
+                rest = [i for i in group if i != keep]
+                assert verdicts_of(*without(b, *rest))[check].valid != NOT_APPLICABLE, (check, keep)
+    needed = set().union(*NEEDS[check])
+    other = [i for i in Input if i not in needed]
+    assert verdicts_of(*without(b, *other))[check].valid != NOT_APPLICABLE, (check, other)
+
+
+def test_every_check_declares_its_inputs() -> None:
+    assert NEEDS.keys() == CHECKS.keys()
+    assert all(NEEDS[c] and all(g for g in NEEDS[c]) for c in CHECKS)
+
+
+def test_failed_polls_and_positions_count_as_polls() -> None:
+    b = HistoryBuilder()
+    b.poll_error("consumer-0", "NotLeaderForPartitionError")
+    assert Input.POLLS in present_inputs(b.data())
+    b = HistoryBuilder()
+    b.assign("consumer-0", T, 0, 0)
+    assert Input.POLLS in present_inputs(b.data())
+    b = HistoryBuilder(racks={"brokers": {"1": "a"}, "clients": {}})
+    assert Input.RACKS not in present_inputs(b.data())
+
+
+# merging -----------------------------------------------------------------------------------
+
+
+def test_merge_ignores_not_applicable() -> None:
+    na = NOT_APPLICABLE
+    assert merge_valid([True, na]) is True
+    assert merge_valid([na, UNKNOWN]) == UNKNOWN
+    assert merge_valid([na, False, UNKNOWN]) is False
+    assert merge_valid([na, na]) == na
+    assert merge_valid([]) is True
+    assert overall_valid([("history", True), ("lost-write", na), ("poll-skip", True)]) is True
+    assert overall_valid([("history", True), ("lost-write", na)]) == UNKNOWN
+    assert overall_valid([("history", UNKNOWN), ("lost-write", na)]) == UNKNOWN
+    assert overall_valid([("history", True), ("lost-write", na), ("duplicate", False)]) is False
+    assert overall_valid([]) is True
