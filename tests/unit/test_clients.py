@@ -1,0 +1,299 @@
+"""The client-driver protocol: the registry, the typed events, the workers' shared bookkeeping
+over a scripted driver, and where kafka-python may be imported (no cluster needed)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import kafka
+import pytest
+from kafka import errors as kerr
+
+from harness.clients import (
+    CLIENTS,
+    DEFAULT_CLIENT,
+    ConsumerListener,
+    ConsumerSettings,
+    PolledRecord,
+    PositionChange,
+    PositionReason,
+    ProducerSettings,
+    SendOutcome,
+    TopicPartition,
+    TruncationSignal,
+    UnknownClientError,
+    client_label,
+    client_names,
+    get_driver,
+)
+from harness.clients.kafka_python import FetchSources, classify_send_error
+from harness.errors import HighwaterError
+from harness.history import HistoryWriter, read_history
+from harness.workload import ConsumerConfig, ConsumerWorker, ProducerConfig, ProducerWorker
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# --- the registry ---------------------------------------------------------------------------
+
+
+def test_registry_names_kafka_python_with_its_version() -> None:
+    assert DEFAULT_CLIENT == "kafka-python" and DEFAULT_CLIENT in client_names()
+    assert client_names() == list(CLIENTS)
+    driver = get_driver("kafka-python")
+    assert (driver.name, driver.version) == ("kafka-python", kafka.__version__)
+    assert client_label(driver) == f"kafka-python {kafka.__version__}"  # the history header's "client"
+
+
+def test_unknown_client_is_one_clear_line() -> None:
+    with pytest.raises(UnknownClientError) as err:
+        get_driver("kafka-java")
+    assert isinstance(err.value, HighwaterError)
+    message = str(err.value)
+    assert "\n" not in message and "'kafka-java'" in message and "kafka-python" in message
+
+
+# --- the typed events -----------------------------------------------------------------------
+
+
+def test_events_as_the_history_records_them() -> None:
+    rec = PolledRecord("t", 1, 7, "v", leader_epoch=3, replica=2)
+    assert list(rec.to_event_value().items()) == [("topic", "t"), ("partition", 1), ("offset", 7), ("value", "v"),
+                                                 ("leader_epoch", 3), ("replica", 2)]
+    for reason, f in [(PositionReason.ASSIGN, "assign"), (PositionReason.REBALANCE, "assign"),
+                      (PositionReason.RESET, "seek"), (PositionReason.TRUNCATION, "seek")]:
+        change = PositionChange("t", 0, None, reason)
+        assert change.f == f
+        assert change.to_event_value() == {"topic": "t", "partition": 0, "offset": None, "reason": reason.value}
+        assert type(change.to_event_value()["reason"]) is str
+    assert SendOutcome.ok(5).offset == 5 and SendOutcome.ok(5).error is None
+
+
+# --- the workers over a scripted driver -----------------------------------------------------
+
+
+class ScriptedProducer:
+    """Answers the n-th send with ``script[n % len(script)]``; asks the worker to stop after
+    ``stop_after`` sends."""
+
+    def __init__(self, script: list[SendOutcome | Exception], stop_after: int, stop: Callable[[], None]) -> None:
+        self.script, self.stop_after, self.stop = script, stop_after, stop
+        self.sent: list[tuple[str, int, str]] = []
+        self.flushed = self.closed = False
+
+    def send(self, topic: str, partition: int, value: str, on_outcome: Callable[[SendOutcome], None]) -> None:
+        answer = self.script[len(self.sent) % len(self.script)]
+        self.sent.append((topic, partition, value))
+        if len(self.sent) >= self.stop_after:
+            self.stop()
+        if isinstance(answer, Exception):
+            raise answer
+        on_outcome(answer)
+
+    def flush(self, timeout_s: float) -> None:
+        self.flushed = True
+
+    def close(self, timeout_s: float) -> None:
+        self.closed = True
+
+
+class ScriptedConsumer:
+    """Returns the scripted poll answers in turn (an exception is raised), then empty polls."""
+
+    def __init__(self, listener: ConsumerListener, polls: list[Any]) -> None:
+        self.listener, self.polls = listener, list(polls)
+        self.calls: list[tuple[Any, ...]] = []
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        self.calls.append(("assign", list(partitions)))
+
+    def subscribe(self, topics: Sequence[str]) -> None:
+        self.calls.append(("subscribe", list(topics)))
+        self.listener.on_position_change(PositionChange(topics[0], 0, None, PositionReason.REBALANCE))
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.calls.append(("seek", tp, offset))
+
+    def seek_to_beginning(self, tp: TopicPartition) -> None:
+        self.calls.append(("seek_to_beginning", tp))
+
+    def poll(self, timeout_ms: int) -> Sequence[PolledRecord] | TruncationSignal:
+        answer = self.polls.pop(0) if self.polls else []
+        if isinstance(answer, Exception):
+            raise answer
+        if callable(answer):
+            return answer()
+        return answer
+
+    def commit(self) -> None:
+        self.calls.append(("commit",))
+
+    def close(self) -> None:
+        self.calls.append(("close",))
+
+
+class ScriptedDriver:
+    name = "scripted"
+    version = "0.1"
+
+    def __init__(self, producer_script: list[SendOutcome | Exception] | None = None, stop_after: int = 0,
+                 polls: list[Any] | None = None) -> None:
+        self.producer_script = producer_script or []
+        self.stop_after = stop_after
+        self.polls = polls or []
+        self.stop: Callable[[], None] = lambda: None
+        self.producers: list[ScriptedProducer] = []
+        self.consumers: list[ScriptedConsumer] = []
+        self.settings: list[Any] = []
+
+    def producer(self, settings: ProducerSettings) -> ScriptedProducer:
+        self.settings.append(settings)
+        self.producers.append(ScriptedProducer(self.producer_script, self.stop_after, lambda: self.stop()))
+        return self.producers[-1]
+
+    def consumer(self, settings: ConsumerSettings, listener: ConsumerListener) -> ScriptedConsumer:
+        self.settings.append(settings)
+        self.consumers.append(ScriptedConsumer(listener, self.polls))
+        return self.consumers[-1]
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    return [{k: e[k] for k in ("process", "type", "f", "value", "error")} for e in read_history(path)]
+
+
+def test_producer_worker_records_each_outcome_once_for_any_driver(tmp_path: Path) -> None:
+    no_metadata = kerr.KafkaTimeoutError("no metadata")
+    script: list[SendOutcome | Exception] = [SendOutcome.ok(10), SendOutcome.fail(no_metadata),
+                                             SendOutcome.info("TimeoutException: expired"), RuntimeError("boom")]
+    driver = ScriptedDriver(script, stop_after=8)
+    with HistoryWriter(tmp_path / "h.jsonl") as history:
+        worker = ProducerWorker("producer-0", ["127.0.0.1:1"], history,
+                                ProducerConfig("t", partitions=2, rate=1e6, value_size=16), client=driver)
+        driver.stop = worker.stopping.set
+        worker.run()
+        worker.close()
+    producer = driver.producers[0]
+    assert producer.flushed and producer.closed
+    assert driver.settings[0] == ProducerSettings(bootstrap=["127.0.0.1:1"], client_id="producer-0", acks="all",
+                                                  idempotence=False, retries=3, request_timeout_ms=5000,
+                                                  delivery_timeout_ms=20000, max_in_flight=1)
+    values = [v for _, _, v in producer.sent]
+    assert len(set(values)) == 8 and all(len(v) == 16 and v.startswith("producer-0-") for v in values)
+    assert [p for _, p, _ in producer.sent] == [0, 1] * 4
+    assert worker.stats() == {"sent": 8, "acked": 2}
+    events = _events(tmp_path / "h.jsonl")
+    assert [(e["type"]) for e in events] == ["invoke", "ok", "invoke", "fail", "invoke", "info", "invoke", "info"] * 2
+    first_ok, fail, info, raised = events[1], events[3], events[5], events[7]
+    assert first_ok["value"] == {"topic": "t", "partition": 0, "key": None, "value": values[0], "offset": 10}
+    assert fail["error"] == f"KafkaTimeoutError: {no_metadata}" and "offset" not in fail["value"]
+    assert info["error"] == "TimeoutException: expired"
+    assert raised["error"] == "RuntimeError: boom"
+
+
+def test_consumer_worker_records_polls_positions_and_truncation(tmp_path: Path) -> None:
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    worker: ConsumerWorker | None = None
+
+    def reset_then_records() -> list[PolledRecord]:
+        assert worker is not None  # the driver reports a move it made on its own, mid-poll
+        worker.on_position_change(PositionChange("t", 1, 4, PositionReason.RESET))
+        return [PolledRecord("t", 0, 0, "a", 1, 2), PolledRecord("t", 1, 4, "b", None, None)]
+
+    polls = [reset_then_records, [],
+             TruncationSignal({tp0: 3, tp1: None}, "LogTruncationError: diverged"),
+             RuntimeError("network")]
+    driver = ScriptedDriver(polls=polls)
+    with HistoryWriter(tmp_path / "h.jsonl") as history:
+        worker = ConsumerWorker("consumer-1", ["127.0.0.1:1"], history,
+                                ConsumerConfig("t", partitions=2, client_rack="rack-b"), client=driver)
+        worker.stopping.set()  # run() assigns; the polls are driven one by one below
+        worker.run()
+        assert [worker.poll_once() for _ in polls] == [2, 0, 0, 0]
+        worker.close()
+    settings = driver.settings[0]
+    assert (settings.client_rack, settings.group_id, settings.auto_commit) == ("rack-b", None, False)
+    consumer = driver.consumers[0]
+    assert consumer.calls == [("assign", [tp0, tp1]), ("seek", tp0, 0), ("seek", tp1, 0),
+                              ("seek", tp0, 3), ("seek_to_beginning", tp1), ("close",)]
+    assert worker.records_read == 2
+    events = _events(tmp_path / "h.jsonl")
+    assert [(e["type"], e["f"]) for e in events] == [
+        ("ok", "assign"), ("ok", "assign"), ("ok", "seek"), ("ok", "poll"),
+        ("fail", "poll"), ("ok", "seek"), ("ok", "seek"), ("info", "poll")]
+    assert events[0]["value"] == {"topic": "t", "partition": 0, "offset": 0, "reason": "assign"}
+    assert events[2]["value"] == {"topic": "t", "partition": 1, "offset": 4, "reason": "reset"}
+    assert events[3]["value"]["records"] == [
+        {"topic": "t", "partition": 0, "offset": 0, "value": "a", "leader_epoch": 1, "replica": 2},
+        {"topic": "t", "partition": 1, "offset": 4, "value": "b", "leader_epoch": None, "replica": None}]
+    assert events[4]["value"] == {"divergent_offsets": {"t-0": 3, "t-1": None}}
+    assert events[4]["error"] == "LogTruncationError: diverged"
+    assert [e["value"] for e in events[5:7]] == [{"topic": "t", "partition": 0, "offset": 3, "reason": "truncation"},
+                                                 {"topic": "t", "partition": 1, "offset": None, "reason": "truncation"}]
+    assert events[7]["value"] is None and events[7]["error"] == "RuntimeError: network"
+
+
+def test_group_consumer_asks_for_a_group_and_records_rebalances(tmp_path: Path) -> None:
+    driver = ScriptedDriver()
+    with HistoryWriter(tmp_path / "h.jsonl") as history:
+        worker = ConsumerWorker("consumer-0", ["127.0.0.1:1"], history,
+                                ConsumerConfig("t", mode="subscribe", group_id="g"), client=driver)
+        worker.stopping.set()
+        worker.run()
+    settings = driver.settings[0]
+    assert (settings.group_id, settings.auto_commit) == ("g", True)
+    assert driver.consumers[0].calls == [("subscribe", ["t"])]
+    assert _events(tmp_path / "h.jsonl") == [{"process": "consumer-0", "type": "ok", "f": "assign", "error": None,
+                                             "value": {"topic": "t", "partition": 0, "offset": None,
+                                                       "reason": "rebalance"}}]
+
+
+def test_workers_resolve_client_names_through_the_registry(tmp_path: Path) -> None:
+    with HistoryWriter(tmp_path / "h.jsonl") as history, pytest.raises(UnknownClientError):
+        ProducerWorker("producer-0", ["127.0.0.1:1"], history, ProducerConfig("t"), client="nope")
+
+
+# --- kafka-python's quirks stay in its driver -----------------------------------------------
+
+
+def test_kafka_python_send_errors_are_classified_honestly() -> None:
+    rejected = kerr.MessageSizeTooLargeError("too big")
+    assert classify_send_error(rejected, retries=0) == SendOutcome.fail(rejected)
+    assert classify_send_error(rejected, retries=3) == SendOutcome.info(rejected)  # an earlier attempt may have written
+    timeout = kerr.KafkaTimeoutError("expired")
+    assert classify_send_error(timeout, retries=0) == SendOutcome.info(timeout)
+
+
+def test_fetch_sources_name_the_broker_of_the_covering_fetch() -> None:
+    s = FetchSources()
+    tp = ("t", 0)
+    assert s.source_of(tp, 5) is None
+    s.note(tp, 0, 1)
+    s.note(tp, 10, 3)
+    assert [s.source_of(tp, o) for o in (0, 9, 10, 50)] == [1, 1, 3, 3]
+    for o in range(11, 11 + FetchSources.KEEP):
+        s.note(tp, o, 2)
+    s.forget_below(tp, 40)
+    assert s.source_of(tp, 40) == 2 and s.source_of(tp, 100) == 2
+    assert s.source_of(tp, 5) is None  # forgotten: below every kept fetch offset
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_kafka_python_is_imported_only_by_its_driver_and_the_observation() -> None:
+    """The workers use the driver protocol; kafka-python's client classes and patches live in
+    ``harness/clients/kafka_python.py``. The final read observes with its protocol classes."""
+    allowed = {"harness/clients/kafka_python.py", "harness/workload/final_read.py"}
+    files = sorted([*(ROOT / "harness/clients").rglob("*.py"), *(ROOT / "harness/workload").rglob("*.py")])
+    importing = {str(f.relative_to(ROOT)) for f in files if "kafka" in _imports(f)}
+    assert importing <= allowed and "harness/clients/kafka_python.py" in importing
