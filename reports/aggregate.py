@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from harness.checks import CHECKS
-from harness.checks.verdict import MAX_EXAMPLES, merge_valid
+from harness.checks.verdict import MAX_EXAMPLES, merge_valid, overall_valid
 from harness.history import rows_to_events
 from harness.policy import allowed
 from reports.layout import RunInfo, ensure_parquet, load_runs
@@ -102,7 +102,8 @@ def merge_run_verdicts(run: RunInfo, spark: dict[str, Any] | None,
             if not diff and _example_sets(v) != _example_sets(s) \
                     and s["counts"].get(SHARED_COUNTS[check][0], 0) <= MAX_EXAMPLES:
                 diff.append("examples")  # all anomalies fit in the examples: same events expected
-            if v["valid"] != s["valid"] or diff:
+            # not-applicable: the history lacks the check's inputs; Spark must not find a violation
+            if (v["valid"] != s["valid"] or diff) and not (v["valid"] == "not-applicable" and s["valid"] is not False):
                 disagreements.append({"run": run.label, "check": check, "python": v["valid"],
                                       "spark": s["valid"], "counts_differ": diff})
                 v = {**v, "valid": merge_valid([v["valid"], "unknown"]),
@@ -227,7 +228,7 @@ def _run_row(r: RunInfo, verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "started_at": r.started_at, "schedule": r.run_json.get("schedule"),
         "racks": r.racks, "client_bytes": r.run_json.get("client_bytes"),
         "problems": r.problems, "path": str(r.path),
-        "valid": merge_valid(v["valid"] for v in verdicts.values()),
+        "valid": overall_valid((c, v["valid"]) for c, v in verdicts.items()),
         "verdicts": verdicts,
     }
 
@@ -238,7 +239,7 @@ def _matrix(spark: Any, run_rows: list[dict[str, Any]]) -> tuple[list[dict[str, 
     from pyspark.sql import functions as F
 
     rows = [(r["suite"], r["scenario"], r["kafka_version"], r["client"], check,
-             "false" if v["valid"] is False else "unknown" if v["valid"] == "unknown" else "true",
+             "false" if v["valid"] is False else v["valid"] if v["valid"] in ("unknown", "not-applicable") else "true",
              bool(v.get("allowed")))
             for r in run_rows for check, v in r["verdicts"].items()]
     df = spark.createDataFrame(rows, "suite string, scenario string, kafka_version string, "
@@ -248,11 +249,13 @@ def _matrix(spark: Any, run_rows: list[dict[str, Any]]) -> tuple[list[dict[str, 
         F.sum((F.col("valid") == "true").cast("int")).alias("passed"),
         F.sum((F.col("valid") == "false").cast("int")).alias("failed"),
         F.sum((F.col("valid") == "unknown").cast("int")).alias("unknown"),
+        F.sum((F.col("valid") == "not-applicable").cast("int")).alias("not_applicable"),
         F.sum(F.col("allowed").cast("int")).alias("allowed")).collect()
     matrix = []
     for a in agg:
         d = a.asDict()
-        d["valid"] = False if d["failed"] else "unknown" if d["unknown"] else True
+        d["valid"] = False if d["failed"] else "unknown" if d["unknown"] else \
+            "not-applicable" if d["not_applicable"] == d["runs"] else True
         matrix.append(d)
     order = {c: i for i, c in enumerate(CHECK_ORDER)}
     matrix.sort(key=lambda d: (order.get(d["check"], 99), d["suite"], d["scenario"],

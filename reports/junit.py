@@ -1,10 +1,13 @@
 """JUnit XML: one testcase per check × scenario, so CI systems show the compliance matrix.
 
 A scenario here is one column of the matrix (suite/scenario, Kafka version, client), so a
-check that holds on 4.3.1 and fails on 3.9.1 is two testcases. Mapping of the three values:
-true -> passed; false -> ``<failure>`` carrying the anomaly examples and the repro command of
-each failing run; "unknown" -> ``<error type="unknown">``: JUnit has no "could not judge", and
-counting it as skipped would turn CI green on runs that proved nothing.
+check that holds on 4.3.1 and fails on 3.9.1 is two testcases. Mapping of the four values
+(merged over the runs of a testcase like the matrix cell: false beats unknown beats true, and
+not-applicable runs are ignored): true -> passed; false -> ``<failure>`` carrying the anomaly
+examples and the repro command of each failing run; "unknown" -> ``<error type="unknown">``:
+JUnit has no "could not judge", and counting it as skipped would turn CI green on runs that
+proved nothing; "not-applicable" in every run -> ``<skipped>`` with the reason (the histories
+do not carry the check's inputs, e.g. no racks or no meta events: nothing to prove there).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from harness.checks.verdict import NOT_APPLICABLE
 from reports.aggregate import ReportData
 
 MAX_RUNS_IN_MESSAGE = 10
@@ -31,13 +35,13 @@ def build_junit(data: ReportData) -> ET.Element:
             cases[(_scenario(r), check)].append((r, v))
     root = ET.Element("testsuites", name="highwater")
     suites: dict[str, ET.Element] = {}
-    totals = {"tests": 0, "failures": 0, "errors": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     order = {c: i for i, c in enumerate(data.checks)}
     for (scen, check), items in sorted(cases.items(), key=lambda x: (x[0][0], order.get(x[0][1], 99))):
         suite = suites.get(scen)
         if suite is None:
             suite = suites[scen] = ET.SubElement(root, "testsuite", name=scen)
-            suite.attrib.update(tests="0", failures="0", errors="0")
+            suite.attrib.update(tests="0", failures="0", errors="0", skipped="0")
         tc = ET.SubElement(suite, "testcase", classname=f"highwater.{scen}", name=check)
         failed = [(r, v) for r, v in items if v["valid"] is False]
         unknown = [(r, v) for r, v in items if v["valid"] == "unknown"]
@@ -52,6 +56,11 @@ def build_junit(data: ReportData) -> ET.Element:
             el = ET.SubElement(tc, "error", type="unknown",
                                message=f"{check} could not be judged in {len(unknown)}/{len(items)} run(s)")
             el.text = _details(unknown)
+        elif all(v["valid"] == NOT_APPLICABLE for _, v in items):
+            kind = "skipped"
+            notes = list(dict.fromkeys(n for _, v in items for n in v.get("notes", [])))
+            ET.SubElement(tc, "skipped", message=f"{check} not applicable in {len(items)} run(s)"
+                          + (f": {'; '.join(notes[:3])}" if notes else ""))
         out = ET.SubElement(tc, "system-out")
         out.text = f"{len(items)} run(s): " + ", ".join(f"{r['label']}={_word(v)}" for r, v in items[:50])
         suite.attrib["tests"] = str(int(suite.attrib["tests"]) + 1)
@@ -66,6 +75,8 @@ def build_junit(data: ReportData) -> ET.Element:
 def _word(v: dict[str, Any]) -> str:
     if v["valid"] is True:
         return "allowed" if v.get("allowed") else "valid"
+    if v["valid"] == NOT_APPLICABLE:
+        return "not-applicable"
     return "violated" if v["valid"] is False else "unknown"
 
 

@@ -15,11 +15,12 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from harness.checks.verdict import NOT_APPLICABLE
 from reports.aggregate import ReportData
 from reports.svg import line_chart
 
-WORD = {True: "valid", False: "violated", "unknown": "unknown"}
-MARK = {True: "\u2713", False: "\u2717", "unknown": "?"}
+WORD = {True: "valid", False: "violated", "unknown": "unknown", "not-applicable": "not applicable"}
+MARK = {True: "\u2713", False: "\u2717", "unknown": "?", "not-applicable": "n/a"}
 
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 2em 4em;color:#222}
@@ -30,6 +31,7 @@ table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding
 th{background:#f3f3f3}.matrix td.cell{text-align:center;font-weight:600;min-width:4.5em}
 .v-true{background:#d9f2d9;color:#1b5e20}.v-false{background:#f8d0d0;color:#8b0000}
 .v-unknown{background:#fff1c2;color:#7a5900}.v-allowed{background:#e4ecf7;color:#234}
+.v-na{background:#f1f1f1;color:#777;font-weight:400;font-style:italic}
 .badge{display:inline-block;padding:2px 10px;border-radius:10px;font-weight:700}
 tr.involved td{background:#ffe4b3}.small{font-size:12px;color:#555}
 svg.chart{display:block;margin:4px 0}svg .plot{fill:#fcfcfc;stroke:#ccc}
@@ -61,6 +63,8 @@ JS = """
 def _cls(valid: Any, allowed: bool = False) -> str:
     if valid is True and allowed:
         return "v-allowed"
+    if valid == NOT_APPLICABLE:
+        return "v-na"
     return {True: "v-true", False: "v-false"}.get(valid, "v-unknown")
 
 
@@ -70,6 +74,8 @@ def _j(v: Any, limit: int = 300) -> str:
 
 
 def _valid_key(v: Any) -> str:
+    if v == NOT_APPLICABLE:
+        return NOT_APPLICABLE
     return "true" if v is True else "false" if v is False else "unknown"
 
 
@@ -95,8 +101,9 @@ def _header(d: ReportData) -> str:
             f"{escape(WORD[d.valid])}</span> &nbsp; {len(d.runs)} run(s): {n['true']} valid, "
             f"{n['false']} violated, {n['unknown']} unknown.</p>"
             f"<p class='small'>Generated {escape(d.generated_at)} from <code>{escape(d.results_dir)}</code> "
-            f"with Spark master <code>{escape(d.master)}</code>. Unknown means a check could not see "
-            f"what it needs; it never counts as valid.</p>"
+            f"with Spark master <code>{escape(d.master)}</code>. Unknown means a check had its inputs "
+            f"but could not settle; it never counts as valid. Not applicable means the history does "
+            f"not carry the check's inputs at all (the check did not run).</p>"
             "<nav><a href='#matrix'>Matrix</a><a href='#runs-sec'>Runs</a><a href='#failures'>Failures</a>"
             "<a href='#timelines'>Timelines</a><a href='#fetch'>Follower fetching</a>"
             "<a href='#trends'>Trends</a><a href='#versions'>Versions &amp; config</a></nav>")
@@ -121,20 +128,38 @@ def _matrix(d: ReportData) -> str:
                 tds.append("<td class='cell'>-</td>")
                 continue
             allowed = bool(m["allowed"]) and m["valid"] is True
+            na = int(m.get("not_applicable") or 0)
+            judged = m["runs"] - na  # runs where the check applied
             tip = (f"{m['runs']} run(s): {m['passed']} valid ({m['allowed']} allowed by policy), "
-                   f"{m['failed']} violated, {m['unknown']} unknown")
-            text = f"{MARK[m['valid']]} {m['passed']}/{m['runs']}" if m["valid"] is not False \
-                else f"{MARK[False]} {m['failed']}/{m['runs']}"
+                   f"{m['failed']} violated, {m['unknown']} unknown, {na} not applicable")
+            if m["valid"] == NOT_APPLICABLE:
+                notes = _na_notes(d, check, c)
+                tip += (": " + "; ".join(notes)) if notes else ""
+                text = MARK[NOT_APPLICABLE]
+            elif m["valid"] is False:
+                text = f"{MARK[False]} {m['failed']}/{judged}"
+            else:
+                text = f"{MARK[m['valid']]} {m['passed']}/{judged}"
             tds.append(f"<td class='cell {_cls(m['valid'], allowed)}' data-check='{escape(check)}' "
                        f"data-col='{ci}' data-valid='{_valid_key(m['valid'])}' title='{escape(tip)}'>"
                        f"{escape(text)}</td>")
         rows.append("<tr>" + "".join(tds) + "</tr>")
     return ("<h2 id='matrix'>Verdict matrix</h2><p class='small'>Check × suite/scenario × Kafka "
             "version × client. A cell is violated if any run violated the check, else unknown if "
-            "any run could not judge it; \u2713 n/m counts valid runs, \u2717 n/m violating ones. "
-            "Blue: an anomaly the configuration allows (policy table).</p>"
+            "any run could not judge it; \u2713 n/m counts valid runs, \u2717 n/m violating ones, "
+            "out of the m runs where the check applied. "
+            "Blue: an anomaly the configuration allows (policy table). Grey n/a: not applicable, "
+            "the histories do not carry the check's inputs (e.g. no racks, no meta events); "
+            "it counts neither as valid nor as violated.</p>"
             f"<table class='matrix' id='matrix-table'><thead>{''.join(head)}</thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _na_notes(d: ReportData, check: str, col: dict[str, str]) -> list[str]:
+    """Why a check did not apply in a matrix column: its verdicts' notes, once each."""
+    notes = (n for r in d.runs if all(r[k] == col[k] for k in ("suite", "scenario", "kafka_version", "client"))
+             for n in r["verdicts"].get(check, {}).get("notes", []))
+    return list(dict.fromkeys(notes))[:3]
 
 
 def _runs(d: ReportData) -> str:
@@ -142,17 +167,20 @@ def _runs(d: ReportData) -> str:
     for r in d.runs:
         bad = [c for c, v in r["verdicts"].items() if v["valid"] is False]
         unk = [c for c, v in r["verdicts"].items() if v["valid"] == "unknown"]
+        na = [c for c, v in r["verdicts"].items() if v["valid"] == NOT_APPLICABLE]
         rows.append(
             f"<tr data-run='{escape(r['label'])}' data-valid='{_valid_key(r['valid'])}'>"
             f"<td>{escape(r['label'])}</td><td>{escape(r['suite'])}/{escape(r['scenario'])}</td>"
             f"<td>{escape(r['kafka_version'])}</td><td>{escape(r['client'])}</td>"
             f"<td class='{_cls(r['valid'])}'>{escape(WORD[r['valid']])}</td>"
             f"<td>{escape(', '.join(bad))}</td><td>{escape(', '.join(unk))}</td>"
+            f"<td class='small'>{escape(', '.join(na))}</td>"
             f"<td><code>{escape(r['repro'] or '')}</code></td></tr>")
     return ("<h2 id='runs-sec'>Runs</h2><p><input id='run-filter' placeholder='filter runs' "
             "aria-label='filter runs'> <label><input type='checkbox' id='only-bad'> only not valid"
             "</label></p><table id='runs'><thead><tr><th>run</th><th>suite/scenario</th><th>Kafka</th>"
-            "<th>client</th><th>verdict</th><th>violated</th><th>unknown</th><th>repro</th></tr>"
+            "<th>client</th><th>verdict</th><th>violated</th><th>unknown</th><th>not applicable</th>"
+            "<th>repro</th></tr>"
             f"</thead><tbody>{''.join(rows)}</tbody></table>")
 
 

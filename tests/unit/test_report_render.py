@@ -4,6 +4,7 @@ verdict merging and lenient run discovery."""
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -198,3 +199,100 @@ def test_run_links_partition_dirs(tmp_path: Path) -> None:
         assert (links.root / "run=1" / "history.parquet").resolve() == runs[1].parquet.resolve()
     assert not links.root.exists()
     assert all(r.parquet.exists() for r in runs[:3])
+
+
+# not-applicable ----------------------------------------------------------------------------
+
+NA = "not-applicable"
+NA_NOTE = "not applicable: the history has no racks and no meta (needs racks, polls, meta)"
+
+
+def _na_data() -> ReportData:
+    """follower-fetch not applicable in every run; hw-regression in one run of two (4.3.1)."""
+    runs = [_run("c1/a", {"follower-fetch": NA, "hw-regression": NA}),
+            _run("c1/b", {"follower-fetch": NA, "poll-skip": False}),
+            _run("c2/c", {"follower-fetch": NA}, "3.9.1")]
+    for r in runs:
+        r["verdicts"]["follower-fetch"].update(counts={}, notes=[NA_NOTE])
+    matrix = []
+    for version in ("4.3.1", "3.9.1"):
+        rs = [r for r in runs if r["kafka_version"] == version]
+        for c in CHECK_ORDER:
+            vals = [r["verdicts"][c]["valid"] for r in rs]
+            m = {"suite": "chaos", "scenario": "kill", "kafka_version": version, "client": "kp",
+                 "check": c, "runs": len(rs), "passed": vals.count(True),
+                 "failed": sum(v is False for v in vals), "unknown": vals.count("unknown"),
+                 "not_applicable": vals.count(NA), "allowed": 0}
+            # as reports.aggregate._matrix
+            m["valid"] = False if m["failed"] else "unknown" if m["unknown"] else \
+                NA if m["not_applicable"] == m["runs"] else True
+            matrix.append(m)
+    d = _data()
+    d.runs, d.matrix, d.failures, d.timelines = runs, matrix, [], {}
+    return d
+
+
+def test_not_applicable_cell_is_neutral_and_not_counted() -> None:
+    html = render(_na_data())
+    cell = re.search(r"<td class='cell v-na' data-check='follower-fetch' data-col='1' "
+                     r"data-valid='not-applicable' title='([^']*)'>n/a</td>", html)
+    assert cell, html[html.find("follower-fetch"):][:400]
+    assert "2 not applicable" in cell.group(1) and "no racks and no meta" in cell.group(1)
+    # hw-regression on 4.3.1: one valid run, one not applicable: valid, 1 of the 1 judged run
+    assert re.search(r"data-check='hw-regression' data-col='1' data-valid='true' "
+                     r"title='[^']*1 not applicable'>\u2713 1/1</td>", html)
+    assert ".v-na{" in html
+    assert "<td class='small'>hw-regression, follower-fetch</td>" in html  # runs table
+    assert "data-valid='not-applicable'" not in html.split("id='runs'")[1]  # runs are never n/a
+
+
+def test_not_applicable_junit_is_skipped_with_reason() -> None:
+    root = build_junit(_na_data())
+    cases = root.findall(".//testcase")
+    skipped = [c for c in cases if c.find("skipped") is not None]
+    assert [c.get("name") for c in skipped] == ["follower-fetch", "follower-fetch"]
+    msg = skipped[0].find("skipped").get("message") or ""
+    assert "not applicable" in msg and "no racks and no meta" in msg
+    assert root.get("skipped") == "2" and root.get("failures") == "1" and root.get("errors") == "0"
+    assert {s.get("skipped") for s in root.findall("testsuite")} == {"1"}
+    hw = [c for c in cases if c.get("name") == "hw-regression"]
+    assert all(len(c.findall("skipped")) == 0 for c in hw)  # applied in one run of 4.3.1: passed
+    ET.fromstring(ET.tostring(root))
+
+
+def test_summary_is_four_valued_per_check_and_three_valued_per_run() -> None:
+    s = summary(_na_data())
+    runs = {r["run"]: r for r in s["runs"]}
+    assert runs["c1/a"]["not_applicable_checks"] == ["hw-regression", "follower-fetch"]
+    assert runs["c1/a"]["valid"] is True and runs["c1/a"]["checks"]["follower-fetch"]["valid"] == NA
+    assert runs["c1/b"]["failed_checks"] == ["poll-skip"]
+    assert s["totals"] == {"runs": 3, "valid": 2, "violated": 1, "unknown": 0}
+    assert {m["valid"] for m in s["matrix"] if m["check"] == "follower-fetch"} == {NA}
+    assert s["valid"] is False and s["exit_code"] == 1
+    json.dumps(s)
+
+
+def test_merge_accepts_spark_on_a_not_applicable_check_unless_it_found_a_violation(tmp_path: Path) -> None:
+    d = tmp_path / "camp" / "r1"
+    d.mkdir(parents=True)
+    py = [{"check": "poll-skip", "valid": NA, "counts": {}, "examples": [], "notes": ["no final reads"]}]
+    (d / "verdict.json").write_text(json.dumps({"valid": True, "verdicts": py}))
+    run = load_run(tmp_path, d, 0)
+    counts = {"skips": 0, "skipped_offsets": 0, "steps_judged": 4, "steps_unjudged": 1}
+    dis: list[dict[str, Any]] = []
+    for spark_valid in ("unknown", True):  # polls without final reads: Spark judged what it could
+        out = merge_run_verdicts(run, {"poll-skip": SparkVerdict("poll-skip", spark_valid, counts)}, dis)
+        assert dis == [] and out["poll-skip"]["valid"] == NA and out["poll-skip"]["source"] == "python+spark"
+    bad = {"poll-skip": SparkVerdict("poll-skip", False, {**counts, "skips": 1})}
+    out = merge_run_verdicts(run, bad, dis)
+    assert dis and dis[0]["python"] == NA and out["poll-skip"]["valid"] == "unknown"
+
+
+def test_run_where_no_check_applied_is_unknown(tmp_path: Path) -> None:
+    from reports.aggregate import _run_row
+    from reports.layout import RunInfo
+
+    v = _verdicts({c: NA for c in CHECK_ORDER if c != "history"})
+    assert _run_row(RunInfo(key=0, campaign="c", run_id="r", path=tmp_path), v)["valid"] == "unknown"
+    v["lost-write"]["valid"] = True
+    assert _run_row(RunInfo(key=0, campaign="c", run_id="r", path=tmp_path), v)["valid"] is True
