@@ -216,3 +216,17 @@ def test_merge_ignores_not_applicable() -> None:
     assert overall_valid([("history", UNKNOWN), ("lost-write", na)]) == UNKNOWN
     assert overall_valid([("history", True), ("lost-write", na), ("duplicate", False)]) is False
     assert overall_valid([]) is True
+
+
+def test_readme_table_says_what_each_check_needs() -> None:
+    lines = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8").splitlines()
+    head = next(i for i, x in enumerate(lines) if x.startswith("| check |") and "needs" in x)
+    cols = [c.strip() for c in lines[head].strip("|").split("|")]
+    k = next(i for i, c in enumerate(cols) if c.startswith("needs"))
+    rows = {}
+    for x in lines[head + 2:]:
+        if not x.startswith("|"):
+            break
+        cells = [c.strip().strip("`") for c in x.strip("|").split("|")]
+        rows[cells[0]] = cells[k]
+    assert rows == {c: needs_text(NEEDS[c]) for c in CHECKS}
