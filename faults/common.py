@@ -7,11 +7,10 @@ A *party* is one end of a :class:`~harness.topology.Link`: a node name (``kafka-
 
 from __future__ import annotations
 
-from harness.errors import HighwaterError
-
 from collections.abc import Iterable
 from enum import Enum
 
+from harness.errors import HighwaterError
 from harness.topology import Node, Topology, client_party
 
 CLIENT_PREFIX = "clients@"
@@ -39,7 +38,7 @@ class Direction(str, Enum):
     DOWNSTREAM = "downstream"
     BOTH = "both"
 
-    def streams(self) -> tuple["Direction", ...]:
+    def streams(self) -> tuple[Direction, ...]:
         """The concrete streams this direction covers (``both`` -> upstream, downstream)."""
         if self is Direction.BOTH:
             return (Direction.UPSTREAM, Direction.DOWNSTREAM)

@@ -1,15 +1,21 @@
 """The fault injector ("nemesis"): applies :class:`FaultSpec`s to a live cluster and heals them.
 
-Link faults act on Toxiproxy proxies (a cut disables the proxy, which closes its listener and
-every open connection; a toxic is added per link and stream). Process faults act on the node
-JVMs through signals. Every fault and heal is written to the history (process ``nemesis``,
-``f`` = ``fault``/``heal``, value ``{"kind","targets","params",...}``) as invoke then ok/fail.
+It acts through the backend protocols of :mod:`harness.backend` only. Link faults need
+:class:`~harness.backend.LinkControl` (a cut disables the link, which closes its listener and
+every open connection; a toxic is added per link and stream). Process faults need
+:class:`~harness.backend.ProcessControl` (the local backend signals the node JVMs). A fault the
+backend cannot apply is refused with one line (:mod:`faults.capability`).
 
-Healing is verified: after a heal each proxy must be enabled, carry none of our toxics and
-accept a TCP connection; a proxy that does not (a wedged one) is deleted and recreated from the
-address plan. ``heal_all`` heals everything still active and then resets every proxy and every
-node, whatever state an interrupted run left them in; the pytest fixtures and the campaign runner
-call it on every path (``with Injector(...)`` does too).
+Every fault and heal is written to the history (process ``nemesis``, ``f`` = ``fault``/``heal``,
+value ``{"kind","targets","params",...}``) as invoke then ok/fail. A fault that cannot even be
+resolved or is refused (no leader right now, a conflict with an active fault, a missing
+capability) is recorded as a lone ``fail`` with the reason as ``error``.
+
+Healing is verified: after a heal each link must be enabled, carry none of our toxics and
+accept a TCP connection; a link that does not (a wedged proxy) is rebuilt by the backend.
+``heal_all`` heals everything still active and then resets every link and every node, whatever
+state an interrupted run left them in; the pytest fixtures and the campaign runner call it on
+every path (``with Injector(...)`` does too).
 """
 
 from __future__ import annotations
@@ -17,19 +23,18 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
-from harness.cluster import Cluster
-from harness.lifecycle import accepts_connection
-from harness.node import NodeState
-from harness.topology import Link, ProxyPlan
-from harness.waiting import wait_until
-
+from faults.capability import check_capabilities
 from faults.common import FaultError
 from faults.conflicts import check_no_conflicts
 from faults.scope import resolve_link_fault
 from faults.spec import FaultKind, FaultSpec
+from harness.backend import ClusterBackend, LinkControl, NodeState, ProcessControl
+from harness.topology import Link
+from harness.waiting import wait_until
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +53,7 @@ class HistorySink(Protocol):
 class LiveView:
     """Answers the dynamic target questions (leader, replicas, active controller) from Kafka."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: ClusterBackend) -> None:
         self._cluster = cluster
 
     def leader(self, topic: str, partition: int) -> int | None:
@@ -71,7 +76,7 @@ class ActiveFault:
     links: frozenset[Link] = frozenset()
     nodes: tuple[str, ...] = ()  # process faults: the nodes acted on
     parties: tuple[str, ...] = ()  # link faults: what the target selector named
-    toxics: list[tuple[str, str]] = field(default_factory=list)  # (proxy, toxic name)
+    toxics: list[tuple[Link, str]] = field(default_factory=list)  # (link, toxic name)
     started: float = field(default_factory=time.monotonic)
 
     def event_value(self) -> dict[str, Any]:
@@ -90,20 +95,19 @@ class ActiveFault:
 
 
 class Injector:
-    def __init__(self, cluster: Cluster, history: HistorySink | None = None, *, seed: int | None = None,
-                 default_partition: tuple[str, int] | None = None, detached: bool = False) -> None:
-        """``detached``: nodes restarted by this injector must outlive it (the CLI acting on a
-        ``cluster up`` cluster); otherwise they die with this process like every other node."""
+    def __init__(self, cluster: ClusterBackend, history: HistorySink | None = None, *, seed: int | None = None,
+                 default_partition: tuple[str, int] | None = None) -> None:
+        """Whether nodes restarted here outlive this process is the backend's business (a
+        handle attached to a ``highwater cluster up`` cluster restarts them detached)."""
         self.cluster = cluster
         self.history = history
         self.seed = seed
         self.default_partition = default_partition
-        self.detached = detached
         self.view = LiveView(cluster)
         self.active: dict[str, ActiveFault] = {}
         self._ids = itertools.count(1)
 
-    def __enter__(self) -> "Injector":
+    def __enter__(self) -> Injector:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -122,11 +126,18 @@ class Injector:
 
     # -- apply ----------------------------------------------------------------------------
     def apply(self, spec: FaultSpec) -> ActiveFault:
-        topo = self.cluster.topo
-        spec.validate(topo)
-        check_no_conflicts(topo, [f.spec for f in self.active.values()] + [spec])
+        """Apply ``spec`` (recorded as invoke, then ok or fail) and return it, active. A fault
+        that is refused or cannot be resolved is recorded as a ``fail`` with the reason."""
         fault = ActiveFault(id=f"f{next(self._ids)}", spec=spec)
-        self._resolve(fault)
+        try:
+            check_capabilities(self.cluster, [spec])
+            topo = self.cluster.topo
+            spec.validate(topo)
+            check_no_conflicts(topo, [f.spec for f in self.active.values()] + [spec])
+            self._resolve(fault)
+        except Exception as exc:
+            self._record("fail", "fault", fault.event_value(), exc)
+            raise
         self._record("invoke", "fault", fault.event_value())
         try:
             if spec.kind.is_link:
@@ -155,22 +166,33 @@ class Injector:
         if not fault.links and not fault.nodes:
             raise FaultError(f"fault {spec} resolves to nothing to act on")
 
+    def _links(self) -> LinkControl:
+        if not isinstance(self.cluster, LinkControl):  # refused in apply; here for the types
+            raise FaultError(f"backend {self.cluster.backend_name!r} has no link control")
+        return self.cluster
+
+    def _processes(self) -> ProcessControl:
+        if not isinstance(self.cluster, ProcessControl):  # refused in apply; here for the types
+            raise FaultError(f"backend {self.cluster.backend_name!r} has no process control")
+        return self.cluster
+
     def _apply_link(self, fault: ActiveFault) -> None:
-        api = self._api()
+        control = self._links()
         spec = fault.spec
         for link in sorted(fault.links):
             if spec.kind is FaultKind.CUT:
-                api.set_enabled(link.proxy_name, False)
+                control.set_links_enabled([link], False)
                 continue
             for stream in spec.streams:
                 name = f"{TOXIC_PREFIX}{fault.id}-{stream.value}"
-                api.add_toxic(link.proxy_name, name=name, type=spec.kind.value, stream=stream.value,
-                              toxicity=spec.effective_toxicity, attributes=dict(spec.params))
-                fault.toxics.append((link.proxy_name, name))
+                control.add_toxic(link, name=name, type=spec.kind.value, stream=stream.value,
+                                  toxicity=spec.effective_toxicity, attributes=dict(spec.params))
+                fault.toxics.append((link, name))
 
     def _apply_process(self, fault: ActiveFault) -> None:
         kind = fault.spec.kind
-        nodes = [self.cluster.node(name) for name in fault.nodes]
+        control = self._processes()
+        nodes = [control.node(name) for name in fault.nodes]
         if kind is FaultKind.KILL:
             for n in nodes:
                 n.kill()
@@ -182,14 +204,14 @@ class Injector:
                 n.pause()
         elif kind is FaultKind.RESTART:
             for n in nodes:
-                n.restart(clean=bool(fault.spec.param("clean")), die_with_parent=not self.detached)
+                n.restart(clean=bool(fault.spec.param("clean")))
             self._wait_nodes_back(fault.nodes)
         elif kind is FaultKind.ROLLING_RESTART:
-            interval = float(fault.spec.param("interval"))  # type: ignore[arg-type]
+            interval = float(fault.spec.param("interval"))
             for i, n in enumerate(nodes):
                 if i:
                     time.sleep(interval)  # a schedule gap between nodes, not a synchronisation wait
-                n.restart(clean=bool(fault.spec.param("clean")), die_with_parent=not self.detached)
+                n.restart(clean=bool(fault.spec.param("clean")))
                 self._wait_nodes_back((n.name,))
         else:  # pragma: no cover - FaultKind is closed
             raise FaultError(f"unknown process fault {kind}")
@@ -212,57 +234,35 @@ class Injector:
         self._record("ok", "heal", fault.event_value())
 
     def _undo(self, fault: ActiveFault) -> None:
-        api = self._api()
         spec = fault.spec
         if spec.kind.is_link:
-            for proxy, toxic in fault.toxics:
+            control = self._links()
+            for link, toxic in fault.toxics:
                 try:
-                    api.remove_toxic(proxy, toxic)
-                except Exception as exc:  # noqa: BLE001 - verified (and recreated) below
-                    log.warning("removing toxic %s from %s failed: %s", toxic, proxy, exc)
+                    control.remove_toxic(link, toxic)
+                except Exception as exc:  # noqa: BLE001 - verified (and rebuilt) below
+                    log.warning("removing toxic %s from %s failed: %s", toxic, link.proxy_name, exc)
             if spec.kind is FaultKind.CUT:
                 for link in fault.links:
                     try:
-                        api.set_enabled(link.proxy_name, True)
-                    except Exception as exc:  # noqa: BLE001 - verified (and recreated) below
+                        control.set_links_enabled([link], True)
+                    except Exception as exc:  # noqa: BLE001 - verified (and rebuilt) below
                         log.warning("enabling %s failed: %s", link.proxy_name, exc)
-            self._verify_proxies([p for p in self.cluster.topo.proxies() if p.link in fault.links])
+            control.ensure_links_healthy(fault.links, TOXIC_PREFIX)
             return
         if spec.kind in (FaultKind.KILL, FaultKind.STOP):
+            processes = self._processes()
             for name in fault.nodes:
-                node = self.cluster.node(name)
+                node = processes.node(name)
                 if node.state == NodeState.STOPPED:
-                    node.start(die_with_parent=not self.detached)
+                    node.start()
             self._wait_nodes_back(fault.nodes)
         elif spec.kind is FaultKind.PAUSE:
+            processes = self._processes()
             for name in fault.nodes:
-                node = self.cluster.node(name)
+                node = processes.node(name)
                 if node.state == NodeState.PAUSED:
                     node.resume()
-
-    def _verify_proxies(self, plans: Sequence[ProxyPlan]) -> None:
-        """Each proxy is enabled, has none of our toxics, and accepts a connection; a proxy that
-        is not is deleted and recreated from the plan."""
-        api = self._api()
-        for plan in plans:
-            name = plan.link.proxy_name
-            try:
-                state = api.proxy(name)
-                healthy = (state.get("enabled") and not any(t["name"].startswith(TOXIC_PREFIX)
-                                                             for t in state.get("toxics", []))
-                           and accepts_connection(plan.listen_host, plan.listen_port))
-            except Exception as exc:  # noqa: BLE001 - any failure to confirm means: recreate
-                log.warning("proxy %s could not be checked: %s", name, exc)
-                healthy = False
-            if healthy:
-                continue
-            log.warning("proxy %s is wedged; recreating it", name)
-            try:
-                api.delete(name)
-            except Exception as exc:  # noqa: BLE001 - it may already be gone
-                log.info("deleting %s: %s", name, exc)
-            api.create(name, plan.listen, plan.upstream, enabled=True)
-            wait_until(lambda: accepts_connection(plan.listen_host, plan.listen_port), 10, f"proxy {name} accepts connections")
 
     def heal_all(self) -> None:
         """Heal every active fault, then reset every proxy and node to healthy, verified.
@@ -276,9 +276,13 @@ class Injector:
             except Exception as exc:  # noqa: BLE001 - reported below
                 errors.append(f"{fault.id}: {exc}")
                 self.active.pop(fault.id, None)
-        steps = [("reset proxies", self._api().reset),
-                 ("verify proxies", lambda: self._verify_proxies(self.cluster.topo.proxies())),
-                 ("revive nodes", self._revive_nodes)]
+        steps: list[tuple[str, Callable[[], None]]] = []
+        links = self.cluster if isinstance(self.cluster, LinkControl) else None
+        if links is not None:
+            steps += [("reset links", links.reset_links),
+                      ("verify links", lambda: links.ensure_links_healthy(links.links(), TOXIC_PREFIX))]
+        if isinstance(self.cluster, ProcessControl):
+            steps.append(("revive nodes", self._revive_nodes))
         for what, step in steps:
             try:
                 step()
@@ -291,18 +295,13 @@ class Injector:
 
     def _revive_nodes(self) -> None:
         revived = []
-        for node in self.cluster.nodes.values():
+        for node in self._processes().nodes.values():
             if node.state == NodeState.PAUSED:
                 node.resume()
             elif node.state == NodeState.STOPPED or not node.is_alive():
                 node.state = NodeState.STOPPED
-                node.start(die_with_parent=not self.detached)
+                node.start()
                 revived.append(node.name)
         self._wait_nodes_back(revived)
-
-    def _api(self):  # type: ignore[no-untyped-def]
-        if self.cluster.toxiproxy is None:
-            raise FaultError("the cluster is not running")
-        return self.cluster.toxiproxy
 
 

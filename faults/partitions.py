@@ -30,8 +30,6 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from harness.topology import Link, Listener, Node, Topology, client_party
-
 from faults.common import (
     Direction,
     FaultError,
@@ -42,6 +40,7 @@ from faults.common import (
     node_names,
     parties,
 )
+from harness.topology import Link, Listener, Node, Topology, client_party
 
 Key = int | str | Node
 Keys = Key | Iterable[Key]

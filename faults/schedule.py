@@ -27,12 +27,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.topology import Topology
-
 from faults.common import Direction, FaultError
 from faults.conflicts import conflict
 from faults.spec import FaultKind, FaultSpec, Flow
-from faults.target import Target, TargetKind
+from faults.target import (
+    BridgeTarget,
+    BrokersTarget,
+    BrokerTarget,
+    ClientsTarget,
+    ControllerTarget,
+    FollowerInTarget,
+    LeaderTarget,
+    MinorityTarget,
+    RackTarget,
+    Target,
+    parse_target,
+)
+from harness.topology import Topology
 
 FORMAT = "highwater.schedule/1"
 
@@ -95,7 +106,7 @@ class ScheduleConfig:
             raise FaultError("the fault mix has no kind with a positive weight")
         set_(self, "mix", tuple((k.value, w) for k, w in sorted(weights.items(), key=lambda kw: kw[0].value)))
         for tp in self.partitions:
-            Target.parse(f"leader:{tp}")
+            parse_target(f"leader:{tp}")
         set_(self, "partitions", tuple(self.partitions))
 
     def to_dict(self) -> dict[str, Any]:
@@ -106,7 +117,7 @@ class ScheduleConfig:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ScheduleConfig":
+    def from_dict(cls, data: Mapping[str, Any]) -> ScheduleConfig:
         unknown = set(data) - set(cls.__dataclass_fields__)
         if unknown:
             raise FaultError(f"unknown schedule config field(s): {', '.join(sorted(unknown))}")
@@ -137,7 +148,7 @@ class ScheduledFault:
                 "fault": self.spec.to_dict(), "cli": str(self.spec)}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ScheduledFault":
+    def from_dict(cls, data: Mapping[str, Any]) -> ScheduledFault:
         try:
             return cls(int(data["id"]), float(data["start"]), float(data["duration"]),
                        FaultSpec.from_dict(data["fault"]))
@@ -162,7 +173,7 @@ class Schedule:
 
     # -- generation -------------------------------------------------------------------------
     @classmethod
-    def generate(cls, topology: Topology, seed: int, config: ScheduleConfig | None = None) -> "Schedule":
+    def generate(cls, topology: Topology, seed: int, config: ScheduleConfig | None = None) -> Schedule:
         config = config or ScheduleConfig()
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise FaultError(f"the schedule seed must be an integer, got {seed!r}")
@@ -192,7 +203,7 @@ class Schedule:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Schedule":
+    def from_dict(cls, data: Mapping[str, Any]) -> Schedule:
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
             raise FaultError(f"not a fault schedule (expected format {FORMAT!r})")
         try:
@@ -203,7 +214,7 @@ class Schedule:
             raise FaultError(f"malformed fault schedule: missing or bad {exc}") from None
 
     @classmethod
-    def from_json(cls, text: str) -> "Schedule":
+    def from_json(cls, text: str) -> Schedule:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -213,8 +224,8 @@ class Schedule:
 
 # -- the generator ---------------------------------------------------------------------------------
 
-_LINK_TARGETS = ("broker", "rack", "minority", "bridge", "leader", "follower", "controller", "clients")
-_PROCESS_TARGETS = ("broker", "rack", "minority", "leader", "follower", "controller")
+_LINK_TARGETS: tuple[str, ...] = ("broker", "rack", "minority", "bridge", "leader", "follower", "controller", "clients")
+_PROCESS_TARGETS: tuple[str, ...] = ("broker", "rack", "minority", "leader", "follower", "controller")
 
 
 def _ms(rng: random.Random, bounds: tuple[float, float]) -> int:
@@ -225,37 +236,37 @@ def _draw_target(rng: random.Random, topology: Topology, config: ScheduleConfig,
                  kind: FaultKind) -> tuple[Target, Target | None] | None:
     """A (target, peer) for ``kind``, or None if the drawn target shape is impossible here."""
     if kind is FaultKind.ROLLING_RESTART:
-        return Target(TargetKind.BROKERS), None
+        return BrokersTarget(), None
     pool = _LINK_TARGETS if kind.is_link else _PROCESS_TARGETS
     if kind is not FaultKind.CUT and kind is not FaultKind.TIMEOUT:
         pool = tuple(p for p in pool if p != "bridge")
     shape = rng.choice(pool)
     brokers = sorted(topology.brokers, key=lambda n: n.node_id)
     if shape == "broker":
-        return Target(TargetKind.BROKER, broker=rng.choice(brokers).node_id), None
+        return BrokerTarget(rng.choice(brokers).node_id), None
     if shape == "rack":
         if len(topology.racks) < 2:
             return None
-        return Target(TargetKind.RACK, rack=rng.choice(topology.racks)), None
+        return RackTarget(rng.choice(topology.racks)), None
     if shape in ("minority", "bridge"):
-        kind_ = TargetKind.MINORITY if shape == "minority" else TargetKind.BRIDGE
-        target = Target(kind_, seed=rng.randrange(2**31))
+        seeded = MinorityTarget if shape == "minority" else BridgeTarget
+        target: Target = seeded(seed=rng.randrange(2**31))
         try:
             target.validate(topology)
         except FaultError:
             return None  # e.g. no minority in a two-broker cluster: draw another shape
         return target, None
     if shape == "controller":
-        return Target(TargetKind.CONTROLLER), None
+        return ControllerTarget(), None
     if shape == "clients":
         rack = rng.choice(topology.client_racks)
-        return Target(TargetKind.CLIENTS, rack=rack), Target(TargetKind.BROKER, broker=rng.choice(brokers).node_id)
+        return ClientsTarget(rack), BrokerTarget(rng.choice(brokers).node_id)
     if not config.partitions:
         return None
     topic, _, part = rng.choice(config.partitions).rpartition("/")
     if shape == "leader":
-        return Target(TargetKind.LEADER, topic=topic, partition=int(part)), None
-    return Target(TargetKind.FOLLOWER_IN, rack=rng.choice(topology.racks), topic=topic, partition=int(part)), None
+        return LeaderTarget(topic, int(part)), None
+    return FollowerInTarget(rng.choice(topology.racks), topic, int(part)), None
 
 
 def _draw_params(rng: random.Random, kind: FaultKind, config: ScheduleConfig, duration: float,
@@ -288,7 +299,7 @@ def _draw_spec(rng: random.Random, topology: Topology, config: ScheduleConfig,
     target, peer = drawn
     params = _draw_params(rng, kind, config, duration, topology)
     flow, direction, toxicity = Flow.BOTH, None, None
-    if kind is FaultKind.CUT and target.kind is not TargetKind.BRIDGE and rng.random() < 1 / 3:
+    if kind is FaultKind.CUT and not isinstance(target, BridgeTarget) and rng.random() < 1 / 3:
         flow = rng.choice((Flow.IN, Flow.OUT))
     if kind.is_toxic:
         direction = rng.choice((Direction.UPSTREAM, Direction.DOWNSTREAM, Direction.BOTH))

@@ -9,12 +9,11 @@ initiated by ``P``; ``listeners`` filters; a ``bridge`` target takes the bridge 
 
 from __future__ import annotations
 
-from harness.topology import Link, Topology
-
 from faults import partitions
 from faults.common import FaultError, node_names
 from faults.spec import FaultSpec, Flow
-from faults.target import ClusterView, Target, TargetKind
+from faults.target import BridgeTarget, ClusterView, FollowerInTarget, LeaderTarget, Target
+from harness.topology import Link, Topology
 
 
 def _filter(spec: FaultSpec, links: frozenset[Link]) -> frozenset[Link]:
@@ -53,7 +52,7 @@ def resolve_links(
     seed: int | None = None,
     default_partition: tuple[str, int] | None = None,
 ) -> frozenset[Link]:
-    """The links a link fault acts on right now (see :meth:`Target.resolve` for the arguments)."""
+    """The links a link fault acts on right now (see ``Target.resolve`` for the arguments)."""
     return resolve_link_fault(topology, spec, view, seed=seed, default_partition=default_partition)[0]
 
 
@@ -70,14 +69,14 @@ def resolve_link_fault(
     ``leader:t/0`` ask the cluster once, so the parties recorded in the history are exactly
     the ones whose links were cut, even if leadership moves meanwhile."""
     spec.validate(topology)
-    if spec.target.kind is TargetKind.BRIDGE:
+    if isinstance(spec.target, BridgeTarget):
         bseed = spec.target.seed if spec.target.seed is not None else seed
         if bseed is None:
             raise FaultError(f"target {spec.target} needs a seed to resolve")
         return _filter(spec, partitions.bridge_links(topology, partitions.pick_bridge(topology, bseed))), frozenset()
-    kw = dict(seed=seed, default_partition=default_partition)
-    targets = spec.target.resolve(topology, view, **kw)  # type: ignore[arg-type]
-    peers = None if spec.peer is None else spec.peer.resolve(topology, view, **kw)  # type: ignore[arg-type]
+    targets = spec.target.resolve(topology, view, seed=seed, default_partition=default_partition)
+    peers = None if spec.peer is None else spec.peer.resolve(topology, view, seed=seed,
+                                                             default_partition=default_partition)
     return links_between(topology, spec, targets, peers), frozenset(targets)
 
 
@@ -85,7 +84,7 @@ def possible_links(topology: Topology, spec: FaultSpec) -> frozenset[Link]:
     """Every link the fault could act on, whatever its dynamic selectors resolve to; exact
     when target and peer are static."""
     spec.validate(topology)
-    if spec.target.kind is TargetKind.BRIDGE:
+    if isinstance(spec.target, BridgeTarget):
         if spec.target.seed is not None:
             return resolve_links(topology, spec)
         return _filter(spec, _node_links(topology))  # any node-to-node link could be cut
@@ -121,9 +120,7 @@ def possible_nodes(topology: Topology, spec: FaultSpec) -> frozenset[str]:
 
 def same_partition_leader_and_follower(a: Target, b: Target) -> bool:
     """True for ``leader:t/p`` and ``follower-in:r@t/p`` (never the same node)."""
-    kinds = {a.kind, b.kind}
-    return (
-        kinds == {TargetKind.LEADER, TargetKind.FOLLOWER_IN}
-        and a.topic is not None and b.topic is not None
-        and (a.topic, a.partition) == (b.topic, b.partition)
-    )
+    for leader, follower in ((a, b), (b, a)):
+        if isinstance(leader, LeaderTarget) and isinstance(follower, FollowerInTarget):
+            return (leader.topic, leader.partition) == (follower.topic, follower.partition)
+    return False

@@ -31,11 +31,13 @@ Kinds and their params (Toxiproxy attribute names and units; defaults in :data:`
   Toxics apply to ``direction``'s streams (Toxiproxy's default: ``downstream``) with
   ``toxicity`` (default 1.0). A cut takes neither: a disabled proxy stops both streams.
 
+  A link fault needs a backend with link control (``harness.backend.LinkControl``).
+
 * Process faults act on the target's node processes: ``kill`` (SIGKILL, restarted on heal),
   ``stop`` (SIGTERM, clean, restarted on heal), ``pause`` (SIGSTOP, SIGCONT on heal),
   ``restart`` (clean: SIGTERM else SIGKILL, then start at once), ``rolling_restart`` (each
   node in turn, ``interval`` s apart, clean or not). They take no peer, flow, direction,
-  toxicity or listener.
+  toxicity or listener. They need a backend with process control (``ProcessControl``).
 """
 
 from __future__ import annotations
@@ -46,10 +48,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from harness.topology import Listener, Topology
-
 from faults.common import Direction, FaultError
-from faults.target import LINK_ONLY, Target, TargetKind
+from faults.target import LINK_ONLY, Target, TargetKind, parse_target
+from harness.backend import Capability
+from harness.topology import Listener, Topology
 
 Value = int | float | bool
 
@@ -69,7 +71,7 @@ class FaultKind(str, Enum):
     ROLLING_RESTART = "rolling_restart"
 
     @classmethod
-    def parse(cls, text: str) -> "FaultKind":
+    def parse(cls, text: str) -> FaultKind:
         """A kind from its name; ``-`` and ``_`` are interchangeable (``rolling-restart``)."""
         try:
             return cls(text.strip().replace("-", "_"))
@@ -93,6 +95,11 @@ class FaultKind(str, Enum):
     @property
     def is_process(self) -> bool:
         return not self.is_link
+
+    @property
+    def capability(self) -> Capability:
+        """What the backend must be able to do for this fault (see ``faults.capability``)."""
+        return Capability.LINK_CONTROL if self.is_link else Capability.PROCESS_CONTROL
 
 
 LINK_KINDS = frozenset({FaultKind.CUT, FaultKind.TIMEOUT, FaultKind.LATENCY, FaultKind.BANDWIDTH,
@@ -175,7 +182,7 @@ def _normalise_params(kind: FaultKind, given: Mapping[str, Any]) -> tuple[tuple[
             known = ", ".join(f"--{_opt(n)}" for n in defs) or "none"
             raise FaultError(f"{kind.cli} has no parameter {name!r} (parameters: {known})")
         out[key] = defs[key].coerce(kind, raw)
-    if kind is FaultKind.SLICER and out["size_variation"] >= out["average_size"]:  # type: ignore[operator]
+    if kind is FaultKind.SLICER and out["size_variation"] >= out["average_size"]:
         raise FaultError("slicer --size-variation must be smaller than --average-size")
     return tuple(sorted(out.items()))
 
@@ -228,13 +235,13 @@ class FaultSpec:
     def make(cls, kind: FaultKind | str, target: Target | str, *, peer: Target | str | None = None,
              flow: Flow | str = Flow.BOTH, direction: Direction | str | None = None,
              toxicity: float | None = None, listeners: Sequence[Listener | str] = (),
-             **params: Any) -> "FaultSpec":
+             **params: Any) -> FaultSpec:
         """Build from Python values or strings, e.g. ``FaultSpec.make("latency", "broker:2",
         latency=500)``."""
         return cls(
             kind=kind if isinstance(kind, FaultKind) else FaultKind.parse(kind),
-            target=target if isinstance(target, Target) else Target.parse(target),
-            peer=peer if isinstance(peer, Target) or peer is None else Target.parse(peer),
+            target=parse_target(target) if isinstance(target, str) else target,
+            peer=parse_target(peer) if isinstance(peer, str) else peer,
             flow=_enum(Flow, flow, "--flow"),
             direction=None if direction is None else _enum(Direction, direction, "--direction"),
             toxicity=None if toxicity is None else _float(toxicity, "--toxicity"),
@@ -245,6 +252,11 @@ class FaultSpec:
     # -- accessors ----------------------------------------------------------------------------
     def param(self, name: str) -> Value:
         return dict(self.params)[name]
+
+    @property
+    def capability(self) -> Capability:
+        """What the backend must be able to do to apply this fault."""
+        return self.kind.capability
 
     @property
     def streams(self) -> tuple[Direction, ...]:
@@ -306,7 +318,7 @@ class FaultSpec:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "FaultSpec":
+    def from_dict(cls, data: Mapping[str, Any]) -> FaultSpec:
         if not isinstance(data, Mapping) or "kind" not in data or "target" not in data:
             raise FaultError(f"a fault needs 'kind' and 'target', got {data!r}")
         unknown = set(data) - {"kind", "target", "peer", "flow", "direction", "toxicity", "listeners", "params"}
@@ -326,7 +338,7 @@ def _enum(cls: type[Enum], value: Any, option: str) -> Any:
         return cls(value)
     except ValueError:
         raise FaultError(
-            f"{option} {value!r} is not one of: {', '.join(str(m.value) for m in cls)}"  # type: ignore[attr-defined]
+            f"{option} {value!r} is not one of: {', '.join(str(m.value) for m in cls)}"
         ) from None
 
 

@@ -21,7 +21,11 @@ String syntax (what ``--target`` / ``--peer`` accept; ``str(target)`` renders it
 Topic names use Kafka's legal characters ``[A-Za-z0-9._-]``, so ``:``, ``@`` and ``/`` are safe
 separators. Selectors that depend on the live cluster (leader, follower-in, controller, and
 minority/bridge without a seed) are *dynamic*; the others are *static*: a pure function of the
-topology (:meth:`Target.static_parties`).
+topology (``static_parties``).
+
+``Target`` is a tagged union: one frozen dataclass per kind (``BrokerTarget(2)``,
+``LeaderTarget("hw", 0)``, ...) holding only the fields that kind needs, tagged by the class
+attribute ``kind``; :func:`parse_target` builds one from text.
 """
 
 from __future__ import annotations
@@ -30,9 +34,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
-
-from harness.topology import Topology, client_party
+from typing import ClassVar, Literal, Protocol, TypeAlias
 
 from faults import partitions
 from faults.common import (
@@ -44,6 +46,7 @@ from faults.common import (
     find_node,
     node_names,
 )
+from harness.topology import Topology, client_party
 
 _TOPIC = r"[A-Za-z0-9._-]+"
 _TP = re.compile(rf"^({_TOPIC})/(\d+)$")
@@ -85,155 +88,44 @@ class ClusterView(Protocol):
     def active_controller(self) -> int | None: ...
 
 
-@dataclass(frozen=True)
-class Target:
-    kind: TargetKind
-    broker: int | None = None
-    node: str | None = None
-    topic: str | None = None
-    partition: int | None = None
-    rack: str | None = None
-    seed: int | None = None
+class _Selector:
+    """Behaviour shared by every selector; each kind is its own frozen dataclass (below), so a
+    selector carries exactly the fields its kind needs and ``Target`` is their tagged union
+    (tag: the class attribute ``kind``)."""
 
-    # -- text ------------------------------------------------------------------------------
-    @classmethod
-    def parse(cls, text: str) -> "Target":
-        """Parse a selector (see the module docstring); a one-line FaultError if malformed."""
-        raw = text.strip()
-        head, sep, arg = raw.partition(":")
-        try:
-            kind = TargetKind(head)
-        except ValueError:
-            raise FaultError(f"unknown target {text!r} (expected one of: {SYNTAX})") from None
-
-        def bad(why: str) -> FaultError:
-            return FaultError(f"malformed target {text!r}: {why}")
-
-        bare = {TargetKind.CONTROLLER, TargetKind.CONTROLLERS, TargetKind.BROKERS, TargetKind.ALL}
-        if kind in bare:
-            if sep:
-                raise bad(f"{kind.value} takes no argument")
-            return cls(kind)
-        if kind in (TargetKind.MINORITY, TargetKind.BRIDGE):
-            if not sep:
-                return cls(kind)
-            if not re.fullmatch(r"\d+", arg):
-                raise bad(f"expected {kind.value}:<seed> with an integer seed")
-            return cls(kind, seed=int(arg))
-        if not arg:
-            raise bad(f"{kind.value} needs an argument, e.g. {_EXAMPLES[kind]}")
-        if kind is TargetKind.BROKER:
-            if not re.fullmatch(r"\d+", arg):
-                raise bad("expected broker:<id> with an integer id")
-            return cls(kind, broker=int(arg))
-        if kind is TargetKind.NODE:
-            if not _RACK.fullmatch(arg):
-                raise bad("expected node:<name-or-id>")
-            return cls(kind, node=arg)
-        if kind is TargetKind.LEADER:
-            m = _TP.fullmatch(arg)
-            if not m:
-                raise bad("expected leader:<topic>/<partition>")
-            return cls(kind, topic=m.group(1), partition=int(m.group(2)))
-        if kind is TargetKind.FOLLOWER_IN:
-            rack, at, tp = arg.partition("@")
-            if not _RACK.fullmatch(rack):
-                raise bad("expected follower-in:<rack>[@<topic>/<partition>]")
-            if not at:
-                return cls(kind, rack=rack)
-            m = _TP.fullmatch(tp)
-            if not m:
-                raise bad("expected follower-in:<rack>@<topic>/<partition>")
-            return cls(kind, rack=rack, topic=m.group(1), partition=int(m.group(2)))
-        # rack / clients
-        if not _RACK.fullmatch(arg):
-            raise bad(f"expected {kind.value}:<rack>")
-        return cls(kind, rack=arg)
+    kind: ClassVar[TargetKind]
 
     def __str__(self) -> str:
-        k = self.kind
-        if k is TargetKind.BROKER:
-            return f"broker:{self.broker}"
-        if k is TargetKind.NODE:
-            return f"node:{self.node}"
-        if k is TargetKind.LEADER:
-            return f"leader:{self.topic}/{self.partition}"
-        if k is TargetKind.FOLLOWER_IN:
-            tail = f"@{self.topic}/{self.partition}" if self.topic is not None else ""
-            return f"follower-in:{self.rack}{tail}"
-        if k in (TargetKind.MINORITY, TargetKind.BRIDGE):
-            return k.value if self.seed is None else f"{k.value}:{self.seed}"
-        if k in (TargetKind.RACK, TargetKind.CLIENTS):
-            return f"{k.value}:{self.rack}"
-        return k.value
+        return self.kind.value
 
-    # -- classification ----------------------------------------------------------------------
     @property
     def is_dynamic(self) -> bool:
         """True if the parties depend on the live cluster or on an unrecorded random choice."""
-        if self.kind in DYNAMIC:
-            return True
-        return self.kind in (TargetKind.MINORITY, TargetKind.BRIDGE) and self.seed is None
+        return False
 
     @property
     def single(self) -> bool:
         """True if this always resolves to exactly one node."""
-        return self.kind in (TargetKind.BROKER, TargetKind.NODE) or self.kind in DYNAMIC
+        return False
 
-    # -- against a topology ----------------------------------------------------------------------
     def validate(self, topology: Topology) -> None:
         """Every name in the selector exists in ``topology`` (a FaultError otherwise)."""
-        k = self.kind
-        if k is TargetKind.BROKER:
-            find_broker(topology, self.broker)  # type: ignore[arg-type]
-        elif k is TargetKind.NODE:
-            find_node(topology, self.node)  # type: ignore[arg-type]
-        elif k in (TargetKind.RACK, TargetKind.FOLLOWER_IN):
-            check_rack(topology, self.rack)  # type: ignore[arg-type]
-        elif k is TargetKind.CLIENTS:
-            check_client_rack(topology, self.rack)  # type: ignore[arg-type]
-        elif k is TargetKind.MINORITY and self.seed is not None:
-            partitions.pick_minority(topology, self.seed)
-        elif k is TargetKind.BRIDGE and self.seed is not None:
-            partitions.pick_bridge(topology, self.seed)
 
     def static_parties(self, topology: Topology) -> frozenset[str] | None:
         """The parties of a static selector, or None for a dynamic one. Bridge: its middle."""
         self.validate(topology)
-        k = self.kind
-        if self.is_dynamic:
-            return None
-        if k is TargetKind.BROKER:
-            return frozenset({find_broker(topology, self.broker).name})  # type: ignore[arg-type]
-        if k is TargetKind.NODE:
-            return frozenset({find_node(topology, self.node).name})  # type: ignore[arg-type]
-        if k is TargetKind.CONTROLLERS:
-            return frozenset(n.name for n in topology.controllers)
-        if k is TargetKind.BROKERS:
-            return frozenset(n.name for n in topology.brokers)
-        if k is TargetKind.MINORITY:
-            return partitions.pick_minority(topology, self.seed)  # type: ignore[arg-type]
-        if k is TargetKind.BRIDGE:
-            return partitions.pick_bridge(topology, self.seed).middle  # type: ignore[arg-type]
-        if k is TargetKind.RACK:
-            return frozenset(b.name for b in topology.brokers_in_rack(self.rack))  # type: ignore[arg-type]
-        if k is TargetKind.CLIENTS:
-            return frozenset({client_party(self.rack)})  # type: ignore[arg-type]
-        return all_parties(topology)  # ALL
+        return None if self.is_dynamic else self._parties(topology)
+
+    def _parties(self, topology: Topology) -> frozenset[str]:
+        raise NotImplementedError  # every static selector overrides it
 
     def candidates(self, topology: Topology) -> frozenset[str]:
         """Every party this selector could possibly resolve to (exact for static selectors)."""
         exact = self.static_parties(topology)
-        if exact is not None:
-            return exact
-        k = self.kind
-        if k is TargetKind.LEADER:
-            return frozenset(b.name for b in topology.brokers)
-        if k is TargetKind.FOLLOWER_IN:
-            return frozenset(b.name for b in topology.brokers_in_rack(self.rack))  # type: ignore[arg-type]
-        if k is TargetKind.CONTROLLER:
-            return frozenset(c.name for c in topology.controllers)
-        return node_names(topology)  # unseeded minority / bridge
+        return exact if exact is not None else self._candidates(topology)
+
+    def _candidates(self, topology: Topology) -> frozenset[str]:
+        return node_names(topology)
 
     def resolve(
         self,
@@ -249,36 +141,331 @@ class Target:
         exact = self.static_parties(topology)
         if exact is not None:
             return exact
-        k = self.kind
-        if k in (TargetKind.MINORITY, TargetKind.BRIDGE):
-            if seed is None:
-                raise FaultError(f"target {self} needs a seed to resolve")
-            return Target(k, seed=seed).static_parties(topology)  # type: ignore[return-value]
+        return self._resolve_live(topology, view, seed, default_partition)
+
+    def _resolve_live(self, topology: Topology, view: ClusterView | None, seed: int | None,
+                      default_partition: tuple[str, int] | None) -> frozenset[str]:
+        raise NotImplementedError  # every dynamic selector overrides it
+
+    def _view(self, view: ClusterView | None) -> ClusterView:
         if view is None:
             raise FaultError(f"target {self} depends on the live cluster: no cluster view given")
-        if k is TargetKind.CONTROLLER:
-            cid = view.active_controller()
-            if cid is None:
-                raise FaultError("there is no active controller right now")
-            return frozenset({find_node(topology, cid).name})
-        topic, part = self.topic, self.partition
-        if topic is None:
-            if default_partition is None:
-                raise FaultError(f"target {self} names no partition and there is no default one")
+        return view
+
+
+@dataclass(frozen=True)
+class BrokerTarget(_Selector):
+    broker: int
+    kind: ClassVar[Literal[TargetKind.BROKER]] = TargetKind.BROKER
+
+    def __str__(self) -> str:
+        return f"broker:{self.broker}"
+
+    @property
+    def single(self) -> bool:
+        return True
+
+    def validate(self, topology: Topology) -> None:
+        find_broker(topology, self.broker)
+
+    def _parties(self, topology: Topology) -> frozenset[str]:
+        return frozenset({find_broker(topology, self.broker).name})
+
+
+@dataclass(frozen=True)
+class NodeTarget(_Selector):
+    node: str
+    kind: ClassVar[Literal[TargetKind.NODE]] = TargetKind.NODE
+
+    def __str__(self) -> str:
+        return f"node:{self.node}"
+
+    @property
+    def single(self) -> bool:
+        return True
+
+    def validate(self, topology: Topology) -> None:
+        find_node(topology, self.node)
+
+    def _parties(self, topology: Topology) -> frozenset[str]:
+        return frozenset({find_node(topology, self.node).name})
+
+
+@dataclass(frozen=True)
+class LeaderTarget(_Selector):
+    topic: str
+    partition: int
+    kind: ClassVar[Literal[TargetKind.LEADER]] = TargetKind.LEADER
+
+    def __str__(self) -> str:
+        return f"leader:{self.topic}/{self.partition}"
+
+    @property
+    def is_dynamic(self) -> bool:
+        return True
+
+    @property
+    def single(self) -> bool:
+        return True
+
+    def _candidates(self, topology: Topology) -> frozenset[str]:
+        return frozenset(b.name for b in topology.brokers)
+
+    def _resolve_live(self, topology: Topology, view: ClusterView | None, seed: int | None,
+                      default_partition: tuple[str, int] | None) -> frozenset[str]:
+        leader = self._view(view).leader(self.topic, self.partition)
+        if leader is None:
+            raise FaultError(f"{self.topic}/{self.partition} has no leader right now")
+        return frozenset({find_broker(topology, leader).name})
+
+
+@dataclass(frozen=True)
+class FollowerInTarget(_Selector):
+    """A follower in ``rack`` of ``topic``/``partition`` (both None: the run's partition)."""
+
+    rack: str
+    topic: str | None = None
+    partition: int | None = None
+    kind: ClassVar[Literal[TargetKind.FOLLOWER_IN]] = TargetKind.FOLLOWER_IN
+
+    def __post_init__(self) -> None:
+        if (self.topic is None) != (self.partition is None):
+            raise FaultError(f"follower-in:{self.rack} needs both a topic and a partition, or neither")
+
+    def __str__(self) -> str:
+        tail = f"@{self.topic}/{self.partition}" if self.topic is not None else ""
+        return f"follower-in:{self.rack}{tail}"
+
+    @property
+    def is_dynamic(self) -> bool:
+        return True
+
+    @property
+    def single(self) -> bool:
+        return True
+
+    def validate(self, topology: Topology) -> None:
+        check_rack(topology, self.rack)
+
+    def _candidates(self, topology: Topology) -> frozenset[str]:
+        return frozenset(b.name for b in topology.brokers_in_rack(self.rack))
+
+    def _resolve_live(self, topology: Topology, view: ClusterView | None, seed: int | None,
+                      default_partition: tuple[str, int] | None) -> frozenset[str]:
+        live = self._view(view)
+        if self.topic is not None and self.partition is not None:
+            topic, part = self.topic, self.partition
+        elif default_partition is not None:
             topic, part = default_partition
-        leader = view.leader(topic, part)  # type: ignore[arg-type]
-        if k is TargetKind.LEADER:
-            if leader is None:
-                raise FaultError(f"{topic}/{part} has no leader right now")
-            return frozenset({find_broker(topology, leader).name})
-        in_rack = [
-            find_broker(topology, r) for r in view.replicas(topic, part)  # type: ignore[arg-type]
-            if r != leader
-        ]
-        followers = sorted((n for n in in_rack if n.rack == self.rack), key=lambda n: n.node_id)
+        else:
+            raise FaultError(f"target {self} names no partition and there is no default one")
+        leader = live.leader(topic, part)
+        replicas = [find_broker(topology, r) for r in live.replicas(topic, part) if r != leader]
+        followers = sorted((n for n in replicas if n.rack == self.rack), key=lambda n: n.node_id)
         if not followers:
             raise FaultError(f"{topic}/{part} has no follower in {self.rack} right now")
         return frozenset({followers[0].name})
+
+
+@dataclass(frozen=True)
+class ControllerTarget(_Selector):
+    """The active KRaft controller."""
+
+    kind: ClassVar[Literal[TargetKind.CONTROLLER]] = TargetKind.CONTROLLER
+
+    @property
+    def is_dynamic(self) -> bool:
+        return True
+
+    @property
+    def single(self) -> bool:
+        return True
+
+    def _candidates(self, topology: Topology) -> frozenset[str]:
+        return frozenset(c.name for c in topology.controllers)
+
+    def _resolve_live(self, topology: Topology, view: ClusterView | None, seed: int | None,
+                      default_partition: tuple[str, int] | None) -> frozenset[str]:
+        cid = self._view(view).active_controller()
+        if cid is None:
+            raise FaultError("there is no active controller right now")
+        return frozenset({find_node(topology, cid).name})
+
+
+@dataclass(frozen=True)
+class ControllersTarget(_Selector):
+    kind: ClassVar[Literal[TargetKind.CONTROLLERS]] = TargetKind.CONTROLLERS
+
+    def _parties(self, topology: Topology) -> frozenset[str]:
+        return frozenset(n.name for n in topology.controllers)
+
+
+@dataclass(frozen=True)
+class BrokersTarget(_Selector):
+    kind: ClassVar[Literal[TargetKind.BROKERS]] = TargetKind.BROKERS
+
+    def _parties(self, topology: Topology) -> frozenset[str]:
+        return frozenset(n.name for n in topology.brokers)
+
+
+@dataclass(frozen=True)
+class _Seeded(_Selector):
+    """minority / bridge: static with a seed, a random (dynamic) choice without."""
+
+    seed: int | None = None
+
+    def __str__(self) -> str:
+        return self.kind.value if self.seed is None else f"{self.kind.value}:{self.seed}"
+
+    @property
+    def is_dynamic(self) -> bool:
+        return self.seed is None
+
+    def validate(self, topology: Topology) -> None:
+        if self.seed is not None:
+            self._pick(topology, self.seed)
+
+    def _parties(self, topology: Topology) -> frozenset[str]:
+        assert self.seed is not None  # static only with a seed (is_dynamic)
+        return self._pick(topology, self.seed)
+
+    def _pick(self, topology: Topology, seed: int) -> frozenset[str]:
+        raise NotImplementedError
+
+    def _resolve_live(self, topology: Topology, view: ClusterView | None, seed: int | None,
+                      default_partition: tuple[str, int] | None) -> frozenset[str]:
+        if seed is None:
+            raise FaultError(f"target {self} needs a seed to resolve")
+        return self._pick(topology, seed)
+
+
+@dataclass(frozen=True)
+class MinorityTarget(_Seeded):
+    """A minority of the nodes (:func:`faults.partitions.pick_minority`)."""
+
+    kind: ClassVar[Literal[TargetKind.MINORITY]] = TargetKind.MINORITY
+
+    def _pick(self, topology: Topology, seed: int) -> frozenset[str]:
+        return partitions.pick_minority(topology, seed)
+
+
+@dataclass(frozen=True)
+class BridgeTarget(_Seeded):
+    """Link faults only: Jepsen's bridge shape; its parties are the bridge's middle."""
+
+    kind: ClassVar[Literal[TargetKind.BRIDGE]] = TargetKind.BRIDGE
+
+    def _pick(self, topology: Topology, seed: int) -> frozenset[str]:
+        return partitions.pick_bridge(topology, seed).middle
+
+
+@dataclass(frozen=True)
+class RackTarget(_Selector):
+    rack: str
+    kind: ClassVar[Literal[TargetKind.RACK]] = TargetKind.RACK
+
+    def __str__(self) -> str:
+        return f"rack:{self.rack}"
+
+    def validate(self, topology: Topology) -> None:
+        check_rack(topology, self.rack)
+
+    def _parties(self, topology: Topology) -> frozenset[str]:
+        return frozenset(b.name for b in topology.brokers_in_rack(self.rack))
+
+
+@dataclass(frozen=True)
+class ClientsTarget(_Selector):
+    """Link faults only: the clients of ``rack`` (party ``clients@<rack>``)."""
+
+    rack: str
+    kind: ClassVar[Literal[TargetKind.CLIENTS]] = TargetKind.CLIENTS
+
+    def __str__(self) -> str:
+        return f"clients:{self.rack}"
+
+    def validate(self, topology: Topology) -> None:
+        check_client_rack(topology, self.rack)
+
+    def _parties(self, topology: Topology) -> frozenset[str]:
+        return frozenset({client_party(self.rack)})
+
+
+@dataclass(frozen=True)
+class AllTarget(_Selector):
+    """Link faults only, as ``--peer``: every node and client party."""
+
+    kind: ClassVar[Literal[TargetKind.ALL]] = TargetKind.ALL
+
+    def _parties(self, topology: Topology) -> frozenset[str]:
+        return all_parties(topology)
+
+
+#: A target selector: one of the classes above, told apart by ``kind`` (or ``isinstance``).
+Target: TypeAlias = (
+    BrokerTarget | NodeTarget | LeaderTarget | FollowerInTarget | ControllerTarget | ControllersTarget
+    | BrokersTarget | MinorityTarget | BridgeTarget | RackTarget | ClientsTarget | AllTarget
+)
+TARGET_TYPES: tuple[type[_Selector], ...] = (
+    BrokerTarget, NodeTarget, LeaderTarget, FollowerInTarget, ControllerTarget, ControllersTarget,
+    BrokersTarget, MinorityTarget, BridgeTarget, RackTarget, ClientsTarget, AllTarget,
+)
+
+
+def parse_target(text: str) -> Target:
+    """Parse a selector (see the module docstring); a one-line FaultError if malformed."""
+    raw = text.strip()
+    head, sep, arg = raw.partition(":")
+    try:
+        kind = TargetKind(head)
+    except ValueError:
+        raise FaultError(f"unknown target {text!r} (expected one of: {SYNTAX})") from None
+
+    def bad(why: str) -> FaultError:
+        return FaultError(f"malformed target {text!r}: {why}")
+
+    bare: dict[TargetKind, Target] = {TargetKind.CONTROLLER: ControllerTarget(),
+                                      TargetKind.CONTROLLERS: ControllersTarget(),
+                                      TargetKind.BROKERS: BrokersTarget(), TargetKind.ALL: AllTarget()}
+    if kind in bare:
+        if sep:
+            raise bad(f"{kind.value} takes no argument")
+        return bare[kind]
+    if kind in (TargetKind.MINORITY, TargetKind.BRIDGE):
+        seeded = MinorityTarget if kind is TargetKind.MINORITY else BridgeTarget
+        if not sep:
+            return seeded()
+        if not re.fullmatch(r"\d+", arg):
+            raise bad(f"expected {kind.value}:<seed> with an integer seed")
+        return seeded(seed=int(arg))
+    if not arg:
+        raise bad(f"{kind.value} needs an argument, e.g. {_EXAMPLES[kind]}")
+    if kind is TargetKind.BROKER:
+        if not re.fullmatch(r"\d+", arg):
+            raise bad("expected broker:<id> with an integer id")
+        return BrokerTarget(int(arg))
+    if kind is TargetKind.NODE:
+        if not _RACK.fullmatch(arg):
+            raise bad("expected node:<name-or-id>")
+        return NodeTarget(arg)
+    if kind is TargetKind.LEADER:
+        m = _TP.fullmatch(arg)
+        if not m:
+            raise bad("expected leader:<topic>/<partition>")
+        return LeaderTarget(m.group(1), int(m.group(2)))
+    if kind is TargetKind.FOLLOWER_IN:
+        rack, at, tp = arg.partition("@")
+        if not _RACK.fullmatch(rack):
+            raise bad("expected follower-in:<rack>[@<topic>/<partition>]")
+        if not at:
+            return FollowerInTarget(rack)
+        m = _TP.fullmatch(tp)
+        if not m:
+            raise bad("expected follower-in:<rack>@<topic>/<partition>")
+        return FollowerInTarget(rack, m.group(1), int(m.group(2)))
+    if not _RACK.fullmatch(arg):
+        raise bad(f"expected {kind.value}:<rack>")
+    return RackTarget(arg) if kind is TargetKind.RACK else ClientsTarget(arg)
 
 
 _EXAMPLES = {
@@ -290,6 +477,3 @@ _EXAMPLES = {
     TargetKind.CLIENTS: "clients:rack-b",
 }
 
-
-def parse_target(text: str) -> Target:
-    return Target.parse(text)

@@ -13,6 +13,7 @@ and failures are reported together at the end.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 import os
@@ -21,21 +22,23 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from kafka.errors import TopicAlreadyExistsError
 
+from .backend import ClusterBackend, LinkControl, ProcessControl
 from .config import NO_RACK, ClusterSpec, effective_client_racks
 from .distribution import KafkaDistribution, default_version, ensure_kafka
 from .errors import ClusterError, HighwaterError, PortInUseError
 from .java import find_java
-from .lifecycle import acquire_slot, check_ports, pick_base_port, reap_stale
+from .lifecycle import accepts_connection, acquire_slot, check_ports, pick_base_port, reap_stale
 from .node import KafkaNode, NodeState
 from .observe import Observer, PartitionState
 from .paths import clusters_dir
 from .procs import OwnerLock, ProcessRegistry, signal_and_wait, spawn
-from .topology import Link, Listener, Ports, Topology, client_party
+from .topology import Link, Listener, Ports, ProxyPlan, Topology, client_party
 from .toxiproxy import ByteCounters, ToxiproxyAPI, ensure_toxiproxy
 from .waiting import wait_until
 
@@ -64,6 +67,12 @@ def check_spec(spec: ClusterSpec) -> None:
 
 
 class Cluster:
+    """The local backend: implements :class:`~harness.backend.ClusterBackend`,
+    :class:`~harness.backend.LinkControl` (one Toxiproxy proxy per directed link) and
+    :class:`~harness.backend.ProcessControl` (node JVMs driven by signals)."""
+
+    backend_name = "local"
+
     def __init__(self, spec: ClusterSpec | None = None, progress: Progress | None = None) -> None:
         self.spec = spec or ClusterSpec()
         self._progress = progress or (lambda msg: log.info("%s", msg))
@@ -81,7 +90,7 @@ class Cluster:
         self.attached = False  # True: another process owns the cluster (see attach)
 
     @classmethod
-    def attach(cls, cluster_dir: Path, progress: Progress | None = None) -> "Cluster":
+    def attach(cls, cluster_dir: Path, progress: Progress | None = None) -> Cluster:
         """A handle on a running cluster owned by another process (``highwater cluster up``):
         nodes are adopted by pid; ``stop`` on it only closes clients, never kills anything."""
         state = json.loads((cluster_dir / "cluster.json").read_text())
@@ -90,7 +99,7 @@ class Cluster:
                            kafka_version=state["kafka_version"], broker_config=sp["broker_config"],
                            client_racks=tuple(sp["client_racks"]), base_port=ports["replication"])
         c = cls(spec, progress)
-        c.attached = True
+        c.attached = True  # nodes it restarts must outlive this process, like the others
         c.dir = cluster_dir
         c.topology = Topology.build(
             brokers=spec.brokers, racks=spec.racks, controllers=spec.controllers, client_racks=spec.client_racks,
@@ -102,7 +111,7 @@ class Cluster:
         records = {r.name: r for r in c._registry.load()}
         c.toxiproxy = ToxiproxyAPI(c.topology.toxiproxy_host, c.topology.ports.toxiproxy_api)
         for n in c.topology.nodes:
-            node = KafkaNode(n, c.topology, spec, c.kafka, java, cluster_dir, c._registry)
+            node = KafkaNode(n, c.topology, spec, c.kafka, java, cluster_dir, c._registry, die_with_parent=False)
             rec = records.get(n.name)
             if rec is not None and rec.still_ours():
                 node.adopt(rec.pid)
@@ -112,13 +121,13 @@ class Cluster:
         return c
 
     # -- lifecycle ------------------------------------------------------------------------
-    def __enter__(self) -> "Cluster":
+    def __enter__(self) -> Cluster:
         return self.start()
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self.stop()
 
-    def start(self, timeout: float = 120.0) -> "Cluster":
+    def start(self, timeout: float = 120.0) -> Cluster:
         t0 = time.monotonic()
         try:
             self._start(timeout)
@@ -141,37 +150,37 @@ class Cluster:
         toxiproxy_bin = ensure_toxiproxy(self._progress)
 
         slot, self._slot_lock = acquire_slot()
-        self.dir = clusters_dir() / f"{spec.name}-{slot}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        self.dir.mkdir(parents=True)
-        self._owner_lock = OwnerLock(self.dir / "owner.lock")
+        cdir = self.dir = clusters_dir() / f"{spec.name}-{slot}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        cdir.mkdir(parents=True)
+        self._owner_lock = OwnerLock(cdir / "owner.lock")
         if not self._owner_lock.try_acquire():
-            raise ClusterError(f"cannot lock new cluster dir {self.dir}")
-        self._registry = ProcessRegistry(self.dir / "processes.json")
+            raise ClusterError(f"cannot lock new cluster dir {cdir}")
+        self._registry = ProcessRegistry(cdir / "processes.json")
         self.topology = self._plan(slot)
         topo = self.topology
 
         self._progress(f"starting Toxiproxy on {topo.toxiproxy_host}:{topo.ports.toxiproxy_api}")
-        marker = self.dir / "toxiproxy-initial.json"
+        marker = cdir / "toxiproxy-initial.json"
         marker.write_text("[]")  # -config names the cluster dir: proof the process is ours
         self._toxiproxy_proc = spawn(
             [str(toxiproxy_bin), "-host", topo.toxiproxy_host, "-port", str(topo.ports.toxiproxy_api),
              "-proxy-metrics", "-config", str(marker)],
-            log_path=self.dir / "toxiproxy.log")
-        self._registry.add("toxiproxy", self._toxiproxy_proc.pid, str(self.dir))
-        self.toxiproxy = ToxiproxyAPI(topo.toxiproxy_host, topo.ports.toxiproxy_api)
-        wait_until(lambda: self._toxiproxy_alive() and self.toxiproxy.version(), 20,
-                   lambda: f"Toxiproxy answers (log: {self.dir / 'toxiproxy.log'})")
+            log_path=cdir / "toxiproxy.log")
+        self._registry.add("toxiproxy", self._toxiproxy_proc.pid, str(cdir))
+        api = self.toxiproxy = ToxiproxyAPI(topo.toxiproxy_host, topo.ports.toxiproxy_api)
+        wait_until(lambda: self._toxiproxy_alive() and api.version(), 20,
+                   lambda: f"Toxiproxy answers (log: {cdir / 'toxiproxy.log'})")
         plans = topo.proxies()
-        self.toxiproxy.populate([{"name": p.link.proxy_name, "listen": p.listen, "upstream": p.upstream,
+        api.populate([{"name": p.link.proxy_name, "listen": p.listen, "upstream": p.upstream,
                                   "enabled": True} for p in plans])
 
         cluster_id = kraft_cluster_id()
-        self.nodes = {n.node_id: KafkaNode(n, topo, spec, self.kafka, java, self.dir, self._registry)
+        self.nodes = {n.node_id: KafkaNode(n, topo, spec, self.kafka, java, cdir, self._registry)
                       for n in topo.nodes}
         self._progress(f"formatting {len(self.nodes)} nodes (Kafka {version})")
         for node in self.nodes.values():
             node.prepare(cluster_id)
-        self._progress(f"starting {len(self.nodes)} nodes; logs in {self.dir}/nodes/*/node.log")
+        self._progress(f"starting {len(self.nodes)} nodes; logs in {cdir}/nodes/*/node.log")
         for node in self.nodes.values():
             node.start()
         self._write_state(cluster_id)
@@ -200,7 +209,7 @@ class Cluster:
 
     def _toxiproxy_alive(self) -> bool:
         if self._toxiproxy_proc is None or self._toxiproxy_proc.poll() is not None:
-            raise ClusterError(f"Toxiproxy exited; see {self.dir / 'toxiproxy.log'}")
+            raise ClusterError(f"Toxiproxy exited; see {self.dir}/toxiproxy.log")
         return True
 
     def _write_state(self, cluster_id: str) -> None:
@@ -255,8 +264,9 @@ class Cluster:
             step("kill recorded processes", registry.kill_all)
         if collect_logs_to is not None:
             step("collect logs", lambda: self.collect_logs(collect_logs_to))
-        if self.dir is not None and not keep_dir:
-            step("remove cluster dir", lambda: shutil.rmtree(self.dir, ignore_errors=False))  # type: ignore[arg-type]
+        cdir = self.dir
+        if cdir is not None and not keep_dir:
+            step("remove cluster dir", lambda: shutil.rmtree(cdir, ignore_errors=False))
         for lock in (self._owner_lock, self._slot_lock):
             if lock is not None:
                 step("release lock", lock.release)
@@ -289,6 +299,12 @@ class Cluster:
 
     def node(self, key: int | str) -> KafkaNode:
         return self.nodes[self.topo.node(key).node_id]
+
+    @property
+    def kafka_version(self) -> str:
+        if self.kafka is None:
+            raise ClusterError("cluster is not started")
+        return self.kafka.version
 
     @property
     def broker_ids(self) -> list[int]:
@@ -329,7 +345,8 @@ class Cluster:
         # Observers made while brokers were still registering know only some of them by id;
         # callers may hold them, so refresh their metadata rather than replacing them.
         for obs in self._observers.values():
-            wait_until(lambda: obs.knows_brokers(want), 15, f"the observer's metadata lists brokers {sorted(want)}")
+            wait_until(functools.partial(obs.knows_brokers, want), 15,
+                       f"the observer's metadata lists brokers {sorted(want)}")
 
     def partition_state(self, topic: str, partition: int = 0, offsets: bool = True,
                         timeout: float = 15.0) -> PartitionState:
@@ -379,22 +396,80 @@ class Cluster:
     def client_link(self, rack: str, broker_id: int) -> Link:
         return Link(client_party(rack), self.topo.node(broker_id).name, Listener.CLIENT)
 
-    def set_links_enabled(self, links: list[Link], enabled: bool) -> None:
-        """Disable (cut: listener closed, open connections dropped) or re-enable proxies."""
+    def links(self) -> list[Link]:
+        """Every directed link, each behind its own proxy."""
+        return self.topo.links()
+
+    def _api(self) -> ToxiproxyAPI:
         if self.toxiproxy is None:
             raise ClusterError("cluster is not started")
+        return self.toxiproxy
+
+    def set_links_enabled(self, links: Iterable[Link], enabled: bool) -> None:
+        """Disable (cut: listener closed, open connections dropped) or re-enable proxies."""
+        api = self._api()
         for link in links:
-            self.toxiproxy.set_enabled(link.proxy_name, enabled)
+            api.set_enabled(link.proxy_name, enabled)
+
+    def add_toxic(self, link: Link, *, name: str, type: str, stream: str, toxicity: float,
+                  attributes: Mapping[str, Any]) -> None:
+        self._api().add_toxic(link.proxy_name, name=name, type=type, stream=stream, toxicity=toxicity,
+                              attributes=dict(attributes))
+
+    def remove_toxic(self, link: Link, name: str) -> None:
+        self._api().remove_toxic(link.proxy_name, name)
+
+    def reset_links(self) -> None:
+        """Every proxy enabled, every toxic removed (Toxiproxy's reset)."""
+        self._api().reset()
+
+    def ensure_links_healthy(self, links: Iterable[Link], toxic_prefix: str = "") -> None:
+        """Each link's proxy is enabled, has no toxic named ``toxic_prefix...``, and accepts a
+        connection; a proxy that does not (a wedged one) is deleted and recreated from the plan."""
+        wanted = set(links)
+        self._repair_proxies([p for p in self.topo.proxies() if p.link in wanted], toxic_prefix)
+
+    def _repair_proxies(self, plans: list[ProxyPlan], toxic_prefix: str) -> None:
+        api = self._api()
+        for plan in plans:
+            name = plan.link.proxy_name
+            try:
+                state = api.proxy(name)
+                healthy = (state.get("enabled") and not any(t["name"].startswith(toxic_prefix)
+                                                             for t in state.get("toxics", []))
+                           and accepts_connection(plan.listen_host, plan.listen_port))
+            except Exception as exc:  # noqa: BLE001 - any failure to confirm means: recreate
+                log.warning("proxy %s could not be checked: %s", name, exc)
+                healthy = False
+            if healthy:
+                continue
+            log.warning("proxy %s is wedged; recreating it", name)
+            try:
+                api.delete(name)
+            except Exception as exc:  # noqa: BLE001 - it may already be gone
+                log.info("deleting %s: %s", name, exc)
+            api.create(name, plan.listen, plan.upstream, enabled=True)
+            wait_until(functools.partial(accepts_connection, plan.listen_host, plan.listen_port), 10,
+                       f"proxy {name} accepts connections")
+
+    def link_bytes(self) -> dict[Link, ByteCounters]:
+        """Bytes through every link's proxy (see the note on ``ByteCounters``: a connection's
+        bytes are counted when it closes)."""
+        counters = self._api().byte_counters()
+        return {lk: counters.get(lk.proxy_name, ByteCounters(0, 0)) for lk in self.links()}
 
     def client_bytes(self, rack: str) -> dict[int, ByteCounters]:
         """Bytes through the proxies of ``rack``'s clients, per broker: who served them."""
-        if self.toxiproxy is None:
-            raise ClusterError("cluster is not started")
-        counters = self.toxiproxy.byte_counters()
+        counters = self._api().byte_counters()
         out: dict[int, ByteCounters] = {}
         for b in self.topo.brokers:
             out[b.node_id] = counters.get(self.client_link(rack, b.node_id).proxy_name, ByteCounters(0, 0))
         return out
+
+
+if TYPE_CHECKING:  # mypy proves the local backend implements every protocol
+    def _implements(c: Cluster) -> tuple[ClusterBackend, LinkControl, ProcessControl]:
+        return c, c, c
 
 
 def run_cluster(spec: ClusterSpec, progress: Progress | None = None) -> Cluster:

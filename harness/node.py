@@ -1,4 +1,5 @@
-"""One KRaft node (broker, controller or both) as a JVM process: start/stop/kill/pause/resume."""
+"""One KRaft node (broker, controller or both) as a JVM process: start/stop/kill/pause/resume
+(a :class:`harness.backend.ControlledNode` of the local backend)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import logging
 import os
 import signal
 import subprocess
-from enum import Enum
 from pathlib import Path
 
+from .backend import NodeState
 from .config import ClusterSpec, properties_text, render_properties
 from .distribution import KafkaDistribution
 from .errors import ClusterError
@@ -19,19 +20,18 @@ from .topology import Node, Topology
 log = logging.getLogger(__name__)
 
 
-class NodeState(str, Enum):
-    NEW = "new"
-    RUNNING = "running"
-    PAUSED = "paused"
-    STOPPED = "stopped"
+__all__ = ["KafkaNode", "NodeState"]
 
 
 class KafkaNode:
     """A node's files live in ``<cluster dir>/nodes/<name>/``: ``server.properties``, ``hosts``
-    (the JVM's only name resolution, see harness.topology), ``data/`` and ``node.log``."""
+    (the JVM's only name resolution, see harness.topology), ``data/`` and ``node.log``.
+
+    ``die_with_parent``: the JVMs this handle starts die with this process (a test's cluster),
+    or outlive it (a handle on a ``highwater cluster up`` cluster, see ``Cluster.attach``)."""
 
     def __init__(self, node: Node, topo: Topology, spec: ClusterSpec, dist: KafkaDistribution,
-                 java: Java, cluster_dir: Path, registry: ProcessRegistry) -> None:
+                 java: Java, cluster_dir: Path, registry: ProcessRegistry, die_with_parent: bool = True) -> None:
         self.node = node
         self.dir = cluster_dir / "nodes" / node.name
         self.data_dir = self.dir / "data"
@@ -45,6 +45,7 @@ class KafkaNode:
         self._proc: subprocess.Popen[bytes] | None = None
         self._pid: int | None = None  # set with _proc, or alone for a JVM adopted by pid
         self.state = NodeState.NEW
+        self.die_with_parent = die_with_parent
 
     @property
     def name(self) -> str:
@@ -96,9 +97,11 @@ class KafkaNode:
             last = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["(no output)"]
             raise ClusterError(f"formatting storage of {self.name} failed: {last[0]} (see {self.dir / 'format.log'})")
 
-    def start(self, die_with_parent: bool = True) -> None:
+    def start(self, die_with_parent: bool | None = None) -> None:
         if self.state in (NodeState.RUNNING, NodeState.PAUSED):
             raise ClusterError(f"{self.name} is already {self.state.value}")
+        if die_with_parent is None:
+            die_with_parent = self.die_with_parent
         cmd = [*self._jvm_args(), "kafka.Kafka", str(self.dir / "server.properties")]
         self._proc = spawn(cmd, log_path=self.log_path, cwd=self.dir, die_with_parent=die_with_parent)
         self._pid = self._proc.pid
@@ -149,7 +152,7 @@ class KafkaNode:
         self._send(signal.SIGCONT)
         self.state = NodeState.RUNNING
 
-    def restart(self, clean: bool = True, die_with_parent: bool = True) -> None:
+    def restart(self, clean: bool = True, die_with_parent: bool | None = None) -> None:
         """Stop (cleanly or by SIGKILL) and start again on the same data."""
         if self.state in (NodeState.RUNNING, NodeState.PAUSED):
             self.stop() if clean else self.kill()

@@ -58,7 +58,7 @@ class Observer:
     def close(self) -> None:
         self.admin.close()
 
-    def __enter__(self) -> "Observer":
+    def __enter__(self) -> Observer:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -143,7 +143,7 @@ class Topology:
         client_racks: tuple[str, ...] | None = None,
         slot: int,
         ports: Ports,
-    ) -> "Topology":
+    ) -> Topology:
         """Brokers ``kafka-1..N`` spread round-robin over racks; with ``controllers == 0``
         every broker is also a controller (combined mode)."""
         if brokers < 1:

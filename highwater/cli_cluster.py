@@ -16,7 +16,8 @@ import threading
 import time
 from pathlib import Path
 
-from harness.cluster import Cluster, check_spec
+from harness.backend import DEFAULT_BACKEND, BackendEntry, ProcessControl, get_backend, start_backend
+from harness.cluster import check_spec
 from harness.config import ClusterSpec
 from harness.errors import ClusterError
 from harness.paths import home
@@ -31,7 +32,7 @@ def manual_dir() -> Path:
     return d
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cluster", help="start, inspect or stop a cluster by hand")
     csub = p.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
     up = csub.add_parser("up", help="start a cluster in the background")
@@ -49,7 +50,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     serve.set_defaults(func=cmd_serve)
 
 
+def add_backend_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", default=DEFAULT_BACKEND,
+                   help=f"where the cluster runs (default: {DEFAULT_BACKEND}; see harness.backend)")
+
+
 def add_spec_args(p: argparse.ArgumentParser) -> None:
+    add_backend_arg(p)
     p.add_argument("--name", default="manual", help="name of the cluster (default: manual)")
     p.add_argument("--brokers", type=int, default=3)
     p.add_argument("--racks", type=int, default=3)
@@ -72,7 +79,7 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
 
 
 def _forward_args(args: argparse.Namespace) -> list[str]:
-    out = ["--name", args.name, "--brokers", str(args.brokers), "--racks", str(args.racks),
+    out = ["--backend", args.backend, "--name", args.name, "--brokers", str(args.brokers), "--racks", str(args.racks),
            "--controllers", str(args.controllers)]
     if args.kafka_version:
         out += ["--kafka-version", args.kafka_version]
@@ -102,7 +109,17 @@ def _supervisor_alive(state: dict) -> bool:
     return True
 
 
+def kept_up_backend(name: str) -> BackendEntry:
+    """The backend ``name``, if ``cluster up`` can keep it up (``highwater fault`` attaches to
+    it later); a one-line error otherwise."""
+    entry = get_backend(name)
+    if entry.attach is None:
+        raise ClusterError(f"backend {name!r} cannot be kept up by 'highwater cluster up'")
+    return entry
+
+
 def cmd_up(args: argparse.Namespace) -> int:
+    kept_up_backend(args.backend)  # an unknown backend fails here, in one line
     check_spec(spec_from_args(args))  # validate before forking
     state = _read_state(args.name)
     if state and _supervisor_alive(state):
@@ -132,7 +149,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def print_state(state: dict) -> None:
     cluster = json.loads((Path(state["cluster_dir"]) / "cluster.json").read_text())
-    print(f"cluster {state['name']}: Kafka {cluster['kafka_version']}, supervisor pid {state['pid']}")
+    print(f"cluster {state['name']} ({state.get('backend', DEFAULT_BACKEND)} backend): "
+          f"Kafka {cluster['kafka_version']}, supervisor pid {state['pid']}")
     for name, node in cluster["nodes"].items():
         print(f"  {name}: node.id={node['node_id']} rack={node['rack']} role={node['role']} pid={node['pid']}")
     print("bootstrap servers per client rack (use client_rack=<rack>):")
@@ -175,17 +193,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    cluster = Cluster(spec_from_args(args), progress=progress).start()
+    kept_up_backend(args.backend)
+    t0 = time.monotonic()
+    cluster = start_backend(args.backend, spec_from_args(args), progress)
     try:
-        assert cluster.dir is not None
+        cluster_dir = getattr(cluster, "dir", None)  # where it keeps its state (cluster.json)
+        if cluster_dir is None:
+            raise ClusterError(f"backend {args.backend!r} recorded no cluster directory")
         tmp = _state_path(args.name).with_suffix(".tmp")
-        tmp.write_text(json.dumps({"name": args.name, "pid": os.getpid(), "cluster_dir": str(cluster.dir)}))
+        tmp.write_text(json.dumps({"name": args.name, "pid": os.getpid(), "backend": args.backend,
+                                   "cluster_dir": str(cluster_dir)}))
         os.replace(tmp, _state_path(args.name))
-        progress(f"cluster {args.name} ready in {cluster.boot_seconds:.1f}s")
+        progress(f"cluster {args.name} ready in {time.monotonic() - t0:.1f}s")
         while not stop.wait(1.0):
-            dead = [n.name for n in cluster.nodes.values() if n.state.value == "running" and not n.is_alive()]
-            if dead:
-                progress(f"nodes exited unexpectedly: {dead}")
+            if isinstance(cluster, ProcessControl):
+                dead = [n.name for n in cluster.nodes.values() if n.state.value == "running" and not n.is_alive()]
+                if dead:
+                    progress(f"nodes exited unexpectedly: {dead}")
     finally:
         cluster.stop()
         progress("cluster stopped")

@@ -12,11 +12,11 @@ import argparse
 import time
 from pathlib import Path
 
-from harness.cluster import Cluster
+from harness.backend import DEFAULT_BACKEND, ClusterBackend, get_backend
 from harness.errors import ClusterError
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fault", help="inject or heal faults on a cluster started with 'cluster up'")
     fsub = p.add_subparsers(dest="fault_command", metavar="ACTION", required=True)
     ap = fsub.add_parser("apply", help="apply one fault: KIND --target SEL [options] [--duration S]",
@@ -32,13 +32,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     hp.set_defaults(func=cmd_heal)
 
 
-def _attach(name: str) -> Cluster:
+def _attach(name: str) -> ClusterBackend:
+    """A handle on the cluster ``highwater cluster up --name NAME`` keeps up, through the backend
+    that started it; nodes it restarts outlive this command."""
     from highwater.cli_cluster import _read_state, _supervisor_alive
 
     state = _read_state(name)
     if not state or not _supervisor_alive(state):
         raise ClusterError(f"no cluster {name!r} is up: start one with 'highwater cluster up --name {name}'")
-    return Cluster.attach(Path(state["cluster_dir"]))
+    entry = get_backend(state.get("backend", DEFAULT_BACKEND))
+    if entry.attach is None:  # pragma: no cover - cluster up refuses such backends
+        raise ClusterError(f"backend {entry.name!r} cannot be attached to")
+    return entry.attach(Path(state["cluster_dir"]), None)
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -48,7 +53,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     command = parse_command(args.words)  # bad input fails before touching the cluster
     cluster = _attach(args.name)
     try:
-        nemesis = Injector(cluster, detached=True)
+        nemesis = Injector(cluster)
         fault = nemesis.apply(command.spec)
         what = ", ".join(fault.nodes) or ", ".join(sorted(lk.proxy_name for lk in fault.links))
         print(f"applied {command.spec} -> {what}")
@@ -72,7 +77,7 @@ def cmd_heal(args: argparse.Namespace) -> int:
 
     cluster = _attach(args.name)
     try:
-        Injector(cluster, detached=True).heal_all()
+        Injector(cluster).heal_all()
         print("healed: every proxy enabled without toxics, every node running")
         return 0
     finally:

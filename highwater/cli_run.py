@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from harness.backend import DEFAULT_BACKEND, get_backend
 from harness.errors import HighwaterError
-
 
 
 def suites_dir() -> Path:
@@ -23,7 +23,7 @@ def suites_dir() -> Path:
     return Path(spec.origin).resolve().parent
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("run", help="run suites (default: all) with a profile, via pytest")
     r.add_argument("tests", nargs="*", help="pytest node ids or paths (default: suites/)")
     _common(r)
@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="ci", choices=["ci", "nightly"])
+    p.add_argument("--backend", default=DEFAULT_BACKEND,
+                   help=f"where the clusters run (default: {DEFAULT_BACKEND}; see harness.backend)")
     p.add_argument("--kafka-version", action="append", default=None, help="repeatable or comma-separated")
     p.add_argument("--campaign", default=None, help="campaign name (default: <profile>-<timestamp>)")
     p.add_argument("--results", default="results")
@@ -50,8 +52,9 @@ def locate(test: str) -> str:
 
 
 def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
+    get_backend(args.backend)  # an unknown backend fails here, in one line, before pytest starts
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *map(locate, tests), "--profile", args.profile,
-            "--campaign", campaign, "--results", args.results, "-rxXf"]
+            "--campaign", campaign, "--results", args.results, "--backend", args.backend, "-rxXf"]
     for v in args.kafka_version or []:
         argv += ["--kafka-version", v]
     print("highwater: " + " ".join(argv[1:]), file=sys.stderr, flush=True)

@@ -1,19 +1,24 @@
 """Nemeses for ``highwater.runner.execute_run``: callables ``(injector, cluster, spec)`` that
 inject faults during the workload window. Waiting inside them is a fault's *duration* or a gap
-of the schedule — time is the point here, not a condition to poll for."""
+of the schedule — time is the point here, not a condition to poll for.
+
+The nemeses built here declare the fault kinds they may apply (``fault_kinds``, see
+``faults.capability.DeclaresFaults``), so a fault the backend cannot apply (a cut on a backend
+without link control) is refused before the run starts, not halfway through it."""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
-from faults.inject import Injector
+from faults.capability import check_capabilities
+from faults.inject import ActiveFault, Injector
 from faults.schedule import Schedule
-from faults.spec import parse_fault
-from harness.cluster import Cluster
-from highwater.runner import Nemesis, RunSpec
+from faults.spec import FaultKind, parse_fault
+from harness.backend import ClusterBackend
+from highwater.runner import RunSpec
 
 log = logging.getLogger(__name__)
 
@@ -32,10 +37,31 @@ class Step:
     # {follower} the leader of partition 0 and its lowest-id follower when the fault starts
     duration: float  # seconds the fault stays before it is healed
 
+    @property
+    def kind(self) -> FaultKind:
+        """The fault's kind, known before its placeholders are filled in."""
+        return FaultKind.parse(self.fault.split(maxsplit=1)[0])
 
-def scripted(steps: Sequence[Step]) -> Nemesis:
+
+@dataclass(frozen=True)
+class PlannedNemesis:
+    """A nemesis that declares the fault kinds it may apply (checked before the run starts)."""
+
+    fault_kinds: tuple[FaultKind, ...]
+    play: Callable[[Injector, ClusterBackend, RunSpec], None]
+
+    def check(self, backend: ClusterBackend) -> None:
+        """One-line ``CapabilityError`` if ``backend`` cannot apply one of the kinds."""
+        check_capabilities(backend, self.fault_kinds)
+
+    def __call__(self, injector: Injector, cluster: ClusterBackend, spec: RunSpec) -> None:
+        self.check(cluster)  # the runner checked already; a direct call is checked here
+        self.play(injector, cluster, spec)
+
+
+def scripted(steps: Sequence[Step]) -> PlannedNemesis:
     """Apply each step's fault after its calm, hold it, heal it; in order."""
-    def run(injector: Injector, cluster: Cluster, spec: RunSpec) -> None:
+    def run(injector: Injector, cluster: ClusterBackend, spec: RunSpec) -> None:
         for step in steps:
             hold(step.after)
             state = cluster.partition_state(spec.topic, 0, offsets=False)
@@ -44,21 +70,23 @@ def scripted(steps: Sequence[Step]) -> Nemesis:
             fault = injector.apply(parse_fault(text))
             hold(step.duration)
             injector.heal(fault)
-    return run
+    return PlannedNemesis(tuple(dict.fromkeys(s.kind for s in steps)), run)
 
 
-def scheduled(schedule: Schedule) -> Nemesis:
-    """Play a seeded schedule: every fault at its start, healed at its end."""
-    def run(injector: Injector, cluster: Cluster, spec: RunSpec) -> None:
+def scheduled(schedule: Schedule) -> PlannedNemesis:
+    """Play a seeded schedule: every fault at its start, healed at its end. A fault that cannot
+    be applied when its time comes (no leader right now, ...) is skipped; the injector records
+    it in the history as a ``fault`` event of type ``fail`` with the reason."""
+    def run(injector: Injector, cluster: ClusterBackend, spec: RunSpec) -> None:
         t0 = time.monotonic()
-        active = {}
+        active: dict[int, ActiveFault] = {}
         for at, what, sf in schedule.events():
             hold(at - (time.monotonic() - t0))
             if what == "fault":
                 try:
                     active[sf.id] = injector.apply(sf.spec)
-                except Exception as exc:  # noqa: BLE001 - a fault that cannot apply now is skipped
+                except Exception as exc:  # noqa: BLE001 - recorded by the injector; the schedule goes on
                     log.warning("fault %s skipped: %s", sf.spec, exc)
             elif sf.id in active:
                 injector.heal(active.pop(sf.id))
-    return run
+    return PlannedNemesis(tuple(dict.fromkeys(sf.spec.kind for sf in schedule.faults)), run)

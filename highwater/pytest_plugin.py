@@ -2,24 +2,28 @@
 
 - ``kafka_version``: the version under test (``--kafka-version`` or ``HIGHWATER_KAFKA_VERSION``,
   default: the newest stable release on Maven Central).
-- ``cluster_factory``: start clusters from a ``ClusterSpec``; all are torn down after the test,
-  with their logs collected to ``results/logs/<test>/`` when the test failed.
+- ``backend``: the backend name (``--backend``, default ``local``; see ``harness.backend``).
+- ``cluster_factory``: start clusters from a ``ClusterSpec`` on that backend; all are torn down
+  after the test, with their logs collected to ``results/logs/<test>/`` when the test failed.
 - ``cluster``: a 3-broker, 3-rack cluster shared by a test module.
+
+The fixtures are typed by the backend protocols (``ClusterBackend``); a test that needs link or
+process control asks for it (``isinstance(cluster, LinkControl)``) or lets a fault be refused.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
-from harness.cluster import Cluster
+from harness.backend import DEFAULT_BACKEND, BackendError, ClusterBackend, get_backend, start_backend
 from harness.config import ClusterSpec
 
-ClusterFactory = Callable[..., Cluster]
+ClusterFactory = Callable[..., ClusterBackend]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -29,10 +33,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "each (default: $HIGHWATER_KAFKA_VERSION or the newest stable)")
     group.addoption("--highwater-logs", action="store", default="results/logs",
                     help="where logs of clusters of failed tests are collected")
+    group.addoption("--backend", action="store", default=DEFAULT_BACKEND,
+                    help=f"where test clusters run (default: {DEFAULT_BACKEND}; see harness.backend)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: needs a real Kafka cluster (slow)")
+    try:
+        get_backend(config.getoption("--backend"))
+    except BackendError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -74,16 +84,22 @@ def _progress(msg: str) -> None:
     print(f"[highwater] {msg}", flush=True)
 
 
-@pytest.fixture
-def cluster_factory(request: pytest.FixtureRequest, kafka_version: str) -> Iterator[ClusterFactory]:
-    """Start clusters with ``cluster_factory(brokers=3, racks=3, ...)`` (ClusterSpec fields)."""
-    started: list[Cluster] = []
+@pytest.fixture(scope="session")
+def backend(request: pytest.FixtureRequest) -> str:
+    """The name of the backend test clusters run on (``--backend``)."""
+    return str(request.config.getoption("--backend"))
 
-    def make(**fields: object) -> Cluster:
+
+@pytest.fixture
+def cluster_factory(request: pytest.FixtureRequest, kafka_version: str, backend: str) -> Iterator[ClusterFactory]:
+    """Start clusters with ``cluster_factory(brokers=3, racks=3, ...)`` (ClusterSpec fields)."""
+    started: list[ClusterBackend] = []
+
+    def make(**fields: object) -> ClusterBackend:
         fields.setdefault("kafka_version", kafka_version)
-        cluster = Cluster(ClusterSpec(**fields), progress=_progress)  # type: ignore[arg-type]
+        cluster = start_backend(backend, ClusterSpec(**fields), _progress)  # type: ignore[arg-type]
         started.append(cluster)
-        return cluster.start()
+        return cluster
 
     yield make
     logs_root = Path(request.config.getoption("--highwater-logs"))
@@ -93,11 +109,11 @@ def cluster_factory(request: pytest.FixtureRequest, kafka_version: str) -> Itera
 
 
 @pytest.fixture(scope="module")
-def cluster(request: pytest.FixtureRequest, kafka_version: str) -> Iterator[Cluster]:
-    """A 3-broker, 3-rack cluster shared by the tests of one module."""
-    c = Cluster(ClusterSpec(brokers=3, racks=3, kafka_version=kafka_version), progress=_progress)
+def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) -> Iterator[ClusterBackend]:
+    """A 3-broker, 3-rack cluster shared by the tests of one module (a failed start tears down
+    whatever it started itself)."""
+    c = start_backend(backend, ClusterSpec(brokers=3, racks=3, kafka_version=kafka_version), _progress)
     try:
-        c.start()
         yield c
     finally:
         failed = any(_failed(item) for item in request.session.items

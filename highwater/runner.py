@@ -26,11 +26,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from faults.capability import check_capabilities, declared_faults
 from faults.inject import Injector
+from harness.backend import ClusterBackend
 from harness.checks import overall, run_all_checks
 from harness.checks.verdict import Verdict
 from harness.clients import DEFAULT_CLIENT, client_label, get_driver
-from harness.cluster import Cluster
 from harness.history import HistoryWriter
 from harness.waiting import wait_until
 from harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
@@ -64,7 +65,7 @@ class RunSpec:
     repro: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def header_config(self, cluster: Cluster) -> dict[str, Any]:
+    def header_config(self, cluster: ClusterBackend) -> dict[str, Any]:
         bc = dict(cluster.spec.broker_config)
         return {"acks": self.acks, "idempotence": self.idempotence,
                 "unclean_leader_election": self.unclean_leader_election,
@@ -91,13 +92,14 @@ class RunResult:
         return [v for v in self.verdicts if v.valid is False]
 
 
-Nemesis = Callable[[Injector, Cluster, RunSpec], None]
+Nemesis = Callable[[Injector, ClusterBackend, RunSpec], None]
 
 
-def execute_run(cluster: Cluster, spec: RunSpec, nemesis: Nemesis | None = None,
+def execute_run(cluster: ClusterBackend, spec: RunSpec, nemesis: Nemesis | None = None,
                 progress: Callable[[str], None] = lambda _: None) -> RunResult:
     """Run ``spec``'s workload for ``spec.duration`` while ``nemesis`` injects faults (it runs
     in this thread and must return within the duration), then heal, settle, read and check."""
+    check_capabilities(cluster, declared_faults(nemesis))  # refuse before anything starts
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{spec.scenario}-{uuid.uuid4().hex[:6]}"
     out = spec.results_root / spec.campaign / run_id
     out.mkdir(parents=True, exist_ok=True)
@@ -198,7 +200,7 @@ def dump_thread_stacks(path: Path, why: str) -> None:
     path.write_text("".join(parts), encoding="utf-8")
 
 
-def _settle(cluster: Cluster, spec: RunSpec, consumers: list[ConsumerWorker], producers: list[ProducerWorker],
+def _settle(cluster: ClusterBackend, spec: RunSpec, consumers: list[ConsumerWorker], producers: list[ProducerWorker],
             progress: Callable[[str], None], stacks_path: Path | None = None) -> None:
     """After healing: wait until every partition has its full ISR and every consumer has read
     up to the high watermark, so 'unseen' and the final read judge a quiet cluster. Consumers

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from faults.common import Direction, FaultError
 from faults import partitions as P
+from faults.common import Direction, FaultError
 from harness.topology import Link, Listener, Ports, Topology, client_party
 
 

@@ -11,7 +11,23 @@ from faults.common import Direction, FaultError
 from faults.conflicts import check_no_conflicts, conflict
 from faults.scope import possible_links, possible_nodes, resolve_link_fault, resolve_links
 from faults.spec import FaultKind, FaultSpec, Flow, parse_command, parse_fault
-from faults.target import Target, TargetKind
+from faults.target import (
+    AllTarget,
+    BridgeTarget,
+    BrokersTarget,
+    BrokerTarget,
+    ClientsTarget,
+    ControllersTarget,
+    ControllerTarget,
+    FollowerInTarget,
+    LeaderTarget,
+    MinorityTarget,
+    NodeTarget,
+    RackTarget,
+    Target,
+    TargetKind,
+    parse_target,
+)
 from harness.topology import Link, Listener
 from tests.unit.fault_topology import topo
 
@@ -21,25 +37,37 @@ T = topo()
 # -- targets ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text,expected", [
-    ("broker:2", Target(TargetKind.BROKER, broker=2)),
-    ("node:controller-1", Target(TargetKind.NODE, node="controller-1")),
-    ("leader:topic/0", Target(TargetKind.LEADER, topic="topic", partition=0)),
-    ("leader:my.topic_x-1/12", Target(TargetKind.LEADER, topic="my.topic_x-1", partition=12)),
-    ("follower-in:rack-b", Target(TargetKind.FOLLOWER_IN, rack="rack-b")),
-    ("follower-in:rack-b@hw/3", Target(TargetKind.FOLLOWER_IN, rack="rack-b", topic="hw", partition=3)),
-    ("controller", Target(TargetKind.CONTROLLER)),
-    ("controllers", Target(TargetKind.CONTROLLERS)),
-    ("brokers", Target(TargetKind.BROKERS)),
-    ("minority", Target(TargetKind.MINORITY)),
-    ("minority:42", Target(TargetKind.MINORITY, seed=42)),
-    ("bridge:7", Target(TargetKind.BRIDGE, seed=7)),
-    ("rack:rack-b", Target(TargetKind.RACK, rack="rack-b")),
-    ("clients:rack-a", Target(TargetKind.CLIENTS, rack="rack-a")),
-    ("all", Target(TargetKind.ALL)),
+    ("broker:2", BrokerTarget(2)),
+    ("node:controller-1", NodeTarget("controller-1")),
+    ("leader:topic/0", LeaderTarget("topic", 0)),
+    ("leader:my.topic_x-1/12", LeaderTarget("my.topic_x-1", 12)),
+    ("follower-in:rack-b", FollowerInTarget("rack-b")),
+    ("follower-in:rack-b@hw/3", FollowerInTarget("rack-b", "hw", 3)),
+    ("controller", ControllerTarget()),
+    ("controllers", ControllersTarget()),
+    ("brokers", BrokersTarget()),
+    ("minority", MinorityTarget()),
+    ("minority:42", MinorityTarget(seed=42)),
+    ("bridge:7", BridgeTarget(seed=7)),
+    ("rack:rack-b", RackTarget("rack-b")),
+    ("clients:rack-a", ClientsTarget("rack-a")),
+    ("all", AllTarget()),
 ])
 def test_target_parse_and_render_round_trip(text: str, expected: Target) -> None:
-    assert Target.parse(text) == expected
+    assert parse_target(text) == expected
     assert str(expected) == text
+    assert expected.kind is TargetKind(text.partition(":")[0])  # the union's tag
+
+
+def test_targets_of_different_kinds_never_compare_equal() -> None:
+    assert MinorityTarget(seed=3) != BridgeTarget(seed=3)
+    assert RackTarget("rack-a") != ClientsTarget("rack-a")
+    assert len({parse_target("minority:3"), MinorityTarget(seed=3)}) == 1
+
+
+def test_follower_in_takes_both_topic_and_partition_or_neither() -> None:
+    with pytest.raises(FaultError, match="both a topic and a partition"):
+        FollowerInTarget("rack-b", "hw")
 
 
 @pytest.mark.parametrize("text,fragment", [
@@ -51,17 +79,17 @@ def test_target_parse_and_render_round_trip(text: str, expected: Target) -> None
 ])
 def test_malformed_targets(text: str, fragment: str) -> None:
     with pytest.raises(FaultError, match=fragment) as err:
-        Target.parse(text)
+        parse_target(text)
     assert "\n" not in str(err.value)
 
 
 def test_target_validation_against_topology() -> None:
     for bad in ("broker:9", "rack:rack-z", "clients:rack-q", "follower-in:rack-z", "node:kafka-7"):
         with pytest.raises(FaultError, match="no "):
-            Target.parse(bad).validate(T)
+            parse_target(bad).validate(T)
     with pytest.raises(FaultError, match="not a broker"):
-        Target.parse("broker:1001").validate(topo(3, 3, controllers=1))
-    Target.parse("node:1001").validate(topo(3, 3, controllers=1))
+        parse_target("broker:1001").validate(topo(3, 3, controllers=1))
+    parse_target("node:1001").validate(topo(3, 3, controllers=1))
 
 
 @dataclass
@@ -82,18 +110,18 @@ class FakeView:
 
 def test_resolve_dynamic_targets() -> None:
     view = FakeView({("hw", 0): 1}, {("hw", 0): [1, 2, 5, 3]}, controller=3)
-    assert Target.parse("leader:hw/0").resolve(T, view) == {"kafka-1"}
+    assert parse_target("leader:hw/0").resolve(T, view) == {"kafka-1"}
     # rack-b holds kafka-2 and kafka-5 (round robin over 3 racks): the lowest id follower
-    assert Target.parse("follower-in:rack-b@hw/0").resolve(T, view) == {"kafka-2"}
-    assert Target.parse("follower-in:rack-b").resolve(T, view, default_partition=("hw", 0)) == {"kafka-2"}
-    assert Target.parse("controller").resolve(T, view) == {"kafka-3"}
-    assert Target.parse("minority").resolve(T, seed=3) == Target.parse("minority:3").resolve(T)
+    assert parse_target("follower-in:rack-b@hw/0").resolve(T, view) == {"kafka-2"}
+    assert parse_target("follower-in:rack-b").resolve(T, view, default_partition=("hw", 0)) == {"kafka-2"}
+    assert parse_target("controller").resolve(T, view) == {"kafka-3"}
+    assert parse_target("minority").resolve(T, seed=3) == parse_target("minority:3").resolve(T)
     with pytest.raises(FaultError, match="no follower in rack-a"):
-        Target.parse("follower-in:rack-a@hw/0").resolve(T, view)  # kafka-1 is the leader
+        parse_target("follower-in:rack-a@hw/0").resolve(T, view)  # kafka-1 is the leader
     with pytest.raises(FaultError, match="no leader"):
-        Target.parse("leader:other/0").resolve(T, view)
+        parse_target("leader:other/0").resolve(T, view)
     with pytest.raises(FaultError, match="live cluster"):
-        Target.parse("leader:hw/0").resolve(T)
+        parse_target("leader:hw/0").resolve(T)
 
 
 class MovingLeaderView(FakeView):
@@ -124,8 +152,8 @@ def test_parse_latency_with_everything() -> None:
                        "--latency 40000 --jitter=500 --direction upstream --toxicity 0.5 "
                        "--listener replication")
     assert spec.kind is FaultKind.LATENCY
-    assert spec.target == Target(TargetKind.FOLLOWER_IN, rack="rack-b", topic="hw", partition=0)
-    assert spec.peer == Target(TargetKind.LEADER, topic="hw", partition=0)
+    assert spec.target == FollowerInTarget("rack-b", "hw", 0)
+    assert spec.peer == LeaderTarget("hw", 0)
     assert spec.flow is Flow.OUT
     assert spec.param("latency") == 40000 and spec.param("jitter") == 500
     assert spec.streams == (Direction.UPSTREAM,)

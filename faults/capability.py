@@ -1,0 +1,57 @@
+"""Refusing, before a run starts, a fault the backend cannot apply.
+
+Every fault kind declares the capability it needs (``FaultKind.capability``: link faults need
+:class:`~harness.backend.LinkControl`, process faults :class:`~harness.backend.ProcessControl`).
+:func:`check_capabilities` is pure: it looks only at the backend's type (the runtime-checkable
+protocols), never at the cluster, and raises one line naming the fault and the backend::
+
+    fault 'cut' needs link control, which backend 'external' does not have
+
+A nemesis (``highwater.nemesis``) declares the kinds it may apply (:class:`DeclaresFaults`), so
+the runner checks them before the workload starts; :meth:`faults.inject.Injector.apply` checks
+each fault again, for nemeses that declare nothing and for ``highwater fault apply``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
+
+from faults.common import FaultError
+from faults.spec import FaultKind, FaultSpec
+from harness.backend import Capability, backend_name, has_capability
+
+
+class CapabilityError(FaultError):
+    """A fault needs a capability the backend does not have."""
+
+
+@runtime_checkable
+class DeclaresFaults(Protocol):
+    """A nemesis that says up front which fault kinds it may apply."""
+
+    @property
+    def fault_kinds(self) -> tuple[FaultKind, ...]: ...
+
+
+def declared_faults(nemesis: object) -> tuple[FaultKind, ...]:
+    """The fault kinds ``nemesis`` declares (none for a plain function)."""
+    return tuple(nemesis.fault_kinds) if isinstance(nemesis, DeclaresFaults) else ()
+
+
+def refusal(backend: object, faults: Iterable[FaultKind | FaultSpec]) -> CapabilityError | None:
+    """The error for the first fault ``backend`` cannot apply, or None if it can apply all."""
+    for fault in faults:
+        kind = fault.kind if isinstance(fault, FaultSpec) else fault
+        need: Capability = kind.capability
+        if not has_capability(backend, need):
+            return CapabilityError(f"fault {kind.cli!r} needs {need.value}, which backend "
+                                   f"{backend_name(backend)!r} does not have")
+    return None
+
+
+def check_capabilities(backend: object, faults: Iterable[FaultKind | FaultSpec]) -> None:
+    """Raise :class:`CapabilityError` (one line) if ``backend`` lacks what a fault needs."""
+    error = refusal(backend, faults)
+    if error is not None:
+        raise error

@@ -1,0 +1,268 @@
+"""What a cluster backend is: one protocol every backend implements, capability protocols for
+what only some can do, and the registry that maps ``--backend NAME`` to a factory.
+
+* :class:`ClusterBackend` (every backend): its name, the shape it runs (``spec``, ``topo``:
+  nodes, roles, racks, client racks), ``broker_ids``/``rack_of``, ``kafka_version``,
+  ``bootstrap(rack)`` per client rack, an ``observer(rack)`` (Kafka admin APIs), creating a topic
+  and waiting for its ISR, ``partition_state``/``wait_for_isr``, ``wait_for_brokers``,
+  ``collect_logs`` and ``stop``.
+* :class:`LinkControl` (capability): every directed link (``links``) can be cut or restored
+  (``set_links_enabled``), carry toxics (``add_toxic``/``remove_toxic``), be reset and verified
+  healthy (``reset_links``/``ensure_links_healthy``), and has byte counters (``link_bytes``,
+  ``client_bytes`` per client rack).
+* :class:`ProcessControl` (capability): every node is a :class:`ControlledNode` (``node``,
+  ``nodes``) that can be started, stopped (SIGTERM-like), killed, paused, resumed and restarted.
+
+Code that needs a capability asks with ``isinstance(backend, LinkControl)`` (the protocols are
+runtime-checkable) or :func:`has_capability`; faults declare theirs (``FaultKind.capability``)
+and are refused before a run starts when the backend lacks it (``faults.capability``).
+
+The local backend (:class:`harness.cluster.Cluster`) implements all three. A new backend
+registers a :class:`BackendEntry` with :func:`register_backend`; ``--backend`` on ``highwater
+cluster up``, ``run``, ``campaign`` and the pytest plugin looks names up with
+:func:`get_backend`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from .config import ClusterSpec
+from .errors import HighwaterError
+from .topology import Link, Topology
+
+if TYPE_CHECKING:
+    from .observe import Observer, PartitionState
+    from .toxiproxy import ByteCounters
+
+Progress = Callable[[str], None]
+
+DEFAULT_BACKEND = "local"
+
+
+class NodeState(str, Enum):
+    NEW = "new"
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPED = "stopped"
+
+
+@runtime_checkable
+class ClusterBackend(Protocol):
+    """What every backend must do. Node ids and names follow ``topo`` (``kafka-1``...)."""
+
+    #: the registry name of the backend (``local``), used in messages
+    backend_name: str
+
+    @property
+    def spec(self) -> ClusterSpec:
+        """The cluster's shape and broker configuration."""
+        ...
+
+    @property
+    def topo(self) -> Topology:
+        """Nodes (ids, names, roles, racks), client racks and the directed links between them."""
+        ...
+
+    @property
+    def broker_ids(self) -> list[int]: ...
+
+    def rack_of(self, broker_id: int) -> str: ...
+
+    @property
+    def kafka_version(self) -> str: ...
+
+    def bootstrap(self, rack: str | None = None) -> list[str]:
+        """Bootstrap servers for a client in ``rack`` (None: clients without a rack)."""
+        ...
+
+    def observer(self, rack: str | None = None) -> Observer:
+        """A shared admin connection through ``rack``'s bootstrap servers."""
+        ...
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
+                     config: dict[str, str] | None = None, timeout: float = 60.0) -> None:
+        """Create a topic and wait until every partition has a leader and a full ISR."""
+        ...
+
+    def partition_state(self, topic: str, partition: int = 0, offsets: bool = True,
+                        timeout: float = 15.0) -> PartitionState: ...
+
+    def wait_for_isr(self, topic: str, partition: int, cond: Callable[[PartitionState], bool],
+                     timeout: float, message: str) -> PartitionState: ...
+
+    def wait_for_brokers(self, timeout: float = 90.0, ids: list[int] | None = None) -> None:
+        """Until the brokers ``ids`` (default: all) are registered and unfenced."""
+        ...
+
+    def collect_logs(self, dest: Path) -> Path:
+        """Copy the nodes' logs (and whatever else explains a run) to ``dest``."""
+        ...
+
+    def stop(self, collect_logs_to: Path | None = None) -> None:
+        """Release the cluster (a backend that did not start it only closes its clients)."""
+        ...
+
+
+@runtime_checkable
+class LinkControl(Protocol):
+    """Capability: every directed link (``Link``: src -> dst on a listener) can be acted on."""
+
+    def links(self) -> list[Link]:
+        """Every link this backend controls."""
+        ...
+
+    def set_links_enabled(self, links: Iterable[Link], enabled: bool) -> None:
+        """Cut (listener closed, open connections dropped) or restore links."""
+        ...
+
+    def add_toxic(self, link: Link, *, name: str, type: str, stream: str, toxicity: float,
+                  attributes: Mapping[str, Any]) -> None:
+        """A Toxiproxy-style toxic (``latency``, ``timeout``, ...) on one stream of a link."""
+        ...
+
+    def remove_toxic(self, link: Link, name: str) -> None: ...
+
+    def reset_links(self) -> None:
+        """Every link enabled, every toxic removed."""
+        ...
+
+    def ensure_links_healthy(self, links: Iterable[Link], toxic_prefix: str = "") -> None:
+        """Each link is enabled, carries no toxic whose name starts with ``toxic_prefix`` and
+        accepts connections; a link that does not is rebuilt."""
+        ...
+
+    def link_bytes(self) -> dict[Link, ByteCounters]:
+        """Bytes through every link (upstream: src -> dst, downstream: back)."""
+        ...
+
+    def client_bytes(self, rack: str) -> dict[int, ByteCounters]:
+        """Bytes through the links of ``rack``'s clients, per broker: who served them."""
+        ...
+
+
+@runtime_checkable
+class ControlledNode(Protocol):
+    """One node's process, as :class:`ProcessControl` hands it out."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def node_id(self) -> int: ...
+
+    state: NodeState
+
+    def is_alive(self) -> bool: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None:
+        """Clean shutdown (controlled shutdown), forced if it overruns."""
+        ...
+
+    def kill(self) -> None:
+        """A crash (SIGKILL)."""
+        ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def restart(self, clean: bool = True) -> None:
+        """Stop (cleanly or by a kill) and start again on the same data."""
+        ...
+
+
+@runtime_checkable
+class ProcessControl(Protocol):
+    """Capability: node processes can be killed, stopped, paused, resumed and restarted."""
+
+    @property
+    def nodes(self) -> Mapping[int, ControlledNode]: ...
+
+    def node(self, key: int | str) -> ControlledNode: ...
+
+
+class Capability(str, Enum):
+    """What a fault may need beyond :class:`ClusterBackend`; the value names it in messages."""
+
+    LINK_CONTROL = "link control"
+    PROCESS_CONTROL = "process control"
+
+    @property
+    def protocol(self) -> type:
+        return {Capability.LINK_CONTROL: LinkControl, Capability.PROCESS_CONTROL: ProcessControl}[self]
+
+
+def has_capability(backend: object, capability: Capability) -> bool:
+    return isinstance(backend, capability.protocol)
+
+
+def capabilities(backend: object) -> frozenset[Capability]:
+    return frozenset(c for c in Capability if has_capability(backend, c))
+
+
+def backend_name(backend: object) -> str:
+    return str(getattr(backend, "backend_name", type(backend).__name__))
+
+
+# -- the registry ---------------------------------------------------------------------------------
+
+class BackendError(HighwaterError, ValueError):
+    """An unknown backend name, or a backend asked for something it cannot do."""
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    name: str
+    description: str
+    #: start (or connect to) a cluster of ``spec``; returns it ready for clients
+    start: Callable[[ClusterSpec, Progress | None], ClusterBackend]
+    #: a handle on a cluster this backend keeps up in another process (``highwater cluster up``
+    #: then ``highwater fault``), from the directory it recorded; None: cannot be kept up
+    attach: Callable[[Path, Progress | None], ClusterBackend] | None = None
+
+
+_REGISTRY: dict[str, BackendEntry] = {}
+
+
+def register_backend(entry: BackendEntry) -> None:
+    _REGISTRY[entry.name] = entry
+
+
+def backend_names() -> Sequence[str]:
+    return sorted(_REGISTRY)
+
+
+def get_backend(name: str) -> BackendEntry:
+    """The entry for ``name``, or a one-line :class:`BackendError` naming the known ones."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise BackendError(f"unknown backend {name!r} (known: {', '.join(backend_names())})") from None
+
+
+def start_backend(name: str, spec: ClusterSpec, progress: Progress | None = None) -> ClusterBackend:
+    return get_backend(name).start(spec, progress)
+
+
+def _start_local(spec: ClusterSpec, progress: Progress | None) -> ClusterBackend:
+    from .cluster import Cluster  # cluster.py imports this module
+
+    return Cluster(spec, progress).start()
+
+
+def _attach_local(cluster_dir: Path, progress: Progress | None) -> ClusterBackend:
+    from .cluster import Cluster
+
+    return Cluster.attach(cluster_dir, progress)
+
+
+register_backend(BackendEntry(
+    "local", "KRaft nodes as local JVMs from Maven jars, every link behind its own Toxiproxy proxy",
+    _start_local, _attach_local))
