@@ -58,7 +58,8 @@ def build_junit(data: ReportData) -> ET.Element:
             el.text = _details(unknown)
         elif all(v["valid"] == NOT_APPLICABLE for _, v in items):
             kind = "skipped"
-            notes = list(dict.fromkeys(n for _, v in items for n in v.get("notes", [])))
+            notes = list(dict.fromkeys(str(n).removeprefix("not applicable: ")
+                                       for _, v in items for n in v.get("notes", [])))
             ET.SubElement(tc, "skipped", message=f"{check} not applicable in {len(items)} run(s)"
                           + (f": {'; '.join(notes[:3])}" if notes else ""))
         out = ET.SubElement(tc, "system-out")

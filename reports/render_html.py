@@ -159,6 +159,7 @@ def _na_notes(d: ReportData, check: str, col: dict[str, str]) -> list[str]:
     """Why a check did not apply in a matrix column: its verdicts' notes, once each."""
     notes = (n for r in d.runs if all(r[k] == col[k] for k in ("suite", "scenario", "kafka_version", "client"))
              for n in r["verdicts"].get(check, {}).get("notes", []))
+    notes = (str(n).removeprefix("not applicable: ") for n in notes)
     return list(dict.fromkeys(notes))[:3]
 
 
