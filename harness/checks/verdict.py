@@ -36,7 +36,7 @@ class Input(str, Enum):
     RACKS = "racks"  # header racks.brokers and racks.clients, both non-empty
     SENDS = "sends"  # send events (invoked or completed, whatever the outcome)
     POLLS = "polls"  # consumer events: polled records, failed polls, assign/seek
-    FINAL_READS = "final-reads"  # ok final-read events (a replica's log after healing)
+    FINAL_READS = "final-reads"  # final-read events (a replica's log after healing), any outcome
     META = "meta"  # meta observations (leader, ISR, high watermark), ok or info
     FAULTS = "faults"  # fault/heal events
 

@@ -230,3 +230,19 @@ def test_readme_table_says_what_each_check_needs() -> None:
         cells = [c.strip().strip("`") for c in x.strip("|").split("|")]
         rows[cells[0]] = cells[k]
     assert rows == {c: needs_text(NEEDS[c]) for c in CHECKS}
+
+
+def test_failed_final_reads_make_the_checks_unknown_not_inapplicable() -> None:
+    b = plain()
+    header, events = without(b, Input.FINAL_READS)
+    events.append({"index": len(events), "time_ns": events[-1]["time_ns"] + 1, "process": "final",
+                   "type": "info", "f": "final-read", "value": {"topic": T, "partition": 0, "replica": 1},
+                   "error": "NotLeaderOrFollowerError"})
+    h = from_events(header, events)
+    assert Input.FINAL_READS in present_inputs(h) and not h.finals
+    v = {x.check: x for x in run_checks(h)}
+    assert v["lost-write"].valid == UNKNOWN and v["uncommitted-read"].valid == UNKNOWN
+    assert overall(list(v.values())) == UNKNOWN
+    # without that event the same history's final-read checks are not applicable
+    v = verdicts_of(*without(b, Input.FINAL_READS))
+    assert v["lost-write"].valid == NOT_APPLICABLE and overall(list(v.values())) is True
