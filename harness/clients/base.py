@@ -198,7 +198,10 @@ class ConsumerDriver(Protocol):
 
     def seek(self, tp: TopicPartition, offset: int) -> None: ...
 
-    def seek_to_beginning(self, tp: TopicPartition) -> None: ...
+    def seek_to_beginning(self, tp: TopicPartition) -> None:
+        """Move to the log start. A library that resolves it lazily reports the offset it
+        landed on as a ``RESET`` change (kafka-python does)."""
+        ...
 
     def poll(self, timeout_ms: int) -> Sequence[PolledRecord] | TruncationSignal:
         """The records one poll returned (possibly none), or the truncation the library

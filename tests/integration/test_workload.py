@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from kafka import KafkaAdminClient
 
+from harness.clients import (
+    ConsumerSettings,
+    PolledRecord,
+    PositionChange,
+    ProducerSettings,
+    SendOutcome,
+    TopicPartition,
+    client_label,
+    client_names,
+    get_driver,
+)
 from harness.cluster import Cluster
 from harness.history import read_history
 from highwater.runner import RunSpec, execute_run
@@ -30,6 +44,7 @@ def test_fault_free_run_is_valid_on_every_check(cluster: Cluster, tmp_path: Path
     assert acked > 0 and sum(len(e["value"]["records"]) for e in finals) == 3 * acked
     run = json.loads((result.dir / "run.json").read_text())
     assert run["valid"] is True and run["kafka_version"] == cluster.kafka.version  # type: ignore[union-attr]
+    assert history.header["client"] == run["client"] == client_label(get_driver(spec.client))
 
 
 @pytest.mark.xfail(strict=False, reason=(
@@ -51,3 +66,73 @@ def test_group_consumers_with_acks_and_idempotence(cluster: Cluster, tmp_path: P
     assert history.config["acks"] == acks and history.config["idempotence"] is idempotence
     assigns = [e for e in history if e["f"] == "assign" and e["value"]["reason"] == "rebalance"]
     assert {(e["value"]["topic"], e["value"]["partition"]) for e in assigns} == {(spec.topic, p) for p in range(3)}
+
+
+@pytest.mark.parametrize("client", client_names())
+def test_client_driver_contract(cluster: Cluster, client: str) -> None:
+    """What every driver must do on a real cluster, without faults: sends end ``ok`` with their
+    offsets; a rack-aware consumer assigns, seeks, polls the records in order with values, leader
+    epochs and the serving broker, commits, and seeks back to the beginning."""
+    driver = get_driver(client)
+    topic, count = f"wl-driver-{client}", 20
+    cluster.create_topic(topic, 1, 3)
+    outcomes: list[SendOutcome] = []
+    lock = threading.Lock()
+
+    def done(outcome: SendOutcome) -> None:
+        with lock:
+            outcomes.append(outcome)
+
+    producer = driver.producer(ProducerSettings(cluster.bootstrap(), f"{client}-contract-producer"))
+    try:
+        for i in range(count):
+            producer.send(topic, 0, f"v-{i}", done)
+        producer.flush(30)
+    finally:
+        producer.close(10)
+    assert [o.outcome.value for o in outcomes] == ["ok"] * count, outcomes
+    assert sorted(o.offset for o in outcomes if o.offset is not None) == list(range(count))
+
+    rack, group = cluster.topo.racks[1], f"{client}-contract"
+    changes: list[PositionChange] = []
+
+    class Listener:
+        def on_position_change(self, change: PositionChange) -> None:
+            changes.append(change)
+
+    consumer = driver.consumer(ConsumerSettings(cluster.bootstrap(rack), f"{client}-contract-consumer",
+                                                client_rack=rack, group_id=group), Listener())
+    tp = TopicPartition(topic, 0)
+
+    def read(n: int) -> list[PolledRecord]:
+        got: list[PolledRecord] = []
+        deadline = time.monotonic() + 30
+        while len(got) < n and time.monotonic() < deadline:
+            polled = consumer.poll(200)
+            assert isinstance(polled, list | tuple), polled  # no truncation without faults
+            got.extend(polled)
+        return got
+
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        records = read(count)
+        assert [(r.topic, r.partition, r.offset, r.value) for r in records] == \
+            [(topic, 0, i, f"v-{i}") for i in range(count)]
+        assert all(r.leader_epoch is not None and r.leader_epoch >= 0 for r in records)
+        assert {r.replica for r in records} <= set(cluster.broker_ids)
+        consumer.commit()
+        consumer.seek_to_beginning(tp)
+        again = read(1)
+        assert again and again[0].offset == 0
+    finally:
+        consumer.close()
+    # nothing else moved the position; a library that resolves the beginning lazily (kafka-python)
+    # reports where seek_to_beginning landed as a reset
+    assert all((c.offset, c.reason.value) == (0, "reset") for c in changes), changes
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap())  # observation, not the client under test
+    try:
+        committed = admin.list_group_offsets(group)[group]
+    finally:
+        admin.close()
+    assert {(t.topic, t.partition): m.offset for t, m in committed.items()} == {(topic, 0): count}
