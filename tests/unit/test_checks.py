@@ -9,7 +9,7 @@ import pytest
 
 from harness.checks import CHECKS, run_checks
 from harness.checks.synth import HistoryBuilder
-from harness.checks.verdict import UNKNOWN, Verdict, merge_valid
+from harness.checks.verdict import NOT_APPLICABLE, UNKNOWN, Verdict, merge_valid
 from harness.policy import allowed, apply_policy
 
 T = "t"
@@ -53,7 +53,15 @@ def clean(n: int = 8, **config: Any) -> HistoryBuilder:
 
 
 def check(name: str, b: HistoryBuilder) -> Verdict:
-    return CHECKS[name](b.data())
+    """The check run directly, and through the registry (``run_checks``, which may skip it as
+    not-applicable): both must agree, and a skipped check must not be hiding a violation."""
+    v = CHECKS[name](b.data())
+    via = run_checks(b.data(), [name], policy=False)[1]
+    if via.valid == NOT_APPLICABLE:
+        assert v.valid is not False, (name, v)
+    else:
+        assert (via.valid, via.counts) == (v.valid, v.counts), name
+    return v
 
 
 def rows(v: Verdict, k: int = 0) -> list[int]:
@@ -555,6 +563,20 @@ def test_merge_valid() -> None:
     assert merge_valid([True, UNKNOWN, True]) == UNKNOWN
     assert merge_valid([True, UNKNOWN, False]) is False
     assert merge_valid([True, True]) is True
+    assert merge_valid([True, NOT_APPLICABLE]) is True
+    assert merge_valid([NOT_APPLICABLE, NOT_APPLICABLE]) == NOT_APPLICABLE
+
+
+def test_each_anomaly_is_found_through_the_registry() -> None:
+    """The registry's declared inputs never skip a check on a history with its anomaly: the
+    checks' own anomaly histories above, run through ``run_checks`` with every check."""
+    b = clean(4)
+    b.send("producer-0", T, 0, "gone", offset=4)  # lost-write
+    b.poll("consumer-0", [(T, 0, 3, "v3")], replica=SERVES["consumer-0"])  # nonmonotonic-poll
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=2)  # hw-regression (and isr-stability stays quiet)
+    got = {v.check: v.valid for v in run_checks(b.data(), policy=False)}
+    assert NOT_APPLICABLE not in got.values()
+    assert {c for c, v in got.items() if v is False} >= {"lost-write", "nonmonotonic-poll", "hw-regression"}
 
 
 def test_policy_lost_write_by_config() -> None:

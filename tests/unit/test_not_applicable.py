@@ -173,8 +173,10 @@ def test_full_history_carries_every_input_and_every_check_applies() -> None:
 def test_a_check_is_not_applicable_exactly_when_a_needed_input_is_missing(check: str) -> None:
     b = full()
     for group in NEEDS[check]:
-        v = verdicts_of(*without(b, *group))[check]
+        header, events = without(b, *group)
+        v = verdicts_of(header, events)[check]
         assert v.valid == NOT_APPLICABLE and not v.counts and not v.examples, (check, group)
+        assert CHECKS[check](from_events(header, events)).valid is not False  # nothing hidden
         assert needs_text(NEEDS[check]) in v.notes[0]
         if len(group) > 1:  # any one input of the group is enough
             for keep in group:
