@@ -83,8 +83,24 @@ _ORDER = list(Input)
 FINAL_READER = "final"
 
 
+#: header key where a recorder lists the inputs it set out to record (``Input`` values)
+PROMISED_KEY = "records"
+
+
+def promised_inputs(header: dict[str, object]) -> frozenset[Input]:
+    """The inputs the recorder promised in the header (``"records": ["sends", "polls", …]``).
+    A run that crashed before its final read promised final reads: the final-read checks must
+    then run and say unknown, not not-applicable. Unknown names are ignored (newer recorders)."""
+    listed = header.get(PROMISED_KEY)
+    if not isinstance(listed, list):
+        return frozenset()
+    known = {i.value: i for i in Input}
+    return frozenset(known[x] for x in listed if isinstance(x, str) and x in known)
+
+
 def present_inputs(h: HistoryData) -> frozenset[Input]:
-    """The inputs this history carries (see ``Input`` for what counts)."""
+    """The inputs this history carries (see ``Input`` for what counts), plus those its header
+    promised (``promised_inputs``): a promised input that is absent is inconclusive, not absent."""
     racks = h.header.get("racks") or {}
     has = {
         Input.RACKS: isinstance(racks, dict) and bool(racks.get("brokers")) and bool(racks.get("clients")),
@@ -97,7 +113,7 @@ def present_inputs(h: HistoryData) -> frozenset[Input]:
         Input.META: len(h.meta) > 0,
         Input.FAULTS: len(h.faults) > 0,
     }
-    return frozenset(i for i, yes in has.items() if yes)
+    return frozenset(i for i, yes in has.items() if yes) | promised_inputs(h.header)
 
 
 def missing_inputs(check: str, present: Iterable[Input]) -> Needs:

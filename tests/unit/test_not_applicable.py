@@ -248,3 +248,16 @@ def test_failed_final_reads_make_the_checks_unknown_not_inapplicable() -> None:
     # without that event the same history's final-read checks are not applicable
     v = verdicts_of(*without(b, Input.FINAL_READS))
     assert v["lost-write"].valid == NOT_APPLICABLE and overall(list(v.values())) is True
+
+
+def test_inputs_promised_by_the_header_but_absent_are_unknown_not_inapplicable() -> None:
+    """A run that crashed before its final read promised final reads in its header: the final-read
+    checks run and cannot vouch for anything (unknown); a history that never promised them is n/a."""
+    header, events = without(plain(), Input.FINAL_READS)
+    v = verdicts_of({**header, "records": ["sends", "polls", "final-reads"]}, events)
+    assert v["lost-write"].valid == UNKNOWN and v["uncommitted-read"].valid == UNKNOWN
+    assert overall(list(v.values())) == UNKNOWN
+    assert verdicts_of(header, events)["lost-write"].valid == NOT_APPLICABLE
+    # names a newer recorder may add are ignored, not an error
+    v = verdicts_of({**header, "records": ["sends", "polls", "commits-v9"]}, events)
+    assert v["lost-write"].valid == NOT_APPLICABLE
