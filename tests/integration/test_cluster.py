@@ -8,9 +8,10 @@ import time
 
 import pytest
 
+from harness.backend import ClusterBackend, LinkControl, ProcessControl
 from harness.cluster import Cluster
-from harness.lifecycle import accepts_connection
 from harness.config import RACK_AWARE_SELECTOR
+from harness.lifecycle import accepts_connection
 from harness.observe import PartitionState
 from harness.waiting import wait_until
 
@@ -27,6 +28,13 @@ def full_isr(state: PartitionState) -> bool:
 
 def ensure_healed(cluster: Cluster, topic: str) -> None:
     cluster.wait_for_isr(topic, 0, full_isr, 60, f"{topic}-0 has its full ISR back")
+
+
+def test_the_local_backend_implements_every_backend_protocol(cluster: Cluster) -> None:
+    assert isinstance(cluster, ClusterBackend) and cluster.backend_name == "local"
+    assert isinstance(cluster, LinkControl) and isinstance(cluster, ProcessControl)
+    assert cluster.kafka_version == cluster.spec.kafka_version or cluster.spec.kafka_version is None
+    assert set(cluster.link_bytes()) == set(cluster.links())
 
 
 def test_three_racks_one_replica_per_rack_and_rack_aware_selector(cluster: Cluster) -> None:

@@ -12,8 +12,8 @@ from faults.common import FaultError
 from faults.inject import Injector
 from faults.spec import FaultSpec, parse_fault
 from harness.cluster import Cluster
-from harness.lifecycle import accepts_connection
 from harness.history import HistoryWriter
+from harness.lifecycle import accepts_connection
 from harness.observe import PartitionState
 
 from .kafka_util import BackgroundProducer, consume_all, produce
@@ -132,9 +132,11 @@ def test_finding_rack_client_cut_off_from_its_follower_keeps_consuming(cluster: 
         assert consume_all(cluster, "fclient", 20, rack=rack, client_rack=rack, timeout=20) == 20
 
 
-def test_bad_fault_requests_get_one_clear_error_and_leave_the_cluster_healed(cluster: Cluster) -> None:
+def test_bad_fault_requests_get_one_clear_error_and_leave_the_cluster_healed(cluster: Cluster, tmp_path: Path) -> None:
+    """...and a fault that could not be applied is in the history: a fault fail with the reason."""
     cluster.create_topic("fbad", partitions=1, replication_factor=3)
-    with Injector(cluster) as nemesis:
+    history = HistoryWriter(tmp_path / "history.jsonl", config={"acks": "all"})
+    with Injector(cluster, history) as nemesis:
         with pytest.raises(FaultError, match="unknown fault kind 'explode'"):
             nemesis.apply(parse_fault("explode --target broker:1"))
         with pytest.raises(FaultError, match="9"):
@@ -143,8 +145,15 @@ def test_bad_fault_requests_get_one_clear_error_and_leave_the_cluster_healed(clu
         with pytest.raises(FaultError) as err:
             nemesis.apply(parse_fault("kill --target broker:2"))
         assert "\n" not in str(err.value)
+    history.close()
     assert all(n.state.value == "running" and n.is_alive() for n in cluster.nodes.values())
     healed(cluster, "fbad")
+    events = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()[1:]]
+    faults = [(e["type"], e["value"]["spec"]) for e in events if e["f"] == "fault"]
+    assert faults == [("fail", "kill --target broker:9"), ("invoke", "pause --target broker:2"),
+                      ("ok", "pause --target broker:2"), ("fail", "kill --target broker:2")]
+    refused = [e for e in events if e["f"] == "fault" and e["type"] == "fail"]
+    assert "9" in refused[0]["error"] and str(err.value) in refused[1]["error"]
 
 
 def test_heal_all_recreates_a_wedged_proxy(cluster: Cluster) -> None:
