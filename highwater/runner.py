@@ -66,17 +66,27 @@ class RunSpec:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def header_config(self, cluster: ClusterBackend) -> dict[str, Any]:
-        bc = dict(cluster.spec.broker_config)
+        """The header's config: what the policy reads, and every time bound of the timed checks
+        derived from the effective broker and client settings, each with its formula
+        (``harness.checks.bounds``)."""
+        from dataclasses import fields as _fields
+
+        from harness.checks.bounds import Settings, header_entries
+        from harness.clients import ConsumerSettings, ProducerSettings
+        from harness.config import fast_failure_defaults
+
+        bc = {**fast_failure_defaults(cluster.spec.brokers), **dict(cluster.spec.broker_config)}
+
+        def defaults(cls: Any) -> dict[str, Any]:
+            return {f.name: f.default for f in _fields(cls)}
+
+        settings = Settings.from_kafka(bc, consumer=defaults(ConsumerSettings), producer=defaults(ProducerSettings),
+                                       observe_interval_s=self.observe_interval)
         return {"acks": self.acks, "idempotence": self.idempotence,
                 "unclean_leader_election": self.unclean_leader_election,
                 "min_insync_replicas": self.min_insync_replicas,
                 "replication_factor": self.replication_factor,
-                "replica_lag_time_max_ms": int(bc.get("replica.lag.time.max.ms", 4000)),
-                # consumers use metadata_max_age_ms=5000: they must move off a replica that left
-                # the ISR within that plus slack (follower-fetch check)
-                "follower_fetch_bound_ms": 35000,
-                # a new consumer is redirected to its rack's replica by its first fetch
-                "follower_fetch_grace_ms": 5000}
+                **header_entries(settings)}
 
 
 @dataclass

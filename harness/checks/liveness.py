@@ -1,19 +1,37 @@
 """Checks that need time bounds: follower-fetch, isr-stability, progress.
 
-Bounds come from the header ``config`` (milliseconds), with Kafka-like defaults:
-``progress_bound_ms`` (30000), ``follower_fetch_grace_ms`` (30000: time a consumer may take to
-start fetching from its rack's replica), ``follower_fetch_bound_ms`` (330000: metadata.max.age
-+ 30 s to move away from a replica that left the ISR), ``replica_lag_time_max_ms`` (30000),
-``isr_slack_ms`` (15000), ``isr_rejoin_bound_ms`` (60000).
+Every bound comes from ``harness.checks.bounds``: derived from the settings the header's
+``config`` records (``replica.lag.time.max.ms``, session timeout, the consumer's
+``metadata.max.age.ms`` and ``fetch.max.wait.ms``, ...) plus a stated slack, unless the header
+states the bound itself (``<name>`` in ms). The formulas are in that module's docstring and in
+the header's ``config.bounds``.
 
 Racks come from the header: ``"racks": {"brokers": {"1": "rack-a", ...},
 "clients": {"consumer-0": "rack-a", ...}}``.
 
 Faults are windows from a ``fault`` event to the ``heal`` that ends it (a heal ends the active
 faults of its kind, and of its targets when it names any; a heal of kind null or "all" ends
-all). A fault *cuts off* the brokers in ``params.cuts_off`` if given; otherwise the targets of
-process faults (kill, stop, pause), of isolate/partition faults, and of cut/timeout faults
-that name no narrower ``peer``. Targets are broker ids or names ending in the id (kafka-2).
+all; the ``ok`` that follows a fault's ``invoke`` is the same window). A fault *cuts off* the
+brokers in ``params.cuts_off`` if given; otherwise the targets of process faults (kill, stop,
+pause), of isolate/partition faults, and of cut/timeout faults that name no narrower ``peer``.
+Targets are broker ids or names ending in the id (kafka-2).
+
+**Stalls.** For a consumer and a partition it was reading, a *stall* is a time without a
+polled record of that partition while records of it were acknowledged: between two polls (or a
+phase's edges) a and b, the stall is b minus the first acknowledgement in [a, b). follower-fetch
+and progress measure the longest stall of each consumer and partition during each fault
+(``phase: "fault"``, from the fault to its heal) and after each heal (``phase: "after-heal"``,
+``progress_bound_ms`` long) and report it in the same shape:
+
+* ``counts["longest_stall_ms"]``: the longest of them all (0 when nothing was acknowledged);
+* after the violation examples, up to ``MAX_EXAMPLES`` examples of kind ``"longest-stall"``,
+  one per consumer and partition (longest first): ``consumer``, ``topic``, ``partition``,
+  ``window`` (``{"index", "kind", "phase", "start_ns", "end_ns"}``), ``stall_ms``,
+  ``from_time_ns``, ``to_time_ns``, ``bound_ms`` (the bound that judges it) and the fault event.
+
+A stall longer than its bound during a fault is a violation (a stall as long as a fault window
+that is longer than the bound always is); a window not longer than the bound cannot show one
+and is unjudged (the verdict is unknown, never valid).
 """
 
 from __future__ import annotations
@@ -26,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.checks.bounds import Bound, resolve, stall_bound_name
 from harness.checks.data import OK, HistoryData, MetaObs
 from harness.checks.derived import ROW_SHIFT, example
 from harness.checks.verdict import MAX_EXAMPLES, UNKNOWN, Verdict, decide
@@ -35,9 +54,21 @@ CUT_KINDS = {"kill", "stop", "pause", "isolate", "partition", "crash"}
 LINK_CUT_KINDS = {"cut", "timeout"}
 
 
-def bound_ns(h: HistoryData, key: str, default_ms: int) -> int:
+def bounds(h: HistoryData) -> dict[str, Bound]:
+    """The bounds of this history (``harness.checks.bounds.resolve`` of its header config)."""
+    if "bounds" not in h.cache:
+        h.cache["bounds"] = resolve(h.config)
+    return h.cache["bounds"]  # type: ignore[no-any-return]
+
+
+def bound_ns(h: HistoryData, key: str, default_ms: int | None = None) -> int:
+    """A bound in ns: ``key`` as resolved by ``harness.checks.bounds`` (``default_ms`` only
+    for a key that module does not know)."""
+    b = bounds(h).get(key)
+    if b is not None:
+        return b.ms * MS
     v = h.config.get(key, default_ms)
-    return int(float(v) * MS) if isinstance(v, (int, float)) else default_ms * MS
+    return int(float(v) * MS) if isinstance(v, (int, float)) else int(default_ms or 0) * MS
 
 
 def _broker_id(t: Any) -> int | None:
@@ -58,28 +89,30 @@ class Window:
     params: dict[str, Any]
     row: int
     heal_row: int | None = None
+    targets: tuple[Any, ...] = ()
 
 
 def fault_windows(h: HistoryData) -> list[Window]:
+    if "windows" in h.cache:
+        return h.cache["windows"]  # type: ignore[no-any-return]
     active: list[Window] = []
     done: list[Window] = []
     for ev in sorted(h.faults, key=lambda e: e.row):
         if ev.type == "fault":
+            if any(w.kind == ev.kind and list(w.targets) == list(ev.targets) for w in active):
+                continue  # the ok of a fault whose invoke opened the window
             active.append(Window(ev.time, None, ev.kind, _cut_set(ev.kind, ev.targets, ev.params),
-                                 dict(ev.params), ev.row))
+                                 dict(ev.params), ev.row, targets=tuple(ev.targets)))
             continue
         ending = [w for w in active if ev.kind in (None, "all") or (
-            w.kind == ev.kind and (not ev.targets or _targets_equal(w, ev.targets, h)))]
+            w.kind == ev.kind and (not ev.targets or list(w.targets) == list(ev.targets)))]
         for w in ending:
             w.end, w.heal_row = ev.time, ev.row
             active.remove(w)
             done.append(w)
-    return sorted(done + active, key=lambda w: w.row)
-
-
-def _targets_equal(w: Window, targets: Iterable[Any], h: HistoryData) -> bool:
-    ev = next(e for e in h.faults if e.row == w.row)
-    return list(ev.targets) == list(targets)
+    out = sorted(done + active, key=lambda w: w.row)
+    h.cache["windows"] = out
+    return out
 
 
 def _cut_set(kind: str | None, targets: Iterable[Any], params: dict[str, Any]) -> frozenset[int]:
@@ -103,16 +136,136 @@ def _meta_by_tp(h: HistoryData) -> dict[int, list[MetaObs]]:
     return out
 
 
+# -- stalls ----------------------------------------------------------------------------------
+
+
+def longest_stall(polls: np.ndarray, acks: np.ndarray, t0: int, t1: int) -> tuple[int, int, int]:
+    """(stall, from, to) in ns: the longest time in [t0, t1] without a poll (``polls``, sorted
+    times) while a record was acknowledged (``acks``, sorted times): between consecutive polls
+    (or the edges) a and b, b minus the first acknowledgement in [a, b). (0, t0, t0) if none."""
+    if t1 <= t0 or not len(acks):
+        return 0, t0, t0
+    inner = polls[(polls > t0) & (polls < t1)]
+    edges = np.concatenate([[t0], inner, [t1]]).astype(np.int64)
+    a, b = edges[:-1], edges[1:]
+    i = np.searchsorted(acks, a, "left")
+    has = i < len(acks)
+    first = np.where(has, acks[np.minimum(i, len(acks) - 1)], b)
+    stall = np.where(has & (first < b), b - first, 0)
+    k = int(np.argmax(stall))
+    return int(stall[k]), int(first[k]) if stall[k] else t0, int(b[k]) if stall[k] else t0
+
+
+@dataclass
+class Stall:
+    """The longest stall of one consumer and partition in one phase of one fault window."""
+
+    window: int  # index into fault_windows(h)
+    phase: str  # "fault" or "after-heal"
+    proc: int
+    tp: int
+    start: int  # the phase
+    end: int
+    stall: int  # ns
+    t_from: int
+    t_to: int
+    acked: bool  # records of the partition were acknowledged during the phase
+    polled: bool  # the consumer polled a record of the partition during the phase
+    complete: bool  # the history covers the whole phase
+
+
+def _series(h: HistoryData) -> tuple[dict[tuple[int, int], np.ndarray], dict[int, np.ndarray]]:
+    if "stall_series" not in h.cache:
+        p, s = h.polls, h.sends
+        polls: dict[tuple[int, int], np.ndarray] = {}
+        if len(p.tp):
+            key = (p.proc.astype(np.int64) << 32) | p.tp.astype(np.int64)
+            o = np.lexsort((p.time, key))
+            ks, ts = key[o], p.time[o].astype(np.int64)
+            cuts = np.nonzero(np.diff(ks))[0] + 1
+            for part_k, part_t in zip(np.split(ks, cuts), np.split(ts, cuts)):
+                k = int(part_k[0])
+                polls[(k >> 32, k & 0xFFFFFFFF)] = np.unique(part_t)
+        okm = (s.type == OK) & (s.tp >= 0)
+        acks = {int(tp): np.sort(s.time[okm][s.tp[okm] == tp].astype(np.int64)) for tp in np.unique(s.tp[okm])}
+        h.cache["stall_series"] = (polls, acks)
+    return h.cache["stall_series"]  # type: ignore[no-any-return]
+
+
+def window_stalls(h: HistoryData) -> list[Stall]:
+    """The longest stall of every consumer and partition it was reading (it polled a record of
+    it before the window), during every fault window and after every heal (``progress_bound_ms``)."""
+    if "stalls" in h.cache:
+        return h.cache["stalls"]  # type: ignore[no-any-return]
+    polls, acks = _series(h)
+    after = bound_ns(h, "progress_bound_ms")
+    out: list[Stall] = []
+    for wi, w in enumerate(fault_windows(h)):
+        phases = [("fault", w.start, w.end if w.end is not None else h.end_time, w.end is not None)]
+        if w.end is not None:
+            phases.append(("after-heal", w.end, min(w.end + after, h.end_time), h.end_time >= w.end + after))
+        for (proc, tp), pt in polls.items():
+            if not len(pt) or pt[0] >= w.start:
+                continue
+            at = acks.get(tp, np.zeros(0, np.int64))
+            for phase, t0, t1, complete in phases:
+                in_acks = at[(at >= t0) & (at < t1)]
+                st, fr, to = longest_stall(pt, in_acks, t0, t1)
+                polled = bool(np.any((pt > t0) & (pt <= t1)))
+                out.append(Stall(wi, phase, proc, tp, t0, t1, st, fr, to, bool(len(in_acks)), polled, complete))
+    h.cache["stalls"] = out
+    return out
+
+
+def _stall_summary(h: HistoryData, stalls: list[Stall], bound_of: Any) -> tuple[int, list[dict[str, Any]]]:
+    """counts["longest_stall_ms"] and the "longest-stall" examples (see the module doc)."""
+    wins = fault_windows(h)
+    best: dict[tuple[int, int], Stall] = {}
+    for s in stalls:
+        k = (s.proc, s.tp)
+        if s.stall and (k not in best or s.stall > best[k].stall):
+            best[k] = s
+    longest = max((s.stall for s in stalls), default=0) // MS
+    ranked = sorted((s for s in best.values() if s.stall), key=lambda s: -s.stall)[:MAX_EXAMPLES]
+    exs = []
+    for s in ranked:
+        w = wins[s.window]
+        exs.append(example(h, "longest-stall", [w.row if s.phase == "fault" else (w.heal_row or w.row)],
+                           tp=s.tp, consumer=h.proc_name(s.proc),
+                           window={"index": s.window, "kind": w.kind, "phase": s.phase,
+                                   "start_ns": s.start, "end_ns": s.end},
+                           stall_ms=s.stall // MS, from_time_ns=s.t_from, to_time_ns=s.t_to,
+                           bound_ms=bound_of(w, s) // MS))
+    return int(longest), exs
+
+
+def _window_stall_bound(h: HistoryData, w: Window) -> int:
+    return bound_ns(h, stall_bound_name(w.kind))
+
+
+# -- follower-fetch ---------------------------------------------------------------------------
+
+
 def follower_fetch(h: HistoryData) -> Verdict:
-    """With ``client.rack`` set (header racks) and an in-sync replica in the consumer's rack
-    (by the latest meta observation of the partition), every polled record must be served
-    (``replica``) by a broker of that rack, once both the rack's ISR membership and the
-    consumer are older than ``follower_fetch_grace_ms`` and no fault has been active for that
-    long (a killed replica stays in the ISR until the controller fences it): one count per
-    record served from another rack. And when the rack loses its last in-sync replica at time t, a consumer of
-    that rack that was reading the partition must poll records of it again within
-    ``follower_fetch_bound_ms`` (judged when some send to it was acknowledged in that window
-    and the history lasts that long): one count per such stall."""
+    """KIP-392 with ``client.rack`` set (header racks). Bounds (``harness.checks.bounds``):
+    G = ``follower_fetch_grace_ms`` = consumer metadata.max.age + fetch.max.wait + slack;
+    F = ``follower_fetch_bound_ms`` (the same sum); S = ``consumer_stall_bound_ms`` =
+    max(1.5·replica.lag.time.max, session timeout + heartbeat) + F (plus the consumer's
+    request.timeout for pause/timeout faults: ``consumer_stall_hang_bound_ms``).
+
+    (a) *Routing*: while an in-sync replica is in the consumer's rack (latest meta observation),
+    every polled record is served (``replica``) by a broker of that rack, once the rack's ISR
+    membership and the consumer are older than G and no fault has been on for G (a killed
+    replica stays in the ISR until fenced): one count per record served from another rack.
+    (b) *Moving*: when the observer sees a rack lose its last in-sync replica at t, a consumer of
+    that rack that was reading the partition polls a record served by an in-sync replica (or
+    by another rack) within F, judged when records were acknowledged in (t, t + F]; if t falls
+    in a fault window that heals before t + F the move is unjudged (records after a heal do
+    not show that the consumer moved): one count per consumer that did not move.
+    (c) *Stalls*: during a fault window that cuts off a broker, or in which the observer sees a
+    broker leave the ISR, each consumer of that broker's rack that was reading a partition must
+    not stall (see the module doc) longer than S; a window not longer than S is unjudged.
+    Reports ``longest_stall_ms`` and the ``longest-stall`` examples (module doc)."""
     racks = h.header.get("racks") or {}
     brokers = {int(k): v for k, v in (racks.get("brokers") or {}).items()}
     clients = dict(racks.get("clients") or {})
@@ -125,8 +278,9 @@ def follower_fetch(h: HistoryData) -> Verdict:
     for b, r in brokers.items():
         broker_rack[b] = rid[r]
     proc_rack = np.array([rid.get(clients.get(p), -1) for p in h.processes] or [-1], np.int64)
-    grace = bound_ns(h, "follower_fetch_grace_ms", 30_000)
-    bound = bound_ns(h, "follower_fetch_bound_ms", 330_000)
+    grace = bound_ns(h, "follower_fetch_grace_ms")
+    bound = bound_ns(h, "follower_fetch_bound_ms")
+    wins = fault_windows(h)
 
     # meta rows: rack bitmask of the ISR, and since when each rack has been continuously in it
     meta = sorted((m for m in h.meta if m.tp >= 0 and m.isr is not None), key=lambda m: (m.tp, m.row))
@@ -135,6 +289,7 @@ def follower_fetch(h: HistoryData) -> Verdict:
     mmask = np.zeros(len(meta), np.int64)
     since = np.zeros((len(meta), max(nr, 1)), np.int64)
     losses: list[tuple[int, int, int, int]] = []  # (tp, rack, time, row)
+    left: list[tuple[int, int]] = []  # (time, broker) a broker observed leaving an ISR
     for i, m in enumerate(meta):
         mask = 0
         for b in m.isr or ():
@@ -143,6 +298,8 @@ def follower_fetch(h: HistoryData) -> Verdict:
                 mask |= 1 << r
         mmask[i] = mask
         same = i > 0 and meta[i - 1].tp == m.tp
+        if same:
+            left += [(m.time, b) for b in (meta[i - 1].isr or frozenset()) - (m.isr or frozenset())]
         for r in range(nr):
             had = same and (mmask[i - 1] >> r) & 1
             since[i, r] = since[i - 1, r] if had and (mask >> r) & 1 else m.time
@@ -164,7 +321,7 @@ def follower_fetch(h: HistoryData) -> Verdict:
     # While a fault is on (and for ``grace`` after it heals) routing is in flux: a dead or cut
     # replica stays in the ISR until the controller notices, so only calm records are judged.
     calm = np.ones(len(p.tp), bool)
-    for w in fault_windows(h):
+    for w in wins:
         end = np.iinfo(np.int64).max if w.end is None else w.end + grace
         calm &= ~((p.time >= w.start) & (p.time <= end))
     judged = usable & local & settled & calm
@@ -174,54 +331,108 @@ def follower_fetch(h: HistoryData) -> Verdict:
                         replica=int(p.replica[i]), isr=sorted(meta[jc[i]].isr or ()))
                 for i in np.nonzero(bad)[0][:MAX_EXAMPLES]]
 
-    # moving on after the rack's replica left the ISR
-    stalls = moves = 0
+    def add(kind: str, rows: list[int], tp: int, **kw: Any) -> None:
+        if len(examples) < MAX_EXAMPLES:
+            examples.append(example(h, kind, rows, tp=tp, **kw))
+
+    # (b) moving on after the rack's replica left the ISR: a record from an in-sync replica
+    # (or another rack; a record whose replica is unknown counts too)
+    moved_rec = (served != crack) | local | (p.replica < 0)
+    stalls = moves = moves_unjudged = 0
     ck = (p.proc.astype(np.int64) << 24) | p.tp
     o = np.lexsort((p.time, ck))
-    ck_s, t_s = ck[o], p.time[o]
+    ck_s, t_s, mv_s = ck[o], p.time[o], moved_rec[o]
     s = h.sends
     okm = s.type == OK
     so = np.lexsort((s.time[okm], s.tp[okm]))
     stp, st = s.tp[okm][so], s.time[okm][so]
     for tp, r, t, row in losses:
+        inside = [w for w in wins if w.start <= t and (w.end is None or t <= w.end)]
         for c in np.nonzero(proc_rack == r)[0]:
             key = (int(c) << 24) | tp
             lo, hi = np.searchsorted(ck_s, key, "left"), np.searchsorted(ck_s, key, "right")
-            times = t_s[lo:hi]
+            times, mv = t_s[lo:hi], mv_s[lo:hi]
             if len(times) == 0 or times[0] > t or h.end_time < t + bound:
                 continue
             a, b = np.searchsorted(stp, tp, "left"), np.searchsorted(stp, tp, "right")
             acked = st[a:b]
             if not np.any((acked > t) & (acked < t + bound)):
                 continue
+            if any(w.end is not None and w.end < t + bound for w in inside):
+                moves_unjudged += 1  # the heal comes first: what follows it proves nothing
+                continue
             moves += 1
-            if not np.any((times > t) & (times <= t + bound)):
+            if not np.any((times > t) & (times <= t + bound) & mv):
                 stalls += 1
-                if len(examples) < MAX_EXAMPLES:
-                    examples.append(example(h, "no-progress-after-isr-loss", [row], tp=tp,
-                                            consumer=h.processes[c], rack=names[r]))
-    n_bad = int(bad.sum()) + stalls
-    counts = {"misrouted": int(bad.sum()), "stalls": stalls, "records_judged": int(judged.sum()),
-              "moves_judged": moves, "records_without_replica": int((p.replica < 0).sum())}
-    return Verdict("follower-fetch", decide(n_bad, counts["records_judged"] + moves), counts, examples)
+                add("no-move-after-isr-loss", [row], tp, consumer=h.processes[c], rack=names[r],
+                    bound_ms=bound // MS)
+
+    # (c) stalls of the consumers of a rack whose replica a fault cut off / took out of the ISR
+    win_stalls = win_judged = win_unjudged = 0
+    affected_racks: dict[int, set[int]] = {}
+    for wi, w in enumerate(wins):
+        end = w.end if w.end is not None else h.end_time
+        gone = set(w.cut) | {b for t, b in left if w.start <= t <= end}
+        affected_racks[wi] = {int(broker_rack[b]) for b in gone if 0 <= b < len(broker_rack) and broker_rack[b] >= 0}
+    all_stalls = window_stalls(h)
+    mine = [x for x in all_stalls if x.window in affected_racks and 0 <= x.proc < len(proc_rack)
+            and proc_rack[x.proc] in affected_racks[x.window]]
+    for x in mine:
+        if x.phase != "fault" or not x.acked:
+            continue
+        w = wins[x.window]
+        S = _window_stall_bound(h, w)
+        if not x.complete and x.end - x.start <= S:
+            continue  # the history ended inside the window: not a scripted window
+        if x.end - x.start <= S:
+            win_unjudged += 1
+            continue
+        win_judged += 1
+        if x.stall > S:
+            win_stalls += 1
+            add("rack-consumer-stalled-during-fault", [w.row, w.heal_row or w.row], x.tp,
+                consumer=h.proc_name(x.proc), fault=w.kind, stall_ms=x.stall // MS, bound_ms=S // MS,
+                window_ms=(x.end - x.start) // MS)
+    longest, stall_examples = _stall_summary(h, mine, lambda w, s: _window_stall_bound(h, w))
+    examples += stall_examples
+    n_bad = int(bad.sum()) + stalls + win_stalls
+    counts = {"misrouted": int(bad.sum()), "stalls": stalls, "window_stalls": win_stalls,
+              "records_judged": int(judged.sum()), "moves_judged": moves, "moves_unjudged": moves_unjudged,
+              "windows_judged": win_judged, "windows_unjudged": win_unjudged,
+              "records_without_replica": int((p.replica < 0).sum()), "longest_stall_ms": longest}
+    notes = []
+    if moves_unjudged or win_unjudged:
+        notes.append(f"{moves_unjudged} move(s) and {win_unjudged} consumer window(s) unjudged: the fault "
+                     f"healed before follower_fetch_bound_ms ({bound // MS} ms) after the ISR loss, or the "
+                     f"window was not longer than the consumer stall bound")
+    return Verdict("follower-fetch", decide(n_bad, counts["records_judged"] + moves + win_judged,
+                                            moves_unjudged + win_unjudged), counts, examples, notes)
+
+
+# -- isr-stability ----------------------------------------------------------------------------
 
 
 def isr_stability(h: HistoryData) -> Verdict:
-    """(a) With no fault active (nor healed less than ``isr_slack_ms`` ago), no replica leaves
+    """Bounds: leave = ``isr_leave_bound_ms`` = max(1.5·replica.lag.time.max, session timeout
+    + heartbeat) + observe interval + slack; ``isr_slack_ms`` = leave − replica.lag.time.max;
+    rejoin = ``isr_rejoin_bound_ms`` = replica.socket.timeout + replica.lag.time.max + observe
+    interval + slack (``harness.checks.bounds``).
+
+    (a) With no fault active (nor healed less than ``isr_slack_ms`` ago), no replica leaves
     the ISR of a partition between two meta observations (KAFKA-4485: a follower that keeps up
     stays in). (b) A follower cut off by a fault (not the leader, leader not cut off) leaves the
-    ISR within ``replica_lag_time_max_ms`` + ``isr_slack_ms`` if the fault lasts that long, and
-    (c) is back in the ISR within ``isr_rejoin_bound_ms`` after the heal. One count per
-    replica and event; windows without observations are unjudged."""
+    ISR within leave; a window not longer than leave is unjudged for it (unknown). (c) It is
+    back in the ISR within rejoin after the heal. One count per replica and event; windows
+    without observations are unjudged."""
     wins = fault_windows(h)
-    slack = bound_ns(h, "isr_slack_ms", 15_000)
-    leave = bound_ns(h, "replica_lag_time_max_ms", 30_000) + slack
-    rejoin = bound_ns(h, "isr_rejoin_bound_ms", 60_000)
+    slack = bound_ns(h, "isr_slack_ms")
+    leave = bound_ns(h, "isr_leave_bound_ms")
+    rejoin = bound_ns(h, "isr_rejoin_bound_ms")
     by_tp = _meta_by_tp(h)
     if not by_tp:
         return Verdict("isr-stability", UNKNOWN, {"violations": 0},
                        notes=["no meta observation with an ISR"])
-    shrunk = stayed = no_rejoin = judged = unjudged = 0
+    shrunk = stayed = no_rejoin = judged = unjudged = short = 0
     examples: list[dict[str, Any]] = []
 
     def add(kind: str, rows: list[int], tp: int, **kw: Any) -> None:
@@ -254,7 +465,11 @@ def isr_stability(h: HistoryData) -> Verdict:
                         judged += 1
                         if all(rb in (m.isr or ()) for m in win):
                             stayed += 1
-                            add("cut-off-stays-in-isr", [w.row, win[-1].row], tp, replica=rb)
+                            add("cut-off-stays-in-isr", [w.row, win[-1].row], tp, replica=rb,
+                                bound_ms=leave // MS)
+                else:
+                    unjudged += 1  # too short to show that the follower leaves
+                    short += 1
                 if w.end is not None:
                     after = [m for m in obs if w.end <= m.time <= w.end + rejoin]
                     if any(rb in (m.isr or ()) for m in after):
@@ -264,20 +479,36 @@ def isr_stability(h: HistoryData) -> Verdict:
                     else:
                         judged += 1
                         no_rejoin += 1
-                        add("no-rejoin-after-heal", [w.heal_row or w.row, after[-1].row], tp, replica=rb)
+                        add("no-rejoin-after-heal", [w.heal_row or w.row, after[-1].row], tp, replica=rb,
+                            bound_ms=rejoin // MS)
     n = shrunk + stayed + no_rejoin
     counts = {"violations": n, "shrunk_while_quiet": shrunk, "cut_off_stayed": stayed,
-              "not_rejoined": no_rejoin, "judged": judged, "unjudged": unjudged}
-    return Verdict("isr-stability", decide(n, judged, unjudged), counts, examples)
+              "not_rejoined": no_rejoin, "judged": judged, "unjudged": unjudged,
+              "windows_shorter_than_bound": short}
+    notes = [f"{short} fault window(s) not longer than isr_leave_bound_ms ({leave // MS} ms): unjudged"] if short else []
+    return Verdict("isr-stability", decide(n, judged, unjudged), counts, examples, notes)
+
+
+# -- progress ---------------------------------------------------------------------------------
 
 
 def progress(h: HistoryData) -> Verdict:
-    """Liveness within ``progress_bound_ms`` (B), for acknowledged sends and for polled records
-    separately (each only if the history has any): (a) after every heal, one within B; (b)
-    during a fault whose params say ``expect_progress: true``, no gap longer than B; (c) outside
-    faults (from a fault's start to B after its heal), no gap longer than B between two of
-    them. One count per stall; a heal less than B before the end of the history is unjudged."""
-    B = bound_ns(h, "progress_bound_ms", 30_000)
+    """Liveness. Bounds: B = ``progress_bound_ms`` = producer request.timeout + consumer
+    metadata.max.age + fetch.max.wait + slack; S = ``consumer_stall_bound_ms`` (see
+    follower-fetch; ``consumer_stall_hang_bound_ms`` for pause/timeout faults).
+
+    For acknowledged sends and for polled records separately (each only if the history has
+    any): (a) after every heal, one within B; (b) during a fault whose params say
+    ``expect_progress: true``, no gap longer than B (a window not longer than B: unjudged);
+    (c) outside faults (from a fault's start to B after its heal), no gap longer than B
+    between two of them. Per consumer and partition it was reading (see the module doc for
+    stalls): (d) during every fault that cuts off a broker (kill, stop, pause, a whole cut...),
+    no stall longer than S while records are acknowledged (a window not longer than S, with
+    records acknowledged: unjudged); stalls during other faults are reported, not judged; (e) after
+    every heal, when records are acknowledged within B, the consumer polls one within B. One
+    count per stall; a heal less than B before the end of the history is unjudged. Reports
+    ``longest_stall_ms`` and the ``longest-stall`` examples (module doc)."""
+    B = bound_ns(h, "progress_bound_ms")
     wins = fault_windows(h)
     s, p = h.sends, h.polls
     series = {"send": np.sort(s.time[s.type == OK]), "poll": np.unique(p.time)}
@@ -287,6 +518,11 @@ def progress(h: HistoryData) -> Verdict:
                        notes=["no acknowledged send and no polled record"])
     stalls = judged = unjudged = 0
     examples: list[dict[str, Any]] = []
+
+    def add(kind: str, rows: list[int], tp: int | None = None, **kw: Any) -> None:
+        if len(examples) < MAX_EXAMPLES:
+            examples.append(example(h, kind, rows, tp=tp, **kw))
+
     for name, ts in series.items():
         for w in wins:
             if w.end is not None:
@@ -297,18 +533,17 @@ def progress(h: HistoryData) -> Verdict:
                 else:
                     judged += 1
                     stalls += 1
-                    if len(examples) < MAX_EXAMPLES:
-                        examples.append(example(h, f"no-{name}-after-heal", [w.heal_row or w.row],
-                                                bound_ms=B // MS))
+                    add(f"no-{name}-after-heal", [w.heal_row or w.row], bound_ms=B // MS)
             if w.params.get("expect_progress") is True:
                 end = w.end if w.end is not None else h.end_time
+                if end - w.start <= B:
+                    unjudged += 1
+                    continue
                 pts = np.concatenate([[w.start], ts[(ts > w.start) & (ts < end)], [end]])
                 judged += 1
                 if np.max(np.diff(pts)) > B:
                     stalls += 1
-                    if len(examples) < MAX_EXAMPLES:
-                        examples.append(example(h, f"{name}-stalled-during-fault", [w.row],
-                                                bound_ms=B // MS))
+                    add(f"{name}-stalled-during-fault", [w.row], bound_ms=B // MS)
         gaps = np.nonzero(np.diff(ts) > B)[0]
         judged += max(len(ts) - 1, 0)
         for i in gaps:
@@ -316,8 +551,49 @@ def progress(h: HistoryData) -> Verdict:
             if _busy(wins, t0, t1, B):
                 continue
             stalls += 1
-            if len(examples) < MAX_EXAMPLES:
-                examples.append(example(h, f"{name}-stalled", [], gap_ms=(t1 - t0) // MS,
-                                        from_time_ns=t0, to_time_ns=t1))
-    counts = {"stalls": stalls, "judged": judged, "unjudged": unjudged}
-    return Verdict("progress", decide(stalls, judged, unjudged), counts, examples)
+            add(f"{name}-stalled", [], gap_ms=(t1 - t0) // MS, from_time_ns=t0, to_time_ns=t1)
+
+    # (d), (e): per consumer and partition
+    short = 0
+    cstalls = window_stalls(h)
+    for x in cstalls:
+        if not x.acked:
+            continue
+        w = wins[x.window]
+        if x.phase == "fault":
+            if not w.cut:
+                continue  # judged only for faults that cut off a broker (reported all the same)
+            S = _window_stall_bound(h, w)
+            if x.end - x.start <= S:
+                if x.complete:
+                    unjudged += 1
+                    short += 1
+                continue
+            judged += 1
+            if x.stall > S:
+                stalls += 1
+                add("consumer-stalled-during-fault", [w.row, w.heal_row or w.row], x.tp,
+                    consumer=h.proc_name(x.proc), fault=w.kind, stall_ms=x.stall // MS, bound_ms=S // MS,
+                    window_ms=(x.end - x.start) // MS)
+        else:
+            if x.polled:
+                judged += 1
+            elif not x.complete:
+                unjudged += 1
+            else:
+                judged += 1
+                stalls += 1
+                add("consumer-stalled-after-heal", [w.heal_row or w.row], x.tp, consumer=h.proc_name(x.proc),
+                    stall_ms=x.stall // MS, bound_ms=B // MS)
+    longest, stall_examples = _stall_summary(
+        h, cstalls, lambda w, s: _window_stall_bound(h, w) if s.phase == "fault" else B)
+    examples += stall_examples
+    counts = {"stalls": stalls, "judged": judged, "unjudged": unjudged, "windows_shorter_than_bound": short,
+              "longest_stall_ms": longest}
+    notes = [f"{short} consumer window(s) with acknowledged records not longer than the consumer stall "
+             f"bound: unjudged"] if short else []
+    return Verdict("progress", decide(stalls, judged, unjudged), counts, examples, notes)
+
+
+__all__ = ["follower_fetch", "isr_stability", "progress", "fault_windows", "window_stalls", "longest_stall",
+           "bounds", "bound_ns", "Window", "Stall"]
