@@ -4,13 +4,18 @@ shares, and for turning verdicts into a readable test failure (with the repro co
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
+from harness.checks.bounds import Bound, Settings, derive, required_window_ms, stall_bound_name
 from harness.checks.verdict import Verdict
 from harness.cluster import Cluster
-from highwater.runner import Nemesis, RunResult, RunSpec, execute_run
+from highwater.nemesis import Step, scripted
 from highwater.profiles import Profile
+from highwater.runner import Nemesis, RunResult, RunSpec, execute_run
 
 
 def run_scenario(cluster: Cluster, *, suite: str, scenario: str, profile: Profile, campaign: str,
@@ -29,11 +34,188 @@ def describe(verdicts: Iterable[Verdict]) -> str:
 def assert_verdicts(result: RunResult, *, must_hold: Iterable[str], judged: bool = True) -> None:
     """Every check in ``must_hold`` is True (not unknown: a check that could not judge proves
     nothing); no check at all is False. The message names the run dir and the repro command."""
-    by = {v.check: v for v in result.verdicts}
     run = json.loads((result.dir / "run.json").read_text())
-    bad = [v for v in result.verdicts if v.valid is False]
-    weak = [by[c] for c in must_hold if by[c].valid is not True] if judged else []
+    check_verdicts(result.verdicts, must_hold if judged else (),
+                   f" in run {result.run_id} (results: {result.dir}; repro: {run.get('repro')})")
+
+
+# -- scenarios as data: what each scripted fault is, and what judges it -------------------------
+#
+# Every conformance scenario's schedule is a ``Plan`` in ``PLANS`` (importable without a cluster),
+# so that ``tests/unit/test_scenario_windows.py`` can walk every fault window and compare it with
+# the bound of each timed check that judges it (``harness.checks.bounds``), and
+# ``tests/unit/test_broken_twins.py`` can feed each scenario's own assertions a broken twin.
+
+#: the timed checks, and the bounds that judge a fault window of a given kind for each
+TIMED_CHECKS = ("follower-fetch", "progress", "isr-stability")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One conformance scenario: its scripted faults (``Step``: calm, fault, seconds held),
+    the checks its assertions require to hold, and the run settings the bounds depend on.
+    ``scripted=False``: the nemesis is a function whose steps wait for conditions; ``steps``
+    then lists the shortest each fault is held, for the record."""
+
+    suite: str
+    scenario: str
+    steps: tuple[Step, ...] = ()
+    must_hold: tuple[str, ...] = ()
+    observe_interval: float = 1.0
+    broker_config: tuple[tuple[str, str], ...] = ()
+    brokers: int = 3
+    run_seconds: float | None = None  # None: the profile's run_seconds
+    scripted: bool = True
+    what: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.suite}/{self.scenario}"
+
+    def settings(self) -> Settings:
+        """The settings of a run of this plan: what ``RunSpec.header_config`` records."""
+        from dataclasses import fields as _fields
+
+        from harness.clients import ConsumerSettings, ProducerSettings
+        from harness.config import fast_failure_defaults
+
+        broker = {**fast_failure_defaults(self.brokers), **dict(self.broker_config)}
+
+        def defaults(cls: Any) -> dict[str, Any]:
+            return {f.name: f.default for f in _fields(cls)}
+
+        return Settings.from_kafka(broker, consumer=defaults(ConsumerSettings), producer=defaults(ProducerSettings),
+                                   observe_interval_s=self.observe_interval)
+
+    def bounds(self) -> dict[str, Bound]:
+        return derive(self.settings())
+
+    def tail_seconds(self) -> float:
+        """Workload after the last heal: the progress bound with its margin (the after-heal
+        phase of progress must fit in the run)."""
+        return math.ceil(required_window_ms(self.bounds()["progress_bound_ms"].ms) / 1000)
+
+    def duration(self, profile_seconds: float) -> float:
+        """The workload's length: at least the profile's (or the plan's own); when a timed
+        check judges the scenario, at least the schedule plus the tail."""
+        base = self.run_seconds if self.run_seconds is not None else profile_seconds
+        if not self.steps or not set(TIMED_CHECKS) & set(self.must_hold):
+            return base
+        return max(base, sum(s.after + s.duration for s in self.steps) + self.tail_seconds())
+
+    def judging(self, step: Step) -> dict[str, Bound]:
+        """The bounds a window of ``step`` must outlast, per timed check of ``must_hold``."""
+        b = self.bounds()
+        stall = b[stall_bound_name(step.kind.value)]
+        out: dict[str, Bound] = {}
+        cuts, leaves = step_cuts_off(step), step_takes_a_replica_out(step)
+        if "follower-fetch" in self.must_hold and (cuts or leaves):
+            move = b["isr_leave_bound_ms"].ms + b["follower_fetch_bound_ms"].ms
+            if move > stall.ms:
+                stall = Bound("isr_leave_bound_ms + follower_fetch_bound_ms", move,
+                              f"{b['isr_leave_bound_ms'].formula} + {b['follower_fetch_bound_ms'].formula}",
+                              f"{b['isr_leave_bound_ms'].ms} + {b['follower_fetch_bound_ms'].ms}")
+            out["follower-fetch"] = stall
+        if "progress" in self.must_hold and cuts:
+            out["progress"] = b[stall_bound_name(step.kind.value)]
+        if "isr-stability" in self.must_hold and leaves:
+            out["isr-stability"] = b["isr_leave_bound_ms"]
+        return out
+
+
+def step_cuts_off(step: Step) -> bool:
+    """Whether the fault cuts a broker off (what the checks' ``cuts_off`` means): a process
+    fault, or a cut/timeout with no narrower peer or flow (``faults.inject.ActiveFault``)."""
+    words = step.fault.split()
+    if step.kind.is_process:
+        return True
+    return step.kind.value in ("cut", "timeout") and "--peer" not in words and "--flow" not in words
+
+
+def step_takes_a_replica_out(step: Step) -> bool:
+    """Whether the fault is meant to take a follower out of the ISR: it cuts off or slows a
+    broker's replication."""
+    return step_cuts_off(step) or (step.kind.value in ("latency", "timeout", "bandwidth")
+                                   and "replication" in step.fault)
+
+
+_KIP392 = ("follower-fetch", "progress", "lost-write")
+#: KIP-392 faults on the rack replica of one consumer; each held long enough for the follower to
+#: leave the ISR and for its consumer to move (isr_leave_bound_ms + follower_fetch_bound_ms, plus
+#: the margin): see tests/unit/test_scenario_windows.py
+KIP392_FAULTS = {
+    "killed": "kill --target broker:{follower}",
+    "cut-off": "cut --target broker:{follower} --listener replication",
+    "slowed": "latency --target broker:{follower} --peer broker:{leader} --flow out --listener replication --latency 8000",
+}
+KIP392_FAULT_SECONDS = 22
+SLOW_FOLLOWER = ("latency --target broker:{follower} --peer broker:{leader} --flow out --listener replication "
+                 "--latency 8000")
+_DURABILITY = ("lost-write", "uncommitted-read", "poll-skip", "inconsistent-offsets")
+
+PLANS: dict[str, Plan] = {p.key: p for p in [
+    Plan("kip-392", "rack-local-reads", must_hold=("follower-fetch", "progress"),
+         what="no fault: each rack's consumer reads from its own rack's replica"),
+    *(Plan("kip-392", f"replica-{how}", (Step(3, fault, KIP392_FAULT_SECONDS),), _KIP392,
+           what=f"the rack replica of one consumer is {how}; the consumer moves and returns")
+      for how, fault in KIP392_FAULTS.items()),
+    Plan("kafka-4485", "high-rate-small", must_hold=("isr-stability", "lost-write"), observe_interval=0.25,
+         what="3 producers, >=150 small sends/s each: no ISR churn"),
+    Plan("kafka-4485", "slowed-follower", (Step(3, SLOW_FOLLOWER, 14),), ("isr-stability", "lost-write"),
+         observe_interval=0.25, run_seconds=25, what="a follower slowed past the lag limit leaves once, returns once"),
+    Plan("kip-207", "leader-kills", (Step(3, "kill --target leader:{topic}/0", 4),
+                                     Step(2, "kill --target leader:{topic}/1", 4),
+                                     Step(2, "kill --target leader:{topic}/2", 4)),
+         ("hw-regression", "lost-write", "uncommitted-read"), observe_interval=0.2, run_seconds=25,
+         what="three leader kills: the HW never goes backwards"),
+    Plan("durability", "leader-kill", (Step(4, "kill --target leader:{topic}/0", 6),), _DURABILITY,
+         what="leader killed: no loss, no uncommitted read, no skip"),
+    Plan("durability", "leader-partition", (Step(4, "cut --target leader:{topic}/0", 8),), _DURABILITY,
+         what="leader cut off"),
+    Plan("durability", "leader-pause", (Step(4, "pause --target leader:{topic}/0", 8),), _DURABILITY,
+         what="leader paused"),
+    Plan("kip-320", "unclean-truncation",
+         (Step(3, "cut --target broker:{f1} --listener replication", 8),
+          Step(0, "kill --target broker:{f2}", 8), Step(0, "kill --target broker:{leader}", 8)),
+         ("truncation-undetected", "nonmonotonic-poll", "poll-skip", "inconsistent-offsets"),
+         broker_config=(("replica.lag.time.max.ms", "4000"), ("broker.session.timeout.ms", "4000")),
+         run_seconds=35, scripted=False,
+         what="cut F1 until it leaves the ISR and the HW passes its LEO by 100; kill F2 and L; unclean-elect "
+              "F1 (heal its cut); 4 s; restart L and F2 (the steps are held until conditions, at least this long)"),
+]}
+
+
+def plan(suite: str, scenario: str) -> Plan:
+    return PLANS[f"{suite}/{scenario}"]
+
+
+def run_plan(cluster: Cluster, p: Plan, *, profile: Profile, campaign: str, results_root: Path, repro: str,
+             **overrides: Any) -> RunResult:
+    """Run a scripted plan: its steps as the nemesis, its duration and observe interval."""
+    return run_scenario(cluster, suite=p.suite, scenario=p.scenario, profile=profile, campaign=campaign,
+                        results_root=results_root, repro=repro,
+                        nemesis=scripted(list(p.steps)) if p.steps else None,
+                        duration=overrides.pop("duration", p.duration(profile.run_seconds)),
+                        observe_interval=overrides.pop("observe_interval", p.observe_interval), **overrides)
+
+
+# -- a scenario's assertions, as pure functions of its history and verdicts -------------------
+
+
+def judge(history: Path) -> list[Verdict]:
+    """Every check on a history, as the runner runs them."""
+    from harness.checks import run_all_checks
+
+    return run_all_checks(history)
+
+
+def check_verdicts(verdicts: Iterable[Verdict], must_hold: Iterable[str], where: str = "") -> None:
+    """Every check in ``must_hold`` is True (not unknown: a check that could not judge proves
+    nothing); no check at all is False."""
+    vs = list(verdicts)
+    by = {v.check: v for v in vs}
+    bad = [v for v in vs if v.valid is False]
+    weak = [by[c] for c in must_hold if by[c].valid is not True]
     if bad or weak:
-        raise AssertionError(
-            f"run {result.run_id} broke Kafka's promises or could not judge them "
-            f"(results: {result.dir}; repro: {run.get('repro')}):\n" + describe(bad + [w for w in weak if w not in bad]))
+        raise AssertionError(f"Kafka's promises broken or not judged{where}:\n"
+                             + describe(bad + [w for w in weak if w not in bad]))

@@ -1,15 +1,18 @@
 """KAFKA-4485: a follower that keeps up with a high-rate stream of small produce requests stays
 in the ISR (no shrink/expand churn); a follower slowed beyond replica.lag.time.max.ms leaves the
-ISR once and comes back once after the slowdown ends."""
+ISR once and comes back once after the slowdown ends. The schedules are
+``suites.scenario.PLANS["kafka-4485/..."]``."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from harness.checks.verdict import Verdict
 from harness.history import read_history
-from highwater.nemesis import Step, scripted
-from suites.scenario import assert_verdicts, run_scenario
+from suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
+
+HIGH_RATE = 150  # sends/s per producer, at least
+PRODUCERS = 3
 
 
 def isr_transitions(history: Path, topic: str, partition: int) -> list[tuple[str, int]]:
@@ -27,25 +30,46 @@ def isr_transitions(history: Path, topic: str, partition: int) -> list[tuple[str
     return out
 
 
+def acked_sends(history: Path) -> int:
+    return sum(1 for e in read_history(history) if e["f"] == "send" and e["type"] == "ok")
+
+
+def assert_no_isr_churn(verdicts: list[Verdict], history: Path, topic: str, min_acked: float) -> None:
+    """The scenario's assertions: isr-stability and lost-write hold, enough writes were
+    acknowledged, and the observed ISR never changed."""
+    check_verdicts(verdicts, PLANS["kafka-4485/high-rate-small"].must_hold)
+    sends = acked_sends(history)
+    assert sends >= min_acked, f"only {sends} writes acknowledged"
+    assert isr_transitions(history, topic, 0) == []
+
+
+def slowed_broker(history: Path) -> int:
+    fault = next(e for e in read_history(history) if e["f"] == "fault" and e["type"] == "ok")
+    return int(str(fault["value"]["targets"][0]).split("-")[1])
+
+
+def assert_leaves_once_returns_once(verdicts: list[Verdict], history: Path, topic: str) -> None:
+    """The scenario's assertions: isr-stability and lost-write hold, and the slowed follower
+    left the ISR exactly once and came back exactly once."""
+    check_verdicts(verdicts, PLANS["kafka-4485/slowed-follower"].must_hold)
+    slowed = slowed_broker(history)
+    moves = [m for m in isr_transitions(history, topic, 0) if m[1] == slowed]
+    assert moves == [("leave", slowed), ("join", slowed)], moves
+
+
 def test_keeping_up_under_many_small_requests_means_no_isr_churn(cluster, profile, campaign, results_root, repro) -> None:  # type: ignore[no-untyped-def]
-    result = run_scenario(cluster, suite="kafka-4485", scenario="high-rate-small", profile=profile,
-                          campaign=campaign, results_root=results_root, repro=repro, topic="k4485",
-                          producers=3, rate=max(profile.rate, 150), partitions=1, observe_interval=0.25)
-    assert_verdicts(result, must_hold=["isr-stability", "lost-write"])
-    sends = sum(p["acked"] for p in result.stats["producers"].values())
-    assert sends >= 0.5 * 3 * max(profile.rate, 150) * profile.run_seconds, f"only {sends} writes acknowledged"
-    assert isr_transitions(result.dir / "history.jsonl", "k4485", 0) == []
+    p = PLANS["kafka-4485/high-rate-small"]
+    rate = max(profile.rate, HIGH_RATE)
+    result = run_plan(cluster, p, profile=profile, campaign=campaign, results_root=results_root, repro=repro,
+                      topic="k4485", producers=PRODUCERS, rate=rate, partitions=1)
+    assert_verdicts(result, must_hold=p.must_hold)
+    assert_no_isr_churn(result.verdicts, result.dir / "history.jsonl", "k4485",
+                        0.5 * PRODUCERS * rate * p.duration(profile.run_seconds))
 
 
 def test_slowed_follower_leaves_once_and_returns_once(cluster, profile, campaign, results_root, repro) -> None:  # type: ignore[no-untyped-def]
-    slow = "latency --target broker:{follower} --peer broker:{leader} --flow out --listener replication --latency 8000"
-    result = run_scenario(cluster, suite="kafka-4485", scenario="slowed-follower", profile=profile,
-                          campaign=campaign, results_root=results_root, repro=repro, topic="k4485slow",
-                          partitions=1, nemesis=scripted([Step(3, slow, 14)]), observe_interval=0.25,
-                          duration=max(profile.run_seconds, 25))
-    assert_verdicts(result, must_hold=["isr-stability", "lost-write"])
-    fault = next(json.loads(line) for line in (result.dir / "history.jsonl").read_text().splitlines()
-                 if '"f":"fault"' in line and '"type":"ok"' in line)
-    slowed = int(fault["value"]["targets"][0].split("-")[1])
-    moves = [m for m in isr_transitions(result.dir / "history.jsonl", "k4485slow", 0) if m[1] == slowed]
-    assert moves == [("leave", slowed), ("join", slowed)], moves
+    p = PLANS["kafka-4485/slowed-follower"]
+    result = run_plan(cluster, p, profile=profile, campaign=campaign, results_root=results_root, repro=repro,
+                      topic="k4485slow", partitions=1)
+    assert_verdicts(result, must_hold=p.must_hold)
+    assert_leaves_once_returns_once(result.verdicts, result.dir / "history.jsonl", "k4485slow")

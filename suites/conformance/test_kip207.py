@@ -1,18 +1,25 @@
 """KIP-207 and the HW rules: across leader kills and elections, no client ever sees the high
-watermark (ListOffsets latest from the leader, observed five times a second) go backwards."""
+watermark (ListOffsets latest from the leader, observed five times a second) go backwards.
+The schedule is ``suites.scenario.PLANS["kip-207/leader-kills"]``."""
 
 from __future__ import annotations
 
-from highwater.nemesis import Step, scripted
-from suites.scenario import assert_verdicts, run_scenario
+from harness.checks.verdict import Verdict
+from suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
+
+PLAN = PLANS["kip-207/leader-kills"]
+
+
+def assert_hw_monotonic(verdicts: list[Verdict]) -> None:
+    """The scenario's assertions: hw-regression, lost-write and uncommitted-read hold, on at
+    least 50 pairs of HW observations."""
+    check_verdicts(verdicts, PLAN.must_hold)
+    hw = next(v for v in verdicts if v.check == "hw-regression")
+    assert hw.counts["observation_pairs"] >= 50, "too few HW observations to judge"
 
 
 def test_hw_never_goes_backwards_across_leader_kills(cluster, profile, campaign, results_root, repro) -> None:  # type: ignore[no-untyped-def]
-    steps = [Step(3, "kill --target leader:{topic}/0", 4), Step(2, "kill --target leader:{topic}/1", 4),
-             Step(2, "kill --target leader:{topic}/2", 4)]
-    result = run_scenario(cluster, suite="kip-207", scenario="leader-kills", profile=profile, campaign=campaign,
-                          results_root=results_root, repro=repro, nemesis=scripted(steps),
-                          topic="kip207", observe_interval=0.2, duration=max(profile.run_seconds, 25))
-    assert_verdicts(result, must_hold=["hw-regression", "lost-write", "uncommitted-read"])
-    hw = next(v for v in result.verdicts if v.check == "hw-regression")
-    assert hw.counts["observation_pairs"] >= 50, "too few HW observations to judge"
+    result = run_plan(cluster, PLAN, profile=profile, campaign=campaign, results_root=results_root, repro=repro,
+                      topic="kip207")
+    assert_verdicts(result, must_hold=PLAN.must_hold)
+    assert_hw_monotonic(result.verdicts)

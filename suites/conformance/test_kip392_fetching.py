@@ -13,42 +13,56 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
+from harness.checks.verdict import Verdict
 from harness.cluster import Cluster
 from harness.waiting import wait_until
 from harness.workload.final_read import _fetch
-from highwater.nemesis import Step, scripted
-from suites.scenario import assert_verdicts, run_scenario
+from suites.scenario import KIP392_FAULTS, PLANS, assert_verdicts, check_verdicts, run_plan
 
 
-def test_each_rack_reads_from_its_own_replica(cluster, profile, campaign, results_root, repro) -> None:  # type: ignore[no-untyped-def]
-    result = run_scenario(cluster, suite="kip-392", scenario="rack-local-reads", profile=profile, campaign=campaign,
-                          results_root=results_root, repro=repro, topic="k392local", value_size=1000)
-    # Records are 1 KB so the payload dominates what crosses the proxies; the request overhead of
-    # kafka-python's leader/follower ping-pong (README, Findings, HW-4) stays a few percent.
-    assert_verdicts(result, must_hold=["follower-fetch", "progress"])
-    run = json.loads((result.dir / "run.json").read_text())
-    for rack in cluster.topo.racks:
-        per_broker = run["client_bytes"][rack]
-        local = sum(n for b, n in per_broker.items() if cluster.rack_of(int(b)) == rack)
+def assert_rack_local_reads(verdicts: list[Verdict], client_bytes: dict[str, dict[str, int]] | None = None,
+                            rack_of: dict[int, str] | None = None) -> None:
+    """The scenario's assertions: follower-fetch and progress hold; and, given the bytes each
+    broker sent to each rack's clients, >= 90 % of a rack's bytes came from its own rack."""
+    check_verdicts(verdicts, PLANS["kip-392/rack-local-reads"].must_hold)
+    for rack, per_broker in (client_bytes or {}).items():
+        local = sum(n for b, n in per_broker.items() if (rack_of or {}).get(int(b)) == rack)
         total = sum(per_broker.values())
         assert total > 0 and local >= 0.9 * total, f"{rack}: bytes per broker {per_broker}"
 
 
-FAULTS = {
-    "killed": "kill --target broker:{follower}",
-    "cut-off": "cut --target broker:{follower} --listener replication",
-    "slowed": "latency --target broker:{follower} --peer broker:{leader} --flow out --listener replication --latency 8000",
-}
+def test_each_rack_reads_from_its_own_replica(cluster, profile, campaign, results_root, repro) -> None:  # type: ignore[no-untyped-def]
+    p = PLANS["kip-392/rack-local-reads"]
+    result = run_plan(cluster, p, profile=profile, campaign=campaign, results_root=results_root, repro=repro,
+                      topic="k392local", value_size=1000)
+    # Records are 1 KB so the payload dominates what crosses the proxies; the request overhead of
+    # kafka-python's leader/follower ping-pong (README, Findings, HW-4) stays a few percent.
+    run = json.loads((result.dir / "run.json").read_text())
+    bytes_by_rack = {rack: run["client_bytes"][rack] for rack in cluster.topo.racks}
+    assert_verdicts(result, must_hold=p.must_hold)
+    assert_rack_local_reads(result.verdicts, bytes_by_rack, {b: cluster.rack_of(b) for b in cluster.broker_ids})
 
 
-@pytest.mark.parametrize("how", list(FAULTS))
+def assert_consumer_moves(verdicts: list[Verdict], how: str) -> None:
+    """The scenario's assertions: follower-fetch, progress and lost-write hold, and follower-fetch
+    judged records and the move (or the stalls of the cut-off rack's consumer) of a window as long
+    as the plan's (longer than its bounds: see tests/unit/test_scenario_windows.py)."""
+    check_verdicts(verdicts, PLANS[f"kip-392/replica-{how}"].must_hold)
+    ff = next(v for v in verdicts if v.check == "follower-fetch")
+    assert ff.counts["records_judged"] > 0, ff.counts
+    assert ff.counts["moves_judged"] + ff.counts["windows_judged"] > 0, \
+        f"the consumer of the faulted replica's rack was not judged: {ff.counts}"
+
+
+@pytest.mark.parametrize("how", list(KIP392_FAULTS))
 def test_consumer_moves_when_its_replica_leaves_the_isr_and_returns(cluster, profile, campaign, results_root, repro, how) -> None:  # type: ignore[no-untyped-def]
-    result = run_scenario(cluster, suite="kip-392", scenario=f"replica-{how}", profile=profile, campaign=campaign,
-                          results_root=results_root, repro=repro, topic=f"k392{how.replace('-', '')}", partitions=1,
-                          nemesis=scripted([Step(3, FAULTS[how], 14)]), duration=max(profile.run_seconds, 30))
-    assert_verdicts(result, must_hold=["follower-fetch", "progress", "lost-write"])
-    ff = next(v for v in result.verdicts if v.check == "follower-fetch")
-    assert ff.counts["records_judged"] > 0
+    result = run_plan(cluster, PLANS[f"kip-392/replica-{how}"], profile=profile, campaign=campaign,
+                      results_root=results_root, repro=repro, topic=f"k392{how.replace('-', '')}", partitions=1)
+    run = json.loads((result.dir / "run.json").read_text())
+    try:
+        assert_consumer_moves(result.verdicts, how)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n(results: {result.dir}; repro: {run.get('repro')})") from None
 
 
 def test_hw_propagation_to_followers_is_measured(cluster: Cluster, campaign: str, results_root: Path) -> None:
