@@ -164,6 +164,9 @@ class ConsumerSettings:
     max_poll_records: int = 500
     request_timeout_ms: int = 10000
     metadata_max_age_ms: int = 5000  # bounds how long a consumer may keep fetching from a stale replica
+    fetch_max_wait_ms: int = 500  # how long a broker may hold a fetch with no data
+    # The checks' time bounds are derived from these defaults (RunSpec.header_config), so a
+    # driver must apply every one of them, not its library's own defaults.
 
 
 class ProducerDriver(Protocol):

@@ -146,7 +146,7 @@ class KafkaPythonConsumer:
             bootstrap_servers=list(settings.bootstrap), client_id=settings.client_id, group_id=settings.group_id,
             enable_auto_commit=settings.auto_commit, auto_offset_reset=settings.auto_offset_reset,
             max_poll_records=settings.max_poll_records, request_timeout_ms=settings.request_timeout_ms,
-            metadata_max_age_ms=settings.metadata_max_age_ms, **extra)
+            metadata_max_age_ms=settings.metadata_max_age_ms, fetch_max_wait_ms=settings.fetch_max_wait_ms, **extra)
         self.sources = FetchSources()
         self._hook_resets()
         self._hook_fetch_sources()
