@@ -90,6 +90,11 @@ class Window:
     row: int
     heal_row: int | None = None
     targets: tuple[Any, ...] = ()
+    healed: int | None = None  # when the heal was done (its ok: a killed broker is back), else ``end``
+
+    @property
+    def back(self) -> int | None:
+        return self.healed if self.healed is not None else self.end
 
 
 def fault_windows(h: HistoryData) -> list[Window]:
@@ -104,12 +109,19 @@ def fault_windows(h: HistoryData) -> list[Window]:
             active.append(Window(ev.time, None, ev.kind, _cut_set(ev.kind, ev.targets, ev.params),
                                  dict(ev.params), ev.row, targets=tuple(ev.targets)))
             continue
-        ending = [w for w in active if ev.kind in (None, "all") or (
-            w.kind == ev.kind and (not ev.targets or list(w.targets) == list(ev.targets)))]
+        def matches(w: Window, ev: Any = ev) -> bool:
+            return ev.kind in (None, "all") or (
+                w.kind == ev.kind and (not ev.targets or list(w.targets) == list(ev.targets)))
+
+        ending = [w for w in active if matches(w)]
         for w in ending:
             w.end, w.heal_row = ev.time, ev.row
             active.remove(w)
             done.append(w)
+        if not ending and ev.kind not in (None, "all"):
+            for w in done:  # the ok of a heal whose invoke ended the window
+                if matches(w) and w.healed is None and w.heal_row is not None and w.heal_row < ev.row:
+                    w.healed = ev.time
     out = sorted(done + active, key=lambda w: w.row)
     h.cache["windows"] = out
     return out
@@ -393,7 +405,8 @@ def follower_fetch(h: HistoryData) -> Verdict:
             add("rack-consumer-stalled-during-fault", [w.row, w.heal_row or w.row], x.tp,
                 consumer=h.proc_name(x.proc), fault=w.kind, stall_ms=x.stall // MS, bound_ms=S // MS,
                 window_ms=(x.end - x.start) // MS)
-    longest, stall_examples = _stall_summary(h, mine, lambda w, s: _window_stall_bound(h, w))
+    longest, stall_examples = _stall_summary(
+        h, mine, lambda w, s: _window_stall_bound(h, w) if s.phase == "fault" else bound_ns(h, "progress_bound_ms"))
     examples += stall_examples
     n_bad = int(bad.sum()) + stalls + win_stalls
     counts = {"misrouted": int(bad.sum()), "stalls": stalls, "window_stalls": win_stalls,
@@ -421,9 +434,11 @@ def isr_stability(h: HistoryData) -> Verdict:
     (a) With no fault active (nor healed less than ``isr_slack_ms`` ago), no replica leaves
     the ISR of a partition between two meta observations (KAFKA-4485: a follower that keeps up
     stays in). (b) A follower cut off by a fault (not the leader, leader not cut off) leaves the
-    ISR within leave; a window not longer than leave is unjudged for it (unknown). (c) It is
-    back in the ISR within rejoin after the heal. One count per replica and event; windows
-    without observations are unjudged."""
+    ISR within leave; a window not longer than leave is unjudged for it (unknown). (c) It, and
+    any replica the observer saw leave the ISR during the fault (a slowed follower, a killed
+    leader), is back in the ISR within rejoin after the heal is done (the heal's ``ok``: a
+    killed broker has restarted). One count per replica and event; windows without
+    observations are unjudged."""
     wins = fault_windows(h)
     slack = bound_ns(h, "isr_slack_ms")
     leave = bound_ns(h, "isr_leave_bound_ms")
@@ -454,10 +469,16 @@ def isr_stability(h: HistoryData) -> Verdict:
             if not before:
                 continue
             m0 = before[-1]
-            if m0.leader is None or m0.leader in w.cut:
-                continue
-            for rb in sorted((m0.isr or frozenset()) & w.cut - {m0.leader}):
-                if w.end is None or w.end - w.start >= leave:
+            end = w.end if w.end is not None else h.end_time
+            during = [m0, *(m for m in obs if w.start < m.time <= end)]
+            left = set().union(*((a.isr or frozenset()) - (b.isr or frozenset()) for a, b in zip(during, during[1:])))
+            cut = set() if m0.leader is None or m0.leader in w.cut else (m0.isr or frozenset()) & w.cut - {m0.leader}
+            # (b) for the cut-off followers; (c) also for a replica that left without being cut
+            for rb in sorted(cut | left):
+                if rb in cut and w.end is not None and w.end - w.start < leave:
+                    unjudged += 1  # too short to show that the follower leaves
+                    short += 1
+                elif rb in cut:
                     win = [m for m in obs if w.start <= m.time <= w.start + leave]
                     if not win:
                         unjudged += 1
@@ -467,14 +488,12 @@ def isr_stability(h: HistoryData) -> Verdict:
                             stayed += 1
                             add("cut-off-stays-in-isr", [w.row, win[-1].row], tp, replica=rb,
                                 bound_ms=leave // MS)
-                else:
-                    unjudged += 1  # too short to show that the follower leaves
-                    short += 1
                 if w.end is not None:
-                    after = [m for m in obs if w.end <= m.time <= w.end + rejoin]
+                    back = w.back or w.end
+                    after = [m for m in obs if w.end <= m.time <= back + rejoin]
                     if any(rb in (m.isr or ()) for m in after):
                         judged += 1
-                    elif h.end_time < w.end + rejoin or not after:
+                    elif h.end_time < back + rejoin or not after:
                         unjudged += 1
                     else:
                         judged += 1

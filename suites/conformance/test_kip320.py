@@ -45,13 +45,17 @@ import pytest
 
 from faults.inject import Injector
 from faults.spec import parse_fault
+from harness.checks.verdict import Verdict
 from harness.cluster import Cluster
 from harness.observe import DEBUGGING_REPLICA_ID
-from highwater.runner import RunResult, RunSpec, execute_run
 from harness.waiting import wait_until
 from highwater.profiles import Profile
+from highwater.runner import RunResult, RunSpec, execute_run
+from suites.scenario import PLANS
 
 TOPIC = "kip320"
+#: the checks that must hold (the policy never allows them); the plan is PLANS["kip-320/unclean-truncation"]
+MUST_HOLD = PLANS["kip-320/unclean-truncation"].must_hold
 LAG_MS = 4000  # replica.lag.time.max.ms: how fast the cut follower leaves the ISR
 SESSION_MS = 4000  # broker.session.timeout.ms: how fast a killed broker is fenced
 
@@ -115,13 +119,16 @@ def _events(history: Path) -> list[dict[str, Any]]:
 
 
 class Outcome:
-    """One run of the scenario: its result, what the nemesis noted, and each consumer's story."""
+    """One run of the scenario: its verdicts, what the nemesis noted, and each consumer's story,
+    from the history alone (so the assertions below also judge generated histories and their
+    broken twins: tests/unit/test_broken_twins.py)."""
 
-    def __init__(self, result: RunResult, notes: dict[str, Any]) -> None:
-        self.result, self.notes = result, notes
-        self.verdicts = {v.check: v for v in result.verdicts}
+    def __init__(self, history: Path, verdicts: list[Verdict], notes: dict[str, Any],
+                 result: RunResult | None = None) -> None:
+        self.result, self.notes, self.history = result, notes, history
+        self.verdicts = {v.check: v for v in verdicts}
         self.summary = {k: (v.valid, v.allowed, v.counts) for k, v in self.verdicts.items()}
-        events = _events(result.dir / "history.jsonl")
+        events = _events(history)
         final = next((e["value"] for e in events if e["f"] == "final-read" and e["type"] == "ok"
                       and e["value"]["replica"] == notes.get("f1")), None)
         self.final_log = {o: v for o, v in final["records"]} if final else {}
@@ -143,6 +150,10 @@ class Outcome:
             elif e["f"] == "seek" and proc in self.truncated_reads:
                 self.moves.setdefault(proc, []).append(e["value"])
 
+    @property
+    def where(self) -> str:
+        return str(self.result.dir if self.result is not None else self.history)
+
     def kip320_detected(self, proc: str) -> bool:
         """KIP-320 proper: a LogTruncationError, or the client's own seek to the divergence
         point (reason ``truncation``), not an auto.offset.reset."""
@@ -150,33 +161,8 @@ class Outcome:
             "truncat" in str(m.get("reason")) for m in self.moves.get(proc, []))
 
 
-_OUTCOMES: dict[str, Outcome] = {}
-
-
-def _scenario(cluster_factory, kafka_version: str, profile: Profile, campaign: str,  # type: ignore[no-untyped-def]
-              results_root: Path, repro: str) -> Outcome:
-    """Run the scenario once per Kafka version and module; both tests judge the same run."""
-    if kafka_version in _OUTCOMES:
-        return _OUTCOMES[kafka_version]
-    cluster = cluster_factory(
-        brokers=3, racks=3, controllers=1,  # a dedicated controller: the quorum survives two broker kills
-        broker_config={"replica.lag.time.max.ms": str(LAG_MS), "broker.session.timeout.ms": str(SESSION_MS)})
-    notes: dict[str, Any] = {}
-    spec = RunSpec(suite="kip-320", scenario="unclean-truncation", campaign=campaign, results_root=results_root,
-                   topic=TOPIC, partitions=1, replication_factor=3, min_insync_replicas=1, acks="all",
-                   unclean_leader_election=True, producers=2, rate=max(profile.rate, 50),
-                   duration=max(profile.run_seconds, 35), settle_timeout=60, repro=repro,
-                   extra={"scenario": "cut F1, commit past it, kill L and F2, unclean-elect F1, restart L, F2"})
-    result = execute_run(cluster, spec, nemesis=unclean_truncation(notes))
-    (result.dir / "scenario.json").write_text(json.dumps(notes, indent=2, default=str))
-    outcome = _OUTCOMES[kafka_version] = Outcome(result, notes)
-    return outcome
-
-
-def test_unclean_election_truncation_is_detected_by_consumers(
-        cluster_factory, kafka_version: str, profile: Profile, campaign: str, results_root: Path,
-        repro: str) -> None:
-    out = _scenario(cluster_factory, kafka_version, profile, campaign, results_root, repro)
+def assert_truncation_detected(out: Outcome) -> None:
+    """The scenario's assertions (see the module doc)."""
     notes, verdicts, summary = out.notes, out.verdicts, out.summary
 
     # The scenario really elected F1 uncleanly and truncated committed data consumers had read.
@@ -203,9 +189,46 @@ def test_unclean_election_truncation_is_detected_by_consumers(
     for m in (m for ms in out.moves.values() for m in ms if "truncat" in str(m.get("reason"))):
         assert m["offset"] == notes["f1_leo_at_cut"], (m, notes["f1_leo_at_cut"])
 
-    for check in ("truncation-undetected", "nonmonotonic-poll", "poll-skip", "inconsistent-offsets"):
+    for check in MUST_HOLD:
         assert verdicts[check].valid is True, \
-            f"{check} must hold after an unclean election: {verdicts[check].to_json()} (results {out.result.dir})"
+            f"{check} must hold after an unclean election: {verdicts[check].to_json()} (results {out.where})"
+
+
+def assert_every_consumer_detects_through_kip320(out: Outcome) -> None:
+    """The finding's assertion (HW-6): no consumer that read truncated records fell into a reset."""
+    assert out.truncated_reads, f"no consumer read a truncated record: {out.summary}"
+    resets = {p: out.moves.get(p) for p in out.truncated_reads if not out.kip320_detected(p)}
+    assert not resets, f"consumers that read truncated records but did not detect it via KIP-320: {resets}"
+
+
+_OUTCOMES: dict[str, Outcome] = {}
+
+
+def _scenario(cluster_factory, kafka_version: str, profile: Profile, campaign: str,  # type: ignore[no-untyped-def]
+              results_root: Path, repro: str) -> Outcome:
+    """Run the scenario once per Kafka version and module; both tests judge the same run."""
+    if kafka_version in _OUTCOMES:
+        return _OUTCOMES[kafka_version]
+    cluster = cluster_factory(
+        brokers=3, racks=3, controllers=1,  # a dedicated controller: the quorum survives two broker kills
+        broker_config={"replica.lag.time.max.ms": str(LAG_MS), "broker.session.timeout.ms": str(SESSION_MS)})
+    notes: dict[str, Any] = {}
+    spec = RunSpec(suite="kip-320", scenario="unclean-truncation", campaign=campaign, results_root=results_root,
+                   topic=TOPIC, partitions=1, replication_factor=3, min_insync_replicas=1, acks="all",
+                   unclean_leader_election=True, producers=2, rate=max(profile.rate, 50),
+                   duration=max(profile.run_seconds, 35), settle_timeout=60, repro=repro,
+                   extra={"scenario": "cut F1, commit past it, kill L and F2, unclean-elect F1, restart L, F2"})
+    result = execute_run(cluster, spec, nemesis=unclean_truncation(notes))
+    (result.dir / "scenario.json").write_text(json.dumps(notes, indent=2, default=str))
+    outcome = _OUTCOMES[kafka_version] = Outcome(result.dir / "history.jsonl", result.verdicts, notes, result)
+    return outcome
+
+
+def test_unclean_election_truncation_is_detected_by_consumers(
+        cluster_factory, kafka_version: str, profile: Profile, campaign: str, results_root: Path,
+        repro: str) -> None:
+    out = _scenario(cluster_factory, kafka_version, profile, campaign, results_root, repro)
+    assert_truncation_detected(out)
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -228,6 +251,4 @@ def test_finding_every_consumer_detects_truncation_through_kip320(
     ``latest`` it silently skips the new records at the truncated offsets, the very problem
     KIP-320 was written for."""
     out = _scenario(cluster_factory, kafka_version, profile, campaign, results_root, repro)
-    assert out.truncated_reads, f"no consumer read a truncated record: {out.summary}"
-    resets = {p: out.moves.get(p) for p in out.truncated_reads if not out.kip320_detected(p)}
-    assert not resets, f"consumers that read truncated records but did not detect it via KIP-320: {resets}"
+    assert_every_consumer_detects_through_kip320(out)
