@@ -149,8 +149,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def print_state(state: dict) -> None:
     cluster = json.loads((Path(state["cluster_dir"]) / "cluster.json").read_text())
-    print(f"cluster {state['name']} ({state.get('backend', DEFAULT_BACKEND)} backend): "
-          f"Kafka {cluster['kafka_version']}, supervisor pid {state['pid']}")
+    print(f"cluster {state['name']}: Kafka {cluster['kafka_version']}, supervisor pid {state['pid']}, "
+          f"backend {state.get('backend', DEFAULT_BACKEND)}")
     for name, node in cluster["nodes"].items():
         print(f"  {name}: node.id={node['node_id']} rack={node['rack']} role={node['role']} pid={node['pid']}")
     print("bootstrap servers per client rack (use client_rack=<rack>):")
