@@ -70,7 +70,6 @@ class TargetKind(str, Enum):
 
 # Kinds that name parties that are not processes (or a shape, for bridge).
 LINK_ONLY = frozenset({TargetKind.CLIENTS, TargetKind.ALL, TargetKind.BRIDGE})
-DYNAMIC = frozenset({TargetKind.LEADER, TargetKind.FOLLOWER_IN, TargetKind.CONTROLLER})
 SYNTAX = (
     "broker:<id>, node:<name>, leader:<topic>/<partition>, follower-in:<rack>[@<topic>/<partition>],"
     " controller, controllers, brokers, minority[:<seed>], bridge[:<seed>], rack:<rack>,"
@@ -405,10 +404,6 @@ class AllTarget(_Selector):
 Target: TypeAlias = (
     BrokerTarget | NodeTarget | LeaderTarget | FollowerInTarget | ControllerTarget | ControllersTarget
     | BrokersTarget | MinorityTarget | BridgeTarget | RackTarget | ClientsTarget | AllTarget
-)
-TARGET_TYPES: tuple[type[_Selector], ...] = (
-    BrokerTarget, NodeTarget, LeaderTarget, FollowerInTarget, ControllerTarget, ControllersTarget,
-    BrokersTarget, MinorityTarget, BridgeTarget, RackTarget, ClientsTarget, AllTarget,
 )
 
 
