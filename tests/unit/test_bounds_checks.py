@@ -1,0 +1,182 @@
+"""The timed checks with derived bounds: each fed its anomaly and clean look-alikes. A stall as
+long as a fault window is a violation; a window shorter than the bound that judges it is
+unknown, never valid; stalls are reported per consumer and partition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from harness.checks import CHECKS
+from harness.checks.bounds import Settings, header_entries
+from harness.checks.liveness import longest_stall
+from harness.checks.synth import HistoryBuilder
+from harness.checks.verdict import UNKNOWN, Verdict
+
+# bounds ten times shorter than the fast-failure ones, so histories stay small:
+# leave 900, rejoin 1200, F 750, S 1350 (hang 2350), B 1250 (ms)
+SMALL = Settings(replica_lag_time_max_ms=400, broker_session_timeout_ms=400, broker_heartbeat_interval_ms=50,
+                 replica_socket_timeout_ms=500, consumer_metadata_max_age_ms=500, consumer_fetch_max_wait_ms=50,
+                 consumer_request_timeout_ms=1000, producer_request_timeout_ms=500, observe_interval_ms=100,
+                 bound_slack_ms=200)
+RACKS = {"brokers": {"1": "a", "2": "b", "3": "c"}, "clients": {"consumer-0": "a", "consumer-1": "b"}}
+T = "t"
+TICK = 20
+START = 1000  # the fault starts
+
+
+def scenario(fault_ms: int, *, kind: str = "cut", move_ms: int | None = 800, whole: bool = False,
+             leaves: bool = True, rejoins: bool = True, after_heal_reads: bool = True,
+             heal_done_ms: int = 0, returns_ms: int = 300, rejoin_ms: int = 200, tail_ms: int = 2500) -> HistoryBuilder:
+    """Broker 2 (rack b, consumer-1's replica) is faulted for ``fault_ms``: it leaves the ISR
+    600 ms in (``leaves``), consumer-1 gets nothing until ``move_ms`` after the fault starts,
+    then reads from the leader (1); ``whole``: nothing for the whole fault, then everything
+    from broker 2 at the heal. After the heal (``heal_done_ms`` later its ok) broker 2 rejoins
+    ``rejoin_ms`` after that and consumer-1 returns to it ``returns_ms`` after the rejoin."""
+    b = HistoryBuilder(header_entries(SMALL), step_ms=0, racks=RACKS)
+    params: dict[str, Any] = ({"peer": "broker:1", "cuts_off": []} if kind == "latency"
+                              else {"peer": None, "cuts_off": [2]} if kind in ("cut", "timeout") else {})
+    heal_at = START + fault_ms
+    end = heal_at + heal_done_ms + tail_ms
+    isr = [1, 2, 3]
+    pos = {"consumer-0": 0, "consumer-1": 0}
+    b.meta(T, 0, leader=1, isr=isr, hw=0)
+    for c in pos:
+        b.assign(c, T, 0, 0)
+    n = 0
+    for now in range(TICK, end + 1, TICK):
+        b.now = now * 1_000_000
+        if now == START:
+            b.event("nemesis", "invoke", "fault", {"kind": kind, "targets": ["kafka-2"], "params": params})
+            b.event("nemesis", "ok", "fault", {"kind": kind, "targets": ["kafka-2"], "params": params})
+        if now == heal_at:
+            b.event("nemesis", "invoke", "heal", {"kind": kind, "targets": ["kafka-2"], "params": params})
+        if now == heal_at + heal_done_ms:
+            b.event("nemesis", "ok", "heal", {"kind": kind, "targets": ["kafka-2"], "params": params})
+        if leaves and now == START + 600:
+            isr = [1, 3]
+        back = heal_at + heal_done_ms + rejoin_ms
+        if rejoins and now == back:
+            isr = [1, 2, 3]
+        b.send("producer-0", T, 0, f"v{n}", offset=n)
+        n += 1
+        for c in pos:
+            replica: int | None = 1 if c == "consumer-0" else 2
+            if c == "consumer-1" and START <= now < heal_at:
+                replica = None if whole or move_ms is None or now < START + move_ms else 1
+            elif c == "consumer-1" and now >= heal_at:
+                if whole and now == heal_at:
+                    replica = 2
+                elif not after_heal_reads:
+                    replica = None
+                else:
+                    replica = 2 if rejoins and now >= back + returns_ms else 1
+            if replica is not None and pos[c] < n:
+                b.poll(c, [(T, 0, o, f"v{o}") for o in range(pos[c], n)], replica=replica)
+                pos[c] = n
+        if now % 100 == 0:
+            b.meta(T, 0, leader=1, isr=isr, hw=n)
+    return b
+
+
+def check(name: str, b: HistoryBuilder) -> Verdict:
+    return CHECKS[name](b.data())
+
+
+def stall_examples(v: Verdict) -> list[dict[str, Any]]:
+    return [e for e in v.examples if e["kind"] == "longest-stall"]
+
+
+def test_longest_stall_counts_only_time_with_records_acknowledged() -> None:
+    ms = 1_000_000
+    polls = np.array([100, 200, 900]) * ms
+    assert longest_stall(polls, np.array([150, 300]) * ms, 0, 1000 * ms) == (600 * ms, 300 * ms, 900 * ms)
+    assert longest_stall(polls, np.zeros(0, np.int64), 0, 1000 * ms)[0] == 0  # nothing to read: no stall
+    assert longest_stall(polls, np.array([950]) * ms, 0, 1000 * ms) == (50 * ms, 950 * ms, 1000 * ms)  # open end
+
+
+def test_clean_fault_cycle_is_valid_and_reports_the_stall() -> None:
+    b = scenario(3000, move_ms=800)
+    for name in ("follower-fetch", "progress", "isr-stability"):
+        assert check(name, b).valid is True, check(name, b).to_json()
+    ff = check("follower-fetch", b)
+    assert ff.counts["windows_judged"] == 1 and ff.counts["moves_judged"] == 1
+    assert 700 <= ff.counts["longest_stall_ms"] <= 820
+    ex = stall_examples(ff)[0]
+    assert (ex["consumer"], ex["topic"], ex["partition"], ex["window"]["phase"], ex["window"]["kind"]) == \
+        ("consumer-1", T, 0, "fault", "cut")
+    assert ex["bound_ms"] == 1350 and ex["stall_ms"] == ff.counts["longest_stall_ms"]
+    assert check("progress", b).counts["longest_stall_ms"] == ff.counts["longest_stall_ms"]
+
+
+def test_a_stall_as_long_as_the_window_is_a_violation() -> None:
+    b = scenario(3000, whole=True)
+    ff, pr = check("follower-fetch", b), check("progress", b)
+    assert ff.valid is False and ff.counts["window_stalls"] == 1 and ff.counts["stalls"] == 1
+    assert ff.counts["longest_stall_ms"] >= 2900
+    assert {e["kind"] for e in ff.examples} >= {"rack-consumer-stalled-during-fault", "no-move-after-isr-loss"}
+    assert pr.valid is False and pr.examples[0]["kind"] == "consumer-stalled-during-fault"
+    assert pr.examples[0]["consumer"] == "consumer-1" and pr.examples[0]["stall_ms"] >= 2900
+
+
+def test_a_stall_longer_than_the_bound_but_shorter_than_the_window_is_a_violation() -> None:
+    b = scenario(3000, move_ms=1600)  # moves, but 1.6 s > S = 1.35 s (and 1 s after the ISR loss > F)
+    assert check("follower-fetch", b).valid is False
+    assert check("progress", b).valid is False
+
+
+def test_a_window_shorter_than_the_bound_is_unknown_never_valid() -> None:
+    """Issue 11's run: the window is shorter than the bounds, so nothing in it can be counted;
+    the checks must not say valid, whether the consumer stalled or moved."""
+    for whole in (True, False):
+        b = scenario(1000, whole=whole)  # 1 s < S = 1.35 s; the ISR loss is 0.6 s in, F = 0.75 s
+        ff, pr = check("follower-fetch", b), check("progress", b)
+        assert ff.valid == UNKNOWN and ff.counts["windows_unjudged"] == 1 and ff.counts["moves_unjudged"] == 1, ff.counts
+        assert pr.valid == UNKNOWN and pr.counts["windows_shorter_than_bound"] == 2  # per consumer
+        assert ff.counts["longest_stall_ms"] >= (900 if whole else 700)  # reported all the same
+
+
+def test_faults_that_hang_requests_get_the_longer_bound() -> None:
+    kill = scenario(2000, kind="kill", move_ms=1800)
+    assert check("progress", kill).valid is False  # 1.8 s > S = 1.35 s
+    pause = scenario(2000, kind="pause", move_ms=1800)  # S for pause = 2.35 s > the window
+    assert check("progress", pause).valid == UNKNOWN
+
+
+def test_no_read_after_the_heal_is_a_violation() -> None:
+    b = scenario(3000, after_heal_reads=False)
+    pr = check("progress", b)
+    assert pr.valid is False and any(e["kind"] == "consumer-stalled-after-heal" for e in pr.examples)
+
+
+def test_consumer_that_never_returns_is_misrouted() -> None:
+    b = scenario(3000, returns_ms=10_000)  # stays on the leader long after its replica is back
+    ff = check("follower-fetch", b)
+    assert ff.valid is False and ff.counts["misrouted"] > 0
+    assert check("follower-fetch", scenario(3000, returns_ms=300)).valid is True
+
+
+def test_isr_window_shorter_than_leave_bound_is_unknown() -> None:
+    b = scenario(700, move_ms=None, leaves=False)  # 0.7 s < leave = 0.9 s: cannot show it stays in
+    v = check("isr-stability", b)
+    assert v.valid == UNKNOWN and v.counts["windows_shorter_than_bound"] == 1
+    stays = scenario(3000, leaves=False)  # long enough: a cut-off follower that stays in
+    assert check("isr-stability", stays).counts["cut_off_stayed"] == 1
+
+
+def test_isr_a_slowed_follower_that_stays_out_is_a_violation() -> None:
+    b = scenario(3000, kind="latency", rejoins=False)
+    v = check("isr-stability", b)
+    assert v.valid is False and v.counts["not_rejoined"] == 1
+    assert check("isr-stability", scenario(3000, kind="latency")).valid is True
+
+
+def test_isr_rejoin_is_timed_from_the_heal_being_done() -> None:
+    """A killed broker's heal ends when it has restarted (the heal's ok): rejoining 1.3 s after
+    the heal began but 0.3 s after it was done is on time (the bound is 1.2 s)."""
+    b = scenario(3000, kind="kill", heal_done_ms=1000, rejoin_ms=300)
+    v = check("isr-stability", b)
+    assert v.valid is True and v.counts["not_rejoined"] == 0
+    late = scenario(3000, kind="kill", heal_done_ms=1000, rejoin_ms=1500, tail_ms=3000)
+    assert check("isr-stability", late).counts["not_rejoined"] == 1

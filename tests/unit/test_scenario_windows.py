@@ -1,0 +1,89 @@
+"""Every scripted fault of every conformance scenario lasts longer than the bound of each timed
+check its assertions rely on, by the stated margin (``harness.checks.bounds.required_window_ms``);
+and the run lasts long enough after the last heal for progress to judge it. The schedules are
+``suites.scenario.PLANS`` (data: no cluster needed). Also prints the table of the note: every
+scenario with its bounds, its fault windows and its broken twin (``pytest -s``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.checks.bounds import required_window_ms
+from highwater.profiles import PROFILES
+from suites.scenario import PLANS, TIMED_CHECKS, Plan
+
+
+@pytest.mark.parametrize("key", sorted(PLANS))
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_every_window_outlasts_the_bounds_that_judge_it(key: str, profile: str) -> None:
+    p = PLANS[key]
+    too_short = []
+    for i, step in enumerate(p.steps):
+        for check, bound in p.judging(step).items():
+            need = required_window_ms(bound.ms)
+            if step.duration * 1000 < need:
+                too_short.append(f"step {i} ({step.fault}): {step.duration:g} s < {need} ms needed by {check} "
+                                 f"({bound.name} = {bound.ms} ms = {bound.formula} = {bound.computed}, plus margin)")
+    assert not too_short, f"{key}: " + "; ".join(too_short)
+    if "progress" in p.must_hold and p.steps:
+        tail = p.duration(PROFILES[profile].run_seconds) - sum(s.after + s.duration for s in p.steps)
+        need = required_window_ms(p.bounds()["progress_bound_ms"].ms)
+        assert tail * 1000 >= need, f"{key}: {tail} s after the last heal < {need} ms (progress after heal)"
+
+
+def test_a_plan_with_a_short_window_is_caught() -> None:
+    """The walk above would fail on the windows of issue 11 (14 s against a 16.5 s bound)."""
+    old = PLANS["kip-392/replica-cut-off"]
+    short = Plan(old.suite, old.scenario, (old.steps[0].__class__(3, old.steps[0].fault, 14),), old.must_hold)
+    judging = short.judging(short.steps[0])
+    assert judging and any(14_000 < required_window_ms(b.ms) for b in judging.values())
+
+
+def test_timed_checks_judge_the_kip392_faults_with_bounds_of_seconds() -> None:
+    for how in ("killed", "cut-off", "slowed"):
+        p = PLANS[f"kip-392/replica-{how}"]
+        judging = p.judging(p.steps[0])
+        assert "follower-fetch" in judging
+        assert all(1_000 <= b.ms <= 30_000 for b in judging.values()), judging
+        assert all(1_000 <= b.ms <= 30_000 for b in p.bounds().values())
+
+
+def test_the_plans_settings_are_what_a_run_records() -> None:
+    """``Plan.settings`` (for this walk) and ``RunSpec.header_config`` (in the history header)
+    derive the bounds from the same settings."""
+    from types import SimpleNamespace
+
+    from harness.config import ClusterSpec
+    from highwater.runner import RunSpec
+
+    for p in PLANS.values():
+        cluster = SimpleNamespace(spec=ClusterSpec(brokers=p.brokers, broker_config=dict(p.broker_config)))
+        config = RunSpec(suite=p.suite, scenario=p.scenario, observe_interval=p.observe_interval) \
+            .header_config(cluster)  # type: ignore[arg-type]
+        assert config["bounds"] == {n: b.to_json() for n, b in p.bounds().items()}, p.key
+
+
+TWINS = {
+    "kip-392/rack-local-reads": "reads served by another rack; bytes from another rack",
+    "kip-392/replica-killed": "the consumer never moves (nothing for the whole fault, all at once after the heal); "
+                              "never returns to its rack replica",
+    "kafka-4485/high-rate-small": "a follower leaves the ISR while quiet",
+    "kafka-4485/slowed-follower": "the follower leaves and stays out; never leaves",
+    "kip-207/leader-kills": "the HW goes back",
+    "durability": "a lost write; a read from above the HW; a skipped offset",
+    "kip-320/unclean-truncation": "truncation undetected; reset instead of KIP-320",
+}
+
+
+def test_note_table() -> None:
+    """The note of issue 11: scenario, timed checks asserted, bounds, windows, twin."""
+    lines = ["| scenario | asserts (timed) | fault windows (s) | bounds that judge them (ms) | broken twin |",
+             "|---|---|---|---|---|"]
+    for key, p in PLANS.items():
+        windows = ", ".join(f"{s.fault.split()[0]} {s.duration:g}" for s in p.steps) or "none"
+        judged = "; ".join(f"{c}: {b.name}={b.ms}" for s in p.steps for c, b in p.judging(s).items()) or "-"
+        twin = TWINS.get(key) or TWINS.get(p.suite) or TWINS["kip-392/replica-killed"]
+        timed = ", ".join(c for c in p.must_hold if c in TIMED_CHECKS) or "-"
+        lines.append(f"| {key} | {timed} | {windows} | {judged} | {twin} |")
+    print("\n".join(lines))
+    assert len(lines) == len(PLANS) + 2
