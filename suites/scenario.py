@@ -96,29 +96,31 @@ class Plan:
         return math.ceil(required_window_ms(self.bounds()["progress_bound_ms"].ms) / 1000)
 
     def duration(self, profile_seconds: float) -> float:
-        """The workload's length: at least the profile's (or the plan's own); when a timed
-        check judges the scenario, at least the schedule plus the tail."""
+        """The workload's length: at least the profile's (or the plan's own); with scripted
+        faults, at least the schedule plus the tail."""
         base = self.run_seconds if self.run_seconds is not None else profile_seconds
-        if not self.steps or not set(TIMED_CHECKS) & set(self.must_hold):
+        if not self.steps or not self.scripted:
             return base
         return max(base, sum(s.after + s.duration for s in self.steps) + self.tail_seconds())
 
     def judging(self, step: Step) -> dict[str, Bound]:
-        """The bounds a window of ``step`` must outlast, per timed check of ``must_hold``."""
+        """The bounds a window of ``step`` must outlast, per timed check that judges it (every
+        timed check runs on every history, asserted by the scenario or not: a window it cannot
+        judge leaves it unknown)."""
         b = self.bounds()
         stall = b[stall_bound_name(step.kind.value)]
         out: dict[str, Bound] = {}
         cuts, leaves = step_cuts_off(step), step_takes_a_replica_out(step)
-        if "follower-fetch" in self.must_hold and (cuts or leaves):
+        if cuts or leaves:
             move = b["isr_leave_bound_ms"].ms + b["follower_fetch_bound_ms"].ms
             if move > stall.ms:
                 stall = Bound("isr_leave_bound_ms + follower_fetch_bound_ms", move,
                               f"{b['isr_leave_bound_ms'].formula} + {b['follower_fetch_bound_ms'].formula}",
                               f"{b['isr_leave_bound_ms'].ms} + {b['follower_fetch_bound_ms'].ms}")
             out["follower-fetch"] = stall
-        if "progress" in self.must_hold and cuts:
+        if cuts:
             out["progress"] = b[stall_bound_name(step.kind.value)]
-        if "isr-stability" in self.must_hold and leaves:
+        if leaves:
             out["isr-stability"] = b["isr_leave_bound_ms"]
         return out
 
@@ -149,6 +151,13 @@ KIP392_FAULTS = {
     "slowed": "latency --target broker:{follower} --peer broker:{leader} --flow out --listener replication --latency 8000",
 }
 KIP392_FAULT_SECONDS = 22
+#: a killed or cut-off leader: its rack's consumer moves (isr_leave + follower_fetch bounds) and
+#: every consumer's stalls are judged (consumer_stall_bound_ms), plus the margin
+LEADER_FAULT_SECONDS = 20
+#: KIP-320's faults (held until conditions, and at least this long)
+KIP320_WINDOW_SECONDS = 20
+#: a paused broker leaves requests hanging: consumer_stall_hang_bound_ms plus the margin
+PAUSE_SECONDS = 29
 SLOW_FOLLOWER = ("latency --target broker:{follower} --peer broker:{leader} --flow out --listener replication "
                  "--latency 8000")
 _DURABILITY = ("lost-write", "uncommitted-read", "poll-skip", "inconsistent-offsets")
@@ -161,27 +170,30 @@ PLANS: dict[str, Plan] = {p.key: p for p in [
       for how, fault in KIP392_FAULTS.items()),
     Plan("kafka-4485", "high-rate-small", must_hold=("isr-stability", "lost-write"), observe_interval=0.25,
          what="3 producers, >=150 small sends/s each: no ISR churn"),
-    Plan("kafka-4485", "slowed-follower", (Step(3, SLOW_FOLLOWER, 14),), ("isr-stability", "lost-write"),
+    Plan("kafka-4485", "slowed-follower", (Step(3, SLOW_FOLLOWER, LEADER_FAULT_SECONDS),), ("isr-stability", "lost-write"),
          observe_interval=0.25, run_seconds=25, what="a follower slowed past the lag limit leaves once, returns once"),
-    Plan("kip-207", "leader-kills", (Step(3, "kill --target leader:{topic}/0", 4),
-                                     Step(2, "kill --target leader:{topic}/1", 4),
-                                     Step(2, "kill --target leader:{topic}/2", 4)),
+    Plan("kip-207", "leader-kills", (Step(3, "kill --target leader:{topic}/0", LEADER_FAULT_SECONDS),
+                                     Step(2, "kill --target leader:{topic}/1", LEADER_FAULT_SECONDS),
+                                     Step(2, "kill --target leader:{topic}/2", LEADER_FAULT_SECONDS)),
          ("hw-regression", "lost-write", "uncommitted-read"), observe_interval=0.2, run_seconds=25,
          what="three leader kills: the HW never goes backwards"),
-    Plan("durability", "leader-kill", (Step(4, "kill --target leader:{topic}/0", 6),), _DURABILITY,
+    Plan("durability", "leader-kill", (Step(4, "kill --target leader:{topic}/0", LEADER_FAULT_SECONDS),), _DURABILITY,
          what="leader killed: no loss, no uncommitted read, no skip"),
-    Plan("durability", "leader-partition", (Step(4, "cut --target leader:{topic}/0", 8),), _DURABILITY,
+    Plan("durability", "leader-partition", (Step(4, "cut --target leader:{topic}/0", LEADER_FAULT_SECONDS),),
+         _DURABILITY,
          what="leader cut off"),
-    Plan("durability", "leader-pause", (Step(4, "pause --target leader:{topic}/0", 8),), _DURABILITY,
+    Plan("durability", "leader-pause", (Step(4, "pause --target leader:{topic}/0", PAUSE_SECONDS),), _DURABILITY,
          what="leader paused"),
     Plan("kip-320", "unclean-truncation",
-         (Step(3, "cut --target broker:{f1} --listener replication", 8),
-          Step(0, "kill --target broker:{f2}", 8), Step(0, "kill --target broker:{leader}", 8)),
+         (Step(3, "cut --target broker:{f1} --listener replication", KIP320_WINDOW_SECONDS),
+          Step(0, "kill --target broker:{f2}", KIP320_WINDOW_SECONDS),
+          Step(0, "kill --target broker:{leader}", KIP320_WINDOW_SECONDS)),
          ("truncation-undetected", "nonmonotonic-poll", "poll-skip", "inconsistent-offsets"),
          broker_config=(("replica.lag.time.max.ms", "4000"), ("broker.session.timeout.ms", "4000")),
-         run_seconds=35, scripted=False,
-         what="cut F1 until it leaves the ISR and the HW passes its LEO by 100; kill F2 and L; unclean-elect "
-              "F1 (heal its cut); 4 s; restart L and F2 (the steps are held until conditions, at least this long)"),
+         run_seconds=3 + 2 * KIP320_WINDOW_SECONDS + 20, scripted=False,
+         what="cut F1 until it leaves the ISR and the HW passes its LEO by 100 (and 20 s); kill F2 and L; "
+              "unclean-elect F1 (heal its cut); at least 4 s (and 20 s since the kills); restart L and F2 "
+              "(the steps are held until conditions, at least this long)"),
 ]}
 
 

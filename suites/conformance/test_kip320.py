@@ -51,11 +51,14 @@ from harness.observe import DEBUGGING_REPLICA_ID
 from harness.waiting import wait_until
 from highwater.profiles import Profile
 from highwater.runner import RunResult, RunSpec, execute_run
-from suites.scenario import PLANS
+from suites.scenario import KIP320_WINDOW_SECONDS, PLANS
 
 TOPIC = "kip320"
 #: the checks that must hold (the policy never allows them); the plan is PLANS["kip-320/unclean-truncation"]
 MUST_HOLD = PLANS["kip-320/unclean-truncation"].must_hold
+#: every fault window of the scenario lasts at least this long (the timed checks' bounds plus
+#: margin: tests/unit/test_scenario_windows.py walks PLANS["kip-320/unclean-truncation"])
+WINDOW_S = KIP320_WINDOW_SECONDS
 LAG_MS = 4000  # replica.lag.time.max.ms: how fast the cut follower leaves the ISR
 SESSION_MS = 4000  # broker.session.timeout.ms: how fast a killed broker is fenced
 
@@ -76,6 +79,7 @@ def unclean_truncation(notes: dict[str, Any]):  # type: ignore[no-untyped-def]
         f1, f2 = sorted(r for r in s.replicas if r != leader)
         notes.update(leader=leader, f1=f1, f2=f2, before=s.to_event_value())
         cut = injector.apply(parse_fault(f"cut --target broker:{f1} --listener replication"))
+        t_cut = time.monotonic()
         cluster.wait_for_isr(spec.topic, 0, lambda st: f1 not in st.isr, 3 * LAG_MS / 1000 + 10,
                              f"cut broker {f1} leaves the ISR")
         x = obs.list_offset(f1, spec.topic, 0, replica_id=DEBUGGING_REPLICA_ID)
@@ -83,10 +87,11 @@ def unclean_truncation(notes: dict[str, Any]):  # type: ignore[no-untyped-def]
         # committed well past x (acks=all with ISR {L, F2}), and the consumers have time to read it
         wait_until(lambda: (cluster.partition_state(spec.topic, 0).hw or 0) >= x + 100, 30,
                    f"the partition's HW passes F1's LEO {x} by 100")
-        _hold(2)
+        _hold(max(2.0, WINDOW_S - (time.monotonic() - t_cut)))  # consumers read it; the window is long enough
         notes["hw_before_kill"] = cluster.partition_state(spec.topic, 0).hw
         kill_f2 = injector.apply(parse_fault(f"kill --target broker:{f2}"))
         kill_leader = injector.apply(parse_fault(f"kill --target broker:{leader}"))
+        t_kill = time.monotonic()
         injector.heal(cut)
         t0 = time.monotonic()
         try:
@@ -102,7 +107,8 @@ def unclean_truncation(notes: dict[str, Any]):  # type: ignore[no-untyped-def]
             notes["election"] = "ElectLeaders(UNCLEAN)"
         notes["election_seconds"] = round(time.monotonic() - t0, 1)
         notes["after_election"] = st.to_event_value()
-        _hold(4)  # new values land at the truncated offsets, on F1
+        # new values land at the truncated offsets, on F1 (at least 4 s; the window long enough)
+        _hold(max(4.0, WINDOW_S - (time.monotonic() - t_kill)))
         notes["f1_leo_before_restart"] = obs.list_offset(f1, spec.topic, 0, replica_id=DEBUGGING_REPLICA_ID)
         injector.heal(kill_leader)  # restart on the same data: they truncate to F1's log
         injector.heal(kill_f2)
@@ -216,7 +222,8 @@ def _scenario(cluster_factory, kafka_version: str, profile: Profile, campaign: s
     spec = RunSpec(suite="kip-320", scenario="unclean-truncation", campaign=campaign, results_root=results_root,
                    topic=TOPIC, partitions=1, replication_factor=3, min_insync_replicas=1, acks="all",
                    unclean_leader_election=True, producers=2, rate=max(profile.rate, 50),
-                   duration=max(profile.run_seconds, 35), settle_timeout=60, repro=repro,
+                   duration=PLANS["kip-320/unclean-truncation"].duration(profile.run_seconds), settle_timeout=60,
+                   repro=repro,
                    extra={"scenario": "cut F1, commit past it, kill L and F2, unclean-elect F1, restart L, F2"})
     result = execute_run(cluster, spec, nemesis=unclean_truncation(notes))
     (result.dir / "scenario.json").write_text(json.dumps(notes, indent=2, default=str))
