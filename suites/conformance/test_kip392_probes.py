@@ -125,6 +125,17 @@ class Env:
                 "leader_hw": self.obs.list_offset(self.leader, TOPIC, 0, replica_id=CONSUMER_REPLICA_ID)}
 
 
+#: the answers each case expects (the table in the module doc); the broken twins in
+#: tests/unit/test_broken_twins.py feed ``_check`` answers that break them
+OUT_OF_RANGE: dict[str, Any] = {"error_code": OFFSET_OUT_OF_RANGE, "records": 0, "high_watermark": UNKNOWN,
+                                "log_start_offset": UNKNOWN}
+
+
+def empty_in_range(hw: int, log_start: int = 0) -> dict[str, Any]:
+    """Cases 1 and the boundaries: no error, no records, the replica's own HW and log start."""
+    return {"error_code": NONE, "records": 0, "high_watermark": hw, "log_start_offset": log_start}
+
+
 def _check(probes: list[dict[str, Any]], probe: dict[str, Any], what: str, **expected: Any) -> None:
     """Keep the probe (with what was expected) for the record, then compare."""
     probe = {**probe, "case": what, "expected": expected}
@@ -161,12 +172,12 @@ def test_case1_offset_between_follower_hw_and_leo_is_empty_not_an_error(
         assert f_hw < o < f_leo
         for epoch in (-1, env.epoch):
             _check(probes, env.probe(o, epoch), f"case 1: F.HW {f_hw} < {o} < F.LEO {f_leo}, epoch {epoch}",
-                   error_code=NONE, records=0, high_watermark=f_hw, log_start_offset=0)
+                   **empty_in_range(f_hw))
             # the boundary: a tailing consumer at the HW gets the same empty answer
             _check(probes, env.probe(f_hw, epoch), f"case 1 boundary: o = F.HW {f_hw}, epoch {epoch}",
-                   error_code=NONE, records=0, high_watermark=f_hw, log_start_offset=0)
+                   **empty_in_range(f_hw))
             _check(probes, env.probe(f_leo - 1, epoch), f"case 1: o = F.LEO-1 {f_leo - 1}, epoch {epoch}",
-                   error_code=NONE, records=0, high_watermark=f_hw, log_start_offset=0)
+                   **empty_in_range(f_hw))
     finally:
         if cluster.node(env.other).state == NodeState.PAUSED:
             cluster.node(env.other).resume()
@@ -209,9 +220,9 @@ def test_case2_offset_between_follower_leo_and_committed_offset_is_out_of_range(
         assert f_leo < o <= leader_hw
         for epoch in (-1, env.epoch):
             _check(probes, env.probe(o, epoch), f"case 2: F.LEO {f_leo} < {o} <= leader HW {leader_hw}, epoch {epoch}",
-                   error_code=OFFSET_OUT_OF_RANGE, records=0, high_watermark=UNKNOWN, log_start_offset=UNKNOWN)
+                   **OUT_OF_RANGE)
             _check(probes, env.probe(leader_hw, epoch), f"case 2: o = leader HW {leader_hw}, epoch {epoch}",
-                   error_code=OFFSET_OUT_OF_RANGE, records=0, high_watermark=UNKNOWN, log_start_offset=UNKNOWN)
+                   **OUT_OF_RANGE)
             # the boundary: at F's own LEO the follower is in range (empty, no error)
             _check(probes, env.probe(f_leo, epoch), f"case 2 boundary: o = F.LEO {f_leo}, epoch {epoch}",
                    error_code=NONE, records=0)
@@ -246,8 +257,7 @@ def test_case3_offset_below_log_start_is_out_of_range(
         for epoch in (-1, env.epoch):
             for o in (0, start - 1):
                 _check(probes, env.probe(o, epoch), f"case 3: {o} < log start {start}, epoch {epoch}",
-                       error_code=OFFSET_OUT_OF_RANGE, records=0, high_watermark=UNKNOWN,
-                       log_start_offset=UNKNOWN)
+                       **OUT_OF_RANGE)
             _check(probes, env.probe(start, epoch), f"case 3 boundary: o = log start {start}, epoch {epoch}",
                    error_code=NONE, records=N - start, high_watermark=N, log_start_offset=start)
     finally:
@@ -269,10 +279,9 @@ def test_case4_offset_above_everything_is_out_of_range(
             for o in (top + 1, top + 1_000_000):
                 for node, who in ((env.follower, "follower"), (env.leader, "leader")):
                     _check(probes, env.probe(o, epoch, node=node), f"case 4 on the {who}: {o} > every LEO {top}, epoch {epoch}",
-                           error_code=OFFSET_OUT_OF_RANGE, records=0, high_watermark=UNKNOWN,
-                           log_start_offset=UNKNOWN)
+                           **OUT_OF_RANGE)
             _check(probes, env.probe(top, epoch), f"case 4 boundary: o = LEO = HW {top}, epoch {epoch}",
-                   error_code=NONE, records=0, high_watermark=N, log_start_offset=0)
+                   **empty_in_range(N))
         _check(probes, env.probe(top + 1, env.epoch + 1), f"case 4 with a future epoch {env.epoch + 1}",
                error_code=UNKNOWN_LEADER_EPOCH, records=0, high_watermark=UNKNOWN, log_start_offset=UNKNOWN)
     finally:

@@ -359,3 +359,34 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
                "kafka-4485/high-rate-small", "kafka-4485/slowed-follower", "kip-207/leader-kills",
                *(f"durability/{s}" for s in test_durability.SCENARIOS), "kip-320/unclean-truncation"}
     assert covered == set(PLANS)
+
+
+# -- KIP-392 probes ------------------------------------------------------------------------------
+
+
+def probe_answer(**response: Any) -> dict[str, Any]:
+    """A probe as ``fetch_probe`` returns it (the request is not judged)."""
+    base = {"error_code": 0, "error": "NONE", "high_watermark": 100, "log_start_offset": 0, "last_stable_offset": 100,
+            "preferred_read_replica": -1, "records": 0, "first_offset": None, "last_offset": None}
+    return {"request": {"broker": 2, "fetch_offset": 110}, "response": {**base, **response}}
+
+
+@pytest.mark.parametrize("case, clean, twin", [
+    # case 1, F.HW < o < F.LEO: the twin serves the uncommitted records (a read from above the HW)
+    (1, {"high_watermark": 100}, {"high_watermark": 100, "records": 10}),
+    # case 2, F.LEO < o <= leader HW: the twin answers as if in range (and reports a HW)
+    (2, {"error_code": 1, "high_watermark": -1, "log_start_offset": -1}, {"high_watermark": 100}),
+    # case 3, o < log start: the twin serves records below the log start
+    (3, {"error_code": 1, "high_watermark": -1, "log_start_offset": -1}, {"records": 5}),
+    # case 4, o > every LEO: the twin says NONE with the leader's HW
+    (4, {"error_code": 1, "high_watermark": -1, "log_start_offset": -1}, {"error_code": 0}),
+])
+def test_kip392_probe_twins(case: int, clean: dict[str, Any], twin: dict[str, Any]) -> None:
+    from suites.conformance import test_kip392_probes as probes
+
+    expected = probes.empty_in_range(100) if case == 1 else probes.OUT_OF_RANGE
+    kept: list[dict[str, Any]] = []
+    probes._check(kept, probe_answer(**clean), f"case {case}", **expected)
+    with pytest.raises(AssertionError):
+        probes._check(kept, probe_answer(**{**clean, **twin}), f"case {case} twin", **expected)
+    assert [p["ok"] for p in kept] == [True, False]
