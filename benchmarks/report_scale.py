@@ -36,7 +36,7 @@ from reports.junit import write_junit  # noqa: E402
 from reports.render_html import write_html  # noqa: E402
 from reports.spark_session import Progress  # noqa: E402
 from reports.summary import write_summary  # noqa: E402
-from reports.synth_bulk import generate  # noqa: E402
+from tests.synth.bulk import generate  # noqa: E402
 
 
 def make_store(root: Path, runs: int, events: int, templates: int) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.checks.bounds import header_entries
-from harness.checks.synth import HistoryBuilder
+from tests.synth.histories import HistoryBuilder
 from suites.scenario import Plan
 
 TICK_MS = 100

@@ -20,7 +20,7 @@ import pytest
 from harness.checks import run_all_checks
 from highwater.cli import main as highwater
 from reports.browser_check import check_page, find_chromium
-from reports.synth import RunSpec, demo_specs, write_results
+from tests.synth.reports import RunSpec, demo_specs, write_results
 
 RANDOM_SPECS = [
     RunSpec("nightly-3", "rnd-skip-edges", 11, ("skip", "edges"), writes=150, partitions=3),
@@ -52,7 +52,7 @@ def write_position_changes_run(root: Path) -> None:
     serving replica is unknown (all, or one of three). A second partition was never written:
     its final reads are empty."""
     from harness.checks import overall
-    from harness.checks.synth import HistoryBuilder
+    from tests.synth.histories import HistoryBuilder
 
     b = HistoryBuilder({"acks": "all"})
     for i in range(30):

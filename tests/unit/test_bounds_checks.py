@@ -11,7 +11,7 @@ import numpy as np
 from harness.checks import CHECKS
 from harness.checks.bounds import Settings, header_entries
 from harness.checks.liveness import longest_stall
-from harness.checks.synth import HistoryBuilder
+from tests.synth.histories import HistoryBuilder
 from harness.checks.verdict import UNKNOWN, Verdict
 
 # bounds ten times shorter than the fast-failure ones, so histories stay small:

@@ -15,7 +15,7 @@ import pytest
 
 from harness.checks import run_checks
 from harness.checks.data import from_events
-from harness.checks.synth import HistoryBuilder
+from tests.synth.histories import HistoryBuilder
 from harness.checks.verdict import Verdict
 from suites.conformance import test_durability, test_kafka4485, test_kip207, test_kip320
 from suites.conformance import test_kip392_fetching as kip392

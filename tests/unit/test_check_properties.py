@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from harness.checks import CHECKS
 from harness.checks.data import from_events
-from harness.checks.synth import HistoryBuilder
+from tests.synth.histories import HistoryBuilder
 
 CONSUMERS = {"consumer-0": 1, "consumer-1": 2}  # consumer -> the replica of its rack
 RACKS = {"brokers": {"1": "a", "2": "b", "3": "c"}, "clients": {"consumer-0": "a", "consumer-1": "b"}}

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from harness.checks import CHECKS, run_checks
-from harness.checks.synth import HistoryBuilder
+from tests.synth.histories import HistoryBuilder
 from harness.checks.verdict import NOT_APPLICABLE, UNKNOWN, Verdict, merge_valid
 from harness.policy import allowed, apply_policy
 

@@ -7,7 +7,7 @@ import io
 import json
 from pathlib import Path
 
-from harness.checks.synth import HistoryBuilder
+from tests.synth.histories import HistoryBuilder
 from harness.history import to_parquet
 from highwater.cli_check import main, register, run
 

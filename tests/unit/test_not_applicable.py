@@ -24,7 +24,7 @@ from harness.checks import (
     present_inputs,
     run_checks,
 )
-from harness.checks.synth import HistoryBuilder
+from tests.synth.histories import HistoryBuilder
 from harness.checks.verdict import Verdict, merge_valid, overall_valid
 from highwater.cli_check import main, run
 

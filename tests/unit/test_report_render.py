@@ -148,7 +148,7 @@ def test_lenient_run_discovery(tmp_path: Path) -> None:
 
 
 def test_context_events_marks_involved(tmp_path: Path) -> None:
-    from harness.checks.synth import HistoryBuilder
+    from tests.synth.histories import HistoryBuilder
     from harness.history import to_parquet
 
     b = HistoryBuilder()
@@ -163,7 +163,7 @@ def test_context_events_marks_involved(tmp_path: Path) -> None:
 
 def test_context_from_one_read_per_run(tmp_path: Path) -> None:
     """Several examples of one run share one read; each still gets only its own neighbours."""
-    from harness.checks.synth import HistoryBuilder
+    from tests.synth.histories import HistoryBuilder
     from harness.history import to_parquet
     from reports.aggregate import context_table
 

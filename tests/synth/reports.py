@@ -2,7 +2,7 @@
 
 Each run is a small, plausible history (producers, consumers with racks, an observer, one
 broker fault and its heal, final reads of every replica) built with
-``harness.checks.synth.HistoryBuilder``, with anomalies injected on request. Its
+``tests.synth.histories.HistoryBuilder``, with anomalies injected on request. Its
 ``verdict.json`` comes from the real Python checks, so reports built on these runs show what
 the harness would say. Not for real runs: ``HistoryWriter`` records those.
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.checks import run_all_checks
-from harness.checks.synth import HistoryBuilder
+from tests.synth.histories import HistoryBuilder
 
 TOPIC = "t"
 RACKS = ("rack-a", "rack-b", "rack-c")
