@@ -1,0 +1,182 @@
+"""The format ``highwater.history/1``: its name, the event schema (``event_problem``,
+``check_header``), the errors a reader reports, and how record values compare (``value_text``).
+
+A history is JSON Lines. Line 1 is a header object naming the format and the configuration the
+checks' policy depends on; every following line is one event (see docs/history-format.md).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FORMAT = "highwater.history/1"
+FORMAT_PREFIX = "highwater.history/"
+EVENT_TYPES = ("invoke", "ok", "fail", "info")
+KNOWN_FS = ("send", "poll", "assign", "seek", "commit", "fault", "heal", "meta", "final-read")
+EVENT_FIELDS = ("index", "time_ns", "process", "type", "f", "value", "error")
+
+#: value_kind codes in Parquet: how the text in ``value`` columns maps back to a JSON value.
+VALUE_STR, VALUE_JSON = 0, 1
+
+
+class HistoryError(ValueError):
+    """A history (or one line of it) does not follow ``highwater.history/1``."""
+
+    def __init__(self, message: str, line: int | None = None, path: str | Path | None = None):
+        self.line = line
+        self.path = str(path) if path is not None else None
+        self.reason = message
+        where = ""
+        if path is not None:
+            where += f"{path}"
+        if line is not None:
+            where += f":{line}" if where else f"line {line}"
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+@dataclass(frozen=True)
+class LineError:
+    """One unreadable line, kept by the lenient reader instead of aborting the whole read."""
+
+    line: int  # 1-based line number in the file (the header is line 1)
+    message: str
+    text: str  # the start of the offending line, for the report
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "message": self.message, "text": self.text}
+
+
+def value_text(v: Any) -> tuple[str | None, int]:
+    """The text form of a record value and its kind: how values are compared and stored.
+
+    Values identify writes, so checks compare them by this text: a string is itself, anything
+    else is compact, key-sorted JSON (so the integer 5 and the string "5" compare equal, which a
+    workload producing unique values of one type never notices). ``None`` stays ``None``.
+    """
+    if type(v) is str:
+        return v, VALUE_STR
+    if v is None:
+        return None, VALUE_STR
+    if type(v) is int:
+        return str(v), VALUE_JSON
+    return json.dumps(v, sort_keys=True, separators=(",", ":")), VALUE_JSON
+
+
+def text_value(text: str | None, kind: int | None) -> Any:
+    """Inverse of ``value_text``."""
+    if text is None:
+        return None
+    return json.loads(text) if kind == VALUE_JSON else text
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+
+
+def check_header(obj: Any) -> dict[str, Any]:
+    """Validate a header object and return it; raises ``HistoryError`` (without line number)."""
+    if not isinstance(obj, dict):
+        raise HistoryError(f"header must be a JSON object, got {_jtype(obj)}")
+    fmt = obj.get("format")
+    if not isinstance(fmt, str) or not fmt.startswith(FORMAT_PREFIX):
+        raise HistoryError(f"header has no format {FORMAT!r} (format={fmt!r}); not a highwater history")
+    if fmt != FORMAT:
+        raise HistoryError(f"unsupported history version {fmt!r}; this reader reads {FORMAT!r}")
+    config = obj.get("config", {})
+    if not isinstance(config, dict):
+        raise HistoryError(f"header 'config' must be an object, got {_jtype(config)}")
+    return obj
+
+
+def _jtype(v: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(v), "number"
+    )
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int
+
+
+def opt_int(v: Any) -> bool:
+    """None or an integer (not a bool)."""
+    return v is None or type(v) is int
+
+
+def event_problem(ev: Any) -> str | None:
+    """What is wrong with one event, or None: the schema of DESIGN.md, field by field."""
+    if not isinstance(ev, dict):
+        return f"event must be a JSON object, got {_jtype(ev)}"
+    missing = [k for k in EVENT_FIELDS if k not in ev]
+    if missing:
+        return f"missing field(s) {', '.join(missing)}"
+    if not _is_int(ev["index"]) or ev["index"] < 0:
+        return f"'index' must be a non-negative integer, got {ev['index']!r}"
+    if not _is_int(ev["time_ns"]) or ev["time_ns"] < 0:
+        return f"'time_ns' must be a non-negative integer, got {ev['time_ns']!r}"
+    if not isinstance(ev["process"], str) or not ev["process"]:
+        return f"'process' must be a non-empty string, got {ev['process']!r}"
+    if ev["type"] not in EVENT_TYPES:
+        return f"'type' must be one of {', '.join(EVENT_TYPES)}, got {ev['type']!r}"
+    f = ev["f"]
+    if not isinstance(f, str) or not f:
+        return f"'f' must be a non-empty string, got {f!r}"
+    if ev["error"] is not None and not isinstance(ev["error"], str):
+        return f"'error' must be a string or null, got {_jtype(ev['error'])}"
+    v = ev["value"]
+    if v is None:
+        return None if ev["type"] != "ok" or f not in ("send", "poll", "final-read") else (
+            f"an ok {f} needs a 'value' object"
+        )
+    if not isinstance(v, dict):
+        return f"'value' must be an object or null, got {_jtype(v)}"
+    return _value_problem(f, ev["type"], v)
+
+
+def _value_problem(f: str, typ: str, v: dict[str, Any]) -> str | None:
+    if f in ("send", "assign", "seek", "meta", "final-read"):
+        if "topic" in v and v["topic"] is not None and not isinstance(v["topic"], str):
+            return f"value.topic must be a string, got {_jtype(v['topic'])}"
+        if not opt_int(v.get("partition")):
+            return f"value.partition must be an integer, got {v.get('partition')!r}"
+    if f in ("send", "assign", "seek") and not opt_int(v.get("offset")):
+        return f"value.offset must be an integer or null, got {v.get('offset')!r}"
+    if f == "send" and "value" not in v:
+        return "send value has no 'value' (the record value)"
+    if f == "poll" and typ == "ok":
+        recs = v.get("records")
+        if not isinstance(recs, list):
+            return "ok poll value needs a 'records' array"
+        for i, r in enumerate(recs):
+            if not isinstance(r, dict):
+                return f"value.records[{i}] must be an object"
+            for k in ("topic", "partition", "offset", "value"):
+                if k not in r:
+                    return f"value.records[{i}] has no '{k}'"
+            if not isinstance(r["topic"], str) or not _is_int(r["partition"]) or not _is_int(r["offset"]):
+                return f"value.records[{i}] needs string topic and integer partition/offset"
+            if not opt_int(r.get("leader_epoch")) or not opt_int(r.get("replica")):
+                return f"value.records[{i}] leader_epoch/replica must be integers or null"
+    if f == "final-read" and typ == "ok":
+        for k in ("topic", "partition", "replica", "hw", "records"):
+            if k not in v:
+                return f"final-read value has no '{k}'"
+        if not isinstance(v["topic"], str) or not _is_int(v["partition"]) or not _is_int(v["replica"]):
+            return "final-read needs string topic and integer partition/replica"
+        if not _is_int(v["hw"]) or not opt_int(v.get("log_start")):
+            return "final-read hw/log_start must be integers"
+        if not isinstance(v["records"], list):
+            return "final-read records must be an array of [offset, value]"
+        for i, r in enumerate(v["records"]):
+            if not isinstance(r, list) or len(r) != 2 or not _is_int(r[0]):
+                return f"final-read records[{i}] must be [offset, value]"
+    if f == "meta":
+        if not opt_int(v.get("hw")) or not opt_int(v.get("leader")):
+            return "meta hw/leader must be integers or null"
+        isr = v.get("isr")
+        if isr is not None and (not isinstance(isr, list) or not all(_is_int(b) for b in isr)):
+            return "meta isr must be an array of broker ids"
+    return None
