@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from faults.capability import check_capabilities
 from faults.inject import ActiveFault, Injector
@@ -49,6 +50,10 @@ class PlannedNemesis:
 
     fault_kinds: tuple[FaultKind, ...]
     play: Callable[[Injector, ClusterBackend, RunSpec], None]
+    #: the nemesis as data for the run manifest (``harness.manifest.NemesisRecord`` JSON), so a
+    #: run can be replayed: ``{"kind": "scripted", "steps": [...]}`` or ``{"kind": "scheduled",
+    #: "schedule": {...}}``; None: code only (recorded as ``custom``, not replayable)
+    record: Mapping[str, Any] | None = None
 
     def check(self, backend: ClusterBackend) -> None:
         """One-line ``CapabilityError`` if ``backend`` cannot apply one of the kinds."""
@@ -70,7 +75,9 @@ def scripted(steps: Sequence[Step]) -> PlannedNemesis:
             fault = injector.apply(parse_fault(text))
             hold(step.duration)
             injector.heal(fault)
-    return PlannedNemesis(tuple(dict.fromkeys(s.kind for s in steps)), run)
+    return PlannedNemesis(tuple(dict.fromkeys(s.kind for s in steps)), run,
+                          {"kind": "scripted", "steps": [{"after": s.after, "fault": s.fault, "duration": s.duration}
+                                                         for s in steps]})
 
 
 def scheduled(schedule: Schedule) -> PlannedNemesis:
@@ -89,4 +96,5 @@ def scheduled(schedule: Schedule) -> PlannedNemesis:
                     log.warning("fault %s skipped: %s", sf.spec, exc)
             elif sf.id in active:
                 injector.heal(active.pop(sf.id))
-    return PlannedNemesis(tuple(dict.fromkeys(sf.spec.kind for sf in schedule.faults)), run)
+    return PlannedNemesis(tuple(dict.fromkeys(sf.spec.kind for sf in schedule.faults)), run,
+                          {"kind": "scheduled", "schedule": schedule.to_dict()})
