@@ -3,7 +3,9 @@
 A run writes ``results/<campaign>/<run_id>/``:
 - ``history.jsonl`` (flushed as events happen),
 - ``verdict.json`` (what ``highwater check --json`` prints),
-- ``run.json`` (suite, scenario, Kafka version, client, config, seed, fault schedule, repro),
+- ``run.json``: the run manifest (``harness.manifest.RunManifest``, format ``highwater.run/1``:
+  suite, scenario, Kafka version, client, cluster shape, spec, the nemesis as data, seed, times,
+  client bytes, stats, verdict, repro), written at the start and completed at the end,
 - ``logs/`` (broker and Toxiproxy logs) when the run found a violation or crashed,
 - ``threads.txt`` when consumers were still behind STALL_DUMP_AFTER_S into settling: every
   Python thread's stack at that moment (where a stuck client waits; see README, HW-7).
@@ -22,17 +24,20 @@ import threading
 import time
 import traceback
 import uuid
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from faults.capability import check_capabilities, declared_faults
 from faults.inject import Injector
-from harness.backend import ClusterBackend
+from harness.backend import ClusterBackend, backend_name
 from harness.checks import overall, run_all_checks
 from harness.checks.verdict import Verdict
 from harness.clients import DEFAULT_CLIENT, client_label, get_driver
+from harness.errors import HighwaterError
 from harness.history import HistoryWriter
+from harness.manifest import ClusterShape, NemesisRecord, Racks, RunManifest, RunStats, iso_utc
 from harness.waiting import wait_until
 from harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
 from harness.workload.final_read import final_read
@@ -110,6 +115,8 @@ def execute_run(cluster: ClusterBackend, spec: RunSpec, nemesis: Nemesis | None 
     """Run ``spec``'s workload for ``spec.duration`` while ``nemesis`` injects faults (it runs
     in this thread and must return within the duration), then heal, settle, read and check."""
     check_capabilities(cluster, declared_faults(nemesis))  # refuse before anything starts
+    nemesis_record = describe_nemesis(nemesis)
+    seed = run_seed(spec, nemesis_record)  # a seed that contradicts the schedule's is refused here
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{spec.scenario}-{uuid.uuid4().hex[:6]}"
     out = spec.results_root / spec.campaign / run_id
     out.mkdir(parents=True, exist_ok=True)
@@ -119,18 +126,17 @@ def execute_run(cluster: ClusterBackend, spec: RunSpec, nemesis: Nemesis | None 
     racks = {"brokers": {str(b): cluster.rack_of(b) for b in cluster.broker_ids},
              "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)}}
     history = HistoryWriter(out / "history.jsonl", run_id=run_id, kafka_version=cluster.kafka.version if cluster.kafka else None,
-                            client=client_label(get_driver(spec.client)), suite=spec.suite, scenario=spec.scenario, seed=spec.seed,
+                            client=client_label(get_driver(spec.client)), suite=spec.suite, scenario=spec.scenario, seed=seed,
                             config=spec.header_config(cluster), racks=racks)
-    run_info: dict[str, Any] = {
-        "run_id": run_id, "suite": spec.suite, "scenario": spec.scenario, "campaign": spec.campaign,
-        "kafka_version": cluster.kafka.version if cluster.kafka else None, "client": client_label(get_driver(spec.client)),
-        "config": spec.header_config(cluster), "seed": spec.seed, "repro": spec.repro,
-        "started_at": time.time(), "racks": racks, "python": platform.python_version(),
-        "cluster": {"brokers": cluster.spec.brokers, "racks": cluster.spec.racks,
-                    "controllers": cluster.spec.controllers, "broker_config": dict(cluster.spec.broker_config)},
-        "spec": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(spec).items()},
-    }
-    _write_json(out / "run.json", run_info)
+    manifest = RunManifest(
+        run_id=run_id, suite=spec.suite, scenario=spec.scenario, campaign=spec.campaign,
+        kafka_version=cluster.kafka_version, client=client_label(get_driver(spec.client)),
+        config=spec.header_config(cluster), seed=seed, repro=spec.repro, started_at=iso_utc(time.time()),
+        python=platform.python_version(), racks=Racks(racks["brokers"], racks["clients"]),
+        cluster=ClusterShape(backend_name(cluster), cluster.spec.brokers, cluster.spec.racks, cluster.spec.controllers,
+                             {str(k): str(v) for k, v in cluster.spec.broker_config.items()}),
+        spec=run_spec_to_json(spec), nemesis=nemesis_record)
+    manifest.write(out / "run.json")
     # Producers have no rack (they always write to the leader); one consumer per broker rack.
     producers = [ProducerWorker(f"producer-{i}", cluster.bootstrap(),
                                 history, ProducerConfig(spec.topic, spec.partitions, spec.acks, spec.idempotence,
@@ -143,7 +149,7 @@ def execute_run(cluster: ClusterBackend, spec: RunSpec, nemesis: Nemesis | None 
                  for i, rack in enumerate(cluster.topo.racks)]
     observer = ObserverWorker(cluster.bootstrap(), history, spec.topic, spec.partitions,
                               interval=spec.observe_interval)
-    injector = Injector(cluster, history, seed=spec.seed, default_partition=(spec.topic, 0))
+    injector = Injector(cluster, history, seed=seed, default_partition=(spec.topic, 0))
     client_bytes_before = {rack: cluster.client_bytes(rack) for rack in cluster.topo.client_racks}
     crashed: BaseException | None = None
     try:
@@ -176,20 +182,20 @@ def execute_run(cluster: ClusterBackend, spec: RunSpec, nemesis: Nemesis | None 
                 progress(f"{run_id}: final read")
                 final_read(cluster.bootstrap(), history, spec.topic, spec.partitions)
             history.close()
-    stats = {"producers": {p.name: p.stats() for p in producers},
-             "consumers": {c.name: c.records_read for c in consumers},
-             "worker_errors": {w.name: repr(w.error) for w in [*producers, *consumers, observer] if w.error}}
+    run_stats = RunStats(producers={p.name: p.stats() for p in producers},
+                         consumers={c.name: c.records_read for c in consumers},
+                         worker_errors={w.name: repr(w.error) for w in [*producers, *consumers, observer] if w.error})
+    stats = run_stats.to_json()
     after = client_bytes_after
-    run_info["client_bytes"] = {rack: {str(b): after[rack][b].downstream - client_bytes_before[rack][b].downstream
-                                       for b in after[rack]} for rack in after}
-    run_info["stats"] = stats
+    client_bytes = {rack: {str(b): after[rack][b].downstream - client_bytes_before[rack][b].downstream
+                           for b in after[rack]} for rack in after}
     verdicts = run_all_checks(out / "history.jsonl")
     valid = overall(verdicts)
     _write_json(out / "verdict.json", {"history": str(out / "history.jsonl"), "valid": valid,
                                        "verdicts": [v.to_json() for v in verdicts]})
-    run_info["valid"] = valid
-    run_info["ended_at"] = time.time()
-    _write_json(out / "run.json", run_info)
+    manifest = replace(manifest, client_bytes=client_bytes, stats=run_stats, valid=valid,
+                       ended_at=iso_utc(time.time()))
+    manifest.write(out / "run.json")
     if valid is not True:
         cluster.collect_logs(out / "logs")
     progress(f"{run_id}: {'VALID' if valid is True else 'VIOLATIONS' if valid is False else 'UNKNOWN'} -> {out}")
@@ -247,6 +253,51 @@ def _settle(cluster: ClusterBackend, spec: RunSpec, consumers: list[ConsumerWork
         wait_until(caught_up, spec.settle_timeout, what)
     except Exception as exc:  # noqa: BLE001 - the checks judge what happened; note it and go on
         progress(f"settling incomplete: {exc}")
+
+
+def describe_nemesis(nemesis: Nemesis | None) -> NemesisRecord:
+    """The nemesis as data for the manifest: its own record (``highwater.nemesis.scripted`` and
+    ``scheduled`` carry one), else ``custom`` with the function's name (code: not replayable)."""
+    if nemesis is None:
+        return NemesisRecord("none")
+    record = getattr(nemesis, "record", None)
+    if isinstance(record, Mapping):
+        return NemesisRecord.from_json(record)
+    fn = getattr(nemesis, "play", nemesis)
+    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+    return NemesisRecord("custom", name=name)
+
+
+def run_seed(spec: RunSpec, nemesis: NemesisRecord) -> int | None:
+    """The run's seed: ``spec.seed``, else the seeded schedule's. A ``spec.seed`` that differs
+    from the schedule's is refused (the manifest would name a seed the faults did not come from)."""
+    schedule_seed = nemesis.schedule.get("seed") if nemesis.schedule else None
+    if spec.seed is not None and schedule_seed is not None and spec.seed != schedule_seed:
+        raise HighwaterError(f"run seed {spec.seed} differs from the seed of its fault schedule ({schedule_seed}): "
+                             "generate the schedule from the run's seed")
+    return spec.seed if spec.seed is not None else schedule_seed if isinstance(schedule_seed, int) else None
+
+
+def run_spec_to_json(spec: RunSpec) -> dict[str, Any]:
+    """``spec`` for the manifest: every field, paths as strings."""
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(spec).items()}
+
+
+def run_spec_from_json(data: Mapping[str, Any], **overrides: Any) -> RunSpec:
+    """A ``RunSpec`` from a manifest's ``spec`` (plus ``overrides``). Fields this version does
+    not have are dropped with a warning (an older manifest); missing ones take their defaults."""
+    known = {f.name for f in fields(RunSpec)}
+    dropped = sorted(set(data) - known)
+    if dropped:
+        log.warning("run spec field(s) %s not known to this version: ignored", ", ".join(dropped))
+    kw = {k: v for k, v in data.items() if k in known}
+    kw.update(overrides)
+    if "results_root" in kw:
+        kw["results_root"] = Path(kw["results_root"])
+    missing = [k for k in ("suite", "scenario") if k not in kw]
+    if missing:
+        raise HighwaterError(f"the recorded run spec lacks {', '.join(missing)}")
+    return RunSpec(**kw)
 
 
 def _write_json(path: Path, data: Any) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -177,7 +177,7 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
             if tl is not None:
                 tls[r.label] = tl
             else:
-                todo[latency_sample(pq.ParquetFile(r.parquet).metadata.num_rows)].append(r)  # type: ignore[arg-type]
+                todo[latency_sample(pq.ParquetFile(r.parquet).metadata.num_rows)].append(r)
         if todo and links is not None:
             n = sum(len(v) for v in todo.values())
             with progress.step(f"timelines of {n} run(s) ({len(chosen) - n} cached)", spark):
@@ -192,7 +192,7 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
     with progress.step("failure context"):
         failures = _failures(runs, run_rows)
     return ReportData(
-        generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        generated_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         results_dir=str(results), master=opts.master, checks=CHECK_ORDER, runs=run_rows,
         matrix=matrix, columns=columns, failures=failures, timelines=tls,
         fetch=_fetch(fetch_raw, by_key_run), trends=_trends(run_rows),
@@ -225,8 +225,8 @@ def _run_row(r: RunInfo, verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "key": r.key, "label": r.label, "campaign": r.campaign, "run_id": r.run_id,
         "suite": r.suite, "scenario": r.scenario, "kafka_version": r.kafka_version,
         "client": r.client, "config": r.config, "seed": r.seed, "repro": r.repro,
-        "started_at": r.started_at, "schedule": r.run_json.get("schedule"),
-        "racks": r.racks, "client_bytes": r.run_json.get("client_bytes"),
+        "started_at": r.started_at, "schedule": r.schedule, "nemesis": r.nemesis,
+        "racks": r.racks, "client_bytes": r.client_bytes,
         "problems": r.problems, "path": str(r.path),
         "valid": overall_valid((c, v["valid"]) for c, v in verdicts.items()),
         "verdicts": verdicts,
@@ -361,7 +361,7 @@ def _fetch(raw: list[dict[str, Any]], runs: dict[int, RunInfo]) -> list[dict[str
 
 
 def _cross_bytes(run: RunInfo, rack: str | None, brokers: dict[str, str]) -> int | None:
-    cb = run.run_json.get("client_bytes")
+    cb = run.client_bytes
     if not rack or not isinstance(cb, dict) or not isinstance(cb.get(rack), dict):
         return None
     return sum(int(n) for b, n in cb[rack].items() if brokers.get(str(b)) not in (None, rack))

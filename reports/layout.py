@@ -6,13 +6,12 @@ lenient on purpose: a report over a nightly store must not die because one run c
 half-way (no verdict.json, a truncated history); such a run shows up as "unknown" with the
 reason, never as passing.
 
-``run.json`` (written by the suites) is read with these optional keys; anything missing falls
-back to the history header, then to a placeholder::
-
-    {"run_id", "campaign", "suite", "scenario", "kafka_version", "client", "config": {...},
-     "seed", "schedule": {...}, "repro": "highwater ...", "started_at": "2025-01-01T00:00:00Z",
-     "racks": {"brokers": {"1": "rack-a"}, "clients": {"consumer-0": "rack-a"}},
-     "client_bytes": {"rack-a": {"1": 123, "2": 0}}}
+``run.json`` is the run manifest, read through the type the runner writes it with
+(``harness.manifest.RunManifest``, format ``highwater.run/1``); older, format-less run.json files
+are converted by ``RunManifest.from_legacy`` (epoch ``started_at`` becomes ISO, a schedule under
+``spec.extra`` or at the top becomes the nemesis). A run.json that is malformed or of an unknown
+version is a problem of the run (shown, never fatal). What the manifest lacks falls back to the
+history header, then to a placeholder; a missing start time to the oldest run file's mtime.
 
 ``verdict.json`` is what ``highwater check --json`` prints: ``{"valid", "verdicts": [...]}``
 (a bare list of verdicts is accepted too).
@@ -24,11 +23,11 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from harness.history import HistoryError, read_history, to_parquet
+from harness.manifest import ManifestError, RunManifest, iso_utc
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +51,7 @@ class RunInfo:
     repro: str | None = None
     started_at: str | None = None
     header: dict[str, Any] = field(default_factory=dict)
-    run_json: dict[str, Any] = field(default_factory=dict)
+    manifest: RunManifest | None = None  # None: no run.json, or an unreadable one (see problems)
     verdicts: list[dict[str, Any]] | None = None  # from verdict.json; None when absent
     parquet: Path | None = None  # the history as Parquet, once available
     problems: list[str] = field(default_factory=list)  # why parts of this run are unknown
@@ -68,8 +67,24 @@ class RunInfo:
 
     @property
     def racks(self) -> dict[str, dict[str, str]]:
-        r = self.run_json.get("racks") or self.header.get("racks") or {}
+        if self.manifest is not None and (self.manifest.racks.brokers or self.manifest.racks.clients):
+            return self.manifest.racks.to_json()
+        r = self.header.get("racks") or {}
         return r if isinstance(r, dict) else {}
+
+    @property
+    def schedule(self) -> dict[str, Any] | None:
+        """The seeded fault schedule's JSON, when the run's nemesis was one."""
+        return self.manifest.schedule if self.manifest is not None else None
+
+    @property
+    def nemesis(self) -> dict[str, Any] | None:
+        """The nemesis as recorded (``NemesisRecord`` JSON: kind, steps or schedule)."""
+        return self.manifest.nemesis.to_json() if self.manifest is not None else None
+
+    @property
+    def client_bytes(self) -> dict[str, dict[str, int]] | None:
+        return self.manifest.client_bytes if self.manifest is not None else None
 
 
 def find_run_dirs(results: Path) -> list[Path]:
@@ -102,8 +117,13 @@ def _campaign_of(results: Path, run_dir: Path) -> str:
 def load_run(results: Path, run_dir: Path, key: int) -> RunInfo:
     """Read run.json, the history header and verdict.json of one run (never raises on bad data)."""
     problems: list[str] = []
-    rj = _read_json(run_dir / "run.json", problems)
-    rj = rj if isinstance(rj, dict) else {}
+    manifest: RunManifest | None = None
+    if (run_dir / "run.json").exists():
+        try:
+            manifest = RunManifest.read(run_dir / "run.json")
+        except ManifestError as e:
+            problems.append(f"run.json unreadable: {e}")
+    m = manifest
     header: dict[str, Any] = {}
     for name in ("history.parquet", "history.jsonl"):
         hp = run_dir / name
@@ -121,22 +141,22 @@ def load_run(results: Path, run_dir: Path, key: int) -> RunInfo:
         verdicts = [v for v in vj if isinstance(v, dict) and "check" in v]
     elif vj is not None:
         problems.append("verdict.json has no 'verdicts' list")
-    config = rj.get("config") if isinstance(rj.get("config"), dict) else header.get("config") or {}
+    config = (m.config if m is not None and m.config else None) or header.get("config") or {}
     info = RunInfo(
         key=key,
-        campaign=str(rj.get("campaign") or _campaign_of(results, run_dir)),
-        run_id=str(rj.get("run_id") or run_dir.name),
+        campaign=str(_named(m, "campaign") or _campaign_of(results, run_dir)),
+        run_id=str(_named(m, "run_id") or run_dir.name),
         path=run_dir,
-        suite=str(rj.get("suite") or header.get("suite") or "default"),
-        scenario=str(rj.get("scenario") or header.get("scenario") or "default"),
-        kafka_version=str(rj.get("kafka_version") or header.get("kafka_version") or "?"),
-        client=str(rj.get("client") or header.get("client") or "?"),
+        suite=str(_named(m, "suite") or header.get("suite") or "default"),
+        scenario=str(_named(m, "scenario") or header.get("scenario") or "default"),
+        kafka_version=str((m.kafka_version if m else None) or header.get("kafka_version") or "?"),
+        client=str((m.client if m else None) or header.get("client") or "?"),
         config=dict(config),
-        seed=rj.get("seed", header.get("seed")),
-        repro=rj.get("repro") if isinstance(rj.get("repro"), str) else None,
-        started_at=_started_at(rj, run_dir),
+        seed=m.seed if m is not None and m.seed is not None else header.get("seed"),
+        repro=m.repro if m is not None else None,
+        started_at=_started_at(m, run_dir),
         header=header,
-        run_json=rj,
+        manifest=m,
         verdicts=verdicts,
         problems=problems,
     )
@@ -145,14 +165,28 @@ def load_run(results: Path, run_dir: Path, key: int) -> RunInfo:
     return info
 
 
-def _started_at(rj: dict[str, Any], run_dir: Path) -> str:
-    s = rj.get("started_at")
-    if isinstance(s, str) and s:
-        return s
+#: what ``RunManifest.from_legacy`` fills in for a name a legacy run.json lacks
+_LEGACY_PLACEHOLDERS = {"campaign": "adhoc", "suite": "default", "scenario": "default"}
+
+
+def _named(m: RunManifest | None, name: str) -> str | None:
+    """A name field of the manifest; a legacy manifest's placeholder yields to the next source
+    (the history header, the directory layout)."""
+    if m is None:
+        return None
+    value = getattr(m, name)
+    if m.legacy and value == _LEGACY_PLACEHOLDERS.get(name):
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def _started_at(m: RunManifest | None, run_dir: Path) -> str:
+    if m is not None and m.started_at:
+        return m.started_at
     for name in RUN_FILES:  # the oldest run file is the best guess for when the run happened
         p = run_dir / name
         if p.exists():
-            return datetime.fromtimestamp(p.stat().st_mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return iso_utc(p.stat().st_mtime)
     return "1970-01-01T00:00:00Z"
 
 
