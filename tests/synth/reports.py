@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.checks import run_all_checks
+from harness.manifest import NemesisRecord, Racks, RunManifest
 from tests.synth.histories import HistoryBuilder
 
 TOPIC = "t"
@@ -169,15 +170,14 @@ def write_run(root: Path, spec: RunSpec, *, with_verdict: bool = True) -> Path:
     hist = b.write(d / "history.jsonl")
     repro = (f"highwater campaign --suite {spec.suite} --scenario {spec.scenario} "
              f"--seed {spec.seed} --kafka-version {spec.kafka_version}")
-    run = {"format": "highwater.run/1", "run_id": spec.run_id, "campaign": spec.campaign,
-           "suite": spec.suite, "scenario": spec.scenario, "kafka_version": spec.kafka_version,
-           "client": spec.client, "config": b.header["config"], "seed": spec.seed,
-           "repro": repro, "started_at": spec.started_at,
-           "schedule": {"faults": [{"kind": "kill", "targets": ["broker:3"]}]},
-           "racks": b.header["racks"],
-           "client_bytes": {"rack-a": {"1": 52_000, "2": 1_000, "3": 0},
-                            "rack-b": {"1": 2_000, "2": 48_000, "3": 0}}}
-    (d / "run.json").write_text(json.dumps(run, indent=2), encoding="utf-8")
+    schedule = {"format": "highwater.schedule/1", "seed": spec.seed,
+                "faults": [{"id": 0, "start": 5.0, "duration": 10.0, "cli": "kill --target broker:3"}]}
+    RunManifest(run_id=spec.run_id, campaign=spec.campaign, suite=spec.suite, scenario=spec.scenario,
+                kafka_version=spec.kafka_version, client=spec.client, config=b.header["config"], seed=spec.seed,
+                repro=repro, started_at=spec.started_at, racks=Racks.from_json(b.header["racks"]),
+                nemesis=NemesisRecord("scheduled", schedule=schedule),
+                client_bytes={"rack-a": {"1": 52_000, "2": 1_000, "3": 0},
+                              "rack-b": {"1": 2_000, "2": 48_000, "3": 0}}).write(d / "run.json")
     if with_verdict:
         verdicts = run_all_checks(hist)
         from harness.checks import overall
