@@ -19,7 +19,7 @@ resolve to (``leader:t/0`` = any broker), except that ``leader:t/p`` and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from faults.common import Direction, FaultError
 from faults.scope import possible_links, possible_nodes, same_partition_leader_and_follower
@@ -31,8 +31,8 @@ def _toxic_streams(topology: Topology, spec: FaultSpec) -> frozenset[tuple[Link,
     return frozenset((l, s) for l in possible_links(topology, spec) for s in spec.streams)
 
 
-def _show(items: object) -> str:
-    names = sorted(str(getattr(i, "proxy_name", i)) for i in items)  # type: ignore[attr-defined]
+def _show(items: Iterable[object]) -> str:
+    names = sorted(str(getattr(i, "proxy_name", i)) for i in items)
     more = f" and {len(names) - 3} more" if len(names) > 3 else ""
     return ", ".join(names[:3]) + more
 

@@ -201,9 +201,12 @@ def majority_minority(
     the two halves cut in both directions and every link within each half up. Give exactly one
     of ``minority`` (explicit, checked by :func:`check_minority`) or ``seed`` (see
     :func:`pick_minority`). Client links stay up."""
-    if (minority is None) == (seed is None):
+    if minority is not None and seed is None:
+        small = check_minority(topology, minority)
+    elif seed is not None and minority is None:
+        small = pick_minority(topology, seed)
+    else:
         raise FaultError("majority_minority needs exactly one of minority= or seed=")
-    small = check_minority(topology, minority) if minority is not None else pick_minority(topology, seed)  # type: ignore[arg-type]
     return cut_between(topology, small, node_names(topology) - small)
 
 
