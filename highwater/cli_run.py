@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from harness.backend import DEFAULT_BACKEND, get_backend
+from harness.clients import DEFAULT_CLIENT, client_names, get_driver
 from harness.errors import HighwaterError
 
 
@@ -38,6 +39,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="ci", choices=["ci", "nightly"])
     p.add_argument("--backend", default=DEFAULT_BACKEND,
                    help=f"where the clusters run (default: {DEFAULT_BACKEND}; see harness.backend)")
+    p.add_argument("--client", default=DEFAULT_CLIENT,
+                   help=f"the client library under test (default: {DEFAULT_CLIENT}; known: {', '.join(client_names())})")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the runs' fault schedules (default: each suite's own seeds)")
     p.add_argument("--kafka-version", action="append", default=None, help="repeatable or comma-separated")
     p.add_argument("--campaign", default=None, help="campaign name (default: <profile>-<timestamp>)")
     p.add_argument("--results", default="results")
@@ -52,9 +57,12 @@ def locate(test: str) -> str:
 
 
 def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
-    get_backend(args.backend)  # an unknown backend fails here, in one line, before pytest starts
+    get_backend(args.backend)  # an unknown backend or client fails here, in one line, before pytest starts
+    get_driver(args.client)
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *map(locate, tests), "--profile", args.profile,
-            "--campaign", campaign, "--results", args.results, "--backend", args.backend, "-rxXf"]
+            "--campaign", campaign, "--results", args.results, "--backend", args.backend, "--client", args.client, "-rxXf"]
+    if args.seed is not None:
+        argv += ["--seed", str(args.seed)]
     for v in args.kafka_version or []:
         argv += ["--kafka-version", v]
     print("highwater: " + " ".join(argv[1:]), file=sys.stderr, flush=True)

@@ -3,6 +3,10 @@
 - ``kafka_version``: the version under test (``--kafka-version`` or ``HIGHWATER_KAFKA_VERSION``,
   default: the newest stable release on Maven Central).
 - ``backend``: the backend name (``--backend``, default ``local``; see ``harness.backend``).
+- ``client_name``: the client under test (``--client``, default ``kafka-python``; see
+  ``harness.clients``).
+- ``run_seed``: ``--seed N`` (default None: each suite's own seeds); a chaos run plays the
+  schedule of that seed.
 - ``cluster_factory``: start clusters from a ``ClusterSpec`` on that backend; all are torn down
   after the test, with their logs collected to ``results/logs/<test>/`` when the test failed.
 - ``cluster``: a 3-broker, 3-rack cluster shared by a test module.
@@ -21,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from harness.backend import DEFAULT_BACKEND, BackendError, ClusterBackend, get_backend, start_backend
+from harness.clients import DEFAULT_CLIENT, client_names
 from harness.config import ClusterSpec
 
 ClusterFactory = Callable[..., ClusterBackend]
@@ -35,6 +40,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="where logs of clusters of failed tests are collected")
     group.addoption("--backend", action="store", default=DEFAULT_BACKEND,
                     help=f"where test clusters run (default: {DEFAULT_BACKEND}; see harness.backend)")
+    group.addoption("--client", action="store", default=DEFAULT_CLIENT,
+                    help=f"the client library under test (default: {DEFAULT_CLIENT}; known: "
+                    f"{', '.join(client_names())})")
+    group.addoption("--seed", action="store", type=int, default=None,
+                    help="the seed of the runs' schedules (default: each suite's own seeds)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -43,6 +53,9 @@ def pytest_configure(config: pytest.Config) -> None:
         get_backend(config.getoption("--backend"))
     except BackendError as exc:
         raise pytest.UsageError(str(exc)) from None
+    client = config.getoption("--client")
+    if client not in client_names():
+        raise pytest.UsageError(f"unknown client {client!r} (known: {', '.join(client_names())})")
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -88,6 +101,19 @@ def _progress(msg: str) -> None:
 def backend(request: pytest.FixtureRequest) -> str:
     """The name of the backend test clusters run on (``--backend``)."""
     return str(request.config.getoption("--backend"))
+
+
+@pytest.fixture(scope="session")
+def client_name(request: pytest.FixtureRequest) -> str:
+    """The client library under test (``--client``)."""
+    return str(request.config.getoption("--client"))
+
+
+@pytest.fixture(scope="session")
+def run_seed(request: pytest.FixtureRequest) -> int | None:
+    """``--seed N``, or None when the suites use their own seeds."""
+    seed = request.config.getoption("--seed")
+    return int(seed) if seed is not None else None
 
 
 @pytest.fixture
