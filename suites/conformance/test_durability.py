@@ -1,25 +1,69 @@
 """Durability: with acks=all and min.insync.replicas=2, a leader kill, a partitioned leader or a
 paused leader loses no acknowledged write, shows no consumer an uncommitted record, and makes
-no consumer skip an offset. The schedules are ``suites.scenario.PLANS["durability/..."]``."""
+no consumer skip an offset. The schedules are ``suites.scenario.PLANS["durability/..."]``; each
+fault outlasts the timed checks' bounds, so the same run also judges the consumers' liveness
+(``test_consumers_keep_up_under_leader_faults``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from harness.checks.verdict import Verdict
-from suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
+from highwater.runner import RunResult
+from suites.scenario import PLANS, TIMED_CHECKS, check_verdicts, describe, run_plan
 
 SCENARIOS = {p.scenario: list(p.steps) for p in PLANS.values() if p.suite == "durability"}
+_RUNS: dict[tuple[str, str], RunResult] = {}
 
 
 def assert_durable(verdicts: list[Verdict], scenario: str) -> None:
-    """The scenario's assertions: no lost write, no uncommitted read, no skip, consistent offsets."""
-    check_verdicts(verdicts, PLANS[f"durability/{scenario}"].must_hold)
+    """The scenario's assertions: no lost write, no uncommitted read, no skip, consistent offsets
+    (and no other safety check violated; the timed checks are judged by the liveness test)."""
+    check_verdicts([v for v in verdicts if v.check not in TIMED_CHECKS], PLANS[f"durability/{scenario}"].must_hold)
+
+
+def assert_live(verdicts: list[Verdict]) -> None:
+    """No timed check (follower-fetch, progress, isr-stability) is violated."""
+    bad = [v for v in verdicts if v.check in TIMED_CHECKS and v.valid is False]
+    assert not bad, "liveness under a leader fault:\n" + describe(bad)
+
+
+def _run(cluster, profile, campaign, results_root, repro, scenario: str, kafka_version: str) -> RunResult:  # type: ignore[no-untyped-def]
+    """One run per scenario and Kafka version; both tests judge it."""
+    key = (kafka_version, scenario)
+    if key not in _RUNS:
+        _RUNS[key] = run_plan(cluster, PLANS[f"durability/{scenario}"], profile=profile, campaign=campaign,
+                              results_root=results_root, repro=repro, acks="all", min_insync_replicas=2,
+                              topic=f"dur-{scenario}")
+    return _RUNS[key]
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_no_loss_no_uncommitted_read_no_skip(cluster, profile, campaign, results_root, repro, scenario) -> None:  # type: ignore[no-untyped-def]
-    p = PLANS[f"durability/{scenario}"]
-    result = run_plan(cluster, p, profile=profile, campaign=campaign, results_root=results_root, repro=repro,
-                      acks="all", min_insync_replicas=2, topic=f"dur-{scenario}")
-    assert_verdicts(result, must_hold=p.must_hold)
+def test_no_loss_no_uncommitted_read_no_skip(cluster, profile, campaign, results_root, repro, kafka_version,  # type: ignore[no-untyped-def]
+                                             scenario) -> None:
+    result = _run(cluster, profile, campaign, results_root, repro, scenario, kafka_version)
+    try:
+        assert_durable(result.verdicts, scenario)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n(results: {result.dir}; repro: {repro})") from None
+
+
+CANDIDATE_HW8 = pytest.mark.xfail(strict=False, reason=(
+    "FINDING CANDIDATE HW-8 (seen once, Kafka 4.4.0, kafka-python 3.0.12, not yet diagnosed): with the "
+    "partition-0 leader (broker 1, combined broker+controller) cut off on every replication and controller "
+    "link for 20 s, the rack-a consumer polled nothing of partition 0 for the whole window while writes "
+    "were acknowledged, and the observer kept seeing broker 1 as leader (ISR shrunk to [1]) and, for "
+    "partitions 1 and 2, as a new leader with ISR [1] (epoch 1): stale or uncommitted metadata from the "
+    "isolated broker. Invisible with the former 8 s window. "
+    "Repro: .venv/bin/pytest 'suites/conformance/test_durability.py::test_consumers_keep_up_under_leader_faults'"))
+
+
+@pytest.mark.parametrize("scenario", [pytest.param(s, marks=CANDIDATE_HW8) if s == "leader-partition" else s
+                                      for s in SCENARIOS])
+def test_consumers_keep_up_under_leader_faults(cluster, profile, campaign, results_root, repro, kafka_version,  # type: ignore[no-untyped-def]
+                                               scenario) -> None:
+    result = _run(cluster, profile, campaign, results_root, repro, scenario, kafka_version)
+    try:
+        assert_live(result.verdicts)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n(results: {result.dir}; repro: {repro})") from None

@@ -64,7 +64,7 @@ def fails(assertion: Callable[[], None]) -> str:
 # -- mutations ---------------------------------------------------------------------------------
 
 
-def never_moves(events: Events, consumer: str = "consumer-1") -> Events:
+def never_moves(events: Events, consumer: str = "consumer-1", replica: int = 2) -> Events:
     """The consumer whose replica was faulted gets nothing for the whole fault, then everything
     at once after the heal, from the same replica (the run of issue 11)."""
     evs = copy.deepcopy(events)
@@ -75,7 +75,7 @@ def never_moves(events: Events, consumer: str = "consumer-1") -> Events:
     assert records, "the clean history has polls to hold back"
     evs = [e for e in evs if not any(e is h for h in held)]
     for r in records:
-        r["replica"] = 2  # from the faulted replica, as if it had never moved
+        r["replica"] = replica  # from the faulted replica, as if it had never moved
     for k, (typ, value) in enumerate((("invoke", None), ("ok", {"records": records}))):
         evs.append({"index": -1, "_order": heal["index"] + 0.1 + k / 10, "time_ns": t1, "process": consumer,
                     "type": typ, "f": "poll", "value": value, "error": None})
@@ -268,6 +268,16 @@ def test_durability_twins(durable: tuple[str, Generated], mutate: Callable[[Even
     test_durability.assert_durable(verdicts_of(g.header, g.events), scenario)
     msg = fails(lambda: test_durability.assert_durable(verdicts_of(g.header, mutate(g.events)), scenario))
     assert f"{check}: False" in msg
+
+
+def test_durability_liveness_twin_consumer_never_moves(durable: tuple[str, Generated]) -> None:
+    """The same runs judge the consumers' liveness: the rack consumer of the faulted leader
+    (broker 1, rack a) gets nothing for the whole fault."""
+    scenario, g = durable
+    test_durability.assert_live(verdicts_of(g.header, g.events))
+    twin = never_moves(g.events, "consumer-0", replica=1)
+    fails(lambda: test_durability.assert_live(verdicts_of(g.header, twin)))
+    test_durability.assert_durable(verdicts_of(g.header, twin), scenario)  # a liveness twin, not a durability one
 
 
 # -- KIP-320 -------------------------------------------------------------------------------------
