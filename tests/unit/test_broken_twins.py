@@ -15,12 +15,12 @@ import pytest
 
 from harness.checks import run_checks
 from harness.checks.data import from_events
-from tests.synth.histories import HistoryBuilder
 from harness.checks.verdict import Verdict
 from suites.conformance import test_durability, test_kafka4485, test_kip207, test_kip320
 from suites.conformance import test_kip392_fetching as kip392
 from suites.scenario import KIP392_FAULTS, PLANS
 from tests.data.scenario_histories import TOPIC, Generated, generate
+from tests.synth.histories import HistoryBuilder
 
 Events = list[dict[str, Any]]
 NS = 1_000_000_000
