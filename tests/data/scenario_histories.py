@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.checks.bounds import header_entries
-from tests.synth.histories import HistoryBuilder
 from suites.scenario import Plan
+from tests.synth.histories import HistoryBuilder
 
 TICK_MS = 100
 LEAVE_S = 5.0  # a cut-off / killed / slowed follower leaves the ISR

@@ -11,8 +11,8 @@ import numpy as np
 from harness.checks import CHECKS
 from harness.checks.bounds import Settings, header_entries
 from harness.checks.liveness import longest_stall
-from tests.synth.histories import HistoryBuilder
 from harness.checks.verdict import UNKNOWN, Verdict
+from tests.synth.histories import HistoryBuilder
 
 # bounds ten times shorter than the fast-failure ones, so histories stay small:
 # leave 900, rejoin 1200, F 750, S 1350 (hang 2350), B 1250 (ms)
