@@ -125,7 +125,7 @@ def execute_run(cluster: ClusterBackend, spec: RunSpec, nemesis: Nemesis | None 
     cluster.create_topic(spec.topic, spec.partitions, spec.replication_factor, topic_config)
     racks = {"brokers": {str(b): cluster.rack_of(b) for b in cluster.broker_ids},
              "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)}}
-    history = HistoryWriter(out / "history.jsonl", run_id=run_id, kafka_version=cluster.kafka.version if cluster.kafka else None,
+    history = HistoryWriter(out / "history.jsonl", run_id=run_id, kafka_version=cluster.kafka_version,
                             client=client_label(get_driver(spec.client)), suite=spec.suite, scenario=spec.scenario, seed=seed,
                             config=spec.header_config(cluster), racks=racks)
     manifest = RunManifest(
