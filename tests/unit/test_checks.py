@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from harness.checks import CHECKS, run_checks
-from tests.synth.histories import HistoryBuilder
 from harness.checks.verdict import NOT_APPLICABLE, UNKNOWN, Verdict, merge_valid
 from harness.policy import allowed, apply_policy
+from tests.synth.histories import HistoryBuilder
 
 T = "t"
 RACKS = {"brokers": {"1": "a", "2": "b", "3": "c"},

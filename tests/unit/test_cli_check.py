@@ -7,9 +7,9 @@ import io
 import json
 from pathlib import Path
 
-from tests.synth.histories import HistoryBuilder
 from harness.history import to_parquet
 from highwater.cli_check import main, register, run
+from tests.synth.histories import HistoryBuilder
 
 RACKS = {"brokers": {"1": "a", "2": "b"}, "clients": {"consumer-0": "a"}}
 

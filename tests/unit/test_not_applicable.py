@@ -24,9 +24,9 @@ from harness.checks import (
     present_inputs,
     run_checks,
 )
-from tests.synth.histories import HistoryBuilder
 from harness.checks.verdict import Verdict, merge_valid, overall_valid
 from highwater.cli_check import main, run
+from tests.synth.histories import HistoryBuilder
 
 T = "t"
 RACKS = {"brokers": {"1": "a", "2": "b", "3": "c"}, "clients": {"consumer-0": "a"}}

@@ -148,8 +148,8 @@ def test_lenient_run_discovery(tmp_path: Path) -> None:
 
 
 def test_context_events_marks_involved(tmp_path: Path) -> None:
-    from tests.synth.histories import HistoryBuilder
     from harness.history import to_parquet
+    from tests.synth.histories import HistoryBuilder
 
     b = HistoryBuilder()
     for i in range(20):
@@ -163,9 +163,9 @@ def test_context_events_marks_involved(tmp_path: Path) -> None:
 
 def test_context_from_one_read_per_run(tmp_path: Path) -> None:
     """Several examples of one run share one read; each still gets only its own neighbours."""
-    from tests.synth.histories import HistoryBuilder
     from harness.history import to_parquet
     from reports.aggregate import context_table
+    from tests.synth.histories import HistoryBuilder
 
     b = HistoryBuilder()
     for i in range(40):
