@@ -31,12 +31,13 @@ from typing import Any
 
 from faults.capability import check_capabilities, declared_faults
 from faults.inject import Injector
-from harness.backend import ClusterBackend, backend_name
+from harness.backend import ClusterBackend, LinkControl, backend_name
 from harness.checks import overall, run_all_checks
-from harness.checks.verdict import Verdict
+from harness.checks.verdict import Input, Verdict
 from harness.clients import DEFAULT_CLIENT, client_label, get_driver
 from harness.errors import HighwaterError
 from harness.history import HistoryWriter
+from harness.toxiproxy import ByteCounters
 from harness.manifest import ClusterShape, NemesisRecord, Racks, RunManifest, RunStats, iso_utc
 from harness.waiting import wait_until
 from harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
@@ -125,13 +126,17 @@ def execute_run(cluster: ClusterBackend, spec: RunSpec, nemesis: Nemesis | None 
     cluster.create_topic(spec.topic, spec.partitions, spec.replication_factor, topic_config)
     racks = {"brokers": {str(b): cluster.rack_of(b) for b in cluster.broker_ids},
              "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)}}
+    header_config = spec.header_config(cluster)
+    # The inputs this run sets out to record: if one is missing (a crash before the final read),
+    # the checks that need it say unknown, not not-applicable.
+    promised = [i.value for i in (Input.RACKS, Input.SENDS, Input.POLLS, Input.META, Input.FINAL_READS)]
     history = HistoryWriter(out / "history.jsonl", run_id=run_id, kafka_version=cluster.kafka_version,
                             client=client_label(get_driver(spec.client)), suite=spec.suite, scenario=spec.scenario, seed=seed,
-                            config=spec.header_config(cluster), racks=racks)
+                            config=header_config, racks=racks, records=promised)  # harness.checks.PROMISED_KEY
     manifest = RunManifest(
         run_id=run_id, suite=spec.suite, scenario=spec.scenario, campaign=spec.campaign,
         kafka_version=cluster.kafka_version, client=client_label(get_driver(spec.client)),
-        config=spec.header_config(cluster), seed=seed, repro=spec.repro, started_at=iso_utc(time.time()),
+        config=header_config, seed=seed, repro=spec.repro, started_at=iso_utc(time.time()),
         python=platform.python_version(), racks=Racks(racks["brokers"], racks["clients"]),
         cluster=ClusterShape(backend_name(cluster), cluster.spec.brokers, cluster.spec.racks, cluster.spec.controllers,
                              {str(k): str(v) for k, v in cluster.spec.broker_config.items()}),
@@ -150,7 +155,7 @@ def execute_run(cluster: ClusterBackend, spec: RunSpec, nemesis: Nemesis | None 
     observer = ObserverWorker(cluster.bootstrap(), history, spec.topic, spec.partitions,
                               interval=spec.observe_interval)
     injector = Injector(cluster, history, seed=seed, default_partition=(spec.topic, 0))
-    client_bytes_before = {rack: cluster.client_bytes(rack) for rack in cluster.topo.client_racks}
+    client_bytes_before = _client_bytes(cluster)
     crashed: BaseException | None = None
     try:
         for w in [observer, *consumers, *producers]:
@@ -177,7 +182,7 @@ def execute_run(cluster: ClusterBackend, spec: RunSpec, nemesis: Nemesis | None 
             for w in [*consumers, observer]:
                 w.stop()
             # Consumers are closed, so their bytes are counted; the final read would add its own.
-            client_bytes_after = {rack: cluster.client_bytes(rack) for rack in cluster.topo.client_racks}
+            client_bytes_after = _client_bytes(cluster)
             if crashed is None:
                 progress(f"{run_id}: final read")
                 final_read(cluster.bootstrap(), history, spec.topic, spec.partitions)
@@ -188,7 +193,7 @@ def execute_run(cluster: ClusterBackend, spec: RunSpec, nemesis: Nemesis | None 
     stats = run_stats.to_json()
     after = client_bytes_after
     client_bytes = {rack: {str(b): after[rack][b].downstream - client_bytes_before[rack][b].downstream
-                           for b in after[rack]} for rack in after}
+                           for b in after[rack]} for rack in after if rack in client_bytes_before}
     verdicts = run_all_checks(out / "history.jsonl")
     valid = overall(verdicts)
     _write_json(out / "verdict.json", {"history": str(out / "history.jsonl"), "valid": valid,
@@ -200,6 +205,14 @@ def execute_run(cluster: ClusterBackend, spec: RunSpec, nemesis: Nemesis | None 
         cluster.collect_logs(out / "logs")
     progress(f"{run_id}: {'VALID' if valid is True else 'VIOLATIONS' if valid is False else 'UNKNOWN'} -> {out}")
     return RunResult(run_id, out, valid, verdicts, stats)
+
+
+def _client_bytes(cluster: ClusterBackend) -> dict[str, dict[int, ByteCounters]]:
+    """Bytes each broker sent to each client rack, where the backend can count them (link
+    control); a backend without byte counters gives none and the manifest says so by omission."""
+    if not isinstance(cluster, LinkControl):
+        return {}
+    return {rack: cluster.client_bytes(rack) for rack in cluster.topo.client_racks}
 
 
 #: consumers still behind this long into settling get their threads' stacks written down

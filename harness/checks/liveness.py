@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,7 @@ def bounds(h: HistoryData) -> dict[str, Bound]:
     """The bounds of this history (``harness.checks.bounds.resolve`` of its header config)."""
     if "bounds" not in h.cache:
         h.cache["bounds"] = resolve(h.config)
-    return h.cache["bounds"]  # type: ignore[no-any-return]
+    return h.cache["bounds"]
 
 
 def bound_ns(h: HistoryData, key: str, default_ms: int | None = None) -> int:
@@ -99,7 +99,7 @@ class Window:
 
 def fault_windows(h: HistoryData) -> list[Window]:
     if "windows" in h.cache:
-        return h.cache["windows"]  # type: ignore[no-any-return]
+        return h.cache["windows"]
     active: list[Window] = []
     done: list[Window] = []
     for ev in sorted(h.faults, key=lambda e: e.row):
@@ -127,7 +127,7 @@ def fault_windows(h: HistoryData) -> list[Window]:
     return out
 
 
-def _cut_set(kind: str | None, targets: Iterable[Any], params: dict[str, Any]) -> frozenset[int]:
+def _cut_set(kind: str | None, targets: Iterable[Any], params: Mapping[str, Any]) -> frozenset[int]:
     if isinstance(params.get("cuts_off"), list):
         return frozenset(b for b in map(_broker_id, params["cuts_off"]) if b is not None)
     k = (kind or "").replace("-", "_")
@@ -201,14 +201,14 @@ def _series(h: HistoryData) -> tuple[dict[tuple[int, int], np.ndarray], dict[int
         okm = (s.type == OK) & (s.tp >= 0)
         acks = {int(tp): np.sort(s.time[okm][s.tp[okm] == tp].astype(np.int64)) for tp in np.unique(s.tp[okm])}
         h.cache["stall_series"] = (polls, acks)
-    return h.cache["stall_series"]  # type: ignore[no-any-return]
+    return h.cache["stall_series"]
 
 
 def window_stalls(h: HistoryData) -> list[Stall]:
     """The longest stall of every consumer and partition it was reading (it polled a record of
     it before the window), during every fault window and after every heal (``progress_bound_ms``)."""
     if "stalls" in h.cache:
-        return h.cache["stalls"]  # type: ignore[no-any-return]
+        return h.cache["stalls"]
     polls, acks = _series(h)
     after = bound_ns(h, "progress_bound_ms")
     out: list[Stall] = []
@@ -366,8 +366,8 @@ def follower_fetch(h: HistoryData) -> Verdict:
             times, mv = t_s[lo:hi], mv_s[lo:hi]
             if len(times) == 0 or times[0] > t or h.end_time < t + bound:
                 continue
-            a, b = np.searchsorted(stp, tp, "left"), np.searchsorted(stp, tp, "right")
-            acked = st[a:b]
+            ack_lo, ack_hi = np.searchsorted(stp, tp, "left"), np.searchsorted(stp, tp, "right")
+            acked = st[ack_lo:ack_hi]
             if not np.any((acked > t) & (acked < t + bound)):
                 continue
             if any(w.end is not None and w.end < t + bound for w in inside):
