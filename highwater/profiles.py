@@ -16,7 +16,8 @@ class Profile:
 
 
 PROFILES = {
-    "ci": Profile("ci", run_seconds=20, chaos_seconds=60, chaos_seeds=(1,), rate=50),
+    # ci chaos: 90 s hold two fault windows that outlast every timed check's bound (~30 s each)
+    "ci": Profile("ci", run_seconds=20, chaos_seconds=90, chaos_seeds=(1,), rate=50),
     "nightly": Profile("nightly", run_seconds=60, chaos_seconds=300, chaos_seeds=(1, 2, 3, 4, 5), rate=200),
 }
 

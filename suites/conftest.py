@@ -10,11 +10,13 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from highwater.profiles import Profile, get_profile
+from suites.scenario import RUN_OPTIONS, RunOptions
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -41,10 +43,24 @@ def results_root(request: pytest.FixtureRequest) -> Path:
     return root
 
 
+@pytest.fixture(autouse=True)
+def run_options(client_name: str, run_seed: int | None) -> Iterator[RunOptions]:
+    """Every scenario of this test runs with the session's client and seed."""
+    options = RunOptions(client_name, run_seed)
+    token = RUN_OPTIONS.set(options)
+    try:
+        yield options
+    finally:
+        RUN_OPTIONS.reset(token)
+
+
 @pytest.fixture
-def repro(request: pytest.FixtureRequest, kafka_version: str, profile: Profile) -> str:
-    """The command that reruns exactly this test."""
+def repro(request: pytest.FixtureRequest, kafka_version: str, profile: Profile, backend: str,
+          run_options: RunOptions) -> str:
+    """The command that reruns exactly this test (with its backend, client and seed)."""
+    seed = ["--seed", str(run_options.seed)] if run_options.seed is not None else []
     return " ".join(["highwater", "run", "--profile", profile.name, "--kafka-version", kafka_version,
+                     "--backend", backend, "--client", run_options.client, *seed,
                      shlex.quote(request.node.nodeid)])
 
 

@@ -6,20 +6,40 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from faults.schedule import DEFAULT_MIX, ScheduleConfig
 from harness.checks.bounds import Bound, Settings, derive, required_window_ms, stall_bound_name
 from harness.checks.verdict import Verdict
-from harness.cluster import Cluster
+from harness.backend import ClusterBackend
+from harness.clients import DEFAULT_CLIENT
 from highwater.nemesis import Step, scripted
 from highwater.profiles import Profile
 from highwater.runner import Nemesis, RunResult, RunSpec, execute_run
 
 
-def run_scenario(cluster: Cluster, *, suite: str, scenario: str, profile: Profile, campaign: str,
+@dataclass(frozen=True)
+class RunOptions:
+    """What the command line chose for every run of a session (``--client``, ``--seed``)."""
+
+    client: str = DEFAULT_CLIENT
+    seed: int | None = None
+
+
+#: set for each test by ``suites/conftest.py`` from the plugin's fixtures, so every scenario
+#: picks the session's client and seed without each test passing them along
+RUN_OPTIONS: ContextVar[RunOptions] = ContextVar("RUN_OPTIONS", default=RunOptions())
+
+
+def run_scenario(cluster: ClusterBackend, *, suite: str, scenario: str, profile: Profile, campaign: str,
                  results_root: Path, repro: str, nemesis: Nemesis | None = None, **overrides: Any) -> RunResult:
+    options = RUN_OPTIONS.get()
+    overrides.setdefault("client", options.client)
+    if options.seed is not None:
+        overrides.setdefault("seed", options.seed)
     spec = RunSpec(suite=suite, scenario=scenario, campaign=campaign, results_root=results_root,
                    duration=overrides.pop("duration", profile.run_seconds), rate=overrides.pop("rate", profile.rate),
                    repro=repro, **overrides)
@@ -71,6 +91,15 @@ class Plan:
     @property
     def key(self) -> str:
         return f"{self.suite}/{self.scenario}"
+
+    def shortest_window_seconds(self) -> float:
+        """The shortest fault window every timed check can judge whatever the fault's kind: the
+        longest stall bound (a hanging fault's) plus its margin. Seeded schedules draw their
+        durations from here up, so a chaos verdict can say no, not just unknown."""
+        b = self.bounds()
+        longest = max(b[name].ms for name in ("consumer_stall_hang_bound_ms", "follower_fetch_bound_ms",
+                                              "isr_leave_bound_ms"))
+        return math.ceil(required_window_ms(longest) / 1000)
 
     def settings(self) -> Settings:
         """The settings of a run of this plan: what ``RunSpec.header_config`` records."""
@@ -201,7 +230,7 @@ def plan(suite: str, scenario: str) -> Plan:
     return PLANS[f"{suite}/{scenario}"]
 
 
-def run_plan(cluster: Cluster, p: Plan, *, profile: Profile, campaign: str, results_root: Path, repro: str,
+def run_plan(cluster: ClusterBackend, p: Plan, *, profile: Profile, campaign: str, results_root: Path, repro: str,
              **overrides: Any) -> RunResult:
     """Run a scripted plan: its steps as the nemesis, its duration and observe interval."""
     return run_scenario(cluster, suite=p.suite, scenario=p.scenario, profile=profile, campaign=campaign,
@@ -231,3 +260,23 @@ def check_verdicts(verdicts: Iterable[Verdict], must_hold: Iterable[str], where:
     if bad or weak:
         raise AssertionError(f"Kafka's promises broken or not judged{where}:\n"
                              + describe(bad + [w for w in weak if w not in bad]))
+
+
+# -- the seeded chaos run -------------------------------------------------------------------
+
+#: the chaos run's settings, as a plan without scripted steps (its schedule is drawn per seed)
+CHAOS = Plan("chaos", "seeded")
+#: a rolling restart needs minutes; it is drawn only in runs long enough to hold one
+ROLLING_RESTART_MIN_LENGTH = 240.0
+
+
+def chaos_schedule_config(profile: Profile, topic: str) -> ScheduleConfig:
+    """What a chaos run's seeded schedule may draw: every window at least as long as every timed
+    check's bound plus its margin (``Plan.shortest_window_seconds``), and the last seconds of the
+    run calm, so the after-heal phase of progress fits (``Plan.tail_seconds``)."""
+    length = profile.chaos_seconds - CHAOS.tail_seconds()
+    shortest = CHAOS.shortest_window_seconds()
+    mix = DEFAULT_MIX if length >= ROLLING_RESTART_MIN_LENGTH else \
+        tuple((k, w) for k, w in DEFAULT_MIX if k != "rolling_restart")
+    return ScheduleConfig(length=length, duration=(shortest, shortest + 6.0), gap=(3.0, 8.0), mix=mix,
+                          partitions=(f"{topic}/0",), latency_ms=(50.0, 6000.0))

@@ -8,17 +8,16 @@ import json
 
 import pytest
 
-from faults.schedule import DEFAULT_MIX, Schedule, ScheduleConfig
+from faults.schedule import Schedule
 from highwater.nemesis import scheduled
 from highwater.profiles import PROFILES
-from suites.scenario import assert_verdicts, run_scenario
-
-# A rolling restart needs minutes; keep it for runs long enough to hold one.
-SHORT_MIX = tuple((k, w) for k, w in DEFAULT_MIX if k != "rolling_restart")
+from suites.scenario import assert_verdicts, chaos_schedule_config, run_scenario
 
 
 def _seeds(config: pytest.Config) -> list[int]:
-    return list(PROFILES[config.getoption("--profile")].chaos_seeds)
+    """``--seed N`` runs that seed alone; otherwise the profile's seeds."""
+    seed = config.getoption("--seed")
+    return [int(seed)] if seed is not None else list(PROFILES[config.getoption("--profile")].chaos_seeds)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -28,10 +27,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def test_chaos(cluster, profile, campaign, results_root, repro, seed: int) -> None:  # type: ignore[no-untyped-def]
     topic = f"chaos{seed}"
-    length = profile.chaos_seconds - 10  # the last seconds stay calm before healing and settling
-    config = ScheduleConfig(length=length, duration=(5.0, 12.0), gap=(3.0, 8.0),
-                            mix=DEFAULT_MIX if length >= 240 else SHORT_MIX,
-                            partitions=(f"{topic}/0",), latency_ms=(50.0, 6000.0))
+    config = chaos_schedule_config(profile, topic)
     schedule = Schedule.generate(cluster.topo, seed, config)
     assert Schedule.from_json(schedule.to_json()).faults == schedule.faults  # reproducible from its JSON
     result = run_scenario(cluster, suite="chaos", scenario=f"seed-{seed}", profile=profile, campaign=campaign,

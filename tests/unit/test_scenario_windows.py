@@ -87,3 +87,37 @@ def test_note_table() -> None:
         lines.append(f"| {key} | {timed} | {windows} | {judged} | {twin} |")
     print("\n".join(lines))
     assert len(lines) == len(PLANS) + 2
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_chaos_schedules_draw_only_windows_the_timed_checks_can_judge(profile: str) -> None:
+    """Every fault a seeded chaos schedule draws outlasts every timed check's bound (plus margin),
+    for the profile's seeds and a few more; at least one fault fits in the run; the run's last
+    ``tail_seconds`` stay calm for progress after the last heal."""
+    from faults.schedule import Schedule
+    from suites.scenario import CHAOS, chaos_schedule_config
+    from tests.unit.fault_topology import topo
+
+    p = PROFILES[profile]
+    config = chaos_schedule_config(p, "chaos")
+    longest = max(CHAOS.bounds()[n].ms for n in ("consumer_stall_hang_bound_ms", "follower_fetch_bound_ms",
+                                                    "isr_leave_bound_ms"))
+    for seed in (*p.chaos_seeds, 11, 12, 13):
+        schedule = Schedule.generate(topo(3, 3), seed, config)
+        assert schedule.faults, f"{profile} seed {seed}: no fault fits in {config.length} s"
+        for sf in schedule.faults:
+            assert sf.duration * 1000 >= required_window_ms(longest), (profile, seed, sf)
+            assert sf.end <= p.chaos_seconds - CHAOS.tail_seconds(), (profile, seed, sf)
+
+
+def test_the_chaos_walk_sees_a_short_window() -> None:
+    from dataclasses import replace
+
+    from faults.schedule import Schedule
+    from suites.scenario import CHAOS, chaos_schedule_config
+    from tests.unit.fault_topology import topo
+
+    short = replace(chaos_schedule_config(PROFILES["ci"], "chaos"), duration=(5.0, 12.0))
+    longest = CHAOS.bounds()["consumer_stall_hang_bound_ms"].ms
+    faults = Schedule.generate(topo(3, 3), 1, short).faults
+    assert any(sf.duration * 1000 < required_window_ms(longest) for sf in faults)
