@@ -58,7 +58,10 @@ def build_history(spec: RunSpec) -> HistoryBuilder:
                         # short bounds: a synthetic run lasts seconds, not minutes
                         "follower_fetch_grace_ms": 100, "follower_fetch_bound_ms": 3000,
                         "progress_bound_ms": 3000, "replica_lag_time_max_ms": 500,
-                        "isr_slack_ms": 500, "isr_rejoin_bound_ms": 3000},
+                        "isr_slack_ms": 500, "isr_rejoin_bound_ms": 3000,
+                        # the fault window lasts ~0.9 s: bounds below it, so every window is judged
+                        "isr_leave_bound_ms": 400, "consumer_stall_bound_ms": 300,
+                        "consumer_stall_hang_bound_ms": 300},
                        run_id=spec.run_id, kafka_version=spec.kafka_version, client=spec.client,
                        racks={"brokers": {str(k): v for k, v in brokers.items()},
                               "clients": consumers}, step_ms=5)
