@@ -76,7 +76,7 @@ def fast_failure_defaults(brokers: int) -> dict[str, str]:
 def render_properties(
     spec: ClusterSpec, topo: Topology, node: Node, data_dir: str
 ) -> dict[str, str]:
-    """``server.properties`` of one node: listeners as in DESIGN.md, defaults, then overrides."""
+    """``server.properties`` of one node: listeners as in README.md (Topology), defaults, then overrides."""
     ports = topo.ports
     home = topo.home(node)
     listeners: list[str] = []

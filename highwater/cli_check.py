@@ -25,7 +25,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "check",
         help="check a history against Kafka's promises",
-        description="Run the checks of DESIGN.md on a history and print their verdicts. "
+        description="Run the checks of docs/checks.md on a history and print their verdicts. "
         "Exit 0: valid, 1: violations, 2: unknown or unreadable. Checks whose inputs the "
         "history lacks are listed as not-applicable and do not change the exit status.",
     )

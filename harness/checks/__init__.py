@@ -1,4 +1,4 @@
-"""The checks of DESIGN.md: each a pure function ``HistoryData -> Verdict``.
+"""The checks of docs/checks.md: each a pure function ``HistoryData -> Verdict``.
 
 Load a history once (``load(path)`` for .jsonl/.parquet, ``from_events(header, events)`` in
 tests), then run any check on it; ``run_all_checks`` does both and, by default, applies the
@@ -33,7 +33,7 @@ from harness.checks.writes import duplicate, inconsistent_offsets, lost_write, u
 
 Check = Callable[[HistoryData], Verdict]
 
-#: every check, by its name in DESIGN.md, in report order
+#: every check, by its name in docs/checks.md, in report order
 CHECKS: dict[str, Check] = {
     "uncommitted-read": uncommitted_read,
     "poll-skip": poll_skip,
@@ -79,7 +79,7 @@ NEEDS: dict[str, Needs] = {
 assert NEEDS.keys() == CHECKS.keys(), "every check declares its inputs"
 
 _ORDER = list(Input)
-#: the process that records final-read events (DESIGN.md's history format)
+#: the process that records final-read events (docs/history-format.md)
 FINAL_READER = "final"
 
 

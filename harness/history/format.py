@@ -107,7 +107,7 @@ def opt_int(v: Any) -> bool:
 
 
 def event_problem(ev: Any) -> str | None:
-    """What is wrong with one event, or None: the schema of DESIGN.md, field by field."""
+    """What is wrong with one event, or None: the schema of docs/history-format.md, field by field."""
     if not isinstance(ev, dict):
         return f"event must be a JSON object, got {_jtype(ev)}"
     missing = [k for k in EVENT_FIELDS if k not in ev]
