@@ -43,56 +43,74 @@ def generate(path: Path, events: int) -> int:
     t = 0
     out = open(path, "w", encoding="utf-8")  # noqa: SIM115
     w = out.write
-    w('{"format":"highwater.history/1","run_id":"bench","kafka_version":"4.1.0",'
-      '"client":"synthetic","config":{"acks":"all","idempotence":true,'
-      '"unclean_leader_election":false,"min_insync_replicas":2,"progress_bound_ms":60000,'
-      '"follower_fetch_grace_ms":0},"racks":{"brokers":{"1":"rack-0","2":"rack-1","3":"rack-2"},'
-      '"clients":{' + ",".join(f'"consumer-{c}":"rack-{c % 3}"' for c in range(CONSUMERS)) + "}}}\n")
+    w(
+        '{"format":"highwater.history/1","run_id":"bench","kafka_version":"4.1.0",'
+        '"client":"synthetic","config":{"acks":"all","idempotence":true,'
+        '"unclean_leader_election":false,"min_insync_replicas":2,"progress_bound_ms":60000,'
+        '"follower_fetch_grace_ms":0},"racks":{"brokers":{"1":"rack-0","2":"rack-1","3":"rack-2"},'
+        '"clients":{' + ",".join(f'"consumer-{c}":"rack-{c % 3}"' for c in range(CONSUMERS)) + "}}}\n"
+    )
 
     def ev(proc: str, typ: str, f: str, value: str) -> None:
         nonlocal n, t
-        w(f'{{"index":{n},"time_ns":{t},"process":"{proc}","type":"{typ}","f":"{f}",'
-          f'"value":{value},"error":null}}\n')
+        w(f'{{"index":{n},"time_ns":{t},"process":"{proc}","type":"{typ}","f":"{f}","value":{value},"error":null}}\n')
         n += 1
         t += 50_000
 
     for j, (topic, p) in enumerate(tps):
-        ev(f"consumer-{j % CONSUMERS}", "ok", "assign",
-           f'{{"topic":"{topic}","partition":{p},"offset":0,"reason":"assign"}}')
+        ev(
+            f"consumer-{j % CONSUMERS}",
+            "ok",
+            "assign",
+            f'{{"topic":"{topic}","partition":{p},"offset":0,"reason":"assign"}}',
+        )
     for i in range(writes):
         j = (i * 7) % len(tps)
         topic, p = tps[j]
         o = counts[j]
         val = f"{j}-{o}"
         ev("producer-0", "invoke", "send", f'{{"topic":"{topic}","partition":{p},"key":null,"value":"{val}"}}')
-        ev("producer-0", "ok", "send",
-           f'{{"topic":"{topic}","partition":{p},"key":null,"value":"{val}","offset":{o}}}')
+        ev("producer-0", "ok", "send", f'{{"topic":"{topic}","partition":{p},"key":null,"value":"{val}","offset":{o}}}')
         counts[j] = o + 1
         if counts[j] - polled[j] >= BATCH:
             c = j % CONSUMERS
             a, b = polled[j], counts[j]
-            recs = ",".join(f'{{"topic":"{topic}","partition":{p},"offset":{k},"value":"{j}-{k}",'
-                            f'"leader_epoch":0,"replica":{c % 3 + 1}}}' for k in range(a, b))
+            recs = ",".join(
+                f'{{"topic":"{topic}","partition":{p},"offset":{k},"value":"{j}-{k}",'
+                f'"leader_epoch":0,"replica":{c % 3 + 1}}}'
+                for k in range(a, b)
+            )
             ev(f"consumer-{c}", "invoke", "poll", "null")
             ev(f"consumer-{c}", "ok", "poll", f'{{"records":[{recs}]}}')
             polled[j] = b
         if i % (META_EVERY * len(tps)) == 0:
             for k, (tp_t, tp_p) in enumerate(tps):
-                ev("observer", "ok", "meta",
-                   f'{{"topic":"{tp_t}","partition":{tp_p},"leader":1,"leader_epoch":0,'
-                   f'"isr":[1,2,3],"hw":{counts[k]},"leo":{{"1":{counts[k]}}}}}')
+                ev(
+                    "observer",
+                    "ok",
+                    "meta",
+                    f'{{"topic":"{tp_t}","partition":{tp_p},"leader":1,"leader_epoch":0,'
+                    f'"isr":[1,2,3],"hw":{counts[k]},"leo":{{"1":{counts[k]}}}}}',
+                )
     for j, (topic, p) in enumerate(tps):
         if polled[j] < counts[j]:
             c = j % CONSUMERS
-            recs = ",".join(f'{{"topic":"{topic}","partition":{p},"offset":{k},"value":"{j}-{k}",'
-                            f'"leader_epoch":0,"replica":{c % 3 + 1}}}' for k in range(polled[j], counts[j]))
+            recs = ",".join(
+                f'{{"topic":"{topic}","partition":{p},"offset":{k},"value":"{j}-{k}",'
+                f'"leader_epoch":0,"replica":{c % 3 + 1}}}'
+                for k in range(polled[j], counts[j])
+            )
             ev(f"consumer-{c}", "ok", "poll", f'{{"records":[{recs}]}}')
     for j, (topic, p) in enumerate(tps):
         recs = ",".join(f'[{k},"{j}-{k}"]' for k in range(counts[j]))
         for r in range(1, REPLICAS + 1):
-            ev("final", "ok", "final-read",
-               f'{{"topic":"{topic}","partition":{p},"replica":{r},"hw":{counts[j]},'
-               f'"log_start":0,"records":[{recs}]}}')
+            ev(
+                "final",
+                "ok",
+                "final-read",
+                f'{{"topic":"{topic}","partition":{p},"replica":{r},"hw":{counts[j]},'
+                f'"log_start":0,"records":[{recs}]}}',
+            )
     out.close()
     return n
 
@@ -127,8 +145,11 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=10_000_000)
     ap.add_argument("--dir", type=Path, default=None, help="work directory (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
-    ap.add_argument("--reuse", action="store_true",
-                    help="reuse history.jsonl/.parquet already in --dir (skip generation and conversion)")
+    ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="reuse history.jsonl/.parquet already in --dir (skip generation and conversion)",
+    )
     args = ap.parse_args()
     work = args.dir or Path(tempfile.mkdtemp(prefix="hw-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -142,23 +163,35 @@ def main() -> int:
         else:
             t0 = time.perf_counter()
             n = generate(jsonl, args.events)
-            print(f"generated {n:,} events ({jsonl.stat().st_size / 2**20:,.0f} MiB JSONL) "
-                  f"in {time.perf_counter() - t0:.1f} s")
-            sec, mib, rc = measure([py, "-c", "import sys; from harness.history import to_parquet; "
-                                    "to_parquet(sys.argv[1], sys.argv[2])", str(jsonl), str(parquet)])
-            print(f"to_parquet: {sec:.1f} s, peak {mib:,.0f} MiB, "
-                  f"{parquet.stat().st_size / 2**20:,.0f} MiB Parquet (exit {rc})")
+            print(
+                f"generated {n:,} events ({jsonl.stat().st_size / 2**20:,.0f} MiB JSONL) "
+                f"in {time.perf_counter() - t0:.1f} s"
+            )
+            sec, mib, rc = measure(
+                [
+                    py,
+                    "-c",
+                    "import sys; from harness.history import to_parquet; to_parquet(sys.argv[1], sys.argv[2])",
+                    str(jsonl),
+                    str(parquet),
+                ]
+            )
+            print(
+                f"to_parquet: {sec:.1f} s, peak {mib:,.0f} MiB, "
+                f"{parquet.stat().st_size / 2**20:,.0f} MiB Parquet (exit {rc})"
+            )
         rows = []
         for fmt, path, scan in (("jsonl", jsonl, SCAN_JSONL), ("parquet", parquet, SCAN_PARQUET)):
             s_sec, s_mib, _ = measure([py, "-c", scan, str(path)])
             c_sec, c_mib, rc = measure([py, "-m", "highwater.cli_check", "check", str(path), "--json"])
             rows.append((fmt, "scan", s_sec, s_mib, None, None))
             rows.append((fmt, "check", c_sec, c_mib, c_sec / s_sec, rc))
-        print(f"\n{'format':<8} {'step':<6} {'seconds':>8} {'events/s':>12} {'peak MiB':>9} "
-              f"{'x scan':>7} {'exit':>5}")
+        print(f"\n{'format':<8} {'step':<6} {'seconds':>8} {'events/s':>12} {'peak MiB':>9} {'x scan':>7} {'exit':>5}")
         for fmt, step, sec, mib, ratio, rc in rows:
-            print(f"{fmt:<8} {step:<6} {sec:>8.1f} {n / sec:>12,.0f} {mib:>9,.0f} "
-                  f"{'' if ratio is None else f'{ratio:.2f}':>7} {'' if rc is None else rc:>5}")
+            print(
+                f"{fmt:<8} {step:<6} {sec:>8.1f} {n / sec:>12,.0f} {mib:>9,.0f} "
+                f"{'' if ratio is None else f'{ratio:.2f}':>7} {'' if rc is None else rc:>5}"
+            )
         ok = all(r[4] is None or (r[4] <= 5 and r[3] < 2048 and r[5] == 0) for r in rows)
         print(f"\ntargets (check <= 5x scan, peak < 2048 MiB, exit 0): {'met' if ok else 'NOT met'}")
         return 0 if ok else 1

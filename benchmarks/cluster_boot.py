@@ -61,7 +61,9 @@ def main() -> int:
         boots, syncs, downs = [], [], []
         for i in range(args.runs):
             b, s, d = one_run(brokers, racks, version)
-            boots.append(b); syncs.append(s); downs.append(d)
+            boots.append(b)
+            syncs.append(s)
+            downs.append(d)
             print(f"  {brokers}b/{racks}r run {i + 1}: boot {b:.2f}s, in sync {s:.2f}s, teardown {d:.2f}s", flush=True)
         print(f"{brokers} brokers / {racks} racks:")
         print(f"  boot (all brokers registered):  {fmt(boots)}")

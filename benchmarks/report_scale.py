@@ -58,14 +58,21 @@ def make_store(root: Path, runs: int, events: int, templates: int) -> None:
         d.mkdir(parents=True)
         for name in ("history.parquet", "verdict.json"):
             os.link(tdir / f"t{k}" / name, d / name)
-        (d / "run.json").write_text(json.dumps({
-            "suite": "chaos", "scenario": ["kill-follower", "partition-rack"][i % 2],
-            "kafka_version": ["4.3.1", "3.9.1"][(i // 2) % 2], "client": "kafka-python 3.0.12",
-            "seed": i, "repro": f"highwater campaign --seed {i}",
-            "started_at": f"2025-01-{1 + i // 250:02d}T00:00:00Z"}))
+        (d / "run.json").write_text(
+            json.dumps(
+                {
+                    "suite": "chaos",
+                    "scenario": ["kill-follower", "partition-rack"][i % 2],
+                    "kafka_version": ["4.3.1", "3.9.1"][(i // 2) % 2],
+                    "client": "kafka-python 3.0.12",
+                    "seed": i,
+                    "repro": f"highwater campaign --seed {i}",
+                    "started_at": f"2025-01-{1 + i // 250:02d}T00:00:00Z",
+                }
+            )
+        )
     marker.touch()
-    print(f"generated {runs} runs ({templates} templates of {events} events) in "
-          f"{time.monotonic() - t0:.1f}s")
+    print(f"generated {runs} runs ({templates} templates of {events} events) in {time.monotonic() - t0:.1f}s")
 
 
 def _make_templates(tdir: Path, events: int, templates: int) -> None:
@@ -73,8 +80,9 @@ def _make_templates(tdir: Path, events: int, templates: int) -> None:
         p = tdir / f"t{k}" / "history.parquet"
         generate(p, f"t{k}", events, skip=k % 5 == 1, lost=k % 5 == 3)
         verdicts = run_all_checks(p)
-        (p.parent / "verdict.json").write_text(json.dumps(
-            {"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str))
+        (p.parent / "verdict.json").write_text(
+            json.dumps({"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str)
+        )
 
 
 def main() -> int:
@@ -86,16 +94,18 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/highwater-report-scale"))
     ap.add_argument("--max-timelines", type=int, default=40)
     ap.add_argument("--cold-only", action="store_true", help="skip the second (warm-cache) report")
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="cold reports to run (the machine is shared and noisy: quote the median)")
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="cold reports to run (the machine is shared and noisy: quote the median)"
+    )
     a = ap.parse_args()
     make_store(a.dir, a.runs, a.events, a.templates)
     out = a.dir.parent / (a.dir.name + "-report")
     out.mkdir(exist_ok=True)
     cache = a.dir / ".parquet-cache"
     total_events = a.runs * a.events
-    print(f"runs={a.runs} events/run={a.events} total_events={total_events:,} master={a.master} "
-          f"on {os.cpu_count()} cores")
+    print(
+        f"runs={a.runs} events/run={a.events} total_events={total_events:,} master={a.master} on {os.cpu_count()} cores"
+    )
     colds: list[float] = []
     warm: float | None = None
     labels = [f"cold {i + 1}/{a.repeat}" if a.repeat > 1 else "cold" for i in range(a.repeat)]
@@ -104,8 +114,7 @@ def main() -> int:
             shutil.rmtree(cache / "runs", ignore_errors=True)  # no per-run result of an earlier report
         load0 = os.getloadavg()
         t0 = time.monotonic()
-        data = build(a.dir, Options(master=a.master, max_timelines=a.max_timelines, cache_dir=cache),
-                     Progress())
+        data = build(a.dir, Options(master=a.master, max_timelines=a.max_timelines, cache_dir=cache), Progress())
         write_html(data, out / "report.html")
         s = write_summary(data, out / "summary.json")
         write_junit(data, out / "junit.xml")
@@ -114,18 +123,25 @@ def main() -> int:
             warm = wall
         else:
             colds.append(wall)
-        print(f"{label}: wall={wall:.1f}s ({total_events / wall / 1e6:.2f} M events/s); load average "
-              f"before {load0[0]:.1f}, after {os.getloadavg()[0]:.1f}; verdict={s['valid']} "
-              f"totals={s['totals']} disagreements={len(s['spark_python_disagreements'])}", flush=True)
+        print(
+            f"{label}: wall={wall:.1f}s ({total_events / wall / 1e6:.2f} M events/s); load average "
+            f"before {load0[0]:.1f}, after {os.getloadavg()[0]:.1f}; verdict={s['valid']} "
+            f"totals={s['totals']} disagreements={len(s['spark_python_disagreements'])}",
+            flush=True,
+        )
     me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"peak RSS: driver python {me:.0f} MiB, largest child (Spark JVM) {kids:.0f} MiB")
-    print(f"CPU: Spark JVMs {ru.ru_utime + ru.ru_stime:.0f}s, driver python "
-          f"{sum(resource.getrusage(resource.RUSAGE_SELF)[:2]):.0f}s")
+    print(
+        f"CPU: Spark JVMs {ru.ru_utime + ru.ru_stime:.0f}s, driver python "
+        f"{sum(resource.getrusage(resource.RUSAGE_SELF)[:2]):.0f}s"
+    )
     if len(colds) > 1:
-        print(f"cold: median {statistics.median(colds):.1f}s of {len(colds)} "
-              f"(min {min(colds):.1f}s, max {max(colds):.1f}s)")
+        print(
+            f"cold: median {statistics.median(colds):.1f}s of {len(colds)} "
+            f"(min {min(colds):.1f}s, max {max(colds):.1f}s)"
+        )
     if warm is not None:
         print(f"cold (median)/warm = {statistics.median(colds) / warm:.1f}x")
     print(f"report: {out / 'report.html'} ({(out / 'report.html').stat().st_size / 1e6:.1f} MB)")

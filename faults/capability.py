@@ -45,8 +45,9 @@ def refusal(backend: object, faults: Iterable[FaultKind | FaultSpec]) -> Capabil
         kind = fault.kind if isinstance(fault, FaultSpec) else fault
         need: Capability = kind.capability
         if not has_capability(backend, need):
-            return CapabilityError(f"fault {kind.cli!r} needs {need.value}, which backend "
-                                   f"{backend_name(backend)!r} does not have")
+            return CapabilityError(
+                f"fault {kind.cli!r} needs {need.value}, which backend {backend_name(backend)!r} does not have"
+            )
     return None
 
 

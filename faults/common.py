@@ -57,18 +57,14 @@ def find_node(topology: Topology, key: int | str | Node) -> Node:
     for n in topology.nodes:
         if n.name == key or n.node_id == key or (isinstance(key, str) and key == str(n.node_id)):
             return n
-    raise FaultError(
-        f"no node {key!r} in this cluster (nodes: {_names(n.name for n in topology.nodes)})"
-    )
+    raise FaultError(f"no node {key!r} in this cluster (nodes: {_names(n.name for n in topology.nodes)})")
 
 
 def find_broker(topology: Topology, key: int | str | Node) -> Node:
     """Like :func:`find_node`, but the node must be a broker."""
     node = find_node(topology, key)
     if not node.is_broker:
-        raise FaultError(
-            f"{node.name} is not a broker (brokers: {_names(b.name for b in topology.brokers)})"
-        )
+        raise FaultError(f"{node.name} is not a broker (brokers: {_names(b.name for b in topology.brokers)})")
     return node
 
 
@@ -82,9 +78,7 @@ def check_rack(topology: Topology, rack: str) -> str:
 def check_client_rack(topology: Topology, rack: str) -> str:
     """``rack`` if clients of this rack have proxies in this cluster, else a FaultError."""
     if rack not in topology.client_racks:
-        raise FaultError(
-            f"no client rack {rack!r} in this cluster (client racks: {_names(topology.client_racks)})"
-        )
+        raise FaultError(f"no client rack {rack!r} in this cluster (client racks: {_names(topology.client_racks)})")
     return rack
 
 
@@ -104,7 +98,7 @@ def all_parties(topology: Topology) -> frozenset[str]:
 def party(topology: Topology, key: int | str | Node) -> str:
     """The party named by ``key``: a node (see :func:`find_node`) or ``clients@<rack>``."""
     if isinstance(key, str) and key.startswith(CLIENT_PREFIX):
-        check_client_rack(topology, key[len(CLIENT_PREFIX):])
+        check_client_rack(topology, key[len(CLIENT_PREFIX) :])
         return key
     return find_node(topology, key).name
 

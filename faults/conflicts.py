@@ -66,7 +66,7 @@ def check_no_conflicts(topology: Topology, specs: Sequence[FaultSpec]) -> None:
     for spec in specs:
         spec.validate(topology)
     for i, a in enumerate(specs):
-        for b in specs[i + 1:]:
+        for b in specs[i + 1 :]:
             why = conflict(topology, a, b)
             if why:
                 raise FaultError(f"contradictory faults at the same time: '{a}' and '{b}': {why}")

@@ -65,8 +65,7 @@ class LiveView:
 
     def active_controller(self) -> int | None:
         # Retried: right after a failover the quorum may have no leader for a moment.
-        return wait_until(lambda: self._cluster.observer().active_controller(), 15,
-                          "the KRaft quorum has a leader")
+        return wait_until(lambda: self._cluster.observer().active_controller(), 15, "the KRaft quorum has a leader")
 
 
 @dataclass
@@ -83,20 +82,32 @@ class ActiveFault:
         """The history's fault/heal value. ``params.cuts_off`` lists the brokers whose every
         link the fault cuts (what the ISR and liveness checks expect to drop out)."""
         params: dict[str, Any] = dict(self.spec.params)
-        value: dict[str, Any] = {"kind": self.spec.kind.value, "targets": list(self.nodes or self.parties),
-                                 "params": params, "id": self.id, "spec": str(self.spec)}
+        value: dict[str, Any] = {
+            "kind": self.spec.kind.value,
+            "targets": list(self.nodes or self.parties),
+            "params": params,
+            "id": self.id,
+            "spec": str(self.spec),
+        }
         if self.spec.kind.is_link:
             value["links"] = sorted(lk.proxy_name for lk in self.links)
             params["peer"] = None if self.spec.peer is None else str(self.spec.peer)
-            whole = self.spec.peer is None and self.spec.flow.value == "both" and self.spec.kind.value in ("cut", "timeout")
-            params["cuts_off"] = sorted(int(p.split("-")[1]) for p in self.parties
-                                        if whole and p.startswith("kafka-"))
+            whole = (
+                self.spec.peer is None and self.spec.flow.value == "both" and self.spec.kind.value in ("cut", "timeout")
+            )
+            params["cuts_off"] = sorted(int(p.split("-")[1]) for p in self.parties if whole and p.startswith("kafka-"))
         return value
 
 
 class Injector:
-    def __init__(self, cluster: ClusterBackend, history: HistorySink | None = None, *, seed: int | None = None,
-                 default_partition: tuple[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        cluster: ClusterBackend,
+        history: HistorySink | None = None,
+        *,
+        seed: int | None = None,
+        default_partition: tuple[str, int] | None = None,
+    ) -> None:
         """Whether nodes restarted here outlive this process is the backend's business (a
         handle attached to a ``highwater cluster up`` cluster restarts them detached)."""
         self.cluster = cluster
@@ -156,12 +167,12 @@ class Injector:
     def _resolve(self, fault: ActiveFault) -> None:
         spec, topo = fault.spec, self.cluster.topo
         if spec.kind.is_link:
-            fault.links, parties = resolve_link_fault(topo, spec, self.view, seed=self.seed,
-                                                      default_partition=self.default_partition)
+            fault.links, parties = resolve_link_fault(
+                topo, spec, self.view, seed=self.seed, default_partition=self.default_partition
+            )
             fault.parties = tuple(sorted(parties))
         else:
-            parties = spec.target.resolve(topo, self.view, seed=self.seed,
-                                          default_partition=self.default_partition)
+            parties = spec.target.resolve(topo, self.view, seed=self.seed, default_partition=self.default_partition)
             fault.nodes = tuple(sorted(parties))
         if not fault.links and not fault.nodes:
             raise FaultError(f"fault {spec} resolves to nothing to act on")
@@ -185,8 +196,14 @@ class Injector:
                 continue
             for stream in spec.streams:
                 name = f"{TOXIC_PREFIX}{fault.id}-{stream.value}"
-                control.add_toxic(link, name=name, type=spec.kind.value, stream=stream.value,
-                                  toxicity=spec.effective_toxicity, attributes=dict(spec.params))
+                control.add_toxic(
+                    link,
+                    name=name,
+                    type=spec.kind.value,
+                    stream=stream.value,
+                    toxicity=spec.effective_toxicity,
+                    attributes=dict(spec.params),
+                )
                 fault.toxics.append((link, name))
 
     def _apply_process(self, fault: ActiveFault) -> None:
@@ -279,8 +296,10 @@ class Injector:
         steps: list[tuple[str, Callable[[], None]]] = []
         links = self.cluster if isinstance(self.cluster, LinkControl) else None
         if links is not None:
-            steps += [("reset links", links.reset_links),
-                      ("verify links", lambda: links.ensure_links_healthy(links.links(), TOXIC_PREFIX))]
+            steps += [
+                ("reset links", links.reset_links),
+                ("verify links", lambda: links.ensure_links_healthy(links.links(), TOXIC_PREFIX)),
+            ]
         if isinstance(self.cluster, ProcessControl):
             steps.append(("revive nodes", self._revive_nodes))
         for what, step in steps:
@@ -303,5 +322,3 @@ class Injector:
                 node.start()
                 revived.append(node.name)
         self._wait_nodes_back(revived)
-
-

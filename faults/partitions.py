@@ -103,7 +103,8 @@ def complete_split(topology: Topology, groups: Sequence[Keys]) -> frozenset[Link
         seen |= s
     group_of = {p: i for i, s in enumerate(sets) for p in s}
     return frozenset(
-        link for link in topology.links()
+        link
+        for link in topology.links()
         if link.src in group_of and link.dst in group_of and group_of[link.src] != group_of[link.dst]
     )
 
@@ -188,15 +189,12 @@ def pick_minority(topology: Topology, seed: int) -> frozenset[str]:
         chosen += rng.sample(ctrls, (len(ctrls) - 1) // 2)
     if not chosen:
         raise FaultError(
-            f"a cluster of {len(brokers)} broker(s) and {len(ctrls)} dedicated controller(s)"
-            " has no non-empty minority"
+            f"a cluster of {len(brokers)} broker(s) and {len(ctrls)} dedicated controller(s) has no non-empty minority"
         )
     return check_minority(topology, chosen)
 
 
-def majority_minority(
-    topology: Topology, *, minority: Keys | None = None, seed: int | None = None
-) -> frozenset[Link]:
+def majority_minority(topology: Topology, *, minority: Keys | None = None, seed: int | None = None) -> frozenset[Link]:
     """Split the nodes into a minority and the majority (everyone else), with every link between
     the two halves cut in both directions and every link within each half up. Give exactly one
     of ``minority`` (explicit, checked by :func:`check_minority`) or ``seed`` (see
@@ -231,7 +229,7 @@ def pick_bridge(topology: Topology, seed: int) -> Bridge:
         raise FaultError(f"a bridge needs at least 3 nodes, the cluster has {len(names)}")
     random.Random(seed).shuffle(names)
     half = (len(names) - 1) // 2
-    return Bridge(frozenset(names[:half]), frozenset({names[half]}), frozenset(names[half + 1:]))
+    return Bridge(frozenset(names[:half]), frozenset({names[half]}), frozenset(names[half + 1 :]))
 
 
 def bridge(topology: Topology, *, left: Keys, right: Keys) -> frozenset[Link]:
@@ -318,15 +316,13 @@ def isolate_controllers(topology: Topology, controllers: Keys | None = None) -> 
         for name in sorted(chosen):
             if not find_node(topology, name).is_controller:
                 raise FaultError(
-                    f"{name} is not a controller"
-                    f" (controllers: {', '.join(_sorted_names(topology.controllers))})"
+                    f"{name} is not a controller (controllers: {', '.join(_sorted_names(topology.controllers))})"
                 )
     rest = frozenset(b.name for b in topology.brokers) - chosen
     if not chosen:
         raise FaultError("no controller to isolate")
     if not rest:
         raise FaultError(
-            "every broker is one of the controllers to isolate (combined mode):"
-            " name the controller(s) to isolate"
+            "every broker is one of the controllers to isolate (combined mode): name the controller(s) to isolate"
         )
     return cut_between(topology, chosen, rest)

@@ -48,9 +48,18 @@ from harness.topology import Topology
 FORMAT = "highwater.schedule/1"
 
 DEFAULT_MIX: tuple[tuple[str, float], ...] = (
-    ("cut", 3.0), ("timeout", 1.0), ("latency", 3.0), ("bandwidth", 1.0), ("slow_close", 0.5),
-    ("reset_peer", 0.5), ("slicer", 0.5), ("kill", 2.0), ("stop", 1.0), ("pause", 2.0),
-    ("restart", 1.0), ("rolling_restart", 0.5),
+    ("cut", 3.0),
+    ("timeout", 1.0),
+    ("latency", 3.0),
+    ("bandwidth", 1.0),
+    ("slow_close", 0.5),
+    ("reset_peer", 0.5),
+    ("slicer", 0.5),
+    ("kill", 2.0),
+    ("stop", 1.0),
+    ("pause", 2.0),
+    ("restart", 1.0),
+    ("rolling_restart", 0.5),
 )
 
 
@@ -111,9 +120,14 @@ class ScheduleConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "length": self.length, "duration": list(self.duration), "gap": list(self.gap),
-            "concurrency": self.concurrency, "mix": dict(self.mix), "partitions": list(self.partitions),
-            "latency_ms": list(self.latency_ms), "toxicity": list(self.toxicity),
+            "length": self.length,
+            "duration": list(self.duration),
+            "gap": list(self.gap),
+            "concurrency": self.concurrency,
+            "mix": dict(self.mix),
+            "partitions": list(self.partitions),
+            "latency_ms": list(self.latency_ms),
+            "toxicity": list(self.toxicity),
         }
 
     @classmethod
@@ -144,14 +158,20 @@ class ScheduledFault:
         return self.start < end and start < self.end
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "start": self.start, "duration": self.duration,
-                "fault": self.spec.to_dict(), "cli": str(self.spec)}
+        return {
+            "id": self.id,
+            "start": self.start,
+            "duration": self.duration,
+            "fault": self.spec.to_dict(),
+            "cli": str(self.spec),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ScheduledFault:
         try:
-            return cls(int(data["id"]), float(data["start"]), float(data["duration"]),
-                       FaultSpec.from_dict(data["fault"]))
+            return cls(
+                int(data["id"]), float(data["start"]), float(data["duration"]), FaultSpec.from_dict(data["fault"])
+            )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, FaultError):
                 raise
@@ -160,8 +180,11 @@ class ScheduledFault:
 
 def topology_summary(topology: Topology) -> dict[str, list[str]]:
     """What a schedule needs to be replayed on the same cluster shape."""
-    return {"nodes": [n.name for n in topology.nodes], "racks": list(topology.racks),
-            "client_racks": list(topology.client_racks)}
+    return {
+        "nodes": [n.name for n in topology.nodes],
+        "racks": list(topology.racks),
+        "client_racks": list(topology.client_racks),
+    }
 
 
 @dataclass(frozen=True)
@@ -182,8 +205,10 @@ class Schedule:
     def check_topology(self, topology: Topology) -> None:
         """A FaultError unless ``topology`` has the shape this schedule was generated for."""
         if dict(self.topology) != topology_summary(topology):
-            raise FaultError(f"this schedule was generated for nodes {list(self.topology['nodes'])}"
-                             f" and racks {list(self.topology['racks'])}, not for this cluster")
+            raise FaultError(
+                f"this schedule was generated for nodes {list(self.topology['nodes'])}"
+                f" and racks {list(self.topology['racks'])}, not for this cluster"
+            )
 
     def events(self) -> list[tuple[float, str, ScheduledFault]]:
         """``(time, "fault"|"heal", fault)`` in time order; at equal times heals come first."""
@@ -195,9 +220,13 @@ class Schedule:
 
     # -- JSON ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "seed": self.seed, "config": self.config.to_dict(),
-                "topology": {k: list(v) for k, v in self.topology.items()},
-                "faults": [f.to_dict() for f in self.faults]}
+        return {
+            "format": FORMAT,
+            "seed": self.seed,
+            "config": self.config.to_dict(),
+            "topology": {k: list(v) for k, v in self.topology.items()},
+            "faults": [f.to_dict() for f in self.faults],
+        }
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
@@ -208,8 +237,12 @@ class Schedule:
             raise FaultError(f"not a fault schedule (expected format {FORMAT!r})")
         try:
             topo = {k: list(data["topology"][k]) for k in ("nodes", "racks", "client_racks")}
-            return cls(int(data["seed"]), ScheduleConfig.from_dict(data["config"]), topo,
-                       tuple(ScheduledFault.from_dict(f) for f in data["faults"]))
+            return cls(
+                int(data["seed"]),
+                ScheduleConfig.from_dict(data["config"]),
+                topo,
+                tuple(ScheduledFault.from_dict(f) for f in data["faults"]),
+            )
         except (KeyError, TypeError) as exc:
             raise FaultError(f"malformed fault schedule: missing or bad {exc}") from None
 
@@ -232,8 +265,9 @@ def _ms(rng: random.Random, bounds: tuple[float, float]) -> int:
     return int(round(rng.uniform(*bounds)))
 
 
-def _draw_target(rng: random.Random, topology: Topology, config: ScheduleConfig,
-                 kind: FaultKind) -> tuple[Target, Target | None] | None:
+def _draw_target(
+    rng: random.Random, topology: Topology, config: ScheduleConfig, kind: FaultKind
+) -> tuple[Target, Target | None] | None:
     """A (target, peer) for ``kind``, or None if the drawn target shape is impossible here."""
     if kind is FaultKind.ROLLING_RESTART:
         return BrokersTarget(), None
@@ -269,8 +303,9 @@ def _draw_target(rng: random.Random, topology: Topology, config: ScheduleConfig,
     return FollowerInTarget(rng.choice(topology.racks), topic, int(part)), None
 
 
-def _draw_params(rng: random.Random, kind: FaultKind, config: ScheduleConfig, duration: float,
-                 topology: Topology) -> dict[str, Any]:
+def _draw_params(
+    rng: random.Random, kind: FaultKind, config: ScheduleConfig, duration: float, topology: Topology
+) -> dict[str, Any]:
     if kind is FaultKind.LATENCY:
         latency = _ms(rng, config.latency_ms)
         return {"latency": latency, "jitter": _ms(rng, (0, latency / 4))}
@@ -290,8 +325,14 @@ def _draw_params(rng: random.Random, kind: FaultKind, config: ScheduleConfig, du
     return {}
 
 
-def _draw_spec(rng: random.Random, topology: Topology, config: ScheduleConfig,
-               kinds: list[FaultKind], weights: list[float], duration: float) -> FaultSpec | None:
+def _draw_spec(
+    rng: random.Random,
+    topology: Topology,
+    config: ScheduleConfig,
+    kinds: list[FaultKind],
+    weights: list[float],
+    duration: float,
+) -> FaultSpec | None:
     kind = rng.choices(kinds, weights)[0]
     drawn = _draw_target(rng, topology, config, kind)
     if drawn is None:
@@ -305,8 +346,7 @@ def _draw_spec(rng: random.Random, topology: Topology, config: ScheduleConfig,
         direction = rng.choice((Direction.UPSTREAM, Direction.DOWNSTREAM, Direction.BOTH))
         low, high = config.toxicity
         toxicity = None if low == high == 1.0 else round(rng.uniform(low, high), 3)
-    return FaultSpec.make(kind, target, peer=peer, flow=flow, direction=direction,
-                          toxicity=toxicity, **params)
+    return FaultSpec.make(kind, target, peer=peer, flow=flow, direction=direction, toxicity=toxicity, **params)
 
 
 def _generate(topology: Topology, seed: int, config: ScheduleConfig) -> list[ScheduledFault]:

@@ -75,8 +75,9 @@ def resolve_link_fault(
             raise FaultError(f"target {spec.target} needs a seed to resolve")
         return _filter(spec, partitions.bridge_links(topology, partitions.pick_bridge(topology, bseed))), frozenset()
     targets = spec.target.resolve(topology, view, seed=seed, default_partition=default_partition)
-    peers = None if spec.peer is None else spec.peer.resolve(topology, view, seed=seed,
-                                                             default_partition=default_partition)
+    peers = (
+        None if spec.peer is None else spec.peer.resolve(topology, view, seed=seed, default_partition=default_partition)
+    )
     return links_between(topology, spec, targets, peers), frozenset(targets)
 
 
@@ -98,8 +99,10 @@ def possible_links(topology: Topology, spec: FaultSpec) -> frozenset[Link]:
     for link in topology.links():
         fwd = link.src in tc and link.dst in pc
         back = link.src in pc and link.dst in tc
-        if (spec.flow is Flow.OUT and fwd) or (spec.flow is Flow.IN and back) or (
-            spec.flow is Flow.BOTH and (fwd or back)
+        if (
+            (spec.flow is Flow.OUT and fwd)
+            or (spec.flow is Flow.IN and back)
+            or (spec.flow is Flow.BOTH and (fwd or back))
         ):
             out.add(link)
     return _filter(spec, frozenset(out))

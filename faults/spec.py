@@ -76,9 +76,7 @@ class FaultKind(str, Enum):
         try:
             return cls(text.strip().replace("-", "_"))
         except ValueError:
-            raise FaultError(
-                f"unknown fault kind {text!r} (known: {', '.join(k.cli for k in cls)})"
-            ) from None
+            raise FaultError(f"unknown fault kind {text!r} (known: {', '.join(k.cli for k in cls)})") from None
 
     @property
     def cli(self) -> str:
@@ -102,8 +100,17 @@ class FaultKind(str, Enum):
         return Capability.LINK_CONTROL if self.is_link else Capability.PROCESS_CONTROL
 
 
-LINK_KINDS = frozenset({FaultKind.CUT, FaultKind.TIMEOUT, FaultKind.LATENCY, FaultKind.BANDWIDTH,
-                        FaultKind.SLOW_CLOSE, FaultKind.RESET_PEER, FaultKind.SLICER})
+LINK_KINDS = frozenset(
+    {
+        FaultKind.CUT,
+        FaultKind.TIMEOUT,
+        FaultKind.LATENCY,
+        FaultKind.BANDWIDTH,
+        FaultKind.SLOW_CLOSE,
+        FaultKind.RESET_PEER,
+        FaultKind.SLICER,
+    }
+)
 
 
 class Flow(str, Enum):
@@ -162,14 +169,19 @@ PARAMS: dict[FaultKind, tuple[Param, ...]] = {
     FaultKind.BANDWIDTH: (Param("rate", int, 100, "KB/s"),),
     FaultKind.SLOW_CLOSE: (Param("delay", int, 1000, "ms"),),
     FaultKind.RESET_PEER: (Param("timeout", int, 0, "ms"),),
-    FaultKind.SLICER: (Param("average_size", int, 64, "bytes", 1), Param("size_variation", int, 32, "bytes"),
-                       Param("delay", int, 10, "microseconds")),
+    FaultKind.SLICER: (
+        Param("average_size", int, 64, "bytes", 1),
+        Param("size_variation", int, 32, "bytes"),
+        Param("delay", int, 10, "microseconds"),
+    ),
     FaultKind.KILL: (),
     FaultKind.STOP: (),
     FaultKind.PAUSE: (),
     FaultKind.RESTART: (Param("clean", bool, False, "SIGTERM instead of SIGKILL"),),
-    FaultKind.ROLLING_RESTART: (Param("interval", float, 10.0, "seconds between nodes"),
-                                Param("clean", bool, True, "SIGTERM instead of SIGKILL")),
+    FaultKind.ROLLING_RESTART: (
+        Param("interval", float, 10.0, "seconds between nodes"),
+        Param("clean", bool, True, "SIGTERM instead of SIGKILL"),
+    ),
 }
 
 
@@ -206,18 +218,27 @@ class FaultSpec:
         object.__setattr__(self, "params", _normalise_params(k, dict(self.params)))
         object.__setattr__(self, "listeners", tuple(sorted(set(self.listeners), key=lambda l: l.value)))
         if k.is_process:
-            extras = [name for name, bad in (
-                ("--peer", self.peer is not None), ("--flow", self.flow is not Flow.BOTH),
-                ("--direction", self.direction is not None), ("--toxicity", self.toxicity is not None),
-                ("--listener", bool(self.listeners))) if bad]
+            extras = [
+                name
+                for name, bad in (
+                    ("--peer", self.peer is not None),
+                    ("--flow", self.flow is not Flow.BOTH),
+                    ("--direction", self.direction is not None),
+                    ("--toxicity", self.toxicity is not None),
+                    ("--listener", bool(self.listeners)),
+                )
+                if bad
+            ]
             if extras:
                 raise FaultError(f"{k.cli} is a process fault and takes no {', '.join(extras)}")
             if self.target.kind in LINK_ONLY:
                 raise FaultError(f"{k.cli} acts on processes; target {self.target} is not a process")
             return
         if k is FaultKind.CUT and (self.direction is not None or self.toxicity is not None):
-            raise FaultError("cut takes no --direction or --toxicity (a disabled proxy stops both"
-                             " streams); use timeout for a one-direction or partial black hole")
+            raise FaultError(
+                "cut takes no --direction or --toxicity (a disabled proxy stops both"
+                " streams); use timeout for a one-direction or partial black hole"
+            )
         if self.toxicity is not None and not 0.0 <= self.toxicity <= 1.0:
             raise FaultError(f"--toxicity must be within [0, 1], got {self.toxicity}")
         if self.target.kind is TargetKind.ALL:
@@ -232,10 +253,18 @@ class FaultSpec:
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
-    def make(cls, kind: FaultKind | str, target: Target | str, *, peer: Target | str | None = None,
-             flow: Flow | str = Flow.BOTH, direction: Direction | str | None = None,
-             toxicity: float | None = None, listeners: Sequence[Listener | str] = (),
-             **params: Any) -> FaultSpec:
+    def make(
+        cls,
+        kind: FaultKind | str,
+        target: Target | str,
+        *,
+        peer: Target | str | None = None,
+        flow: Flow | str = Flow.BOTH,
+        direction: Direction | str | None = None,
+        toxicity: float | None = None,
+        listeners: Sequence[Listener | str] = (),
+        **params: Any,
+    ) -> FaultSpec:
         """Build from Python values or strings, e.g. ``FaultSpec.make("latency", "broker:2",
         latency=500)``."""
         return cls(
@@ -325,9 +354,14 @@ class FaultSpec:
         if unknown:
             raise FaultError(f"unknown fault field(s): {', '.join(sorted(unknown))}")
         return cls.make(
-            data["kind"], data["target"], peer=data.get("peer"), flow=data.get("flow") or Flow.BOTH,
-            direction=data.get("direction"), toxicity=data.get("toxicity"),
-            listeners=data.get("listeners") or (), **dict(data.get("params") or {}),
+            data["kind"],
+            data["target"],
+            peer=data.get("peer"),
+            flow=data.get("flow") or Flow.BOTH,
+            direction=data.get("direction"),
+            toxicity=data.get("toxicity"),
+            listeners=data.get("listeners") or (),
+            **dict(data.get("params") or {}),
         )
 
 
@@ -337,9 +371,7 @@ def _enum(cls: type[Enum], value: Any, option: str) -> Any:
     try:
         return cls(value)
     except ValueError:
-        raise FaultError(
-            f"{option} {value!r} is not one of: {', '.join(str(m.value) for m in cls)}"
-        ) from None
+        raise FaultError(f"{option} {value!r} is not one of: {', '.join(str(m.value) for m in cls)}") from None
 
 
 def _float(value: Any, option: str) -> float:
@@ -380,9 +412,7 @@ def _split_options(words: Sequence[str], allowed: Sequence[str], kind: FaultKind
         if name not in allowed and name in _COMMON and kind.is_process:
             raise FaultError(f"{kind.cli} is a process fault and takes no --{name}")
         if name not in allowed:
-            raise FaultError(
-                f"{kind.cli} has no option --{name} (options: {', '.join('--' + a for a in allowed)})"
-            )
+            raise FaultError(f"{kind.cli} has no option --{name} (options: {', '.join('--' + a for a in allowed)})")
         if name in opts:
             raise FaultError(f"option --{name} given twice")
         opts[name] = value
@@ -407,10 +437,14 @@ def parse_command(argv: str | Sequence[str]) -> FaultCommand:
             raise FaultError(f"--duration must be positive, got {duration}")
     listeners = [w for w in opts.pop("listener", "").split(",") if w]
     spec = FaultSpec.make(
-        kind, opts.pop("target"), peer=opts.pop("peer", None), flow=opts.pop("flow", Flow.BOTH),
+        kind,
+        opts.pop("target"),
+        peer=opts.pop("peer", None),
+        flow=opts.pop("flow", Flow.BOTH),
         direction=opts.pop("direction", None),
         toxicity=_float(opts.pop("toxicity"), "--toxicity") if "toxicity" in opts else None,
-        listeners=listeners, **opts,
+        listeners=listeners,
+        **opts,
     )
     return FaultCommand(spec, duration)
 

@@ -142,8 +142,9 @@ class _Selector:
             return exact
         return self._resolve_live(topology, view, seed, default_partition)
 
-    def _resolve_live(self, topology: Topology, view: ClusterView | None, seed: int | None,
-                      default_partition: tuple[str, int] | None) -> frozenset[str]:
+    def _resolve_live(
+        self, topology: Topology, view: ClusterView | None, seed: int | None, default_partition: tuple[str, int] | None
+    ) -> frozenset[str]:
         raise NotImplementedError  # every dynamic selector overrides it
 
     def _view(self, view: ClusterView | None) -> ClusterView:
@@ -210,8 +211,9 @@ class LeaderTarget(_Selector):
     def _candidates(self, topology: Topology) -> frozenset[str]:
         return frozenset(b.name for b in topology.brokers)
 
-    def _resolve_live(self, topology: Topology, view: ClusterView | None, seed: int | None,
-                      default_partition: tuple[str, int] | None) -> frozenset[str]:
+    def _resolve_live(
+        self, topology: Topology, view: ClusterView | None, seed: int | None, default_partition: tuple[str, int] | None
+    ) -> frozenset[str]:
         leader = self._view(view).leader(self.topic, self.partition)
         if leader is None:
             raise FaultError(f"{self.topic}/{self.partition} has no leader right now")
@@ -249,8 +251,9 @@ class FollowerInTarget(_Selector):
     def _candidates(self, topology: Topology) -> frozenset[str]:
         return frozenset(b.name for b in topology.brokers_in_rack(self.rack))
 
-    def _resolve_live(self, topology: Topology, view: ClusterView | None, seed: int | None,
-                      default_partition: tuple[str, int] | None) -> frozenset[str]:
+    def _resolve_live(
+        self, topology: Topology, view: ClusterView | None, seed: int | None, default_partition: tuple[str, int] | None
+    ) -> frozenset[str]:
         live = self._view(view)
         if self.topic is not None and self.partition is not None:
             topic, part = self.topic, self.partition
@@ -283,8 +286,9 @@ class ControllerTarget(_Selector):
     def _candidates(self, topology: Topology) -> frozenset[str]:
         return frozenset(c.name for c in topology.controllers)
 
-    def _resolve_live(self, topology: Topology, view: ClusterView | None, seed: int | None,
-                      default_partition: tuple[str, int] | None) -> frozenset[str]:
+    def _resolve_live(
+        self, topology: Topology, view: ClusterView | None, seed: int | None, default_partition: tuple[str, int] | None
+    ) -> frozenset[str]:
         cid = self._view(view).active_controller()
         if cid is None:
             raise FaultError("there is no active controller right now")
@@ -331,8 +335,9 @@ class _Seeded(_Selector):
     def _pick(self, topology: Topology, seed: int) -> frozenset[str]:
         raise NotImplementedError
 
-    def _resolve_live(self, topology: Topology, view: ClusterView | None, seed: int | None,
-                      default_partition: tuple[str, int] | None) -> frozenset[str]:
+    def _resolve_live(
+        self, topology: Topology, view: ClusterView | None, seed: int | None, default_partition: tuple[str, int] | None
+    ) -> frozenset[str]:
         if seed is None:
             raise FaultError(f"target {self} needs a seed to resolve")
         return self._pick(topology, seed)
@@ -402,8 +407,18 @@ class AllTarget(_Selector):
 
 #: A target selector: one of the classes above, told apart by ``kind`` (or ``isinstance``).
 Target: TypeAlias = (
-    BrokerTarget | NodeTarget | LeaderTarget | FollowerInTarget | ControllerTarget | ControllersTarget
-    | BrokersTarget | MinorityTarget | BridgeTarget | RackTarget | ClientsTarget | AllTarget
+    BrokerTarget
+    | NodeTarget
+    | LeaderTarget
+    | FollowerInTarget
+    | ControllerTarget
+    | ControllersTarget
+    | BrokersTarget
+    | MinorityTarget
+    | BridgeTarget
+    | RackTarget
+    | ClientsTarget
+    | AllTarget
 )
 
 
@@ -419,9 +434,12 @@ def parse_target(text: str) -> Target:
     def bad(why: str) -> FaultError:
         return FaultError(f"malformed target {text!r}: {why}")
 
-    bare: dict[TargetKind, Target] = {TargetKind.CONTROLLER: ControllerTarget(),
-                                      TargetKind.CONTROLLERS: ControllersTarget(),
-                                      TargetKind.BROKERS: BrokersTarget(), TargetKind.ALL: AllTarget()}
+    bare: dict[TargetKind, Target] = {
+        TargetKind.CONTROLLER: ControllerTarget(),
+        TargetKind.CONTROLLERS: ControllersTarget(),
+        TargetKind.BROKERS: BrokersTarget(),
+        TargetKind.ALL: AllTarget(),
+    }
     if kind in bare:
         if sep:
             raise bad(f"{kind.value} takes no argument")
@@ -471,4 +489,3 @@ _EXAMPLES = {
     TargetKind.RACK: "rack:rack-b",
     TargetKind.CLIENTS: "clients:rack-b",
 }
-

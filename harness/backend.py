@@ -84,16 +84,24 @@ class ClusterBackend(Protocol):
         """A shared admin connection through ``rack``'s bootstrap servers."""
         ...
 
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
-                     config: dict[str, str] | None = None, timeout: float = 60.0) -> None:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        config: dict[str, str] | None = None,
+        timeout: float = 60.0,
+    ) -> None:
         """Create a topic and wait until every partition has a leader and a full ISR."""
         ...
 
-    def partition_state(self, topic: str, partition: int = 0, offsets: bool = True,
-                        timeout: float = 15.0) -> PartitionState: ...
+    def partition_state(
+        self, topic: str, partition: int = 0, offsets: bool = True, timeout: float = 15.0
+    ) -> PartitionState: ...
 
-    def wait_for_isr(self, topic: str, partition: int, cond: Callable[[PartitionState], bool],
-                     timeout: float, message: str) -> PartitionState: ...
+    def wait_for_isr(
+        self, topic: str, partition: int, cond: Callable[[PartitionState], bool], timeout: float, message: str
+    ) -> PartitionState: ...
 
     def wait_for_brokers(self, timeout: float = 90.0, ids: list[int] | None = None) -> None:
         """Until the brokers ``ids`` (default: all) are registered and unfenced."""
@@ -120,8 +128,9 @@ class LinkControl(Protocol):
         """Cut (listener closed, open connections dropped) or restore links."""
         ...
 
-    def add_toxic(self, link: Link, *, name: str, type: str, stream: str, toxicity: float,
-                  attributes: Mapping[str, Any]) -> None:
+    def add_toxic(
+        self, link: Link, *, name: str, type: str, stream: str, toxicity: float, attributes: Mapping[str, Any]
+    ) -> None:
         """A Toxiproxy-style toxic (``latency``, ``timeout``, ...) on one stream of a link."""
         ...
 
@@ -213,6 +222,7 @@ def backend_name(backend: object) -> str:
 
 # -- the registry ---------------------------------------------------------------------------------
 
+
 class BackendError(HighwaterError, ValueError):
     """An unknown backend name, or a backend asked for something it cannot do."""
 
@@ -263,6 +273,11 @@ def _attach_local(cluster_dir: Path, progress: Progress | None) -> ClusterBacken
     return Cluster.attach(cluster_dir, progress)
 
 
-register_backend(BackendEntry(
-    "local", "KRaft nodes as local JVMs from Maven jars, every link behind its own Toxiproxy proxy",
-    _start_local, _attach_local))
+register_backend(
+    BackendEntry(
+        "local",
+        "KRaft nodes as local JVMs from Maven jars, every link behind its own Toxiproxy proxy",
+        _start_local,
+        _attach_local,
+    )
+)

@@ -61,9 +61,14 @@ def check_spec(spec: ClusterSpec) -> None:
     """Raise ``TopologyError`` for a shape that cannot be built (no processes, no I/O)."""
     client_racks = effective_client_racks(spec)
     n_client = len(client_racks)
-    Topology.build(brokers=spec.brokers, racks=spec.racks, controllers=spec.controllers,
-                   client_racks=client_racks, slot=0,
-                   ports=Ports(1, 2, tuple(range(3, 3 + n_client)), 3 + n_client))
+    Topology.build(
+        brokers=spec.brokers,
+        racks=spec.racks,
+        controllers=spec.controllers,
+        client_racks=client_racks,
+        slot=0,
+        ports=Ports(1, 2, tuple(range(3, 3 + n_client)), 3 + n_client),
+    )
 
 
 class Cluster:
@@ -95,16 +100,26 @@ class Cluster:
         nodes are adopted by pid; ``stop`` on it only closes clients, never kills anything."""
         state = json.loads((cluster_dir / "cluster.json").read_text())
         sp, ports = state["spec"], state["ports"]
-        spec = ClusterSpec(brokers=sp["brokers"], racks=sp["racks"], controllers=sp["controllers"],
-                           kafka_version=state["kafka_version"], broker_config=sp["broker_config"],
-                           client_racks=tuple(sp["client_racks"]), base_port=ports["replication"])
+        spec = ClusterSpec(
+            brokers=sp["brokers"],
+            racks=sp["racks"],
+            controllers=sp["controllers"],
+            kafka_version=state["kafka_version"],
+            broker_config=sp["broker_config"],
+            client_racks=tuple(sp["client_racks"]),
+            base_port=ports["replication"],
+        )
         c = cls(spec, progress)
         c.attached = True  # nodes it restarts must outlive this process, like the others
         c.dir = cluster_dir
         c.topology = Topology.build(
-            brokers=spec.brokers, racks=spec.racks, controllers=spec.controllers, client_racks=spec.client_racks,
-            slot=state["slot"], ports=Ports(ports["replication"], ports["controller"], tuple(ports["clients"]),
-                                            ports["toxiproxy_api"]))
+            brokers=spec.brokers,
+            racks=spec.racks,
+            controllers=spec.controllers,
+            client_racks=spec.client_racks,
+            slot=state["slot"],
+            ports=Ports(ports["replication"], ports["controller"], tuple(ports["clients"]), ports["toxiproxy_api"]),
+        )
         c.kafka = ensure_kafka(state["kafka_version"])
         java = find_java(state["kafka_version"])
         c._registry = ProcessRegistry(cluster_dir / "processes.json")
@@ -142,8 +157,9 @@ class Cluster:
         spec = self.spec
         check_spec(spec)  # bad shapes fail in milliseconds, before any slow work
         for reaped in reap_stale():
-            self._progress(f"reaped a killed run's cluster {reaped.cluster_dir.name}: "
-                           f"killed {[r.name for r in reaped.killed]}")
+            self._progress(
+                f"reaped a killed run's cluster {reaped.cluster_dir.name}: killed {[r.name for r in reaped.killed]}"
+            )
         version = spec.kafka_version or default_version(self._progress)
         java = find_java(version)
         self.kafka = ensure_kafka(version, self._progress)
@@ -163,20 +179,32 @@ class Cluster:
         marker = cdir / "toxiproxy-initial.json"
         marker.write_text("[]")  # -config names the cluster dir: proof the process is ours
         self._toxiproxy_proc = spawn(
-            [str(toxiproxy_bin), "-host", topo.toxiproxy_host, "-port", str(topo.ports.toxiproxy_api),
-             "-proxy-metrics", "-config", str(marker)],
-            log_path=cdir / "toxiproxy.log")
+            [
+                str(toxiproxy_bin),
+                "-host",
+                topo.toxiproxy_host,
+                "-port",
+                str(topo.ports.toxiproxy_api),
+                "-proxy-metrics",
+                "-config",
+                str(marker),
+            ],
+            log_path=cdir / "toxiproxy.log",
+        )
         self._registry.add("toxiproxy", self._toxiproxy_proc.pid, str(cdir))
         api = self.toxiproxy = ToxiproxyAPI(topo.toxiproxy_host, topo.ports.toxiproxy_api)
-        wait_until(lambda: self._toxiproxy_alive() and api.version(), 20,
-                   lambda: f"Toxiproxy answers (log: {cdir / 'toxiproxy.log'})")
+        wait_until(
+            lambda: self._toxiproxy_alive() and api.version(),
+            20,
+            lambda: f"Toxiproxy answers (log: {cdir / 'toxiproxy.log'})",
+        )
         plans = topo.proxies()
-        api.populate([{"name": p.link.proxy_name, "listen": p.listen, "upstream": p.upstream,
-                                  "enabled": True} for p in plans])
+        api.populate(
+            [{"name": p.link.proxy_name, "listen": p.listen, "upstream": p.upstream, "enabled": True} for p in plans]
+        )
 
         cluster_id = kraft_cluster_id()
-        self.nodes = {n.node_id: KafkaNode(n, topo, spec, self.kafka, java, cdir, self._registry)
-                      for n in topo.nodes}
+        self.nodes = {n.node_id: KafkaNode(n, topo, spec, self.kafka, java, cdir, self._registry) for n in topo.nodes}
         self._progress(f"formatting {len(self.nodes)} nodes (Kafka {version})")
         for node in self.nodes.values():
             node.prepare(cluster_id)
@@ -194,11 +222,20 @@ class Cluster:
         for _attempt in range(1 if explicit else 20):
             base = spec.base_port if explicit else pick_base_port(3 + n_client)
             assert base is not None
-            ports = Ports(replication=base, controller=base + 1,
-                          clients=tuple(base + 2 + i for i in range(n_client)),
-                          toxiproxy_api=base + 2 + n_client)
-            topo = Topology.build(brokers=spec.brokers, racks=spec.racks, controllers=spec.controllers,
-                                  client_racks=client_racks, slot=slot, ports=ports)
+            ports = Ports(
+                replication=base,
+                controller=base + 1,
+                clients=tuple(base + 2 + i for i in range(n_client)),
+                toxiproxy_api=base + 2 + n_client,
+            )
+            topo = Topology.build(
+                brokers=spec.brokers,
+                racks=spec.racks,
+                controllers=spec.controllers,
+                client_racks=client_racks,
+                slot=slot,
+                ports=ports,
+            )
             try:
                 check_ports(topo.all_listen_addresses(), explicit)
                 return topo
@@ -220,15 +257,31 @@ class Cluster:
             "kafka_version": self.kafka.version,
             "owner_pid": os.getpid(),
             "slot": topo.slot,
-            "spec": {"brokers": self.spec.brokers, "racks": self.spec.racks,
-                     "controllers": self.spec.controllers, "client_racks": list(topo.client_racks),
-                     "broker_config": dict(self.spec.broker_config)},
-            "ports": {"replication": topo.ports.replication, "controller": topo.ports.controller,
-                      "clients": list(topo.ports.clients), "toxiproxy_api": topo.ports.toxiproxy_api},
+            "spec": {
+                "brokers": self.spec.brokers,
+                "racks": self.spec.racks,
+                "controllers": self.spec.controllers,
+                "client_racks": list(topo.client_racks),
+                "broker_config": dict(self.spec.broker_config),
+            },
+            "ports": {
+                "replication": topo.ports.replication,
+                "controller": topo.ports.controller,
+                "clients": list(topo.ports.clients),
+                "toxiproxy_api": topo.ports.toxiproxy_api,
+            },
             "toxiproxy": f"{topo.toxiproxy_host}:{topo.ports.toxiproxy_api}",
             "bootstrap": {rack: topo.bootstrap(rack) for rack in topo.client_racks},
-            "nodes": {n.name: {"node_id": n.node_id, "rack": n.node.rack, "pid": n.pid,
-                               "role": n.node.role.value, "log": str(n.log_path)} for n in self.nodes.values()},
+            "nodes": {
+                n.name: {
+                    "node_id": n.node_id,
+                    "rack": n.node.rack,
+                    "pid": n.pid,
+                    "role": n.node.role.value,
+                    "log": str(n.log_path),
+                }
+                for n in self.nodes.values()
+            },
         }
         (self.dir / "cluster.json").write_text(json.dumps(state, indent=2))
 
@@ -345,23 +398,40 @@ class Cluster:
         # Observers made while brokers were still registering know only some of them by id;
         # callers may hold them, so refresh their metadata rather than replacing them.
         for obs in self._observers.values():
-            wait_until(functools.partial(obs.knows_brokers, want), 15,
-                       f"the observer's metadata lists brokers {sorted(want)}")
+            wait_until(
+                functools.partial(obs.knows_brokers, want), 15, f"the observer's metadata lists brokers {sorted(want)}"
+            )
 
-    def partition_state(self, topic: str, partition: int = 0, offsets: bool = True,
-                        timeout: float = 15.0) -> PartitionState:
+    def partition_state(
+        self, topic: str, partition: int = 0, offsets: bool = True, timeout: float = 15.0
+    ) -> PartitionState:
         """Leader, epoch, ISR (and HW, LEOs). Metadata reaches brokers asynchronously in KRaft, so
         a broker that has not heard of a new topic yet is asked again until ``timeout``."""
-        return wait_until(lambda: self.observer().partition_state(topic, partition, offsets=offsets),
-                          timeout, f"metadata of {topic}-{partition} is available", interval=0.2)
+        return wait_until(
+            lambda: self.observer().partition_state(topic, partition, offsets=offsets),
+            timeout,
+            f"metadata of {topic}-{partition} is available",
+            interval=0.2,
+        )
 
-    def wait_for_isr(self, topic: str, partition: int, cond: Callable[[PartitionState], bool],
-                     timeout: float, message: str) -> PartitionState:
-        return wait_until(lambda: (lambda s: s if cond(s) else None)(self.partition_state(topic, partition, offsets=False)),
-                          timeout, message, interval=0.1)
+    def wait_for_isr(
+        self, topic: str, partition: int, cond: Callable[[PartitionState], bool], timeout: float, message: str
+    ) -> PartitionState:
+        return wait_until(
+            lambda: (lambda s: s if cond(s) else None)(self.partition_state(topic, partition, offsets=False)),
+            timeout,
+            message,
+            interval=0.1,
+        )
 
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
-                     config: dict[str, str] | None = None, timeout: float = 60.0) -> None:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        config: dict[str, str] | None = None,
+        timeout: float = 60.0,
+    ) -> None:
         """Create a topic and wait until every partition has a leader and a full ISR."""
         rf = replication_factor or min(3, len(self.broker_ids))
 
@@ -378,8 +448,7 @@ class Cluster:
 
         def in_sync() -> bool:
             parts = self.observer().topic_partitions(name)
-            return len(parts) == partitions and all(
-                p["leader_id"] >= 0 and len(p["isr_nodes"]) == rf for p in parts)
+            return len(parts) == partitions and all(p["leader_id"] >= 0 and len(p["isr_nodes"]) == rf for p in parts)
 
         wait_until(in_sync, timeout, f"topic {name} has {partitions} partitions, each with {rf} replicas in sync")
 
@@ -389,9 +458,11 @@ class Cluster:
         from it) or ``both``."""
         name = self.topo.node(broker_id).name
         links = [lk for lk in self.topo.links() if lk.listener == Listener.REPLICATION]
-        return [lk for lk in links
-                if (direction in ("out", "both") and lk.src == name)
-                or (direction in ("in", "both") and lk.dst == name)]
+        return [
+            lk
+            for lk in links
+            if (direction in ("out", "both") and lk.src == name) or (direction in ("in", "both") and lk.dst == name)
+        ]
 
     def client_link(self, rack: str, broker_id: int) -> Link:
         return Link(client_party(rack), self.topo.node(broker_id).name, Listener.CLIENT)
@@ -411,10 +482,12 @@ class Cluster:
         for link in links:
             api.set_enabled(link.proxy_name, enabled)
 
-    def add_toxic(self, link: Link, *, name: str, type: str, stream: str, toxicity: float,
-                  attributes: Mapping[str, Any]) -> None:
-        self._api().add_toxic(link.proxy_name, name=name, type=type, stream=stream, toxicity=toxicity,
-                              attributes=dict(attributes))
+    def add_toxic(
+        self, link: Link, *, name: str, type: str, stream: str, toxicity: float, attributes: Mapping[str, Any]
+    ) -> None:
+        self._api().add_toxic(
+            link.proxy_name, name=name, type=type, stream=stream, toxicity=toxicity, attributes=dict(attributes)
+        )
 
     def remove_toxic(self, link: Link, name: str) -> None:
         self._api().remove_toxic(link.proxy_name, name)
@@ -435,9 +508,11 @@ class Cluster:
             name = plan.link.proxy_name
             try:
                 state = api.proxy(name)
-                healthy = (state.get("enabled") and not any(t["name"].startswith(toxic_prefix)
-                                                             for t in state.get("toxics", []))
-                           and accepts_connection(plan.listen_host, plan.listen_port))
+                healthy = (
+                    state.get("enabled")
+                    and not any(t["name"].startswith(toxic_prefix) for t in state.get("toxics", []))
+                    and accepts_connection(plan.listen_host, plan.listen_port)
+                )
             except Exception as exc:  # noqa: BLE001 - any failure to confirm means: recreate
                 log.warning("proxy %s could not be checked: %s", name, exc)
                 healthy = False
@@ -449,8 +524,11 @@ class Cluster:
             except Exception as exc:  # noqa: BLE001 - it may already be gone
                 log.info("deleting %s: %s", name, exc)
             api.create(name, plan.listen, plan.upstream, enabled=True)
-            wait_until(functools.partial(accepts_connection, plan.listen_host, plan.listen_port), 10,
-                       f"proxy {name} accepts connections")
+            wait_until(
+                functools.partial(accepts_connection, plan.listen_host, plan.listen_port),
+                10,
+                f"proxy {name} accepts connections",
+            )
 
     def link_bytes(self) -> dict[Link, ByteCounters]:
         """Bytes through every link's proxy (see the note on ``ByteCounters``: a connection's
@@ -468,6 +546,7 @@ class Cluster:
 
 
 if TYPE_CHECKING:  # mypy proves the local backend implements every protocol
+
     def _implements(c: Cluster) -> tuple[ClusterBackend, LinkControl, ProcessControl]:
         return c, c, c
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from .topology import Node, Topology
 
@@ -13,7 +13,7 @@ RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 NO_RACK = "no-rack"
 
 
-def effective_client_racks(spec: "ClusterSpec") -> tuple[str, ...]:
+def effective_client_racks(spec: ClusterSpec) -> tuple[str, ...]:
     from .topology import rack_name
 
     if spec.client_racks is not None:
@@ -73,9 +73,7 @@ def fast_failure_defaults(brokers: int) -> dict[str, str]:
     }
 
 
-def render_properties(
-    spec: ClusterSpec, topo: Topology, node: Node, data_dir: str
-) -> dict[str, str]:
+def render_properties(spec: ClusterSpec, topo: Topology, node: Node, data_dir: str) -> dict[str, str]:
     """``server.properties`` of one node: listeners as in README.md (Topology), defaults, then overrides."""
     ports = topo.ports
     home = topo.home(node)
@@ -110,12 +108,14 @@ def render_properties(
         "log.dirs": data_dir,
     }
     if node.is_broker:
-        props.update({
-            "advertised.listeners": ",".join(advertised),
-            "inter.broker.listener.name": "REPLICATION",
-            "broker.rack": node.rack or "",
-            "replica.selector.class": RACK_AWARE_SELECTOR,
-        })
+        props.update(
+            {
+                "advertised.listeners": ",".join(advertised),
+                "inter.broker.listener.name": "REPLICATION",
+                "broker.rack": node.rack or "",
+                "replica.selector.class": RACK_AWARE_SELECTOR,
+            }
+        )
     props.update(fast_failure_defaults(len(topo.brokers)))
     props.update({k: str(v) for k, v in spec.broker_config.items()})
     return props

@@ -16,9 +16,9 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .errors import SetupError
 from .paths import home
@@ -93,7 +93,7 @@ class _DirLock:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def __enter__(self) -> "_DirLock":
+    def __enter__(self) -> _DirLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._f = open(self.path, "w")
         fcntl.flock(self._f, fcntl.LOCK_EX)
@@ -124,7 +124,9 @@ def _mvn(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 def _missing_artifact(output: str) -> str | None:
     # Maven words it two ways: first time "Could not find artifact X", later (failure cached
     # in ~/.m2) "X was not found in ... during a previous attempt".
-    m = re.search(r"Could not find artifact ([^\s]+)", output) or re.search(r"([\w.\-]+:[\w.\-]+:jar:[\w.\-]+) was not found", output)
+    m = re.search(r"Could not find artifact ([^\s]+)", output) or re.search(
+        r"([\w.\-]+:[\w.\-]+:jar:[\w.\-]+) was not found", output
+    )
     return m.group(1) if m else None
 
 
@@ -166,8 +168,14 @@ def ensure_kafka(version: str, progress: Progress = _quiet) -> KafkaDistribution
         api = sorted(staging.glob("slf4j-api-*.jar"))
         if api:
             slf4j_version = api[-1].name[len("slf4j-api-") : -len(".jar")]
-            res = _mvn(["dependency:copy", f"-Dartifact=org.slf4j:slf4j-simple:{slf4j_version}",
-                        f"-DoutputDirectory={staging}"], root)
+            res = _mvn(
+                [
+                    "dependency:copy",
+                    f"-Dartifact=org.slf4j:slf4j-simple:{slf4j_version}",
+                    f"-DoutputDirectory={staging}",
+                ],
+                root,
+            )
             if res.returncode != 0:
                 raise SetupError(f"Maven could not fetch slf4j-simple {slf4j_version}: {res.stdout[-300:]}")
         shutil.rmtree(libs, ignore_errors=True)

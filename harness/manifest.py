@@ -103,17 +103,25 @@ class ClusterShape:
     broker_config: dict[str, str] = field(default_factory=dict)  # overrides of the defaults
 
     def to_json(self) -> dict[str, Any]:
-        return {"backend": self.backend, "brokers": self.brokers, "racks": self.racks,
-                "controllers": self.controllers, "broker_config": dict(self.broker_config)}
+        return {
+            "backend": self.backend,
+            "brokers": self.brokers,
+            "racks": self.racks,
+            "controllers": self.controllers,
+            "broker_config": dict(self.broker_config),
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> ClusterShape:
         d = _obj(data, "cluster")
         _only(d, cls, "cluster")
-        return cls(backend=str(d.get("backend") or "local"), brokers=_int(d.get("brokers", 3), "cluster.brokers"),
-                   racks=_int(d.get("racks", 3), "cluster.racks"),
-                   controllers=_int(d.get("controllers", 0), "cluster.controllers"),
-                   broker_config=_str_map(d.get("broker_config") or {}, "cluster.broker_config"))
+        return cls(
+            backend=str(d.get("backend") or "local"),
+            brokers=_int(d.get("brokers", 3), "cluster.brokers"),
+            racks=_int(d.get("racks", 3), "cluster.racks"),
+            controllers=_int(d.get("controllers", 0), "cluster.controllers"),
+            broker_config=_str_map(d.get("broker_config") or {}, "cluster.broker_config"),
+        )
 
 
 @dataclass(frozen=True)
@@ -194,8 +202,12 @@ class NemesisRecord:
         schedule = d.get("schedule")
         if schedule is not None and not isinstance(schedule, dict):
             raise ManifestError(f"'nemesis.schedule' must be an object, got {type(schedule).__name__}")
-        return cls(str(d.get("kind", "none")), tuple(ScriptedStep.from_json(s) for s in steps), schedule,
-                   _opt_str(d.get("name"), "nemesis.name"))
+        return cls(
+            str(d.get("kind", "none")),
+            tuple(ScriptedStep.from_json(s) for s in steps),
+            schedule,
+            _opt_str(d.get("name"), "nemesis.name"),
+        )
 
 
 @dataclass(frozen=True)
@@ -208,16 +220,21 @@ class RunStats:
     worker_errors: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"producers": {k: dict(v) for k, v in self.producers.items()}, "consumers": dict(self.consumers),
-                "worker_errors": dict(self.worker_errors)}
+        return {
+            "producers": {k: dict(v) for k, v in self.producers.items()},
+            "consumers": dict(self.consumers),
+            "worker_errors": dict(self.worker_errors),
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> RunStats:
         d = _obj(data, "stats")
         _only(d, cls, "stats")
         try:
-            producers = {str(k): {str(a): int(b) for a, b in _obj(v, f"stats.producers.{k}").items()}
-                         for k, v in _obj(d.get("producers") or {}, "stats.producers").items()}
+            producers = {
+                str(k): {str(a): int(b) for a, b in _obj(v, f"stats.producers.{k}").items()}
+                for k, v in _obj(d.get("producers") or {}, "stats.producers").items()
+            }
             consumers = {str(k): int(v) for k, v in _obj(d.get("consumers") or {}, "stats.consumers").items()}
         except (TypeError, ValueError) as exc:
             raise ManifestError(f"malformed stats: {exc}") from None
@@ -232,8 +249,10 @@ def _client_bytes(data: Any) -> ClientBytes | None:
     if data is None:
         return None
     try:
-        return {str(rack): {str(b): int(n) for b, n in _obj(per, f"client_bytes.{rack}").items()}
-                for rack, per in _obj(data, "client_bytes").items()}
+        return {
+            str(rack): {str(b): int(n) for b, n in _obj(per, f"client_bytes.{rack}").items()}
+            for rack, per in _obj(data, "client_bytes").items()
+        }
     except (TypeError, ValueError) as exc:
         raise ManifestError(f"malformed client_bytes: {exc}") from None
 
@@ -289,13 +308,25 @@ class RunManifest:
     # -- JSON -----------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         return {
-            "format": self.format, "run_id": self.run_id, "suite": self.suite, "scenario": self.scenario,
-            "campaign": self.campaign, "kafka_version": self.kafka_version, "client": self.client,
-            "config": dict(self.config), "seed": self.seed, "repro": self.repro,
-            "started_at": self.started_at, "ended_at": self.ended_at, "python": self.python,
-            "cluster": self.cluster.to_json() if self.cluster else None, "racks": self.racks.to_json(),
-            "spec": dict(self.spec), "nemesis": self.nemesis.to_json(),
-            "client_bytes": self.client_bytes, "stats": self.stats.to_json() if self.stats else None,
+            "format": self.format,
+            "run_id": self.run_id,
+            "suite": self.suite,
+            "scenario": self.scenario,
+            "campaign": self.campaign,
+            "kafka_version": self.kafka_version,
+            "client": self.client,
+            "config": dict(self.config),
+            "seed": self.seed,
+            "repro": self.repro,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "python": self.python,
+            "cluster": self.cluster.to_json() if self.cluster else None,
+            "racks": self.racks.to_json(),
+            "spec": dict(self.spec),
+            "nemesis": self.nemesis.to_json(),
+            "client_bytes": self.client_bytes,
+            "stats": self.stats.to_json() if self.stats else None,
             "valid": self.valid,
         }
 
@@ -322,26 +353,33 @@ class RunManifest:
         if seed is not None:
             seed = _int(seed, "seed")
         return cls(
-            run_id=data["run_id"], suite=data["suite"], scenario=data["scenario"],
+            run_id=data["run_id"],
+            suite=data["suite"],
+            scenario=data["scenario"],
             campaign=str(data.get("campaign") or "adhoc"),
             kafka_version=_opt_str(data.get("kafka_version"), "kafka_version"),
             client=_opt_str(data.get("client"), "client"),
-            config=_obj(data.get("config") or {}, "config"), seed=seed,
+            config=_obj(data.get("config") or {}, "config"),
+            seed=seed,
             repro=_opt_str(data.get("repro"), "repro"),
             started_at=_check_iso(data.get("started_at"), "started_at"),
             ended_at=_check_iso(data.get("ended_at"), "ended_at"),
             python=_opt_str(data.get("python"), "python"),
             cluster=ClusterShape.from_json(data["cluster"]) if data.get("cluster") is not None else None,
-            racks=Racks.from_json(data.get("racks")), spec=_obj(data.get("spec") or {}, "spec"),
+            racks=Racks.from_json(data.get("racks")),
+            spec=_obj(data.get("spec") or {}, "spec"),
             nemesis=NemesisRecord.from_json(data.get("nemesis")),
             client_bytes=_client_bytes(data.get("client_bytes")),
             stats=RunStats.from_json(data["stats"]) if data.get("stats") is not None else None,
-            valid=_valid(data.get("valid")), format=fmt)
+            valid=_valid(data.get("valid")),
+            format=fmt,
+        )
 
     @classmethod
     def from_legacy(cls, data: Mapping[str, Any], *, run_id: str | None = None) -> RunManifest:
         """A format-less ``run.json`` (see the module doc), leniently: a field of the wrong type
         is dropped, never guessed; missing names fall back to ``run_id`` / ``default``."""
+
         def s(key: str) -> str | None:
             v = data.get(key)
             return v if isinstance(v, str) and v else None
@@ -351,11 +389,15 @@ class RunManifest:
         raw_extra = spec.get("extra")
         extra: Mapping[str, Any] = raw_extra if isinstance(raw_extra, Mapping) else {}
         schedule = data.get("schedule") if isinstance(data.get("schedule"), Mapping) else extra.get("schedule")
-        nemesis = NemesisRecord("scheduled", schedule=dict(schedule)) if isinstance(schedule, Mapping) \
+        nemesis = (
+            NemesisRecord("scheduled", schedule=dict(schedule))
+            if isinstance(schedule, Mapping)
             else NemesisRecord("unrecorded")
+        )
         started = data.get("started_at")
-        started_at = iso_utc(started) if isinstance(started, (int, float)) and not isinstance(started, bool) \
-            else s("started_at")
+        started_at = (
+            iso_utc(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else s("started_at")
+        )
         ended = data.get("ended_at")
         ended_at = iso_utc(ended) if isinstance(ended, (int, float)) and not isinstance(ended, bool) else s("ended_at")
         seed = data.get("seed")
@@ -372,17 +414,27 @@ class RunManifest:
             cluster = soft(ClusterShape.from_json, c)
         valid = data.get("valid")
         return cls(
-            run_id=s("run_id") or run_id or "unknown", suite=s("suite") or "default",
-            scenario=s("scenario") or "default", campaign=s("campaign") or "adhoc",
-            kafka_version=s("kafka_version"), client=s("client"),
+            run_id=s("run_id") or run_id or "unknown",
+            suite=s("suite") or "default",
+            scenario=s("scenario") or "default",
+            campaign=s("campaign") or "adhoc",
+            kafka_version=s("kafka_version"),
+            client=s("client"),
             config=dict(data["config"]) if isinstance(data.get("config"), Mapping) else {},
             seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
-            repro=s("repro"), started_at=started_at, ended_at=ended_at, python=s("python"), cluster=cluster,
-            racks=soft(Racks.from_json, data.get("racks")) or Racks(), spec=dict(spec), nemesis=nemesis,
+            repro=s("repro"),
+            started_at=started_at,
+            ended_at=ended_at,
+            python=s("python"),
+            cluster=cluster,
+            racks=soft(Racks.from_json, data.get("racks")) or Racks(),
+            spec=dict(spec),
+            nemesis=nemesis,
             client_bytes=soft(_client_bytes, data.get("client_bytes")),
             stats=soft(RunStats.from_json, data.get("stats")) if isinstance(data.get("stats"), Mapping) else None,
             valid=valid if valid is None or isinstance(valid, bool) or valid == "unknown" else None,
-            legacy=True)
+            legacy=True,
+        )
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, default=str)

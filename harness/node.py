@@ -30,8 +30,17 @@ class KafkaNode:
     ``die_with_parent``: the JVMs this handle starts die with this process (a test's cluster),
     or outlive it (a handle on a ``highwater cluster up`` cluster, see ``Cluster.attach``)."""
 
-    def __init__(self, node: Node, topo: Topology, spec: ClusterSpec, dist: KafkaDistribution,
-                 java: Java, cluster_dir: Path, registry: ProcessRegistry, die_with_parent: bool = True) -> None:
+    def __init__(
+        self,
+        node: Node,
+        topo: Topology,
+        spec: ClusterSpec,
+        dist: KafkaDistribution,
+        java: Java,
+        cluster_dir: Path,
+        registry: ProcessRegistry,
+        die_with_parent: bool = True,
+    ) -> None:
         self.node = node
         self.dir = cluster_dir / "nodes" / node.name
         self.data_dir = self.dir / "data"
@@ -72,15 +81,18 @@ class KafkaNode:
     def _jvm_args(self) -> list[str]:
         return [
             str(self._java.executable),
-            f"-Xms{self._spec.heap_mb}m", f"-Xmx{self._spec.heap_mb}m",
-            "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",  # 2 cores: fast start beats peak speed
+            f"-Xms{self._spec.heap_mb}m",
+            f"-Xmx{self._spec.heap_mb}m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",  # 2 cores: fast start beats peak speed
             f"-Djdk.net.hosts.file={self.dir / 'hosts'}",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
             "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.NetworkClient=warn",
             # A marker that proves this JVM belongs to this cluster dir (see harness.procs).
             f"-Dhighwater.cluster={self._cluster_dir}",
-            "-cp", self._dist.classpath,
+            "-cp",
+            self._dist.classpath,
         ]
 
     def prepare(self, cluster_id: str) -> None:
@@ -89,8 +101,16 @@ class KafkaNode:
         (self.dir / "hosts").write_text(self._topo.hosts_file(self.node))
         props = render_properties(self._spec, self._topo, self.node, str(self.data_dir))
         (self.dir / "server.properties").write_text(properties_text(props))
-        cmd = [*self._jvm_args(), "kafka.tools.StorageTool", "format", "-t", cluster_id,
-               "-c", str(self.dir / "server.properties"), "--ignore-formatted"]
+        cmd = [
+            *self._jvm_args(),
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            cluster_id,
+            "-c",
+            str(self.dir / "server.properties"),
+            "--ignore-formatted",
+        ]
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         (self.dir / "format.log").write_text(res.stdout + res.stderr)
         if res.returncode != 0:

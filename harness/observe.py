@@ -40,20 +40,31 @@ class PartitionState:
 
     def to_event_value(self) -> dict[str, Any]:
         """The ``meta`` event value of the history format."""
-        return {"topic": self.topic, "partition": self.partition, "leader": self.leader,
-                "leader_epoch": self.leader_epoch, "isr": list(self.isr), "hw": self.hw,
-                "leo": {str(k): v for k, v in self.leo.items()}}
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+            "isr": list(self.isr),
+            "hw": self.hw,
+            "leo": {str(k): v for k, v in self.leo.items()},
+        }
 
 
 class Observer:
     """An admin connection through one client rack's proxies."""
 
-    def __init__(self, bootstrap: list[str], client_id: str = "highwater-observer",
-                 request_timeout_ms: int = 5000) -> None:
+    def __init__(
+        self, bootstrap: list[str], client_id: str = "highwater-observer", request_timeout_ms: int = 5000
+    ) -> None:
         # A short metadata age: brokers that register (or come back) after this client started
         # must become addressable by id quickly (send_to raises UnknownBrokerIdError otherwise).
-        self.admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=client_id,
-                                      request_timeout_ms=request_timeout_ms, metadata_max_age_ms=2000)
+        self.admin = KafkaAdminClient(
+            bootstrap_servers=bootstrap,
+            client_id=client_id,
+            request_timeout_ms=request_timeout_ms,
+            metadata_max_age_ms=2000,
+        )
 
     def close(self) -> None:
         self.admin.close()
@@ -82,13 +93,23 @@ class Observer:
 
         return manager.run(call)
 
-    def list_offset(self, node_id: int, topic: str, partition: int, *, replica_id: int,
-                    timestamp: int = LATEST_TIMESTAMP) -> int:
+    def list_offset(
+        self, node_id: int, topic: str, partition: int, *, replica_id: int, timestamp: int = LATEST_TIMESTAMP
+    ) -> int:
         req = ListOffsetsRequest(
-            replica_id=replica_id, isolation_level=0,
-            topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
-                ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
-                    partition_index=partition, current_leader_epoch=-1, timestamp=timestamp)])])
+            replica_id=replica_id,
+            isolation_level=0,
+            topics=[
+                ListOffsetsRequest.ListOffsetsTopic(
+                    name=topic,
+                    partitions=[
+                        ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                            partition_index=partition, current_leader_epoch=-1, timestamp=timestamp
+                        )
+                    ],
+                )
+            ],
+        )
         resp = self.send_to(node_id, req)
         part = resp.topics[0].partitions[0]
         err = for_code(part.error_code)
@@ -118,9 +139,14 @@ class Observer:
         Metadata's ``controller_id`` is no use here: in KRaft it names a random broker."""
         from kafka.protocol.admin.cluster import DescribeQuorumRequest
 
-        req = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
-            topic_name="__cluster_metadata",
-            partitions=[DescribeQuorumRequest.TopicData.PartitionData(partition_index=0)])])
+        req = DescribeQuorumRequest(
+            topics=[
+                DescribeQuorumRequest.TopicData(
+                    topic_name="__cluster_metadata",
+                    partitions=[DescribeQuorumRequest.TopicData.PartitionData(partition_index=0)],
+                )
+            ]
+        )
         manager = self.admin._manager
 
         async def call() -> Any:
@@ -159,21 +185,29 @@ class Observer:
                     leo[int(replica)] = self.list_offset(replica, topic, partition, replica_id=DEBUGGING_REPLICA_ID)
                 except Exception:  # noqa: BLE001 - a dead or cut replica has no answer: leave it out
                     continue
-        return PartitionState(topic=topic, partition=partition, leader=leader,
-                              leader_epoch=int(meta.get("leader_epoch", -1)),
-                              replicas=tuple(int(r) for r in meta["replica_nodes"]),
-                              isr=tuple(int(r) for r in meta["isr_nodes"]), hw=hw, leo=leo)
+        return PartitionState(
+            topic=topic,
+            partition=partition,
+            leader=leader,
+            leader_epoch=int(meta.get("leader_epoch", -1)),
+            replicas=tuple(int(r) for r in meta["replica_nodes"]),
+            isr=tuple(int(r) for r in meta["isr_nodes"]),
+            hw=hw,
+            leo=leo,
+        )
 
-    def create_topic(self, name: str, partitions: int, replication_factor: int,
-                     config: dict[str, str] | None = None) -> None:
+    def create_topic(
+        self, name: str, partitions: int, replication_factor: int, config: dict[str, str] | None = None
+    ) -> None:
         self.admin.create_topics([NewTopic(name, partitions, replication_factor, topic_configs=config or {})])
 
     def describe_broker_config(self, broker_id: int, key: str) -> str | None:
         """The value broker ``broker_id`` reports for ``key`` (None if it reports none)."""
         from kafka.admin import ConfigResource, ConfigResourceType
 
-        res = self.admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(broker_id), {key: None})],
-                                          config_filter="all")
+        res = self.admin.describe_configs(
+            [ConfigResource(ConfigResourceType.BROKER, str(broker_id), {key: None})], config_filter="all"
+        )
         for by_name in res.values():
             entry = by_name.get(str(broker_id), {}).get(key)
             if entry is not None:

@@ -64,17 +64,17 @@ Rule = Callable[[RunConfig], str | None]
 POLICY: dict[str, Rule] = {
     "duplicate": lambda c: None if c.idempotence else "idempotence is off: retries may duplicate",
     "lost-write": lambda c: (
-        f"acks={c.acks}: the leader acknowledges before replication" if c.acks in ("0", "1")
+        f"acks={c.acks}: the leader acknowledges before replication"
+        if c.acks in ("0", "1")
         else "unclean leader election may elect a replica missing acknowledged writes"
-        if c.unclean_leader_election else None
+        if c.unclean_leader_election
+        else None
     ),
     "uncommitted-read": lambda c: (
-        "unclean leader election may truncate records consumers already read"
-        if c.unclean_leader_election else None
+        "unclean leader election may truncate records consumers already read" if c.unclean_leader_election else None
     ),
     "hw-regression": lambda c: (
-        "unclean leader election may elect a replica with a lower high watermark"
-        if c.unclean_leader_election else None
+        "unclean leader election may elect a replica with a lower high watermark" if c.unclean_leader_election else None
     ),
 }
 

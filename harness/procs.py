@@ -19,9 +19,10 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Sequence
+from typing import IO
 
 log = logging.getLogger(__name__)
 

@@ -151,9 +151,7 @@ class Topology:
         if racks < 1:
             raise TopologyError(f"need at least one rack, got {racks}")
         if racks > brokers:
-            raise TopologyError(
-                f"more racks ({racks}) than brokers ({brokers}): every rack needs a broker"
-            )
+            raise TopologyError(f"more racks ({racks}) than brokers ({brokers}): every rack needs a broker")
         if controllers < 0:
             raise TopologyError(f"controllers must be >= 0, got {controllers}")
         if brokers + controllers > MAX_NODES:
@@ -172,11 +170,8 @@ class Topology:
         for k in range(1, controllers + 1):
             idx = brokers + k
             # Dedicated controller ids start at 1000 so they never look like broker ids.
-            nodes.append(
-                Node(node_id=1000 + k, name=f"controller-{k}", role=Role.CONTROLLER, rack=None, index=idx)
-            )
-        return cls(slot=slot, nodes=tuple(nodes), racks=rack_names,
-                   client_racks=client_rack_names, ports=ports)
+            nodes.append(Node(node_id=1000 + k, name=f"controller-{k}", role=Role.CONTROLLER, rack=None, index=idx))
+        return cls(slot=slot, nodes=tuple(nodes), racks=rack_names, client_racks=client_rack_names, ports=ports)
 
     # -- lookups ------------------------------------------------------------------------
     @property
@@ -237,16 +232,37 @@ class Topology:
                     continue
                 addr = self.link_address(src, dst)
                 if src.is_broker and dst.is_broker:
-                    plans.append(ProxyPlan(Link(src.name, dst.name, Listener.REPLICATION), addr,
-                                           self.ports.replication, self.home(dst), self.ports.replication))
+                    plans.append(
+                        ProxyPlan(
+                            Link(src.name, dst.name, Listener.REPLICATION),
+                            addr,
+                            self.ports.replication,
+                            self.home(dst),
+                            self.ports.replication,
+                        )
+                    )
                 if dst.is_controller:
-                    plans.append(ProxyPlan(Link(src.name, dst.name, Listener.CONTROLLER), addr,
-                                           self.ports.controller, self.home(dst), self.ports.controller))
+                    plans.append(
+                        ProxyPlan(
+                            Link(src.name, dst.name, Listener.CONTROLLER),
+                            addr,
+                            self.ports.controller,
+                            self.home(dst),
+                            self.ports.controller,
+                        )
+                    )
         for rack in self.client_racks:
             port = self.client_port(rack)
             for dst in self.brokers:
-                plans.append(ProxyPlan(Link(client_party(rack), dst.name, Listener.CLIENT),
-                                       self.client_address(rack, dst), port, self.home(dst), port))
+                plans.append(
+                    ProxyPlan(
+                        Link(client_party(rack), dst.name, Listener.CLIENT),
+                        self.client_address(rack, dst),
+                        port,
+                        self.home(dst),
+                        port,
+                    )
+                )
         return plans
 
     def links(self) -> list[Link]:

@@ -18,9 +18,10 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import requests
 from toxiproxy.api import validate_response
@@ -50,8 +51,13 @@ def ensure_toxiproxy(progress: Callable[[str], None] = lambda _: None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as gobin:
         env = {**os.environ, "GOBIN": gobin, "CGO_ENABLED": "0"}
-        res = subprocess.run([go, "install", f"{TOXIPROXY_MODULE}@{TOXIPROXY_VERSION}"],
-                             env=env, capture_output=True, text=True, timeout=1800)
+        res = subprocess.run(
+            [go, "install", f"{TOXIPROXY_MODULE}@{TOXIPROXY_VERSION}"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         if res.returncode != 0:
             raise SetupError(f"go install of Toxiproxy failed: {res.stderr.strip()[-400:]}")
         os.replace(Path(gobin) / "server", target)
@@ -69,7 +75,7 @@ class ByteCounters:
     downstream: int
 
 
-_METRIC = re.compile(r'^toxiproxy_proxy_(received|sent)_bytes_total\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)$')
+_METRIC = re.compile(r"^toxiproxy_proxy_(received|sent)_bytes_total\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)$")
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -126,8 +132,16 @@ class ToxiproxyAPI:
         """Disabling a proxy closes its listener and every open connection through it."""
         self._call("PATCH", f"/proxies/{name}", json={"enabled": enabled})
 
-    def add_toxic(self, proxy: str, *, name: str, type: str, stream: str = "downstream",
-                  toxicity: float = 1.0, attributes: dict[str, Any] | None = None) -> dict[str, Any]:
+    def add_toxic(
+        self,
+        proxy: str,
+        *,
+        name: str,
+        type: str,
+        stream: str = "downstream",
+        toxicity: float = 1.0,
+        attributes: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         body = {"name": name, "type": type, "stream": stream, "toxicity": toxicity, "attributes": attributes or {}}
         return self._call("POST", f"/proxies/{proxy}/toxics", json=body).json()
 

@@ -31,10 +31,15 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("history", help="history file (.jsonl or .parquet)")
     p.add_argument("--json", action="store_true", help="print verdicts as JSON")
-    p.add_argument("--check", action="append", dest="checks", metavar="NAME", choices=list(CHECKS),
-                   help="run only this check (repeatable)")
-    p.add_argument("--no-policy", action="store_true",
-                   help="report raw anomalies, without the configuration's policy")
+    p.add_argument(
+        "--check",
+        action="append",
+        dest="checks",
+        metavar="NAME",
+        choices=list(CHECKS),
+        help="run only this check (repeatable)",
+    )
+    p.add_argument("--no-policy", action="store_true", help="report raw anomalies, without the configuration's policy")
     p.add_argument("--examples", action="store_true", help="print examples in the text output")
     p.set_defaults(func=run)
     return p
@@ -51,10 +56,19 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     valid = overall(verdicts)
     inputs = present_inputs(h)
     if args.json:
-        json.dump({"history": str(args.history), "valid": valid, "header": h.header,
-                   "inputs": [i.value for i in Input if i in inputs],
-                   "not_applicable": [v.check for v in verdicts if v.valid == NOT_APPLICABLE],
-                   "verdicts": [v.to_json() for v in verdicts]}, out, indent=2, default=str)
+        json.dump(
+            {
+                "history": str(args.history),
+                "valid": valid,
+                "header": h.header,
+                "inputs": [i.value for i in Input if i in inputs],
+                "not_applicable": [v.check for v in verdicts if v.valid == NOT_APPLICABLE],
+                "verdicts": [v.to_json() for v in verdicts],
+            },
+            out,
+            indent=2,
+            default=str,
+        )
         out.write("\n")
     else:
         _print_text(verdicts, valid, out, getattr(args, "examples", False), inputs)
@@ -77,8 +91,9 @@ def _label(v: Verdict) -> str:
     return "VIOLATED" if v.valid is False else "unknown"
 
 
-def _print_text(verdicts: list[Verdict], valid: Any, out: TextIO, examples: bool,
-                inputs: frozenset[Input] = frozenset()) -> None:
+def _print_text(
+    verdicts: list[Verdict], valid: Any, out: TextIO, examples: bool, inputs: frozenset[Input] = frozenset()
+) -> None:
     width = max(len(v.check) for v in verdicts)
     lw = max(len(_label(v)) for v in verdicts)
     for v in verdicts:

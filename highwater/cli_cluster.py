@@ -51,8 +51,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def add_backend_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default=DEFAULT_BACKEND,
-                   help=f"where the cluster runs (default: {DEFAULT_BACKEND}; see harness.backend)")
+    p.add_argument(
+        "--backend",
+        default=DEFAULT_BACKEND,
+        help=f"where the cluster runs (default: {DEFAULT_BACKEND}; see harness.backend)",
+    )
 
 
 def add_spec_args(p: argparse.ArgumentParser) -> None:
@@ -73,14 +76,30 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
         if not sep:
             raise ClusterError(f"--broker-config expects KEY=VALUE, got {item!r}")
         overrides[key] = value
-    return ClusterSpec(brokers=args.brokers, racks=args.racks, controllers=args.controllers,
-                       kafka_version=args.kafka_version, base_port=args.base_port,
-                       broker_config=overrides, name=args.name)
+    return ClusterSpec(
+        brokers=args.brokers,
+        racks=args.racks,
+        controllers=args.controllers,
+        kafka_version=args.kafka_version,
+        base_port=args.base_port,
+        broker_config=overrides,
+        name=args.name,
+    )
 
 
 def _forward_args(args: argparse.Namespace) -> list[str]:
-    out = ["--backend", args.backend, "--name", args.name, "--brokers", str(args.brokers), "--racks", str(args.racks),
-           "--controllers", str(args.controllers)]
+    out = [
+        "--backend",
+        args.backend,
+        "--name",
+        args.name,
+        "--brokers",
+        str(args.brokers),
+        "--racks",
+        str(args.racks),
+        "--controllers",
+        str(args.controllers),
+    ]
     if args.kafka_version:
         out += ["--kafka-version", args.kafka_version]
     if args.base_port:
@@ -127,8 +146,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     _state_path(args.name).unlink(missing_ok=True)
     log_path = manual_dir() / f"{args.name}.supervisor.log"
     log_path.write_text("")
-    proc = spawn([sys.executable, "-m", "highwater.cli", "cluster", "_serve", *_forward_args(args)],
-                 log_path=log_path, die_with_parent=False)
+    proc = spawn(
+        [sys.executable, "-m", "highwater.cli", "cluster", "_serve", *_forward_args(args)],
+        log_path=log_path,
+        die_with_parent=False,
+    )
 
     def ready() -> dict | None:
         if proc.poll() is not None:
@@ -149,8 +171,10 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def print_state(state: dict) -> None:
     cluster = json.loads((Path(state["cluster_dir"]) / "cluster.json").read_text())
-    print(f"cluster {state['name']}: Kafka {cluster['kafka_version']}, supervisor pid {state['pid']}, "
-          f"backend {state.get('backend', DEFAULT_BACKEND)}")
+    print(
+        f"cluster {state['name']}: Kafka {cluster['kafka_version']}, supervisor pid {state['pid']}, "
+        f"backend {state.get('backend', DEFAULT_BACKEND)}"
+    )
     for name, node in cluster["nodes"].items():
         print(f"  {name}: node.id={node['node_id']} rack={node['rack']} role={node['role']} pid={node['pid']}")
     print("bootstrap servers per client rack (use client_rack=<rack>):")
@@ -201,8 +225,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if cluster_dir is None:
             raise ClusterError(f"backend {args.backend!r} recorded no cluster directory")
         tmp = _state_path(args.name).with_suffix(".tmp")
-        tmp.write_text(json.dumps({"name": args.name, "pid": os.getpid(), "backend": args.backend,
-                                   "cluster_dir": str(cluster_dir)}))
+        tmp.write_text(
+            json.dumps(
+                {"name": args.name, "pid": os.getpid(), "backend": args.backend, "cluster_dir": str(cluster_dir)}
+            )
+        )
         os.replace(tmp, _state_path(args.name))
         progress(f"cluster {args.name} ready in {time.monotonic() - t0:.1f}s")
         while not stop.wait(1.0):
@@ -214,4 +241,3 @@ def cmd_serve(args: argparse.Namespace) -> int:
         cluster.stop()
         progress("cluster stopped")
     return 0
-

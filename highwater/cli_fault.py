@@ -19,11 +19,14 @@ from harness.errors import ClusterError
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fault", help="inject or heal faults on a cluster started with 'cluster up'")
     fsub = p.add_subparsers(dest="fault_command", metavar="ACTION", required=True)
-    ap = fsub.add_parser("apply", help="apply one fault: KIND --target SEL [options] [--duration S]",
-                         description="Kinds: cut timeout latency bandwidth slow_close reset_peer slicer "
-                         "kill stop pause restart rolling-restart. Targets: broker:<id>, node:<name>, "
-                         "leader:<topic>/<p>, follower-in:<rack>[@<topic>/<p>], controller, controllers, "
-                         "brokers, minority[:seed], bridge[:seed], rack:<rack>, clients:<rack>.")
+    ap = fsub.add_parser(
+        "apply",
+        help="apply one fault: KIND --target SEL [options] [--duration S]",
+        description="Kinds: cut timeout latency bandwidth slow_close reset_peer slicer "
+        "kill stop pause restart rolling-restart. Targets: broker:<id>, node:<name>, "
+        "leader:<topic>/<p>, follower-in:<rack>[@<topic>/<p>], controller, controllers, "
+        "brokers, minority[:seed], bridge[:seed], rack:<rack>, clients:<rack>.",
+    )
     ap.add_argument("--name", default="manual", help="the cluster (as given to 'cluster up')")
     ap.add_argument("words", nargs=argparse.REMAINDER, help="KIND --target SEL [--peer SEL] [...]")
     ap.set_defaults(func=cmd_apply)

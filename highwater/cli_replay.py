@@ -39,8 +39,11 @@ class ReplayError(HighwaterError):
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("replay", help="re-run a recorded run from its manifest (run.json): same scenario, "
-                                      "faults, Kafka version, cluster shape and client")
+    p = sub.add_parser(
+        "replay",
+        help="re-run a recorded run from its manifest (run.json): same scenario, "
+        "faults, Kafka version, cluster shape and client",
+    )
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (holding run.json) or its run.json")
     p.add_argument("--results", default="results", help="results root of the new run (default: results)")
     p.add_argument("--campaign", default=None, help="campaign of the new run (default: replay-<original campaign>)")
@@ -86,11 +89,21 @@ def plan_replay(manifest: RunManifest, run_dir: Path, *, results_root: Path, cam
     get_backend(shape.backend)  # an unknown backend: one line, before anything starts
     extra = dict(manifest.spec.get("extra") or {})
     extra["replay_of"] = {"run_id": manifest.run_id, "campaign": manifest.campaign, "dir": str(run_dir)}
-    spec = run_spec_from_json(manifest.spec, campaign=campaign or f"replay-{manifest.campaign}",
-                              results_root=results_root, repro=f"highwater replay {run_dir}", extra=extra)
+    spec = run_spec_from_json(
+        manifest.spec,
+        campaign=campaign or f"replay-{manifest.campaign}",
+        results_root=results_root,
+        repro=f"highwater replay {run_dir}",
+        extra=extra,
+    )
     get_driver(spec.client)  # an unknown client: one line, before anything starts
-    cluster = ClusterSpec(brokers=shape.brokers, racks=shape.racks, controllers=shape.controllers,
-                          kafka_version=manifest.kafka_version, broker_config=dict(shape.broker_config))
+    cluster = ClusterSpec(
+        brokers=shape.brokers,
+        racks=shape.racks,
+        controllers=shape.controllers,
+        kafka_version=manifest.kafka_version,
+        broker_config=dict(shape.broker_config),
+    )
     return ReplayPlan(shape.backend, cluster, spec, nemesis, schedule)
 
 
@@ -100,10 +113,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     manifest = RunManifest.read(run_dir)
     plan = plan_replay(manifest, run_dir, results_root=Path(args.results), campaign=args.campaign)
     c = plan.cluster
-    progress(f"replaying {manifest.campaign}/{manifest.run_id}: {manifest.suite}/{manifest.scenario}, "
-             f"Kafka {c.kafka_version or '(default)'}, {c.brokers} brokers in {c.racks} racks"
-             f"{f', {c.controllers} controllers' if c.controllers else ''}, client {plan.spec.client}, "
-             f"nemesis {manifest.nemesis.kind}, seed {plan.spec.seed}")
+    progress(
+        f"replaying {manifest.campaign}/{manifest.run_id}: {manifest.suite}/{manifest.scenario}, "
+        f"Kafka {c.kafka_version or '(default)'}, {c.brokers} brokers in {c.racks} racks"
+        f"{f', {c.controllers} controllers' if c.controllers else ''}, client {plan.spec.client}, "
+        f"nemesis {manifest.nemesis.kind}, seed {plan.spec.seed}"
+    )
     cluster = start_backend(plan.backend, plan.cluster, progress)
     try:
         if plan.schedule is not None:
@@ -114,4 +129,3 @@ def cmd_replay(args: argparse.Namespace) -> int:
     progress(f"replay of {manifest.run_id}: {result.valid}")
     print(result.dir, flush=True)
     return EXIT[result.valid] if isinstance(result.valid, bool) else 2
-

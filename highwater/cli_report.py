@@ -18,22 +18,36 @@ from reports.spark_session import DEFAULT_MASTER, Progress
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "report", help="aggregate results with Spark into HTML / JSON / JUnit reports",
+        "report",
+        help="aggregate results with Spark into HTML / JSON / JUnit reports",
         description="Aggregate every run under RESULTS_DIR (results/<campaign>/<run_id>/) with "
         "Spark and write report.html, summary.json and junit.xml. Exit 0: compliant, "
-        "1: violations, 2: unknown or harness error.")
+        "1: violations, 2: unknown or harness error.",
+    )
     p.add_argument("results", metavar="RESULTS_DIR", help="results directory")
     p.add_argument("--out", metavar="DIR", help="output directory (default RESULTS_DIR/report)")
-    p.add_argument("--master", default=DEFAULT_MASTER, metavar="URL",
-                   help=f"Spark master URL (default {DEFAULT_MASTER})")
-    p.add_argument("--max-timelines", type=int, default=40, metavar="N",
-                   help="plot at most N runs (failing runs first; default 40)")
-    p.add_argument("--no-spark-checks", action="store_true",
-                   help="use verdict.json only (skip recomputing poll-skip/lost-write in Spark)")
-    p.add_argument("--no-cache", action="store_true",
-                   help="recompute every run's Spark results instead of reusing those of earlier "
-                   "reports (kept per run under RESULTS_DIR/.parquet-cache/runs, keyed by the "
-                   "history file and the code)")
+    p.add_argument(
+        "--master", default=DEFAULT_MASTER, metavar="URL", help=f"Spark master URL (default {DEFAULT_MASTER})"
+    )
+    p.add_argument(
+        "--max-timelines",
+        type=int,
+        default=40,
+        metavar="N",
+        help="plot at most N runs (failing runs first; default 40)",
+    )
+    p.add_argument(
+        "--no-spark-checks",
+        action="store_true",
+        help="use verdict.json only (skip recomputing poll-skip/lost-write in Spark)",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="recompute every run's Spark results instead of reusing those of earlier "
+        "reports (kept per run under RESULTS_DIR/.parquet-cache/runs, keyed by the "
+        "history file and the code)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=run)
     return p
@@ -49,9 +63,16 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else results / "report"
     progress = Progress(enabled=not getattr(args, "quiet", False))
     try:
-        data = build(results, Options(master=args.master, max_timelines=args.max_timelines,
-                                      spark_checks=not args.no_spark_checks,
-                                      use_cache=not args.no_cache), progress)
+        data = build(
+            results,
+            Options(
+                master=args.master,
+                max_timelines=args.max_timelines,
+                spark_checks=not args.no_spark_checks,
+                use_cache=not args.no_cache,
+            ),
+            progress,
+        )
         out.mkdir(parents=True, exist_ok=True)
         write_html(data, out / "report.html")
         s = write_summary(data, out / "summary.json")
@@ -64,11 +85,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"highwater report: harness error: {e.__class__.__name__}: {e}", file=sys.stderr)
         return 2
     t = s["totals"]
-    print(f"highwater report: {t['runs']} run(s): {t['valid']} valid, {t['violated']} violated, "
-          f"{t['unknown']} unknown -> {s['valid']}")
+    print(
+        f"highwater report: {t['runs']} run(s): {t['valid']} valid, {t['violated']} violated, "
+        f"{t['unknown']} unknown -> {s['valid']}"
+    )
     if data.disagreements:
-        print(f"highwater report: {len(data.disagreements)} Spark/Python disagreement(s): harness bug",
-              file=sys.stderr)
+        print(f"highwater report: {len(data.disagreements)} Spark/Python disagreement(s): harness bug", file=sys.stderr)
     print(f"highwater report: wrote {out / 'report.html'}, {out / 'summary.json'}, {out / 'junit.xml'}")
     return exit_code(data.valid)
 

@@ -37,12 +37,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="ci", choices=["ci", "nightly"])
-    p.add_argument("--backend", default=DEFAULT_BACKEND,
-                   help=f"where the clusters run (default: {DEFAULT_BACKEND}; see harness.backend)")
-    p.add_argument("--client", default=DEFAULT_CLIENT,
-                   help=f"the client library under test (default: {DEFAULT_CLIENT}; known: {', '.join(client_names())})")
-    p.add_argument("--seed", type=int, default=None,
-                   help="seed of the runs' fault schedules (default: each suite's own seeds)")
+    p.add_argument(
+        "--backend",
+        default=DEFAULT_BACKEND,
+        help=f"where the clusters run (default: {DEFAULT_BACKEND}; see harness.backend)",
+    )
+    p.add_argument(
+        "--client",
+        default=DEFAULT_CLIENT,
+        help=f"the client library under test (default: {DEFAULT_CLIENT}; known: {', '.join(client_names())})",
+    )
+    p.add_argument(
+        "--seed", type=int, default=None, help="seed of the runs' fault schedules (default: each suite's own seeds)"
+    )
     p.add_argument("--kafka-version", action="append", default=None, help="repeatable or comma-separated")
     p.add_argument("--campaign", default=None, help="campaign name (default: <profile>-<timestamp>)")
     p.add_argument("--results", default="results")
@@ -59,8 +66,25 @@ def locate(test: str) -> str:
 def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
     get_backend(args.backend)  # an unknown backend or client fails here, in one line, before pytest starts
     get_driver(args.client)
-    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *map(locate, tests), "--profile", args.profile,
-            "--campaign", campaign, "--results", args.results, "--backend", args.backend, "--client", args.client, "-rxXf"]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        *map(locate, tests),
+        "--profile",
+        args.profile,
+        "--campaign",
+        campaign,
+        "--results",
+        args.results,
+        "--backend",
+        args.backend,
+        "--client",
+        args.client,
+        "-rxXf",
+    ]
     if args.seed is not None:
         argv += ["--seed", str(args.seed)]
     for v in args.kafka_version or []:
@@ -77,9 +101,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_campaign(args: argparse.Namespace) -> int:
     campaign = args.campaign or f"campaign-{args.profile}-{time.strftime('%Y%m%dT%H%M%S')}"
     rc = _pytest(["suites/chaos"], args, campaign)
-    report_cmd = [sys.executable, "-m", "highwater.cli", "report", str(Path(args.results) / campaign), "--out", args.report]
+    report_cmd = [
+        sys.executable,
+        "-m",
+        "highwater.cli",
+        "report",
+        str(Path(args.results) / campaign),
+        "--out",
+        args.report,
+    ]
     print("highwater: " + " ".join(report_cmd[1:]), file=sys.stderr, flush=True)
     report_rc = subprocess.call(report_cmd)
-    print(f"highwater: campaign {campaign}: suites exit {rc}, report exit {report_rc}; "
-          f"report at {Path(args.report) / 'report.html'}", file=sys.stderr)
+    print(
+        f"highwater: campaign {campaign}: suites exit {rc}, report exit {report_rc}; "
+        f"report at {Path(args.report) / 'report.html'}",
+        file=sys.stderr,
+    )
     return rc or report_rc

@@ -13,8 +13,12 @@ from highwater.console import progress
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("setup", help="assemble Kafka (Maven Central) and Toxiproxy (Go) into the cache")
-    p.add_argument("--kafka-version", action="append", metavar="V",
-                   help="Kafka version to assemble (repeatable); default: the newest stable release")
+    p.add_argument(
+        "--kafka-version",
+        action="append",
+        metavar="V",
+        help="Kafka version to assemble (repeatable); default: the newest stable release",
+    )
     p.set_defaults(func=run)
 
 

@@ -66,6 +66,7 @@ class PlannedNemesis:
 
 def scripted(steps: Sequence[Step]) -> PlannedNemesis:
     """Apply each step's fault after its calm, hold it, heal it; in order."""
+
     def run(injector: Injector, cluster: ClusterBackend, spec: RunSpec) -> None:
         for step in steps:
             hold(step.after)
@@ -75,15 +76,19 @@ def scripted(steps: Sequence[Step]) -> PlannedNemesis:
             fault = injector.apply(parse_fault(text))
             hold(step.duration)
             injector.heal(fault)
-    return PlannedNemesis(tuple(dict.fromkeys(s.kind for s in steps)), run,
-                          {"kind": "scripted", "steps": [{"after": s.after, "fault": s.fault, "duration": s.duration}
-                                                         for s in steps]})
+
+    return PlannedNemesis(
+        tuple(dict.fromkeys(s.kind for s in steps)),
+        run,
+        {"kind": "scripted", "steps": [{"after": s.after, "fault": s.fault, "duration": s.duration} for s in steps]},
+    )
 
 
 def scheduled(schedule: Schedule) -> PlannedNemesis:
     """Play a seeded schedule: every fault at its start, healed at its end. A fault that cannot
     be applied when its time comes (no leader right now, ...) is skipped; the injector records
     it in the history as a ``fault`` event of type ``fail`` with the reason."""
+
     def run(injector: Injector, cluster: ClusterBackend, spec: RunSpec) -> None:
         t0 = time.monotonic()
         active: dict[int, ActiveFault] = {}
@@ -96,5 +101,9 @@ def scheduled(schedule: Schedule) -> PlannedNemesis:
                     log.warning("fault %s skipped: %s", sf.spec, exc)
             elif sf.id in active:
                 injector.heal(active.pop(sf.id))
-    return PlannedNemesis(tuple(dict.fromkeys(sf.spec.kind for sf in schedule.faults)), run,
-                          {"kind": "scheduled", "schedule": schedule.to_dict()})
+
+    return PlannedNemesis(
+        tuple(dict.fromkeys(sf.spec.kind for sf in schedule.faults)),
+        run,
+        {"kind": "scheduled", "schedule": schedule.to_dict()},
+    )

@@ -33,18 +33,38 @@ ClusterFactory = Callable[..., ClusterBackend]
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("highwater")
-    group.addoption("--kafka-version", action="append", default=None,
-                    help="Kafka version(s) to test, repeatable or comma-separated; every test runs on "
-                    "each (default: $HIGHWATER_KAFKA_VERSION or the newest stable)")
-    group.addoption("--highwater-logs", action="store", default="results/logs",
-                    help="where logs of clusters of failed tests are collected")
-    group.addoption("--backend", action="store", default=DEFAULT_BACKEND,
-                    help=f"where test clusters run (default: {DEFAULT_BACKEND}; see harness.backend)")
-    group.addoption("--client", action="store", default=DEFAULT_CLIENT,
-                    help=f"the client library under test (default: {DEFAULT_CLIENT}; known: "
-                    f"{', '.join(client_names())})")
-    group.addoption("--seed", action="store", type=int, default=None,
-                    help="the seed of the runs' schedules (default: each suite's own seeds)")
+    group.addoption(
+        "--kafka-version",
+        action="append",
+        default=None,
+        help="Kafka version(s) to test, repeatable or comma-separated; every test runs on "
+        "each (default: $HIGHWATER_KAFKA_VERSION or the newest stable)",
+    )
+    group.addoption(
+        "--highwater-logs",
+        action="store",
+        default="results/logs",
+        help="where logs of clusters of failed tests are collected",
+    )
+    group.addoption(
+        "--backend",
+        action="store",
+        default=DEFAULT_BACKEND,
+        help=f"where test clusters run (default: {DEFAULT_BACKEND}; see harness.backend)",
+    )
+    group.addoption(
+        "--client",
+        action="store",
+        default=DEFAULT_CLIENT,
+        help=f"the client library under test (default: {DEFAULT_CLIENT}; known: {', '.join(client_names())})",
+    )
+    group.addoption(
+        "--seed",
+        action="store",
+        type=int,
+        default=None,
+        help="the seed of the runs' schedules (default: each suite's own seeds)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -66,8 +86,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
 
 
 def _failed(node: pytest.Item) -> bool:
-    return any(getattr(getattr(node, f"highwater_rep_{w}", None), "failed", False)
-               for w in ("setup", "call"))
+    return any(getattr(getattr(node, f"highwater_rep_{w}", None), "failed", False) for w in ("setup", "call"))
 
 
 def _safe(nodeid: str) -> str:
@@ -142,7 +161,6 @@ def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) ->
     try:
         yield c
     finally:
-        failed = any(_failed(item) for item in request.session.items
-                     if item.module is request.module)  # type: ignore[attr-defined]
+        failed = any(_failed(item) for item in request.session.items if item.module is request.module)  # type: ignore[attr-defined]
         logs_root = Path(request.config.getoption("--highwater-logs"))
         c.stop(collect_logs_to=logs_root / _safe(request.module.__name__) if failed else None)

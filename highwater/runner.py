@@ -37,8 +37,8 @@ from harness.checks.verdict import Input, Verdict
 from harness.clients import DEFAULT_CLIENT, client_label, get_driver
 from harness.errors import HighwaterError
 from harness.history import HistoryWriter
-from harness.toxiproxy import ByteCounters
 from harness.manifest import ClusterShape, NemesisRecord, Racks, RunManifest, RunStats, iso_utc
+from harness.toxiproxy import ByteCounters
 from harness.waiting import wait_until
 from harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
 from harness.workload.final_read import final_read
@@ -86,13 +86,20 @@ class RunSpec:
         def defaults(cls: Any) -> dict[str, Any]:
             return {f.name: f.default for f in _fields(cls)}
 
-        settings = Settings.from_kafka(bc, consumer=defaults(ConsumerSettings), producer=defaults(ProducerSettings),
-                                       observe_interval_s=self.observe_interval)
-        return {"acks": self.acks, "idempotence": self.idempotence,
-                "unclean_leader_election": self.unclean_leader_election,
-                "min_insync_replicas": self.min_insync_replicas,
-                "replication_factor": self.replication_factor,
-                **header_entries(settings)}
+        settings = Settings.from_kafka(
+            bc,
+            consumer=defaults(ConsumerSettings),
+            producer=defaults(ProducerSettings),
+            observe_interval_s=self.observe_interval,
+        )
+        return {
+            "acks": self.acks,
+            "idempotence": self.idempotence,
+            "unclean_leader_election": self.unclean_leader_election,
+            "min_insync_replicas": self.min_insync_replicas,
+            "replication_factor": self.replication_factor,
+            **header_entries(settings),
+        }
 
 
 @dataclass
@@ -111,8 +118,12 @@ class RunResult:
 Nemesis = Callable[[Injector, ClusterBackend, RunSpec], None]
 
 
-def execute_run(cluster: ClusterBackend, spec: RunSpec, nemesis: Nemesis | None = None,
-                progress: Callable[[str], None] = lambda _: None) -> RunResult:
+def execute_run(
+    cluster: ClusterBackend,
+    spec: RunSpec,
+    nemesis: Nemesis | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> RunResult:
     """Run ``spec``'s workload for ``spec.duration`` while ``nemesis`` injects faults (it runs
     in this thread and must return within the duration), then heal, settle, read and check."""
     check_capabilities(cluster, declared_faults(nemesis))  # refuse before anything starts
@@ -121,39 +132,85 @@ def execute_run(cluster: ClusterBackend, spec: RunSpec, nemesis: Nemesis | None 
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{spec.scenario}-{uuid.uuid4().hex[:6]}"
     out = spec.results_root / spec.campaign / run_id
     out.mkdir(parents=True, exist_ok=True)
-    topic_config = {"min.insync.replicas": str(spec.min_insync_replicas),
-                    "unclean.leader.election.enable": str(spec.unclean_leader_election).lower()}
+    topic_config = {
+        "min.insync.replicas": str(spec.min_insync_replicas),
+        "unclean.leader.election.enable": str(spec.unclean_leader_election).lower(),
+    }
     cluster.create_topic(spec.topic, spec.partitions, spec.replication_factor, topic_config)
-    racks = {"brokers": {str(b): cluster.rack_of(b) for b in cluster.broker_ids},
-             "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)}}
+    racks = {
+        "brokers": {str(b): cluster.rack_of(b) for b in cluster.broker_ids},
+        "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)},
+    }
     header_config = spec.header_config(cluster)
     # The inputs this run sets out to record: if one is missing (a crash before the final read),
     # the checks that need it say unknown, not not-applicable.
     promised = [i.value for i in (Input.RACKS, Input.SENDS, Input.POLLS, Input.META, Input.FINAL_READS)]
-    history = HistoryWriter(out / "history.jsonl", run_id=run_id, kafka_version=cluster.kafka_version,
-                            client=client_label(get_driver(spec.client)), suite=spec.suite, scenario=spec.scenario, seed=seed,
-                            config=header_config, racks=racks, records=promised)  # harness.checks.PROMISED_KEY
+    history = HistoryWriter(
+        out / "history.jsonl",
+        run_id=run_id,
+        kafka_version=cluster.kafka_version,
+        client=client_label(get_driver(spec.client)),
+        suite=spec.suite,
+        scenario=spec.scenario,
+        seed=seed,
+        config=header_config,
+        racks=racks,
+        records=promised,
+    )  # harness.checks.PROMISED_KEY
     manifest = RunManifest(
-        run_id=run_id, suite=spec.suite, scenario=spec.scenario, campaign=spec.campaign,
-        kafka_version=cluster.kafka_version, client=client_label(get_driver(spec.client)),
-        config=header_config, seed=seed, repro=spec.repro, started_at=iso_utc(time.time()),
-        python=platform.python_version(), racks=Racks(racks["brokers"], racks["clients"]),
-        cluster=ClusterShape(backend_name(cluster), cluster.spec.brokers, cluster.spec.racks, cluster.spec.controllers,
-                             {str(k): str(v) for k, v in cluster.spec.broker_config.items()}),
-        spec=run_spec_to_json(spec), nemesis=nemesis_record)
+        run_id=run_id,
+        suite=spec.suite,
+        scenario=spec.scenario,
+        campaign=spec.campaign,
+        kafka_version=cluster.kafka_version,
+        client=client_label(get_driver(spec.client)),
+        config=header_config,
+        seed=seed,
+        repro=spec.repro,
+        started_at=iso_utc(time.time()),
+        python=platform.python_version(),
+        racks=Racks(racks["brokers"], racks["clients"]),
+        cluster=ClusterShape(
+            backend_name(cluster),
+            cluster.spec.brokers,
+            cluster.spec.racks,
+            cluster.spec.controllers,
+            {str(k): str(v) for k, v in cluster.spec.broker_config.items()},
+        ),
+        spec=run_spec_to_json(spec),
+        nemesis=nemesis_record,
+    )
     manifest.write(out / "run.json")
     # Producers have no rack (they always write to the leader); one consumer per broker rack.
-    producers = [ProducerWorker(f"producer-{i}", cluster.bootstrap(),
-                                history, ProducerConfig(spec.topic, spec.partitions, spec.acks, spec.idempotence,
-                                                        spec.rate, value_size=spec.value_size), client=spec.client)
-                 for i in range(spec.producers)]
-    consumers = [ConsumerWorker(f"consumer-{i}", cluster.bootstrap(rack), history,
-                                ConsumerConfig(spec.topic, spec.partitions, mode=spec.consumer_mode, client_rack=rack,
-                                               group_id=f"hw-{run_id}" if spec.consumer_mode == "subscribe" else None),
-                                client=spec.client)
-                 for i, rack in enumerate(cluster.topo.racks)]
-    observer = ObserverWorker(cluster.bootstrap(), history, spec.topic, spec.partitions,
-                              interval=spec.observe_interval)
+    producers = [
+        ProducerWorker(
+            f"producer-{i}",
+            cluster.bootstrap(),
+            history,
+            ProducerConfig(
+                spec.topic, spec.partitions, spec.acks, spec.idempotence, spec.rate, value_size=spec.value_size
+            ),
+            client=spec.client,
+        )
+        for i in range(spec.producers)
+    ]
+    consumers = [
+        ConsumerWorker(
+            f"consumer-{i}",
+            cluster.bootstrap(rack),
+            history,
+            ConsumerConfig(
+                spec.topic,
+                spec.partitions,
+                mode=spec.consumer_mode,
+                client_rack=rack,
+                group_id=f"hw-{run_id}" if spec.consumer_mode == "subscribe" else None,
+            ),
+            client=spec.client,
+        )
+        for i, rack in enumerate(cluster.topo.racks)
+    ]
+    observer = ObserverWorker(cluster.bootstrap(), history, spec.topic, spec.partitions, interval=spec.observe_interval)
     injector = Injector(cluster, history, seed=seed, default_partition=(spec.topic, 0))
     client_bytes_before = _client_bytes(cluster)
     crashed: BaseException | None = None
@@ -187,19 +244,25 @@ def execute_run(cluster: ClusterBackend, spec: RunSpec, nemesis: Nemesis | None 
                 progress(f"{run_id}: final read")
                 final_read(cluster.bootstrap(), history, spec.topic, spec.partitions)
             history.close()
-    run_stats = RunStats(producers={p.name: p.stats() for p in producers},
-                         consumers={c.name: c.records_read for c in consumers},
-                         worker_errors={w.name: repr(w.error) for w in [*producers, *consumers, observer] if w.error})
+    run_stats = RunStats(
+        producers={p.name: p.stats() for p in producers},
+        consumers={c.name: c.records_read for c in consumers},
+        worker_errors={w.name: repr(w.error) for w in [*producers, *consumers, observer] if w.error},
+    )
     stats = run_stats.to_json()
     after = client_bytes_after
-    client_bytes = {rack: {str(b): after[rack][b].downstream - client_bytes_before[rack][b].downstream
-                           for b in after[rack]} for rack in after if rack in client_bytes_before}
+    client_bytes = {
+        rack: {str(b): after[rack][b].downstream - client_bytes_before[rack][b].downstream for b in after[rack]}
+        for rack in after
+        if rack in client_bytes_before
+    }
     verdicts = run_all_checks(out / "history.jsonl")
     valid = overall(verdicts)
-    _write_json(out / "verdict.json", {"history": str(out / "history.jsonl"), "valid": valid,
-                                       "verdicts": [v.to_json() for v in verdicts]})
-    manifest = replace(manifest, client_bytes=client_bytes, stats=run_stats, valid=valid,
-                       ended_at=iso_utc(time.time()))
+    _write_json(
+        out / "verdict.json",
+        {"history": str(out / "history.jsonl"), "valid": valid, "verdicts": [v.to_json() for v in verdicts]},
+    )
+    manifest = replace(manifest, client_bytes=client_bytes, stats=run_stats, valid=valid, ended_at=iso_utc(time.time()))
     manifest.write(out / "run.json")
     if valid is not True:
         cluster.collect_logs(out / "logs")
@@ -229,26 +292,39 @@ def dump_thread_stacks(path: Path, why: str) -> None:
     path.write_text("".join(parts), encoding="utf-8")
 
 
-def _settle(cluster: ClusterBackend, spec: RunSpec, consumers: list[ConsumerWorker], producers: list[ProducerWorker],
-            progress: Callable[[str], None], stacks_path: Path | None = None) -> None:
+def _settle(
+    cluster: ClusterBackend,
+    spec: RunSpec,
+    consumers: list[ConsumerWorker],
+    producers: list[ProducerWorker],
+    progress: Callable[[str], None],
+    stacks_path: Path | None = None,
+) -> None:
     """After healing: wait until every partition has its full ISR and every consumer has read
     up to the high watermark, so 'unseen' and the final read judge a quiet cluster. Consumers
     still behind after STALL_DUMP_AFTER_S get their thread stacks dumped to ``stacks_path``
     once: a client stuck inside kafka-python shows there where it waits."""
+
     def full() -> bool:
-        return all(len(s.isr) == spec.replication_factor and s.leader >= 0
-                   for s in (cluster.partition_state(spec.topic, p, offsets=False) for p in range(spec.partitions)))
+        return all(
+            len(s.isr) == spec.replication_factor and s.leader >= 0
+            for s in (cluster.partition_state(spec.topic, p, offsets=False) for p in range(spec.partitions))
+        )
 
     try:
         wait_until(full, spec.settle_timeout, "every partition has its full ISR after healing")
         hws = [cluster.partition_state(spec.topic, p).hw or 0 for p in range(spec.partitions)]
         total = sum(hws)
         if spec.consumer_mode == "subscribe":  # one group: each partition is read by one member
-            done, what = (lambda: sum(c.records_read for c in consumers) >= total), \
-                f"the group has read the {total} committed records"
+            done, what = (
+                (lambda: sum(c.records_read for c in consumers) >= total),
+                f"the group has read the {total} committed records",
+            )
         else:
-            done, what = (lambda: all(c.records_read >= total for c in consumers)), \
-                f"every consumer has read the {total} committed records"
+            done, what = (
+                (lambda: all(c.records_read >= total for c in consumers)),
+                f"every consumer has read the {total} committed records",
+            )
         since, dumped = time.monotonic(), False
 
         def caught_up() -> bool:
@@ -259,8 +335,9 @@ def _settle(cluster: ClusterBackend, spec: RunSpec, consumers: list[ConsumerWork
                 dumped = True
                 read = {c.name: c.records_read for c in consumers}
                 dump_thread_stacks(stacks_path, f"waiting until {what}; records read so far: {read}")
-                progress(f"consumers still behind after {STALL_DUMP_AFTER_S:.0f}s ({read}): "
-                         f"thread stacks in {stacks_path}")
+                progress(
+                    f"consumers still behind after {STALL_DUMP_AFTER_S:.0f}s ({read}): thread stacks in {stacks_path}"
+                )
             return False
 
         wait_until(caught_up, spec.settle_timeout, what)
@@ -286,8 +363,10 @@ def run_seed(spec: RunSpec, nemesis: NemesisRecord) -> int | None:
     from the schedule's is refused (the manifest would name a seed the faults did not come from)."""
     schedule_seed = nemesis.schedule.get("seed") if nemesis.schedule else None
     if spec.seed is not None and schedule_seed is not None and spec.seed != schedule_seed:
-        raise HighwaterError(f"run seed {spec.seed} differs from the seed of its fault schedule ({schedule_seed}): "
-                             "generate the schedule from the run's seed")
+        raise HighwaterError(
+            f"run seed {spec.seed} differs from the seed of its fault schedule ({schedule_seed}): "
+            "generate the schedule from the run's seed"
+        )
     return spec.seed if spec.seed is not None else schedule_seed if isinstance(schedule_seed, int) else None
 
 

@@ -19,9 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-default-apps", "--disable-extensions", "--mute-audio"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--mute-audio",
+]
 
 #: evaluated in the page: the matrix cells and the overall badge, as JSON
 _EXTRACT = """JSON.stringify({
@@ -62,8 +72,9 @@ class _Pipe:
         self.buf = b""
         self.events: list[dict[str, Any]] = []
 
-    def send(self, method: str, params: dict[str, Any] | None = None, session: str | None = None,
-             timeout: float = 30.0) -> dict[str, Any]:
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, session: str | None = None, timeout: float = 30.0
+    ) -> dict[str, Any]:
         self.next_id += 1
         msg: dict[str, Any] = {"id": self.next_id, "method": method, "params": params or {}}
         if session:
@@ -119,10 +130,13 @@ def check_page(html: Path, chromium: str | None = None, settle_s: float = 1.0) -
             os.dup2(b, 4)
 
         proc = subprocess.Popen(
-            [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe",
-             "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=child_fds, pass_fds=(3, 4, to_chrome_r, from_chrome_w))
+            [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=child_fds,
+            pass_fds=(3, 4, to_chrome_r, from_chrome_w),
+        )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         cdp = _Pipe(proc, to_chrome_w, from_chrome_r)
@@ -136,8 +150,7 @@ def check_page(html: Path, chromium: str | None = None, settle_s: float = 1.0) -
             cdp.wait_event("Page.loadEventFired")
             out.loaded = True
             time.sleep(settle_s)  # let late scripts and console messages arrive
-            res = cdp.send("Runtime.evaluate", {"expression": _EXTRACT, "returnByValue": True},
-                           session=sid)
+            res = cdp.send("Runtime.evaluate", {"expression": _EXTRACT, "returnByValue": True}, session=sid)
             out.content = json.loads(res["result"]["value"])
             _collect(cdp.events, out)
             cdp.send("Browser.close")
@@ -156,8 +169,7 @@ def _collect(events: list[dict[str, Any]], out: PageReport) -> None:
     for m in events:
         method, p = m.get("method"), m.get("params", {})
         if method == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-            out.console_errors.append(" ".join(str(a.get("value", a.get("description")))
-                                               for a in p.get("args", [])))
+            out.console_errors.append(" ".join(str(a.get("value", a.get("description"))) for a in p.get("args", [])))
         elif method == "Runtime.exceptionThrown":
             d = p.get("exceptionDetails", {})
             out.console_errors.append(d.get("exception", {}).get("description") or d.get("text", "exception"))
@@ -175,8 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     page = Path(args[0])
     r = check_page(page)
     others = [u for u in r.requests if u != page.resolve().as_uri()]
-    print(json.dumps({"console_errors": r.console_errors, "requests": r.requests,
-                      "content": r.content}, indent=2))
+    print(json.dumps({"console_errors": r.console_errors, "requests": r.requests, "content": r.content}, indent=2))
     return 1 if r.console_errors or others else 0
 
 

@@ -48,20 +48,30 @@ def build_junit(data: ReportData) -> ET.Element:
         kind = None
         if failed:
             kind = "failures"
-            el = ET.SubElement(tc, "failure", type="violation",
-                               message=f"{check} violated in {len(failed)}/{len(items)} run(s)")
+            el = ET.SubElement(
+                tc, "failure", type="violation", message=f"{check} violated in {len(failed)}/{len(items)} run(s)"
+            )
             el.text = _details(failed)
         elif unknown:
             kind = "errors"
-            el = ET.SubElement(tc, "error", type="unknown",
-                               message=f"{check} could not be judged in {len(unknown)}/{len(items)} run(s)")
+            el = ET.SubElement(
+                tc,
+                "error",
+                type="unknown",
+                message=f"{check} could not be judged in {len(unknown)}/{len(items)} run(s)",
+            )
             el.text = _details(unknown)
         elif all(v["valid"] == NOT_APPLICABLE for _, v in items):
             kind = "skipped"
-            notes = list(dict.fromkeys(str(n).removeprefix("not applicable: ")
-                                       for _, v in items for n in v.get("notes", [])))
-            ET.SubElement(tc, "skipped", message=f"{check} not applicable in {len(items)} run(s)"
-                          + (f": {'; '.join(notes[:3])}" if notes else ""))
+            notes = list(
+                dict.fromkeys(str(n).removeprefix("not applicable: ") for _, v in items for n in v.get("notes", []))
+            )
+            ET.SubElement(
+                tc,
+                "skipped",
+                message=f"{check} not applicable in {len(items)} run(s)"
+                + (f": {'; '.join(notes[:3])}" if notes else ""),
+            )
         out = ET.SubElement(tc, "system-out")
         out.text = f"{len(items)} run(s): " + ", ".join(f"{r['label']}={_word(v)}" for r, v in items[:50])
         suite.attrib["tests"] = str(int(suite.attrib["tests"]) + 1)
@@ -84,8 +94,10 @@ def _word(v: dict[str, Any]) -> str:
 def _details(items: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
     parts = []
     for r, v in items[:MAX_RUNS_IN_MESSAGE]:
-        parts.append(f"run {r['label']}\n  repro: {r['repro'] or '(no repro command recorded)'}\n"
-                     f"  counts: {json.dumps(v.get('counts', {}))}")
+        parts.append(
+            f"run {r['label']}\n  repro: {r['repro'] or '(no repro command recorded)'}\n"
+            f"  counts: {json.dumps(v.get('counts', {}))}"
+        )
         for n in v.get("notes", [])[:3]:
             parts.append(f"  note: {n}")
         for ex in v.get("examples", [])[:3]:

@@ -60,8 +60,13 @@ class RunCache:
             st = p.stat()
         except OSError:
             return None
-        return {"format": FORMAT, "code": code_digest(), "history": str(p),
-                "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        return {
+            "format": FORMAT,
+            "code": code_digest(),
+            "history": str(p),
+            "size": st.st_size,
+            "mtime_ns": st.st_mtime_ns,
+        }
 
     def _path(self, run: RunInfo, part: str) -> Path:
         return self.root / run.campaign / f"{run.run_id}.{part}.json"

@@ -75,8 +75,9 @@ def load_events(spark: SparkSession, links: RunLinks, keys: list[int] | None = N
     the runs in ``keys`` when given (pruned by file, nothing else is read). The folder is
     listed once per ``links``: every later call filters the same relation."""
     if links.frame is None:
-        links.frame = (spark.read.option("basePath", str(links.root)).schema(_schema(spark, links))
-                       .parquet(str(links.root)))
+        links.frame = (
+            spark.read.option("basePath", str(links.root)).schema(_schema(spark, links)).parquet(str(links.root))
+        )
     ev = links.frame
     if keys is not None:
         ev = ev.filter(F.col("run").isin(list(keys)))
@@ -103,9 +104,15 @@ class SparkVerdict:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"check": self.check, "valid": self.valid, "counts": dict(self.counts),
-                "examples": list(self.examples), "notes": list(self.notes), "allowed": False,
-                "source": "spark"}
+        return {
+            "check": self.check,
+            "valid": self.valid,
+            "counts": dict(self.counts),
+            "examples": list(self.examples),
+            "notes": list(self.notes),
+            "allowed": False,
+            "source": "spark",
+        }
 
 
 def decide(violations: int, judged: int, unjudged: int = 0) -> bool | str:
@@ -134,15 +141,24 @@ def reference(ev: DataFrame) -> DataFrame:
     offs = F.col("records.offset")  # only the offsets of the records are read (nested pruning)
     n = F.coalesce(F.size(offs), F.lit(0))
     ranked = finals.select(
-        "run", "topic", "partition", "index", "hw", "replica", n.alias("n"),
+        "run",
+        "topic",
+        "partition",
+        "index",
+        "hw",
+        "replica",
+        n.alias("n"),
         F.coalesce("log_start", F.array_min(offs), F.lit(0)).alias("log_start"),
-        _first(offs).alias("lo"), _last(offs).alias("hi"),
+        _first(offs).alias("lo"),
+        _last(offs).alias("hi"),
         (F.coalesce(n == 0, F.lit(False)) | F.coalesce(_consecutive(offs), F.lit(False))).alias("contig"),
     )
-    w = Window.partitionBy(*RUN_KEYS).orderBy(F.desc("hw"), F.desc("n"), F.asc("replica"),
-                                              F.asc("index"))
-    return (ranked.withColumn("_rank", F.row_number().over(w)).filter("_rank = 1")
-            .select(*RUN_KEYS, "index", "hw", "log_start", "lo", "hi", "contig"))
+    w = Window.partitionBy(*RUN_KEYS).orderBy(F.desc("hw"), F.desc("n"), F.asc("replica"), F.asc("index"))
+    return (
+        ranked.withColumn("_rank", F.row_number().over(w))
+        .filter("_rank = 1")
+        .select(*RUN_KEYS, "index", "hw", "log_start", "lo", "hi", "contig")
+    )
 
 
 @dataclass(frozen=True)
@@ -188,8 +204,12 @@ def _consecutive(offsets: Column) -> Column:
 
 
 def _finals(ev: DataFrame) -> DataFrame:
-    return ev.filter((F.col("f") == "final-read") & (F.col("type") == "ok")
-                     & F.col("topic").isNotNull() & F.col("partition").isNotNull())
+    return ev.filter(
+        (F.col("f") == "final-read")
+        & (F.col("type") == "ok")
+        & F.col("topic").isNotNull()
+        & F.col("partition").isNotNull()
+    )
 
 
 def committed_logs(ev: DataFrame, refinfo: DataFrame) -> DataFrame:
@@ -201,9 +221,12 @@ def committed_logs(ev: DataFrame, refinfo: DataFrame) -> DataFrame:
     # two leaves of the records column: a lambda over the struct made it decode all seven.
     pairs = F.arrays_zip(F.col("records.offset").alias("offset"), F.col("records.value").alias("value"))
     keep = F.filter(pairs, lambda r: (r["offset"] >= F.col("log_start")) & (r["offset"] < F.col("hw")))
-    return (_finals(ev).select("run", "topic", "partition", "index", "records")
-            .join(winners, ["run", "index"])
-            .select(*RUN_KEYS, keep.alias("log")))
+    return (
+        _finals(ev)
+        .select("run", "topic", "partition", "index", "records")
+        .join(winners, ["run", "index"])
+        .select(*RUN_KEYS, keep.alias("log"))
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -213,15 +236,14 @@ def committed_logs(ev: DataFrame, refinfo: DataFrame) -> DataFrame:
 def acked_sends(ev: DataFrame, refinfo: DataFrame) -> DataFrame:
     """Acknowledged sends with their judged flag (partition has a reference, not acked below
     its log start) and the reference's hw."""
-    info = F.broadcast(refinfo.select(*RUN_KEYS, F.col("log_start").alias("ref_log_start"),
-                                      F.col("hw").alias("ref_hw")))
-    acked = ev.filter((F.col("f") == "send") & (F.col("type") == "ok") & F.col("value").isNotNull()) \
-        .select("run", "topic", "partition", "offset", "value", F.xxhash64("value").alias("vh"),
-                "index", "process")
-    below = F.coalesce((F.col("offset") >= 0) & (F.col("offset") < F.col("ref_log_start")),
-                       F.lit(False))
-    return (acked.join(info, RUN_KEYS, "left")
-            .withColumn("judged", F.col("ref_log_start").isNotNull() & ~below))
+    info = F.broadcast(
+        refinfo.select(*RUN_KEYS, F.col("log_start").alias("ref_log_start"), F.col("hw").alias("ref_hw"))
+    )
+    acked = ev.filter((F.col("f") == "send") & (F.col("type") == "ok") & F.col("value").isNotNull()).select(
+        "run", "topic", "partition", "offset", "value", F.xxhash64("value").alias("vh"), "index", "process"
+    )
+    below = F.coalesce((F.col("offset") >= 0) & (F.col("offset") < F.col("ref_log_start")), F.lit(False))
+    return acked.join(info, RUN_KEYS, "left").withColumn("judged", F.col("ref_log_start").isNotNull() & ~below)
 
 
 #: lost values per run handed to the example search (the first ones in ack order)
@@ -244,24 +266,43 @@ def lost_write(ev: DataFrame, refinfo: DataFrame, logs: DataFrame) -> DataFrame:
     inside the run's row."""
     no_hashes = F.lit(None).cast("array<bigint>")
     acks = acked_sends(ev, refinfo).select(
-        "run", F.when(F.col("judged"), F.col("vh")).alias("j"),
-        F.when(~F.col("judged"), F.col("vh")).alias("u"), no_hashes.alias("c"))
-    com = logs.select("run", F.lit(None).cast("bigint").alias("j"), F.lit(None).cast("bigint").alias("u"),
-                      F.transform(F.filter("log.value", lambda v: v.isNotNull()),
-                                  lambda v: F.xxhash64(v)).alias("c"))
-    per_run = acks.unionByName(com).groupBy("run").agg(
-        F.collect_list("j").alias("aj"), F.collect_list("u").alias("au"),
-        F.flatten(F.collect_list("c")).alias("committed"))
-    per_run = per_run.select("run", "aj", "au", F.array_except("aj", "committed").alias("absent_j"),
-                             F.array_except("au", "committed").alias("absent_u"))
+        "run",
+        F.when(F.col("judged"), F.col("vh")).alias("j"),
+        F.when(~F.col("judged"), F.col("vh")).alias("u"),
+        no_hashes.alias("c"),
+    )
+    com = logs.select(
+        "run",
+        F.lit(None).cast("bigint").alias("j"),
+        F.lit(None).cast("bigint").alias("u"),
+        F.transform(F.filter("log.value", lambda v: v.isNotNull()), lambda v: F.xxhash64(v)).alias("c"),
+    )
+    per_run = (
+        acks.unionByName(com)
+        .groupBy("run")
+        .agg(
+            F.collect_list("j").alias("aj"),
+            F.collect_list("u").alias("au"),
+            F.flatten(F.collect_list("c")).alias("committed"),
+        )
+    )
+    per_run = per_run.select(
+        "run",
+        "aj",
+        "au",
+        F.array_except("aj", "committed").alias("absent_j"),
+        F.array_except("au", "committed").alias("absent_u"),
+    )
 
     def acks_of_absent(acked: str, absent: str) -> Column:
         # Values are unique per send in our workloads: then it is the number of absent values.
         # Duplicated values need each ack counted (quadratic in the absent ones, so only then).
         # Nothing absent (the usual case) needs no look at duplicates at all.
-        return (F.when(F.size(absent) == 0, F.lit(0))
-                .when(F.size(acked) == F.size(F.array_distinct(acked)), F.size(absent))
-                .otherwise(F.size(F.filter(acked, lambda x: F.array_contains(F.col(absent), x)))))
+        return (
+            F.when(F.size(absent) == 0, F.lit(0))
+            .when(F.size(acked) == F.size(F.array_distinct(acked)), F.size(absent))
+            .otherwise(F.size(F.filter(acked, lambda x: F.array_contains(F.col(absent), x))))
+        )
 
     return per_run.select(
         "run",
@@ -269,7 +310,8 @@ def lost_write(ev: DataFrame, refinfo: DataFrame, logs: DataFrame) -> DataFrame:
         F.size("aj").alias("acknowledged_judged"),
         acks_of_absent("au", "absent_u").alias("acknowledged_unjudged"),
         acks_of_absent("aj", "absent_j").alias("lost"),
-        F.slice("absent_j", 1, LOST_KEYS).alias("lost_values"))
+        F.slice("absent_j", 1, LOST_KEYS).alias("lost_values"),
+    )
 
 
 def lost_write_examples(ev: DataFrame, refinfo: DataFrame, lost_values: dict[int, list[int]]) -> list[Any]:
@@ -282,12 +324,16 @@ def lost_write_examples(ev: DataFrame, refinfo: DataFrame, lost_values: dict[int
         return []
     keys = ev.sparkSession.createDataFrame(top, "run int, vh long")
     runs = sorted(lost_values)
-    lost = (acked_sends(ev.filter(F.col("run").isin(runs)), refinfo).filter("judged")
-            .join(F.broadcast(keys), ["run", "vh"]))
+    lost = (
+        acked_sends(ev.filter(F.col("run").isin(runs)), refinfo).filter("judged").join(F.broadcast(keys), ["run", "vh"])
+    )
     wr = Window.partitionBy("run").orderBy("index")
-    return (lost.withColumn("_n", F.row_number().over(wr)).filter(F.col("_n") <= MAX_EXAMPLES)
-            .select("run", "index", "topic", "partition", "offset", "value", "process", "ref_hw")
-            .collect())
+    return (
+        lost.withColumn("_n", F.row_number().over(wr))
+        .filter(F.col("_n") <= MAX_EXAMPLES)
+        .select("run", "index", "topic", "partition", "offset", "value", "process", "ref_hw")
+        .collect()
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -316,18 +362,29 @@ def poll_groups(ev: DataFrame) -> DataFrame:
     # Records always have a topic and partition (history validation); the replica may be
     # unknown (null), and array_min/max skip nulls, hence the count of non-null replicas.
     # (min == max is cheaper than array_distinct, which builds a hash set per poll.)
-    simple = ((n > 0) & (F.array_min("records.topic") == F.array_max("records.topic"))
-              & (F.array_min("records.partition") == F.array_max("records.partition"))
-              & (F.array_min(reps) == F.array_max(reps)) & (F.size(F.array_compact(reps)) == n)
-              & _consecutive(offs))
-    one = F.array(F.struct(
-        _first(F.col("records.topic")).alias("topic"), _first(F.col("records.partition")).alias("partition"),
-        n.alias("n"), F.lit(0).alias("pos"), first.alias("offset"),
-        _last(offs).alias("last_offset"), F.array().cast(_INNER).alias("inner"),
-        F.array(F.struct(_first(reps).alias("replica"), n.alias("n"))).alias("replicas")))
-    return (polls.select("run", "process", "index", F.explode(
-        F.when(simple, one).otherwise(_general_groups())).alias("g"))
-        .select("run", "process", "index", "g.*"))
+    simple = (
+        (n > 0)
+        & (F.array_min("records.topic") == F.array_max("records.topic"))
+        & (F.array_min("records.partition") == F.array_max("records.partition"))
+        & (F.array_min(reps) == F.array_max(reps))
+        & (F.size(F.array_compact(reps)) == n)
+        & _consecutive(offs)
+    )
+    one = F.array(
+        F.struct(
+            _first(F.col("records.topic")).alias("topic"),
+            _first(F.col("records.partition")).alias("partition"),
+            n.alias("n"),
+            F.lit(0).alias("pos"),
+            first.alias("offset"),
+            _last(offs).alias("last_offset"),
+            F.array().cast(_INNER).alias("inner"),
+            F.array(F.struct(_first(reps).alias("replica"), n.alias("n"))).alias("replicas"),
+        )
+    )
+    return polls.select(
+        "run", "process", "index", F.explode(F.when(simple, one).otherwise(_general_groups())).alias("g")
+    ).select("run", "process", "index", "g.*")
 
 
 def _general_groups() -> Column:
@@ -335,28 +392,52 @@ def _general_groups() -> Column:
     (topic, partition) in order of first appearance, each group summarised. The records are
     zipped from the four fields used (a lambda over the ``records`` struct itself would make
     Spark decode all its fields, the values too, for every poll)."""
-    fields = F.arrays_zip(*(F.col(f"records.{k}").alias(k)
-                            for k in ("topic", "partition", "offset", "replica")))
-    recs = F.transform(fields, lambda r, i: F.struct(
-        r["topic"].alias("topic"), r["partition"].alias("partition"), r["offset"].alias("offset"),
-        r["replica"].alias("replica"), i.alias("pos")))
-    keys = F.array_distinct(F.transform(recs, lambda r: F.struct(
-        r["topic"].alias("topic"), r["partition"].alias("partition"))))
-    parts = F.transform(keys, lambda k: F.filter(recs, lambda r: r["topic"].eqNullSafe(k["topic"])
-                                                 & r["partition"].eqNullSafe(k["partition"])))
+    fields = F.arrays_zip(*(F.col(f"records.{k}").alias(k) for k in ("topic", "partition", "offset", "replica")))
+    recs = F.transform(
+        fields,
+        lambda r, i: F.struct(
+            r["topic"].alias("topic"),
+            r["partition"].alias("partition"),
+            r["offset"].alias("offset"),
+            r["replica"].alias("replica"),
+            i.alias("pos"),
+        ),
+    )
+    keys = F.array_distinct(
+        F.transform(recs, lambda r: F.struct(r["topic"].alias("topic"), r["partition"].alias("partition")))
+    )
+    parts = F.transform(
+        keys,
+        lambda k: F.filter(
+            recs, lambda r: r["topic"].eqNullSafe(k["topic"]) & r["partition"].eqNullSafe(k["partition"])
+        ),
+    )
 
     def summary(g: Column) -> Column:
         size = F.size(g)
-        pairs = F.zip_with(F.slice(g, 1, size - 1), F.slice(g, 2, size - 1), lambda a, b: F.struct(
-            (a["offset"] + 1).alias("expected"), b["offset"].alias("offset"), b["pos"].alias("pos")))
-        served = F.transform(F.array_distinct(g["replica"]), lambda x: F.struct(
-            x.alias("replica"), F.size(F.filter(g, lambda r: r["replica"].eqNullSafe(x))).alias("n")))
+        pairs = F.zip_with(
+            F.slice(g, 1, size - 1),
+            F.slice(g, 2, size - 1),
+            lambda a, b: F.struct(
+                (a["offset"] + 1).alias("expected"), b["offset"].alias("offset"), b["pos"].alias("pos")
+            ),
+        )
+        served = F.transform(
+            F.array_distinct(g["replica"]),
+            lambda x: F.struct(
+                x.alias("replica"), F.size(F.filter(g, lambda r: r["replica"].eqNullSafe(x))).alias("n")
+            ),
+        )
         return F.struct(
-            g[0]["topic"].alias("topic"), g[0]["partition"].alias("partition"), size.alias("n"),
-            g[0]["pos"].alias("pos"), g[0]["offset"].alias("offset"),
+            g[0]["topic"].alias("topic"),
+            g[0]["partition"].alias("partition"),
+            size.alias("n"),
+            g[0]["pos"].alias("pos"),
+            g[0]["offset"].alias("offset"),
             F.element_at(g, -1)["offset"].alias("last_offset"),
             F.filter(pairs, lambda s: s["offset"] > s["expected"]).alias("inner"),
-            served.alias("replicas"))
+            served.alias("replicas"),
+        )
 
     return F.transform(parts, summary)
 
@@ -368,43 +449,86 @@ def poll_steps(ev: DataFrame, groups: DataFrame) -> DataFrame:
     continues the chain (expected = previous group's last offset + 1); right after a position
     change it starts a segment at that change's offset (unknown for changes of all partitions,
     which name none). ``groups``: ``poll_groups(ev)``."""
-    moves = ev.filter(F.col("f").isin("assign", "seek") & F.col("type").isin("ok", "info")) \
-        .select("run", "process", "topic", "partition", "index",
-                F.coalesce("offset", F.lit(-1)).cast("long").alias("offset"))
-    cols = ["run", "process", "topic", "partition", "index", "pos", "offset", "last_offset",
-            "kind", "n", "inner", "replicas"]
+    moves = ev.filter(F.col("f").isin("assign", "seek") & F.col("type").isin("ok", "info")).select(
+        "run", "process", "topic", "partition", "index", F.coalesce("offset", F.lit(-1)).cast("long").alias("offset")
+    )
+    cols = [
+        "run",
+        "process",
+        "topic",
+        "partition",
+        "index",
+        "pos",
+        "offset",
+        "last_offset",
+        "kind",
+        "n",
+        "inner",
+        "replicas",
+    ]
     none = F.lit(None)
-    specific = moves.filter(F.col("topic").isNotNull() & F.col("partition").isNotNull()) \
-        .select("run", "process", "topic", "partition", "index", F.lit(0).alias("pos"), "offset",
-                F.col("offset").alias("last_offset"), F.lit(_KIND_POS).alias("kind"),
-                F.lit(0).alias("n"), none.alias("inner"), none.alias("replicas"))
+    specific = moves.filter(F.col("topic").isNotNull() & F.col("partition").isNotNull()).select(
+        "run",
+        "process",
+        "topic",
+        "partition",
+        "index",
+        F.lit(0).alias("pos"),
+        "offset",
+        F.col("offset").alias("last_offset"),
+        F.lit(_KIND_POS).alias("kind"),
+        F.lit(0).alias("n"),
+        none.alias("inner"),
+        none.alias("replicas"),
+    )
     recs = groups.withColumn("kind", F.lit(_KIND_REC))
     u = recs.select(*cols).unionByName(specific.select(*cols), allowMissingColumns=False)
     w = Window.partitionBy("run", "process", "topic", "partition").orderBy("index", "pos")
-    u = (u.withColumn("prev_kind", F.lag("kind").over(w))
-         .withColumn("prev_off", F.lag("last_offset").over(w))
-         .withColumn("prev_index", F.lag("index").over(w))
-         .filter(F.col("kind") == _KIND_REC))
+    u = (
+        u.withColumn("prev_kind", F.lag("kind").over(w))
+        .withColumn("prev_off", F.lag("last_offset").over(w))
+        .withColumn("prev_index", F.lag("index").over(w))
+        .filter(F.col("kind") == _KIND_REC)
+    )
     # A change of all partitions belongs to every chain of its consumer. Rather than copying it
     # into each chain (which needs the chains, i.e. the poll groups a second time: a second
     # pass over every poll's records), each group looks up the consumer's latest such change
     # before it; when that is later than its predecessor in the chain, it is the predecessor.
-    wild = (moves.filter(F.col("topic").isNull() | F.col("partition").isNull())
-            .groupBy("run", "process").agg(F.collect_list("index").alias("wild")))
+    wild = (
+        moves.filter(F.col("topic").isNull() | F.col("partition").isNull())
+        .groupBy("run", "process")
+        .agg(F.collect_list("index").alias("wild"))
+    )
     u = u.join(F.broadcast(wild), ["run", "process"], "left")
-    latest_wild = F.when(F.col("wild").isNotNull(), F.array_max(
-        F.filter("wild", lambda x: x < F.col("index"))))
+    latest_wild = F.when(F.col("wild").isNotNull(), F.array_max(F.filter("wild", lambda x: x < F.col("index"))))
     after_wild = F.coalesce(latest_wild > F.coalesce(F.col("prev_index"), F.lit(-1)), F.lit(False))
-    u = (u.withColumn("prev_kind", F.when(after_wild, F.lit(_KIND_WILD)).otherwise(F.col("prev_kind")))
-         .withColumn("prev_index", F.when(after_wild, latest_wild).otherwise(F.col("prev_index"))))
+    u = u.withColumn("prev_kind", F.when(after_wild, F.lit(_KIND_WILD)).otherwise(F.col("prev_kind"))).withColumn(
+        "prev_index", F.when(after_wild, latest_wild).otherwise(F.col("prev_index"))
+    )
     cont = F.coalesce(F.col("prev_kind") == _KIND_REC, F.lit(False))
     start = F.when(F.col("prev_kind") == _KIND_POS, F.col("prev_off")).otherwise(F.lit(-1))
-    return (u.withColumn("cont", cont)
-            .withColumn("expected", F.when(cont, F.col("prev_off") + 1).otherwise(start))
-            .withColumn("has_prev", cont | (start >= 0))
-            .withColumn("prev_index", F.when(F.col("has_prev"), F.col("prev_index")))
-            .select("run", "process", "topic", "partition", "index", "pos", "offset", "expected",
-                    "has_prev", "prev_index", "cont", "n", "inner", "replicas"))
+    return (
+        u.withColumn("cont", cont)
+        .withColumn("expected", F.when(cont, F.col("prev_off") + 1).otherwise(start))
+        .withColumn("has_prev", cont | (start >= 0))
+        .withColumn("prev_index", F.when(F.col("has_prev"), F.col("prev_index")))
+        .select(
+            "run",
+            "process",
+            "topic",
+            "partition",
+            "index",
+            "pos",
+            "offset",
+            "expected",
+            "has_prev",
+            "prev_index",
+            "cont",
+            "n",
+            "inner",
+            "replicas",
+        )
+    )
 
 
 class Gap(NamedTuple):
@@ -429,21 +553,41 @@ def poll_summary(steps: DataFrame) -> list[Any]:
     replica, the group's steps (``steps``) and its jumps (``gap_rows``: the jumps are few,
     each an anomaly or an unjudged step). Fetch shares and poll-skip both come from it, so
     the polls' records are read once."""
-    first = F.array(F.struct(
-        F.col("prev_index").alias("prev_index"), F.col("expected").alias("expected"),
-        F.col("offset").alias("offset"), F.col("pos").alias("pos"), F.col("cont").alias("cont")))
-    inner = F.transform("inner", lambda s: F.struct(
-        F.col("index").alias("prev_index"), s["expected"].alias("expected"),
-        s["offset"].alias("offset"), s["pos"].alias("pos"), F.lit(True).alias("cont")))
+    first = F.array(
+        F.struct(
+            F.col("prev_index").alias("prev_index"),
+            F.col("expected").alias("expected"),
+            F.col("offset").alias("offset"),
+            F.col("pos").alias("pos"),
+            F.col("cont").alias("cont"),
+        )
+    )
+    inner = F.transform(
+        "inner",
+        lambda s: F.struct(
+            F.col("index").alias("prev_index"),
+            s["expected"].alias("expected"),
+            s["offset"].alias("offset"),
+            s["pos"].alias("pos"),
+            F.lit(True).alias("cont"),
+        ),
+    )
     jump = F.coalesce(F.col("has_prev") & (F.col("offset") > F.col("expected")), F.lit(False))
-    marked = (steps.withColumn("gaps", F.when(jump, F.concat(first, inner)).otherwise(inner))
-              .select("*", F.posexplode("replicas").alias("rp", "r")))
+    marked = steps.withColumn("gaps", F.when(jump, F.concat(first, inner)).otherwise(inner)).select(
+        "*", F.posexplode("replicas").alias("rp", "r")
+    )
     lead = F.col("rp") == 0  # a group's steps and jumps are counted once, with its first replica
-    return (marked.groupBy("run", "process", F.col("r.replica").alias("replica")).agg(
-        F.sum("r.n").alias("records"),
-        F.sum(F.when(lead, F.col("has_prev").cast("long") + F.col("n") - 1)).alias("steps"),
-        F.collect_list(F.when(lead & (F.size("gaps") > 0), F.struct(
-            "process", "topic", "partition", "index", "gaps"))).alias("gap_rows")).collect())
+    return (
+        marked.groupBy("run", "process", F.col("r.replica").alias("replica"))
+        .agg(
+            F.sum("r.n").alias("records"),
+            F.sum(F.when(lead, F.col("has_prev").cast("long") + F.col("n") - 1)).alias("steps"),
+            F.collect_list(
+                F.when(lead & (F.size("gaps") > 0), F.struct("process", "topic", "partition", "index", "gaps"))
+            ).alias("gap_rows"),
+        )
+        .collect()
+    )
 
 
 def replica_counts(summary: list[Any]) -> dict[int, list[dict[str, Any]]]:
@@ -455,16 +599,31 @@ def replica_counts(summary: list[Any]) -> dict[int, list[dict[str, Any]]]:
     return dict(out)
 
 
-def poll_skip(summary: list[Any], refs: dict[tuple[int, str, int], Ref], logs: DataFrame
-              ) -> tuple[dict[int, dict[str, int]], dict[int, list[tuple[Gap, int]]]]:
+def poll_skip(
+    summary: list[Any], refs: dict[tuple[int, str, int], Ref], logs: DataFrame
+) -> tuple[dict[int, dict[str, int]], dict[int, list[tuple[Gap, int]]]]:
     """(counts per run, up to MAX_EXAMPLES (skip, committed offsets skipped) per run in event
     order): jumps over committed offsets between consecutive records of a chain (or from a
     position change's offset to the first record after it), from ``poll_summary``. How many
     committed offsets each jump passed over comes from the reference's offset range when its
     log is contiguous, else from a broadcast of those jumps onto their runs' committed logs."""
-    gaps = [Gap(r["run"], g["process"], g["topic"], g["partition"], g["index"], x["prev_index"],
-                x["expected"], x["offset"], x["pos"], x["cont"])
-            for r in summary for g in r["gap_rows"] for x in g["gaps"]]
+    gaps = [
+        Gap(
+            r["run"],
+            g["process"],
+            g["topic"],
+            g["partition"],
+            g["index"],
+            x["prev_index"],
+            x["expected"],
+            x["offset"],
+            x["pos"],
+            x["cont"],
+        )
+        for r in summary
+        for g in r["gap_rows"]
+        for x in g["gaps"]
+    ]
     missing: dict[Gap, int] = {}
     unknown: list[Gap] = []
     for gap in gaps:
@@ -478,8 +637,7 @@ def poll_skip(summary: list[Any], refs: dict[tuple[int, str, int], Ref], logs: D
     missing.update(_missing_from_logs(logs, unknown))
     counts: dict[int, dict[str, int]] = {}
     for r in summary:
-        c = counts.setdefault(r["run"], {"skips": 0, "skipped_offsets": 0, "steps_unjudged": 0,
-                                         "steps_judged": 0})
+        c = counts.setdefault(r["run"], {"skips": 0, "skipped_offsets": 0, "steps_unjudged": 0, "steps_judged": 0})
         c["steps_judged"] += int(r["steps"] or 0)
     examples: dict[int, list[tuple[Gap, int]]] = defaultdict(list)
     for gap in sorted(gaps, key=lambda x: (x.run, x.index, x.pos)):
@@ -501,15 +659,21 @@ def _missing_from_logs(logs: DataFrame, gaps: list[Gap], broadcast_limit: int = 
     if not gaps:
         return {}
     spark = logs.sparkSession
-    df = spark.createDataFrame([(i, g.run, g.topic, g.partition, g.expected, g.offset)
-                                for i, g in enumerate(gaps)],
-                               "gap int, run int, topic string, partition int, expected long, offset long")
+    df = spark.createDataFrame(
+        [(i, g.run, g.topic, g.partition, g.expected, g.offset) for i, g in enumerate(gaps)],
+        "gap int, run int, topic string, partition int, expected long, offset long",
+    )
     g = F.broadcast(df) if len(gaps) <= broadcast_limit else df
     lo = F.greatest(F.col("expected"), F.lit(0))
-    rows = (logs.filter(F.col("run").isin(sorted({x.run for x in gaps}))).join(g, RUN_KEYS)
-            .select("gap", F.size(F.filter("log", lambda r: (r["offset"] >= lo)
-                                           & (r["offset"] < F.col("offset")))).alias("missing"))
-            .collect())
+    rows = (
+        logs.filter(F.col("run").isin(sorted({x.run for x in gaps})))
+        .join(g, RUN_KEYS)
+        .select(
+            "gap",
+            F.size(F.filter("log", lambda r: (r["offset"] >= lo) & (r["offset"] < F.col("offset")))).alias("missing"),
+        )
+        .collect()
+    )
     return {gaps[r["gap"]]: int(r["missing"]) for r in rows}
 
 
@@ -541,44 +705,69 @@ def _verdicts(ev: DataFrame, summary: list[Any], runs: list[RunInfo]) -> dict[in
     get the verdict the Python check gives an empty input: unknown, nothing judged."""
     spark = ev.sparkSession
     ref_rows = reference(ev).collect()
-    refinfo = spark.createDataFrame([tuple(r) for r in ref_rows],
-                                    "run int, topic string, partition int, index long, hw long, "
-                                    "log_start long, lo long, hi long, contig boolean")
-    refs = {(r["run"], r["topic"], r["partition"]): Ref(r["hw"], r["log_start"], r["lo"], r["hi"],
-                                                        r["contig"]) for r in ref_rows}
+    refinfo = spark.createDataFrame(
+        [tuple(r) for r in ref_rows],
+        "run int, topic string, partition int, index long, hw long, log_start long, lo long, hi long, contig boolean",
+    )
+    refs = {
+        (r["run"], r["topic"], r["partition"]): Ref(r["hw"], r["log_start"], r["lo"], r["hi"], r["contig"])
+        for r in ref_rows
+    }
     logs = committed_logs(ev, refinfo)
     lw = {r["run"]: r.asDict() for r in lost_write(ev, refinfo, logs).collect()}
-    lw_ex = lost_write_examples(ev, refinfo, {k: list(a["lost_values"]) for k, a in lw.items()
-                                              if a["lost_values"]})
+    lw_ex = lost_write_examples(ev, refinfo, {k: list(a["lost_values"]) for k, a in lw.items() if a["lost_values"]})
     ps, ps_ex = poll_skip(summary, refs, logs)
     lw_examples: dict[int, list[dict[str, Any]]] = {}
     for r in sorted(lw_ex, key=lambda r: (r["run"], r["index"])):
-        lw_examples.setdefault(r["run"], []).append({
-            "kind": "lost-write", "topic": r["topic"], "partition": r["partition"],
-            "offset": r["offset"], "producer": r["process"], "final_hw": r["ref_hw"],
-            "value": r["value"], "event_indices": [r["index"]]})
-    ps_examples = {run: [{
-        "kind": "poll-skip", "topic": g.topic, "partition": g.partition, "consumer": g.process,
-        "expected_offset": g.expected, "got_offset": g.offset, "committed_offsets_skipped": m,
-        "after_position_change": not g.cont,
-        "event_indices": list(dict.fromkeys(i for i in (g.prev_index, g.index) if i is not None))}
-        for g, m in found] for run, found in ps_ex.items()}
+        lw_examples.setdefault(r["run"], []).append(
+            {
+                "kind": "lost-write",
+                "topic": r["topic"],
+                "partition": r["partition"],
+                "offset": r["offset"],
+                "producer": r["process"],
+                "final_hw": r["ref_hw"],
+                "value": r["value"],
+                "event_indices": [r["index"]],
+            }
+        )
+    ps_examples = {
+        run: [
+            {
+                "kind": "poll-skip",
+                "topic": g.topic,
+                "partition": g.partition,
+                "consumer": g.process,
+                "expected_offset": g.expected,
+                "got_offset": g.offset,
+                "committed_offsets_skipped": m,
+                "after_position_change": not g.cont,
+                "event_indices": list(dict.fromkeys(i for i in (g.prev_index, g.index) if i is not None)),
+            }
+            for g, m in found
+        ]
+        for run, found in ps_ex.items()
+    }
     out: dict[int, dict[str, SparkVerdict]] = {}
     for run in runs:
         if run.parquet is None:
             continue
         a = lw.get(run.key, {})
-        lw_c = {k: int(a.get(k) or 0) for k in ("lost", "acknowledged", "acknowledged_judged",
-                                               "acknowledged_unjudged")}
+        lw_c = {k: int(a.get(k) or 0) for k in ("lost", "acknowledged", "acknowledged_judged", "acknowledged_unjudged")}
         b = ps.get(run.key, {})
-        ps_c = {k: int(b.get(k) or 0) for k in ("skips", "skipped_offsets", "steps_judged",
-                                               "steps_unjudged")}
+        ps_c = {k: int(b.get(k) or 0) for k in ("skips", "skipped_offsets", "steps_judged", "steps_unjudged")}
         out[run.key] = {
-            "lost-write": SparkVerdict("lost-write", decide(lw_c["lost"], lw_c["acknowledged_judged"],
-                                                            lw_c["acknowledged_unjudged"]),
-                                       lw_c, lw_examples.get(run.key, [])),
-            "poll-skip": SparkVerdict("poll-skip", decide(ps_c["skips"], ps_c["steps_judged"],
-                                                          ps_c["steps_unjudged"]),
-                                      ps_c, ps_examples.get(run.key, [])),
+            "lost-write": SparkVerdict(
+                "lost-write",
+                decide(lw_c["lost"], lw_c["acknowledged_judged"], lw_c["acknowledged_unjudged"]),
+                lw_c,
+                lw_examples.get(run.key, []),
+            ),
+            "poll-skip": SparkVerdict(
+                "poll-skip",
+                decide(ps_c["skips"], ps_c["steps_judged"], ps_c["steps_unjudged"]),
+                ps_c,
+                ps_examples.get(run.key, []),
+            ),
         }
     return out

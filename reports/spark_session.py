@@ -27,7 +27,7 @@ def _shuffle_partitions(master: str) -> int:
     """Small for local runs (per-partition overhead dominates on a laptop); Spark's default
     elsewhere, where the cluster's size is unknown here."""
     if master.startswith("local"):
-        inside = master[master.find("[") + 1:master.find("]")] if "[" in master else "1"
+        inside = master[master.find("[") + 1 : master.find("]")] if "[" in master else "1"
         if inside in ("*", ""):
             cores = os.cpu_count() or 2
         else:
@@ -37,8 +37,9 @@ def _shuffle_partitions(master: str) -> int:
 
 
 @contextmanager
-def spark_session(master: str, app_name: str = "highwater-report",
-                  driver_memory: str | None = None) -> Iterator[SparkSession]:
+def spark_session(
+    master: str, app_name: str = "highwater-report", driver_memory: str | None = None
+) -> Iterator[SparkSession]:
     """A SparkSession for one report; stopped (JVM included) however the block exits."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -63,9 +64,12 @@ def spark_session(master: str, app_name: str = "highwater-report",
         # The driver JVM is the executor too. The throughput collector: these are batch
         # passes, no one waits on a pause, and G1's concurrent work competes for the 2 cores
         # (1,000-run benchmark: Spark passes 107 s with G1, 97 s with it).
-        builder = (builder.config("spark.driver.extraJavaOptions", f"{_JAVA_OPTIONS} -XX:+UseParallelGC")
-                   .config("spark.driver.memory", driver_memory or "3g")
-                   .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1"))
+        builder = (
+            builder.config("spark.driver.extraJavaOptions", f"{_JAVA_OPTIONS} -XX:+UseParallelGC")
+            .config("spark.driver.memory", driver_memory or "3g")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+        )
     else:
         builder = builder.config("spark.driver.extraJavaOptions", _JAVA_OPTIONS)
         if driver_memory:
@@ -115,8 +119,7 @@ class Progress:
 
     def say(self, msg: str) -> None:
         if self.enabled:
-            print(f"highwater report [{time.monotonic() - self.t0:6.1f}s] {msg}", file=self.out,
-                  flush=True)
+            print(f"highwater report [{time.monotonic() - self.t0:6.1f}s] {msg}", file=self.out, flush=True)
 
     @contextmanager
     def step(self, name: str, spark: SparkSession | None = None) -> Iterator[None]:

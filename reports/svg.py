@@ -23,10 +23,18 @@ def _fmt(v: float) -> str:
     return f"{v:.2f}"
 
 
-def line_chart(x: Sequence[float], series: Sequence[tuple[str, Sequence[float | None]]], *,
-               title: str, unit: str = "", faults: Sequence[dict[str, Any]] = (),
-               step: bool = False, x_unit: str = "s", x_labels: Sequence[str] | None = None,
-               y_min: float | None = 0.0) -> str:
+def line_chart(
+    x: Sequence[float],
+    series: Sequence[tuple[str, Sequence[float | None]]],
+    *,
+    title: str,
+    unit: str = "",
+    faults: Sequence[dict[str, Any]] = (),
+    step: bool = False,
+    x_unit: str = "s",
+    x_labels: Sequence[str] | None = None,
+    y_min: float | None = 0.0,
+) -> str:
     """An SVG line chart. ``faults``: windows ``{start_s, end_s, kind, targets}`` on the x axis."""
     pw, ph = W - ML - MR, H - MT - MB
     xs = list(x)
@@ -47,24 +55,30 @@ def line_chart(x: Sequence[float], series: Sequence[tuple[str, Sequence[float | 
     def py(v: float) -> float:
         return MT + ph - (v - lo) / (hi - lo) * ph
 
-    out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" '
-           f'width="{W}" height="{H}" role="img" aria-label="{escape(title)}">',
-           f'<text x="{ML}" y="12" class="ct">{escape(title)}{" (" + escape(unit) + ")" if unit else ""}</text>',
-           f'<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" class="plot"/>']
+    out = [
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" '
+        f'width="{W}" height="{H}" role="img" aria-label="{escape(title)}">',
+        f'<text x="{ML}" y="12" class="ct">{escape(title)}{" (" + escape(unit) + ")" if unit else ""}</text>',
+        f'<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" class="plot"/>',
+    ]
     for f in faults:
         a, b = max(px(f["start_s"]), ML), min(px(f["end_s"]), ML + pw)
         if b <= a:
             b = a + 1
         label = f"{f.get('kind')} {f.get('targets')} {f['start_s']:.1f}s-{f['end_s']:.1f}s"
-        out.append(f'<rect class="fault" x="{a:.1f}" y="{MT}" width="{b - a:.1f}" height="{ph}">'
-                   f'<title>fault: {escape(label)}</title></rect>')
+        out.append(
+            f'<rect class="fault" x="{a:.1f}" y="{MT}" width="{b - a:.1f}" height="{ph}">'
+            f"<title>fault: {escape(label)}</title></rect>"
+        )
     for i, (name, s) in enumerate(series):
         color = PALETTE[i % len(PALETTE)]
         for seg in _segments(xs, s, step):
             pts = " ".join(f"{px(a):.1f},{py(b):.1f}" for a, b in seg)
             out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{pts}"/>')
-        out.append(f'<text x="{ML + 6 + (i % 4) * 140}" y="{MT + 12 + (i // 4) * 12}" '
-                   f'fill="{color}" class="lg">{escape(name)}</text>')
+        out.append(
+            f'<text x="{ML + 6 + (i % 4) * 140}" y="{MT + 12 + (i // 4) * 12}" '
+            f'fill="{color}" class="lg">{escape(name)}</text>'
+        )
     out.append(f'<text x="{ML - 4}" y="{MT + 8}" class="ax" text-anchor="end">{_fmt(hi)}</text>')
     out.append(f'<text x="{ML - 4}" y="{MT + ph}" class="ax" text-anchor="end">{_fmt(lo)}</text>')
     if x_labels:
@@ -73,8 +87,7 @@ def line_chart(x: Sequence[float], series: Sequence[tuple[str, Sequence[float | 
     else:
         for frac in (0, 0.25, 0.5, 0.75, 1):
             xv = x0 + frac * (x1 - x0)
-            out.append(f'<text x="{px(xv):.1f}" y="{H - 6}" class="ax" text-anchor="middle">'
-                       f'{_fmt(xv)}{x_unit}</text>')
+            out.append(f'<text x="{px(xv):.1f}" y="{H - 6}" class="ax" text-anchor="middle">{_fmt(xv)}{x_unit}</text>')
     out.append("</svg>")
     return "".join(out)
 

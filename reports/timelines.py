@@ -57,7 +57,8 @@ def _bucketed(ev: DataFrame, widths: dict[int, int]) -> DataFrame:
     spark = ev.sparkSession
     w = spark.createDataFrame(list(widths.items()), "run int, width long")
     return ev.join(F.broadcast(w), "run").withColumn(
-        "bucket", F.least(F.floor(F.col("time_ns") / F.col("width")), F.lit(BUCKETS - 1)).cast("int"))
+        "bucket", F.least(F.floor(F.col("time_ns") / F.col("width")), F.lit(BUCKETS - 1)).cast("int")
+    )
 
 
 def timelines(ev: DataFrame, latency_sample: int = 1) -> dict[int, Timeline]:
@@ -71,9 +72,13 @@ def timelines(ev: DataFrame, latency_sample: int = 1) -> dict[int, Timeline]:
     tput, meta, faults = _events_by_bucket(b)
     polls = b.filter((F.col("f") == "poll") & (F.col("type") == "ok") & F.col("records").isNotNull())
     recs = polls.select("run", "process", "bucket", "time_ns", F.explode("records").alias("r"))
-    pos = (recs.groupBy("run", "process", F.col("r.topic").alias("topic"),
-                        F.col("r.partition").alias("partition"), "bucket")
-           .agg(F.max("r.offset").alias("max_off")).collect())
+    pos = (
+        recs.groupBy(
+            "run", "process", F.col("r.topic").alias("topic"), F.col("r.partition").alias("partition"), "bucket"
+        )
+        .agg(F.max("r.offset").alias("max_off"))
+        .collect()
+    )
     lat = _latency(b, recs, latency_sample).collect()
     return _assemble(widths, tput, meta, pos, lat, faults, latency_sample)
 
@@ -88,57 +93,100 @@ def _events_by_bucket(b: DataFrame) -> tuple[list[dict[str, Any]], list[dict[str
     is_meta = (F.col("f") == "meta") & (F.col("type") != "fail") & F.col("topic").isNotNull()
     is_fault = F.col("f").isin("fault", "heal") & (F.col("type") != "fail")
     isr_n = F.size(F.from_json(F.get_json_object("value_json", "$.isr"), "array<int>"))
-    rows = (b.filter(F.col("f").isin("send", "poll", "meta", "fault", "heal"))
-            .groupBy("run", "bucket", F.when(is_meta, F.col("topic")).alias("m_topic"),
-                     F.when(is_meta, F.col("partition")).alias("m_partition"))
-            .agg(F.sum(F.when(is_send & (F.col("type") == "ok"), 1).otherwise(0)).alias("acks"),
-                 F.sum(F.when(is_send & F.col("type").isin("fail", "info"), 1).otherwise(0)).alias("errs"),
-                 F.sum(F.when((F.col("f") == "poll") & (F.col("type") == "ok"),
-                              F.coalesce(F.size("records.offset"), F.lit(0))).otherwise(0)).alias("polled"),
-                 # max_by skips rows whose ordering is null: only meta events compete
-                 F.max_by(F.when(is_meta, F.struct(F.col("leader"), isr_n.alias("isr_n"), F.col("hw"))),
-                          F.when(is_meta, F.col("time_ns"))).alias("last"),
-                 F.collect_list(F.when(is_fault, F.struct(
-                     "time_ns", "f", "index", F.get_json_object("value_json", "$.kind").alias("kind"),
-                     F.get_json_object("value_json", "$.targets").alias("targets")))).alias("faults"))
-            .collect())
+    rows = (
+        b.filter(F.col("f").isin("send", "poll", "meta", "fault", "heal"))
+        .groupBy(
+            "run",
+            "bucket",
+            F.when(is_meta, F.col("topic")).alias("m_topic"),
+            F.when(is_meta, F.col("partition")).alias("m_partition"),
+        )
+        .agg(
+            F.sum(F.when(is_send & (F.col("type") == "ok"), 1).otherwise(0)).alias("acks"),
+            F.sum(F.when(is_send & F.col("type").isin("fail", "info"), 1).otherwise(0)).alias("errs"),
+            F.sum(
+                F.when(
+                    (F.col("f") == "poll") & (F.col("type") == "ok"), F.coalesce(F.size("records.offset"), F.lit(0))
+                ).otherwise(0)
+            ).alias("polled"),
+            # max_by skips rows whose ordering is null: only meta events compete
+            F.max_by(
+                F.when(is_meta, F.struct(F.col("leader"), isr_n.alias("isr_n"), F.col("hw"))),
+                F.when(is_meta, F.col("time_ns")),
+            ).alias("last"),
+            F.collect_list(
+                F.when(
+                    is_fault,
+                    F.struct(
+                        "time_ns",
+                        "f",
+                        "index",
+                        F.get_json_object("value_json", "$.kind").alias("kind"),
+                        F.get_json_object("value_json", "$.targets").alias("targets"),
+                    ),
+                )
+            ).alias("faults"),
+        )
+        .collect()
+    )
     tput, meta, faults = [], [], []
     for r in rows:
         if r["m_topic"] is None and r["m_partition"] is None:
-            tput.append({"run": r["run"], "bucket": r["bucket"], "acks": r["acks"], "errs": r["errs"],
-                         "polled": r["polled"]})
+            tput.append(
+                {"run": r["run"], "bucket": r["bucket"], "acks": r["acks"], "errs": r["errs"], "polled": r["polled"]}
+            )
             faults += [{"run": r["run"], **f.asDict()} for f in r["faults"]]
         else:
-            meta.append({"run": r["run"], "topic": r["m_topic"], "partition": r["m_partition"],
-                         "bucket": r["bucket"], **r["last"].asDict()})
+            meta.append(
+                {
+                    "run": r["run"],
+                    "topic": r["m_topic"],
+                    "partition": r["m_partition"],
+                    "bucket": r["bucket"],
+                    **r["last"].asDict(),
+                }
+            )
     faults.sort(key=lambda f: (f["run"], f["index"]))
     return tput, meta, faults
 
 
 def _latency(b: DataFrame, recs: DataFrame, sample: int) -> DataFrame:
-    sends = b.filter((F.col("f") == "send") & (F.col("type") == "invoke") & F.col("value").isNotNull()) \
-        .select("run", "value", F.col("time_ns").alias("sent_ns"))
-    polled = recs.select("run", "bucket", "time_ns", F.col("r.value").alias("value")) \
-        .filter(F.col("value").isNotNull())
+    sends = b.filter((F.col("f") == "send") & (F.col("type") == "invoke") & F.col("value").isNotNull()).select(
+        "run", "value", F.col("time_ns").alias("sent_ns")
+    )
+    polled = recs.select("run", "bucket", "time_ns", F.col("r.value").alias("value")).filter(F.col("value").isNotNull())
     if sample > 1:
         keep = F.pmod(F.xxhash64("value"), F.lit(sample)) == 0
         sends, polled = sends.filter(keep), polled.filter(keep)
     first_sent = sends.groupBy("run", "value").agg(F.min("sent_ns").alias("sent_ns"))
-    j = polled.join(first_sent, ["run", "value"]).withColumn(
-        "ms", (F.col("time_ns") - F.col("sent_ns")) / 1e6)
+    j = polled.join(first_sent, ["run", "value"]).withColumn("ms", (F.col("time_ns") - F.col("sent_ns")) / 1e6)
     return j.groupBy("run", "bucket").agg(
-        F.percentile_approx("ms", 0.5).alias("p50"), F.percentile_approx("ms", 0.99).alias("p99"))
+        F.percentile_approx("ms", 0.5).alias("p50"), F.percentile_approx("ms", 0.99).alias("p99")
+    )
 
 
-def _assemble(widths: dict[int, int], tput: list[dict[str, Any]], meta: list[dict[str, Any]],
-              pos: list[Any], lat: list[Any], faults: list[dict[str, Any]], sample: int) -> dict[int, Timeline]:
+def _assemble(
+    widths: dict[int, int],
+    tput: list[dict[str, Any]],
+    meta: list[dict[str, Any]],
+    pos: list[Any],
+    lat: list[Any],
+    faults: list[dict[str, Any]],
+    sample: int,
+) -> dict[int, Timeline]:
     out: dict[int, Timeline] = {}
     for run, width in widths.items():
         ws = width / 1e9
-        out[run] = Timeline(width_s=ws, t=[round(i * ws, 6) for i in range(BUCKETS)],
-                            acks=[0.0] * BUCKETS, send_errors=[0.0] * BUCKETS,
-                            polled=[0.0] * BUCKETS, latency_p50_ms=[None] * BUCKETS,
-                            latency_p99_ms=[None] * BUCKETS, latency_sampled=sample)
+        out[run] = Timeline(
+            width_s=ws,
+            t=[round(i * ws, 6) for i in range(BUCKETS)],
+            acks=[0.0] * BUCKETS,
+            send_errors=[0.0] * BUCKETS,
+            polled=[0.0] * BUCKETS,
+            latency_p50_ms=[None] * BUCKETS,
+            latency_p99_ms=[None] * BUCKETS,
+            latency_sampled=sample,
+        )
     for r in tput:
         tl, i = out[r["run"]], r["bucket"]
         tl.acks[i] = r["acks"] / tl.width_s
@@ -152,8 +200,9 @@ def _assemble(widths: dict[int, int], tput: list[dict[str, Any]], meta: list[dic
     for r in meta:
         tl = out[r["run"]]
         name = f"{r['topic']}-{r['partition']}"
-        series = tl.partitions.setdefault(name, {"leader": [None] * BUCKETS, "isr": [None] * BUCKETS,
-                                                 "hw": [None] * BUCKETS})
+        series = tl.partitions.setdefault(
+            name, {"leader": [None] * BUCKETS, "isr": [None] * BUCKETS, "hw": [None] * BUCKETS}
+        )
         series["leader"][r["bucket"]] = r["leader"]
         series["isr"][r["bucket"]] = r["isr_n"]
         series["hw"][r["bucket"]] = r["hw"]
@@ -168,7 +217,8 @@ def _assemble(widths: dict[int, int], tput: list[dict[str, Any]], meta: list[dic
             continue
         cur = _carry(offs)
         out[run].lag[f"{proc} {name}"] = [
-            None if a is None or c is None else float(max(a - (c + 1), 0)) for a, c in zip(h, cur)]
+            None if a is None or c is None else float(max(a - (c + 1), 0)) for a, c in zip(h, cur)
+        ]
     by_run: dict[int, list[Any]] = defaultdict(list)
     for r in faults:
         by_run[r["run"]].append(r)

@@ -55,13 +55,27 @@ def run_options(client_name: str, run_seed: int | None) -> Iterator[RunOptions]:
 
 
 @pytest.fixture
-def repro(request: pytest.FixtureRequest, kafka_version: str, profile: Profile, backend: str,
-          run_options: RunOptions) -> str:
+def repro(
+    request: pytest.FixtureRequest, kafka_version: str, profile: Profile, backend: str, run_options: RunOptions
+) -> str:
     """The command that reruns exactly this test (with its backend, client and seed)."""
     seed = ["--seed", str(run_options.seed)] if run_options.seed is not None else []
-    return " ".join(["highwater", "run", "--profile", profile.name, "--kafka-version", kafka_version,
-                     "--backend", backend, "--client", run_options.client, *seed,
-                     shlex.quote(request.node.nodeid)])
+    return " ".join(
+        [
+            "highwater",
+            "run",
+            "--profile",
+            profile.name,
+            "--kafka-version",
+            kafka_version,
+            "--backend",
+            backend,
+            "--client",
+            run_options.client,
+            *seed,
+            shlex.quote(request.node.nodeid),
+        ]
+    )
 
 
 def pytest_report_header(config: pytest.Config) -> str:

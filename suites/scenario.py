@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from faults.schedule import DEFAULT_MIX, ScheduleConfig
+from harness.backend import ClusterBackend
 from harness.checks.bounds import Bound, Settings, derive, required_window_ms, stall_bound_name
 from harness.checks.verdict import Verdict
-from harness.backend import ClusterBackend
 from harness.clients import DEFAULT_CLIENT
 from highwater.nemesis import Step, scripted
 from highwater.profiles import Profile
@@ -31,32 +31,54 @@ class RunOptions:
 
 #: set for each test by ``suites/conftest.py`` from the plugin's fixtures, so every scenario
 #: picks the session's client and seed without each test passing them along
-RUN_OPTIONS: ContextVar[RunOptions] = ContextVar("RUN_OPTIONS", default=RunOptions())
+RUN_OPTIONS: ContextVar[RunOptions] = ContextVar("RUN_OPTIONS", default=RunOptions())  # noqa: B039 - frozen
 
 
-def run_scenario(cluster: ClusterBackend, *, suite: str, scenario: str, profile: Profile, campaign: str,
-                 results_root: Path, repro: str, nemesis: Nemesis | None = None, **overrides: Any) -> RunResult:
+def run_scenario(
+    cluster: ClusterBackend,
+    *,
+    suite: str,
+    scenario: str,
+    profile: Profile,
+    campaign: str,
+    results_root: Path,
+    repro: str,
+    nemesis: Nemesis | None = None,
+    **overrides: Any,
+) -> RunResult:
     options = RUN_OPTIONS.get()
     overrides.setdefault("client", options.client)
     if options.seed is not None:
         overrides.setdefault("seed", options.seed)
-    spec = RunSpec(suite=suite, scenario=scenario, campaign=campaign, results_root=results_root,
-                   duration=overrides.pop("duration", profile.run_seconds), rate=overrides.pop("rate", profile.rate),
-                   repro=repro, **overrides)
+    spec = RunSpec(
+        suite=suite,
+        scenario=scenario,
+        campaign=campaign,
+        results_root=results_root,
+        duration=overrides.pop("duration", profile.run_seconds),
+        rate=overrides.pop("rate", profile.rate),
+        repro=repro,
+        **overrides,
+    )
     return execute_run(cluster, spec, nemesis, progress=lambda m: print(f"[{suite}] {m}", flush=True))
 
 
 def describe(verdicts: Iterable[Verdict]) -> str:
-    return "\n".join(f"  {v.check}: {v.valid} counts={v.counts} example={json.dumps(v.examples[:1], default=str)[:600]}"
-                     for v in verdicts)
+    return "\n".join(
+        f"  {v.check}: {v.valid} counts={v.counts} example={json.dumps(v.examples[:1], default=str)[:600]}"
+        for v in verdicts
+    )
 
 
 def assert_verdicts(result: RunResult, *, must_hold: Iterable[str], judged: bool = True) -> None:
     """Every check in ``must_hold`` is True (not unknown: a check that could not judge proves
     nothing); no check at all is False. The message names the run dir and the repro command."""
     run = json.loads((result.dir / "run.json").read_text())
-    check_verdicts(result.verdicts, must_hold if judged else (),
-                   f" in run {result.run_id} (results: {result.dir}; repro: {run.get('repro')})")
+    check_verdicts(
+        result.verdicts,
+        must_hold if judged else (),
+        f" in run {result.run_id} (results: {result.dir}; repro: {run.get('repro')})",
+    )
 
 
 # -- scenarios as data: what each scripted fault is, and what judges it -------------------------
@@ -97,8 +119,9 @@ class Plan:
         longest stall bound (a hanging fault's) plus its margin. Seeded schedules draw their
         durations from here up, so a chaos verdict can say no, not just unknown."""
         b = self.bounds()
-        longest = max(b[name].ms for name in ("consumer_stall_hang_bound_ms", "follower_fetch_bound_ms",
-                                              "isr_leave_bound_ms"))
+        longest = max(
+            b[name].ms for name in ("consumer_stall_hang_bound_ms", "follower_fetch_bound_ms", "isr_leave_bound_ms")
+        )
         return math.ceil(required_window_ms(longest) / 1000)
 
     def settings(self) -> Settings:
@@ -113,8 +136,12 @@ class Plan:
         def defaults(cls: Any) -> dict[str, Any]:
             return {f.name: f.default for f in _fields(cls)}
 
-        return Settings.from_kafka(broker, consumer=defaults(ConsumerSettings), producer=defaults(ProducerSettings),
-                                   observe_interval_s=self.observe_interval)
+        return Settings.from_kafka(
+            broker,
+            consumer=defaults(ConsumerSettings),
+            producer=defaults(ProducerSettings),
+            observe_interval_s=self.observe_interval,
+        )
 
     def bounds(self) -> dict[str, Bound]:
         return derive(self.settings())
@@ -143,9 +170,12 @@ class Plan:
         if cuts or leaves:
             move = b["isr_leave_bound_ms"].ms + b["follower_fetch_bound_ms"].ms
             if move > stall.ms:
-                stall = Bound("isr_leave_bound_ms + follower_fetch_bound_ms", move,
-                              f"{b['isr_leave_bound_ms'].formula} + {b['follower_fetch_bound_ms'].formula}",
-                              f"{b['isr_leave_bound_ms'].ms} + {b['follower_fetch_bound_ms'].ms}")
+                stall = Bound(
+                    "isr_leave_bound_ms + follower_fetch_bound_ms",
+                    move,
+                    f"{b['isr_leave_bound_ms'].formula} + {b['follower_fetch_bound_ms'].formula}",
+                    f"{b['isr_leave_bound_ms'].ms} + {b['follower_fetch_bound_ms'].ms}",
+                )
             out["follower-fetch"] = stall
         if cuts:
             out["progress"] = b[stall_bound_name(step.kind.value)]
@@ -166,8 +196,9 @@ def step_cuts_off(step: Step) -> bool:
 def step_takes_a_replica_out(step: Step) -> bool:
     """Whether the fault is meant to take a follower out of the ISR: it cuts off or slows a
     broker's replication."""
-    return step_cuts_off(step) or (step.kind.value in ("latency", "timeout", "bandwidth")
-                                   and "replication" in step.fault)
+    return step_cuts_off(step) or (
+        step.kind.value in ("latency", "timeout", "bandwidth") and "replication" in step.fault
+    )
 
 
 _KIP392 = ("follower-fetch", "progress", "lost-write")
@@ -187,57 +218,128 @@ LEADER_FAULT_SECONDS = 20
 KIP320_WINDOW_SECONDS = 20
 #: a paused broker leaves requests hanging: consumer_stall_hang_bound_ms plus the margin
 PAUSE_SECONDS = 29
-SLOW_FOLLOWER = ("latency --target broker:{follower} --peer broker:{leader} --flow out --listener replication "
-                 "--latency 8000")
+SLOW_FOLLOWER = (
+    "latency --target broker:{follower} --peer broker:{leader} --flow out --listener replication --latency 8000"
+)
 _DURABILITY = ("lost-write", "uncommitted-read", "poll-skip", "inconsistent-offsets")
 
-PLANS: dict[str, Plan] = {p.key: p for p in [
-    Plan("kip-392", "rack-local-reads", must_hold=("follower-fetch", "progress"),
-         what="no fault: each rack's consumer reads from its own rack's replica"),
-    *(Plan("kip-392", f"replica-{how}", (Step(3, fault, KIP392_FAULT_SECONDS),), _KIP392,
-           what=f"the rack replica of one consumer is {how}; the consumer moves and returns")
-      for how, fault in KIP392_FAULTS.items()),
-    Plan("kafka-4485", "high-rate-small", must_hold=("isr-stability", "lost-write"), observe_interval=0.25,
-         what="3 producers, >=150 small sends/s each: no ISR churn"),
-    Plan("kafka-4485", "slowed-follower", (Step(3, SLOW_FOLLOWER, LEADER_FAULT_SECONDS),), ("isr-stability", "lost-write"),
-         observe_interval=0.25, run_seconds=25, what="a follower slowed past the lag limit leaves once, returns once"),
-    Plan("kip-207", "leader-kills", (Step(3, "kill --target leader:{topic}/0", LEADER_FAULT_SECONDS),
-                                     Step(2, "kill --target leader:{topic}/1", LEADER_FAULT_SECONDS),
-                                     Step(2, "kill --target leader:{topic}/2", LEADER_FAULT_SECONDS)),
-         ("hw-regression", "lost-write", "uncommitted-read"), observe_interval=0.2, run_seconds=25,
-         what="three leader kills: the HW never goes backwards"),
-    Plan("durability", "leader-kill", (Step(4, "kill --target leader:{topic}/0", LEADER_FAULT_SECONDS),), _DURABILITY,
-         what="leader killed: no loss, no uncommitted read, no skip"),
-    Plan("durability", "leader-partition", (Step(4, "cut --target leader:{topic}/0", LEADER_FAULT_SECONDS),),
-         _DURABILITY,
-         what="leader cut off"),
-    Plan("durability", "leader-pause", (Step(4, "pause --target leader:{topic}/0", PAUSE_SECONDS),), _DURABILITY,
-         what="leader paused"),
-    Plan("kip-320", "unclean-truncation",
-         (Step(3, "cut --target broker:{f1} --listener replication", KIP320_WINDOW_SECONDS),
-          Step(0, "kill --target broker:{f2}", KIP320_WINDOW_SECONDS),
-          Step(0, "kill --target broker:{leader}", KIP320_WINDOW_SECONDS)),
-         ("truncation-undetected", "nonmonotonic-poll", "poll-skip", "inconsistent-offsets"),
-         broker_config=(("replica.lag.time.max.ms", "4000"), ("broker.session.timeout.ms", "4000")),
-         run_seconds=3 + 2 * KIP320_WINDOW_SECONDS + 20, scripted=False,
-         what="cut F1 until it leaves the ISR and the HW passes its LEO by 100 (and 20 s); kill F2 and L; "
-              "unclean-elect F1 (heal its cut); at least 4 s (and 20 s since the kills); restart L and F2 "
-              "(the steps are held until conditions, at least this long)"),
-]}
+PLANS: dict[str, Plan] = {
+    p.key: p
+    for p in [
+        Plan(
+            "kip-392",
+            "rack-local-reads",
+            must_hold=("follower-fetch", "progress"),
+            what="no fault: each rack's consumer reads from its own rack's replica",
+        ),
+        *(
+            Plan(
+                "kip-392",
+                f"replica-{how}",
+                (Step(3, fault, KIP392_FAULT_SECONDS),),
+                _KIP392,
+                what=f"the rack replica of one consumer is {how}; the consumer moves and returns",
+            )
+            for how, fault in KIP392_FAULTS.items()
+        ),
+        Plan(
+            "kafka-4485",
+            "high-rate-small",
+            must_hold=("isr-stability", "lost-write"),
+            observe_interval=0.25,
+            what="3 producers, >=150 small sends/s each: no ISR churn",
+        ),
+        Plan(
+            "kafka-4485",
+            "slowed-follower",
+            (Step(3, SLOW_FOLLOWER, LEADER_FAULT_SECONDS),),
+            ("isr-stability", "lost-write"),
+            observe_interval=0.25,
+            run_seconds=25,
+            what="a follower slowed past the lag limit leaves once, returns once",
+        ),
+        Plan(
+            "kip-207",
+            "leader-kills",
+            (
+                Step(3, "kill --target leader:{topic}/0", LEADER_FAULT_SECONDS),
+                Step(2, "kill --target leader:{topic}/1", LEADER_FAULT_SECONDS),
+                Step(2, "kill --target leader:{topic}/2", LEADER_FAULT_SECONDS),
+            ),
+            ("hw-regression", "lost-write", "uncommitted-read"),
+            observe_interval=0.2,
+            run_seconds=25,
+            what="three leader kills: the HW never goes backwards",
+        ),
+        Plan(
+            "durability",
+            "leader-kill",
+            (Step(4, "kill --target leader:{topic}/0", LEADER_FAULT_SECONDS),),
+            _DURABILITY,
+            what="leader killed: no loss, no uncommitted read, no skip",
+        ),
+        Plan(
+            "durability",
+            "leader-partition",
+            (Step(4, "cut --target leader:{topic}/0", LEADER_FAULT_SECONDS),),
+            _DURABILITY,
+            what="leader cut off",
+        ),
+        Plan(
+            "durability",
+            "leader-pause",
+            (Step(4, "pause --target leader:{topic}/0", PAUSE_SECONDS),),
+            _DURABILITY,
+            what="leader paused",
+        ),
+        Plan(
+            "kip-320",
+            "unclean-truncation",
+            (
+                Step(3, "cut --target broker:{f1} --listener replication", KIP320_WINDOW_SECONDS),
+                Step(0, "kill --target broker:{f2}", KIP320_WINDOW_SECONDS),
+                Step(0, "kill --target broker:{leader}", KIP320_WINDOW_SECONDS),
+            ),
+            ("truncation-undetected", "nonmonotonic-poll", "poll-skip", "inconsistent-offsets"),
+            broker_config=(("replica.lag.time.max.ms", "4000"), ("broker.session.timeout.ms", "4000")),
+            run_seconds=3 + 2 * KIP320_WINDOW_SECONDS + 20,
+            scripted=False,
+            what="cut F1 until it leaves the ISR and the HW passes its LEO by 100 (and 20 s); kill F2 and L; "
+            "unclean-elect F1 (heal its cut); at least 4 s (and 20 s since the kills); restart L and F2 "
+            "(the steps are held until conditions, at least this long)",
+        ),
+    ]
+}
 
 
 def plan(suite: str, scenario: str) -> Plan:
     return PLANS[f"{suite}/{scenario}"]
 
 
-def run_plan(cluster: ClusterBackend, p: Plan, *, profile: Profile, campaign: str, results_root: Path, repro: str,
-             **overrides: Any) -> RunResult:
+def run_plan(
+    cluster: ClusterBackend,
+    p: Plan,
+    *,
+    profile: Profile,
+    campaign: str,
+    results_root: Path,
+    repro: str,
+    **overrides: Any,
+) -> RunResult:
     """Run a scripted plan: its steps as the nemesis, its duration and observe interval."""
-    return run_scenario(cluster, suite=p.suite, scenario=p.scenario, profile=profile, campaign=campaign,
-                        results_root=results_root, repro=repro,
-                        nemesis=scripted(list(p.steps)) if p.steps else None,
-                        duration=overrides.pop("duration", p.duration(profile.run_seconds)),
-                        observe_interval=overrides.pop("observe_interval", p.observe_interval), **overrides)
+    return run_scenario(
+        cluster,
+        suite=p.suite,
+        scenario=p.scenario,
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        nemesis=scripted(list(p.steps)) if p.steps else None,
+        duration=overrides.pop("duration", p.duration(profile.run_seconds)),
+        observe_interval=overrides.pop("observe_interval", p.observe_interval),
+        **overrides,
+    )
 
 
 # -- a scenario's assertions, as pure functions of its history and verdicts -------------------
@@ -258,8 +360,9 @@ def check_verdicts(verdicts: Iterable[Verdict], must_hold: Iterable[str], where:
     bad = [v for v in vs if v.valid is False]
     weak = [by[c] for c in must_hold if by[c].valid is not True]
     if bad or weak:
-        raise AssertionError(f"Kafka's promises broken or not judged{where}:\n"
-                             + describe(bad + [w for w in weak if w not in bad]))
+        raise AssertionError(
+            f"Kafka's promises broken or not judged{where}:\n" + describe(bad + [w for w in weak if w not in bad])
+        )
 
 
 # -- the seeded chaos run -------------------------------------------------------------------
@@ -276,7 +379,16 @@ def chaos_schedule_config(profile: Profile, topic: str) -> ScheduleConfig:
     run calm, so the after-heal phase of progress fits (``Plan.tail_seconds``)."""
     length = profile.chaos_seconds - CHAOS.tail_seconds()
     shortest = CHAOS.shortest_window_seconds()
-    mix = DEFAULT_MIX if length >= ROLLING_RESTART_MIN_LENGTH else \
-        tuple((k, w) for k, w in DEFAULT_MIX if k != "rolling_restart")
-    return ScheduleConfig(length=length, duration=(shortest, shortest + 6.0), gap=(3.0, 8.0), mix=mix,
-                          partitions=(f"{topic}/0",), latency_ms=(50.0, 6000.0))
+    mix = (
+        DEFAULT_MIX
+        if length >= ROLLING_RESTART_MIN_LENGTH
+        else tuple((k, w) for k, w in DEFAULT_MIX if k != "rolling_restart")
+    )
+    return ScheduleConfig(
+        length=length,
+        duration=(shortest, shortest + 6.0),
+        gap=(3.0, 8.0),
+        mix=mix,
+        partitions=(f"{topic}/0",),
+        latency_ms=(50.0, 6000.0),
+    )

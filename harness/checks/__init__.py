@@ -130,8 +130,9 @@ def needs_text(needs: Needs) -> str:
 def not_applicable(check: str, missing: Needs) -> Verdict:
     """The verdict of a check that was not run: the history has none of some needed input."""
     why = " and ".join(f"no {' or '.join(i.label for i in sorted(g, key=_ORDER.index))}" for g in missing)
-    return Verdict(check, NOT_APPLICABLE, notes=[f"not applicable: the history has {why} "
-                                                 f"(needs {needs_text(NEEDS[check])})"])
+    return Verdict(
+        check, NOT_APPLICABLE, notes=[f"not applicable: the history has {why} (needs {needs_text(NEEDS[check])})"]
+    )
 
 
 def history_verdict(h: HistoryData) -> Verdict:
@@ -139,9 +140,13 @@ def history_verdict(h: HistoryData) -> Verdict:
     ran on the rest, but cannot vouch for what they did not see)."""
     errs = h.line_errors
     examples = [e.to_json() for e in errs[:5]]
-    return Verdict("history", UNKNOWN if errs else True,
-                   {"events": h.n_events, "unreadable_lines": len(errs)}, examples,
-                   [f"line {e.line}: {e.message}" for e in errs[:5]])
+    return Verdict(
+        "history",
+        UNKNOWN if errs else True,
+        {"events": h.n_events, "unreadable_lines": len(errs)},
+        examples,
+        [f"line {e.line}: {e.message}" for e in errs[:5]],
+    )
 
 
 def run_checks(h: HistoryData, names: list[str] | None = None, *, policy: bool = True) -> list[Verdict]:
@@ -185,7 +190,25 @@ def overall(verdicts: list[Verdict]) -> Overall:
     return overall_valid((v.check, v.valid) for v in verdicts)
 
 
-__all__ = ["CHECKS", "NEEDS", "Input", "HistoryData", "Verdict", "from_events", "load", "run_checks",
-           "run_all_checks", "overall", "merge_valid", "overall_valid", "history_verdict",
-           "present_inputs", "missing_inputs", "needs_text", "not_applicable", "NOT_APPLICABLE",
-           "UNKNOWN", "Valid"]
+__all__ = [
+    "CHECKS",
+    "NEEDS",
+    "Input",
+    "HistoryData",
+    "Verdict",
+    "from_events",
+    "load",
+    "run_checks",
+    "run_all_checks",
+    "overall",
+    "merge_valid",
+    "overall_valid",
+    "history_verdict",
+    "present_inputs",
+    "missing_inputs",
+    "needs_text",
+    "not_applicable",
+    "NOT_APPLICABLE",
+    "UNKNOWN",
+    "Valid",
+]

@@ -90,9 +90,15 @@ class Settings:
         return cls(**kw)
 
     @classmethod
-    def from_kafka(cls, broker: Mapping[str, str], *, consumer: Mapping[str, Any] | None = None,
-                   producer: Mapping[str, Any] | None = None, observe_interval_s: float = 1.0,
-                   slack_ms: int = SLACK_MS) -> Settings:
+    def from_kafka(
+        cls,
+        broker: Mapping[str, str],
+        *,
+        consumer: Mapping[str, Any] | None = None,
+        producer: Mapping[str, Any] | None = None,
+        observe_interval_s: float = 1.0,
+        slack_ms: int = SLACK_MS,
+    ) -> Settings:
         """From broker properties (Kafka names) and client settings (kafka-python names)."""
         d = cls()
         c, p = dict(consumer or {}), dict(producer or {})
@@ -110,7 +116,8 @@ class Settings:
             consumer_request_timeout_ms=int(c.get("request_timeout_ms", d.consumer_request_timeout_ms)),
             producer_request_timeout_ms=int(p.get("request_timeout_ms", d.producer_request_timeout_ms)),
             observe_interval_ms=int(round(observe_interval_s * 1000)),
-            bound_slack_ms=slack_ms)
+            bound_slack_ms=slack_ms,
+        )
 
 
 @dataclass(frozen=True)
@@ -143,32 +150,51 @@ HANGING_KINDS = frozenset({"pause", "timeout"})
 
 def derive(s: Settings) -> dict[str, Bound]:
     """Every bound from the settings, with its formula."""
-    L, Ss, Hb, Rs = (s.replica_lag_time_max_ms, s.broker_session_timeout_ms,
-                     s.broker_heartbeat_interval_ms, s.replica_socket_timeout_ms)
-    M, W, Rc, Rp, O, K = (s.consumer_metadata_max_age_ms, s.consumer_fetch_max_wait_ms,
-                          s.consumer_request_timeout_ms, s.producer_request_timeout_ms,
-                          s.observe_interval_ms, s.bound_slack_ms)
+    L, Ss, Hb, Rs = (
+        s.replica_lag_time_max_ms,
+        s.broker_session_timeout_ms,
+        s.broker_heartbeat_interval_ms,
+        s.replica_socket_timeout_ms,
+    )
+    M, W, Rc, Rp, O, K = (
+        s.consumer_metadata_max_age_ms,
+        s.consumer_fetch_max_wait_ms,
+        s.consumer_request_timeout_ms,
+        s.producer_request_timeout_ms,
+        s.observe_interval_ms,
+        s.bound_slack_ms,
+    )
     shrink = max(L * 3 // 2, Ss + Hb)
     shrink_f = "max(1.5*replica.lag.time.max.ms, broker.session.timeout.ms + broker.heartbeat.interval.ms)"
     shrink_c = f"max(1.5*{L}, {Ss} + {Hb})"
     move_f = "consumer metadata.max.age.ms + consumer fetch.max.wait.ms + slack"
     move_c = f"{M} + {W} + {K}"
     out = [
-        Bound("isr_leave_bound_ms", shrink + O + K, f"{shrink_f} + observe_interval + slack",
-              f"{shrink_c} + {O} + {K}"),
-        Bound("isr_slack_ms", shrink + O + K - L, "isr_leave_bound_ms - replica.lag.time.max.ms",
-              f"{shrink + O + K} - {L}"),
-        Bound("isr_rejoin_bound_ms", Rs + L + O + K,
-              "replica.socket.timeout.ms + replica.lag.time.max.ms + observe_interval + slack",
-              f"{Rs} + {L} + {O} + {K}"),
+        Bound(
+            "isr_leave_bound_ms", shrink + O + K, f"{shrink_f} + observe_interval + slack", f"{shrink_c} + {O} + {K}"
+        ),
+        Bound(
+            "isr_slack_ms",
+            shrink + O + K - L,
+            "isr_leave_bound_ms - replica.lag.time.max.ms",
+            f"{shrink + O + K} - {L}",
+        ),
+        Bound(
+            "isr_rejoin_bound_ms",
+            Rs + L + O + K,
+            "replica.socket.timeout.ms + replica.lag.time.max.ms + observe_interval + slack",
+            f"{Rs} + {L} + {O} + {K}",
+        ),
         Bound("follower_fetch_grace_ms", M + W + K, move_f, move_c),
         Bound("follower_fetch_bound_ms", M + W + K, move_f, move_c),
-        Bound("consumer_stall_bound_ms", shrink + M + W + K, f"{shrink_f} + {move_f}",
-              f"{shrink_c} + {move_c}"),
-        Bound("consumer_stall_hang_bound_ms", shrink + M + W + K + Rc,
-              f"{shrink_f} + {move_f} + consumer request.timeout.ms", f"{shrink_c} + {move_c} + {Rc}"),
-        Bound("progress_bound_ms", Rp + M + W + K, f"producer request.timeout.ms + {move_f}",
-              f"{Rp} + {move_c}"),
+        Bound("consumer_stall_bound_ms", shrink + M + W + K, f"{shrink_f} + {move_f}", f"{shrink_c} + {move_c}"),
+        Bound(
+            "consumer_stall_hang_bound_ms",
+            shrink + M + W + K + Rc,
+            f"{shrink_f} + {move_f} + consumer request.timeout.ms",
+            f"{shrink_c} + {move_c} + {Rc}",
+        ),
+        Bound("progress_bound_ms", Rp + M + W + K, f"producer request.timeout.ms + {move_f}", f"{Rp} + {move_c}"),
     ]
     return {b.name: b for b in out}
 
@@ -188,8 +214,9 @@ def resolve(config: Mapping[str, Any]) -> dict[str, Bound]:
     if not leave.given and out["isr_slack_ms"].given:
         L = Settings.from_config(config).replica_lag_time_max_ms
         slack = out["isr_slack_ms"].ms
-        out["isr_leave_bound_ms"] = Bound(leave.name, L + slack, "replica.lag.time.max.ms + isr_slack_ms",
-                                          f"{L} + {slack}")
+        out["isr_leave_bound_ms"] = Bound(
+            leave.name, L + slack, "replica.lag.time.max.ms + isr_slack_ms", f"{L} + {slack}"
+        )
     return out
 
 
@@ -212,8 +239,7 @@ def header_entries(s: Settings) -> dict[str, Any]:
     """What the run writes into the header ``config``: the settings, each bound (flat, for the
     checks) and ``bounds`` with every formula."""
     bounds = derive(s)
-    return {**asdict(s), **{n: b.ms for n, b in bounds.items()},
-            "bounds": {n: b.to_json() for n, b in bounds.items()}}
+    return {**asdict(s), **{n: b.ms for n, b in bounds.items()}, "bounds": {n: b.to_json() for n, b in bounds.items()}}
 
 
 def describe(config: Mapping[str, Any]) -> list[str]:

@@ -309,8 +309,15 @@ class _Builder:
             if v is None:
                 v = {}
             o = v.get("offset")
-            vals = (row, t, proc, typ, self.tp(v.get("topic"), v.get("partition")),
-                    o if type(o) is int else -1, vid_of(v.get("value")))
+            vals = (
+                row,
+                t,
+                proc,
+                typ,
+                self.tp(v.get("topic"), v.get("partition")),
+                o if type(o) is int else -1,
+                vid_of(v.get("value")),
+            )
             for (k, _), x in zip(_SEND_COLS, vals):
                 self.s[k].append(x)
         elif f == "poll":
@@ -369,8 +376,14 @@ class _Builder:
 
     def _position(self, row: int, t: int, proc: int, v: Mapping[str, Any]) -> None:
         o = v.get("offset")
-        vals = (row, t, proc, self.tp(v.get("topic"), v.get("partition")),
-                o if type(o) is int else -1, 1 if is_truncation(v.get("reason")) else 0)
+        vals = (
+            row,
+            t,
+            proc,
+            self.tp(v.get("topic"), v.get("partition")),
+            o if type(o) is int else -1,
+            1 if is_truncation(v.get("reason")) else 0,
+        )
         for (k, _), x in zip(_POS_COLS, vals):
             self.p[k].append(x)
 
@@ -378,8 +391,13 @@ class _Builder:
         isr = v.get("isr")
         self.meta.append(
             MetaObs(
-                row, t, proc, self.tp(v.get("topic"), v.get("partition")),
-                _opt_int(v.get("hw")), _opt_int(v.get("leader")), _opt_int(v.get("leader_epoch")),
+                row,
+                t,
+                proc,
+                self.tp(v.get("topic"), v.get("partition")),
+                _opt_int(v.get("hw")),
+                _opt_int(v.get("leader")),
+                _opt_int(v.get("leader_epoch")),
                 frozenset(int(b) for b in isr) if isinstance(isr, list) else None,
             )
         )
@@ -396,18 +414,19 @@ class _Builder:
         recs = v["records"]
         offs = np.fromiter((r[0] for r in recs), dtype=np.int64, count=len(recs))
         vids = np.fromiter((vid_of(r[1]) for r in recs), dtype=np.int64, count=len(recs))
-        self.add_final(row, self.tp(v["topic"], v["partition"]), int(v["replica"]), int(v["hw"]),
-                       v.get("log_start"), offs, vids)
+        self.add_final(
+            row, self.tp(v["topic"], v["partition"]), int(v["replica"]), int(v["hw"]), v.get("log_start"), offs, vids
+        )
 
-    def add_final(self, row: int, tp: int, replica: int, hw: int, log_start: Any,
-                  offs: np.ndarray, vids: np.ndarray) -> None:
+    def add_final(
+        self, row: int, tp: int, replica: int, hw: int, log_start: Any, offs: np.ndarray, vids: np.ndarray
+    ) -> None:
         order = np.argsort(offs, kind="stable")
         offs, vids = offs[order], vids[order]
         ls = int(log_start) if type(log_start) is int else (int(offs[0]) if len(offs) else 0)
         self.finals.append(FinalLog(row, tp, replica, hw, ls, offs, vids))
 
-    def build(self, header: dict[str, Any], source: EventSource | None,
-              line_errors: list[LineError]) -> HistoryData:
+    def build(self, header: dict[str, Any], source: EventSource | None, line_errors: list[LineError]) -> HistoryData:
         s, r, p = self.s, self.r, self.p
         return HistoryData(
             header=header,
@@ -428,12 +447,18 @@ class _Builder:
         )
 
 
-_SEND_COLS = (("row", "q"), ("time", "q"), ("proc", "i"), ("type", "b"), ("tp", "i"),
-              ("offset", "q"), ("vid", "q"))
-_POLL_COLS = (("row", "q"), ("time", "q"), ("proc", "i"), ("tp", "i"), ("offset", "q"),
-              ("vid", "q"), ("epoch", "i"), ("replica", "i"))
-_POS_COLS = (("row", "q"), ("time", "q"), ("proc", "i"), ("tp", "i"), ("offset", "q"),
-             ("truncation", "b"))
+_SEND_COLS = (("row", "q"), ("time", "q"), ("proc", "i"), ("type", "b"), ("tp", "i"), ("offset", "q"), ("vid", "q"))
+_POLL_COLS = (
+    ("row", "q"),
+    ("time", "q"),
+    ("proc", "i"),
+    ("tp", "i"),
+    ("offset", "q"),
+    ("vid", "q"),
+    ("epoch", "i"),
+    ("replica", "i"),
+)
+_POS_COLS = (("row", "q"), ("time", "q"), ("proc", "i"), ("tp", "i"), ("offset", "q"), ("truncation", "b"))
 _NP = {"q": np.int64, "i": np.int32, "b": np.int8}
 
 
@@ -484,8 +509,11 @@ def _load_jsonl(path: Path) -> HistoryData:
             pos += len(raw)
             lineno = row + 2
             if not raw.endswith(b"\n"):
-                errors.append(LineError(lineno, "incomplete last line (no newline): the writer "
-                                        "probably stopped mid-event", _head(raw)))
+                errors.append(
+                    LineError(
+                        lineno, "incomplete last line (no newline): the writer probably stopped mid-event", _head(raw)
+                    )
+                )
                 continue
             try:
                 b.add(row, loads(raw))
@@ -515,6 +543,20 @@ def _load_parquet(path: Path) -> HistoryData:
 
 
 __all__ = [
-    "HistoryData", "Sends", "PollRecords", "Positions", "PollError", "MetaObs", "FaultEvent",
-    "FinalLog", "from_events", "load", "is_truncation", "vid_of", "OK", "FAIL", "INFO", "INVOKE",
+    "HistoryData",
+    "Sends",
+    "PollRecords",
+    "Positions",
+    "PollError",
+    "MetaObs",
+    "FaultEvent",
+    "FinalLog",
+    "from_events",
+    "load",
+    "is_truncation",
+    "vid_of",
+    "OK",
+    "FAIL",
+    "INFO",
+    "INVOKE",
 ]

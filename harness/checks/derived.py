@@ -180,12 +180,23 @@ def _chains(h: HistoryData) -> Chains:
     start_offset = np.where(new & (p_row > w_row), p_off, -1)
 
     nxt = pc_
-    has_next = (nxt < len(pkey)) & ((pkey[np.minimum(nxt, max(len(pkey) - 1, 0))] >> ROW_SHIFT) == s_chain
-                                     if len(pkey) else False)
+    has_next = (nxt < len(pkey)) & (
+        (pkey[np.minimum(nxt, max(len(pkey) - 1, 0))] >> ROW_SHIFT) == s_chain if len(pkey) else False
+    )
     return Chains(
-        idx=order, chain=s_chain, proc=s_proc, tp=p.tp[order].astype(np.int64), row=s_row,
-        off=p.offset[order], new_segment=new, start_offset=start_offset, start_row=start_row,
-        next_pos=np.where(has_next, nxt, -1), pos_row=pos_row, pos_off=pos_off, pos_trunc=pos_trunc,
+        idx=order,
+        chain=s_chain,
+        proc=s_proc,
+        tp=p.tp[order].astype(np.int64),
+        row=s_row,
+        off=p.offset[order],
+        new_segment=new,
+        start_offset=start_offset,
+        start_row=start_row,
+        next_pos=np.where(has_next, nxt, -1),
+        pos_row=pos_row,
+        pos_off=pos_off,
+        pos_trunc=pos_trunc,
     )
 
 
@@ -194,8 +205,15 @@ def tp_fields(h: HistoryData, tp: int) -> dict[str, Any]:
     return {"topic": name[0], "partition": name[1]} if name else {"topic": None, "partition": None}
 
 
-def example(h: HistoryData, kind: str, rows: Sequence[int], *, tp: int | None = None,
-            focus: Mapping[int, Sequence[int]] | None = None, **fields: Any) -> dict[str, Any]:
+def example(
+    h: HistoryData,
+    kind: str,
+    rows: Sequence[int],
+    *,
+    tp: int | None = None,
+    focus: Mapping[int, Sequence[int]] | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
     """One anomaly: what, where, and the events involved (fetched from the source)."""
     out: dict[str, Any] = {"kind": kind}
     if tp is not None:

@@ -106,12 +106,23 @@ def fault_windows(h: HistoryData) -> list[Window]:
         if ev.type == "fault":
             if any(w.kind == ev.kind and list(w.targets) == list(ev.targets) for w in active):
                 continue  # the ok of a fault whose invoke opened the window
-            active.append(Window(ev.time, None, ev.kind, _cut_set(ev.kind, ev.targets, ev.params),
-                                 dict(ev.params), ev.row, targets=tuple(ev.targets)))
+            active.append(
+                Window(
+                    ev.time,
+                    None,
+                    ev.kind,
+                    _cut_set(ev.kind, ev.targets, ev.params),
+                    dict(ev.params),
+                    ev.row,
+                    targets=tuple(ev.targets),
+                )
+            )
             continue
+
         def matches(w: Window, ev: Any = ev) -> bool:
             return ev.kind in (None, "all") or (
-                w.kind == ev.kind and (not ev.targets or list(w.targets) == list(ev.targets)))
+                w.kind == ev.kind and (not ev.targets or list(w.targets) == list(ev.targets))
+            )
 
         ending = [w for w in active if matches(w)]
         for w in ending:
@@ -242,12 +253,20 @@ def _stall_summary(h: HistoryData, stalls: list[Stall], bound_of: Any) -> tuple[
     exs = []
     for s in ranked:
         w = wins[s.window]
-        exs.append(example(h, "longest-stall", [w.row if s.phase == "fault" else (w.heal_row or w.row)],
-                           tp=s.tp, consumer=h.proc_name(s.proc),
-                           window={"index": s.window, "kind": w.kind, "phase": s.phase,
-                                   "start_ns": s.start, "end_ns": s.end},
-                           stall_ms=s.stall // MS, from_time_ns=s.t_from, to_time_ns=s.t_to,
-                           bound_ms=bound_of(w, s) // MS))
+        exs.append(
+            example(
+                h,
+                "longest-stall",
+                [w.row if s.phase == "fault" else (w.heal_row or w.row)],
+                tp=s.tp,
+                consumer=h.proc_name(s.proc),
+                window={"index": s.window, "kind": w.kind, "phase": s.phase, "start_ns": s.start, "end_ns": s.end},
+                stall_ms=s.stall // MS,
+                from_time_ns=s.t_from,
+                to_time_ns=s.t_to,
+                bound_ms=bound_of(w, s) // MS,
+            )
+        )
     return int(longest), exs
 
 
@@ -282,8 +301,9 @@ def follower_fetch(h: HistoryData) -> Verdict:
     brokers = {int(k): v for k, v in (racks.get("brokers") or {}).items()}
     clients = dict(racks.get("clients") or {})
     if not brokers or not clients:
-        return Verdict("follower-fetch", UNKNOWN, {"misrouted": 0},
-                       notes=["header has no racks.brokers / racks.clients"])
+        return Verdict(
+            "follower-fetch", UNKNOWN, {"misrouted": 0}, notes=["header has no racks.brokers / racks.clients"]
+        )
     names = sorted(set(brokers.values()) | set(clients.values()))
     rid = {r: i for i, r in enumerate(names)}
     broker_rack = np.full(max(brokers) + 2, -1, np.int64)
@@ -338,10 +358,19 @@ def follower_fetch(h: HistoryData) -> Verdict:
         calm &= ~((p.time >= w.start) & (p.time <= end))
     judged = usable & local & settled & calm
     bad = judged & (served != crack)
-    examples = [example(h, "served-by-other-rack", [p.row[i], meta[jc[i]].row], tp=int(p.tp[i]),
-                        consumer=h.proc_name(int(p.proc[i])), consumer_rack=names[crack[i]],
-                        replica=int(p.replica[i]), isr=sorted(meta[jc[i]].isr or ()))
-                for i in np.nonzero(bad)[0][:MAX_EXAMPLES]]
+    examples = [
+        example(
+            h,
+            "served-by-other-rack",
+            [p.row[i], meta[jc[i]].row],
+            tp=int(p.tp[i]),
+            consumer=h.proc_name(int(p.proc[i])),
+            consumer_rack=names[crack[i]],
+            replica=int(p.replica[i]),
+            isr=sorted(meta[jc[i]].isr or ()),
+        )
+        for i in np.nonzero(bad)[0][:MAX_EXAMPLES]
+    ]
 
     def add(kind: str, rows: list[int], tp: int, **kw: Any) -> None:
         if len(examples) < MAX_EXAMPLES:
@@ -376,8 +405,7 @@ def follower_fetch(h: HistoryData) -> Verdict:
             moves += 1
             if not np.any((times > t) & (times <= t + bound) & mv):
                 stalls += 1
-                add("no-move-after-isr-loss", [row], tp, consumer=h.processes[c], rack=names[r],
-                    bound_ms=bound // MS)
+                add("no-move-after-isr-loss", [row], tp, consumer=h.processes[c], rack=names[r], bound_ms=bound // MS)
 
     # (c) stalls of the consumers of a rack whose replica a fault cut off / took out of the ISR
     win_stalls = win_judged = win_unjudged = 0
@@ -387,8 +415,11 @@ def follower_fetch(h: HistoryData) -> Verdict:
         gone = set(w.cut) | {b for t, b in left if w.start <= t <= end}
         affected_racks[wi] = {int(broker_rack[b]) for b in gone if 0 <= b < len(broker_rack) and broker_rack[b] >= 0}
     all_stalls = window_stalls(h)
-    mine = [x for x in all_stalls if x.window in affected_racks and 0 <= x.proc < len(proc_rack)
-            and proc_rack[x.proc] in affected_racks[x.window]]
+    mine = [
+        x
+        for x in all_stalls
+        if x.window in affected_racks and 0 <= x.proc < len(proc_rack) and proc_rack[x.proc] in affected_racks[x.window]
+    ]
     for x in mine:
         if x.phase != "fault" or not x.acked:
             continue
@@ -402,24 +433,47 @@ def follower_fetch(h: HistoryData) -> Verdict:
         win_judged += 1
         if x.stall > S:
             win_stalls += 1
-            add("rack-consumer-stalled-during-fault", [w.row, w.heal_row or w.row], x.tp,
-                consumer=h.proc_name(x.proc), fault=w.kind, stall_ms=x.stall // MS, bound_ms=S // MS,
-                window_ms=(x.end - x.start) // MS)
+            add(
+                "rack-consumer-stalled-during-fault",
+                [w.row, w.heal_row or w.row],
+                x.tp,
+                consumer=h.proc_name(x.proc),
+                fault=w.kind,
+                stall_ms=x.stall // MS,
+                bound_ms=S // MS,
+                window_ms=(x.end - x.start) // MS,
+            )
     longest, stall_examples = _stall_summary(
-        h, mine, lambda w, s: _window_stall_bound(h, w) if s.phase == "fault" else bound_ns(h, "progress_bound_ms"))
+        h, mine, lambda w, s: _window_stall_bound(h, w) if s.phase == "fault" else bound_ns(h, "progress_bound_ms")
+    )
     examples += stall_examples
     n_bad = int(bad.sum()) + stalls + win_stalls
-    counts = {"misrouted": int(bad.sum()), "stalls": stalls, "window_stalls": win_stalls,
-              "records_judged": int(judged.sum()), "moves_judged": moves, "moves_unjudged": moves_unjudged,
-              "windows_judged": win_judged, "windows_unjudged": win_unjudged,
-              "records_without_replica": int((p.replica < 0).sum()), "longest_stall_ms": longest}
+    counts = {
+        "misrouted": int(bad.sum()),
+        "stalls": stalls,
+        "window_stalls": win_stalls,
+        "records_judged": int(judged.sum()),
+        "moves_judged": moves,
+        "moves_unjudged": moves_unjudged,
+        "windows_judged": win_judged,
+        "windows_unjudged": win_unjudged,
+        "records_without_replica": int((p.replica < 0).sum()),
+        "longest_stall_ms": longest,
+    }
     notes = []
     if moves_unjudged or win_unjudged:
-        notes.append(f"{moves_unjudged} move(s) and {win_unjudged} consumer window(s) unjudged: the fault "
-                     f"healed before follower_fetch_bound_ms ({bound // MS} ms) after the ISR loss, or the "
-                     f"window was not longer than the consumer stall bound")
-    return Verdict("follower-fetch", decide(n_bad, counts["records_judged"] + moves + win_judged,
-                                            moves_unjudged + win_unjudged), counts, examples, notes)
+        notes.append(
+            f"{moves_unjudged} move(s) and {win_unjudged} consumer window(s) unjudged: the fault "
+            f"healed before follower_fetch_bound_ms ({bound // MS} ms) after the ISR loss, or the "
+            f"window was not longer than the consumer stall bound"
+        )
+    return Verdict(
+        "follower-fetch",
+        decide(n_bad, counts["records_judged"] + moves + win_judged, moves_unjudged + win_unjudged),
+        counts,
+        examples,
+        notes,
+    )
 
 
 # -- isr-stability ----------------------------------------------------------------------------
@@ -445,8 +499,7 @@ def isr_stability(h: HistoryData) -> Verdict:
     rejoin = bound_ns(h, "isr_rejoin_bound_ms")
     by_tp = _meta_by_tp(h)
     if not by_tp:
-        return Verdict("isr-stability", UNKNOWN, {"violations": 0},
-                       notes=["no meta observation with an ISR"])
+        return Verdict("isr-stability", UNKNOWN, {"violations": 0}, notes=["no meta observation with an ISR"])
     shrunk = stayed = no_rejoin = judged = unjudged = short = 0
     examples: list[dict[str, Any]] = []
 
@@ -486,8 +539,7 @@ def isr_stability(h: HistoryData) -> Verdict:
                         judged += 1
                         if all(rb in (m.isr or ()) for m in win):
                             stayed += 1
-                            add("cut-off-stays-in-isr", [w.row, win[-1].row], tp, replica=rb,
-                                bound_ms=leave // MS)
+                            add("cut-off-stays-in-isr", [w.row, win[-1].row], tp, replica=rb, bound_ms=leave // MS)
                 if w.end is not None:
                     back = w.back or w.end
                     after = [m for m in obs if w.end <= m.time <= back + rejoin]
@@ -498,13 +550,26 @@ def isr_stability(h: HistoryData) -> Verdict:
                     else:
                         judged += 1
                         no_rejoin += 1
-                        add("no-rejoin-after-heal", [w.heal_row or w.row, after[-1].row], tp, replica=rb,
-                            bound_ms=rejoin // MS)
+                        add(
+                            "no-rejoin-after-heal",
+                            [w.heal_row or w.row, after[-1].row],
+                            tp,
+                            replica=rb,
+                            bound_ms=rejoin // MS,
+                        )
     n = shrunk + stayed + no_rejoin
-    counts = {"violations": n, "shrunk_while_quiet": shrunk, "cut_off_stayed": stayed,
-              "not_rejoined": no_rejoin, "judged": judged, "unjudged": unjudged,
-              "windows_shorter_than_bound": short}
-    notes = [f"{short} fault window(s) not longer than isr_leave_bound_ms ({leave // MS} ms): unjudged"] if short else []
+    counts = {
+        "violations": n,
+        "shrunk_while_quiet": shrunk,
+        "cut_off_stayed": stayed,
+        "not_rejoined": no_rejoin,
+        "judged": judged,
+        "unjudged": unjudged,
+        "windows_shorter_than_bound": short,
+    }
+    notes = (
+        [f"{short} fault window(s) not longer than isr_leave_bound_ms ({leave // MS} ms): unjudged"] if short else []
+    )
     return Verdict("isr-stability", decide(n, judged, unjudged), counts, examples, notes)
 
 
@@ -533,8 +598,7 @@ def progress(h: HistoryData) -> Verdict:
     series = {"send": np.sort(s.time[s.type == OK]), "poll": np.unique(p.time)}
     series = {k: v for k, v in series.items() if len(v)}
     if not series:
-        return Verdict("progress", UNKNOWN, {"stalls": 0},
-                       notes=["no acknowledged send and no polled record"])
+        return Verdict("progress", UNKNOWN, {"stalls": 0}, notes=["no acknowledged send and no polled record"])
     stalls = judged = unjudged = 0
     examples: list[dict[str, Any]] = []
 
@@ -591,9 +655,16 @@ def progress(h: HistoryData) -> Verdict:
             judged += 1
             if x.stall > S:
                 stalls += 1
-                add("consumer-stalled-during-fault", [w.row, w.heal_row or w.row], x.tp,
-                    consumer=h.proc_name(x.proc), fault=w.kind, stall_ms=x.stall // MS, bound_ms=S // MS,
-                    window_ms=(x.end - x.start) // MS)
+                add(
+                    "consumer-stalled-during-fault",
+                    [w.row, w.heal_row or w.row],
+                    x.tp,
+                    consumer=h.proc_name(x.proc),
+                    fault=w.kind,
+                    stall_ms=x.stall // MS,
+                    bound_ms=S // MS,
+                    window_ms=(x.end - x.start) // MS,
+                )
         else:
             if x.polled:
                 judged += 1
@@ -602,17 +673,42 @@ def progress(h: HistoryData) -> Verdict:
             else:
                 judged += 1
                 stalls += 1
-                add("consumer-stalled-after-heal", [w.heal_row or w.row], x.tp, consumer=h.proc_name(x.proc),
-                    stall_ms=x.stall // MS, bound_ms=B // MS)
+                add(
+                    "consumer-stalled-after-heal",
+                    [w.heal_row or w.row],
+                    x.tp,
+                    consumer=h.proc_name(x.proc),
+                    stall_ms=x.stall // MS,
+                    bound_ms=B // MS,
+                )
     longest, stall_examples = _stall_summary(
-        h, cstalls, lambda w, s: _window_stall_bound(h, w) if s.phase == "fault" else B)
+        h, cstalls, lambda w, s: _window_stall_bound(h, w) if s.phase == "fault" else B
+    )
     examples += stall_examples
-    counts = {"stalls": stalls, "judged": judged, "unjudged": unjudged, "windows_shorter_than_bound": short,
-              "longest_stall_ms": longest}
-    notes = [f"{short} consumer window(s) with acknowledged records not longer than the consumer stall "
-             f"bound: unjudged"] if short else []
+    counts = {
+        "stalls": stalls,
+        "judged": judged,
+        "unjudged": unjudged,
+        "windows_shorter_than_bound": short,
+        "longest_stall_ms": longest,
+    }
+    notes = (
+        [f"{short} consumer window(s) with acknowledged records not longer than the consumer stall bound: unjudged"]
+        if short
+        else []
+    )
     return Verdict("progress", decide(stalls, judged, unjudged), counts, examples, notes)
 
 
-__all__ = ["follower_fetch", "isr_stability", "progress", "fault_windows", "window_stalls", "longest_stall",
-           "bounds", "bound_ns", "Window", "Stall"]
+__all__ = [
+    "follower_fetch",
+    "isr_stability",
+    "progress",
+    "fault_windows",
+    "window_stalls",
+    "longest_stall",
+    "bounds",
+    "bound_ns",
+    "Window",
+    "Stall",
+]

@@ -34,8 +34,24 @@ from harness.checks.data import (
     _Builder,
 )
 
-_COLUMNS = ["time_ns", "process", "type", "f", "error", "topic", "partition", "offset", "replica",
-            "hw", "log_start", "leader", "leader_epoch", "value", "records", "value_json"]
+_COLUMNS = [
+    "time_ns",
+    "process",
+    "type",
+    "f",
+    "error",
+    "topic",
+    "partition",
+    "offset",
+    "replica",
+    "hw",
+    "log_start",
+    "leader",
+    "leader_epoch",
+    "value",
+    "records",
+    "value_json",
+]
 _RARE = {"assign", "seek", "meta", "fault", "heal"}
 
 
@@ -55,8 +71,10 @@ class _Interner:
         names = enc.dictionary.to_pylist()
         _, first = np.unique(idx, return_index=True)
         first_of = dict(zip(np.unique(idx).tolist(), first.tolist()))
-        glob = np.array([self.b.proc(n, int(times[first_of[i]])) if i in first_of else -1
-                         for i, n in enumerate(names)], dtype=np.int32)
+        glob = np.array(
+            [self.b.proc(n, int(times[first_of[i]])) if i in first_of else -1 for i, n in enumerate(names)],
+            dtype=np.int32,
+        )
         return glob[idx] if len(idx) else np.zeros(0, np.int32)
 
     def tps(self, topic: pa.Array, partition: pa.Array) -> np.ndarray:
@@ -107,8 +125,9 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
             sends["time"].append(times[m])
             sends["proc"].append(procs[m])
             sends["type"].append(_type_codes(pc.filter(typ, mask)))
-            sends["tp"].append(intern.tps(pc.filter(batch.column("topic"), mask),
-                                          pc.filter(batch.column("partition"), mask)))
+            sends["tp"].append(
+                intern.tps(pc.filter(batch.column("topic"), mask), pc.filter(batch.column("partition"), mask))
+            )
             sends["offset"].append(_np(pc.filter(batch.column("offset"), mask), -1, np.int64))
             value_chunks.append(_local_encode(pc.filter(batch.column("value"), mask)))
             kinds.append("send")
@@ -140,8 +159,20 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
             small = [c for c in _COLUMNS if c != "records"]  # records stay columnar
             sub = batch.select(small).take(pa.array(rare_idx)).to_pydict()
             for j, i in enumerate(rare_idx.tolist()):
-                _rare(b, intern, sub, j, int(rows[i]), int(times[i]), int(procs[i]),
-                      batch, i, value_chunks, kinds, finals_pending)
+                _rare(
+                    b,
+                    intern,
+                    sub,
+                    j,
+                    int(rows[i]),
+                    int(times[i]),
+                    int(procs[i]),
+                    batch,
+                    i,
+                    value_chunks,
+                    kinds,
+                    finals_pending,
+                )
 
     vids = _encode_values(value_chunks)
     value_chunks.clear()  # the per-batch dictionaries are no longer needed
@@ -211,9 +242,20 @@ def _encode_values(chunks: list[tuple[pa.Array, np.ndarray]]) -> list[np.ndarray
     return out
 
 
-def _rare(b: _Builder, intern: _Interner, sub: dict[str, list[Any]], j: int, row: int, t: int,
-          proc: int, batch: pa.RecordBatch, i: int, value_chunks: list[Any],
-          kinds: list[str], finals_pending: list[Any]) -> None:
+def _rare(
+    b: _Builder,
+    intern: _Interner,
+    sub: dict[str, list[Any]],
+    j: int,
+    row: int,
+    t: int,
+    proc: int,
+    batch: pa.RecordBatch,
+    i: int,
+    value_chunks: list[Any],
+    kinds: list[str],
+    finals_pending: list[Any],
+) -> None:
     f, typ = sub["f"][j], TYPES.get(sub["type"][j], -1)
     if f == "poll":
         b.poll_errors.append(PollError(row, t, proc, sub["error"][j]))
@@ -223,18 +265,25 @@ def _rare(b: _Builder, intern: _Interner, sub: dict[str, list[Any]], j: int, row
             return
         recs = batch.column("records")[i].values
         tp = b.tp(sub["topic"][j], sub["partition"][j])
-        offs = np.array(recs.field("offset").to_numpy(zero_copy_only=False), dtype=np.int64) \
-            if recs is not None else np.zeros(0, np.int64)  # a copy: frees the batch
+        offs = (
+            np.array(recs.field("offset").to_numpy(zero_copy_only=False), dtype=np.int64)
+            if recs is not None
+            else np.zeros(0, np.int64)
+        )  # a copy: frees the batch
         hw = sub["hw"][j]
-        finals_pending.append((row, tp, sub["replica"][j], -1 if hw is None else hw,
-                               sub["log_start"][j], offs))
+        finals_pending.append((row, tp, sub["replica"][j], -1 if hw is None else hw, sub["log_start"][j], offs))
         value_chunks.append(_local_encode(recs.field("value") if recs is not None else pa.array([], pa.string())))
         kinds.append("final")
         return
     rest = json.loads(sub["value_json"][j]) if sub["value_json"][j] else {}
-    v = {**(rest if isinstance(rest, dict) else {}),
-         **{k: sub[k][j] for k in ("topic", "partition", "offset", "hw", "leader", "leader_epoch")
-            if sub[k][j] is not None}}
+    v = {
+        **(rest if isinstance(rest, dict) else {}),
+        **{
+            k: sub[k][j]
+            for k in ("topic", "partition", "offset", "hw", "leader", "leader_epoch")
+            if sub[k][j] is not None
+        },
+    }
     if f in ("assign", "seek"):
         if typ in (OK, INFO):
             b._position(row, t, proc, v)

@@ -33,21 +33,27 @@ def uncommitted_read(h: HistoryData) -> Verdict:
     ref = reference(h)
     examples = []
     for i in pick(bad):
-        found, fv = ref.lookup(p.tp[i:i + 1], p.offset[i:i + 1])
+        found, fv = ref.lookup(p.tp[i : i + 1], p.offset[i : i + 1])
         fl = h.finals[ref.ref[int(p.tp[i])]]  # type: ignore[index]
-        examples.append(example(
-            h, "uncommitted-read", [p.row[i], fl.row], tp=int(p.tp[i]),
-            focus={fl.row: [int(p.offset[i])]}, offset=int(p.offset[i]),
-            consumer=h.proc_name(int(p.proc[i])), committed=bool(found[0]),
-            final_hw=int(fl.hw)))
+        examples.append(
+            example(
+                h,
+                "uncommitted-read",
+                [p.row[i], fl.row],
+                tp=int(p.tp[i]),
+                focus={fl.row: [int(p.offset[i])]},
+                offset=int(p.offset[i]),
+                consumer=h.proc_name(int(p.proc[i])),
+                committed=bool(found[0]),
+                final_hw=int(fl.hw),
+            )
+        )
     n_bad, n_unj = int(bad.sum()), int((st == NOAUTH).sum())
-    counts = {"uncommitted_reads": n_bad, "records_judged": int((st != NOAUTH).sum()),
-              "records_unjudged": n_unj}
+    counts = {"uncommitted_reads": n_bad, "records_judged": int((st != NOAUTH).sum()), "records_unjudged": n_unj}
     notes = [] if len(st) else ["no polled records"]
     if n_unj:
         notes.append(f"{n_unj} polled records have no final log to compare with")
-    return Verdict("uncommitted-read", decide(n_bad, counts["records_judged"], n_unj), counts,
-                   examples, notes)
+    return Verdict("uncommitted-read", decide(n_bad, counts["records_judged"], n_unj), counts, examples, notes)
 
 
 def _gaps(h: HistoryData) -> dict[str, np.ndarray]:
@@ -62,8 +68,7 @@ def _gaps(h: HistoryData) -> dict[str, np.ndarray]:
     # (then "previous offset" is that offset - 1: the next record should be exactly there)
     has_prev = cont | (c.start_offset >= 0)
     expected = np.where(cont, prev_off + 1, c.start_offset)
-    return {"i": i, "has_prev": has_prev, "expected": expected, "prev_row": prev_row,
-            "cont": cont}
+    return {"i": i, "has_prev": has_prev, "expected": expected, "prev_row": prev_row, "cont": cont}
 
 
 def poll_skip(h: HistoryData) -> Verdict:
@@ -85,16 +90,30 @@ def poll_skip(h: HistoryData) -> Verdict:
         missing[gap] = ref.count_between(tp[gap], lo[gap], hi[gap])
     skip = gap & has & (missing > 0)
     unjudged = gap & ~has
-    examples = [example(h, "poll-skip", [g["prev_row"][i], c.row[i]], tp=int(tp[i]),
-                        consumer=h.proc_name(int(c.proc[i])), expected_offset=int(lo[i]),
-                        got_offset=int(hi[i]), committed_offsets_skipped=int(missing[i]),
-                        after_position_change=bool(c.new_segment[i]))
-                for i in pick(skip)]
-    counts = {"skips": int(skip.sum()), "skipped_offsets": int(missing[skip].sum()),
-              "steps_judged": int((step & ~unjudged).sum()), "steps_unjudged": int(unjudged.sum())}
+    examples = [
+        example(
+            h,
+            "poll-skip",
+            [g["prev_row"][i], c.row[i]],
+            tp=int(tp[i]),
+            consumer=h.proc_name(int(c.proc[i])),
+            expected_offset=int(lo[i]),
+            got_offset=int(hi[i]),
+            committed_offsets_skipped=int(missing[i]),
+            after_position_change=bool(c.new_segment[i]),
+        )
+        for i in pick(skip)
+    ]
+    counts = {
+        "skips": int(skip.sum()),
+        "skipped_offsets": int(missing[skip].sum()),
+        "steps_judged": int((step & ~unjudged).sum()),
+        "steps_unjudged": int(unjudged.sum()),
+    }
     notes = [] if len(c.idx) else ["no polled records"]
-    return Verdict("poll-skip", decide(counts["skips"], counts["steps_judged"],
-                                       counts["steps_unjudged"]), counts, examples, notes)
+    return Verdict(
+        "poll-skip", decide(counts["skips"], counts["steps_judged"], counts["steps_unjudged"]), counts, examples, notes
+    )
 
 
 def nonmonotonic_poll(h: HistoryData) -> Verdict:
@@ -105,15 +124,27 @@ def nonmonotonic_poll(h: HistoryData) -> Verdict:
     step = g["has_prev"]
     back = step & (c.off < g["expected"])
     rep = back & g["cont"] & (c.off == g["expected"] - 1)
-    examples = [example(h, "nonmonotonic-poll", [g["prev_row"][i], c.row[i]], tp=int(c.tp[i]),
-                        consumer=h.proc_name(int(c.proc[i])), expected_offset=int(g["expected"][i]),
-                        got_offset=int(c.off[i]), repeated=bool(rep[i]))
-                for i in pick(back)]
-    counts = {"nonmonotonic": int(back.sum()), "repeats": int(rep.sum()),
-              "backwards": int((back & ~rep).sum()), "steps_judged": int(step.sum())}
+    examples = [
+        example(
+            h,
+            "nonmonotonic-poll",
+            [g["prev_row"][i], c.row[i]],
+            tp=int(c.tp[i]),
+            consumer=h.proc_name(int(c.proc[i])),
+            expected_offset=int(g["expected"][i]),
+            got_offset=int(c.off[i]),
+            repeated=bool(rep[i]),
+        )
+        for i in pick(back)
+    ]
+    counts = {
+        "nonmonotonic": int(back.sum()),
+        "repeats": int(rep.sum()),
+        "backwards": int((back & ~rep).sum()),
+        "steps_judged": int(step.sum()),
+    }
     notes = [] if len(c.idx) else ["no polled records"]
-    return Verdict("nonmonotonic-poll", decide(counts["nonmonotonic"], counts["steps_judged"]),
-                   counts, examples, notes)
+    return Verdict("nonmonotonic-poll", decide(counts["nonmonotonic"], counts["steps_judged"]), counts, examples, notes)
 
 
 def truncation_undetected(h: HistoryData) -> Verdict:
@@ -129,8 +160,13 @@ def truncation_undetected(h: HistoryData) -> Verdict:
     n = len(c.idx)
     ref = reference(h)
     if n == 0 or not ref.has_final.any():
-        return Verdict("truncation-undetected", UNKNOWN, {"segments_with_truncated_reads": 0},
-                       [], ["no polled records" if n == 0 else "no final read"])
+        return Verdict(
+            "truncation-undetected",
+            UNKNOWN,
+            {"segments_with_truncated_reads": 0},
+            [],
+            ["no polled records" if n == 0 else "no final read"],
+        )
     st = st_all[c.idx]
     # segments also end at a truncation error of the consumer
     terr = sorted((e.proc << ROW_SHIFT) | e.row for e in h.poll_errors if e.truncation)
@@ -165,18 +201,30 @@ def truncation_undetected(h: HistoryData) -> Verdict:
         if k < 0 or c.pos_trunc[k] or c.pos_off[k] < 0 or c.pos_off[k] <= min_bad_off[s]:
             continue
         t_next = int(tc[i]) if i < n else len(tkeys)
-        if t_next < len(tkeys) and (tkeys[t_next] >> ROW_SHIFT) == c.proc[i] and \
-                (tkeys[t_next] & ((1 << ROW_SHIFT) - 1)) < c.pos_row[k]:
+        if (
+            t_next < len(tkeys)
+            and (tkeys[t_next] >> ROW_SHIFT) == c.proc[i]
+            and (tkeys[t_next] & ((1 << ROW_SHIFT) - 1)) < c.pos_row[k]
+        ):
             continue  # a truncation error came first
         flagged[int(s)] = (int(first_bad[s]), -1 - k, "moved past the divergence point")
     examples = []
     for s, (fb, j, how) in list(flagged.items())[:5]:
         rows = [c.row[fb], c.row[j] if j >= 0 else c.pos_row[-1 - j]]
-        examples.append(example(h, "truncation-undetected", rows, tp=int(c.tp[fb]),
-                                consumer=h.proc_name(int(c.proc[fb])),
-                                divergence_offset=int(min_bad_off[s]), how=how))
-    counts = {"undetected": len(flagged),
-              "segments_with_truncated_reads": int((first_bad < big).sum()),
-              "records_judged": int((st != NOAUTH).sum())}
-    return Verdict("truncation-undetected", decide(len(flagged), counts["records_judged"]), counts,
-                   examples)
+        examples.append(
+            example(
+                h,
+                "truncation-undetected",
+                rows,
+                tp=int(c.tp[fb]),
+                consumer=h.proc_name(int(c.proc[fb])),
+                divergence_offset=int(min_bad_off[s]),
+                how=how,
+            )
+        )
+    counts = {
+        "undetected": len(flagged),
+        "segments_with_truncated_reads": int((first_bad < big).sum()),
+        "records_judged": int((st != NOAUTH).sum()),
+    }
+    return Verdict("truncation-undetected", decide(len(flagged), counts["records_judged"]), counts, examples)

@@ -49,11 +49,19 @@ def replica_divergence(h: HistoryData) -> Verdict:
             n_offsets += len(differ)
             if len(examples) < MAX_EXAMPLES:
                 first = [int(x) for x in differ[:3]]
-                examples.append(example(h, "replica-divergence", [a.row, b.row], tp=tp,
-                                        replicas=[a.replica, b.replica], offsets=first,
-                                        committed_hw=int(a.hw), focus={a.row: first, b.row: first}))
-    counts = {"diverged_replicas": diverged, "differing_offsets": n_offsets,
-              "replicas_compared": compared}
+                examples.append(
+                    example(
+                        h,
+                        "replica-divergence",
+                        [a.row, b.row],
+                        tp=tp,
+                        replicas=[a.replica, b.replica],
+                        offsets=first,
+                        committed_hw=int(a.hw),
+                        focus={a.row: first, b.row: first},
+                    )
+                )
+    counts = {"diverged_replicas": diverged, "differing_offsets": n_offsets, "replicas_compared": compared}
     notes = [] if compared else ["no partition with two or more final-read replicas"]
     return Verdict("replica-divergence", decide(diverged, compared), counts, examples, notes)
 
@@ -76,9 +84,17 @@ def hw_regression(h: HistoryData) -> Verdict:
             if m.hw < prev[0]:
                 regressions += 1
                 if len(examples) < MAX_EXAMPLES:
-                    examples.append(example(h, "hw-regression", [prev[1], m.row], tp=m.tp,
-                                            observer=h.proc_name(m.proc), hw_before=prev[0],
-                                            hw_after=m.hw))
+                    examples.append(
+                        example(
+                            h,
+                            "hw-regression",
+                            [prev[1], m.row],
+                            tp=m.tp,
+                            observer=h.proc_name(m.proc),
+                            hw_before=prev[0],
+                            hw_after=m.hw,
+                        )
+                    )
         last[k] = (m.hw, m.row)
     counts = {"regressions": regressions, "observation_pairs": steps}
     notes = [] if steps else ["no process observed a high watermark twice"]

@@ -44,6 +44,7 @@ class Input(str, Enum):
     def label(self) -> str:
         return self.value.replace("-", " ")
 
+
 #: how many examples a verdict carries at most (the counts carry the totals)
 MAX_EXAMPLES = 5
 

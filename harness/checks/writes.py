@@ -35,22 +35,41 @@ def lost_write(h: HistoryData) -> Verdict:
     judged = ok & has & ~below
     lost = judged & ~present
     unjudged = ok & ~judged & ~present
-    examples = [example(h, "lost-write", [s.row[i]], tp=int(s.tp[i]), offset=int(s.offset[i]),
-                        producer=h.proc_name(int(s.proc[i])), final_hw=int(ref.hw[s.tp[i]]))
-                for i in pick(lost)]
-    counts = {"lost": int(lost.sum()), "acknowledged": int(ok.sum()),
-              "acknowledged_judged": int(judged.sum()), "acknowledged_unjudged": int(unjudged.sum()),
-              "uncertain": int((s.type == INFO).sum()), "failed": int((s.type == FAIL).sum()),
-              "uncertain_present": int(((s.type == INFO) & present).sum()),
-              "failed_but_present": int(((s.type == FAIL) & present).sum()),
-              "unresolved_invokes": max(s.invokes - len(s.type), 0)}
+    examples = [
+        example(
+            h,
+            "lost-write",
+            [s.row[i]],
+            tp=int(s.tp[i]),
+            offset=int(s.offset[i]),
+            producer=h.proc_name(int(s.proc[i])),
+            final_hw=int(ref.hw[s.tp[i]]),
+        )
+        for i in pick(lost)
+    ]
+    counts = {
+        "lost": int(lost.sum()),
+        "acknowledged": int(ok.sum()),
+        "acknowledged_judged": int(judged.sum()),
+        "acknowledged_unjudged": int(unjudged.sum()),
+        "uncertain": int((s.type == INFO).sum()),
+        "failed": int((s.type == FAIL).sum()),
+        "uncertain_present": int(((s.type == INFO) & present).sum()),
+        "failed_but_present": int(((s.type == FAIL) & present).sum()),
+        "unresolved_invokes": max(s.invokes - len(s.type), 0),
+    }
     notes = []
     if not ref.has_final.any():
         notes.append("no final read: cannot tell what survived")
     elif not ok.any():
         notes.append("no acknowledged send")
-    return Verdict("lost-write", decide(counts["lost"], counts["acknowledged_judged"],
-                                        counts["acknowledged_unjudged"]), counts, examples, notes)
+    return Verdict(
+        "lost-write",
+        decide(counts["lost"], counts["acknowledged_judged"], counts["acknowledged_unjudged"]),
+        counts,
+        examples,
+        notes,
+    )
 
 
 def unseen(h: HistoryData) -> Verdict:
@@ -59,8 +78,7 @@ def unseen(h: HistoryData) -> Verdict:
     it). One count per value."""
     s, p, ref = h.sends, h.polls, reference(h)
     if not ref.has_final.any() or len(p.tp) == 0:
-        return Verdict("unseen", UNKNOWN, {"unseen": 0},
-                       notes=["no final read" if len(p.tp) else "no polled records"])
+        return Verdict("unseen", UNKNOWN, {"unseen": 0}, notes=["no final read" if len(p.tp) else "no polled records"])
     ok = (s.type == OK) & (s.vid != 0) & (s.tp >= 0)
     # where the value really is: its committed final offset (not the acked one)
     order = np.argsort(ref.vids, kind="stable")
@@ -75,12 +93,19 @@ def unseen(h: HistoryData) -> Verdict:
     seen = np.isin(s.vid, p.vid)
     read_past = present & (max_polled[ftp] > foff)
     bad = read_past & ~seen
-    examples = [example(h, "unseen", [s.row[i]], tp=int(ftp[i]), offset=int(foff[i]),
-                        producer=h.proc_name(int(s.proc[i])),
-                        max_polled_offset=int(max_polled[ftp[i]]))
-                for i in pick(bad)]
-    counts = {"unseen": int(bad.sum()), "judged": int(read_past.sum()),
-              "acknowledged_in_final": int(present.sum())}
+    examples = [
+        example(
+            h,
+            "unseen",
+            [s.row[i]],
+            tp=int(ftp[i]),
+            offset=int(foff[i]),
+            producer=h.proc_name(int(s.proc[i])),
+            max_polled_offset=int(max_polled[ftp[i]]),
+        )
+        for i in pick(bad)
+    ]
+    counts = {"unseen": int(bad.sum()), "judged": int(read_past.sum()), "acknowledged_in_final": int(present.sum())}
     return Verdict("unseen", decide(counts["unseen"], counts["judged"]), counts, examples)
 
 
@@ -97,8 +122,12 @@ def duplicate(h: HistoryData) -> Verdict:
     m = vids != 0
     keys, vids = keys[m], vids[m]
     if len(vids) == 0:
-        return Verdict("duplicate", UNKNOWN, {"duplicates": 0},
-                       notes=["no final read and no unjudged polls: no value placed anywhere"])
+        return Verdict(
+            "duplicate",
+            UNKNOWN,
+            {"duplicates": 0},
+            notes=["no final read and no unjudged polls: no value placed anywhere"],
+        )
     o = np.lexsort((keys, vids))
     pv, pk = vids[o], keys[o]
     keep = np.ones(len(pv), bool)
@@ -112,8 +141,7 @@ def duplicate(h: HistoryData) -> Verdict:
         tp0 = int(ks[0] >> 40)
         offs = [int(k & ((1 << 40) - 1)) for k in ks]
         rows = _rows_for(h, v, ks)
-        examples.append(example(h, "duplicate", rows, tp=tp0, offsets=offs,
-                                focus={r: offs for r in rows}))
+        examples.append(example(h, "duplicate", rows, tp=tp0, offsets=offs, focus={r: offs for r in rows}))
     judged = int(np.count_nonzero(np.append(True, pv[1:] != pv[:-1])))
     counts = {"duplicates": int(len(dup_start)), "values_judged": judged}
     return Verdict("duplicate", decide(counts["duplicates"], judged), counts, examples)
@@ -159,13 +187,17 @@ def inconsistent_offsets(h: HistoryData) -> Verdict:
         first = sk[np.minimum(lo, len(sk) - 1)]
         mism = present & (first != ak)
         for j in np.nonzero(mism & (hi - lo > 1))[0]:  # a duplicated value: any offset will do
-            mism[j] = not np.any(sk[lo[j]:hi[j]] == ak[j])
+            mism[j] = not np.any(sk[lo[j] : hi[j]] == ak[j])
         wrong[a_idx[mism]] = True
         final_off[a_idx] = np.where(present, first & ((1 << 40) - 1), -1)
     copy_lost = _read_at_acked_offset(h, wrong)
     wrong &= ~copy_lost
-    examples = [example(h, "ack-offset", [s.row[i]], tp=int(s.tp[i]), acked_offset=int(s.offset[i]),
-                        final_offset=int(final_off[i])) for i in pick(wrong)]
+    examples = [
+        example(
+            h, "ack-offset", [s.row[i]], tp=int(s.tp[i]), acked_offset=int(s.offset[i]), final_offset=int(final_off[i])
+        )
+        for i in pick(wrong)
+    ]
     # (b) conflicts the final log cannot settle
     na_p = poll_status(h) == NOAUTH
     na_s = ok & ~auth
@@ -184,14 +216,18 @@ def inconsistent_offsets(h: HistoryData) -> Verdict:
         judged_b = len(np.unique(keys))
         for k in ck[: max(0, 5 - len(examples))]:
             r = rows[keys == k]
-            examples.append(example(h, "offset-two-values", r[:4], tp=int(k >> 40),
-                                    offset=int(k & ((1 << 40) - 1))))
-    counts = {"inconsistent": int(wrong.sum()) + n_conf, "ack_offset_mismatch": int(wrong.sum()),
-              "acked_copy_lost": int(copy_lost.sum()),
-              "conflicting_offsets": n_conf, "acks_judged": int(len(a_idx)),
-              "offsets_judged_without_final": judged_b}
-    return Verdict("inconsistent-offsets",
-                   decide(counts["inconsistent"], counts["acks_judged"] + judged_b), counts, examples)
+            examples.append(example(h, "offset-two-values", r[:4], tp=int(k >> 40), offset=int(k & ((1 << 40) - 1))))
+    counts = {
+        "inconsistent": int(wrong.sum()) + n_conf,
+        "ack_offset_mismatch": int(wrong.sum()),
+        "acked_copy_lost": int(copy_lost.sum()),
+        "conflicting_offsets": n_conf,
+        "acks_judged": int(len(a_idx)),
+        "offsets_judged_without_final": judged_b,
+    }
+    return Verdict(
+        "inconsistent-offsets", decide(counts["inconsistent"], counts["acks_judged"] + judged_b), counts, examples
+    )
 
 
 def _read_at_acked_offset(h: HistoryData, acks: np.ndarray) -> np.ndarray:

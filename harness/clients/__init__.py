@@ -64,8 +64,24 @@ def resolve_driver(client: str | ClientDriver) -> ClientDriver:
 
 
 __all__ = [
-    "CLIENTS", "DEFAULT_CLIENT", "ClientDriver", "ConsumerDriver", "ConsumerListener", "ConsumerSettings",
-    "Outcome", "PolledRecord", "PositionChange", "PositionReason", "ProducerDriver", "ProducerSettings",
-    "SendOutcome", "TopicPartition", "TruncationSignal", "UnknownClientError", "client_label", "client_names",
-    "get_driver", "resolve_driver",
+    "CLIENTS",
+    "DEFAULT_CLIENT",
+    "ClientDriver",
+    "ConsumerDriver",
+    "ConsumerListener",
+    "ConsumerSettings",
+    "Outcome",
+    "PolledRecord",
+    "PositionChange",
+    "PositionReason",
+    "ProducerDriver",
+    "ProducerSettings",
+    "SendOutcome",
+    "TopicPartition",
+    "TruncationSignal",
+    "UnknownClientError",
+    "client_label",
+    "client_names",
+    "get_driver",
+    "resolve_driver",
 ]

@@ -91,8 +91,14 @@ class PolledRecord:
 
     def to_event_value(self) -> dict[str, Any]:
         """The record as a ``poll`` event lists it."""
-        return {"topic": self.topic, "partition": self.partition, "offset": self.offset, "value": self.value,
-                "leader_epoch": self.leader_epoch, "replica": self.replica}
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "offset": self.offset,
+            "value": self.value,
+            "leader_epoch": self.leader_epoch,
+            "replica": self.replica,
+        }
 
 
 class PositionReason(str, Enum):
@@ -121,8 +127,7 @@ class PositionChange:
         return "assign" if self.reason in (PositionReason.ASSIGN, PositionReason.REBALANCE) else "seek"
 
     def to_event_value(self) -> dict[str, Any]:
-        return {"topic": self.topic, "partition": self.partition, "offset": self.offset,
-                "reason": self.reason.value}
+        return {"topic": self.topic, "partition": self.partition, "offset": self.offset, "reason": self.reason.value}
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,9 +41,13 @@ from .base import (
 )
 
 # Errors that prove the broker did not append: each is returned before the write is applied.
-DEFINITE_REJECTIONS = (kerr.MessageSizeTooLargeError, kerr.RecordListTooLargeError,
-                       kerr.InvalidTopicError, kerr.TopicAuthorizationFailedError,
-                       kerr.InvalidRequiredAcksError)
+DEFINITE_REJECTIONS = (
+    kerr.MessageSizeTooLargeError,
+    kerr.RecordListTooLargeError,
+    kerr.InvalidTopicError,
+    kerr.TopicAuthorizationFailedError,
+    kerr.InvalidRequiredAcksError,
+)
 
 
 def classify_send_error(exc: BaseException, retries: int) -> SendOutcome:
@@ -69,10 +73,17 @@ class KafkaPythonProducer:
         self.settings = settings
         acks: str | int = settings.acks if str(settings.acks) == "all" else int(settings.acks)  # 0, 1 or "all"
         self._producer = KafkaProducer(
-            bootstrap_servers=list(settings.bootstrap), client_id=settings.client_id, acks=acks,
-            enable_idempotence=settings.idempotence, retries=settings.retries, linger_ms=settings.linger_ms,
-            request_timeout_ms=settings.request_timeout_ms, delivery_timeout_ms=settings.delivery_timeout_ms,
-            max_in_flight_requests_per_connection=settings.max_in_flight, max_block_ms=settings.max_block_ms)
+            bootstrap_servers=list(settings.bootstrap),
+            client_id=settings.client_id,
+            acks=acks,
+            enable_idempotence=settings.idempotence,
+            retries=settings.retries,
+            linger_ms=settings.linger_ms,
+            request_timeout_ms=settings.request_timeout_ms,
+            delivery_timeout_ms=settings.delivery_timeout_ms,
+            max_in_flight_requests_per_connection=settings.max_in_flight,
+            max_block_ms=settings.max_block_ms,
+        )
 
     def send(self, topic: str, partition: int, value: str, on_outcome: Callable[[SendOutcome], None]) -> None:
         try:
@@ -143,10 +154,17 @@ class KafkaPythonConsumer:
         self.listener = listener
         extra: dict[str, Any] = {"client_rack": settings.client_rack} if settings.client_rack else {}
         self._consumer = KafkaConsumer(
-            bootstrap_servers=list(settings.bootstrap), client_id=settings.client_id, group_id=settings.group_id,
-            enable_auto_commit=settings.auto_commit, auto_offset_reset=settings.auto_offset_reset,
-            max_poll_records=settings.max_poll_records, request_timeout_ms=settings.request_timeout_ms,
-            metadata_max_age_ms=settings.metadata_max_age_ms, fetch_max_wait_ms=settings.fetch_max_wait_ms, **extra)
+            bootstrap_servers=list(settings.bootstrap),
+            client_id=settings.client_id,
+            group_id=settings.group_id,
+            enable_auto_commit=settings.auto_commit,
+            auto_offset_reset=settings.auto_offset_reset,
+            max_poll_records=settings.max_poll_records,
+            request_timeout_ms=settings.request_timeout_ms,
+            metadata_max_age_ms=settings.metadata_max_age_ms,
+            fetch_max_wait_ms=settings.fetch_max_wait_ms,
+            **extra,
+        )
         self.sources = FetchSources()
         self._hook_resets()
         self._hook_fetch_sources()
@@ -194,8 +212,9 @@ class KafkaPythonConsumer:
         original = fetcher._handle_fetch_response
         sources = self.sources
 
-        def noting_handler(node_id: int, fetch_offsets: dict[KTopicPartition, int], send_time: float,
-                           response: Any) -> Any:
+        def noting_handler(
+            node_id: int, fetch_offsets: dict[KTopicPartition, int], send_time: float, response: Any
+        ) -> Any:
             for tp, offset in fetch_offsets.items():
                 sources.note(tp, offset, node_id)
             return original(node_id, fetch_offsets, send_time, response)
@@ -218,16 +237,25 @@ class KafkaPythonConsumer:
         try:
             batches = self._consumer.poll(timeout_ms=timeout_ms)
         except kerr.LogTruncationError as exc:
-            divergent = {TopicPartition(tp.topic, tp.partition): (o.offset if o is not None else None)
-                         for tp, o in exc.divergent_offsets.items()}
+            divergent = {
+                TopicPartition(tp.topic, tp.partition): (o.offset if o is not None else None)
+                for tp, o in exc.divergent_offsets.items()
+            }
             return TruncationSignal(divergent, exc)
         records: list[PolledRecord] = []
         for tp, recs in batches.items():
             for r in recs:
                 epoch = r.leader_epoch if r.leader_epoch is not None and r.leader_epoch >= 0 else None
-                records.append(PolledRecord(r.topic, r.partition, r.offset,
-                                            r.value.decode() if isinstance(r.value, bytes) else r.value,
-                                            epoch, self.sources.source_of(tp, r.offset)))
+                records.append(
+                    PolledRecord(
+                        r.topic,
+                        r.partition,
+                        r.offset,
+                        r.value.decode() if isinstance(r.value, bytes) else r.value,
+                        epoch,
+                        self.sources.source_of(tp, r.offset),
+                    )
+                )
             if recs:
                 self.sources.forget_below(tp, recs[-1].offset)
         return records

@@ -92,9 +92,7 @@ def check_header(obj: Any) -> dict[str, Any]:
 
 
 def _jtype(v: Any) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
-        type(v), "number"
-    )
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(v), "number")
 
 
 def _is_int(v: Any) -> bool:
@@ -128,8 +126,10 @@ def event_problem(ev: Any) -> str | None:
         return f"'error' must be a string or null, got {_jtype(ev['error'])}"
     v = ev["value"]
     if v is None:
-        return None if ev["type"] != "ok" or f not in ("send", "poll", "final-read") else (
-            f"an ok {f} needs a 'value' object"
+        return (
+            None
+            if ev["type"] != "ok" or f not in ("send", "poll", "final-read")
+            else (f"an ok {f} needs a 'value' object")
         )
     if not isinstance(v, dict):
         return f"'value' must be an object or null, got {_jtype(v)}"

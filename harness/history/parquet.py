@@ -140,9 +140,13 @@ def _records_fit(f: str, recs: list[Any]) -> bool:
         return all(isinstance(r, list) and len(r) == 2 and type(r[0]) is int for r in recs)
     keys = {"topic", "partition", "offset", "value", "leader_epoch", "replica"}
     return all(
-        isinstance(r, dict) and r.keys() <= keys and isinstance(r.get("topic"), str)
-        and type(r.get("partition")) is int and type(r.get("offset")) is int
-        and opt_int(r.get("leader_epoch")) and opt_int(r.get("replica"))
+        isinstance(r, dict)
+        and r.keys() <= keys
+        and isinstance(r.get("topic"), str)
+        and type(r.get("partition")) is int
+        and type(r.get("offset")) is int
+        and opt_int(r.get("leader_epoch"))
+        and opt_int(r.get("replica"))
         for r in recs
     )
 

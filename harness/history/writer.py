@@ -86,25 +86,31 @@ class HistoryWriter:
             self._next_index += 1
         return event
 
-    def invoke(self, process: str, f: str, value: Mapping[str, Any] | None = None,
-               error: None = None) -> dict[str, Any]:
+    def invoke(
+        self, process: str, f: str, value: Mapping[str, Any] | None = None, error: None = None
+    ) -> dict[str, Any]:
         """An operation starts (``error`` must stay None: same signature as fail/info)."""
         return self.record(process, "invoke", f, value, error)
 
-    def ok(self, process: str, f: str, value: Mapping[str, Any] | None = None,
-           error: None = None) -> dict[str, Any]:
+    def ok(self, process: str, f: str, value: Mapping[str, Any] | None = None, error: None = None) -> dict[str, Any]:
         """The operation definitely happened (``error`` must stay None)."""
         return self.record(process, "ok", f, value, error)
 
     def fail(
-        self, process: str, f: str, value: Mapping[str, Any] | None = None,
+        self,
+        process: str,
+        f: str,
+        value: Mapping[str, Any] | None = None,
         error: str | BaseException | None = None,
     ) -> dict[str, Any]:
         """The operation definitely did not happen."""
         return self.record(process, "fail", f, value, error)
 
     def info(
-        self, process: str, f: str, value: Mapping[str, Any] | None = None,
+        self,
+        process: str,
+        f: str,
+        value: Mapping[str, Any] | None = None,
         error: str | BaseException | None = None,
     ) -> dict[str, Any]:
         """The outcome is unknown (e.g. a timeout): it may or may not have happened."""

@@ -10,5 +10,13 @@ from .final_read import final_read
 from .observer import ObserverWorker
 from .producer import ProducerConfig, ProducerWorker
 
-__all__ = ["HistorySink", "Worker", "ConsumerConfig", "ConsumerWorker", "final_read", "ObserverWorker",
-           "ProducerConfig", "ProducerWorker"]
+__all__ = [
+    "HistorySink",
+    "Worker",
+    "ConsumerConfig",
+    "ConsumerWorker",
+    "final_read",
+    "ObserverWorker",
+    "ProducerConfig",
+    "ProducerWorker",
+]

@@ -49,17 +49,31 @@ class ConsumerConfig:
 
 
 class ConsumerWorker(Worker):
-    def __init__(self, name: str, bootstrap: list[str], history: HistorySink, config: ConsumerConfig,
-                 client: str | ClientDriver = DEFAULT_CLIENT) -> None:
+    def __init__(
+        self,
+        name: str,
+        bootstrap: list[str],
+        history: HistorySink,
+        config: ConsumerConfig,
+        client: str | ClientDriver = DEFAULT_CLIENT,
+    ) -> None:
         super().__init__(name, history)
         self.config = config
         self.records_read = 0
         self.client = resolve_driver(client)
         subscribe = config.mode == "subscribe"
-        self.consumer = self.client.consumer(ConsumerSettings(
-            bootstrap=bootstrap, client_id=name, client_rack=config.client_rack,
-            group_id=config.group_id if subscribe else None, auto_commit=subscribe,
-            auto_offset_reset="earliest", max_poll_records=config.max_poll_records), self)
+        self.consumer = self.client.consumer(
+            ConsumerSettings(
+                bootstrap=bootstrap,
+                client_id=name,
+                client_rack=config.client_rack,
+                group_id=config.group_id if subscribe else None,
+                auto_commit=subscribe,
+                auto_offset_reset="earliest",
+                max_poll_records=config.max_poll_records,
+            ),
+            self,
+        )
 
     def on_position_change(self, change: PositionChange) -> None:
         """The driver's report of a move the client made on its own (``ConsumerListener``)."""

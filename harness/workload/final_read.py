@@ -30,11 +30,32 @@ MAX_BYTES = 4 * 1024 * 1024
 
 def _fetch(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, partition: int, offset: int) -> Any:
     req = FetchRequest(
-        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=MAX_BYTES, isolation_level=0,
-        session_id=0, session_epoch=-1, rack_id="highwater-final-read", forgotten_topics_data=[],
-        topics=[_Topic(topic=topic, topic_id=topic_id, partitions=[_Partition(
-            partition=partition, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
-            log_start_offset=-1, partition_max_bytes=MAX_BYTES)])])
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=MAX_BYTES,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        rack_id="highwater-final-read",
+        forgotten_topics_data=[],
+        topics=[
+            _Topic(
+                topic=topic,
+                topic_id=topic_id,
+                partitions=[
+                    _Partition(
+                        partition=partition,
+                        current_leader_epoch=-1,
+                        fetch_offset=offset,
+                        last_fetched_epoch=-1,
+                        log_start_offset=-1,
+                        partition_max_bytes=MAX_BYTES,
+                    )
+                ],
+            )
+        ],
+    )
     return obs.send_to(node, req).responses[0].partitions[0]
 
 
@@ -65,8 +86,14 @@ def read_replica(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, part
         resp = None
         if offset == before:  # no progress: a gap (compaction/aborted) or an empty answer
             break
-    return {"topic": topic, "partition": partition, "replica": node, "hw": hw, "log_start": log_start,
-            "records": records}
+    return {
+        "topic": topic,
+        "partition": partition,
+        "replica": node,
+        "hw": hw,
+        "log_start": log_start,
+        "records": records,
+    }
 
 
 def final_read(bootstrap: list[str], history: HistorySink, topic: str, partitions: int) -> None:
@@ -80,7 +107,8 @@ def final_read(bootstrap: list[str], history: HistorySink, topic: str, partition
                 try:
                     value = read_replica(obs, int(node), topic, topic_id, p)
                 except Exception as exc:  # noqa: BLE001 - an unreadable replica is recorded, not fatal
-                    history.info("final", "final-read", {"topic": topic, "partition": p, "replica": int(node)},
-                                 error=exc)
+                    history.info(
+                        "final", "final-read", {"topic": topic, "partition": p, "replica": int(node)}, error=exc
+                    )
                     continue
                 history.ok("final", "final-read", value)

@@ -13,8 +13,15 @@ from .base import HistorySink, Worker
 
 
 class ObserverWorker(Worker):
-    def __init__(self, bootstrap: list[str], history: HistorySink, topic: str, partitions: int,
-                 interval: float = 1.0, name: str = "probe") -> None:
+    def __init__(
+        self,
+        bootstrap: list[str],
+        history: HistorySink,
+        topic: str,
+        partitions: int,
+        interval: float = 1.0,
+        name: str = "probe",
+    ) -> None:
         super().__init__(name, history)
         self.topic = topic
         self.partitions = partitions

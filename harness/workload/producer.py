@@ -37,20 +37,33 @@ class ProducerConfig:
 
 
 class ProducerWorker(Worker):
-    def __init__(self, name: str, bootstrap: list[str], history: HistorySink, config: ProducerConfig,
-                 client: str | ClientDriver = DEFAULT_CLIENT) -> None:
+    def __init__(
+        self,
+        name: str,
+        bootstrap: list[str],
+        history: HistorySink,
+        config: ProducerConfig,
+        client: str | ClientDriver = DEFAULT_CLIENT,
+    ) -> None:
         super().__init__(name, history)
         self.config = config
         self._sent = 0
         self._acked = 0
         self._lock = threading.Lock()
         self.client = resolve_driver(client)
-        self._producer = self.client.producer(ProducerSettings(
-            bootstrap=bootstrap, client_id=name, acks=config.acks, idempotence=config.idempotence,
-            retries=config.retries, request_timeout_ms=config.request_timeout_ms,
-            delivery_timeout_ms=config.delivery_timeout_ms,
-            # one request in flight keeps retries in order without idempotence
-            max_in_flight=1 if not config.idempotence else 5))
+        self._producer = self.client.producer(
+            ProducerSettings(
+                bootstrap=bootstrap,
+                client_id=name,
+                acks=config.acks,
+                idempotence=config.idempotence,
+                retries=config.retries,
+                request_timeout_ms=config.request_timeout_ms,
+                delivery_timeout_ms=config.delivery_timeout_ms,
+                # one request in flight keeps retries in order without idempotence
+                max_in_flight=1 if not config.idempotence else 5,
+            )
+        )
 
     def stats(self) -> dict[str, int]:
         return {"sent": self._sent, "acked": self._acked}

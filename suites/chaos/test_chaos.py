@@ -30,10 +30,21 @@ def test_chaos(cluster, profile, campaign, results_root, repro, seed: int) -> No
     config = chaos_schedule_config(profile, topic)
     schedule = Schedule.generate(cluster.topo, seed, config)
     assert Schedule.from_json(schedule.to_json()).faults == schedule.faults  # reproducible from its JSON
-    result = run_scenario(cluster, suite="chaos", scenario=f"seed-{seed}", profile=profile, campaign=campaign,
-                          results_root=results_root, repro=repro, nemesis=scheduled(schedule), topic=topic,
-                          duration=profile.chaos_seconds, seed=seed, settle_timeout=90,
-                          extra={"schedule": schedule.to_dict()})
+    result = run_scenario(
+        cluster,
+        suite="chaos",
+        scenario=f"seed-{seed}",
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        nemesis=scheduled(schedule),
+        topic=topic,
+        duration=profile.chaos_seconds,
+        seed=seed,
+        settle_timeout=90,
+        extra={"schedule": schedule.to_dict()},
+    )
     run = json.loads((result.dir / "run.json").read_text())
     assert run["spec"]["extra"]["schedule"]["seed"] == seed and run["repro"]
     assert_verdicts(result, must_hold=["lost-write", "uncommitted-read", "poll-skip"])

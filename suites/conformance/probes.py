@@ -66,8 +66,17 @@ def _count_records(raw: Any) -> tuple[int, int | None, int | None]:
     return n, first, last
 
 
-def fetch_probe(obs: Observer, node: int, topic: str, tid: uuid.UUID, partition: int, offset: int, *,
-                leader_epoch: int = -1, max_version: int | None = None) -> dict[str, Any]:
+def fetch_probe(
+    obs: Observer,
+    node: int,
+    topic: str,
+    tid: uuid.UUID,
+    partition: int,
+    offset: int,
+    *,
+    leader_epoch: int = -1,
+    max_version: int | None = None,
+) -> dict[str, Any]:
     """One consumer Fetch to broker ``node`` at ``offset``: the request and the response fields.
 
     ``leader_epoch`` is sent as ``current_leader_epoch`` (-1: none, the pre-KIP-320 way).
@@ -75,27 +84,60 @@ def fetch_probe(obs: Observer, node: int, topic: str, tid: uuid.UUID, partition:
     """
     kwargs: dict[str, Any] = {} if max_version is None else {"max_version": max_version}
     req = FetchRequest(
-        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=MAX_BYTES, isolation_level=0,
-        session_id=0, session_epoch=-1, rack_id=PROBE_RACK, forgotten_topics_data=[],
-        topics=[_Topic(topic=topic, topic_id=tid, partitions=[_Partition(
-            partition=partition, current_leader_epoch=leader_epoch, fetch_offset=offset,
-            last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=MAX_BYTES)])],
-        **kwargs)
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=MAX_BYTES,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        rack_id=PROBE_RACK,
+        forgotten_topics_data=[],
+        topics=[
+            _Topic(
+                topic=topic,
+                topic_id=tid,
+                partitions=[
+                    _Partition(
+                        partition=partition,
+                        current_leader_epoch=leader_epoch,
+                        fetch_offset=offset,
+                        last_fetched_epoch=-1,
+                        log_start_offset=-1,
+                        partition_max_bytes=MAX_BYTES,
+                    )
+                ],
+            )
+        ],
+        **kwargs,
+    )
     resp = obs.send_to(node, req)
     if resp.error_code:
         raise for_code(resp.error_code)(f"Fetch to broker {node}: top-level error")
     part = resp.responses[0].partitions[0]
     n, first, last = _count_records(part.records)
     return {
-        "request": {"broker": node, "topic": topic, "partition": partition, "fetch_offset": offset,
-                    "current_leader_epoch": leader_epoch, "replica_id": -1, "rack_id": PROBE_RACK,
-                    "api_version": getattr(req, "API_VERSION", None)},
-        "response": {"error_code": int(part.error_code), "error": error_name(int(part.error_code)),
-                     "high_watermark": int(part.high_watermark),
-                     "log_start_offset": int(part.log_start_offset),
-                     "last_stable_offset": int(part.last_stable_offset),
-                     "preferred_read_replica": int(part.preferred_read_replica),
-                     "records": n, "first_offset": first, "last_offset": last},
+        "request": {
+            "broker": node,
+            "topic": topic,
+            "partition": partition,
+            "fetch_offset": offset,
+            "current_leader_epoch": leader_epoch,
+            "replica_id": -1,
+            "rack_id": PROBE_RACK,
+            "api_version": getattr(req, "API_VERSION", None),
+        },
+        "response": {
+            "error_code": int(part.error_code),
+            "error": error_name(int(part.error_code)),
+            "high_watermark": int(part.high_watermark),
+            "log_start_offset": int(part.log_start_offset),
+            "last_stable_offset": int(part.last_stable_offset),
+            "preferred_read_replica": int(part.preferred_read_replica),
+            "records": n,
+            "first_offset": first,
+            "last_offset": last,
+        },
     }
 
 
@@ -112,14 +154,18 @@ def replica_hw(obs: Observer, node: int, topic: str, tid: uuid.UUID, partition: 
     return p["high_watermark"], p["log_start_offset"]
 
 
-def record_probe(results_root: Path, campaign: str, name: str, kafka_version: str,
-                 data: dict[str, Any]) -> Path:
+def record_probe(results_root: Path, campaign: str, name: str, kafka_version: str, data: dict[str, Any]) -> Path:
     """Write one probe record to ``<results_root>/<campaign>/probes/<name>.json``."""
     out = results_root / campaign / "probes"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.json"
-    body = {"format": "highwater.probe/1", "name": name, "kafka_version": kafka_version,
-            "recorded_at": time.time(), **data}
+    body = {
+        "format": "highwater.probe/1",
+        "name": name,
+        "kafka_version": kafka_version,
+        "recorded_at": time.time(),
+        **data,
+    }
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(body, indent=2, default=str))
     tmp.replace(path)

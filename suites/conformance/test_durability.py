@@ -32,15 +32,30 @@ def _run(cluster, profile, campaign, results_root, repro, scenario: str, kafka_v
     """One run per scenario and Kafka version; both tests judge it."""
     key = (kafka_version, scenario)
     if key not in _RUNS:
-        _RUNS[key] = run_plan(cluster, PLANS[f"durability/{scenario}"], profile=profile, campaign=campaign,
-                              results_root=results_root, repro=repro, acks="all", min_insync_replicas=2,
-                              topic=f"dur-{scenario}")
+        _RUNS[key] = run_plan(
+            cluster,
+            PLANS[f"durability/{scenario}"],
+            profile=profile,
+            campaign=campaign,
+            results_root=results_root,
+            repro=repro,
+            acks="all",
+            min_insync_replicas=2,
+            topic=f"dur-{scenario}",
+        )
     return _RUNS[key]
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_no_loss_no_uncommitted_read_no_skip(cluster, profile, campaign, results_root, repro, kafka_version,  # type: ignore[no-untyped-def]
-                                             scenario) -> None:
+def test_no_loss_no_uncommitted_read_no_skip(
+    cluster,
+    profile,
+    campaign,
+    results_root,
+    repro,
+    kafka_version,  # type: ignore[no-untyped-def]
+    scenario,
+) -> None:
     result = _run(cluster, profile, campaign, results_root, repro, scenario, kafka_version)
     try:
         assert_durable(result.verdicts, scenario)
@@ -48,24 +63,36 @@ def test_no_loss_no_uncommitted_read_no_skip(cluster, profile, campaign, results
         raise AssertionError(f"{exc}\n(results: {result.dir}; repro: {repro})") from None
 
 
-CANDIDATE_HW8 = pytest.mark.xfail(strict=False, reason=(
-    "FINDING CANDIDATE HW-8 (seen once, Kafka 4.4.0, kafka-python 3.0.12, not yet diagnosed): the partition-0 "
-    "leader, broker 1, was also the active KRaft controller (combined mode). Cut off from its peers on every "
-    "replication and controller link for 20 s (client links intact), its controller fenced brokers 2 and 3 "
-    "('Fencing broker 3 at epoch 12 because its session has timed out': their heartbeats could not reach it) "
-    "and its own broker took leadership of partitions 1 and 2 at a new epoch ('Transitioning 4 partition(s) to "
-    "local leaders', 'starts at leader epoch 1 ... ISR [1,2]'), while brokers 2 and 3 went on with a new "
-    "controller. Clients that asked broker 1 saw that view: the observer saw leader 1 with ISR [1] for all three "
-    "partitions, and the rack-a consumer polled nothing of partition 0 for the whole window while writes were "
-    "acknowledged elsewhere (follower-fetch, progress and isr-stability violated). Invisible with the former "
-    "8 s window; whether it recurs depends on which node is the active controller. "
-    "Repro: .venv/bin/pytest 'suites/conformance/test_durability.py' -k leader-partition --runxfail"))
+CANDIDATE_HW8 = pytest.mark.xfail(
+    strict=False,
+    reason=(
+        "FINDING CANDIDATE HW-8 (seen once, Kafka 4.4.0, kafka-python 3.0.12, not yet diagnosed): the partition-0 "
+        "leader, broker 1, was also the active KRaft controller (combined mode). Cut off from its peers on every "
+        "replication and controller link for 20 s (client links intact), its controller fenced brokers 2 and 3 "
+        "('Fencing broker 3 at epoch 12 because its session has timed out': their heartbeats could not reach it) "
+        "and its own broker took leadership of partitions 1 and 2 at a new epoch ('Transitioning 4 partition(s) to "
+        "local leaders', 'starts at leader epoch 1 ... ISR [1,2]'), while brokers 2 and 3 went on with a new "
+        "controller. Clients that asked broker 1 saw that view: the observer saw leader 1 with ISR [1] for all three "
+        "partitions, and the rack-a consumer polled nothing of partition 0 for the whole window while writes were "
+        "acknowledged elsewhere (follower-fetch, progress and isr-stability violated). Invisible with the former "
+        "8 s window; whether it recurs depends on which node is the active controller. "
+        "Repro: .venv/bin/pytest 'suites/conformance/test_durability.py' -k leader-partition --runxfail"
+    ),
+)
 
 
-@pytest.mark.parametrize("scenario", [pytest.param(s, marks=CANDIDATE_HW8) if s == "leader-partition" else s
-                                      for s in SCENARIOS])
-def test_consumers_keep_up_under_leader_faults(cluster, profile, campaign, results_root, repro, kafka_version,  # type: ignore[no-untyped-def]
-                                               scenario) -> None:
+@pytest.mark.parametrize(
+    "scenario", [pytest.param(s, marks=CANDIDATE_HW8) if s == "leader-partition" else s for s in SCENARIOS]
+)
+def test_consumers_keep_up_under_leader_faults(
+    cluster,
+    profile,
+    campaign,
+    results_root,
+    repro,
+    kafka_version,  # type: ignore[no-untyped-def]
+    scenario,
+) -> None:
     result = _run(cluster, profile, campaign, results_root, repro, scenario, kafka_version)
     try:
         assert_live(result.verdicts)

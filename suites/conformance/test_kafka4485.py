@@ -57,19 +57,40 @@ def assert_leaves_once_returns_once(verdicts: list[Verdict], history: Path, topi
     assert moves == [("leave", slowed), ("join", slowed)], moves
 
 
-def test_keeping_up_under_many_small_requests_means_no_isr_churn(cluster, profile, campaign, results_root, repro) -> None:  # type: ignore[no-untyped-def]
+def test_keeping_up_under_many_small_requests_means_no_isr_churn(
+    cluster, profile, campaign, results_root, repro
+) -> None:  # type: ignore[no-untyped-def]
     p = PLANS["kafka-4485/high-rate-small"]
     rate = max(profile.rate, HIGH_RATE)
-    result = run_plan(cluster, p, profile=profile, campaign=campaign, results_root=results_root, repro=repro,
-                      topic="k4485", producers=PRODUCERS, rate=rate, partitions=1)
+    result = run_plan(
+        cluster,
+        p,
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        topic="k4485",
+        producers=PRODUCERS,
+        rate=rate,
+        partitions=1,
+    )
     assert_verdicts(result, must_hold=p.must_hold)
-    assert_no_isr_churn(result.verdicts, result.dir / "history.jsonl", "k4485",
-                        0.5 * PRODUCERS * rate * p.duration(profile.run_seconds))
+    assert_no_isr_churn(
+        result.verdicts, result.dir / "history.jsonl", "k4485", 0.5 * PRODUCERS * rate * p.duration(profile.run_seconds)
+    )
 
 
 def test_slowed_follower_leaves_once_and_returns_once(cluster, profile, campaign, results_root, repro) -> None:  # type: ignore[no-untyped-def]
     p = PLANS["kafka-4485/slowed-follower"]
-    result = run_plan(cluster, p, profile=profile, campaign=campaign, results_root=results_root, repro=repro,
-                      topic="k4485slow", partitions=1)
+    result = run_plan(
+        cluster,
+        p,
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        topic="k4485slow",
+        partitions=1,
+    )
     assert_verdicts(result, must_hold=p.must_hold)
     assert_leaves_once_returns_once(result.verdicts, result.dir / "history.jsonl", "k4485slow")

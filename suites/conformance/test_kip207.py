@@ -19,7 +19,8 @@ def assert_hw_monotonic(verdicts: list[Verdict]) -> None:
 
 
 def test_hw_never_goes_backwards_across_leader_kills(cluster, profile, campaign, results_root, repro) -> None:  # type: ignore[no-untyped-def]
-    result = run_plan(cluster, PLAN, profile=profile, campaign=campaign, results_root=results_root, repro=repro,
-                      topic="kip207")
+    result = run_plan(
+        cluster, PLAN, profile=profile, campaign=campaign, results_root=results_root, repro=repro, topic="kip207"
+    )
     assert_verdicts(result, must_hold=PLAN.must_hold)
     assert_hw_monotonic(result.verdicts)

@@ -80,13 +80,17 @@ def unclean_truncation(notes: dict[str, Any]):  # type: ignore[no-untyped-def]
         notes.update(leader=leader, f1=f1, f2=f2, before=s.to_event_value())
         cut = injector.apply(parse_fault(f"cut --target broker:{f1} --listener replication"))
         t_cut = time.monotonic()
-        cluster.wait_for_isr(spec.topic, 0, lambda st: f1 not in st.isr, 3 * LAG_MS / 1000 + 10,
-                             f"cut broker {f1} leaves the ISR")
+        cluster.wait_for_isr(
+            spec.topic, 0, lambda st: f1 not in st.isr, 3 * LAG_MS / 1000 + 10, f"cut broker {f1} leaves the ISR"
+        )
         x = obs.list_offset(f1, spec.topic, 0, replica_id=DEBUGGING_REPLICA_ID)
         notes["f1_leo_at_cut"] = x
         # committed well past x (acks=all with ISR {L, F2}), and the consumers have time to read it
-        wait_until(lambda: (cluster.partition_state(spec.topic, 0).hw or 0) >= x + 100, 30,
-                   f"the partition's HW passes F1's LEO {x} by 100")
+        wait_until(
+            lambda: (cluster.partition_state(spec.topic, 0).hw or 0) >= x + 100,
+            30,
+            f"the partition's HW passes F1's LEO {x} by 100",
+        )
         _hold(max(2.0, WINDOW_S - (time.monotonic() - t_cut)))  # consumers read it; the window is long enough
         notes["hw_before_kill"] = cluster.partition_state(spec.topic, 0).hw
         kill_f2 = injector.apply(parse_fault(f"kill --target broker:{f2}"))
@@ -95,15 +99,21 @@ def unclean_truncation(notes: dict[str, Any]):  # type: ignore[no-untyped-def]
         injector.heal(cut)
         t0 = time.monotonic()
         try:
-            st = cluster.wait_for_isr(spec.topic, 0, lambda st: st.leader == f1, SESSION_MS / 1000 + 15,
-                                      f"broker {f1} is elected (uncleanly) once {leader} is fenced")
+            st = cluster.wait_for_isr(
+                spec.topic,
+                0,
+                lambda st: st.leader == f1,
+                SESSION_MS / 1000 + 15,
+                f"broker {f1} is elected (uncleanly) once {leader} is fenced",
+            )
             notes["election"] = "automatic (topic config unclean.leader.election.enable=true)"
         except Exception as exc:  # noqa: BLE001 - then ask for it explicitly
             notes["automatic_election_error"] = str(exc)
             resp = obs.admin.elect_leaders(1, {spec.topic: [0]}, raise_errors=False)
             notes["elect_leaders_response"] = str(resp)
-            st = cluster.wait_for_isr(spec.topic, 0, lambda st: st.leader == f1, 20,
-                                      f"broker {f1} is elected by ElectLeaders(UNCLEAN)")
+            st = cluster.wait_for_isr(
+                spec.topic, 0, lambda st: st.leader == f1, 20, f"broker {f1} is elected by ElectLeaders(UNCLEAN)"
+            )
             notes["election"] = "ElectLeaders(UNCLEAN)"
         notes["election_seconds"] = round(time.monotonic() - t0, 1)
         notes["after_election"] = st.to_event_value()
@@ -112,8 +122,9 @@ def unclean_truncation(notes: dict[str, Any]):  # type: ignore[no-untyped-def]
         notes["f1_leo_before_restart"] = obs.list_offset(f1, spec.topic, 0, replica_id=DEBUGGING_REPLICA_ID)
         injector.heal(kill_leader)  # restart on the same data: they truncate to F1's log
         injector.heal(kill_f2)
-        st = cluster.wait_for_isr(spec.topic, 0, lambda st: len(st.isr) == 3, 60,
-                                  f"brokers {leader} and {f2} rejoin F1's ISR")
+        st = cluster.wait_for_isr(
+            spec.topic, 0, lambda st: len(st.isr) == 3, 60, f"brokers {leader} and {f2} rejoin F1's ISR"
+        )
         notes["after_restart"] = st.to_event_value()
 
     return run
@@ -129,14 +140,21 @@ class Outcome:
     from the history alone (so the assertions below also judge generated histories and their
     broken twins: tests/unit/test_broken_twins.py)."""
 
-    def __init__(self, history: Path, verdicts: list[Verdict], notes: dict[str, Any],
-                 result: RunResult | None = None) -> None:
+    def __init__(
+        self, history: Path, verdicts: list[Verdict], notes: dict[str, Any], result: RunResult | None = None
+    ) -> None:
         self.result, self.notes, self.history = result, notes, history
         self.verdicts = {v.check: v for v in verdicts}
         self.summary = {k: (v.valid, v.allowed, v.counts) for k, v in self.verdicts.items()}
         events = _events(history)
-        final = next((e["value"] for e in events if e["f"] == "final-read" and e["type"] == "ok"
-                      and e["value"]["replica"] == notes.get("f1")), None)
+        final = next(
+            (
+                e["value"]
+                for e in events
+                if e["f"] == "final-read" and e["type"] == "ok" and e["value"]["replica"] == notes.get("f1")
+            ),
+            None,
+        )
         self.final_log = {o: v for o, v in final["records"]} if final else {}
         # per consumer: did it read a record the final log does not hold (a truncated read),
         # and how did its position move afterwards
@@ -164,7 +182,8 @@ class Outcome:
         """KIP-320 proper: a LogTruncationError, or the client's own seek to the divergence
         point (reason ``truncation``), not an auto.offset.reset."""
         return bool(self.truncation_errors.get(proc)) or any(
-            "truncat" in str(m.get("reason")) for m in self.moves.get(proc, []))
+            "truncat" in str(m.get("reason")) for m in self.moves.get(proc, [])
+        )
 
 
 def assert_truncation_detected(out: Outcome) -> None:
@@ -174,10 +193,12 @@ def assert_truncation_detected(out: Outcome) -> None:
     # The scenario really elected F1 uncleanly and truncated committed data consumers had read.
     assert notes.get("after_election", {}).get("leader") == notes["f1"], notes
     lost, unc = verdicts["lost-write"], verdicts["uncommitted-read"]
-    assert lost.counts["lost"] > 0 and lost.valid is True and lost.allowed, \
+    assert lost.counts["lost"] > 0 and lost.valid is True and lost.allowed, (
         f"acks=all writes above F1's log must be lost, and allowed: {summary}"
-    assert unc.counts["uncommitted_reads"] > 0 and unc.valid is True and unc.allowed, \
+    )
+    assert unc.counts["uncommitted_reads"] > 0 and unc.valid is True and unc.allowed, (
         f"consumers must have read records the election truncated, and that is allowed: {summary}"
+    )
     assert out.truncated_reads, f"no consumer read a truncated record: {summary}"
 
     # Every consumer that read truncated records moved back to the divergence point or below
@@ -185,19 +206,21 @@ def assert_truncation_detected(out: Outcome) -> None:
     # at least one of them (LogTruncationError, or the client's seek to the divergence point).
     for proc, first_bad in out.truncated_reads.items():
         moves = out.moves.get(proc, [])
-        assert any(m.get("offset") is None or m["offset"] <= first_bad for m in moves) or \
-            out.truncation_errors.get(proc), \
-            f"{proc} read truncated records from offset {first_bad} and never moved back: {moves}"
-    assert any(out.kip320_detected(p) for p in out.truncated_reads), \
+        assert any(m.get("offset") is None or m["offset"] <= first_bad for m in moves) or out.truncation_errors.get(
+            proc
+        ), f"{proc} read truncated records from offset {first_bad} and never moved back: {moves}"
+    assert any(out.kip320_detected(p) for p in out.truncated_reads), (
         f"no consumer detected the truncation through KIP-320: {out.moves} {out.truncation_errors}"
+    )
     # ... and found exactly the divergence point: F1's log end when it was cut off, where the
     # new leader epoch starts (OffsetsForLeaderEpoch's end offset for the consumer's epoch)
     for m in (m for ms in out.moves.values() for m in ms if "truncat" in str(m.get("reason"))):
         assert m["offset"] == notes["f1_leo_at_cut"], (m, notes["f1_leo_at_cut"])
 
     for check in MUST_HOLD:
-        assert verdicts[check].valid is True, \
+        assert verdicts[check].valid is True, (
             f"{check} must hold after an unclean election: {verdicts[check].to_json()} (results {out.where})"
+        )
 
 
 def assert_every_consumer_detects_through_kip320(out: Outcome) -> None:
@@ -210,21 +233,42 @@ def assert_every_consumer_detects_through_kip320(out: Outcome) -> None:
 _OUTCOMES: dict[str, Outcome] = {}
 
 
-def _scenario(cluster_factory, kafka_version: str, profile: Profile, campaign: str,  # type: ignore[no-untyped-def]
-              results_root: Path, repro: str) -> Outcome:
+def _scenario(
+    cluster_factory,
+    kafka_version: str,
+    profile: Profile,
+    campaign: str,  # type: ignore[no-untyped-def]
+    results_root: Path,
+    repro: str,
+) -> Outcome:
     """Run the scenario once per Kafka version and module; both tests judge the same run."""
     if kafka_version in _OUTCOMES:
         return _OUTCOMES[kafka_version]
     cluster = cluster_factory(
-        brokers=3, racks=3, controllers=1,  # a dedicated controller: the quorum survives two broker kills
-        broker_config={"replica.lag.time.max.ms": str(LAG_MS), "broker.session.timeout.ms": str(SESSION_MS)})
+        brokers=3,
+        racks=3,
+        controllers=1,  # a dedicated controller: the quorum survives two broker kills
+        broker_config={"replica.lag.time.max.ms": str(LAG_MS), "broker.session.timeout.ms": str(SESSION_MS)},
+    )
     notes: dict[str, Any] = {}
-    spec = RunSpec(suite="kip-320", scenario="unclean-truncation", campaign=campaign, results_root=results_root,
-                   topic=TOPIC, partitions=1, replication_factor=3, min_insync_replicas=1, acks="all",
-                   unclean_leader_election=True, producers=2, rate=max(profile.rate, 50),
-                   duration=PLANS["kip-320/unclean-truncation"].duration(profile.run_seconds), settle_timeout=60,
-                   repro=repro,
-                   extra={"scenario": "cut F1, commit past it, kill L and F2, unclean-elect F1, restart L, F2"})
+    spec = RunSpec(
+        suite="kip-320",
+        scenario="unclean-truncation",
+        campaign=campaign,
+        results_root=results_root,
+        topic=TOPIC,
+        partitions=1,
+        replication_factor=3,
+        min_insync_replicas=1,
+        acks="all",
+        unclean_leader_election=True,
+        producers=2,
+        rate=max(profile.rate, 50),
+        duration=PLANS["kip-320/unclean-truncation"].duration(profile.run_seconds),
+        settle_timeout=60,
+        repro=repro,
+        extra={"scenario": "cut F1, commit past it, kill L and F2, unclean-elect F1, restart L, F2"},
+    )
     result = execute_run(cluster, spec, nemesis=unclean_truncation(notes))
     (result.dir / "scenario.json").write_text(json.dumps(notes, indent=2, default=str))
     outcome = _OUTCOMES[kafka_version] = Outcome(result.dir / "history.jsonl", result.verdicts, notes, result)
@@ -232,25 +276,29 @@ def _scenario(cluster_factory, kafka_version: str, profile: Profile, campaign: s
 
 
 def test_unclean_election_truncation_is_detected_by_consumers(
-        cluster_factory, kafka_version: str, profile: Profile, campaign: str, results_root: Path,
-        repro: str) -> None:
+    cluster_factory, kafka_version: str, profile: Profile, campaign: str, results_root: Path, repro: str
+) -> None:
     out = _scenario(cluster_factory, kafka_version, profile, campaign, results_root, repro)
     assert_truncation_detected(out)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING HW-6: kafka-python 3.0.12 can fetch from a new leader before validating its position "
-    "(KIP-320): KafkaConsumer.poll marks positions for OffsetsForLeaderEpoch validation only at the "
-    "start of poll (Fetcher.maybe_validate_positions), but a fetch to a failed preferred replica "
-    "refreshes metadata inside the poll and Fetcher._select_read_replica falls back to the new "
-    "leader at once, sending current_leader_epoch from metadata with the unvalidated offset. The "
-    "new leader's log is shorter: OFFSET_OUT_OF_RANGE, and auto_offset_reset applies (a reset to "
-    "earliest) instead of a seek to the divergence point or LogTruncationError. Hits the consumer "
-    "whose in-rack follower died with the leader (5 of 5 runs). "
-    "Repro: .venv/bin/pytest suites/conformance/test_kip320.py --runxfail"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "FINDING HW-6: kafka-python 3.0.12 can fetch from a new leader before validating its position "
+        "(KIP-320): KafkaConsumer.poll marks positions for OffsetsForLeaderEpoch validation only at the "
+        "start of poll (Fetcher.maybe_validate_positions), but a fetch to a failed preferred replica "
+        "refreshes metadata inside the poll and Fetcher._select_read_replica falls back to the new "
+        "leader at once, sending current_leader_epoch from metadata with the unvalidated offset. The "
+        "new leader's log is shorter: OFFSET_OUT_OF_RANGE, and auto_offset_reset applies (a reset to "
+        "earliest) instead of a seek to the divergence point or LogTruncationError. Hits the consumer "
+        "whose in-rack follower died with the leader (5 of 5 runs). "
+        "Repro: .venv/bin/pytest suites/conformance/test_kip320.py --runxfail"
+    ),
+)
 def test_finding_every_consumer_detects_truncation_through_kip320(
-        cluster_factory, kafka_version: str, profile: Profile, campaign: str, results_root: Path,
-        repro: str) -> None:
+    cluster_factory, kafka_version: str, profile: Profile, campaign: str, results_root: Path, repro: str
+) -> None:
     """KIP-320's promise is stronger than "the consumer moved back": a consumer that read
     records an unclean election truncated must find the divergence point with
     OffsetsForLeaderEpoch (and seek there, or raise LogTruncationError without a reset policy),

@@ -20,8 +20,11 @@ from harness.workload.final_read import _fetch
 from suites.scenario import KIP392_FAULTS, PLANS, assert_verdicts, check_verdicts, run_plan
 
 
-def assert_rack_local_reads(verdicts: list[Verdict], client_bytes: dict[str, dict[str, int]] | None = None,
-                            rack_of: dict[int, str] | None = None) -> None:
+def assert_rack_local_reads(
+    verdicts: list[Verdict],
+    client_bytes: dict[str, dict[str, int]] | None = None,
+    rack_of: dict[int, str] | None = None,
+) -> None:
     """The scenario's assertions: follower-fetch and progress hold; and, given the bytes each
     broker sent to each rack's clients, >= 90 % of a rack's bytes came from its own rack."""
     check_verdicts(verdicts, PLANS["kip-392/rack-local-reads"].must_hold)
@@ -33,8 +36,16 @@ def assert_rack_local_reads(verdicts: list[Verdict], client_bytes: dict[str, dic
 
 def test_each_rack_reads_from_its_own_replica(cluster, profile, campaign, results_root, repro) -> None:  # type: ignore[no-untyped-def]
     p = PLANS["kip-392/rack-local-reads"]
-    result = run_plan(cluster, p, profile=profile, campaign=campaign, results_root=results_root, repro=repro,
-                      topic="k392local", value_size=1000)
+    result = run_plan(
+        cluster,
+        p,
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        topic="k392local",
+        value_size=1000,
+    )
     # Records are 1 KB so the payload dominates what crosses the proxies; the request overhead of
     # kafka-python's leader/follower ping-pong (README, Findings, HW-4) stays a few percent.
     run = json.loads((result.dir / "run.json").read_text())
@@ -50,14 +61,25 @@ def assert_consumer_moves(verdicts: list[Verdict], how: str) -> None:
     check_verdicts(verdicts, PLANS[f"kip-392/replica-{how}"].must_hold)
     ff = next(v for v in verdicts if v.check == "follower-fetch")
     assert ff.counts["records_judged"] > 0, ff.counts
-    assert ff.counts["moves_judged"] + ff.counts["windows_judged"] > 0, \
+    assert ff.counts["moves_judged"] + ff.counts["windows_judged"] > 0, (
         f"the consumer of the faulted replica's rack was not judged: {ff.counts}"
+    )
 
 
 @pytest.mark.parametrize("how", list(KIP392_FAULTS))
-def test_consumer_moves_when_its_replica_leaves_the_isr_and_returns(cluster, profile, campaign, results_root, repro, how) -> None:  # type: ignore[no-untyped-def]
-    result = run_plan(cluster, PLANS[f"kip-392/replica-{how}"], profile=profile, campaign=campaign,
-                      results_root=results_root, repro=repro, topic=f"k392{how.replace('-', '')}", partitions=1)
+def test_consumer_moves_when_its_replica_leaves_the_isr_and_returns(
+    cluster, profile, campaign, results_root, repro, how
+) -> None:  # type: ignore[no-untyped-def]
+    result = run_plan(
+        cluster,
+        PLANS[f"kip-392/replica-{how}"],
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        topic=f"k392{how.replace('-', '')}",
+        partitions=1,
+    )
     run = json.loads((result.dir / "run.json").read_text())
     try:
         assert_consumer_moves(result.verdicts, how)
@@ -79,15 +101,30 @@ def test_hw_propagation_to_followers_is_measured(cluster: Cluster, campaign: str
             offset = producer.send("k392hw", b"hw-%d" % i, partition=0).get(timeout=30).offset
             acked = time.monotonic()
             for f in followers:
-                wait_until(lambda: _fetch(cluster.observer(), f, "k392hw", topic_id, 0, offset).high_watermark > offset,
-                           10, f"follower {f} reports a HW beyond offset {offset}", interval=0.005)
+                wait_until(
+                    lambda f=f, offset=offset: (
+                        _fetch(cluster.observer(), f, "k392hw", topic_id, 0, offset).high_watermark > offset
+                    ),
+                    10,
+                    f"follower {f} reports a HW beyond offset {offset}",
+                    interval=0.005,
+                )
                 delays[f].append((time.monotonic() - acked) * 1000)
     finally:
         producer.close()
-    figures = {str(f): {"median_ms": statistics.median(d), "max_ms": max(d), "samples": len(d)} for f, d in delays.items()}
+    figures = {
+        str(f): {"median_ms": statistics.median(d), "max_ms": max(d), "samples": len(d)} for f, d in delays.items()
+    }
     out = results_root / campaign / "measurements"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "hw-propagation.json").write_text(json.dumps({"kafka_version": cluster.kafka.version,  # type: ignore[union-attr]
-                                                          "followers": figures}, indent=2))
+    (out / "hw-propagation.json").write_text(
+        json.dumps(
+            {
+                "kafka_version": cluster.kafka.version,  # type: ignore[union-attr]
+                "followers": figures,
+            },
+            indent=2,
+        )
+    )
     print(f"HW propagation to followers (ms): {figures}")
     assert all(len(d) == 20 for d in delays.values())

@@ -77,8 +77,9 @@ UNKNOWN = -1  # UnifiedLog.UnknownOffset, in the answer of a failed partition re
 
 
 def _producer(cluster: Cluster, acks: Any) -> KafkaProducer:
-    return KafkaProducer(bootstrap_servers=cluster.bootstrap(), acks=acks, linger_ms=0,
-                         request_timeout_ms=10000, max_block_ms=10000)
+    return KafkaProducer(
+        bootstrap_servers=cluster.bootstrap(), acks=acks, linger_ms=0, request_timeout_ms=10000, max_block_ms=10000
+    )
 
 
 def _produce(producer: KafkaProducer, count: int, prefix: str) -> None:
@@ -105,30 +106,44 @@ class Env:
         self.follower, self.other = [r for r in s.replicas if r != s.leader]
         self.epoch = s.leader_epoch
         # F has the records and has heard of the HW that commits them
-        wait_until(lambda: replica_hw(self.obs, self.follower, TOPIC, self.tid)[0] == N, 15,
-                   f"follower {self.follower} has HW {N}")
+        wait_until(
+            lambda: replica_hw(self.obs, self.follower, TOPIC, self.tid)[0] == N,
+            15,
+            f"follower {self.follower} has HW {N}",
+        )
 
     def close(self) -> None:
         for p in (self.acks_all, self.acks_one):
             p.close(timeout=5)
 
     def probe(self, offset: int, epoch: int = -1, node: int | None = None) -> dict[str, Any]:
-        return fetch_probe(self.obs, self.follower if node is None else node, TOPIC, self.tid, 0, offset,
-                           leader_epoch=epoch)
+        return fetch_probe(
+            self.obs, self.follower if node is None else node, TOPIC, self.tid, 0, offset, leader_epoch=epoch
+        )
 
     def state(self) -> dict[str, Any]:
         hw, ls = replica_hw(self.obs, self.follower, TOPIC, self.tid)
-        return {"leader": self.leader, "follower": self.follower, "other_follower": self.other,
-                "leader_epoch": self.epoch, "follower_hw": hw, "follower_log_start": ls,
-                "follower_leo": replica_leo(self.obs, self.follower, TOPIC),
-                # ListOffsets(LATEST) to the leader as a consumer: the leader's HW
-                "leader_hw": self.obs.list_offset(self.leader, TOPIC, 0, replica_id=CONSUMER_REPLICA_ID)}
+        return {
+            "leader": self.leader,
+            "follower": self.follower,
+            "other_follower": self.other,
+            "leader_epoch": self.epoch,
+            "follower_hw": hw,
+            "follower_log_start": ls,
+            "follower_leo": replica_leo(self.obs, self.follower, TOPIC),
+            # ListOffsets(LATEST) to the leader as a consumer: the leader's HW
+            "leader_hw": self.obs.list_offset(self.leader, TOPIC, 0, replica_id=CONSUMER_REPLICA_ID),
+        }
 
 
 #: the answers each case expects (the table in the module doc); the broken twins in
 #: tests/unit/test_broken_twins.py feed ``_check`` answers that break them
-OUT_OF_RANGE: dict[str, Any] = {"error_code": OFFSET_OUT_OF_RANGE, "records": 0, "high_watermark": UNKNOWN,
-                                "log_start_offset": UNKNOWN}
+OUT_OF_RANGE: dict[str, Any] = {
+    "error_code": OFFSET_OUT_OF_RANGE,
+    "records": 0,
+    "high_watermark": UNKNOWN,
+    "log_start_offset": UNKNOWN,
+}
 
 
 def empty_in_range(hw: int, log_start: int = 0) -> dict[str, Any]:
@@ -142,19 +157,40 @@ def _check(probes: list[dict[str, Any]], probe: dict[str, Any], what: str, **exp
     probes.append(probe)
     got = {k: probe["response"][k] for k in expected}
     probe["ok"] = got == expected
-    assert got == expected, f"{what}: expected {expected}, got {got} (full answer {probe['response']}, " \
-                            f"request {probe['request']})"
+    assert got == expected, (
+        f"{what}: expected {expected}, got {got} (full answer {probe['response']}, request {probe['request']})"
+    )
 
 
-def _record(results_root: Path, campaign: str, kafka_version: str, case: int, title: str,
-            state: dict[str, Any], probes: list[dict[str, Any]], repro: str) -> None:
-    record_probe(results_root, campaign, f"kip392-case{case}", kafka_version,
-                 {"case": case, "title": title, "state": state, "probes": probes, "repro": repro,
-                  "valid": all(p.get("ok") for p in probes)})
+def _record(
+    results_root: Path,
+    campaign: str,
+    kafka_version: str,
+    case: int,
+    title: str,
+    state: dict[str, Any],
+    probes: list[dict[str, Any]],
+    repro: str,
+) -> None:
+    record_probe(
+        results_root,
+        campaign,
+        f"kip392-case{case}",
+        kafka_version,
+        {
+            "case": case,
+            "title": title,
+            "state": state,
+            "probes": probes,
+            "repro": repro,
+            "valid": all(p.get("ok") for p in probes),
+        },
+    )
 
 
 def test_case1_offset_between_follower_hw_and_leo_is_empty_not_an_error(
-        cluster_factory, kafka_version: str, results_root: Path, campaign: str, repro: str) -> None:
+    cluster_factory, kafka_version: str, results_root: Path, campaign: str, repro: str
+) -> None:
     """F.HW < o < F.LEO: the follower has the record but does not know it is committed. It must
     not return it (it would be an uncommitted read), and it must not say out of range (it is in
     range): NONE, no records, its own HW and log start, so the consumer simply retries."""
@@ -163,36 +199,63 @@ def test_case1_offset_between_follower_hw_and_leo_is_empty_not_an_error(
     try:
         cluster.node(env.other).pause()  # G stops fetching: the leader's HW cannot pass N
         _produce(env.acks_one, 20, "uncommitted")  # acks=1: on L at once, then fetched by F
-        wait_until(lambda: replica_leo(env.obs, env.follower, TOPIC) == N + 20, 15,
-                   f"follower {env.follower} has fetched the 20 uncommitted records")
+        wait_until(
+            lambda: replica_leo(env.obs, env.follower, TOPIC) == N + 20,
+            15,
+            f"follower {env.follower} has fetched the 20 uncommitted records",
+        )
         state = env.state()
         assert state["follower_hw"] == N and state["leader_hw"] == N, state
         f_hw, f_leo = state["follower_hw"], state["follower_leo"]
         o = (f_hw + f_leo) // 2
         assert f_hw < o < f_leo
         for epoch in (-1, env.epoch):
-            _check(probes, env.probe(o, epoch), f"case 1: F.HW {f_hw} < {o} < F.LEO {f_leo}, epoch {epoch}",
-                   **empty_in_range(f_hw))
+            _check(
+                probes,
+                env.probe(o, epoch),
+                f"case 1: F.HW {f_hw} < {o} < F.LEO {f_leo}, epoch {epoch}",
+                **empty_in_range(f_hw),
+            )
             # the boundary: a tailing consumer at the HW gets the same empty answer
-            _check(probes, env.probe(f_hw, epoch), f"case 1 boundary: o = F.HW {f_hw}, epoch {epoch}",
-                   **empty_in_range(f_hw))
-            _check(probes, env.probe(f_leo - 1, epoch), f"case 1: o = F.LEO-1 {f_leo - 1}, epoch {epoch}",
-                   **empty_in_range(f_hw))
+            _check(
+                probes,
+                env.probe(f_hw, epoch),
+                f"case 1 boundary: o = F.HW {f_hw}, epoch {epoch}",
+                **empty_in_range(f_hw),
+            )
+            _check(
+                probes,
+                env.probe(f_leo - 1, epoch),
+                f"case 1: o = F.LEO-1 {f_leo - 1}, epoch {epoch}",
+                **empty_in_range(f_hw),
+            )
     finally:
         if cluster.node(env.other).state == NodeState.PAUSED:
             cluster.node(env.other).resume()
         env.close()
-        _record(results_root, campaign, kafka_version, 1, "offset between the follower's HW and its LEO",
-                state, probes, repro)
+        _record(
+            results_root,
+            campaign,
+            kafka_version,
+            1,
+            "offset between the follower's HW and its LEO",
+            state,
+            probes,
+            repro,
+        )
     # healed: the HW moves on and the follower now serves the records
-    wait_until(lambda: replica_hw(env.obs, env.follower, TOPIC, env.tid)[0] == N + 20, 30,
-               "the follower's HW reaches its LEO once the other follower resumes")
+    wait_until(
+        lambda: replica_hw(env.obs, env.follower, TOPIC, env.tid)[0] == N + 20,
+        30,
+        "the follower's HW reaches its LEO once the other follower resumes",
+    )
     served = env.probe(N)["response"]
     assert served["error_code"] == NONE and served["records"] == 20, served
 
 
 def test_case2_offset_between_follower_leo_and_committed_offset_is_out_of_range(
-        cluster_factory, kafka_version: str, results_root: Path, campaign: str, repro: str) -> None:
+    cluster_factory, kafka_version: str, results_root: Path, campaign: str, repro: str
+) -> None:
     """F.LEO < o <= leader HW: o is committed (the leader's HW is past it) but F does not have
     it. Kafka answers OFFSET_OUT_OF_RANGE, with or without a leader epoch; the consumer must then
     go back to the leader rather than reset (KIP-392's out-of-range handling)."""
@@ -211,38 +274,67 @@ def test_case2_offset_between_follower_leo_and_committed_offset_is_out_of_range(
         cluster.node(f).start()
         cluster.wait_for_brokers(60, ids=[f])
         # F serves the partition again (its metadata has caught up) at its own LEO
-        wait_until(lambda: env.probe(replica_leo(env.obs, f, TOPIC))["response"]["error_code"] == NONE, 30,
-                   f"restarted broker {f} serves {TOPIC}-0")
+        wait_until(
+            lambda: env.probe(replica_leo(env.obs, f, TOPIC))["response"]["error_code"] == NONE,
+            30,
+            f"restarted broker {f} serves {TOPIC}-0",
+        )
         state = env.state()
         f_leo, leader_hw = state["follower_leo"], state["leader_hw"]
-        assert f_leo == N and leader_hw == N + 30 and f not in cluster.partition_state(TOPIC, 0, offsets=False).isr, state
+        assert f_leo == N and leader_hw == N + 30 and f not in cluster.partition_state(TOPIC, 0, offsets=False).isr, (
+            state
+        )
         o = (f_leo + leader_hw) // 2
         assert f_leo < o <= leader_hw
         for epoch in (-1, env.epoch):
-            _check(probes, env.probe(o, epoch), f"case 2: F.LEO {f_leo} < {o} <= leader HW {leader_hw}, epoch {epoch}",
-                   **OUT_OF_RANGE)
-            _check(probes, env.probe(leader_hw, epoch), f"case 2: o = leader HW {leader_hw}, epoch {epoch}",
-                   **OUT_OF_RANGE)
+            _check(
+                probes,
+                env.probe(o, epoch),
+                f"case 2: F.LEO {f_leo} < {o} <= leader HW {leader_hw}, epoch {epoch}",
+                **OUT_OF_RANGE,
+            )
+            _check(
+                probes, env.probe(leader_hw, epoch), f"case 2: o = leader HW {leader_hw}, epoch {epoch}", **OUT_OF_RANGE
+            )
             # the boundary: at F's own LEO the follower is in range (empty, no error)
-            _check(probes, env.probe(f_leo, epoch), f"case 2 boundary: o = F.LEO {f_leo}, epoch {epoch}",
-                   error_code=NONE, records=0)
+            _check(
+                probes,
+                env.probe(f_leo, epoch),
+                f"case 2 boundary: o = F.LEO {f_leo}, epoch {epoch}",
+                error_code=NONE,
+                records=0,
+            )
             # the leader has o and serves it (to a consumer it redirects nobody at offset o
             # unless a replica in the consumer's rack has it: the probe's rack matches none)
-            _check(probes, env.probe(o, epoch, node=env.leader), f"case 2 on the leader: o = {o}, epoch {epoch}",
-                   error_code=NONE, records=leader_hw - o, high_watermark=leader_hw)
+            _check(
+                probes,
+                env.probe(o, epoch, node=env.leader),
+                f"case 2 on the leader: o = {o}, epoch {epoch}",
+                error_code=NONE,
+                records=leader_hw - o,
+                high_watermark=leader_hw,
+            )
     finally:
         cluster.set_links_enabled(links, True)
         if cluster.node(f).state == NodeState.STOPPED:
             cluster.node(f).start()
         env.close()
-        _record(results_root, campaign, kafka_version, 2,
-                "offset between the follower's LEO and a known-committed offset (the leader's HW)",
-                state, probes, repro)
+        _record(
+            results_root,
+            campaign,
+            kafka_version,
+            2,
+            "offset between the follower's LEO and a known-committed offset (the leader's HW)",
+            state,
+            probes,
+            repro,
+        )
     cluster.wait_for_isr(TOPIC, 0, lambda s: len(s.isr) == 3, 60, f"broker {f} rejoins the ISR after healing")
 
 
 def test_case3_offset_below_log_start_is_out_of_range(
-        cluster_factory, kafka_version: str, results_root: Path, campaign: str, repro: str) -> None:
+    cluster_factory, kafka_version: str, results_root: Path, campaign: str, repro: str
+) -> None:
     """o < log start (raised with DeleteRecords): OFFSET_OUT_OF_RANGE; at the log start the
     follower serves records and reports the new log start."""
     env = Env(cluster_factory(brokers=3, racks=3, broker_config=BROKER_CONFIG))
@@ -251,22 +343,32 @@ def test_case3_offset_below_log_start_is_out_of_range(
     start = 60
     try:
         env.obs.admin.delete_records({TopicPartition(TOPIC, 0): start})
-        wait_until(lambda: replica_hw(env.obs, env.follower, TOPIC, env.tid)[1] == start, 15,
-                   f"follower {env.follower} has log start {start}")
+        wait_until(
+            lambda: replica_hw(env.obs, env.follower, TOPIC, env.tid)[1] == start,
+            15,
+            f"follower {env.follower} has log start {start}",
+        )
         state = env.state()
         for epoch in (-1, env.epoch):
             for o in (0, start - 1):
-                _check(probes, env.probe(o, epoch), f"case 3: {o} < log start {start}, epoch {epoch}",
-                       **OUT_OF_RANGE)
-            _check(probes, env.probe(start, epoch), f"case 3 boundary: o = log start {start}, epoch {epoch}",
-                   error_code=NONE, records=N - start, high_watermark=N, log_start_offset=start)
+                _check(probes, env.probe(o, epoch), f"case 3: {o} < log start {start}, epoch {epoch}", **OUT_OF_RANGE)
+            _check(
+                probes,
+                env.probe(start, epoch),
+                f"case 3 boundary: o = log start {start}, epoch {epoch}",
+                error_code=NONE,
+                records=N - start,
+                high_watermark=N,
+                log_start_offset=start,
+            )
     finally:
         env.close()
         _record(results_root, campaign, kafka_version, 3, "offset below the log start", state, probes, repro)
 
 
 def test_case4_offset_above_everything_is_out_of_range(
-        cluster_factory, kafka_version: str, results_root: Path, campaign: str, repro: str) -> None:
+    cluster_factory, kafka_version: str, results_root: Path, campaign: str, repro: str
+) -> None:
     """o above every replica's LEO: OFFSET_OUT_OF_RANGE on the follower and on the leader. A
     current_leader_epoch newer than the replica's is refused before the offset is looked at."""
     env = Env(cluster_factory(brokers=3, racks=3, broker_config=BROKER_CONFIG))
@@ -278,12 +380,27 @@ def test_case4_offset_above_everything_is_out_of_range(
         for epoch in (-1, env.epoch):
             for o in (top + 1, top + 1_000_000):
                 for node, who in ((env.follower, "follower"), (env.leader, "leader")):
-                    _check(probes, env.probe(o, epoch, node=node), f"case 4 on the {who}: {o} > every LEO {top}, epoch {epoch}",
-                           **OUT_OF_RANGE)
-            _check(probes, env.probe(top, epoch), f"case 4 boundary: o = LEO = HW {top}, epoch {epoch}",
-                   **empty_in_range(N))
-        _check(probes, env.probe(top + 1, env.epoch + 1), f"case 4 with a future epoch {env.epoch + 1}",
-               error_code=UNKNOWN_LEADER_EPOCH, records=0, high_watermark=UNKNOWN, log_start_offset=UNKNOWN)
+                    _check(
+                        probes,
+                        env.probe(o, epoch, node=node),
+                        f"case 4 on the {who}: {o} > every LEO {top}, epoch {epoch}",
+                        **OUT_OF_RANGE,
+                    )
+            _check(
+                probes,
+                env.probe(top, epoch),
+                f"case 4 boundary: o = LEO = HW {top}, epoch {epoch}",
+                **empty_in_range(N),
+            )
+        _check(
+            probes,
+            env.probe(top + 1, env.epoch + 1),
+            f"case 4 with a future epoch {env.epoch + 1}",
+            error_code=UNKNOWN_LEADER_EPOCH,
+            records=0,
+            high_watermark=UNKNOWN,
+            log_start_offset=UNKNOWN,
+        )
     finally:
         env.close()
         _record(results_root, campaign, kafka_version, 4, "offset above everything", state, probes, repro)

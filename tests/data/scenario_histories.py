@@ -33,8 +33,10 @@ MOVE_S = 2.0  # a consumer moves to the leader once its replica is out
 REJOIN_S = 2.0  # a healed broker is back in the ISR
 RETURN_S = 3.0  # its rack's consumer fetches from it again
 BATCH = 50  # records per poll at most
-RACKS = {"brokers": {"1": "rack-a", "2": "rack-b", "3": "rack-c"},
-         "clients": {"consumer-0": "rack-a", "consumer-1": "rack-b", "consumer-2": "rack-c"}}
+RACKS = {
+    "brokers": {"1": "rack-a", "2": "rack-b", "3": "rack-c"},
+    "clients": {"consumer-0": "rack-a", "consumer-1": "rack-b", "consumer-2": "rack-c"},
+}
 TOPIC = "t"
 
 
@@ -71,8 +73,10 @@ def _fault_target(text: str, leaders: dict[int, int]) -> tuple[str, int, dict[st
     if kind in ("cut", "timeout", "latency"):
         peer = "--peer" in words
         flow = "--flow" in words
-        params = {"peer": "broker:1" if peer else None,
-                  "cuts_off": [broker] if kind in ("cut", "timeout") and not peer and not flow else []}
+        params = {
+            "peer": "broker:1" if peer else None,
+            "cuts_off": [broker] if kind in ("cut", "timeout") and not peer and not flow else [],
+        }
         if kind == "latency":
             params["latency"] = 8000
     return kind, broker, params
@@ -80,8 +84,14 @@ def _fault_target(text: str, leaders: dict[int, int]) -> tuple[str, int, dict[st
 
 def generate(plan: Plan, *, partitions: int = 1, profile_seconds: float = 20.0) -> Generated:
     settings = plan.settings()
-    config = {"acks": "all", "idempotence": False, "unclean_leader_election": False, "min_insync_replicas": 2,
-              "replication_factor": 3, **header_entries(settings)}
+    config = {
+        "acks": "all",
+        "idempotence": False,
+        "unclean_leader_election": False,
+        "min_insync_replicas": 2,
+        "replication_factor": 3,
+        **header_entries(settings),
+    }
     b = HistoryBuilder(config, step_ms=0, racks=RACKS, suite=plan.suite, scenario=plan.scenario)
     b.header["config"] = config  # exactly what a run records (no builder defaults)
     gen = Generated(b, plan, partitions)
@@ -162,8 +172,12 @@ def generate(plan: Plan, *, partitions: int = 1, profile_seconds: float = 20.0) 
                 if replica is None or pos[(c, p)] >= hw[p]:
                     continue
                 lo, hi = pos[(c, p)], min(hw[p], pos[(c, p)] + BATCH)
-                b.poll(f"consumer-{c}", [(TOPIC, p, o, f"p{p}-{o}") for o in range(lo, hi)], replica=replica,
-                       epoch=epochs[p])
+                b.poll(
+                    f"consumer-{c}",
+                    [(TOPIC, p, o, f"p{p}-{o}") for o in range(lo, hi)],
+                    replica=replica,
+                    epoch=epochs[p],
+                )
                 pos[(c, p)] = hi
         if now + 1e-9 >= next_obs:
             next_obs += observe
@@ -183,9 +197,17 @@ def _nemesis(b: HistoryBuilder, f: str, kind: str, broker: int, params: dict[str
     b.event("nemesis", "ok", f, value)
 
 
-def _route(c: int, rb: int, p: int, now: float, leaders: dict[int, int], isr: dict[int, set[int]],
-           faulted: dict[int, str], moved_at: dict[tuple[int, int], float],
-           return_at: dict[tuple[int, int], float]) -> int | None:
+def _route(
+    c: int,
+    rb: int,
+    p: int,
+    now: float,
+    leaders: dict[int, int],
+    isr: dict[int, set[int]],
+    faulted: dict[int, str],
+    moved_at: dict[tuple[int, int], float],
+    return_at: dict[tuple[int, int], float],
+) -> int | None:
     """The replica consumer c reads partition p from now, or None (it is stalled)."""
     back = now >= return_at.get((c, p), 0.0)
     if rb in isr[p] and back and (rb == leaders[p] or now >= return_at.get((c, p), 0.0)):

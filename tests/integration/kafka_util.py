@@ -16,8 +16,9 @@ def live_bootstrap(cluster: Cluster, rack: str | None = None) -> list[str]:
     return [s for s, b in zip(servers, cluster.topo.brokers) if cluster.nodes[b.node_id].state.value == "running"]
 
 
-def produce(cluster: Cluster, topic: str, count: int, size: int = 100, rack: str | None = None,
-            partition: int = 0) -> None:
+def produce(
+    cluster: Cluster, topic: str, count: int, size: int = 100, rack: str | None = None, partition: int = 0
+) -> None:
     producer = KafkaProducer(bootstrap_servers=live_bootstrap(cluster, rack), acks="all", linger_ms=5)
     try:
         for i in range(count):
@@ -27,12 +28,14 @@ def produce(cluster: Cluster, topic: str, count: int, size: int = 100, rack: str
         producer.close(timeout=10)
 
 
-def consume_all(cluster: Cluster, topic: str, count: int, rack: str, client_rack: str | None,
-                timeout: float = 30.0) -> int:
+def consume_all(
+    cluster: Cluster, topic: str, count: int, rack: str, client_rack: str | None, timeout: float = 30.0
+) -> int:
     """Read ``count`` records of partition 0 from the start through ``rack``'s proxies."""
     kwargs = {"client_rack": client_rack} if client_rack else {}
-    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap(rack), enable_auto_commit=False,
-                             auto_offset_reset="earliest", **kwargs)
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap(rack), enable_auto_commit=False, auto_offset_reset="earliest", **kwargs
+    )
     try:
         consumer.assign([TopicPartition(topic, 0)])
         seen = 0
@@ -53,8 +56,9 @@ class BackgroundProducer:
     def __init__(self, cluster: Cluster, topic: str, interval: float = 0.05) -> None:
         import threading
 
-        self._producer = KafkaProducer(bootstrap_servers=live_bootstrap(cluster), acks=1, linger_ms=0,
-                                       request_timeout_ms=5000, max_block_ms=5000)
+        self._producer = KafkaProducer(
+            bootstrap_servers=live_bootstrap(cluster), acks=1, linger_ms=0, request_timeout_ms=5000, max_block_ms=5000
+        )
         self._topic = topic
         self._interval = interval
         self._stop = threading.Event()
@@ -66,7 +70,7 @@ class BackgroundProducer:
             self._producer.send(self._topic, value=b"bg-%d" % self.sent, partition=0)
             self.sent += 1
 
-    def __enter__(self) -> "BackgroundProducer":
+    def __enter__(self) -> BackgroundProducer:
         self._thread.start()
         return self
 

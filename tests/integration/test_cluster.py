@@ -74,7 +74,6 @@ def test_follower_fetching_is_proven_by_proxy_byte_counters(cluster: Cluster) ->
     assert without_rack[follower] < payload / 10, f"a follower served without client_rack: {without_rack}"
 
 
-
 def test_cut_follower_leaves_isr_in_time_and_rejoins_after_heal(cluster: Cluster) -> None:
     cluster.create_topic("cut", partitions=1, replication_factor=3)
     produce(cluster, "cut", 50)
@@ -85,8 +84,13 @@ def test_cut_follower_leaves_isr_in_time_and_rejoins_after_heal(cluster: Cluster
     cluster.set_links_enabled(links, False)
     try:
         with BackgroundProducer(cluster, "cut"):
-            cluster.wait_for_isr("cut", 0, lambda s: follower not in s.isr, LAG_MS / 1000 + SHRINK_SLACK_S + 10,
-                                 f"broker {follower} leaves the ISR of cut-0")
+            cluster.wait_for_isr(
+                "cut",
+                0,
+                lambda s: follower not in s.isr,
+                LAG_MS / 1000 + SHRINK_SLACK_S + 10,
+                f"broker {follower} leaves the ISR of cut-0",
+            )
             left_after = time.monotonic() - t0
             assert left_after <= LAG_MS / 1000 + SHRINK_SLACK_S, f"left the ISR only after {left_after:.1f}s"
     finally:
@@ -110,8 +114,13 @@ def test_one_way_cut_blocks_only_one_direction(cluster: Cluster) -> None:
         with BackgroundProducer(cluster, "oneway"):
             assert not accepts_connection(topo.link_address(f_node, l_node), port)
             assert accepts_connection(topo.link_address(l_node, f_node), port)  # leader -> follower still open
-            cluster.wait_for_isr("oneway", 0, lambda s: follower not in s.isr, LAG_MS / 1000 + SHRINK_SLACK_S + 10,
-                                 f"broker {follower} leaves the ISR when it cannot reach the leader")
+            cluster.wait_for_isr(
+                "oneway",
+                0,
+                lambda s: follower not in s.isr,
+                LAG_MS / 1000 + SHRINK_SLACK_S + 10,
+                f"broker {follower} leaves the ISR when it cannot reach the leader",
+            )
     finally:
         cluster.set_links_enabled([link], True)
     produce(cluster, "oneway", 10)
@@ -125,8 +134,13 @@ def test_kill_leader_moves_leadership_and_restart_rejoins(cluster: Cluster) -> N
     victim = cluster.nodes[before.leader]
     victim.kill()
     assert not victim.is_alive()
-    after = cluster.wait_for_isr("kill", 0, lambda s: s.leader not in (-1, before.leader), 30,
-                                 f"leadership of kill-0 moves away from killed broker {before.leader}")
+    after = cluster.wait_for_isr(
+        "kill",
+        0,
+        lambda s: s.leader not in (-1, before.leader),
+        30,
+        f"leadership of kill-0 moves away from killed broker {before.leader}",
+    )
     assert after.leader_epoch > before.leader_epoch
     produce(cluster, "kill", 100)  # the survivors still take acks=all writes (ISR of 2)
     victim.restart()
@@ -143,8 +157,13 @@ def test_pause_and_resume_a_follower(cluster: Cluster) -> None:
     node.pause()
     try:
         produce(cluster, "pause", 20)
-        cluster.wait_for_isr("pause", 0, lambda s: follower not in s.isr, LAG_MS / 1000 + SHRINK_SLACK_S + 15,
-                             f"paused broker {follower} leaves the ISR")
+        cluster.wait_for_isr(
+            "pause",
+            0,
+            lambda s: follower not in s.isr,
+            LAG_MS / 1000 + SHRINK_SLACK_S + 15,
+            f"paused broker {follower} leaves the ISR",
+        )
         assert node.is_alive()  # stopped, not dead
     finally:
         node.resume()
@@ -159,8 +178,9 @@ def _cut_client_rack_off_follower(cluster: Cluster, topic: str) -> tuple[str, in
     follower = next(r for r in state.replicas if r != state.leader)
     rack = cluster.rack_of(follower)
     cluster.set_links_enabled([cluster.client_link(rack, follower)], False)
-    assert not accepts_connection(cluster.topo.client_address(rack, cluster.topo.node(follower)),
-                            cluster.topo.client_port(rack))
+    assert not accepts_connection(
+        cluster.topo.client_address(rack, cluster.topo.node(follower)), cluster.topo.client_port(rack)
+    )
     return rack, follower
 
 
@@ -169,18 +189,23 @@ def test_cutting_a_racks_clients_off_one_broker_is_one_proxy(cluster: Cluster) -
     rack, follower = _cut_client_rack_off_follower(cluster, "clientcut")
     try:
         other = next(r for r in cluster.topo.client_racks if r != rack)
-        assert accepts_connection(cluster.topo.client_address(other, cluster.topo.node(follower)),
-                            cluster.topo.client_port(other))
+        assert accepts_connection(
+            cluster.topo.client_address(other, cluster.topo.node(follower)), cluster.topo.client_port(other)
+        )
         assert consume_all(cluster, "clientcut", 200, rack=rack, client_rack=None, timeout=30) == 200
     finally:
         cluster.set_links_enabled([cluster.client_link(rack, follower)], True)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING HW-1 (KIP-392 liveness, kafka-python 3.0.12): a consumer with client_rack=r that "
-    "cannot reach r's in-sync follower makes no progress. The leader keeps naming that follower "
-    "as preferred read replica (it is in the ISR) and returns no records; kafka-python keeps the "
-    "preferred replica after a failed fetch until metadata_max_age_ms (5 min). See README, Findings."))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "FINDING HW-1 (KIP-392 liveness, kafka-python 3.0.12): a consumer with client_rack=r that "
+        "cannot reach r's in-sync follower makes no progress. The leader keeps naming that follower "
+        "as preferred read replica (it is in the ISR) and returns no records; kafka-python keeps the "
+        "preferred replica after a failed fetch until metadata_max_age_ms (5 min). See README, Findings."
+    ),
+)
 def test_finding_consumer_cut_off_from_its_preferred_replica_keeps_reading(cluster: Cluster) -> None:
     rack, follower = _cut_client_rack_off_follower(cluster, "clientcut-ff")
     try:
@@ -195,15 +220,20 @@ def test_dedicated_controller_mode(cluster_factory, controllers: int) -> None:  
     assert [n.node.role.value for n in c.nodes.values()] == ["broker", "broker", "controller"]
     c.create_topic("dc", partitions=1, replication_factor=2)
     produce(c, "dc", 10)
-    state = wait_until(lambda: (lambda s: s if s.hw == 10 else None)(c.partition_state("dc", 0)), 20,
-                       "hw of dc-0 reaches 10")
+    state = wait_until(
+        lambda: (lambda s: s if s.hw == 10 else None)(c.partition_state("dc", 0)), 20, "hw of dc-0 reaches 10"
+    )
     assert state.leo == {b: 10 for b in state.replicas}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING HW-4 (kafka-python 3.0.12): the consumer clears its preferred read replica whenever "
-    "a fetch response carries preferred_read_replica=-1, which every follower response does, so "
-    "every other fetch goes back to the leader (which redirects again). See README, Findings."))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "FINDING HW-4 (kafka-python 3.0.12): the consumer clears its preferred read replica whenever "
+        "a fetch response carries preferred_read_replica=-1, which every follower response does, so "
+        "every other fetch goes back to the leader (which redirects again). See README, Findings."
+    ),
+)
 def test_finding_tailing_rack_consumer_stays_on_its_follower(cluster: Cluster) -> None:
     from kafka import KafkaConsumer, TopicPartition
 
@@ -211,8 +241,13 @@ def test_finding_tailing_rack_consumer_stays_on_its_follower(cluster: Cluster) -
     state = cluster.partition_state("tail", 0)
     follower = next(r for r in state.replicas if r != state.leader)
     rack = cluster.rack_of(follower)
-    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap(rack), client_rack=rack,
-                             enable_auto_commit=False, auto_offset_reset="earliest", fetch_max_wait_ms=100)
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap(rack),
+        client_rack=rack,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=100,
+    )
     answered: dict[int, int] = {}
     fetcher = consumer._fetcher
     original = fetcher._handle_fetch_response

@@ -47,16 +47,21 @@ def test_cut_follower_leaves_isr_and_the_history_records_fault_and_heal(cluster:
         t0 = time.monotonic()
         fault = nemesis.apply(FaultSpec.make("cut", f"broker:{follower}", listeners=["replication"]))
         assert {lk.listener.value for lk in fault.links} == {"replication"}
-        cluster.wait_for_isr("fcut", 0, lambda s: follower not in s.isr, SHRINK_BOUND_S + 10,
-                             f"cut broker {follower} leaves the ISR")
+        cluster.wait_for_isr(
+            "fcut", 0, lambda s: follower not in s.isr, SHRINK_BOUND_S + 10, f"cut broker {follower} leaves the ISR"
+        )
         assert time.monotonic() - t0 <= SHRINK_BOUND_S
         nemesis.heal(fault)
         cluster.wait_for_isr("fcut", 0, full_isr, 60, f"broker {follower} rejoins the ISR")
     history.close()
     events = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()[1:]]
     seen = [(e["type"], e["f"], e["value"]["kind"]) for e in events]
-    assert seen[:4] == [("invoke", "fault", "cut"), ("ok", "fault", "cut"),
-                        ("invoke", "heal", "cut"), ("ok", "heal", "cut")]
+    assert seen[:4] == [
+        ("invoke", "fault", "cut"),
+        ("ok", "fault", "cut"),
+        ("invoke", "heal", "cut"),
+        ("ok", "heal", "cut"),
+    ]
     assert seen[-1] == ("ok", "heal", "all")
     assert f"replication:kafka-{follower}->kafka-{leader}" in events[1]["value"]["links"]
     assert events[1]["value"]["targets"] == [f"kafka-{follower}"]
@@ -76,8 +81,13 @@ def test_latency_above_the_lag_limit_drops_a_follower_and_small_latency_does_not
             time.sleep(0.5)
         nemesis.heal(small)
         nemesis.apply(parse_fault(f"latency {fetch_path} --latency 8000"))
-        cluster.wait_for_isr("flat", 0, lambda s: follower not in s.isr, 3 * SHRINK_BOUND_S,
-                             f"broker {follower} with 8 s fetch latency leaves the ISR")
+        cluster.wait_for_isr(
+            "flat",
+            0,
+            lambda s: follower not in s.isr,
+            3 * SHRINK_BOUND_S,
+            f"broker {follower} with 8 s fetch latency leaves the ISR",
+        )
     healed(cluster, "flat")
 
 
@@ -87,11 +97,11 @@ def test_killed_leader_loses_leadership_and_heal_brings_it_back(cluster: Cluster
     with Injector(cluster) as nemesis:
         fault = nemesis.apply(parse_fault("kill --target leader:fkill/0"))
         assert fault.nodes == (f"kafka-{leader}",)
-        after = cluster.wait_for_isr("fkill", 0, lambda s: s.leader not in (-1, leader), 30,
-                                     "leadership moves off the killed leader")
+        after = cluster.wait_for_isr(
+            "fkill", 0, lambda s: s.leader not in (-1, leader), 30, "leadership moves off the killed leader"
+        )
         assert after.leader_epoch > before.leader_epoch
     healed(cluster, "fkill")
-
 
 
 def test_one_way_cut_is_one_way(cluster: Cluster) -> None:
@@ -103,8 +113,13 @@ def test_one_way_cut_is_one_way(cluster: Cluster) -> None:
         for port in (topo.ports.replication, topo.ports.controller):
             assert not accepts_connection(topo.link_address(f, l), port), "follower -> leader must be cut"
             assert accepts_connection(topo.link_address(l, f), port), "leader -> follower must stay open"
-        cluster.wait_for_isr("fone", 0, lambda s: follower not in s.isr, SHRINK_BOUND_S + 10,
-                             "the follower that cannot reach the leader leaves the ISR")
+        cluster.wait_for_isr(
+            "fone",
+            0,
+            lambda s: follower not in s.isr,
+            SHRINK_BOUND_S + 10,
+            "the follower that cannot reach the leader leaves the ISR",
+        )
     healed(cluster, "fone")
 
 
@@ -122,8 +137,11 @@ def test_rack_client_moves_off_a_killed_preferred_replica(cluster: Cluster) -> N
     healed(cluster, "fmove")
 
 
-@pytest.mark.xfail(strict=True, reason="FINDING HW-1: see README Findings and "
-                   "test_cluster.py::test_finding_consumer_cut_off_from_its_preferred_replica_keeps_reading")
+@pytest.mark.xfail(
+    strict=True,
+    reason="FINDING HW-1: see README Findings and "
+    "test_cluster.py::test_finding_consumer_cut_off_from_its_preferred_replica_keeps_reading",
+)
 def test_finding_rack_client_cut_off_from_its_follower_keeps_consuming(cluster: Cluster) -> None:
     _, follower = follower_of(cluster, "fclient")
     rack = cluster.rack_of(follower)
@@ -150,8 +168,12 @@ def test_bad_fault_requests_get_one_clear_error_and_leave_the_cluster_healed(clu
     healed(cluster, "fbad")
     events = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()[1:]]
     faults = [(e["type"], e["value"]["spec"]) for e in events if e["f"] == "fault"]
-    assert faults == [("fail", "kill --target broker:9"), ("invoke", "pause --target broker:2"),
-                      ("ok", "pause --target broker:2"), ("fail", "kill --target broker:2")]
+    assert faults == [
+        ("fail", "kill --target broker:9"),
+        ("invoke", "pause --target broker:2"),
+        ("ok", "pause --target broker:2"),
+        ("fail", "kill --target broker:2"),
+    ]
     refused = [e for e in events if e["f"] == "fault" and e["type"] == "fail"]
     assert "9" in refused[0]["error"] and str(err.value) in refused[1]["error"]
 

@@ -34,8 +34,14 @@ def _proc_state(pid: int) -> str:
 
 
 def _run_child(code: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ})
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ},
+    )
 
 
 def _read_ready(proc: subprocess.Popen[str], timeout: float = 180) -> dict:
@@ -44,7 +50,7 @@ def _read_ready(proc: subprocess.Popen[str], timeout: float = 180) -> dict:
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if line.startswith("READY "):
-            return json.loads(line[len("READY "):])
+            return json.loads(line[len("READY ") :])
         if not line and proc.poll() is not None:
             raise AssertionError(f"child exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
     raise AssertionError("child never became ready")
@@ -142,7 +148,7 @@ def test_missing_java_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     with pytest.raises(JavaError, match="Java not found"):
         find_java("4.1.0")
     fake = tmp_path / "java"
-    fake.write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    fake.write_text("#!/bin/sh\necho 'openjdk version \"11.0.2\" 2019-01-15' >&2\n")
     fake.chmod(0o755)
     with pytest.raises(JavaError, match="Java 11 .* too old: Kafka 4.1.0 needs Java 17"):
         find_java("4.1.0")
@@ -176,8 +182,12 @@ def test_cli_bad_input_prints_one_line(tmp_path: Path) -> None:
 def test_cluster_cli_up_status_down(kafka_version: str) -> None:
     highwater = str(Path(sys.executable).parent / "highwater")
     name = f"clitest{os.getpid()}"
-    up = subprocess.run([highwater, "cluster", "up", "--name", name, "--kafka-version", kafka_version],
-                        capture_output=True, text=True, timeout=300)
+    up = subprocess.run(
+        [highwater, "cluster", "up", "--name", name, "--kafka-version", kafka_version],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     try:
         assert up.returncode == 0, up.stderr
         for rack in ("rack-a", "rack-b", "rack-c"):
@@ -188,8 +198,9 @@ def test_cluster_cli_up_status_down(kafka_version: str) -> None:
         pid2 = int(re.search(r"kafka-2: node.id=2 .* pid=(\d+)", status.stdout).group(1))  # type: ignore[union-attr]
 
         def fault(*argv: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([highwater, "fault", *argv[:1], "--name", name, *argv[1:]],
-                                  capture_output=True, text=True, timeout=180)
+            return subprocess.run(
+                [highwater, "fault", *argv[:1], "--name", name, *argv[1:]], capture_output=True, text=True, timeout=180
+            )
 
         res = fault("apply", "pause", "--target", "broker:2")
         assert res.returncode == 0 and "applied pause --target broker:2 -> kafka-2" in res.stdout, res
@@ -202,7 +213,8 @@ def test_cluster_cli_up_status_down(kafka_version: str) -> None:
         assert res.returncode == 0, res
         assert _proc_state(pid2) in ("S", "R")
     finally:
-        down = subprocess.run([highwater, "cluster", "down", "--name", name], capture_output=True, text=True,
-                              timeout=180)
+        down = subprocess.run(
+            [highwater, "cluster", "down", "--name", name], capture_output=True, text=True, timeout=180
+        )
     assert down.returncode == 0 and "is down" in down.stdout, down
     assert not [d for d in clusters_dir().iterdir() if d.name.startswith(name)]

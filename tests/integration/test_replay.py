@@ -21,22 +21,41 @@ from highwater.runner import RunSpec, execute_run
 
 
 def fault_kinds(run_dir: Path) -> list[str]:
-    return [e["value"]["kind"] for e in read_history(run_dir / "history.jsonl")
-            if e["f"] == "fault" and e["type"] == "ok"]
+    return [
+        e["value"]["kind"] for e in read_history(run_dir / "history.jsonl") if e["f"] == "fault" and e["type"] == "ok"
+    ]
 
 
-def test_replay_reruns_a_recorded_run(backend: str, kafka_version: str, tmp_path: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
-    shape = ClusterSpec(brokers=3, racks=2, kafka_version=kafka_version,
-                        broker_config={"replica.lag.time.max.ms": "5000"})
+def test_replay_reruns_a_recorded_run(
+    backend: str, kafka_version: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shape = ClusterSpec(
+        brokers=3, racks=2, kafka_version=kafka_version, broker_config={"replica.lag.time.max.ms": "5000"}
+    )
     cluster = start_backend(backend, shape, print)
     try:
-        config = ScheduleConfig(length=6, duration=(2.0, 3.0), gap=(1.0, 2.0), mix=(("latency", 1.0),),
-                                latency_ms=(20.0, 60.0), partitions=("rp/0",))
+        config = ScheduleConfig(
+            length=6,
+            duration=(2.0, 3.0),
+            gap=(1.0, 2.0),
+            mix=(("latency", 1.0),),
+            latency_ms=(20.0, 60.0),
+            partitions=("rp/0",),
+        )
         schedule = Schedule.generate(cluster.topo, 5, config)
         assert schedule.faults, "the schedule has faults"
-        spec = RunSpec(suite="replay", scenario="seeded", campaign="orig", results_root=tmp_path / "results",
-                       duration=10, partitions=1, rate=40, topic="rp", seed=5, producers=1)
+        spec = RunSpec(
+            suite="replay",
+            scenario="seeded",
+            campaign="orig",
+            results_root=tmp_path / "results",
+            duration=10,
+            partitions=1,
+            rate=40,
+            topic="rp",
+            seed=5,
+            producers=1,
+        )
         original = execute_run(cluster, spec, scheduled(schedule))
     finally:
         cluster.stop()
@@ -50,8 +69,13 @@ def test_replay_reruns_a_recorded_run(backend: str, kafka_version: str, tmp_path
     assert rc == {True: 0, False: 1}.get(RunManifest.read(new_dir).valid, 2)  # type: ignore[arg-type]
 
     a, b = RunManifest.read(original.dir), RunManifest.read(new_dir)
-    assert (b.suite, b.scenario, b.seed, b.kafka_version, b.client) == (a.suite, a.scenario, 5, a.kafka_version,
-                                                                         a.client)
+    assert (b.suite, b.scenario, b.seed, b.kafka_version, b.client) == (
+        a.suite,
+        a.scenario,
+        5,
+        a.kafka_version,
+        a.client,
+    )
     assert b.cluster == a.cluster and a.cluster is not None
     assert (a.cluster.brokers, a.cluster.racks, a.cluster.broker_config) == (3, 2, {"replica.lag.time.max.ms": "5000"})
     assert b.nemesis == a.nemesis and b.schedule == schedule.to_dict()

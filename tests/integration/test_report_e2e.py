@@ -77,8 +77,9 @@ def write_position_changes_run(root: Path) -> None:
     d.mkdir(parents=True)
     hist = b.write(d / "history.jsonl")
     verdicts = run_all_checks(hist)
-    (d / "verdict.json").write_text(json.dumps(
-        {"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str))
+    (d / "verdict.json").write_text(
+        json.dumps({"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str)
+    )
     (d / "run.json").write_text(json.dumps({"suite": "chaos", "scenario": "position-changes"}))
 
 
@@ -93,8 +94,13 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     hist.write_bytes(text[: len(text) - 40])  # a crash mid-line: the last event is cut
     out = root / "out"
     code = highwater(["report", str(root), "--out", str(out), "--master", "local[2]", "--quiet"])
-    return {"root": root, "out": out, "code": code, "children": _spark_children(),
-            "summary": json.loads((out / "summary.json").read_text())}
+    return {
+        "root": root,
+        "out": out,
+        "code": code,
+        "children": _spark_children(),
+        "summary": json.loads((out / "summary.json").read_text()),
+    }
 
 
 def test_exit_code_and_summary(report: dict[str, Any]) -> None:
@@ -145,9 +151,13 @@ def test_fetch_counts_match_the_histories(report: dict[str, Any]) -> None:
     from harness.history import read_history
 
     s = report["summary"]
-    got = {(f["run"], f["consumer"]): {**f["by_replica"], **({"None": f["unknown_replica"]}
-                                                            if f["unknown_replica"] else {})}
-           for f in s["fetch"]}
+    got = {
+        (f["run"], f["consumer"]): {
+            **f["by_replica"],
+            **({"None": f["unknown_replica"]} if f["unknown_replica"] else {}),
+        }
+        for f in s["fetch"]
+    }
     want: dict[tuple[str, str], dict[str, int]] = {}
     for r in s["runs"]:
         hist = report["root"] / r["campaign"] / r["run_id"] / "history.jsonl"
@@ -196,12 +206,14 @@ def test_timelines_add_up_to_the_histories(report: dict[str, Any]) -> None:
 
 
 def _verdict_view(summary: dict[str, Any]) -> dict[str, Any]:
-    return {r["run"]: (r["valid"], {c: (v["valid"], v["counts"]) for c, v in r["checks"].items()})
-            for r in summary["runs"]}
+    return {
+        r["run"]: (r["valid"], {c: (v["valid"], v["counts"]) for c, v in r["checks"].items()}) for r in summary["runs"]
+    }
 
 
-def test_second_report_reuses_cached_runs_and_agrees(report: dict[str, Any],
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_second_report_reuses_cached_runs_and_agrees(
+    report: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     """A later report over the same store takes each unchanged run's Spark results from the
     cache and recomputes only a run whose history changed; the verdicts are the same."""
     root = report["root"]
@@ -256,9 +268,11 @@ def test_report_in_headless_chromium(report: dict[str, Any]) -> None:
 def test_browser_check_sees_errors_and_requests(tmp_path: Path) -> None:
     """Negative control: the checker itself must notice a console error and a fetch."""
     bad = tmp_path / "bad.html"
-    bad.write_text("<!DOCTYPE html><html><head><link rel='icon' href='data:,'></head><body>"
-                   "<img src='http://127.0.0.1:9/x.png'><script>console.error('boom')</script>"
-                   "</body></html>")
+    bad.write_text(
+        "<!DOCTYPE html><html><head><link rel='icon' href='data:,'></head><body>"
+        "<img src='http://127.0.0.1:9/x.png'><script>console.error('boom')</script>"
+        "</body></html>"
+    )
     page = check_page(bad, settle_s=0.5)
     assert any("boom" in e for e in page.console_errors)
     assert "http://127.0.0.1:9/x.png" in page.requests

@@ -22,12 +22,27 @@ from reports.browser_check import check_page, find_chromium
 
 def test_report_from_a_real_run_opens_clean_in_chromium(cluster: Cluster, tmp_path: Path) -> None:
     results = tmp_path / "results"
-    result = execute_run(cluster, RunSpec(suite="report", scenario="real-run", campaign="real", results_root=results,
-                                          duration=8, partitions=1, rate=50, topic="rpt"))
+    result = execute_run(
+        cluster,
+        RunSpec(
+            suite="report",
+            scenario="real-run",
+            campaign="real",
+            results_root=results,
+            duration=8,
+            partitions=1,
+            rate=50,
+            topic="rpt",
+        ),
+    )
     assert result.valid is True
     out = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-m", "highwater.cli", "report", str(results), "--out", str(out),
-                           "--master", "local[2]"], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "highwater.cli", "report", str(results), "--out", str(out), "--master", "local[2]"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["valid"] is True
@@ -55,14 +70,32 @@ def test_a_real_scheduled_runs_manifest_reaches_the_report(cluster: Cluster, tmp
     from reports.spark_session import Progress
 
     results = tmp_path / "results"
-    config = ScheduleConfig(length=6, duration=(2.0, 3.0), gap=(1.0, 2.0), mix=(("latency", 1.0),),
-                            latency_ms=(20.0, 60.0), partitions=("sched/0",))
+    config = ScheduleConfig(
+        length=6,
+        duration=(2.0, 3.0),
+        gap=(1.0, 2.0),
+        mix=(("latency", 1.0),),
+        latency_ms=(20.0, 60.0),
+        partitions=("sched/0",),
+    )
     schedule = Schedule.generate(cluster.topo, 11, config)
     assert schedule.faults, "the schedule has faults"
     before = time.time()
-    result = execute_run(cluster, RunSpec(suite="report", scenario="scheduled", campaign="real", results_root=results,
-                                          duration=10, partitions=1, rate=50, topic="sched", seed=11),
-                         scheduled(schedule))
+    result = execute_run(
+        cluster,
+        RunSpec(
+            suite="report",
+            scenario="scheduled",
+            campaign="real",
+            results_root=results,
+            duration=10,
+            partitions=1,
+            rate=50,
+            topic="sched",
+            seed=11,
+        ),
+        scheduled(schedule),
+    )
     after = time.time()
     manifest = RunManifest.read(result.dir)
     assert not manifest.legacy and manifest.seed == 11 and manifest.schedule == schedule.to_dict()

@@ -27,17 +27,32 @@ from highwater.runner import RunSpec, execute_run
 
 
 def test_fault_free_run_is_valid_on_every_check(cluster: Cluster, tmp_path: Path) -> None:
-    spec = RunSpec(suite="workload", scenario="no-faults", campaign="test", results_root=tmp_path,
-                   duration=12, partitions=2, rate=50, producers=2, topic="wl-assign")
+    spec = RunSpec(
+        suite="workload",
+        scenario="no-faults",
+        campaign="test",
+        results_root=tmp_path,
+        duration=12,
+        partitions=2,
+        rate=50,
+        producers=2,
+        topic="wl-assign",
+    )
     result = execute_run(cluster, spec, progress=print)
     by_check = {v.check: v for v in result.verdicts}
-    assert {v.check: v.valid for v in result.verdicts if v.valid is not True} == {}, \
-        json.dumps([v.to_json() for v in result.verdicts if v.valid is not True], default=str)[:3000]
+    assert {v.check: v.valid for v in result.verdicts if v.valid is not True} == {}, json.dumps(
+        [v.to_json() for v in result.verdicts if v.valid is not True], default=str
+    )[:3000]
     assert by_check["lost-write"].counts  # it judged something
     history = read_history(result.dir / "history.jsonl")
     kinds = {(e["process"].split("-")[0], e["f"], e["type"]) for e in history}
-    assert {("producer", "send", "ok"), ("consumer", "poll", "ok"), ("consumer", "assign", "ok"),
-            ("probe", "meta", "ok"), ("final", "final-read", "ok")} <= kinds
+    assert {
+        ("producer", "send", "ok"),
+        ("consumer", "poll", "ok"),
+        ("consumer", "assign", "ok"),
+        ("probe", "meta", "ok"),
+        ("final", "final-read", "ok"),
+    } <= kinds
     finals = [e for e in read_history(result.dir / "history.jsonl") if e["f"] == "final-read"]
     assert len(finals) == 2 * 3  # every replica of every partition
     acked = sum(p["acked"] for p in result.stats["producers"].values())
@@ -47,19 +62,34 @@ def test_fault_free_run_is_valid_on_every_check(cluster: Cluster, tmp_path: Path
     assert history.header["client"] == run["client"] == client_label(get_driver(spec.client))
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "FINDING CANDIDATE HW-7 (not yet diagnosed): now and then one member of a kafka-python 3.0.12 "
-    "group is assigned a partition and never fetches it; the progress check flags a ~38 s stall "
-    "until the coordinator evicts the member and another one reads the partition from 0. Seen in "
-    "1 of 4 CI runs; see README, Findings."))
+@pytest.mark.xfail(
+    strict=False,
+    reason=(
+        "FINDING CANDIDATE HW-7 (not yet diagnosed): now and then one member of a kafka-python 3.0.12 "
+        "group is assigned a partition and never fetches it; the progress check flags a ~38 s stall "
+        "until the coordinator evicts the member and another one reads the partition from 0. Seen in "
+        "1 of 4 CI runs; see README, Findings."
+    ),
+)
 @pytest.mark.parametrize("acks, idempotence", [("1", False), ("all", True)])
-def test_group_consumers_with_acks_and_idempotence(cluster: Cluster, tmp_path: Path, acks: str,
-                                                   idempotence: bool) -> None:
+def test_group_consumers_with_acks_and_idempotence(
+    cluster: Cluster, tmp_path: Path, acks: str, idempotence: bool
+) -> None:
     """subscribe (group) mode records its assignments; acks and idempotence are recorded in the
     header, which is what the policy reads."""
-    spec = RunSpec(suite="workload", scenario=f"group-acks{acks}", campaign="test", results_root=tmp_path,
-                   duration=10, partitions=3, rate=50, consumer_mode="subscribe", acks=acks,
-                   idempotence=idempotence, topic=f"wl-group-{acks}")
+    spec = RunSpec(
+        suite="workload",
+        scenario=f"group-acks{acks}",
+        campaign="test",
+        results_root=tmp_path,
+        duration=10,
+        partitions=3,
+        rate=50,
+        consumer_mode="subscribe",
+        acks=acks,
+        idempotence=idempotence,
+        topic=f"wl-group-{acks}",
+    )
     result = execute_run(cluster, spec, progress=print)
     assert [v.check for v in result.verdicts if v.valid is False] == []
     history = read_history(result.dir / "history.jsonl")
@@ -100,8 +130,10 @@ def test_client_driver_contract(cluster: Cluster, client: str) -> None:
         def on_position_change(self, change: PositionChange) -> None:
             changes.append(change)
 
-    consumer = driver.consumer(ConsumerSettings(cluster.bootstrap(rack), f"{client}-contract-consumer",
-                                                client_rack=rack, group_id=group), Listener())
+    consumer = driver.consumer(
+        ConsumerSettings(cluster.bootstrap(rack), f"{client}-contract-consumer", client_rack=rack, group_id=group),
+        Listener(),
+    )
     tp = TopicPartition(topic, 0)
 
     def read(n: int) -> list[PolledRecord]:
@@ -117,8 +149,9 @@ def test_client_driver_contract(cluster: Cluster, client: str) -> None:
         consumer.assign([tp])
         consumer.seek(tp, 0)
         records = read(count)
-        assert [(r.topic, r.partition, r.offset, r.value) for r in records] == \
-            [(topic, 0, i, f"v-{i}") for i in range(count)]
+        assert [(r.topic, r.partition, r.offset, r.value) for r in records] == [
+            (topic, 0, i, f"v-{i}") for i in range(count)
+        ]
         assert all(r.leader_epoch is not None and r.leader_epoch >= 0 for r in records)
         assert {r.replica for r in records} <= set(cluster.broker_ids)
         consumer.commit()

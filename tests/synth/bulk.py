@@ -31,8 +31,7 @@ def writes_for_events(events: int) -> int:
     return int(events / 2.215)
 
 
-def generate(path: Path, run_id: str, events: int = 100_000, *, skip: bool = False,
-             lost: bool = False) -> int:
+def generate(path: Path, run_id: str, events: int = 100_000, *, skip: bool = False, lost: bool = False) -> int:
     """Write one run's history as Parquet; returns the number of events."""
     w = writes_for_events(events)
     i = np.arange(w)
@@ -41,8 +40,18 @@ def generate(path: Path, run_id: str, events: int = 100_000, *, skip: bool = Fal
     cols: dict[str, list[object]] = {k: [] for k in PARQUET_SCHEMA.names}
     cols["_t"] = []
 
-    def add(t: int, proc: str, typ: str, f: str, *, hot: dict[str, object] | None = None,
-            value: object = None, records: object = None, rest: object = None, present: int = 0) -> None:
+    def add(
+        t: int,
+        proc: str,
+        typ: str,
+        f: str,
+        *,
+        hot: dict[str, object] | None = None,
+        value: object = None,
+        records: object = None,
+        rest: object = None,
+        present: int = 0,
+    ) -> None:
         cols["_t"].append(t)
         cols["index"].append(0)
         cols["time_ns"].append(t)
@@ -62,9 +71,12 @@ def generate(path: Path, run_id: str, events: int = 100_000, *, skip: bool = Fal
     t_send = i * 2 * MS
     send = {
         "_t": np.concatenate([t_send, t_send + MS]),
-        "process": ["producer-0"] * (2 * w), "type": ["invoke"] * w + ["ok"] * w,
-        "f": ["send"] * (2 * w), "topic": ["t"] * (2 * w),
-        "partition": np.concatenate([part, part]), "offset": [None] * w + off.tolist(),
+        "process": ["producer-0"] * (2 * w),
+        "type": ["invoke"] * w + ["ok"] * w,
+        "f": ["send"] * (2 * w),
+        "topic": ["t"] * (2 * w),
+        "partition": np.concatenate([part, part]),
+        "offset": [None] * w + off.tolist(),
         "value": np.concatenate([vals, vals]),
     }
     # polls, per consumer and partition, in batches of BATCH offsets
@@ -74,30 +86,45 @@ def generate(path: Path, run_id: str, events: int = 100_000, *, skip: bool = Fal
         for p in range(PARTS):
             idx = i[part == p]
             for k in range(0, len(idx), BATCH):
-                chunk = idx[k:k + BATCH]
+                chunk = idx[k : k + BATCH]
                 if skip and c == 0 and p == 0 and k == BATCH * 5:
                     chunk = np.delete(chunk, [3, 4])
                 t = int(t_send[chunk[-1]] + MS + (5 + c) * MS // 10)
                 poll_t.append(t)
                 poll_proc.append(proc)
-                poll_recs.append([{"topic": "t", "partition": p, "offset": int(off[j]), "value": vals[j],
-                                   "value_kind": 0, "leader_epoch": 0, "replica": replica}
-                                  for j in chunk])
+                poll_recs.append(
+                    [
+                        {
+                            "topic": "t",
+                            "partition": p,
+                            "offset": int(off[j]),
+                            "value": vals[j],
+                            "value_kind": 0,
+                            "leader_epoch": 0,
+                            "replica": replica,
+                        }
+                        for j in chunk
+                    ]
+                )
     for t, proc, recs in zip(poll_t, poll_proc, poll_recs):
         add(t - MS // 20, proc, "invoke", "poll", rest=None)
         add(t, proc, "ok", "poll", records=recs, rest={}, present=1 << 9)
     fault_w, heal_w = w // 3, 2 * w // 3
-    add(int(t_send[fault_w]) + MS // 2, "nemesis", "info", "fault",
-        rest={"kind": "kill", "targets": [3], "params": {}})
-    add(int(t_send[heal_w]) + MS // 2, "nemesis", "info", "heal",
-        rest={"kind": "kill", "targets": [3], "params": {}})
+    add(int(t_send[fault_w]) + MS // 2, "nemesis", "info", "fault", rest={"kind": "kill", "targets": [3], "params": {}})
+    add(int(t_send[heal_w]) + MS // 2, "nemesis", "info", "heal", rest={"kind": "kill", "targets": [3], "params": {}})
     for k in range(0, w, 300):
         isr = [1, 2] if fault_w <= k < heal_w else [1, 2, 3]
         for p in range(PARTS):
-            hw = int(((part[:k + 1] == p)).sum())
-            add(int(t_send[k]) + MS // 3, "observer", "ok", "meta",
+            hw = int((part[: k + 1] == p).sum())
+            add(
+                int(t_send[k]) + MS // 3,
+                "observer",
+                "ok",
+                "meta",
                 hot={"topic": "t", "partition": p, "leader": 1 + p % 2, "leader_epoch": 0, "hw": hw},
-                rest={"isr": isr, "leo": {str(b): hw for b in isr}}, present=0b11010011)
+                rest={"isr": isr, "leo": {str(b): hw for b in isr}},
+                present=0b11010011,
+            )
     end = int(t_send[-1]) + 10 * MS
     lost_at = int(w * 3 // 4)
     for p in range(PARTS):
@@ -107,9 +134,16 @@ def generate(path: Path, run_id: str, events: int = 100_000, *, skip: bool = Fal
             fv[np.searchsorted(idx, lost_at)] = f"{run_id}-other"
         recs = [{"offset": int(o), "value": v, "value_kind": 0} for o, v in zip(off[idx], fv)]
         for rep in (1, 2, 3):
-            add(end, "final", "ok", "final-read", records=recs, rest={},
+            add(
+                end,
+                "final",
+                "ok",
+                "final-read",
+                records=recs,
+                rest={},
                 hot={"topic": "t", "partition": p, "replica": rep, "hw": len(idx), "log_start": 0},
-                present=0b111011 | (1 << 9))
+                present=0b111011 | (1 << 9),
+            )
     # merge the send block with the rest, ordered by time (stable: invoke before ok)
     n_small = len(cols["_t"])
     t_all = np.concatenate([send["_t"], np.asarray(cols["_t"], dtype=np.int64)])
@@ -136,12 +170,17 @@ def generate(path: Path, run_id: str, events: int = 100_000, *, skip: bool = Fal
         "value_json": _take([json.dumps({"key": None})] * (2 * w), cols["value_json"], order),
         "present": _take([0b111 | (1 << 8)] * w + [0b111 | (1 << 8)] * w, cols["present"], order),
     }
-    header = {"format": FORMAT, "run_id": run_id, "kafka_version": "4.3.1",
-              "client": "kafka-python 3.0.12",
-              "racks": {"brokers": {"1": "rack-a", "2": "rack-b", "3": "rack-c"},
-                        "clients": {"consumer-0": "rack-a", "consumer-1": "rack-b"}},
-              "config": {"acks": "all", "idempotence": True, "unclean_leader_election": False,
-                         "min_insync_replicas": 2}}
+    header = {
+        "format": FORMAT,
+        "run_id": run_id,
+        "kafka_version": "4.3.1",
+        "client": "kafka-python 3.0.12",
+        "racks": {
+            "brokers": {"1": "rack-a", "2": "rack-b", "3": "rack-c"},
+            "clients": {"consumer-0": "rack-a", "consumer-1": "rack-b"},
+        },
+        "config": {"acks": "all", "idempotence": True, "unclean_leader_election": False, "min_insync_replicas": 2},
+    }
     schema = PARQUET_SCHEMA.with_metadata({HEADER_METADATA_KEY: json.dumps(header).encode()})
     arrays = [pa.array(table[name], type=schema.field(name).type) for name in schema.names]
     path.parent.mkdir(parents=True, exist_ok=True)

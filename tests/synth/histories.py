@@ -18,12 +18,19 @@ Record = tuple[str, int, int, Any]  # topic, partition, offset, value
 class HistoryBuilder:
     """Appends events; every event advances the clock by ``step_ms`` (see ``advance``)."""
 
-    def __init__(self, config: Mapping[str, Any] | None = None, *, step_ms: int = 1,
-                 **header: Any) -> None:
-        self.header: dict[str, Any] = {"format": FORMAT, "run_id": "synthetic", **header,
-                                       "config": {"acks": "all", "idempotence": True,
-                                                  "unclean_leader_election": False,
-                                                  "min_insync_replicas": 2, **(config or {})}}
+    def __init__(self, config: Mapping[str, Any] | None = None, *, step_ms: int = 1, **header: Any) -> None:
+        self.header: dict[str, Any] = {
+            "format": FORMAT,
+            "run_id": "synthetic",
+            **header,
+            "config": {
+                "acks": "all",
+                "idempotence": True,
+                "unclean_leader_election": False,
+                "min_insync_replicas": 2,
+                **(config or {}),
+            },
+        }
         self.events: list[dict[str, Any]] = []
         self.now = 0
         self.step = step_ms * MS
@@ -32,18 +39,32 @@ class HistoryBuilder:
         self.now += int(ms * MS)
         return self
 
-    def event(self, process: str, type_: str, f: str, value: Any = None,
-              error: str | None = None) -> dict[str, Any]:
-        ev = {"index": len(self.events), "time_ns": self.now, "process": process, "type": type_,
-              "f": f, "value": value, "error": error}
+    def event(self, process: str, type_: str, f: str, value: Any = None, error: str | None = None) -> dict[str, Any]:
+        ev = {
+            "index": len(self.events),
+            "time_ns": self.now,
+            "process": process,
+            "type": type_,
+            "f": f,
+            "value": value,
+            "error": error,
+        }
         self.events.append(ev)
         self.now += self.step
         return ev
 
     # workload events -------------------------------------------------------------------
 
-    def send(self, proc: str, topic: str, partition: int, value: Any, offset: int | None = None,
-             outcome: str | None = "ok", error: str | None = None) -> dict[str, Any]:
+    def send(
+        self,
+        proc: str,
+        topic: str,
+        partition: int,
+        value: Any,
+        offset: int | None = None,
+        outcome: str | None = "ok",
+        error: str | None = None,
+    ) -> dict[str, Any]:
         """An invoke, then (unless outcome is None) its completion; returns the completion."""
         v = {"topic": topic, "partition": partition, "key": None, "value": value}
         inv = self.event(proc, "invoke", "send", v)
@@ -53,10 +74,13 @@ class HistoryBuilder:
         err = None if outcome == "ok" else (error or ("TimeoutError" if outcome == "info" else "Error"))
         return self.event(proc, outcome, "send", done, err)
 
-    def poll(self, proc: str, records: Iterable[Record], *, replica: int | None = None,
-             epoch: int | None = 0) -> dict[str, Any]:
-        recs = [{"topic": t, "partition": p, "offset": o, "value": v, "leader_epoch": epoch,
-                 "replica": replica} for t, p, o, v in records]
+    def poll(
+        self, proc: str, records: Iterable[Record], *, replica: int | None = None, epoch: int | None = 0
+    ) -> dict[str, Any]:
+        recs = [
+            {"topic": t, "partition": p, "offset": o, "value": v, "leader_epoch": epoch, "replica": replica}
+            for t, p, o, v in records
+        ]
         self.event(proc, "invoke", "poll", None)
         return self.event(proc, "ok", "poll", {"records": recs})
 
@@ -64,34 +88,69 @@ class HistoryBuilder:
         self.event(proc, "invoke", "poll", None)
         return self.event(proc, type_, "poll", None, error)
 
-    def assign(self, proc: str, topic: str | None, partition: int | None, offset: int | None,
-               reason: str = "assign", f: str = "assign") -> dict[str, Any]:
-        return self.event(proc, "ok", f, {"topic": topic, "partition": partition,
-                                          "offset": offset, "reason": reason})
+    def assign(
+        self,
+        proc: str,
+        topic: str | None,
+        partition: int | None,
+        offset: int | None,
+        reason: str = "assign",
+        f: str = "assign",
+    ) -> dict[str, Any]:
+        return self.event(proc, "ok", f, {"topic": topic, "partition": partition, "offset": offset, "reason": reason})
 
-    def seek(self, proc: str, topic: str, partition: int, offset: int | None,
-             reason: str = "seek") -> dict[str, Any]:
+    def seek(self, proc: str, topic: str, partition: int, offset: int | None, reason: str = "seek") -> dict[str, Any]:
         return self.assign(proc, topic, partition, offset, reason, f="seek")
 
-    def meta(self, topic: str, partition: int, *, leader: int, isr: Sequence[int], hw: int | None,
-             epoch: int = 0, leo: Mapping[int, int] | None = None, proc: str = "observer") -> dict[str, Any]:
-        return self.event(proc, "ok", "meta", {
-            "topic": topic, "partition": partition, "leader": leader, "leader_epoch": epoch,
-            "isr": list(isr), "hw": hw, "leo": {str(k): x for k, x in (leo or {}).items()}})
+    def meta(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        leader: int,
+        isr: Sequence[int],
+        hw: int | None,
+        epoch: int = 0,
+        leo: Mapping[int, int] | None = None,
+        proc: str = "observer",
+    ) -> dict[str, Any]:
+        return self.event(
+            proc,
+            "ok",
+            "meta",
+            {
+                "topic": topic,
+                "partition": partition,
+                "leader": leader,
+                "leader_epoch": epoch,
+                "isr": list(isr),
+                "hw": hw,
+                "leo": {str(k): x for k, x in (leo or {}).items()},
+            },
+        )
 
     def fault(self, kind: str, targets: Sequence[Any], **params: Any) -> dict[str, Any]:
-        return self.event("nemesis", "info", "fault", {"kind": kind, "targets": list(targets),
-                                                        "params": params})
+        return self.event("nemesis", "info", "fault", {"kind": kind, "targets": list(targets), "params": params})
 
     def heal(self, kind: str | None, targets: Sequence[Any] = ()) -> dict[str, Any]:
-        return self.event("nemesis", "info", "heal", {"kind": kind, "targets": list(targets),
-                                                       "params": {}})
+        return self.event("nemesis", "info", "heal", {"kind": kind, "targets": list(targets), "params": {}})
 
-    def final(self, topic: str, partition: int, replica: int, hw: int,
-              records: Iterable[tuple[int, Any]], log_start: int = 0) -> dict[str, Any]:
-        return self.event("final", "ok", "final-read", {
-            "topic": topic, "partition": partition, "replica": replica, "hw": hw,
-            "log_start": log_start, "records": [[o, v] for o, v in records]})
+    def final(
+        self, topic: str, partition: int, replica: int, hw: int, records: Iterable[tuple[int, Any]], log_start: int = 0
+    ) -> dict[str, Any]:
+        return self.event(
+            "final",
+            "ok",
+            "final-read",
+            {
+                "topic": topic,
+                "partition": partition,
+                "replica": replica,
+                "hw": hw,
+                "log_start": log_start,
+                "records": [[o, v] for o, v in records],
+            },
+        )
 
     # output ------------------------------------------------------------------------------
 

@@ -53,18 +53,30 @@ def build_history(spec: RunSpec) -> HistoryBuilder:
     edges = "edges" in spec.anomalies
     brokers = {1: "rack-a", 2: "rack-b", 3: "rack-c"}
     consumers = {"consumer-0": "rack-a", "consumer-1": "rack-b"}
-    b = HistoryBuilder({"acks": "all", "idempotence": True, "unclean_leader_election": False,
-                        "min_insync_replicas": 2,
-                        # short bounds: a synthetic run lasts seconds, not minutes
-                        "follower_fetch_grace_ms": 100, "follower_fetch_bound_ms": 3000,
-                        "progress_bound_ms": 3000, "replica_lag_time_max_ms": 500,
-                        "isr_slack_ms": 500, "isr_rejoin_bound_ms": 3000,
-                        # the fault window lasts ~0.9 s: bounds below it, so every window is judged
-                        "isr_leave_bound_ms": 400, "consumer_stall_bound_ms": 300,
-                        "consumer_stall_hang_bound_ms": 300},
-                       run_id=spec.run_id, kafka_version=spec.kafka_version, client=spec.client,
-                       racks={"brokers": {str(k): v for k, v in brokers.items()},
-                              "clients": consumers}, step_ms=5)
+    b = HistoryBuilder(
+        {
+            "acks": "all",
+            "idempotence": True,
+            "unclean_leader_election": False,
+            "min_insync_replicas": 2,
+            # short bounds: a synthetic run lasts seconds, not minutes
+            "follower_fetch_grace_ms": 100,
+            "follower_fetch_bound_ms": 3000,
+            "progress_bound_ms": 3000,
+            "replica_lag_time_max_ms": 500,
+            "isr_slack_ms": 500,
+            "isr_rejoin_bound_ms": 3000,
+            # the fault window lasts ~0.9 s: bounds below it, so every window is judged
+            "isr_leave_bound_ms": 400,
+            "consumer_stall_bound_ms": 300,
+            "consumer_stall_hang_bound_ms": 300,
+        },
+        run_id=spec.run_id,
+        kafka_version=spec.kafka_version,
+        client=spec.client,
+        racks={"brokers": {str(k): v for k, v in brokers.items()}, "clients": consumers},
+        step_ms=5,
+    )
     parts = list(range(spec.partitions))
     logs: dict[int, list[tuple[int, Any]]] = {p: [] for p in parts}
     acked: list[tuple[int, int, Any]] = []
@@ -99,21 +111,29 @@ def build_history(spec: RunSpec) -> HistoryBuilder:
         else:
             off = len(logs[p])
             logs[p].append((off, value))
-            b.send("producer-0", TOPIC, p, value, offset=off if outcome == "ok" else None,
-                   outcome=outcome)
+            b.send("producer-0", TOPIC, p, value, offset=off if outcome == "ok" else None, outcome=outcome)
             if outcome == "ok":
                 acked.append((p, off, value))
         if edges and i == 11:
             b.send("producer-0", TOPIC, p, None, outcome="info")  # null value, unknown outcome
         if i % 10 == 9:
             for q in parts:
-                b.meta(TOPIC, q, leader=leader[q], isr=isr, hw=len(logs[q]),
-                       leo={k: len(logs[q]) for k in isr})
+                b.meta(TOPIC, q, leader=leader[q], isr=isr, hw=len(logs[q]), leo={k: len(logs[q]) for k in isr})
         if i % 6 == 5:
             for c, rack in consumers.items():
-                _poll(b, rnd, c, rack, parts, logs, pos, brokers, isr, leader,
-                      skip=("skip" in spec.anomalies and c == "consumer-0" and not skip_done
-                            and i > spec.writes // 2))
+                _poll(
+                    b,
+                    rnd,
+                    c,
+                    rack,
+                    parts,
+                    logs,
+                    pos,
+                    brokers,
+                    isr,
+                    leader,
+                    skip=("skip" in spec.anomalies and c == "consumer-0" and not skip_done and i > spec.writes // 2),
+                )
                 if "skip" in spec.anomalies and c == "consumer-0" and i > spec.writes // 2:
                     skip_done = True
         if edges and i == spec.writes // 2:
@@ -135,14 +155,25 @@ def build_history(spec: RunSpec) -> HistoryBuilder:
         for rep in (1, 2, 3):
             short = rep == 3 and "lost" not in spec.anomalies
             hw = len(final[p]) - (1 if short else 0)
-            b.final(TOPIC, p, rep, hw, recs[:len(recs) - (1 if short else 0)], log_start=log_start)
+            b.final(TOPIC, p, rep, hw, recs[: len(recs) - (1 if short else 0)], log_start=log_start)
     return b
 
 
-def _poll(b: HistoryBuilder, rnd: random.Random, consumer: str, rack: str, parts: list[int],
-          logs: dict[int, list[tuple[int, Any]]], pos: dict[tuple[str, int], int],
-          brokers: dict[int, str], isr: list[int], leader: dict[int, int], *, skip: bool,
-          limit: int = 6) -> None:
+def _poll(
+    b: HistoryBuilder,
+    rnd: random.Random,
+    consumer: str,
+    rack: str,
+    parts: list[int],
+    logs: dict[int, list[tuple[int, Any]]],
+    pos: dict[tuple[str, int], int],
+    brokers: dict[int, str],
+    isr: list[int],
+    leader: dict[int, int],
+    *,
+    skip: bool,
+    limit: int = 6,
+) -> None:
     """One poll of up to ``limit`` records per partition, served by the consumer's rack
     replica while it is in the ISR (KIP-392), else by the leader."""
     recs = []
@@ -152,7 +183,7 @@ def _poll(b: HistoryBuilder, rnd: random.Random, consumer: str, rack: str, parts
         start = pos[(consumer, p)]
         if skip and p == parts[0] and start + 2 < len(logs[p]):
             start += 2  # jump over two committed offsets: the poll-skip anomaly
-        chunk = logs[p][start:start + rnd.randint(1, limit) if limit < 10**6 else None]
+        chunk = logs[p][start : start + rnd.randint(1, limit) if limit < 10**6 else None]
         for off, val in chunk:
             recs.append((TOPIC, p, off, val, replica_for[p]))
         pos[(consumer, p)] = start + len(chunk)
@@ -171,23 +202,42 @@ def write_run(root: Path, spec: RunSpec, *, with_verdict: bool = True) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     b = build_history(spec)
     hist = b.write(d / "history.jsonl")
-    repro = (f"highwater campaign --suite {spec.suite} --scenario {spec.scenario} "
-             f"--seed {spec.seed} --kafka-version {spec.kafka_version}")
-    schedule = {"format": "highwater.schedule/1", "seed": spec.seed,
-                "faults": [{"id": 0, "start": 5.0, "duration": 10.0, "cli": "kill --target broker:3"}]}
-    RunManifest(run_id=spec.run_id, campaign=spec.campaign, suite=spec.suite, scenario=spec.scenario,
-                kafka_version=spec.kafka_version, client=spec.client, config=b.header["config"], seed=spec.seed,
-                repro=repro, started_at=spec.started_at, racks=Racks.from_json(b.header["racks"]),
-                nemesis=NemesisRecord("scheduled", schedule=schedule),
-                client_bytes={"rack-a": {"1": 52_000, "2": 1_000, "3": 0},
-                              "rack-b": {"1": 2_000, "2": 48_000, "3": 0}}).write(d / "run.json")
+    repro = (
+        f"highwater campaign --suite {spec.suite} --scenario {spec.scenario} "
+        f"--seed {spec.seed} --kafka-version {spec.kafka_version}"
+    )
+    schedule = {
+        "format": "highwater.schedule/1",
+        "seed": spec.seed,
+        "faults": [{"id": 0, "start": 5.0, "duration": 10.0, "cli": "kill --target broker:3"}],
+    }
+    RunManifest(
+        run_id=spec.run_id,
+        campaign=spec.campaign,
+        suite=spec.suite,
+        scenario=spec.scenario,
+        kafka_version=spec.kafka_version,
+        client=spec.client,
+        config=b.header["config"],
+        seed=spec.seed,
+        repro=repro,
+        started_at=spec.started_at,
+        racks=Racks.from_json(b.header["racks"]),
+        nemesis=NemesisRecord("scheduled", schedule=schedule),
+        client_bytes={"rack-a": {"1": 52_000, "2": 1_000, "3": 0}, "rack-b": {"1": 2_000, "2": 48_000, "3": 0}},
+    ).write(d / "run.json")
     if with_verdict:
         verdicts = run_all_checks(hist)
         from harness.checks import overall
 
-        (d / "verdict.json").write_text(json.dumps(
-            {"history": str(hist), "valid": overall(verdicts),
-             "verdicts": [v.to_json() for v in verdicts]}, indent=2, default=str), encoding="utf-8")
+        (d / "verdict.json").write_text(
+            json.dumps(
+                {"history": str(hist), "valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]},
+                indent=2,
+                default=str,
+            ),
+            encoding="utf-8",
+        )
     return d
 
 
@@ -201,11 +251,10 @@ def demo_specs() -> list[RunSpec]:
     return [
         RunSpec("nightly-1", "run-clean", 1, started_at="2025-01-01T00:00:00Z"),
         RunSpec("nightly-1", "run-skip", 2, ("skip",), started_at="2025-01-01T00:10:00Z"),
-        RunSpec("nightly-1", "run-lost", 3, ("lost",), kafka_version="3.9.1",
-                started_at="2025-01-01T00:20:00Z"),
+        RunSpec("nightly-1", "run-lost", 3, ("lost",), kafka_version="3.9.1", started_at="2025-01-01T00:20:00Z"),
         RunSpec("nightly-2", "run-clean2", 4, kafka_version="3.9.1", started_at="2025-01-02T00:00:00Z"),
-        RunSpec("nightly-2", "run-nofinal", 5, ("no-final",), scenario="partition-rack",
-                started_at="2025-01-02T00:10:00Z"),
-        RunSpec("nightly-2", "run-edges", 6, ("edges",), scenario="partition-rack",
-                started_at="2025-01-02T00:20:00Z"),
+        RunSpec(
+            "nightly-2", "run-nofinal", 5, ("no-final",), scenario="partition-rack", started_at="2025-01-02T00:10:00Z"
+        ),
+        RunSpec("nightly-2", "run-edges", 6, ("edges",), scenario="partition-rack", started_at="2025-01-02T00:20:00Z"),
     ]

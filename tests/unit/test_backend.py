@@ -53,6 +53,7 @@ def _members(protocol: type) -> set[str]:
 
 # -- the local backend --------------------------------------------------------------------------
 
+
 def _has(obj: object, name: str) -> bool:
     try:
         inspect.getattr_static(obj, name)  # never runs a property (topo raises until started)
@@ -87,9 +88,14 @@ def test_the_registry_knows_local_and_refuses_unknown_names_in_one_line() -> Non
     assert str(err.value) == "unknown backend 'compose' (known: local)"
 
 
-@pytest.mark.parametrize("argv", [
-    ["run", "--backend", "nope"], ["campaign", "--backend", "nope"], ["cluster", "up", "--backend", "nope"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--backend", "nope"],
+        ["campaign", "--backend", "nope"],
+        ["cluster", "up", "--backend", "nope"],
+    ],
+)
 def test_cli_refuses_an_unknown_backend_in_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -98,14 +104,28 @@ def test_cli_refuses_an_unknown_backend_in_one_line(argv: list[str], capsys: pyt
 
 def test_pytest_plugin_refuses_an_unknown_backend(tmp_path: Path) -> None:
     (tmp_path / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
-    res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--backend", "nope",
-                          str(tmp_path / "test_nothing.py")], capture_output=True, text=True, cwd=tmp_path,
-                         timeout=120)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--backend",
+            "nope",
+            str(tmp_path / "test_nothing.py"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert res.returncode == 4, res.stdout + res.stderr
     assert "unknown backend 'nope' (known: local)" in res.stderr
 
 
 # -- capability refusal -------------------------------------------------------------------------
+
 
 class FakeBackend:
     """Only what every backend must do (e.g. a cluster highwater did not start)."""
@@ -142,17 +162,25 @@ class FakeBackend:
     def observer(self, rack: str | None = None) -> Observer:
         raise AssertionError("the fake has no Kafka")
 
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
-                     config: dict[str, str] | None = None, timeout: float = 60.0) -> None:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        config: dict[str, str] | None = None,
+        timeout: float = 60.0,
+    ) -> None:
         self.touched.append("create_topic")
         raise AssertionError("a refused run must not create its topic")
 
-    def partition_state(self, topic: str, partition: int = 0, offsets: bool = True,
-                        timeout: float = 15.0) -> PartitionState:
+    def partition_state(
+        self, topic: str, partition: int = 0, offsets: bool = True, timeout: float = 15.0
+    ) -> PartitionState:
         return PartitionState(topic, partition, self._leader, 0, (1, 2, 3), (1, 2, 3))
 
-    def wait_for_isr(self, topic: str, partition: int, cond: Callable[[PartitionState], bool],
-                     timeout: float, message: str) -> PartitionState:
+    def wait_for_isr(
+        self, topic: str, partition: int, cond: Callable[[PartitionState], bool], timeout: float, message: str
+    ) -> PartitionState:
         return self.partition_state(topic, partition)
 
     def wait_for_brokers(self, timeout: float = 90.0, ids: list[int] | None = None) -> None:
@@ -193,8 +221,9 @@ def test_a_fault_needing_a_missing_capability_is_refused_in_one_line() -> None:
     with pytest.raises(CapabilityError) as err:
         check_capabilities(FakeBackend(), [parse_fault("cut --target broker:2")])
     assert str(err.value) == "fault 'cut' needs link control, which backend 'external' does not have"
-    with pytest.raises(CapabilityError, match="^fault 'rolling-restart' needs process control, which backend "
-                                              "'external' does not have$"):
+    with pytest.raises(
+        CapabilityError, match="^fault 'rolling-restart' needs process control, which backend 'external' does not have$"
+    ):
         check_capabilities(FakeBackend(), [FaultKind.ROLLING_RESTART])
     check_capabilities(FakeProcessBackend(), [FaultKind.KILL, FaultKind.PAUSE])  # has what they need
     assert refusal(FakeProcessBackend(), [FaultKind.KILL, FaultKind.LATENCY]) is not None
@@ -203,8 +232,13 @@ def test_a_fault_needing_a_missing_capability_is_refused_in_one_line() -> None:
 
 
 def test_nemeses_declare_their_fault_kinds() -> None:
-    nemesis = scripted([Step(1, "kill --target leader:{topic}/0", 1), Step(1, "cut --target broker:{follower}", 1),
-                        Step(1, "kill --target broker:1", 1)])
+    nemesis = scripted(
+        [
+            Step(1, "kill --target leader:{topic}/0", 1),
+            Step(1, "cut --target broker:{follower}", 1),
+            Step(1, "kill --target broker:1", 1),
+        ]
+    )
     assert declared_faults(nemesis) == (FaultKind.KILL, FaultKind.CUT)
     assert declared_faults(lambda injector, cluster, spec: None) == ()
 
@@ -213,8 +247,9 @@ def test_the_runner_refuses_before_the_run_starts(tmp_path: Path) -> None:
     backend = FakeProcessBackend()
     nemesis = scripted([Step(5, "latency --target broker:2 --latency 100", 5)])
     spec = RunSpec(suite="unit", scenario="refused", results_root=tmp_path)
-    with pytest.raises(CapabilityError, match="^fault 'latency' needs link control, which backend 'compose' "
-                                              "does not have$"):
+    with pytest.raises(
+        CapabilityError, match="^fault 'latency' needs link control, which backend 'compose' does not have$"
+    ):
         execute_run(backend, spec, nemesis)
     assert backend.touched == [] and list(tmp_path.iterdir()) == []
 
@@ -228,6 +263,7 @@ def test_the_injector_refuses_and_records_the_refusal() -> None:
 
 
 # -- a fault that cannot be applied when scheduled is recorded --------------------------------
+
 
 class ListHistory:
     def __init__(self) -> None:
@@ -246,8 +282,12 @@ class ListHistory:
 def test_a_scheduled_fault_that_cannot_apply_is_a_fail_event_with_the_reason() -> None:
     backend = FakeProcessBackend(leader=-1)  # hw/0 has no leader right now
     spec = parse_fault("kill --target leader:hw/0")
-    schedule = Schedule(seed=1, config=ScheduleConfig(), topology=topology_summary(backend.topo),
-                        faults=(ScheduledFault(1, 0.0, 0.0, spec),))
+    schedule = Schedule(
+        seed=1,
+        config=ScheduleConfig(),
+        topology=topology_summary(backend.topo),
+        faults=(ScheduledFault(1, 0.0, 0.0, spec),),
+    )
     history = ListHistory()
     injector = Injector(backend, history)
     scheduled(schedule)(injector, backend, RunSpec(suite="unit", scenario="s"))

@@ -14,17 +14,31 @@ from harness.checks.bounds import (
     stall_bound_name,
 )
 
-FAST = Settings(replica_lag_time_max_ms=4000, broker_session_timeout_ms=4000, broker_heartbeat_interval_ms=500,
-                replica_socket_timeout_ms=5000, consumer_metadata_max_age_ms=5000, consumer_fetch_max_wait_ms=500,
-                consumer_request_timeout_ms=10000, producer_request_timeout_ms=5000, observe_interval_ms=1000)
+FAST = Settings(
+    replica_lag_time_max_ms=4000,
+    broker_session_timeout_ms=4000,
+    broker_heartbeat_interval_ms=500,
+    replica_socket_timeout_ms=5000,
+    consumer_metadata_max_age_ms=5000,
+    consumer_fetch_max_wait_ms=500,
+    consumer_request_timeout_ms=10000,
+    producer_request_timeout_ms=5000,
+    observe_interval_ms=1000,
+)
 
 
 def test_fast_failure_settings_give_bounds_of_seconds() -> None:
     ms = {n: b.ms for n, b in derive(FAST).items()}
-    assert ms == {"isr_leave_bound_ms": 9000, "isr_slack_ms": 5000, "isr_rejoin_bound_ms": 12000,
-                  "follower_fetch_grace_ms": 7500, "follower_fetch_bound_ms": 7500,
-                  "consumer_stall_bound_ms": 13500, "consumer_stall_hang_bound_ms": 23500,
-                  "progress_bound_ms": 12500}
+    assert ms == {
+        "isr_leave_bound_ms": 9000,
+        "isr_slack_ms": 5000,
+        "isr_rejoin_bound_ms": 12000,
+        "follower_fetch_grace_ms": 7500,
+        "follower_fetch_bound_ms": 7500,
+        "consumer_stall_bound_ms": 13500,
+        "consumer_stall_hang_bound_ms": 23500,
+        "progress_bound_ms": 12500,
+    }
     assert set(ms) == set(BOUND_USERS)
 
 
@@ -73,9 +87,16 @@ def test_margin_and_stall_bound_kind() -> None:
 
 
 def test_settings_from_kafka_names() -> None:
-    s = Settings.from_kafka({"replica.lag.time.max.ms": "4000", "broker.session.timeout.ms": "4000",
-                             "broker.heartbeat.interval.ms": "500", "replica.socket.timeout.ms": "5000"},
-                            consumer={"metadata_max_age_ms": 5000, "request_timeout_ms": 10000},
-                            producer={"request_timeout_ms": 5000}, observe_interval_s=1.0)
+    s = Settings.from_kafka(
+        {
+            "replica.lag.time.max.ms": "4000",
+            "broker.session.timeout.ms": "4000",
+            "broker.heartbeat.interval.ms": "500",
+            "replica.socket.timeout.ms": "5000",
+        },
+        consumer={"metadata_max_age_ms": 5000, "request_timeout_ms": 10000},
+        producer={"request_timeout_ms": 5000},
+        observe_interval_s=1.0,
+    )
     assert s == FAST
     assert Settings.from_config({"replica_lag_time_max_ms": 7, "observe_interval_ms": True}).observe_interval_ms == 1000

@@ -16,27 +16,51 @@ from tests.synth.histories import HistoryBuilder
 
 # bounds ten times shorter than the fast-failure ones, so histories stay small:
 # leave 900, rejoin 1200, F 750, S 1350 (hang 2350), B 1250 (ms)
-SMALL = Settings(replica_lag_time_max_ms=400, broker_session_timeout_ms=400, broker_heartbeat_interval_ms=50,
-                 replica_socket_timeout_ms=500, consumer_metadata_max_age_ms=500, consumer_fetch_max_wait_ms=50,
-                 consumer_request_timeout_ms=1000, producer_request_timeout_ms=500, observe_interval_ms=100,
-                 bound_slack_ms=200)
+SMALL = Settings(
+    replica_lag_time_max_ms=400,
+    broker_session_timeout_ms=400,
+    broker_heartbeat_interval_ms=50,
+    replica_socket_timeout_ms=500,
+    consumer_metadata_max_age_ms=500,
+    consumer_fetch_max_wait_ms=50,
+    consumer_request_timeout_ms=1000,
+    producer_request_timeout_ms=500,
+    observe_interval_ms=100,
+    bound_slack_ms=200,
+)
 RACKS = {"brokers": {"1": "a", "2": "b", "3": "c"}, "clients": {"consumer-0": "a", "consumer-1": "b"}}
 T = "t"
 TICK = 20
 START = 1000  # the fault starts
 
 
-def scenario(fault_ms: int, *, kind: str = "cut", move_ms: int | None = 800, whole: bool = False,
-             leaves: bool = True, rejoins: bool = True, after_heal_reads: bool = True,
-             heal_done_ms: int = 0, returns_ms: int = 300, rejoin_ms: int = 200, tail_ms: int = 2500) -> HistoryBuilder:
+def scenario(
+    fault_ms: int,
+    *,
+    kind: str = "cut",
+    move_ms: int | None = 800,
+    whole: bool = False,
+    leaves: bool = True,
+    rejoins: bool = True,
+    after_heal_reads: bool = True,
+    heal_done_ms: int = 0,
+    returns_ms: int = 300,
+    rejoin_ms: int = 200,
+    tail_ms: int = 2500,
+) -> HistoryBuilder:
     """Broker 2 (rack b, consumer-1's replica) is faulted for ``fault_ms``: it leaves the ISR
     600 ms in (``leaves``), consumer-1 gets nothing until ``move_ms`` after the fault starts,
     then reads from the leader (1); ``whole``: nothing for the whole fault, then everything
     from broker 2 at the heal. After the heal (``heal_done_ms`` later its ok) broker 2 rejoins
     ``rejoin_ms`` after that and consumer-1 returns to it ``returns_ms`` after the rejoin."""
     b = HistoryBuilder(header_entries(SMALL), step_ms=0, racks=RACKS)
-    params: dict[str, Any] = ({"peer": "broker:1", "cuts_off": []} if kind == "latency"
-                              else {"peer": None, "cuts_off": [2]} if kind in ("cut", "timeout") else {})
+    params: dict[str, Any] = (
+        {"peer": "broker:1", "cuts_off": []}
+        if kind == "latency"
+        else {"peer": None, "cuts_off": [2]}
+        if kind in ("cut", "timeout")
+        else {}
+    )
     heal_at = START + fault_ms
     end = heal_at + heal_done_ms + tail_ms
     isr = [1, 2, 3]
@@ -104,8 +128,13 @@ def test_clean_fault_cycle_is_valid_and_reports_the_stall() -> None:
     assert ff.counts["windows_judged"] == 1 and ff.counts["moves_judged"] == 1
     assert 700 <= ff.counts["longest_stall_ms"] <= 820
     ex = stall_examples(ff)[0]
-    assert (ex["consumer"], ex["topic"], ex["partition"], ex["window"]["phase"], ex["window"]["kind"]) == \
-        ("consumer-1", T, 0, "fault", "cut")
+    assert (ex["consumer"], ex["topic"], ex["partition"], ex["window"]["phase"], ex["window"]["kind"]) == (
+        "consumer-1",
+        T,
+        0,
+        "fault",
+        "cut",
+    )
     assert ex["bound_ms"] == 1350 and ex["stall_ms"] == ff.counts["longest_stall_ms"]
     assert check("progress", b).counts["longest_stall_ms"] == ff.counts["longest_stall_ms"]
 
@@ -132,7 +161,9 @@ def test_a_window_shorter_than_the_bound_is_unknown_never_valid() -> None:
     for whole in (True, False):
         b = scenario(1000, whole=whole)  # 1 s < S = 1.35 s; the ISR loss is 0.6 s in, F = 0.75 s
         ff, pr = check("follower-fetch", b), check("progress", b)
-        assert ff.valid == UNKNOWN and ff.counts["windows_unjudged"] == 1 and ff.counts["moves_unjudged"] == 1, ff.counts
+        assert ff.valid == UNKNOWN and ff.counts["windows_unjudged"] == 1 and ff.counts["moves_unjudged"] == 1, (
+            ff.counts
+        )
         assert pr.valid == UNKNOWN and pr.counts["windows_shorter_than_bound"] == 2  # per consumer
         assert ff.counts["longest_stall_ms"] >= (900 if whole else 700)  # reported all the same
 

@@ -77,8 +77,18 @@ def never_moves(events: Events, consumer: str = "consumer-1", replica: int = 2) 
     for r in records:
         r["replica"] = replica  # from the faulted replica, as if it had never moved
     for k, (typ, value) in enumerate((("invoke", None), ("ok", {"records": records}))):
-        evs.append({"index": -1, "_order": heal["index"] + 0.1 + k / 10, "time_ns": t1, "process": consumer,
-                    "type": typ, "f": "poll", "value": value, "error": None})
+        evs.append(
+            {
+                "index": -1,
+                "_order": heal["index"] + 0.1 + k / 10,
+                "time_ns": t1,
+                "process": consumer,
+                "type": typ,
+                "f": "poll",
+                "value": value,
+                "error": None,
+            }
+        )
     return reindex(evs)
 
 
@@ -151,8 +161,10 @@ def write_lost(events: Events, offset: int = 30) -> Events:
 def read_above_hw(events: Events) -> Events:
     """A consumer polls a record from above the high watermark: it is in no final log."""
     evs = copy.deepcopy(events)
-    last = max((e for e in polls_of(evs, "consumer-2") if e["type"] == "ok"
-                and e["value"]["records"][0]["partition"] == 0), key=lambda e: e["time_ns"])
+    last = max(
+        (e for e in polls_of(evs, "consumer-2") if e["type"] == "ok" and e["value"]["records"][0]["partition"] == 0),
+        key=lambda e: e["time_ns"],
+    )
     r = dict(last["value"]["records"][-1])
     r.update(offset=r["offset"] + 1, value="never-committed")
     last["value"]["records"].append(r)
@@ -164,8 +176,9 @@ def skips(events: Events, offset: int = 40) -> Events:
     evs = copy.deepcopy(events)
     for e in polls_of(evs, "consumer-0"):
         if e["type"] == "ok":
-            e["value"]["records"] = [r for r in e["value"]["records"]
-                                     if not (r["partition"] == 0 and r["offset"] == offset)]
+            e["value"]["records"] = [
+                r for r in e["value"]["records"] if not (r["partition"] == 0 and r["offset"] == offset)
+            ]
     return [e for e in evs if not (e["f"] == "poll" and e["type"] == "ok" and not e["value"]["records"])]
 
 
@@ -184,8 +197,11 @@ def test_rack_local_reads_twin_bytes_from_another_rack() -> None:
     racks = {1: "rack-a", 2: "rack-b", 3: "rack-c"}
     ok = {"rack-b": {"1": 10, "2": 990, "3": 0}}
     kip392.assert_rack_local_reads(verdicts_of(g.header, g.events), ok, racks)
-    fails(lambda: kip392.assert_rack_local_reads(verdicts_of(g.header, g.events),
-                                                 {"rack-b": {"1": 600, "2": 400, "3": 0}}, racks))
+    fails(
+        lambda: kip392.assert_rack_local_reads(
+            verdicts_of(g.header, g.events), {"rack-b": {"1": 600, "2": 400, "3": 0}}, racks
+        )
+    )
 
 
 @pytest.fixture(scope="module", params=list(KIP392_FAULTS))
@@ -202,8 +218,9 @@ def test_replica_leaves_twin_consumer_never_moves(moved: tuple[str, Generated]) 
     assert ff.valid is False and ff.counts["stalls"] == 1 and ff.counts["window_stalls"] == 1, ff.counts
     # the stall is as long as the fault window (22 s), and the report can show it
     assert ff.counts["longest_stall_ms"] > 20_000
-    assert any(e["kind"] == "longest-stall" and e["consumer"] == "consumer-1" and e["stall_ms"] > 20_000
-               for e in ff.examples)
+    assert any(
+        e["kind"] == "longest-stall" and e["consumer"] == "consumer-1" and e["stall_ms"] > 20_000 for e in ff.examples
+    )
     assert "follower-fetch: False" in msg
     if how != "slowed":  # a cut-off broker: progress judges its consumers' stalls too
         pr = next(v for v in twin if v.check == "progress")
@@ -261,8 +278,9 @@ def durable(request: pytest.FixtureRequest) -> tuple[str, Generated]:
     return request.param, generate(PLANS[f"durability/{request.param}"], partitions=3)
 
 
-@pytest.mark.parametrize("mutate, check", [(write_lost, "lost-write"), (read_above_hw, "uncommitted-read"),
-                                           (skips, "poll-skip")])
+@pytest.mark.parametrize(
+    "mutate, check", [(write_lost, "lost-write"), (read_above_hw, "uncommitted-read"), (skips, "poll-skip")]
+)
 def test_durability_twins(durable: tuple[str, Generated], mutate: Callable[[Events], Events], check: str) -> None:
     scenario, g = durable
     test_durability.assert_durable(verdicts_of(g.header, g.events), scenario)
@@ -289,11 +307,17 @@ def kip320_history() -> tuple[HistoryBuilder, dict[str, Any]]:
     """L=1, F1=2, F2=3: F1 is cut off at offset X; L and F2 commit to 40; consumers read it; L and
     F2 die; F1 is elected uncleanly and takes new writes at X..29; every consumer detects the
     truncation (a LogTruncationError, then a seek to X) and reads the new records."""
-    racks = {"brokers": {"1": "rack-a", "2": "rack-b", "3": "rack-c"},
-             "clients": {"consumer-0": "rack-a", "consumer-1": "rack-b", "consumer-2": "rack-c"}}
-    b = HistoryBuilder({"acks": "all", "idempotence": False, "unclean_leader_election": True,
-                        "min_insync_replicas": 1}, step_ms=10, racks=racks, suite="kip-320",
-                       scenario="unclean-truncation")
+    racks = {
+        "brokers": {"1": "rack-a", "2": "rack-b", "3": "rack-c"},
+        "clients": {"consumer-0": "rack-a", "consumer-1": "rack-b", "consumer-2": "rack-c"},
+    }
+    b = HistoryBuilder(
+        {"acks": "all", "idempotence": False, "unclean_leader_election": True, "min_insync_replicas": 1},
+        step_ms=10,
+        racks=racks,
+        suite="kip-320",
+        scenario="unclean-truncation",
+    )
     cons = ("consumer-0", "consumer-1", "consumer-2")
     b.meta(TOPIC, 0, leader=1, isr=[1, 2, 3], hw=0)
     for c in cons:
@@ -330,8 +354,13 @@ def kip320_history() -> tuple[HistoryBuilder, dict[str, Any]]:
 
 def undetected(events: Events, consumer: str = "consumer-1") -> Events:
     """The consumer neither raises nor seeks: it reads the new records as if nothing happened."""
-    evs = [e for e in copy.deepcopy(events) if not (e["process"] == consumer and (
-        e["f"] == "seek" or (e["f"] == "poll" and e["type"] in ("fail", "invoke"))))]
+    evs = [
+        e
+        for e in copy.deepcopy(events)
+        if not (
+            e["process"] == consumer and (e["f"] == "seek" or (e["f"] == "poll" and e["type"] in ("fail", "invoke")))
+        )
+    ]
     return reindex(evs)
 
 
@@ -365,9 +394,15 @@ def test_unclean_truncation_twin_reset_instead_of_kip320(tmp_path: Path) -> None
 
 def test_every_conformance_scenario_has_a_broken_twin() -> None:
     """The twins above cover every plan (a new scenario needs a twin here)."""
-    covered = {"kip-392/rack-local-reads", *(f"kip-392/replica-{h}" for h in KIP392_FAULTS),
-               "kafka-4485/high-rate-small", "kafka-4485/slowed-follower", "kip-207/leader-kills",
-               *(f"durability/{s}" for s in test_durability.SCENARIOS), "kip-320/unclean-truncation"}
+    covered = {
+        "kip-392/rack-local-reads",
+        *(f"kip-392/replica-{h}" for h in KIP392_FAULTS),
+        "kafka-4485/high-rate-small",
+        "kafka-4485/slowed-follower",
+        "kip-207/leader-kills",
+        *(f"durability/{s}" for s in test_durability.SCENARIOS),
+        "kip-320/unclean-truncation",
+    }
     assert covered == set(PLANS)
 
 
@@ -376,21 +411,33 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
 
 def probe_answer(**response: Any) -> dict[str, Any]:
     """A probe as ``fetch_probe`` returns it (the request is not judged)."""
-    base = {"error_code": 0, "error": "NONE", "high_watermark": 100, "log_start_offset": 0, "last_stable_offset": 100,
-            "preferred_read_replica": -1, "records": 0, "first_offset": None, "last_offset": None}
+    base = {
+        "error_code": 0,
+        "error": "NONE",
+        "high_watermark": 100,
+        "log_start_offset": 0,
+        "last_stable_offset": 100,
+        "preferred_read_replica": -1,
+        "records": 0,
+        "first_offset": None,
+        "last_offset": None,
+    }
     return {"request": {"broker": 2, "fetch_offset": 110}, "response": {**base, **response}}
 
 
-@pytest.mark.parametrize("case, clean, twin", [
-    # case 1, F.HW < o < F.LEO: the twin serves the uncommitted records (a read from above the HW)
-    (1, {"high_watermark": 100}, {"high_watermark": 100, "records": 10}),
-    # case 2, F.LEO < o <= leader HW: the twin answers as if in range (and reports a HW)
-    (2, {"error_code": 1, "high_watermark": -1, "log_start_offset": -1}, {"high_watermark": 100}),
-    # case 3, o < log start: the twin serves records below the log start
-    (3, {"error_code": 1, "high_watermark": -1, "log_start_offset": -1}, {"records": 5}),
-    # case 4, o > every LEO: the twin says NONE with the leader's HW
-    (4, {"error_code": 1, "high_watermark": -1, "log_start_offset": -1}, {"error_code": 0}),
-])
+@pytest.mark.parametrize(
+    "case, clean, twin",
+    [
+        # case 1, F.HW < o < F.LEO: the twin serves the uncommitted records (a read from above the HW)
+        (1, {"high_watermark": 100}, {"high_watermark": 100, "records": 10}),
+        # case 2, F.LEO < o <= leader HW: the twin answers as if in range (and reports a HW)
+        (2, {"error_code": 1, "high_watermark": -1, "log_start_offset": -1}, {"high_watermark": 100}),
+        # case 3, o < log start: the twin serves records below the log start
+        (3, {"error_code": 1, "high_watermark": -1, "log_start_offset": -1}, {"records": 5}),
+        # case 4, o > every LEO: the twin says NONE with the leader's HW
+        (4, {"error_code": 1, "high_watermark": -1, "log_start_offset": -1}, {"error_code": 0}),
+    ],
+)
 def test_kip392_probe_twins(case: int, clean: dict[str, Any], twin: dict[str, Any]) -> None:
     from suites.conformance import test_kip392_probes as probes
 

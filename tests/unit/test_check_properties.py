@@ -11,7 +11,8 @@ event list (then indexes are renumbered).
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -44,8 +45,9 @@ def histories(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]], di
             b.poll(c, [("t", p, i, f"v{p}-{i}") for i in range(o, o + k)], replica=CONSUMERS[c])
             pos[(c, p)] = o + k
 
-    steps = draw(st.lists(st.tuples(st.integers(0, 2), st.integers(0, parts - 1), st.integers(1, 4)),
-                          min_size=5, max_size=40))
+    steps = draw(
+        st.lists(st.tuples(st.integers(0, 2), st.integers(0, parts - 1), st.integers(1, 4)), min_size=5, max_size=40)
+    )
     for kind, p, k in steps:
         if kind == 0 and hw[p] < sizes[p]:
             b.send("producer-0", "t", p, f"v{p}-{hw[p]}", offset=hw[p])
@@ -82,7 +84,9 @@ PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCh
 
 @PROPS
 @given(histories())
-def test_generated_histories_pass_every_check(hist: tuple[dict[str, Any], list[dict[str, Any]], dict[int, int]]) -> None:
+def test_generated_histories_pass_every_check(
+    hist: tuple[dict[str, Any], list[dict[str, Any]], dict[int, int]],
+) -> None:
     header, events, _ = hist
     assert fired(header, events) == set()
 
@@ -93,8 +97,11 @@ Events = list[dict[str, Any]]
 
 
 def _polls(events: Events, consumer: str) -> list[int]:
-    return [i for i, e in enumerate(events) if e["f"] == "poll" and e["type"] == "ok"
-            and e["process"] == consumer and e["value"]["records"]]
+    return [
+        i
+        for i, e in enumerate(events)
+        if e["f"] == "poll" and e["type"] == "ok" and e["process"] == consumer and e["value"]["records"]
+    ]
 
 
 def _last_time(events: Events) -> int:
@@ -108,16 +115,27 @@ def _insert(events: Events, i: int, ev: dict[str, Any]) -> None:
 
 def inject_lost_write(events: Events, sizes: dict[int, int]) -> set[str]:
     i = next(i for i, e in enumerate(events) if e["f"] == "final-read")
-    _insert(events, i, {"process": "producer-0", "type": "ok", "f": "send",
-                        "value": {"topic": "t", "partition": 0, "key": None, "value": "gone",
-                                  "offset": sizes[0]}})
+    _insert(
+        events,
+        i,
+        {
+            "process": "producer-0",
+            "type": "ok",
+            "f": "send",
+            "value": {"topic": "t", "partition": 0, "key": None, "value": "gone", "offset": sizes[0]},
+        },
+    )
     return {"lost-write"}
 
 
 def inject_poll_skip(events: Events, sizes: dict[int, int]) -> set[str]:
     # consumer-0 drops a record of partition 0 that is not its last one (consumer-1 has it)
-    recs = [(i, j) for i in _polls(events, "consumer-0")
-            for j, r in enumerate(events[i]["value"]["records"]) if r["partition"] == 0]
+    recs = [
+        (i, j)
+        for i in _polls(events, "consumer-0")
+        for j, r in enumerate(events[i]["value"]["records"])
+        if r["partition"] == 0
+    ]
     i, j = recs[len(recs) // 2 - 1] if len(recs) > 2 else recs[0]
     events[i]["value"]["records"].pop(j)
     return {"poll-skip"}
@@ -145,10 +163,14 @@ def inject_unseen(events: Events, sizes: dict[int, int]) -> set[str]:
             k = next((j for j, r in enumerate(recs) if r["partition"] == 0 and r["offset"] == 1), None)
             if k is None:
                 continue
-            rest = recs[k + 1:]
+            rest = recs[k + 1 :]
             events[i]["value"]["records"] = recs[:k]
-            seek = {"process": c, "type": "ok", "f": "seek",
-                    "value": {"topic": "t", "partition": 0, "offset": 2, "reason": "reset"}}
+            seek = {
+                "process": c,
+                "type": "ok",
+                "f": "seek",
+                "value": {"topic": "t", "partition": 0, "offset": 2, "reason": "reset"},
+            }
             poll = {"process": c, "type": "ok", "f": "poll", "value": {"records": rest}}
             _insert(events, i + 1, poll)
             _insert(events, i + 1, seek)
@@ -178,9 +200,24 @@ def inject_divergence(events: Events, sizes: dict[int, int]) -> set[str]:
 
 def inject_hw_regression(events: Events, sizes: dict[int, int]) -> set[str]:
     i = next(i for i, e in enumerate(events) if e["f"] == "final-read")
-    _insert(events, i, {"process": "observer", "type": "ok", "f": "meta",
-                        "value": {"topic": "t", "partition": 0, "leader": 1, "leader_epoch": 0,
-                                  "isr": [1, 2, 3], "hw": sizes[0] - 1, "leo": {}}})
+    _insert(
+        events,
+        i,
+        {
+            "process": "observer",
+            "type": "ok",
+            "f": "meta",
+            "value": {
+                "topic": "t",
+                "partition": 0,
+                "leader": 1,
+                "leader_epoch": 0,
+                "isr": [1, 2, 3],
+                "hw": sizes[0] - 1,
+                "leo": {},
+            },
+        },
+    )
     return {"hw-regression"}
 
 
@@ -197,9 +234,24 @@ def inject_truncation(events: Events, sizes: dict[int, int]) -> set[str]:
 def inject_isr_shrink(events: Events, sizes: dict[int, int]) -> set[str]:
     i = next(i for i, e in enumerate(events) if e["f"] == "final-read")
     for isr in ([1, 2, 3], [1, 2], [1, 2, 3]):
-        _insert(events, i, {"process": "observer", "type": "ok", "f": "meta",
-                            "value": {"topic": "t", "partition": 0, "leader": 1, "leader_epoch": 0,
-                                      "isr": isr, "hw": sizes[0], "leo": {}}})
+        _insert(
+            events,
+            i,
+            {
+                "process": "observer",
+                "type": "ok",
+                "f": "meta",
+                "value": {
+                    "topic": "t",
+                    "partition": 0,
+                    "leader": 1,
+                    "leader_epoch": 0,
+                    "isr": isr,
+                    "hw": sizes[0],
+                    "leo": {},
+                },
+            },
+        )
         i += 1
     return {"isr-stability"}
 
@@ -220,10 +272,22 @@ def inject_misrouted(events: Events, sizes: dict[int, int]) -> set[str]:
 
 
 INJECTIONS: dict[str, Callable[[Events, dict[int, int]], set[str]]] = {
-    f.__name__.removeprefix("inject_"): f for f in (
-        inject_lost_write, inject_poll_skip, inject_nonmonotonic, inject_uncommitted_read,
-        inject_unseen, inject_duplicate, inject_inconsistent, inject_divergence,
-        inject_hw_regression, inject_truncation, inject_isr_shrink, inject_stall, inject_misrouted)
+    f.__name__.removeprefix("inject_"): f
+    for f in (
+        inject_lost_write,
+        inject_poll_skip,
+        inject_nonmonotonic,
+        inject_uncommitted_read,
+        inject_unseen,
+        inject_duplicate,
+        inject_inconsistent,
+        inject_divergence,
+        inject_hw_regression,
+        inject_truncation,
+        inject_isr_shrink,
+        inject_stall,
+        inject_misrouted,
+    )
 }
 
 

@@ -13,8 +13,7 @@ from harness.policy import allowed, apply_policy
 from tests.synth.histories import HistoryBuilder
 
 T = "t"
-RACKS = {"brokers": {"1": "a", "2": "b", "3": "c"},
-         "clients": {"consumer-0": "a", "consumer-1": "b"}}
+RACKS = {"brokers": {"1": "a", "2": "b", "3": "c"}, "clients": {"consumer-0": "a", "consumer-1": "b"}}
 SERVES = {"consumer-0": 1, "consumer-1": 2}  # each consumer's rack replica
 FAST = {"follower_fetch_grace_ms": 0, "progress_bound_ms": 10_000}
 
@@ -23,7 +22,9 @@ def builder(**config: Any) -> HistoryBuilder:
     return HistoryBuilder({**FAST, **config}, racks=RACKS)
 
 
-def write_and_read(b: HistoryBuilder, n: int, start: int = 0, consumers: tuple[str, ...] = ("consumer-0", "consumer-1")) -> None:
+def write_and_read(
+    b: HistoryBuilder, n: int, start: int = 0, consumers: tuple[str, ...] = ("consumer-0", "consumer-1")
+) -> None:
     """Values v{start}..v{n-1} acked at their offsets, each polled by every consumer."""
     for i in range(start, n):
         b.send("producer-0", T, 0, f"v{i}", offset=i)
@@ -311,8 +312,7 @@ def test_replica_divergence() -> None:
     bad = [(i, "zz" if i == 4 else f"v{i}") for i in range(6)]
     finals(b, 6, r3=bad)
     v = check("replica-divergence", b)
-    assert v.valid is False and v.counts == {"diverged_replicas": 1, "differing_offsets": 1,
-                                             "replicas_compared": 2}
+    assert v.valid is False and v.counts == {"diverged_replicas": 1, "differing_offsets": 1, "replicas_compared": 2}
     assert v.examples[0]["offsets"] == [4] and v.examples[0]["replicas"] == [1, 3]
     assert good != bad
 

@@ -68,7 +68,7 @@ def test_violation_exits_1_with_json(tmp_path: Path) -> None:
     # acks=1 allows it
     b.header["config"]["acks"] = "1"
     b.write(path)
-    assert main([ "check", str(path)]) == 0
+    assert main(["check", str(path)]) == 0
 
 
 def test_unknown_and_unreadable_exit_2(tmp_path: Path) -> None:
@@ -96,6 +96,7 @@ def test_parquet_and_selected_checks(tmp_path: Path) -> None:
     pq = tmp_path / "ok.parquet"
     to_parquet(_valid(tmp_path), pq)
     buf = io.StringIO()
-    code = run(argparse.Namespace(history=str(pq), json=False, checks=["poll-skip"], no_policy=False,
-                                  examples=True), buf)
+    code = run(
+        argparse.Namespace(history=str(pq), json=False, checks=["poll-skip"], no_policy=False, examples=True), buf
+    )
     assert code == 0 and "poll-skip" in buf.getvalue() and "lost-write" not in buf.getvalue()

@@ -16,7 +16,9 @@ from highwater import cli, cli_run
 @pytest.mark.parametrize("command", ["run", "campaign"])
 def test_cli_refuses_an_unknown_client_in_one_line(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([command, "--client", "nope"]) == 2
-    assert capsys.readouterr().err.strip().splitlines() == ["highwater: error: unknown client 'nope' (known: kafka-python)"]
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "highwater: error: unknown client 'nope' (known: kafka-python)"
+    ]
 
 
 def test_run_passes_client_and_seed_to_pytest(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -34,13 +36,24 @@ def test_run_passes_client_and_seed_to_pytest(monkeypatch: pytest.MonkeyPatch) -
 
 def test_pytest_plugin_gives_the_fixtures_and_refuses_an_unknown_client(tmp_path: Path) -> None:
     test = tmp_path / "test_opts.py"
-    test.write_text("def test_opts(client_name, run_seed):\n"
-                    "    assert (client_name, run_seed) == ('kafka-python', 11)\n")
-    ok = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--seed", "11", str(test)],
-                        capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    test.write_text(
+        "def test_opts(client_name, run_seed):\n    assert (client_name, run_seed) == ('kafka-python', 11)\n"
+    )
+    ok = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--seed", "11", str(test)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    bad = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--client", "nope", str(test)],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--client", "nope", str(test)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert bad.returncode == 4 and "unknown client 'nope' (known: kafka-python)" in bad.stderr
 
 

@@ -61,10 +61,20 @@ def test_unknown_client_is_one_clear_line() -> None:
 
 def test_events_as_the_history_records_them() -> None:
     rec = PolledRecord("t", 1, 7, "v", leader_epoch=3, replica=2)
-    assert list(rec.to_event_value().items()) == [("topic", "t"), ("partition", 1), ("offset", 7), ("value", "v"),
-                                                 ("leader_epoch", 3), ("replica", 2)]
-    for reason, f in [(PositionReason.ASSIGN, "assign"), (PositionReason.REBALANCE, "assign"),
-                      (PositionReason.RESET, "seek"), (PositionReason.TRUNCATION, "seek")]:
+    assert list(rec.to_event_value().items()) == [
+        ("topic", "t"),
+        ("partition", 1),
+        ("offset", 7),
+        ("value", "v"),
+        ("leader_epoch", 3),
+        ("replica", 2),
+    ]
+    for reason, f in [
+        (PositionReason.ASSIGN, "assign"),
+        (PositionReason.REBALANCE, "assign"),
+        (PositionReason.RESET, "seek"),
+        (PositionReason.TRUNCATION, "seek"),
+    ]:
         change = PositionChange("t", 0, None, reason)
         assert change.f == f
         assert change.to_event_value() == {"topic": "t", "partition": 0, "offset": None, "reason": reason.value}
@@ -139,8 +149,12 @@ class ScriptedDriver:
     name = "scripted"
     version = "0.1"
 
-    def __init__(self, producer_script: list[SendOutcome | Exception] | None = None, stop_after: int = 0,
-                 polls: list[Any] | None = None) -> None:
+    def __init__(
+        self,
+        producer_script: list[SendOutcome | Exception] | None = None,
+        stop_after: int = 0,
+        polls: list[Any] | None = None,
+    ) -> None:
         self.producer_script = producer_script or []
         self.stop_after = stop_after
         self.polls = polls or []
@@ -166,20 +180,36 @@ def _events(path: Path) -> list[dict[str, Any]]:
 
 def test_producer_worker_records_each_outcome_once_for_any_driver(tmp_path: Path) -> None:
     no_metadata = kerr.KafkaTimeoutError("no metadata")
-    script: list[SendOutcome | Exception] = [SendOutcome.ok(10), SendOutcome.fail(no_metadata),
-                                             SendOutcome.info("TimeoutException: expired"), RuntimeError("boom")]
+    script: list[SendOutcome | Exception] = [
+        SendOutcome.ok(10),
+        SendOutcome.fail(no_metadata),
+        SendOutcome.info("TimeoutException: expired"),
+        RuntimeError("boom"),
+    ]
     driver = ScriptedDriver(script, stop_after=8)
     with HistoryWriter(tmp_path / "h.jsonl") as history:
-        worker = ProducerWorker("producer-0", ["127.0.0.1:1"], history,
-                                ProducerConfig("t", partitions=2, rate=1e6, value_size=16), client=driver)
+        worker = ProducerWorker(
+            "producer-0",
+            ["127.0.0.1:1"],
+            history,
+            ProducerConfig("t", partitions=2, rate=1e6, value_size=16),
+            client=driver,
+        )
         driver.stop = worker.stopping.set
         worker.run()
         worker.close()
     producer = driver.producers[0]
     assert producer.flushed and producer.closed
-    assert driver.settings[0] == ProducerSettings(bootstrap=["127.0.0.1:1"], client_id="producer-0", acks="all",
-                                                  idempotence=False, retries=3, request_timeout_ms=5000,
-                                                  delivery_timeout_ms=20000, max_in_flight=1)
+    assert driver.settings[0] == ProducerSettings(
+        bootstrap=["127.0.0.1:1"],
+        client_id="producer-0",
+        acks="all",
+        idempotence=False,
+        retries=3,
+        request_timeout_ms=5000,
+        delivery_timeout_ms=20000,
+        max_in_flight=1,
+    )
     values = [v for _, _, v in producer.sent]
     assert len(set(values)) == 8 and all(len(v) == 16 and v.startswith("producer-0-") for v in values)
     assert [p for _, p, _ in producer.sent] == [0, 1] * 4
@@ -202,13 +232,21 @@ def test_consumer_worker_records_polls_positions_and_truncation(tmp_path: Path) 
         worker.on_position_change(PositionChange("t", 1, 4, PositionReason.RESET))
         return [PolledRecord("t", 0, 0, "a", 1, 2), PolledRecord("t", 1, 4, "b", None, None)]
 
-    polls = [reset_then_records, [],
-             TruncationSignal({tp0: 3, tp1: None}, "LogTruncationError: diverged"),
-             RuntimeError("network")]
+    polls = [
+        reset_then_records,
+        [],
+        TruncationSignal({tp0: 3, tp1: None}, "LogTruncationError: diverged"),
+        RuntimeError("network"),
+    ]
     driver = ScriptedDriver(polls=polls)
     with HistoryWriter(tmp_path / "h.jsonl") as history:
-        worker = ConsumerWorker("consumer-1", ["127.0.0.1:1"], history,
-                                ConsumerConfig("t", partitions=2, client_rack="rack-b"), client=driver)
+        worker = ConsumerWorker(
+            "consumer-1",
+            ["127.0.0.1:1"],
+            history,
+            ConsumerConfig("t", partitions=2, client_rack="rack-b"),
+            client=driver,
+        )
         worker.stopping.set()  # run() assigns; the polls are driven one by one below
         worker.run()
         assert [worker.poll_once() for _ in polls] == [2, 0, 0, 0]
@@ -216,38 +254,61 @@ def test_consumer_worker_records_polls_positions_and_truncation(tmp_path: Path) 
     settings = driver.settings[0]
     assert (settings.client_rack, settings.group_id, settings.auto_commit) == ("rack-b", None, False)
     consumer = driver.consumers[0]
-    assert consumer.calls == [("assign", [tp0, tp1]), ("seek", tp0, 0), ("seek", tp1, 0),
-                              ("seek", tp0, 3), ("seek_to_beginning", tp1), ("close",)]
+    assert consumer.calls == [
+        ("assign", [tp0, tp1]),
+        ("seek", tp0, 0),
+        ("seek", tp1, 0),
+        ("seek", tp0, 3),
+        ("seek_to_beginning", tp1),
+        ("close",),
+    ]
     assert worker.records_read == 2
     events = _events(tmp_path / "h.jsonl")
     assert [(e["type"], e["f"]) for e in events] == [
-        ("ok", "assign"), ("ok", "assign"), ("ok", "seek"), ("ok", "poll"),
-        ("fail", "poll"), ("ok", "seek"), ("ok", "seek"), ("info", "poll")]
+        ("ok", "assign"),
+        ("ok", "assign"),
+        ("ok", "seek"),
+        ("ok", "poll"),
+        ("fail", "poll"),
+        ("ok", "seek"),
+        ("ok", "seek"),
+        ("info", "poll"),
+    ]
     assert events[0]["value"] == {"topic": "t", "partition": 0, "offset": 0, "reason": "assign"}
     assert events[2]["value"] == {"topic": "t", "partition": 1, "offset": 4, "reason": "reset"}
     assert events[3]["value"]["records"] == [
         {"topic": "t", "partition": 0, "offset": 0, "value": "a", "leader_epoch": 1, "replica": 2},
-        {"topic": "t", "partition": 1, "offset": 4, "value": "b", "leader_epoch": None, "replica": None}]
+        {"topic": "t", "partition": 1, "offset": 4, "value": "b", "leader_epoch": None, "replica": None},
+    ]
     assert events[4]["value"] == {"divergent_offsets": {"t-0": 3, "t-1": None}}
     assert events[4]["error"] == "LogTruncationError: diverged"
-    assert [e["value"] for e in events[5:7]] == [{"topic": "t", "partition": 0, "offset": 3, "reason": "truncation"},
-                                                 {"topic": "t", "partition": 1, "offset": None, "reason": "truncation"}]
+    assert [e["value"] for e in events[5:7]] == [
+        {"topic": "t", "partition": 0, "offset": 3, "reason": "truncation"},
+        {"topic": "t", "partition": 1, "offset": None, "reason": "truncation"},
+    ]
     assert events[7]["value"] is None and events[7]["error"] == "RuntimeError: network"
 
 
 def test_group_consumer_asks_for_a_group_and_records_rebalances(tmp_path: Path) -> None:
     driver = ScriptedDriver()
     with HistoryWriter(tmp_path / "h.jsonl") as history:
-        worker = ConsumerWorker("consumer-0", ["127.0.0.1:1"], history,
-                                ConsumerConfig("t", mode="subscribe", group_id="g"), client=driver)
+        worker = ConsumerWorker(
+            "consumer-0", ["127.0.0.1:1"], history, ConsumerConfig("t", mode="subscribe", group_id="g"), client=driver
+        )
         worker.stopping.set()
         worker.run()
     settings = driver.settings[0]
     assert (settings.group_id, settings.auto_commit) == ("g", True)
     assert driver.consumers[0].calls == [("subscribe", ["t"])]
-    assert _events(tmp_path / "h.jsonl") == [{"process": "consumer-0", "type": "ok", "f": "assign", "error": None,
-                                             "value": {"topic": "t", "partition": 0, "offset": None,
-                                                       "reason": "rebalance"}}]
+    assert _events(tmp_path / "h.jsonl") == [
+        {
+            "process": "consumer-0",
+            "type": "ok",
+            "f": "assign",
+            "error": None,
+            "value": {"topic": "t", "partition": 0, "offset": None, "reason": "rebalance"},
+        }
+    ]
 
 
 def test_workers_resolve_client_names_through_the_registry(tmp_path: Path) -> None:

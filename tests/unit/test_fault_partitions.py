@@ -13,9 +13,13 @@ from harness.topology import Link, Listener, Ports, Topology, client_party
 
 def topo(brokers: int = 5, racks: int = 3, controllers: int = 0) -> Topology:
     return Topology.build(
-        brokers=brokers, racks=racks, controllers=controllers, slot=0,
-        ports=Ports(replication=9091, controller=9093,
-                    clients=tuple(9100 + i for i in range(racks)), toxiproxy_api=8474),
+        brokers=brokers,
+        racks=racks,
+        controllers=controllers,
+        slot=0,
+        ports=Ports(
+            replication=9091, controller=9093, clients=tuple(9100 + i for i in range(racks)), toxiproxy_api=8474
+        ),
     )
 
 
@@ -96,7 +100,8 @@ def test_majority_minority_varies_with_seed_and_explicit_form() -> None:
     t = topo(5, 3)
     assert len({P.pick_minority(t, s) for s in range(30)}) > 1
     assert P.majority_minority(t, minority=["kafka-1", 2]) == links_between(
-        t, {"kafka-1", "kafka-2"}, {"kafka-3", "kafka-4", "kafka-5"})
+        t, {"kafka-1", "kafka-2"}, {"kafka-3", "kafka-4", "kafka-5"}
+    )
 
 
 @pytest.mark.parametrize("bad", [["kafka-1", "kafka-2", "kafka-3"], [], ["clients@rack-a"]])
@@ -141,11 +146,11 @@ def test_bridge_explicit_needs_a_bridge() -> None:
 def test_one_way_cuts_only_links_initiated_by_dst() -> None:
     t = topo(3, 3)
     cut = P.one_way(t, "kafka-1", "kafka-2")
-    assert cut == {Link("kafka-2", "kafka-1", Listener.REPLICATION),
-                   Link("kafka-2", "kafka-1", Listener.CONTROLLER)}
+    assert cut == {Link("kafka-2", "kafka-1", Listener.REPLICATION), Link("kafka-2", "kafka-1", Listener.CONTROLLER)}
     streams = P.one_way_data_streams(t, "kafka-1", "kafka-2")
-    assert streams == {(Link("kafka-1", "kafka-2", l), Direction.DOWNSTREAM)
-                       for l in (Listener.REPLICATION, Listener.CONTROLLER)}
+    assert streams == {
+        (Link("kafka-1", "kafka-2", l), Direction.DOWNSTREAM) for l in (Listener.REPLICATION, Listener.CONTROLLER)
+    }
     # the cut links and the black-holed streams never share a proxy
     assert not {l for l, _ in streams} & cut
 
@@ -162,7 +167,8 @@ def test_clients_cut_off() -> None:
     t = topo(5, 3)
     assert P.clients_cut_off(t, "rack-b", 2) == {Link("clients@rack-b", "kafka-2", Listener.CLIENT)}
     assert P.clients_cut_off(t, "rack-b", ["kafka-1", "kafka-2"]) == {
-        Link("clients@rack-b", f"kafka-{i}", Listener.CLIENT) for i in (1, 2)}
+        Link("clients@rack-b", f"kafka-{i}", Listener.CLIENT) for i in (1, 2)
+    }
 
 
 def test_clients_cut_off_rejects_controllers() -> None:
@@ -186,7 +192,8 @@ def test_isolate_controllers_combined() -> None:
     t = topo(3, 3)
     assert P.isolate_controllers(t, "kafka-2") == P.isolate(t, "kafka-2")
     assert P.only(P.isolate_controllers(t, "kafka-2"), Listener.CONTROLLER) == {
-        l for l in P.isolate(t, "kafka-2") if l.listener is Listener.CONTROLLER}
+        l for l in P.isolate(t, "kafka-2") if l.listener is Listener.CONTROLLER
+    }
     with pytest.raises(FaultError, match="combined"):
         P.isolate_controllers(t)
     with pytest.raises(FaultError, match="not a controller"):
@@ -205,16 +212,19 @@ def test_complete_split() -> None:
         P.complete_split(t, [{"kafka-1"}, {"kafka-1", "kafka-2"}])
 
 
-@pytest.mark.parametrize("call", [
-    lambda t: P.isolate(t, "kafka-9"),
-    lambda t: P.isolate(t, 42),
-    lambda t: P.isolate_rack(t, "rack-z"),
-    lambda t: P.clients_cut_off(t, "rack-q", 1),
-    lambda t: P.clients_cut_off(t, "rack-a", 7),
-    lambda t: P.one_way(t, "kafka-1", "kafka-8"),
-    lambda t: P.majority_minority(t, minority=["nope"]),
-    lambda t: P.cut_between(t, ["clients@rack-x"], ["kafka-1"]),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: P.isolate(t, "kafka-9"),
+        lambda t: P.isolate(t, 42),
+        lambda t: P.isolate_rack(t, "rack-z"),
+        lambda t: P.clients_cut_off(t, "rack-q", 1),
+        lambda t: P.clients_cut_off(t, "rack-a", 7),
+        lambda t: P.one_way(t, "kafka-1", "kafka-8"),
+        lambda t: P.majority_minority(t, minority=["nope"]),
+        lambda t: P.cut_between(t, ["clients@rack-x"], ["kafka-1"]),
+    ],
+)
 def test_unknown_names_raise_one_line_fault_error(call) -> None:
     with pytest.raises(FaultError) as err:
         call(topo(5, 3))

@@ -44,11 +44,22 @@ def test_reproducible_across_processes() -> None:
     """The schedule must not depend on the hash seed (set iteration order)."""
     import subprocess
     import sys
-    code = ("from faults.schedule import Schedule, ScheduleConfig; from harness.topology import Ports, Topology;"
-            "t = Topology.build(brokers=5, racks=3, slot=0, ports=Ports(9091, 9093, (9100, 9101, 9102), 8474));"
-            "print(Schedule.generate(t, 99, ScheduleConfig(length=300, partitions=('hw/0',))).to_json())")
-    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={"PYTHONHASHSEED": str(h), "PYTHONPATH": "."}).stdout for h in (1, 2)}
+
+    code = (
+        "from faults.schedule import Schedule, ScheduleConfig; from harness.topology import Ports, Topology;"
+        "t = Topology.build(brokers=5, racks=3, slot=0, ports=Ports(9091, 9093, (9100, 9101, 9102), 8474));"
+        "print(Schedule.generate(t, 99, ScheduleConfig(length=300, partitions=('hw/0',))).to_json())"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": str(h), "PYTHONPATH": "."},
+        ).stdout
+        for h in (1, 2)
+    }
     assert len(outs) == 1
     assert outs.pop().strip() == Schedule.generate(T, 99, ScheduleConfig(length=300, partitions=("hw/0",))).to_json()
 
@@ -56,8 +67,7 @@ def test_reproducible_across_processes() -> None:
 @pytest.mark.parametrize("seed", range(15))
 @pytest.mark.parametrize("concurrency", [1, 3])
 def test_bounds_and_no_overlapping_contradictions(seed: int, concurrency: int) -> None:
-    conf = ScheduleConfig(length=400, duration=(3, 25), gap=(1, 8), concurrency=concurrency,
-                          partitions=("hw/0",))
+    conf = ScheduleConfig(length=400, duration=(3, 25), gap=(1, 8), concurrency=concurrency, partitions=("hw/0",))
     s = Schedule.generate(T, seed, conf)
     prev_start = -1.0
     for f in s.faults:
@@ -68,7 +78,7 @@ def test_bounds_and_no_overlapping_contradictions(seed: int, concurrency: int) -
         f.spec.validate(T)
         assert len(s.active_at(f.start)) <= concurrency
     for i, a in enumerate(s.faults):
-        for b in s.faults[i + 1:]:
+        for b in s.faults[i + 1 :]:
             if a.overlaps(b.start, b.end):
                 assert conflict(T, a.spec, b.spec) is None, (a, b)
     if concurrency == 1:
@@ -116,18 +126,21 @@ def test_events_heal_before_fault_at_equal_times() -> None:
             assert not (k1 == "fault" and k2 == "heal")
 
 
-@pytest.mark.parametrize("kwargs,fragment", [
-    ({"length": 0}, "length"),
-    ({"duration": (5, 1)}, "duration"),
-    ({"duration": (0, 1)}, "duration"),
-    ({"gap": (-1, 1)}, "gap"),
-    ({"concurrency": 0}, "concurrency"),
-    ({"mix": (("explode", 1.0),)}, "unknown fault kind"),
-    ({"mix": (("kill", -1),)}, "weight"),
-    ({"mix": (("kill", 0),)}, "no kind with a positive weight"),
-    ({"partitions": ("nopartition",)}, "malformed target"),
-    ({"toxicity": (0.5, 2.0)}, "toxicity"),
-])
+@pytest.mark.parametrize(
+    "kwargs,fragment",
+    [
+        ({"length": 0}, "length"),
+        ({"duration": (5, 1)}, "duration"),
+        ({"duration": (0, 1)}, "duration"),
+        ({"gap": (-1, 1)}, "gap"),
+        ({"concurrency": 0}, "concurrency"),
+        ({"mix": (("explode", 1.0),)}, "unknown fault kind"),
+        ({"mix": (("kill", -1),)}, "weight"),
+        ({"mix": (("kill", 0),)}, "no kind with a positive weight"),
+        ({"partitions": ("nopartition",)}, "malformed target"),
+        ({"toxicity": (0.5, 2.0)}, "toxicity"),
+    ],
+)
 def test_bad_config(kwargs: dict, fragment: str) -> None:
     with pytest.raises(FaultError, match=fragment):
         ScheduleConfig(**kwargs)

@@ -36,23 +36,27 @@ T = topo()
 
 # -- targets ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text,expected", [
-    ("broker:2", BrokerTarget(2)),
-    ("node:controller-1", NodeTarget("controller-1")),
-    ("leader:topic/0", LeaderTarget("topic", 0)),
-    ("leader:my.topic_x-1/12", LeaderTarget("my.topic_x-1", 12)),
-    ("follower-in:rack-b", FollowerInTarget("rack-b")),
-    ("follower-in:rack-b@hw/3", FollowerInTarget("rack-b", "hw", 3)),
-    ("controller", ControllerTarget()),
-    ("controllers", ControllersTarget()),
-    ("brokers", BrokersTarget()),
-    ("minority", MinorityTarget()),
-    ("minority:42", MinorityTarget(seed=42)),
-    ("bridge:7", BridgeTarget(seed=7)),
-    ("rack:rack-b", RackTarget("rack-b")),
-    ("clients:rack-a", ClientsTarget("rack-a")),
-    ("all", AllTarget()),
-])
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("broker:2", BrokerTarget(2)),
+        ("node:controller-1", NodeTarget("controller-1")),
+        ("leader:topic/0", LeaderTarget("topic", 0)),
+        ("leader:my.topic_x-1/12", LeaderTarget("my.topic_x-1", 12)),
+        ("follower-in:rack-b", FollowerInTarget("rack-b")),
+        ("follower-in:rack-b@hw/3", FollowerInTarget("rack-b", "hw", 3)),
+        ("controller", ControllerTarget()),
+        ("controllers", ControllersTarget()),
+        ("brokers", BrokersTarget()),
+        ("minority", MinorityTarget()),
+        ("minority:42", MinorityTarget(seed=42)),
+        ("bridge:7", BridgeTarget(seed=7)),
+        ("rack:rack-b", RackTarget("rack-b")),
+        ("clients:rack-a", ClientsTarget("rack-a")),
+        ("all", AllTarget()),
+    ],
+)
 def test_target_parse_and_render_round_trip(text: str, expected: Target) -> None:
     assert parse_target(text) == expected
     assert str(expected) == text
@@ -70,13 +74,21 @@ def test_follower_in_takes_both_topic_and_partition_or_neither() -> None:
         FollowerInTarget("rack-b", "hw")
 
 
-@pytest.mark.parametrize("text,fragment", [
-    ("leader", "needs an argument"), ("leader:topic", "leader:<topic>/<partition>"),
-    ("leader:topic/x", "leader:<topic>/<partition>"), ("broker:two", "integer id"),
-    ("controller:1", "takes no argument"), ("minority:abc", "integer seed"),
-    ("follower-in:rack-b@t", "follower-in"), ("wizard:1", "unknown target"), ("", "unknown target"),
-    ("rack:", "needs an argument"),
-])
+@pytest.mark.parametrize(
+    "text,fragment",
+    [
+        ("leader", "needs an argument"),
+        ("leader:topic", "leader:<topic>/<partition>"),
+        ("leader:topic/x", "leader:<topic>/<partition>"),
+        ("broker:two", "integer id"),
+        ("controller:1", "takes no argument"),
+        ("minority:abc", "integer seed"),
+        ("follower-in:rack-b@t", "follower-in"),
+        ("wizard:1", "unknown target"),
+        ("", "unknown target"),
+        ("rack:", "needs an argument"),
+    ],
+)
 def test_malformed_targets(text: str, fragment: str) -> None:
     with pytest.raises(FaultError, match=fragment) as err:
         parse_target(text)
@@ -147,10 +159,13 @@ def test_link_fault_parties_are_the_ones_whose_links_are_cut() -> None:
 
 # -- specs ----------------------------------------------------------------------------------------
 
+
 def test_parse_latency_with_everything() -> None:
-    spec = parse_fault("latency --target follower-in:rack-b@hw/0 --peer leader:hw/0 --flow out "
-                       "--latency 40000 --jitter=500 --direction upstream --toxicity 0.5 "
-                       "--listener replication")
+    spec = parse_fault(
+        "latency --target follower-in:rack-b@hw/0 --peer leader:hw/0 --flow out "
+        "--latency 40000 --jitter=500 --direction upstream --toxicity 0.5 "
+        "--listener replication"
+    )
     assert spec.kind is FaultKind.LATENCY
     assert spec.target == FollowerInTarget("rack-b", "hw", 0)
     assert spec.peer == LeaderTarget("hw", 0)
@@ -167,28 +182,33 @@ def test_defaults_are_filled_and_canonical() -> None:
     assert a == b and hash(a) == hash(b)
     assert a.streams == (Direction.DOWNSTREAM,)
     assert parse_fault("timeout --target broker:1 --direction both").streams == (
-        Direction.UPSTREAM, Direction.DOWNSTREAM)
+        Direction.UPSTREAM,
+        Direction.DOWNSTREAM,
+    )
     assert parse_fault("cut --target broker:1").streams == ()
 
 
-@pytest.mark.parametrize("text", [
-    "cut --target broker:2",
-    "cut --target broker:2 --flow in",
-    "cut --target clients:rack-b --peer broker:2",
-    "cut --target bridge:5",
-    "cut --target minority:9 --listener controller,replication",
-    "timeout --target rack:rack-a --timeout 100 --direction both",
-    "latency --target leader:t/0 --latency 250 --jitter 20 --toxicity 0.25",
-    "bandwidth --target broker:3 --rate 10",
-    "slow-close --target broker:1 --delay 50",
-    "reset-peer --target broker:1 --timeout 10",
-    "slicer --target broker:1 --average-size 10 --size-variation 5 --delay 100",
-    "kill --target leader:hw/0",
-    "stop --target broker:1",
-    "pause --target controller",
-    "restart --target follower-in:rack-b --clean true",
-    "rolling-restart --target brokers --interval 2.5",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cut --target broker:2",
+        "cut --target broker:2 --flow in",
+        "cut --target clients:rack-b --peer broker:2",
+        "cut --target bridge:5",
+        "cut --target minority:9 --listener controller,replication",
+        "timeout --target rack:rack-a --timeout 100 --direction both",
+        "latency --target leader:t/0 --latency 250 --jitter 20 --toxicity 0.25",
+        "bandwidth --target broker:3 --rate 10",
+        "slow-close --target broker:1 --delay 50",
+        "reset-peer --target broker:1 --timeout 10",
+        "slicer --target broker:1 --average-size 10 --size-variation 5 --delay 100",
+        "kill --target leader:hw/0",
+        "stop --target broker:1",
+        "pause --target controller",
+        "restart --target follower-in:rack-b --clean true",
+        "rolling-restart --target brokers --interval 2.5",
+    ],
+)
 def test_spec_round_trips_through_args_and_json(text: str) -> None:
     spec = parse_fault(text)
     assert parse_fault(spec.to_args()) == spec
@@ -204,31 +224,34 @@ def test_parse_command_duration() -> None:
         parse_command("kill --target broker:2 --duration 0")
 
 
-@pytest.mark.parametrize("text,fragment", [
-    ("explode --target broker:1", "unknown fault kind 'explode'"),
-    ("", "no fault kind"),
-    ("latency", "needs --target"),
-    ("latency --target", "needs a value"),
-    ("latency --target wizard", "unknown target"),
-    ("latency --target broker:x", "malformed target"),
-    ("latency --target broker:1 --latency fast", "expects int"),
-    ("latency --target broker:1 --latency -5", ">= 0"),
-    ("latency --target broker:1 --rate 5", "no option --rate"),
-    ("latency --target broker:1 --toxicity 2", "within"),
-    ("latency --target broker:1 --direction sideways", "--direction"),
-    ("latency --target broker:1 --flow up", "--flow"),
-    ("latency --target broker:1 --listener ssl", "--listener"),
-    ("latency --target broker:1 --target broker:2", "twice"),
-    ("latency --target broker:1 extra", "unexpected argument"),
-    ("cut --target broker:1 --direction upstream", "cut takes no"),
-    ("cut --target broker:1 --peer broker:1", "target itself"),
-    ("cut --target bridge --peer broker:1", "bridge target"),
-    ("cut --target all", "only valid as --peer"),
-    ("kill --target clients:rack-a", "not a process"),
-    ("kill --target broker:1 --peer broker:2", "process fault and takes no --peer"),
-    ("slicer --target broker:1 --average-size 4 --size-variation 4", "smaller"),
-    ("restart --target broker:1 --clean maybe", "expects bool"),
-])
+@pytest.mark.parametrize(
+    "text,fragment",
+    [
+        ("explode --target broker:1", "unknown fault kind 'explode'"),
+        ("", "no fault kind"),
+        ("latency", "needs --target"),
+        ("latency --target", "needs a value"),
+        ("latency --target wizard", "unknown target"),
+        ("latency --target broker:x", "malformed target"),
+        ("latency --target broker:1 --latency fast", "expects int"),
+        ("latency --target broker:1 --latency -5", ">= 0"),
+        ("latency --target broker:1 --rate 5", "no option --rate"),
+        ("latency --target broker:1 --toxicity 2", "within"),
+        ("latency --target broker:1 --direction sideways", "--direction"),
+        ("latency --target broker:1 --flow up", "--flow"),
+        ("latency --target broker:1 --listener ssl", "--listener"),
+        ("latency --target broker:1 --target broker:2", "twice"),
+        ("latency --target broker:1 extra", "unexpected argument"),
+        ("cut --target broker:1 --direction upstream", "cut takes no"),
+        ("cut --target broker:1 --peer broker:1", "target itself"),
+        ("cut --target bridge --peer broker:1", "bridge target"),
+        ("cut --target all", "only valid as --peer"),
+        ("kill --target clients:rack-a", "not a process"),
+        ("kill --target broker:1 --peer broker:2", "process fault and takes no --peer"),
+        ("slicer --target broker:1 --average-size 4 --size-variation 4", "smaller"),
+        ("restart --target broker:1 --clean maybe", "expects bool"),
+    ],
+)
 def test_bad_specs_get_one_clear_line(text: str, fragment: str) -> None:
     with pytest.raises(FaultError, match=fragment) as err:
         parse_fault(text)
@@ -251,24 +274,31 @@ def test_validate_against_topology() -> None:
 
 # -- scope ------------------------------------------------------------------------------------
 
+
 def test_scope_of_link_faults() -> None:
     rep = Listener.REPLICATION
     assert resolve_links(T, parse_fault("cut --target clients:rack-b --peer broker:2")) == {
-        Link("clients@rack-b", "kafka-2", Listener.CLIENT)}
+        Link("clients@rack-b", "kafka-2", Listener.CLIENT)
+    }
     inbound = resolve_links(T, parse_fault("cut --target broker:1 --flow in"))
     assert inbound and all(l.dst == "kafka-1" for l in inbound)
     out = resolve_links(T, parse_fault("latency --target broker:1 --peer broker:2 --flow out --listener replication"))
     assert out == {Link("kafka-1", "kafka-2", rep)}
     everyone = resolve_links(T, parse_fault("cut --target broker:1 --peer all"))
     assert {l for l in everyone if l.listener is Listener.CLIENT} == {
-        Link(f"clients@{r}", "kafka-1", Listener.CLIENT) for r in T.client_racks}
+        Link(f"clients@{r}", "kafka-1", Listener.CLIENT) for r in T.client_racks
+    }
     view = FakeView({("hw", 0): 3}, {("hw", 0): [3, 2]})
-    fetch_path = resolve_links(T, parse_fault(
-        "latency --target follower-in:rack-b@hw/0 --peer leader:hw/0 --flow out --listener replication"), view)
+    fetch_path = resolve_links(
+        T,
+        parse_fault("latency --target follower-in:rack-b@hw/0 --peer leader:hw/0 --flow out --listener replication"),
+        view,
+    )
     assert fetch_path == {Link("kafka-2", "kafka-3", rep)}
     # conservative scope of a dynamic fault covers every resolution
-    assert fetch_path <= possible_links(T, parse_fault(
-        "latency --target follower-in:rack-b@hw/0 --peer leader:hw/0 --flow out --listener replication"))
+    assert fetch_path <= possible_links(
+        T, parse_fault("latency --target follower-in:rack-b@hw/0 --peer leader:hw/0 --flow out --listener replication")
+    )
 
 
 def test_possible_nodes() -> None:
@@ -276,43 +306,56 @@ def test_possible_nodes() -> None:
     assert possible_nodes(T, parse_fault("kill --target leader:t/0")) == {f"kafka-{i}" for i in range(1, 6)}
     t = topo(3, 3, controllers=3)
     assert possible_nodes(t, parse_fault("pause --target controller")) == {
-        "controller-1", "controller-2", "controller-3"}
+        "controller-1",
+        "controller-2",
+        "controller-3",
+    }
 
 
 # -- contradictions -----------------------------------------------------------------------------
+
 
 def specs(*texts: str) -> list[FaultSpec]:
     return [parse_fault(t) for t in texts]
 
 
-@pytest.mark.parametrize("texts", [
-    ("pause --target broker:2", "kill --target broker:2"),
-    ("kill --target broker:2", "kill --target broker:2"),
-    ("stop --target rack:rack-b", "pause --target broker:5"),
-    ("pause --target leader:hw/0", "kill --target broker:1"),
-    ("rolling-restart --target brokers", "pause --target broker:3"),
-    ("latency --target broker:1", "latency --target broker:2"),  # share kafka-1 <-> kafka-2
-    ("latency --target broker:1 --direction both", "latency --target broker:1 --peer broker:3 --direction upstream"),
-    ("cut --target broker:1", "cut --target minority:0"),
-    ("cut --target broker:1", "cut --target broker:2 --flow in"),
-])
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ("pause --target broker:2", "kill --target broker:2"),
+        ("kill --target broker:2", "kill --target broker:2"),
+        ("stop --target rack:rack-b", "pause --target broker:5"),
+        ("pause --target leader:hw/0", "kill --target broker:1"),
+        ("rolling-restart --target brokers", "pause --target broker:3"),
+        ("latency --target broker:1", "latency --target broker:2"),  # share kafka-1 <-> kafka-2
+        (
+            "latency --target broker:1 --direction both",
+            "latency --target broker:1 --peer broker:3 --direction upstream",
+        ),
+        ("cut --target broker:1", "cut --target minority:0"),
+        ("cut --target broker:1", "cut --target broker:2 --flow in"),
+    ],
+)
 def test_contradictions_are_rejected(texts: tuple[str, str]) -> None:
     with pytest.raises(FaultError, match="contradictory") as err:
         check_no_conflicts(T, specs(*texts))
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("texts", [
-    ("pause --target broker:1", "kill --target broker:2"),
-    ("kill --target leader:hw/0", "pause --target follower-in:rack-b@hw/0"),
-    ("pause --target broker:2", "latency --target broker:2"),
-    ("latency --target broker:1", "bandwidth --target broker:1"),
-    ("latency --target broker:1 --direction upstream", "latency --target broker:1 --direction downstream"),
-    ("latency --target broker:1 --peer broker:2", "latency --target broker:3 --peer broker:4"),
-    ("cut --target broker:1 --flow in", "cut --target broker:1 --flow out"),
-    ("cut --target broker:1", "timeout --target broker:1"),
-    ("stop --target rack:rack-a", "stop --target rack:rack-b"),
-])
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ("pause --target broker:1", "kill --target broker:2"),
+        ("kill --target leader:hw/0", "pause --target follower-in:rack-b@hw/0"),
+        ("pause --target broker:2", "latency --target broker:2"),
+        ("latency --target broker:1", "bandwidth --target broker:1"),
+        ("latency --target broker:1 --direction upstream", "latency --target broker:1 --direction downstream"),
+        ("latency --target broker:1 --peer broker:2", "latency --target broker:3 --peer broker:4"),
+        ("cut --target broker:1 --flow in", "cut --target broker:1 --flow out"),
+        ("cut --target broker:1", "timeout --target broker:1"),
+        ("stop --target rack:rack-a", "stop --target rack:rack-b"),
+    ],
+)
 def test_compatible_faults_pass(texts: tuple[str, str]) -> None:
     check_no_conflicts(T, specs(*texts))
     a, b = specs(*texts)

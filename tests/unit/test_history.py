@@ -24,17 +24,38 @@ def sample(path: Path) -> list[dict]:
     with HistoryWriter(path, run_id="r1", config={"acks": "all"}, kafka_version="4.1.0") as w:
         w.invoke("producer-0", "send", {"topic": "t", "partition": 0, "key": None, "value": "a"})
         w.ok("producer-0", "send", {"topic": "t", "partition": 0, "key": None, "value": "a", "offset": 0})
-        w.info("producer-0", "send", {"topic": "t", "partition": 1, "key": "k", "value": 7},
-               error=TimeoutError("timed out"))
+        w.info(
+            "producer-0",
+            "send",
+            {"topic": "t", "partition": 1, "key": "k", "value": 7},
+            error=TimeoutError("timed out"),
+        )
         w.ok("consumer-0", "assign", {"topic": "t", "partition": 0, "offset": 0, "reason": "assign"})
-        w.ok("consumer-0", "poll", {"records": [{"topic": "t", "partition": 0, "offset": 0, "value": "a",
-                                                 "leader_epoch": 3, "replica": 2}]})
+        w.ok(
+            "consumer-0",
+            "poll",
+            {"records": [{"topic": "t", "partition": 0, "offset": 0, "value": "a", "leader_epoch": 3, "replica": 2}]},
+        )
         w.ok("consumer-0", "poll", {"records": []})
-        w.ok("observer", "meta", {"topic": "t", "partition": 0, "leader": 1, "leader_epoch": 3,
-                                  "isr": [1, 2], "hw": 1, "leo": {"1": 1, "2": 1}})
+        w.ok(
+            "observer",
+            "meta",
+            {
+                "topic": "t",
+                "partition": 0,
+                "leader": 1,
+                "leader_epoch": 3,
+                "isr": [1, 2],
+                "hw": 1,
+                "leo": {"1": 1, "2": 1},
+            },
+        )
         w.info("nemesis", "fault", {"kind": "kill", "targets": ["kafka-1"], "params": {}})
-        w.ok("final", "final-read", {"topic": "t", "partition": 0, "replica": 1, "hw": 1,
-                                     "log_start": 0, "records": [[0, "a"]]})
+        w.ok(
+            "final",
+            "final-read",
+            {"topic": "t", "partition": 0, "replica": 1, "hw": 1, "log_start": 0, "records": [[0, "a"]]},
+        )
     return list(read_history(path))
 
 
@@ -88,12 +109,18 @@ def test_writer_is_flushed_and_thread_safe(tmp_path: Path) -> None:
     [
         ("{not json", "not valid JSON"),
         ('{"index": 9, "time_ns": 1, "process": "p", "type": "ok", "f": "poll"}', "missing field(s) value, error"),
-        ('{"index": 9, "time_ns": 1, "process": "p", "type": "done", "f": "x", "value": null, "error": null}',
-         "'type' must be one of"),
-        ('{"index": 9, "time_ns": 1, "process": "p", "type": "ok", "f": "poll", "value": {"records": [{"topic": "t"}]}, "error": null}',
-         "records[0] has no 'partition'"),
-        ('{"index": 0, "time_ns": 1, "process": "p", "type": "ok", "f": "commit", "value": {}, "error": null}',
-         "index 0 does not increase"),
+        (
+            '{"index": 9, "time_ns": 1, "process": "p", "type": "done", "f": "x", "value": null, "error": null}',
+            "'type' must be one of",
+        ),
+        (
+            '{"index": 9, "time_ns": 1, "process": "p", "type": "ok", "f": "poll", "value": {"records": [{"topic": "t"}]}, "error": null}',
+            "records[0] has no 'partition'",
+        ),
+        (
+            '{"index": 0, "time_ns": 1, "process": "p", "type": "ok", "f": "commit", "value": {}, "error": null}',
+            "index 0 does not increase",
+        ),
     ],
 )
 def test_strict_reader_names_line_and_problem(tmp_path: Path, line: str, message: str) -> None:
@@ -122,8 +149,12 @@ def test_lenient_reader_keeps_going(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("first", "message"),
-    [("", "empty file"), ('{"format": "other"}', "not a highwater history"),
-     ('{"format": "highwater.history/2"}', "unsupported history version"), ("[1]", "must be a JSON object")],
+    [
+        ("", "empty file"),
+        ('{"format": "other"}', "not a highwater history"),
+        ('{"format": "highwater.history/2"}', "unsupported history version"),
+        ("[1]", "must be a JSON object"),
+    ],
 )
 def test_bad_header_is_an_error(tmp_path: Path, first: str, message: str) -> None:
     p = tmp_path / "h.jsonl"
@@ -151,8 +182,7 @@ def test_final_reads_have_row_groups_of_their_own(tmp_path: Path) -> None:
     out = tmp_path / "h.parquet"
     to_parquet(p, out)
     pf = pq.ParquetFile(out)
-    kinds = [set(pf.read_row_group(i, columns=["f"]).column("f").to_pylist())
-             for i in range(pf.num_row_groups)]
+    kinds = [set(pf.read_row_group(i, columns=["f"]).column("f").to_pylist()) for i in range(pf.num_row_groups)]
     assert pf.num_row_groups >= 2 and {"final-read"} in kinds
     assert all(k == {"final-read"} or "final-read" not in k for k in kinds)
     assert list(read_history(out)) == events

@@ -45,8 +45,12 @@ def _files(package: str) -> list[Path]:
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_no_upward_import(package: str) -> None:
-    bad = [f"{f.relative_to(ROOT)} imports {m}" for f in _files(package) for m in imported_modules(f)
-           if m.split(".")[0] in FORBIDDEN[package]]
+    bad = [
+        f"{f.relative_to(ROOT)} imports {m}"
+        for f in _files(package)
+        for m in imported_modules(f)
+        if m.split(".")[0] in FORBIDDEN[package]
+    ]
     assert not bad, "\n".join(bad)
 
 
@@ -54,8 +58,12 @@ def test_ground_floor_imports_only_the_ground_floor() -> None:
     ours = {"harness", "faults", "reports", "highwater", "suites"}
     files = [f for f in _files("harness") if any(str(f.relative_to(ROOT)).startswith(g) for g in GROUND)]
     assert files, "the ground floor has files"
-    bad = [f"{f.relative_to(ROOT)} imports {m}" for f in files for m in imported_modules(f)
-           if m.split(".")[0] in ours and not m.startswith(GROUND_MAY_IMPORT)]
+    bad = [
+        f"{f.relative_to(ROOT)} imports {m}"
+        for f in files
+        for m in imported_modules(f)
+        if m.split(".")[0] in ours and not m.startswith(GROUND_MAY_IMPORT)
+    ]
     assert not bad, "\n".join(bad)
 
 

@@ -28,22 +28,34 @@ from tests.unit.fault_topology import topo
 
 
 def schedule(seed: int = 7) -> Schedule:
-    return Schedule.generate(topo(3, 3), seed, ScheduleConfig(length=30, duration=(2.0, 4.0), gap=(1.0, 2.0),
-                                                              partitions=("t/0",)))
+    return Schedule.generate(
+        topo(3, 3), seed, ScheduleConfig(length=30, duration=(2.0, 4.0), gap=(1.0, 2.0), partitions=("t/0",))
+    )
 
 
 def full_manifest() -> RunManifest:
     spec = RunSpec(suite="chaos", scenario="seed-7", campaign="c", seed=7, extra={"note": "x"})
     return RunManifest(
-        run_id="20260101T000000-seed-7-abcdef", suite="chaos", scenario="seed-7", campaign="c",
-        kafka_version="4.3.1", client="kafka-python 2.2.3", config={"acks": "all", "bounds": {"x": 1}},
-        seed=7, repro="highwater campaign --seed 7", started_at="2026-01-01T00:00:00Z",
-        ended_at="2026-01-01T00:01:10Z", python="3.11.9",
+        run_id="20260101T000000-seed-7-abcdef",
+        suite="chaos",
+        scenario="seed-7",
+        campaign="c",
+        kafka_version="4.3.1",
+        client="kafka-python 2.2.3",
+        config={"acks": "all", "bounds": {"x": 1}},
+        seed=7,
+        repro="highwater campaign --seed 7",
+        started_at="2026-01-01T00:00:00Z",
+        ended_at="2026-01-01T00:01:10Z",
+        python="3.11.9",
         cluster=ClusterShape("local", 3, 3, 0, {"replica.lag.time.max.ms": "4000"}),
         racks=Racks({"1": "rack-a", "2": "rack-b"}, {"consumer-0": "rack-a"}),
-        spec=run_spec_to_json(spec), nemesis=describe_nemesis(scheduled(schedule())),
+        spec=run_spec_to_json(spec),
+        nemesis=describe_nemesis(scheduled(schedule())),
         client_bytes={"rack-a": {"1": 100, "2": 0}},
-        stats=RunStats({"producer-0": {"sent": 10, "acked": 9}}, {"consumer-0": 9}, {}), valid=True)
+        stats=RunStats({"producer-0": {"sent": 10, "acked": 9}}, {"consumer-0": 9}, {}),
+        valid=True,
+    )
 
 
 def test_round_trip_through_json_text() -> None:
@@ -62,24 +74,27 @@ def test_write_and_read_a_run_dir(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]  # no temporary file left
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"format": "highwater.run/2"}, "unsupported run manifest version 'highwater.run/2'"),
-    ({"format": "something/1"}, "not a highwater run manifest"),
-    ({"format": 3}, "not a highwater run manifest"),
-    ({"schedule": {}}, "unknown field(s) in a highwater.run/1 manifest: schedule"),
-    ({"run_id": ""}, "manifest lacks run_id"),
-    ({"suite": None}, "manifest lacks suite"),
-    ({"started_at": 1700000000.5}, "'started_at' must be an ISO 8601 time string"),
-    ({"started_at": "yesterday"}, "not an ISO 8601 time"),
-    ({"seed": "7"}, "'seed' must be an integer"),
-    ({"nemesis": {"kind": "chaos"}}, "unknown nemesis kind 'chaos'"),
-    ({"nemesis": {"kind": "scheduled"}}, "needs its 'schedule' object"),
-    ({"nemesis": {"kind": "scripted", "steps": [{"after": 1}]}}, "malformed scripted step"),
-    ({"cluster": {"brokers": "three"}}, "'cluster.brokers' must be an integer"),
-    ({"cluster": {"nodes": 3}}, "unknown field(s) in cluster: nodes"),
-    ({"client_bytes": {"rack-a": {"1": "many"}}}, "malformed client_bytes"),
-    ({"valid": "maybe"}, "'valid' must be true, false"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"format": "highwater.run/2"}, "unsupported run manifest version 'highwater.run/2'"),
+        ({"format": "something/1"}, "not a highwater run manifest"),
+        ({"format": 3}, "not a highwater run manifest"),
+        ({"schedule": {}}, "unknown field(s) in a highwater.run/1 manifest: schedule"),
+        ({"run_id": ""}, "manifest lacks run_id"),
+        ({"suite": None}, "manifest lacks suite"),
+        ({"started_at": 1700000000.5}, "'started_at' must be an ISO 8601 time string"),
+        ({"started_at": "yesterday"}, "not an ISO 8601 time"),
+        ({"seed": "7"}, "'seed' must be an integer"),
+        ({"nemesis": {"kind": "chaos"}}, "unknown nemesis kind 'chaos'"),
+        ({"nemesis": {"kind": "scheduled"}}, "needs its 'schedule' object"),
+        ({"nemesis": {"kind": "scripted", "steps": [{"after": 1}]}}, "malformed scripted step"),
+        ({"cluster": {"brokers": "three"}}, "'cluster.brokers' must be an integer"),
+        ({"cluster": {"nodes": 3}}, "unknown field(s) in cluster: nodes"),
+        ({"client_bytes": {"rack-a": {"1": "many"}}}, "malformed client_bytes"),
+        ({"valid": "maybe"}, "'valid' must be true, false"),
+    ],
+)
 def test_malformed_or_unknown_version_is_one_clear_error(change: dict[str, Any], message: str) -> None:
     data = {**full_manifest().to_json(), **change}
     with pytest.raises(ManifestError) as err:
@@ -106,16 +121,33 @@ def test_read_names_the_file(tmp_path: Path) -> None:
 
 #: what the runner wrote before the manifest had a type (an untyped dict)
 OLD_RUNNER = {
-    "run_id": "20251101T101010-seed-1-0a0b0c", "suite": "chaos", "scenario": "seed-1", "campaign": "ci-1",
-    "kafka_version": "4.1.0", "client": "kafka-python 2.2.3", "config": {"acks": "all"}, "seed": 1,
-    "repro": "highwater run suites/chaos", "started_at": 1762000000.25, "ended_at": 1762000070.0,
-    "racks": {"brokers": {"1": "rack-a"}, "clients": {"consumer-0": "rack-a"}}, "python": "3.11.2",
+    "run_id": "20251101T101010-seed-1-0a0b0c",
+    "suite": "chaos",
+    "scenario": "seed-1",
+    "campaign": "ci-1",
+    "kafka_version": "4.1.0",
+    "client": "kafka-python 2.2.3",
+    "config": {"acks": "all"},
+    "seed": 1,
+    "repro": "highwater run suites/chaos",
+    "started_at": 1762000000.25,
+    "ended_at": 1762000070.0,
+    "racks": {"brokers": {"1": "rack-a"}, "clients": {"consumer-0": "rack-a"}},
+    "python": "3.11.2",
     "cluster": {"brokers": 3, "racks": 3, "controllers": 0, "broker_config": {}},
-    "spec": {"suite": "chaos", "scenario": "seed-1", "seed": 1, "retired_field": 1,
-             "extra": {"schedule": {"format": "highwater.schedule/1", "seed": 1, "faults": []}}},
+    "spec": {
+        "suite": "chaos",
+        "scenario": "seed-1",
+        "seed": 1,
+        "retired_field": 1,
+        "extra": {"schedule": {"format": "highwater.schedule/1", "seed": 1, "faults": []}},
+    },
     "client_bytes": {"rack-a": {"1": 5}},
-    "stats": {"producers": {"producer-0": {"sent": 3, "acked": 3}}, "consumers": {"consumer-0": 3},
-              "worker_errors": {}},
+    "stats": {
+        "producers": {"producer-0": {"sent": 3, "acked": 3}},
+        "consumers": {"consumer-0": 3},
+        "worker_errors": {},
+    },
     "valid": False,
 }
 
@@ -133,8 +165,17 @@ def test_an_old_runner_manifest_keeps_its_schedule_and_start_time() -> None:
 
 
 def test_hand_written_and_partial_old_manifests() -> None:
-    m = RunManifest.from_json({"suite": "s", "scenario": "x", "repro": "cmd", "started_at": "2025-01-01T00:00:00Z",
-                               "schedule": {"faults": [{"kind": "kill"}]}, "racks": "garbage", "seed": True})
+    m = RunManifest.from_json(
+        {
+            "suite": "s",
+            "scenario": "x",
+            "repro": "cmd",
+            "started_at": "2025-01-01T00:00:00Z",
+            "schedule": {"faults": [{"kind": "kill"}]},
+            "racks": "garbage",
+            "seed": True,
+        }
+    )
     assert m.started_at == "2025-01-01T00:00:00Z" and m.schedule == {"faults": [{"kind": "kill"}]}
     assert m.racks == Racks() and m.seed is None and m.repro == "cmd"
     bare = RunManifest.from_legacy({}, run_id="dir-name")
@@ -144,6 +185,7 @@ def test_hand_written_and_partial_old_manifests() -> None:
 
 # -- the report reads run.json through the type -----------------------------------------------------
 
+
 def test_the_report_reads_schedule_and_start_time(tmp_path: Path) -> None:
     d = tmp_path / "c" / "r1"
     d.mkdir(parents=True)
@@ -151,9 +193,15 @@ def test_the_report_reads_schedule_and_start_time(tmp_path: Path) -> None:
     info = load_run(tmp_path, d, 0)
     assert info.started_at == "2026-01-01T00:00:00Z"
     assert info.schedule is not None and info.schedule["seed"] == 7
-    assert (info.suite, info.scenario, info.campaign, info.run_id) == ("chaos", "seed-7", "c",
-                                                                       "20260101T000000-seed-7-abcdef")
-    assert info.racks["brokers"] == {"1": "rack-a", "2": "rack-b"} and info.client_bytes == {"rack-a": {"1": 100, "2": 0}}
+    assert (info.suite, info.scenario, info.campaign, info.run_id) == (
+        "chaos",
+        "seed-7",
+        "c",
+        "20260101T000000-seed-7-abcdef",
+    )
+    assert info.racks["brokers"] == {"1": "rack-a", "2": "rack-b"} and info.client_bytes == {
+        "rack-a": {"1": 100, "2": 0}
+    }
     assert info.repro == "highwater campaign --seed 7" and info.seed == 7
 
 
@@ -179,11 +227,15 @@ def test_the_report_reads_old_manifests_and_survives_bad_ones(tmp_path: Path) ->
 
 # -- what the runner records ------------------------------------------------------------------------
 
+
 def test_the_nemesis_is_recorded_as_data() -> None:
     steps = [Step(4, "kill --target leader:{topic}/0", 20), Step(1, "cut --target broker:1", 5)]
     rec = describe_nemesis(scripted(steps))
     assert rec.kind == "scripted" and rec.replayable
-    assert rec.steps == (ScriptedStep(4.0, "kill --target leader:{topic}/0", 20.0), ScriptedStep(1.0, "cut --target broker:1", 5.0))
+    assert rec.steps == (
+        ScriptedStep(4.0, "kill --target leader:{topic}/0", 20.0),
+        ScriptedStep(1.0, "cut --target broker:1", 5.0),
+    )
     assert describe_nemesis(None) == NemesisRecord("none")
     sched = describe_nemesis(scheduled(schedule()))
     assert sched.kind == "scheduled" and sched.schedule == schedule().to_dict()

@@ -25,7 +25,12 @@ def test_a_scheduled_run_is_planned_as_recorded(tmp_path: Path) -> None:
     assert (plan.cluster.brokers, plan.cluster.racks, plan.cluster.controllers) == (3, 3, 0)
     assert plan.cluster.kafka_version == "4.3.1"
     assert dict(plan.cluster.broker_config) == {"replica.lag.time.max.ms": "4000"}
-    assert (plan.spec.suite, plan.spec.scenario, plan.spec.seed, plan.spec.client) == ("chaos", "seed-7", 7, "kafka-python")
+    assert (plan.spec.suite, plan.spec.scenario, plan.spec.seed, plan.spec.client) == (
+        "chaos",
+        "seed-7",
+        7,
+        "kafka-python",
+    )
     assert plan.spec.campaign == "replay-c" and plan.spec.results_root == tmp_path / "out"
     assert plan.spec.repro == f"highwater replay {tmp_path / 'orig'}"
     assert plan.spec.extra["note"] == "x" and plan.spec.extra["replay_of"]["run_id"] == m.run_id
@@ -51,14 +56,19 @@ def test_an_old_runner_manifest_with_a_schedule_is_replayable(tmp_path: Path) ->
     assert plan.cluster.kafka_version == "4.1.0"
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"nemesis": NemesisRecord("custom", name="suites.x.unclean_truncation.<locals>.run")},
-     "its nemesis was code, not data (suites.x.unclean_truncation.<locals>.run)"),
-    ({"nemesis": NemesisRecord("unrecorded")}, "predates recorded nemeses"),
-    ({"cluster": None}, "records no cluster shape"),
-    ({"cluster": ClusterShape(backend="cloud")}, "unknown backend 'cloud'"),
-    ({"spec": {}}, "records no run spec"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            {"nemesis": NemesisRecord("custom", name="suites.x.unclean_truncation.<locals>.run")},
+            "its nemesis was code, not data (suites.x.unclean_truncation.<locals>.run)",
+        ),
+        ({"nemesis": NemesisRecord("unrecorded")}, "predates recorded nemeses"),
+        ({"cluster": None}, "records no cluster shape"),
+        ({"cluster": ClusterShape(backend="cloud")}, "unknown backend 'cloud'"),
+        ({"spec": {}}, "records no run spec"),
+    ],
+)
 def test_what_cannot_be_replayed_is_refused_in_one_line(tmp_path: Path, change: dict, message: str) -> None:
     with pytest.raises(HighwaterError) as err:
         plan_replay(replace(full_manifest(), **change), tmp_path, results_root=tmp_path)

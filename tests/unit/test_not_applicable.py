@@ -31,8 +31,13 @@ from tests.synth.histories import HistoryBuilder
 T = "t"
 RACKS = {"brokers": {"1": "a", "2": "b", "3": "c"}, "clients": {"consumer-0": "a"}}
 #: the event kinds that carry each input (racks live in the header)
-KINDS = {Input.SENDS: {"send"}, Input.POLLS: {"poll", "assign", "seek"},
-         Input.FINAL_READS: {"final-read"}, Input.META: {"meta"}, Input.FAULTS: {"fault", "heal"}}
+KINDS = {
+    Input.SENDS: {"send"},
+    Input.POLLS: {"poll", "assign", "seek"},
+    Input.FINAL_READS: {"final-read"},
+    Input.META: {"meta"},
+    Input.FAULTS: {"fault", "heal"},
+}
 
 
 def plain(n: int = 6, *, lost: bool = False) -> HistoryBuilder:
@@ -51,9 +56,16 @@ def plain(n: int = 6, *, lost: bool = False) -> HistoryBuilder:
 
 def full(n: int = 6) -> HistoryBuilder:
     """A clean history carrying every input: racks, meta, sends, polls, a fault, final reads."""
-    b = HistoryBuilder({"follower_fetch_grace_ms": 0, "progress_bound_ms": 10_000,
-                        "isr_slack_ms": 0, "replica_lag_time_max_ms": 100_000,
-                        "isr_rejoin_bound_ms": 100_000}, racks=RACKS)
+    b = HistoryBuilder(
+        {
+            "follower_fetch_grace_ms": 0,
+            "progress_bound_ms": 10_000,
+            "isr_slack_ms": 0,
+            "replica_lag_time_max_ms": 100_000,
+            "isr_rejoin_bound_ms": 100_000,
+        },
+        racks=RACKS,
+    )
     b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
     b.assign("consumer-0", T, 0, 0)
     for i in range(n):
@@ -89,7 +101,8 @@ def verdicts_of(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[st
 
 
 def test_check_exits_0_on_clean_history_without_racks_or_meta_and_lists_skipped(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = plain().write(tmp_path / "plain.jsonl")
     assert main(["check", str(path)]) == 0
     out = capsys.readouterr().out
@@ -226,7 +239,7 @@ def test_readme_table_says_what_each_check_needs() -> None:
     cols = [c.strip() for c in lines[head].strip("|").split("|")]
     k = next(i for i, c in enumerate(cols) if c.startswith("needs"))
     rows = {}
-    for x in lines[head + 2:]:
+    for x in lines[head + 2 :]:
         if not x.startswith("|"):
             break
         cells = [c.strip().strip("`") for c in x.strip("|").split("|")]
@@ -237,9 +250,17 @@ def test_readme_table_says_what_each_check_needs() -> None:
 def test_failed_final_reads_make_the_checks_unknown_not_inapplicable() -> None:
     b = plain()
     header, events = without(b, Input.FINAL_READS)
-    events.append({"index": len(events), "time_ns": events[-1]["time_ns"] + 1, "process": "final",
-                   "type": "info", "f": "final-read", "value": {"topic": T, "partition": 0, "replica": 1},
-                   "error": "NotLeaderOrFollowerError"})
+    events.append(
+        {
+            "index": len(events),
+            "time_ns": events[-1]["time_ns"] + 1,
+            "process": "final",
+            "type": "info",
+            "f": "final-read",
+            "value": {"topic": T, "partition": 0, "replica": 1},
+            "error": "NotLeaderOrFollowerError",
+        }
+    )
     h = from_events(header, events)
     assert Input.FINAL_READS in present_inputs(h) and not h.finals
     v = {x.check: x for x in run_checks(h)}

@@ -64,11 +64,13 @@ def test_java_version_parsing() -> None:
 
 
 def test_toxiproxy_metrics_parsing() -> None:
-    text = "\n".join([
-        '# HELP toxiproxy_proxy_sent_bytes_total x',
-        'toxiproxy_proxy_sent_bytes_total{direction="downstream",listener="127.1.1.1:1",proxy="p",upstream="u"} 1234',
-        'toxiproxy_proxy_sent_bytes_total{direction="upstream",listener="127.1.1.1:1",proxy="p",upstream="u"} 56',
-        'toxiproxy_proxy_received_bytes_total{direction="upstream",listener="127.1.1.1:1",proxy="p",upstream="u"} 999',
-    ])
+    text = "\n".join(
+        [
+            "# HELP toxiproxy_proxy_sent_bytes_total x",
+            'toxiproxy_proxy_sent_bytes_total{direction="downstream",listener="127.1.1.1:1",proxy="p",upstream="u"} 1234',
+            'toxiproxy_proxy_sent_bytes_total{direction="upstream",listener="127.1.1.1:1",proxy="p",upstream="u"} 56',
+            'toxiproxy_proxy_received_bytes_total{direction="upstream",listener="127.1.1.1:1",proxy="p",upstream="u"} 999',
+        ]
+    )
     counters = parse_metrics(text)
     assert counters["p"].downstream == 1234 and counters["p"].upstream == 56

@@ -22,8 +22,10 @@ def test_every_window_outlasts_the_bounds_that_judge_it(key: str, profile: str) 
         for check, bound in p.judging(step).items():
             need = required_window_ms(bound.ms)
             if step.duration * 1000 < need:
-                too_short.append(f"step {i} ({step.fault}): {step.duration:g} s < {need} ms needed by {check} "
-                                 f"({bound.name} = {bound.ms} ms = {bound.formula} = {bound.computed}, plus margin)")
+                too_short.append(
+                    f"step {i} ({step.fault}): {step.duration:g} s < {need} ms needed by {check} "
+                    f"({bound.name} = {bound.ms} ms = {bound.formula} = {bound.computed}, plus margin)"
+                )
     assert not too_short, f"{key}: " + "; ".join(too_short)
     if "progress" in p.must_hold and p.steps:
         tail = p.duration(PROFILES[profile].run_seconds) - sum(s.after + s.duration for s in p.steps)
@@ -58,15 +60,14 @@ def test_the_plans_settings_are_what_a_run_records() -> None:
 
     for p in PLANS.values():
         cluster = SimpleNamespace(spec=ClusterSpec(brokers=p.brokers, broker_config=dict(p.broker_config)))
-        config = RunSpec(suite=p.suite, scenario=p.scenario, observe_interval=p.observe_interval) \
-            .header_config(cluster)  # type: ignore[arg-type]
+        config = RunSpec(suite=p.suite, scenario=p.scenario, observe_interval=p.observe_interval).header_config(cluster)  # type: ignore[arg-type]
         assert config["bounds"] == {n: b.to_json() for n, b in p.bounds().items()}, p.key
 
 
 TWINS = {
     "kip-392/rack-local-reads": "reads served by another rack; bytes from another rack",
     "kip-392/replica-killed": "the consumer never moves (nothing for the whole fault, all at once after the heal); "
-                              "never returns to its rack replica",
+    "never returns to its rack replica",
     "kafka-4485/high-rate-small": "a follower leaves the ISR while quiet",
     "kafka-4485/slowed-follower": "the follower leaves and stays out; never leaves",
     "kip-207/leader-kills": "the HW goes back",
@@ -77,8 +78,10 @@ TWINS = {
 
 def test_note_table() -> None:
     """The note of issue 11: scenario, timed checks asserted, bounds, windows, twin."""
-    lines = ["| scenario | asserts (timed) | fault windows (s) | bounds that judge them (ms) | broken twin |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| scenario | asserts (timed) | fault windows (s) | bounds that judge them (ms) | broken twin |",
+        "|---|---|---|---|---|",
+    ]
     for key, p in PLANS.items():
         windows = ", ".join(f"{s.fault.split()[0]} {s.duration:g}" for s in p.steps) or "none"
         judged = "; ".join(f"{c}: {b.name}={b.ms}" for s in p.steps for c, b in p.judging(s).items()) or "-"
@@ -100,8 +103,9 @@ def test_chaos_schedules_draw_only_windows_the_timed_checks_can_judge(profile: s
 
     p = PROFILES[profile]
     config = chaos_schedule_config(p, "chaos")
-    longest = max(CHAOS.bounds()[n].ms for n in ("consumer_stall_hang_bound_ms", "follower_fetch_bound_ms",
-                                                    "isr_leave_bound_ms"))
+    longest = max(
+        CHAOS.bounds()[n].ms for n in ("consumer_stall_hang_bound_ms", "follower_fetch_bound_ms", "isr_leave_bound_ms")
+    )
     for seed in (*p.chaos_seeds, 11, 12, 13):
         schedule = Schedule.generate(topo(3, 3), seed, config)
         assert schedule.faults, f"{profile} seed {seed}: no fault fits in {config.length} s"

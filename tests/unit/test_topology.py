@@ -9,8 +9,13 @@ from harness.topology import Listener, Ports, Topology, TopologyError, rack_name
 
 
 def topo(brokers: int = 3, racks: int = 3, controllers: int = 0, slot: int = 0) -> Topology:
-    return Topology.build(brokers=brokers, racks=racks, controllers=controllers, slot=slot,
-                          ports=Ports(9092, 9093, tuple(9094 + i for i in range(racks)), 9200))
+    return Topology.build(
+        brokers=brokers,
+        racks=racks,
+        controllers=controllers,
+        slot=slot,
+        ports=Ports(9092, 9093, tuple(9094 + i for i in range(racks)), 9200),
+    )
 
 
 def test_rack_names() -> None:
@@ -42,8 +47,11 @@ def test_hosts_file_points_every_peer_at_the_link_proxy() -> None:
     hosts = t.hosts_file(k1).splitlines()
     assert f"{t.link_address(k1, k2)} kafka-2" in hosts
     assert f"{t.home(k1)} kafka-1" in hosts
-    proxy = next(p for p in t.proxies() if p.link.src == "kafka-1" and p.link.dst == "kafka-2"
-                 and p.link.listener == Listener.REPLICATION)
+    proxy = next(
+        p
+        for p in t.proxies()
+        if p.link.src == "kafka-1" and p.link.dst == "kafka-2" and p.link.listener == Listener.REPLICATION
+    )
     assert proxy.listen_host == t.link_address(k1, k2) and proxy.upstream_host == t.home(k2)
 
 
@@ -60,11 +68,14 @@ def test_slots_do_not_share_addresses() -> None:
     assert not {h for h, _ in a.all_listen_addresses()} & {h for h, _ in b.all_listen_addresses()}
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"brokers": 2, "racks": 3}, r"more racks \(3\) than brokers \(2\)"),
-    ({"brokers": 0, "racks": 1}, "at least one broker"),
-    ({"brokers": 3, "racks": 0}, "at least one rack"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"brokers": 2, "racks": 3}, r"more racks \(3\) than brokers \(2\)"),
+        ({"brokers": 0, "racks": 1}, "at least one broker"),
+        ({"brokers": 3, "racks": 0}, "at least one rack"),
+    ],
+)
 def test_bad_shapes_are_rejected(kwargs: dict, message: str) -> None:
     with pytest.raises(TopologyError, match=message):
         Topology.build(**kwargs, slot=0, ports=Ports(1, 2, (3, 4, 5), 6))
