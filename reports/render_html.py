@@ -4,7 +4,10 @@ It must open from a CI artifact store or an air-gapped laptop, so nothing is fet
 no fonts, no favicon (a ``data:`` icon stops the browser from asking for /favicon.ico). Every
 text that comes from a history is escaped. Sections: verdict matrix, runs, failures with the
 events around each anomaly and the repro command, per-run timelines with fault windows,
-follower fetching, trends across campaigns, versions and configuration.
+follower fetching, trends across campaigns, versions and configuration. Each run's section
+(under Timelines) also lists its nemesis schedule, the longest consumer stall per consumer and
+partition during each fault and after each heal with the bound that judged it, and the time
+bounds of its config (which the configuration table leaves out of its grouping).
 """
 
 from __future__ import annotations
@@ -17,7 +20,13 @@ from typing import Any
 
 from harness.checks.verdict import NOT_APPLICABLE
 from reports.aggregate import ReportData
+from reports.summary import as_dict, config_key, fault_rows, longest_stall_ms, run_bounds, stall_rows
 from reports.svg import line_chart
+
+#: runs without a plotted timeline still get a details section (schedule, stalls), up to this many
+MAX_DETAIL_ONLY_RUNS = 200
+#: a stall row longer than its bound
+OVER_BOUND = " class='v-false'"
 
 WORD = {True: "valid", False: "violated", "unknown": "unknown", "not-applicable": "not applicable"}
 MARK = {True: "\u2713", False: "\u2717", "unknown": "?", "not-applicable": "n/a"}
@@ -34,6 +43,7 @@ th{background:#f3f3f3}.matrix td.cell{text-align:center;font-weight:600;min-widt
 .v-na{background:#f1f1f1;color:#777;font-weight:400;font-style:italic}
 .badge{display:inline-block;padding:2px 10px;border-radius:10px;font-weight:700}
 tr.involved td{background:#ffe4b3}.small{font-size:12px;color:#555}
+table.compact td,table.compact th{padding:1px 5px;font-size:12px}
 svg.chart{display:block;margin:4px 0}svg .plot{fill:#fcfcfc;stroke:#ccc}
 svg .fault{fill:#e53935;fill-opacity:.13}svg .ct{font-size:12px;font-weight:600}
 svg .ax,svg .lg{font-size:10px}details{margin:.4em 0}summary{cursor:pointer}
@@ -243,10 +253,79 @@ def _timelines(d: ReportData) -> str:
         out.append(f"<details class='timeline' data-run='{escape(label)}' {'open' if r['valid'] is False else ''}>"
                    f"<summary><span class='badge {_cls(r['valid'])}'>{escape(WORD[r['valid']])}</span> "
                    f"{escape(label)}</summary>{''.join(charts)}"
-                   f"<p class='small'>fault windows:</p><ul>{faults or '<li>none</li>'}</ul></details>")
+                   f"<p class='small'>fault windows:</p><ul>{faults or '<li>none</li>'}</ul>"
+                   f"{_run_detail(r)}</details>")
     if not d.timelines:
         out.append("<p>No histories to plot.</p>")
+    rest = [r for r in d.runs if r["label"] not in d.timelines]
+    if rest:
+        out.append(f"<p class='small'>Runs without a plotted timeline ({len(rest)}): schedule, "
+                   f"stalls and bounds{'' if len(rest) <= MAX_DETAIL_ONLY_RUNS else f' of the first {MAX_DETAIL_ONLY_RUNS} (all are in summary.json)'}.</p>")
+        for r in rest[:MAX_DETAIL_ONLY_RUNS]:
+            out.append(f"<details class='run-detail' data-run='{escape(r['label'])}'>"
+                       f"<summary><span class='badge {_cls(r['valid'])}'>{escape(WORD[r['valid']])}</span> "
+                       f"{escape(r['label'])}</summary>{_run_detail(r)}</details>")
     return "".join(out)
+
+
+def _run_detail(r: dict[str, Any]) -> str:
+    """A run's schedule, its longest stalls with their bounds, and its time bounds."""
+    return _schedule(r) + _stalls(r) + f"<p class='small run-bounds'>time bounds: {_bounds_line(r.get('config') or {})}</p>"
+
+
+def _schedule(r: dict[str, Any]) -> str:
+    nem = as_dict(r.get("nemesis"))
+    sched = as_dict(nem.get("schedule")) or as_dict(r.get("schedule"))
+    kind = str(nem.get("kind") or ("scheduled" if sched else "not recorded"))
+    extra = f" {nem['name']}" if nem.get("name") else ""
+    if sched.get("seed") is not None:
+        extra += f", seed {sched['seed']}"
+    rows = fault_rows(r)
+    head = (f"<p class='small'>nemesis: <b>{escape(kind)}</b>{escape(extra)}"
+            f"{f', {len(rows)} fault(s)' if rows else ''}</p>")
+    if not rows:
+        return head
+    trs = "".join(f"<tr><td>{x['at_s']:g}s</td><td>{escape(x['kind'])}</td><td>{escape(x['target'] or '-')}</td>"
+                  f"<td>{x['duration_s']:g}s</td><td><code>{escape(x['cli'])}</code></td></tr>" for x in rows[:100])
+    more = f"<p class='small'>\u2026 and {len(rows) - 100} more</p>" if len(rows) > 100 else ""
+    return (f"{head}<table class='compact schedule'><tr><th>at</th><th>kind</th><th>target</th>"
+            f"<th>duration</th><th>fault</th></tr>{trs}</table>{more}")
+
+
+def _stalls(r: dict[str, Any]) -> str:
+    longest = longest_stall_ms(r)
+    rows = stall_rows(r)
+    if not longest and not rows:
+        return ""
+    head = ("<p class='small'>longest consumer stall (no record of a partition while records of it "
+            "were acknowledged): " + escape(", ".join(f"{c} {ms} ms" for c, ms in longest.items())) + "</p>")
+    if not rows:
+        return head
+    trs = "".join(
+        f"<tr{OVER_BOUND if x['over_bound'] else ''}><td>{escape(str(x['consumer']))}</td>"
+        f"<td>{escape(str(x['topic']))}-{escape(str(x['partition']))}</td>"
+        f"<td>#{escape(str(x['window']))} {escape(str(x['fault_kind']))}</td>"
+        f"<td>{'after heal' if x['phase'] == 'after-heal' else escape(str(x['phase']))}</td>"
+        f"<td>{_s(x['window_start_ns'])} \u2013 {_s(x['window_end_ns'])}</td>"
+        f"<td>{escape(str(x['stall_ms']))}</td><td>{escape(str(x['bound_ms']))}</td>"
+        f"<td>{escape(', '.join(x['checks']))}</td></tr>" for x in rows)
+    return (f"{head}<table class='compact stalls'><tr><th>consumer</th><th>partition</th><th>fault</th>"
+            "<th>phase</th><th>phase span</th><th>longest stall (ms)</th><th>bound (ms)</th><th>reported by</th>"
+            f"</tr>{trs}</table>")
+
+
+def _s(ns: Any) -> str:
+    return f"{ns / 1e9:.1f}s" if isinstance(ns, (int, float)) and not isinstance(ns, bool) else "?"
+
+
+def _bounds_line(config: dict[str, Any]) -> str:
+    """The time bounds of a config, one compact line; formulas on hover."""
+    b = run_bounds(config)
+    if not b:
+        return "-"
+    return " &middot; ".join(
+        f"<span title='{escape(v['formula'] + ' = ' + v['computed'])}'>{escape(n.removesuffix('_ms'))} "
+        f"{v['ms']} ms{' (given)' if v['given'] else ''}</span>" for n, v in b.items())
 
 
 def _pct(v: float | None) -> str:
@@ -294,12 +373,24 @@ def _trends(d: ReportData) -> str:
 
 def _versions(d: ReportData) -> str:
     groups: Counter[tuple[str, str, str]] = Counter()
+    by_bounds: dict[str, list[str]] = {}
     for r in d.runs:
-        groups[(r["kafka_version"], r["client"], json.dumps(r["config"], sort_keys=True))] += 1
+        cfg = r.get("config") or {}
+        groups[(r["kafka_version"], r["client"], json.dumps(config_key(cfg), sort_keys=True, default=str))] += 1
+        by_bounds.setdefault(_bounds_line(cfg), []).append(r["label"])
     rows = "".join(f"<tr><td>{escape(k)}</td><td>{escape(c)}</td><td><code>{escape(cfg)}</code></td>"
                    f"<td>{n}</td></tr>" for (k, c, cfg), n in sorted(groups.items()))
-    return ("<h2 id='versions'>Versions and configuration</h2><table><tr><th>Kafka</th><th>client</th>"
-            f"<th>config</th><th>runs</th></tr>{rows}</table>")
+    blines = "".join(
+        f"<li><span class='small'>{escape(', '.join(labels[:5]))}"
+        f"{f' and {len(labels) - 5} more' if len(labels) > 5 else ''}:</span> {line}</li>"
+        for line, labels in sorted(by_bounds.items(), key=lambda x: x[1][0]))
+    return ("<h2 id='versions'>Versions and configuration</h2><p class='small'>The config column "
+            "leaves out the derived time bounds (<code>bounds</code> with their formulas, and each "
+            "bound's <code>*_ms</code> key); they follow the table, grouped by runs with the same "
+            "bounds (formulas on hover).</p><table id='config-table'><tr><th>Kafka</th><th>client</th>"
+            f"<th>config</th><th>runs</th></tr>{rows}</table>"
+            f"<details id='bounds-list'><summary>time bounds ({len(by_bounds)} distinct)</summary>"
+            f"<ul>{blines}</ul></details>")
 
 
 def _disagreements(d: ReportData) -> str:

@@ -11,19 +11,33 @@ three-valued: not-applicable checks are ignored, and a run where no check applie
 Per run it lists each check's validity, counts and source (python, spark or both);
 examples are left to the HTML report and JUnit. ``fetch`` has one entry per (run, consumer):
 polled records by serving replica, the share served in the consumer's own rack (KIP-392) and
-the records and bytes that crossed racks.
+the records and bytes that crossed racks. Per run, ``stalls`` carries what the progress and
+follower-fetch verdicts report about consumer stalls: ``longest_ms`` per check
+(``counts["longest_stall_ms"]``) and ``longest``, the longest stall per consumer and partition
+with its fault window (index, kind, phase ``fault`` or ``after-heal``) and the bound it was judged
+against (one row for both checks when they agree). The helpers here are shared with the HTML
+report: ``stall_rows``, ``fault_rows`` (the run's nemesis as at/kind/target/duration rows),
+``config_key`` (the header config without the derived time bounds) and ``run_bounds``.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.checks.bounds import BOUND_USERS, resolve
 from harness.checks.verdict import NOT_APPLICABLE
 from reports.aggregate import ReportData
 
 FORMAT = "highwater.report-summary/1"
+#: the checks whose verdicts carry ``longest_stall_ms`` and ``longest-stall`` examples
+STALL_CHECKS = ("progress", "follower-fetch")
+#: header config keys that are derived time bounds, not configuration (harness.checks.bounds)
+BOUND_KEYS = frozenset({"bounds", "bound_settings", *BOUND_USERS})
+PHASE_ORDER = {"fault": 0, "after-heal": 1}
 EXIT_CODES = {True: 0, False: 1, "unknown": 2}
 
 
@@ -58,12 +72,143 @@ def summary(data: ReportData) -> dict[str, Any]:
             "checks": {c: {"valid": v["valid"], "allowed": bool(v.get("allowed")),
                            "source": v.get("source"), "counts": v.get("counts", {})}
                        for c, v in r["verdicts"].items()},
+            "stalls": {"longest_ms": longest_stall_ms(r), "longest": stall_rows(r)},
         } for r in runs],
         "fetch": data.fetch,
         "trends": [{k: v for k, v in t.items()} for t in data.trends],
         "spark_python_disagreements": data.disagreements,
         "errors": data.errors,
     }
+
+
+def longest_stall_ms(run: Mapping[str, Any]) -> dict[str, int]:
+    """``counts["longest_stall_ms"]`` of each stall check that reports it."""
+    out = {}
+    for c in STALL_CHECKS:
+        v = (run.get("verdicts") or {}).get(c) or {}
+        ms = (v.get("counts") or {}).get("longest_stall_ms")
+        if isinstance(ms, (int, float)) and not isinstance(ms, bool):
+            out[c] = int(ms)
+    return out
+
+
+def stall_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ``longest-stall`` examples of a run's progress and follower-fetch verdicts, one row
+    per consumer, partition, window, phase and bound (``checks``: which verdicts reported it),
+    ordered by consumer, topic, partition, window and phase."""
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for c in STALL_CHECKS:
+        v = (run.get("verdicts") or {}).get(c) or {}
+        for ex in v.get("examples") or []:
+            if not isinstance(ex, dict) or ex.get("kind") != "longest-stall":
+                continue
+            w = as_dict(ex.get("window"))
+            row = {"consumer": ex.get("consumer"), "topic": ex.get("topic"), "partition": ex.get("partition"),
+                   "window": w.get("index"), "fault_kind": w.get("kind"), "phase": w.get("phase"),
+                   "window_start_ns": w.get("start_ns"), "window_end_ns": w.get("end_ns"),
+                   "stall_ms": ex.get("stall_ms"), "bound_ms": ex.get("bound_ms"),
+                   "from_time_ns": ex.get("from_time_ns"), "to_time_ns": ex.get("to_time_ns")}
+            sm, bm = row["stall_ms"], row["bound_ms"]
+            row["over_bound"] = isinstance(sm, (int, float)) and isinstance(bm, (int, float)) and sm > bm
+            k = tuple(str(row[x]) for x in ("consumer", "topic", "partition", "window", "phase",
+                                            "stall_ms", "bound_ms"))
+            rows.setdefault(k, {**row, "checks": []})["checks"].append(c)
+    return sorted(rows.values(), key=lambda r: (
+        str(r["consumer"]), str(r["topic"]), _num(r["partition"]), _num(r["window"]),
+        PHASE_ORDER.get(str(r["phase"]), 9)))
+
+
+def _num(v: Any) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float("inf")
+
+
+def fault_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The run's faults as planned (nemesis record, else the schedule): ``at_s`` (seconds after
+    the nemesis started), ``kind``, ``target`` (with ``peer`` when the fault names one),
+    ``duration_s`` and the fault in CLI syntax. A scripted step starts after the previous
+    step's heal plus its calm."""
+    nem = as_dict(run.get("nemesis"))
+    out: list[dict[str, Any]] = []
+    if nem.get("kind") == "scripted" and isinstance(nem.get("steps"), list):
+        t = 0.0
+        for st in nem["steps"]:
+            if not isinstance(st, dict):
+                continue
+            t += _f(st.get("after"))
+            kind, target = _parse_cli(str(st.get("fault", "")))
+            out.append({"at_s": round(t, 3), "kind": kind, "target": target,
+                        "duration_s": _f(st.get("duration")), "cli": str(st.get("fault", ""))})
+            t += _f(st.get("duration"))
+        return out
+    sched = as_dict(nem.get("schedule")) or as_dict(run.get("schedule"))
+    for f in sched.get("faults") or []:
+        if not isinstance(f, dict):
+            continue
+        cli = str(f.get("cli") or "")
+        kind, target = _parse_cli(cli)
+        spec = as_dict(f.get("fault"))
+        if spec.get("kind"):
+            kind = str(spec["kind"])
+        if spec.get("target") is not None:
+            target = str(spec["target"]) + (f" \u2194 {spec['peer']}" if spec.get("peer") else "")
+        out.append({"at_s": _f(f.get("start")), "kind": kind, "target": target,
+                    "duration_s": _f(f.get("duration")), "cli": cli})
+    return sorted(out, key=lambda x: x["at_s"])
+
+
+def as_dict(v: Any) -> dict[str, Any]:
+    """``v`` when it is a JSON object, else an empty one (for lenient reading of run data)."""
+    return v if isinstance(v, dict) else {}
+
+
+def _f(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _parse_cli(cli: str) -> tuple[str, str]:
+    """Kind and target (\u2194 peer) of a fault in CLI syntax (``kill --target broker:3``)."""
+    try:
+        words = shlex.split(cli)
+    except ValueError:
+        words = cli.split()
+    opts: dict[str, str] = {}
+    for a, b in zip(words, words[1:]):
+        if a.startswith("--"):
+            opts[a[2:]] = b
+    target = opts.get("target", "")
+    if opts.get("peer"):
+        target += f" \u2194 {opts['peer']}"
+    return (words[0] if words else "?"), target
+
+
+def config_key(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The configuration without the derived time bounds (``bounds`` with its formulas,
+    ``bound_settings`` and each bound's flat ``*_ms`` key), which vary per scenario."""
+    return {k: v for k, v in config.items() if k not in BOUND_KEYS}
+
+
+def run_bounds(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The time bounds the checks use for a run's config (``harness.checks.bounds.resolve``):
+    ``{name: {"ms", "formula", "computed", "given"}}``. The run writes each derived bound flat
+    and in ``bounds`` with its formula; a flat value that matches ``bounds`` keeps the formula
+    (``given`` only for a bound stated without one, or differently from it)."""
+    try:
+        resolved = resolve(config)
+    except (TypeError, ValueError, OverflowError):  # a malformed config must not break the report
+        return {}
+    recorded = as_dict(config.get("bounds"))
+    out = {}
+    for n, b in resolved.items():
+        rec = recorded.get(n)
+        if b.given and isinstance(rec, Mapping) and rec.get("ms") == b.ms and rec.get("formula"):
+            out[n] = {"ms": b.ms, "formula": str(rec["formula"]), "computed": str(rec.get("computed", b.ms)),
+                      "given": False}
+        else:
+            out[n] = {**b.to_json(), "given": b.given}
+    return out
 
 
 def write_summary(data: ReportData, path: Path) -> dict[str, Any]:

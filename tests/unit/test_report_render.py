@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -296,3 +297,99 @@ def test_run_where_no_check_applied_is_unknown(tmp_path: Path) -> None:
     assert _run_row(RunInfo(key=0, campaign="c", run_id="r", path=tmp_path), v)["valid"] == "unknown"
     v["lost-write"]["valid"] = True
     assert _run_row(RunInfo(key=0, campaign="c", run_id="r", path=tmp_path), v)["valid"] is True
+
+
+# stalls, schedule, bounds -------------------------------------------------------------------
+
+def _stall(consumer: str, partition: int, window: int, phase: str, stall_ms: int, bound_ms: int) -> dict[str, Any]:
+    return {"kind": "longest-stall", "topic": "t", "partition": partition, "consumer": consumer,
+            "window": {"index": window, "kind": "kill", "phase": phase, "start_ns": 2_000_000_000,
+                       "end_ns": 9_000_000_000},
+            "stall_ms": stall_ms, "from_time_ns": 3_000_000_000, "to_time_ns": 3_000_000_000 + stall_ms * 10**6,
+            "bound_ms": bound_ms, "events": [{"index": 3, "f": "fault"}]}
+
+
+def _detail_data() -> ReportData:
+    """Run c1/b (plotted) with a scheduled nemesis, stalls reported by progress and
+    follower-fetch and a header config with derived bounds; c2/c (not plotted) scripted."""
+    from harness.checks.bounds import Settings, header_entries
+
+    d = _data()
+    b, c = d.runs[1], d.runs[2]
+    b["config"] = {"acks": "all", **header_entries(Settings(bound_slack_ms=1234))}
+    c["config"] = {"acks": "all", **header_entries(Settings(bound_slack_ms=999))}
+    b["nemesis"] = {"kind": "scheduled", "schedule": {
+        "format": "highwater.schedule/1", "seed": 42, "faults": [
+            {"id": 1, "start": 30.0, "duration": 12.5, "cli": "partition --target broker:2 --peer broker:1",
+             "fault": {"kind": "partition", "target": "broker:2", "peer": "broker:1", "params": {}}},
+            {"id": 0, "start": 5.0, "duration": 10.0, "cli": "kill --target broker:3"}]}}
+    b["schedule"] = b["nemesis"]["schedule"]
+    c["nemesis"] = {"kind": "scripted", "steps": [{"after": 4.0, "fault": "pause --target leader:t/0",
+                                                   "duration": 6.0},
+                                                  {"after": 2.0, "fault": "kill --target broker:1",
+                                                   "duration": 3.0}]}
+    stalls = [_stall("consumer-0", 0, 0, "fault", 7_777, 313_500), _stall("consumer-1", 1, 0, "after-heal", 41_000, 35_500)]
+    b["verdicts"]["progress"].update(counts={"stalls": 0, "longest_stall_ms": 41_000}, examples=list(stalls))
+    b["verdicts"]["follower-fetch"].update(counts={"longest_stall_ms": 7_777}, examples=stalls[:1])
+    return d
+
+
+def test_run_section_shows_longest_stalls_with_their_bounds() -> None:
+    html = render(_detail_data())
+    sec = html[html.index("<details class='timeline' data-run='c1/b'"):]
+    sec = sec[:sec.index("</details>")]
+    assert "progress 41000 ms, follower-fetch 7777 ms" in sec
+    table = sec[sec.index("<table class='compact stalls'>"):]
+    # one row for both checks when they report the same stall
+    assert re.search(r"<td>consumer-0</td><td>t-0</td><td>#0 kill</td><td>fault</td><td>2.0s \u2013 9.0s</td>"
+                     r"<td>7777</td><td>313500</td><td>progress, follower-fetch</td>", table)
+    assert re.search(r"<tr class='v-false'><td>consumer-1</td><td>t-1</td><td>#0 kill</td><td>after heal</td>"
+                     r"[^\n]*<td>41000</td><td>35500</td><td>progress</td>", table)  # over its bound
+    s = summary(_detail_data())
+    st = {r["run"]: r["stalls"] for r in s["runs"]}
+    assert st["c1/b"]["longest_ms"] == {"progress": 41_000, "follower-fetch": 7_777}
+    rows = st["c1/b"]["longest"]
+    assert [(x["consumer"], x["partition"], x["phase"], x["stall_ms"], x["bound_ms"], x["checks"], x["over_bound"])
+            for x in rows] == [("consumer-0", 0, "fault", 7_777, 313_500, ["progress", "follower-fetch"], False),
+                               ("consumer-1", 1, "after-heal", 41_000, 35_500, ["progress"], True)]
+    assert rows[0]["window"] == 0 and rows[0]["fault_kind"] == "kill" and "events" not in rows[0]
+    assert st["c1/a"] == {"longest_ms": {}, "longest": []}
+    json.dumps(s)
+
+
+def test_run_section_shows_the_schedule() -> None:
+    html = render(_detail_data())
+    sec = html[html.index("<details class='timeline' data-run='c1/b'"):]
+    sec = sec[:sec.index("</details>")]
+    assert "nemesis: <b>scheduled</b>, seed 42, 2 fault(s)" in sec
+    sched = sec[sec.index("<table class='compact schedule'>"):]
+    assert sched.index("<td>5s</td><td>kill</td><td>broker:3</td><td>10s</td>") < \
+        sched.index("<td>30s</td><td>partition</td><td>broker:2 \u2194 broker:1</td><td>12.5s</td>")
+    # a run without a plotted timeline still gets its section; scripted steps run one after another
+    rest = html[html.index("<details class='run-detail' data-run='c2/c'"):]
+    assert "nemesis: <b>scripted</b>, 2 fault(s)" in rest
+    assert "<td>4s</td><td>pause</td><td>leader:t/0</td><td>6s</td>" in rest
+    assert "<td>12s</td><td>kill</td><td>broker:1</td><td>3s</td>" in rest
+    assert "nemesis: <b>not recorded</b>" in html  # c1/a: no nemesis, no schedule
+
+
+def test_config_table_groups_without_bounds_and_lists_them_apart() -> None:
+    d = _detail_data()
+    d.runs[0]["config"] = dict(d.runs[1]["config"], bounds={}, consumer_stall_bound_ms=1)
+    html = render(d)
+    table = html[html.index("<table id='config-table'>"):]
+    table = table[:table.index("</table>")]
+    assert "formula" not in table and "bound_ms" not in table and "bounds" not in table
+    assert "bound_slack_ms" in table  # the settings are configuration and stay
+    # c1/b and c2/c differ only in their settings' slack; c1/a only in its bounds: one group with c1/b
+    assert table.count("<tr><td>4.3.1</td>") == 1 and "<td>2</td></tr>" in table
+    bl = html[html.index("<details id='bounds-list'>"):]
+    bl = bl[:bl.index("</details>")]
+    assert "3 distinct" in bl and "c1/b:" in bl and "c2/c:" in bl
+    assert "consumer_stall_bound 1 ms (given)" in bl  # the flat key the checks would use
+    from harness.checks.bounds import Settings, derive
+
+    want = derive(Settings(bound_slack_ms=1234))["progress_bound_ms"]
+    assert f"progress_bound {want.ms} ms" in bl and escape(want.formula) in bl  # formula on hover
+    sec = html[html.index("<details class='timeline' data-run='c1/b'"):]
+    assert f"progress_bound {want.ms} ms" in sec[:sec.index("</details>")]  # and in the run's section
