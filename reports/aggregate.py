@@ -30,8 +30,10 @@ from reports.spark_session import Progress
 CHECK_ORDER = ["history", *CHECKS]
 SPARK_CHECKS = ("poll-skip", "lost-write")
 #: count keys that both implementations report, compared for agreement
-SHARED_COUNTS = {"poll-skip": ("skips", "skipped_offsets", "steps_judged", "steps_unjudged"),
-                 "lost-write": ("lost", "acknowledged", "acknowledged_judged", "acknowledged_unjudged")}
+SHARED_COUNTS = {
+    "poll-skip": ("skips", "skipped_offsets", "steps_judged", "steps_unjudged"),
+    "lost-write": ("lost", "acknowledged", "acknowledged_judged", "acknowledged_unjudged"),
+}
 MAX_FAILURE_RUNS_PER_CHECK = 5
 CONTEXT_RADIUS = 4
 
@@ -87,8 +89,9 @@ def _policy(check: str, v: dict[str, Any], config: dict[str, Any]) -> dict[str, 
     return v
 
 
-def merge_run_verdicts(run: RunInfo, spark: dict[str, Any] | None,
-                       disagreements: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def merge_run_verdicts(
+    run: RunInfo, spark: dict[str, Any] | None, disagreements: list[dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
     """One verdict per check for a run (see the module doc for the rules)."""
     py = {v["check"]: v for v in (run.verdicts or [])}
     out: dict[str, dict[str, Any]] = {}
@@ -99,15 +102,22 @@ def merge_run_verdicts(run: RunInfo, spark: dict[str, Any] | None,
             s = _policy(check, s.to_json(), run.config)
         if v is not None and s is not None:
             diff = [k for k in SHARED_COUNTS[check] if v["counts"].get(k) != s["counts"].get(k)]
-            if not diff and _example_sets(v) != _example_sets(s) \
-                    and s["counts"].get(SHARED_COUNTS[check][0], 0) <= MAX_EXAMPLES:
+            if (
+                not diff
+                and _example_sets(v) != _example_sets(s)
+                and s["counts"].get(SHARED_COUNTS[check][0], 0) <= MAX_EXAMPLES
+            ):
                 diff.append("examples")  # all anomalies fit in the examples: same events expected
             # not-applicable: the history lacks the check's inputs; Spark must not find a violation
             if (v["valid"] != s["valid"] or diff) and not (v["valid"] == "not-applicable" and s["valid"] is not False):
-                disagreements.append({"run": run.label, "check": check, "python": v["valid"],
-                                      "spark": s["valid"], "counts_differ": diff})
-                v = {**v, "valid": merge_valid([v["valid"], "unknown"]),
-                     "notes": [*v.get("notes", []), "Spark and Python checks disagree: harness bug"]}
+                disagreements.append(
+                    {"run": run.label, "check": check, "python": v["valid"], "spark": s["valid"], "counts_differ": diff}
+                )
+                v = {
+                    **v,
+                    "valid": merge_valid([v["valid"], "unknown"]),
+                    "notes": [*v.get("notes", []), "Spark and Python checks disagree: harness bug"],
+                }
             out[check] = {**v, "source": "python+spark"}
         elif v is not None:
             out[check] = {**v, "source": "python"}
@@ -115,12 +125,22 @@ def merge_run_verdicts(run: RunInfo, spark: dict[str, Any] | None,
             out[check] = s
         else:
             why = "no verdict.json" if run.verdicts is None else "check missing from verdict.json"
-            out[check] = {"check": check, "valid": "unknown", "counts": {}, "examples": [],
-                          "notes": [why], "allowed": False, "source": "none"}
+            out[check] = {
+                "check": check,
+                "valid": "unknown",
+                "counts": {},
+                "examples": [],
+                "notes": [why],
+                "allowed": False,
+                "source": "none",
+            }
     if run.problems:
         h = out["history"]
-        out["history"] = {**h, "valid": merge_valid([h["valid"], "unknown"]),
-                          "notes": [*h.get("notes", []), *run.problems]}
+        out["history"] = {
+            **h,
+            "valid": merge_valid([h["valid"], "unknown"]),
+            "notes": [*h.get("notes", []), *run.problems],
+        }
     return out
 
 
@@ -149,8 +169,7 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
         from reports import spark_checks, timelines
 
         spark_v, fetch_raw, need = _cached_run_results(rc, with_hist, opts)
-        progress.say(f"Spark results of {len(with_hist) - len(need)}/{len(with_hist)} run(s) "
-                     f"reused from {rc.root}")
+        progress.say(f"Spark results of {len(with_hist) - len(need)}/{len(with_hist)} run(s) reused from {rc.root}")
         links = stack.enter_context(spark_checks.RunLinks(cache, with_hist)) if with_hist else None
         if need and links is not None:
             what = "poll-skip, lost-write and fetch shares" if opts.spark_checks else "fetch shares"
@@ -193,14 +212,23 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
         failures = _failures(runs, run_rows)
     return ReportData(
         generated_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        results_dir=str(results), master=opts.master, checks=CHECK_ORDER, runs=run_rows,
-        matrix=matrix, columns=columns, failures=failures, timelines=tls,
-        fetch=_fetch(fetch_raw, by_key_run), trends=_trends(run_rows),
-        disagreements=disagreements)
+        results_dir=str(results),
+        master=opts.master,
+        checks=CHECK_ORDER,
+        runs=run_rows,
+        matrix=matrix,
+        columns=columns,
+        failures=failures,
+        timelines=tls,
+        fetch=_fetch(fetch_raw, by_key_run),
+        trends=_trends(run_rows),
+        disagreements=disagreements,
+    )
 
 
-def _cached_run_results(rc: RunCache, runs: list[RunInfo], opts: Options) -> tuple[
-        dict[int, dict[str, Any]], list[dict[str, Any]], list[RunInfo]]:
+def _cached_run_results(
+    rc: RunCache, runs: list[RunInfo], opts: Options
+) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]], list[RunInfo]]:
     """What the cache already holds (Spark verdicts per run key, fetch rows) and which runs
     must go through Spark again: those missing any part (one pass computes all of a run's)."""
     from reports.spark_checks import SparkVerdict
@@ -222,12 +250,24 @@ def _cached_run_results(rc: RunCache, runs: list[RunInfo], opts: Options) -> tup
 
 def _run_row(r: RunInfo, verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {
-        "key": r.key, "label": r.label, "campaign": r.campaign, "run_id": r.run_id,
-        "suite": r.suite, "scenario": r.scenario, "kafka_version": r.kafka_version,
-        "client": r.client, "config": r.config, "seed": r.seed, "repro": r.repro,
-        "started_at": r.started_at, "schedule": r.schedule, "nemesis": r.nemesis,
-        "racks": r.racks, "client_bytes": r.client_bytes,
-        "problems": r.problems, "path": str(r.path),
+        "key": r.key,
+        "label": r.label,
+        "campaign": r.campaign,
+        "run_id": r.run_id,
+        "suite": r.suite,
+        "scenario": r.scenario,
+        "kafka_version": r.kafka_version,
+        "client": r.client,
+        "config": r.config,
+        "seed": r.seed,
+        "repro": r.repro,
+        "started_at": r.started_at,
+        "schedule": r.schedule,
+        "nemesis": r.nemesis,
+        "racks": r.racks,
+        "client_bytes": r.client_bytes,
+        "problems": r.problems,
+        "path": str(r.path),
         "valid": overall_valid((c, v["valid"]) for c, v in verdicts.items()),
         "verdicts": verdicts,
     }
@@ -238,28 +278,51 @@ def _matrix(spark: Any, run_rows: list[dict[str, Any]]) -> tuple[list[dict[str, 
     unknown or allowed an anomaly; merged validity per cell (false > unknown > true)."""
     from pyspark.sql import functions as F
 
-    rows = [(r["suite"], r["scenario"], r["kafka_version"], r["client"], check,
-             "false" if v["valid"] is False else v["valid"] if v["valid"] in ("unknown", "not-applicable") else "true",
-             bool(v.get("allowed")))
-            for r in run_rows for check, v in r["verdicts"].items()]
-    df = spark.createDataFrame(rows, "suite string, scenario string, kafka_version string, "
-                                     "client string, check string, valid string, allowed boolean")
-    agg = df.groupBy("suite", "scenario", "kafka_version", "client", "check").agg(
-        F.count(F.lit(1)).alias("runs"),
-        F.sum((F.col("valid") == "true").cast("int")).alias("passed"),
-        F.sum((F.col("valid") == "false").cast("int")).alias("failed"),
-        F.sum((F.col("valid") == "unknown").cast("int")).alias("unknown"),
-        F.sum((F.col("valid") == "not-applicable").cast("int")).alias("not_applicable"),
-        F.sum(F.col("allowed").cast("int")).alias("allowed")).collect()
+    rows = [
+        (
+            r["suite"],
+            r["scenario"],
+            r["kafka_version"],
+            r["client"],
+            check,
+            "false" if v["valid"] is False else v["valid"] if v["valid"] in ("unknown", "not-applicable") else "true",
+            bool(v.get("allowed")),
+        )
+        for r in run_rows
+        for check, v in r["verdicts"].items()
+    ]
+    df = spark.createDataFrame(
+        rows,
+        "suite string, scenario string, kafka_version string, "
+        "client string, check string, valid string, allowed boolean",
+    )
+    agg = (
+        df.groupBy("suite", "scenario", "kafka_version", "client", "check")
+        .agg(
+            F.count(F.lit(1)).alias("runs"),
+            F.sum((F.col("valid") == "true").cast("int")).alias("passed"),
+            F.sum((F.col("valid") == "false").cast("int")).alias("failed"),
+            F.sum((F.col("valid") == "unknown").cast("int")).alias("unknown"),
+            F.sum((F.col("valid") == "not-applicable").cast("int")).alias("not_applicable"),
+            F.sum(F.col("allowed").cast("int")).alias("allowed"),
+        )
+        .collect()
+    )
     matrix = []
     for a in agg:
         d = a.asDict()
-        d["valid"] = False if d["failed"] else "unknown" if d["unknown"] else \
-            "not-applicable" if d["not_applicable"] == d["runs"] else True
+        d["valid"] = (
+            False
+            if d["failed"]
+            else "unknown"
+            if d["unknown"]
+            else "not-applicable"
+            if d["not_applicable"] == d["runs"]
+            else True
+        )
         matrix.append(d)
     order = {c: i for i, c in enumerate(CHECK_ORDER)}
-    matrix.sort(key=lambda d: (order.get(d["check"], 99), d["suite"], d["scenario"],
-                               d["kafka_version"], d["client"]))
+    matrix.sort(key=lambda d: (order.get(d["check"], 99), d["suite"], d["scenario"], d["kafka_version"], d["client"]))
     cols = sorted({(d["suite"], d["scenario"], d["kafka_version"], d["client"]) for d in matrix})
     columns = [{"suite": s, "scenario": sc, "kafka_version": k, "client": c} for s, sc, k, c in cols]
     return matrix, columns
@@ -272,8 +335,9 @@ def _pick_timeline_runs(runs: list[RunInfo], rows: list[dict[str, Any]], limit: 
     return [r for r, _ in order if r.parquet is not None][:limit]
 
 
-def context_events(parquet: Path, indices: list[int], radius: int = CONTEXT_RADIUS,
-                   limit: int = 24, table: Any = None) -> list[dict[str, Any]]:
+def context_events(
+    parquet: Path, indices: list[int], radius: int = CONTEXT_RADIUS, limit: int = 24, table: Any = None
+) -> list[dict[str, Any]]:
     """The events around the given event indices (read with a row filter: big files stay on
     disk), each marked ``involved`` when it is one of them. ``table``: rows already read
     (``context_table``) that include them."""
@@ -320,17 +384,34 @@ def _failures(runs: list[RunInfo], rows: list[dict[str, Any]]) -> list[dict[str,
                 continue
             examples = []
             if r.parquet is not None and r.key not in tables:  # one read per run, all checks
-                tables[r.key] = context_table(r.parquet, [
-                    _example_indices(ex) for w in row["verdicts"].values() if w["valid"] is False
-                    for ex in w.get("examples", [])[:3]])
+                tables[r.key] = context_table(
+                    r.parquet,
+                    [
+                        _example_indices(ex)
+                        for w in row["verdicts"].values()
+                        if w["valid"] is False
+                        for ex in w.get("examples", [])[:3]
+                    ],
+                )
             for ex in v.get("examples", [])[:3]:
                 idx = _example_indices(ex)
-                ctx = (context_events(r.parquet, idx, table=tables[r.key])
-                       if r.parquet is not None and tables[r.key] is not None else [])
+                ctx = (
+                    context_events(r.parquet, idx, table=tables[r.key])
+                    if r.parquet is not None and tables[r.key] is not None
+                    else []
+                )
                 brief = {k: x for k, x in ex.items() if k not in ("events", "event_indices")}
                 examples.append({"what": brief, "indices": idx, "context": ctx})
-            out.append({"run": row["label"], "check": check, "counts": v.get("counts", {}),
-                        "notes": v.get("notes", []), "repro": row["repro"], "examples": examples})
+            out.append(
+                {
+                    "run": row["label"],
+                    "check": check,
+                    "counts": v.get("counts", {}),
+                    "notes": v.get("notes", []),
+                    "repro": row["repro"],
+                    "examples": examples,
+                }
+            )
     for f in out:
         f["runs_failing_check"] = per_check[f["check"]]
     return out
@@ -351,12 +432,19 @@ def _fetch(raw: list[dict[str, Any]], runs: dict[int, RunInfo]) -> list[dict[str
         known = {b: n for b, n in counts.items() if b is not None}
         local = sum(n for b, n in known.items() if rack and brokers.get(str(b)) == rack)
         cross = sum(n for b, n in known.items() if rack and brokers.get(str(b)) not in (None, rack))
-        out.append({"run": run.label, "consumer": proc, "rack": rack, "records": total,
-                    "by_replica": {str(b): n for b, n in sorted(known.items())},
-                    "unknown_replica": counts.get(None, 0),
-                    "local_share": (local / total) if rack and total else None,
-                    "cross_rack_records": cross if rack else None,
-                    "cross_rack_bytes": _cross_bytes(run, rack, brokers)})
+        out.append(
+            {
+                "run": run.label,
+                "consumer": proc,
+                "rack": rack,
+                "records": total,
+                "by_replica": {str(b): n for b, n in sorted(known.items())},
+                "unknown_replica": counts.get(None, 0),
+                "local_share": (local / total) if rack and total else None,
+                "cross_rack_records": cross if rack else None,
+                "cross_rack_bytes": _cross_bytes(run, rack, brokers),
+            }
+        )
     return out
 
 
@@ -372,9 +460,17 @@ def _trends(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     runs failed / were unknown; the report plots the failure rate over campaigns."""
     camp: dict[str, dict[str, Any]] = {}
     for r in rows:
-        c = camp.setdefault(r["campaign"], {"campaign": r["campaign"], "started_at": r["started_at"],
-                                            "runs": 0, "failed_runs": 0, "unknown_runs": 0,
-                                            "checks": defaultdict(lambda: {"failed": 0, "unknown": 0})})
+        c = camp.setdefault(
+            r["campaign"],
+            {
+                "campaign": r["campaign"],
+                "started_at": r["started_at"],
+                "runs": 0,
+                "failed_runs": 0,
+                "unknown_runs": 0,
+                "checks": defaultdict(lambda: {"failed": 0, "unknown": 0}),
+            },
+        )
         c["started_at"] = min(c["started_at"], r["started_at"] or c["started_at"])
         c["runs"] += 1
         c["failed_runs"] += r["valid"] is False

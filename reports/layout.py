@@ -217,7 +217,9 @@ def ensure_parquet(runs: list[RunInfo], cache: Path) -> Iterator[RunInfo]:
                     yield r
                     continue
                 if errors:
-                    r.problems.append(f"history.jsonl: {len(errors)} unreadable line(s), "
-                                      f"first at line {errors[0].line}: {errors[0].message}")
+                    r.problems.append(
+                        f"history.jsonl: {len(errors)} unreadable line(s), "
+                        f"first at line {errors[0].line}: {errors[0].message}"
+                    )
             r.parquet = dst
         yield r

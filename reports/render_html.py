@@ -97,8 +97,14 @@ def render(data: ReportData) -> str:
         f"<title>highwater compliance report: {escape(WORD[data.valid])}</title>",
         f"<style>{CSS}</style></head><body>",
         _header(data),
-        _matrix(data), _runs(data), _failures(data), _timelines(data), _fetch(data),
-        _trends(data), _versions(data), _disagreements(data),
+        _matrix(data),
+        _runs(data),
+        _failures(data),
+        _timelines(data),
+        _fetch(data),
+        _trends(data),
+        _versions(data),
+        _disagreements(data),
         f"<script>{JS}</script></body></html>",
     ]
     return "\n".join(parts)
@@ -106,17 +112,19 @@ def render(data: ReportData) -> str:
 
 def _header(d: ReportData) -> str:
     n = Counter(_valid_key(r["valid"]) for r in d.runs)
-    return (f"<h1>highwater compliance report</h1>"
-            f"<p>Overall: <span id='overall' class='badge {_cls(d.valid)}' data-valid='{_valid_key(d.valid)}'>"
-            f"{escape(WORD[d.valid])}</span> &nbsp; {len(d.runs)} run(s): {n['true']} valid, "
-            f"{n['false']} violated, {n['unknown']} unknown.</p>"
-            f"<p class='small'>Generated {escape(d.generated_at)} from <code>{escape(d.results_dir)}</code> "
-            f"with Spark master <code>{escape(d.master)}</code>. Unknown means a check had its inputs "
-            f"but could not settle; it never counts as valid. Not applicable means the history does "
-            f"not carry the check's inputs at all (the check did not run).</p>"
-            "<nav><a href='#matrix'>Matrix</a><a href='#runs-sec'>Runs</a><a href='#failures'>Failures</a>"
-            "<a href='#timelines'>Timelines</a><a href='#fetch'>Follower fetching</a>"
-            "<a href='#trends'>Trends</a><a href='#versions'>Versions &amp; config</a></nav>")
+    return (
+        f"<h1>highwater compliance report</h1>"
+        f"<p>Overall: <span id='overall' class='badge {_cls(d.valid)}' data-valid='{_valid_key(d.valid)}'>"
+        f"{escape(WORD[d.valid])}</span> &nbsp; {len(d.runs)} run(s): {n['true']} valid, "
+        f"{n['false']} violated, {n['unknown']} unknown.</p>"
+        f"<p class='small'>Generated {escape(d.generated_at)} from <code>{escape(d.results_dir)}</code> "
+        f"with Spark master <code>{escape(d.master)}</code>. Unknown means a check had its inputs "
+        f"but could not settle; it never counts as valid. Not applicable means the history does "
+        f"not carry the check's inputs at all (the check did not run).</p>"
+        "<nav><a href='#matrix'>Matrix</a><a href='#runs-sec'>Runs</a><a href='#failures'>Failures</a>"
+        "<a href='#timelines'>Timelines</a><a href='#fetch'>Follower fetching</a>"
+        "<a href='#trends'>Trends</a><a href='#versions'>Versions &amp; config</a></nav>"
+    )
 
 
 def _matrix(d: ReportData) -> str:
@@ -140,8 +148,10 @@ def _matrix(d: ReportData) -> str:
             allowed = bool(m["allowed"]) and m["valid"] is True
             na = int(m.get("not_applicable") or 0)
             judged = m["runs"] - na  # runs where the check applied
-            tip = (f"{m['runs']} run(s): {m['passed']} valid ({m['allowed']} allowed by policy), "
-                   f"{m['failed']} violated, {m['unknown']} unknown, {na} not applicable")
+            tip = (
+                f"{m['runs']} run(s): {m['passed']} valid ({m['allowed']} allowed by policy), "
+                f"{m['failed']} violated, {m['unknown']} unknown, {na} not applicable"
+            )
             if m["valid"] == NOT_APPLICABLE:
                 notes = _na_notes(d, check, c)
                 tip += (": " + "; ".join(notes)) if notes else ""
@@ -150,25 +160,33 @@ def _matrix(d: ReportData) -> str:
                 text = f"{MARK[False]} {m['failed']}/{judged}"
             else:
                 text = f"{MARK[m['valid']]} {m['passed']}/{judged}"
-            tds.append(f"<td class='cell {_cls(m['valid'], allowed)}' data-check='{escape(check)}' "
-                       f"data-col='{ci}' data-valid='{_valid_key(m['valid'])}' title='{escape(tip)}'>"
-                       f"{escape(text)}</td>")
+            tds.append(
+                f"<td class='cell {_cls(m['valid'], allowed)}' data-check='{escape(check)}' "
+                f"data-col='{ci}' data-valid='{_valid_key(m['valid'])}' title='{escape(tip)}'>"
+                f"{escape(text)}</td>"
+            )
         rows.append("<tr>" + "".join(tds) + "</tr>")
-    return ("<h2 id='matrix'>Verdict matrix</h2><p class='small'>Check × suite/scenario × Kafka "
-            "version × client. A cell is violated if any run violated the check, else unknown if "
-            "any run could not judge it; \u2713 n/m counts valid runs, \u2717 n/m violating ones, "
-            "out of the m runs where the check applied. "
-            "Blue: an anomaly the configuration allows (policy table). Grey n/a: not applicable, "
-            "the histories do not carry the check's inputs (e.g. no racks, no meta events); "
-            "it counts neither as valid nor as violated.</p>"
-            f"<table class='matrix' id='matrix-table'><thead>{''.join(head)}</thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+    return (
+        "<h2 id='matrix'>Verdict matrix</h2><p class='small'>Check × suite/scenario × Kafka "
+        "version × client. A cell is violated if any run violated the check, else unknown if "
+        "any run could not judge it; \u2713 n/m counts valid runs, \u2717 n/m violating ones, "
+        "out of the m runs where the check applied. "
+        "Blue: an anomaly the configuration allows (policy table). Grey n/a: not applicable, "
+        "the histories do not carry the check's inputs (e.g. no racks, no meta events); "
+        "it counts neither as valid nor as violated.</p>"
+        f"<table class='matrix' id='matrix-table'><thead>{''.join(head)}</thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def _na_notes(d: ReportData, check: str, col: dict[str, str]) -> list[str]:
     """Why a check did not apply in a matrix column: its verdicts' notes, once each."""
-    notes = (n for r in d.runs if all(r[k] == col[k] for k in ("suite", "scenario", "kafka_version", "client"))
-             for n in r["verdicts"].get(check, {}).get("notes", []))
+    notes = (
+        n
+        for r in d.runs
+        if all(r[k] == col[k] for k in ("suite", "scenario", "kafka_version", "client"))
+        for n in r["verdicts"].get(check, {}).get("notes", [])
+    )
     notes = (str(n).removeprefix("not applicable: ") for n in notes)
     return list(dict.fromkeys(notes))[:3]
 
@@ -186,13 +204,16 @@ def _runs(d: ReportData) -> str:
             f"<td class='{_cls(r['valid'])}'>{escape(WORD[r['valid']])}</td>"
             f"<td>{escape(', '.join(bad))}</td><td>{escape(', '.join(unk))}</td>"
             f"<td class='small'>{escape(', '.join(na))}</td>"
-            f"<td><code>{escape(r['repro'] or '')}</code></td></tr>")
-    return ("<h2 id='runs-sec'>Runs</h2><p><input id='run-filter' placeholder='filter runs' "
-            "aria-label='filter runs'> <label><input type='checkbox' id='only-bad'> only not valid"
-            "</label></p><table id='runs'><thead><tr><th>run</th><th>suite/scenario</th><th>Kafka</th>"
-            "<th>client</th><th>verdict</th><th>violated</th><th>unknown</th><th>not applicable</th>"
-            "<th>repro</th></tr>"
-            f"</thead><tbody>{''.join(rows)}</tbody></table>")
+            f"<td><code>{escape(r['repro'] or '')}</code></td></tr>"
+        )
+    return (
+        "<h2 id='runs-sec'>Runs</h2><p><input id='run-filter' placeholder='filter runs' "
+        "aria-label='filter runs'> <label><input type='checkbox' id='only-bad'> only not valid"
+        "</label></p><table id='runs'><thead><tr><th>run</th><th>suite/scenario</th><th>Kafka</th>"
+        "<th>client</th><th>verdict</th><th>violated</th><th>unknown</th><th>not applicable</th>"
+        "<th>repro</th></tr>"
+        f"</thead><tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def _failures(d: ReportData) -> str:
@@ -200,77 +221,131 @@ def _failures(d: ReportData) -> str:
         return "<h2 id='failures'>Failures</h2><p>No violations.</p>"
     out = ["<h2 id='failures'>Failures</h2>"]
     for f in d.failures:
-        out.append(f"<div class='failure' data-check='{escape(f['check'])}' data-run='{escape(f['run'])}'>"
-                   f"<h3>{escape(f['check'])} in {escape(f['run'])}</h3>"
-                   f"<p>counts: <code>{_j(f['counts'])}</code> ({f['runs_failing_check']} run(s) "
-                   f"violate this check)</p>")
+        out.append(
+            f"<div class='failure' data-check='{escape(f['check'])}' data-run='{escape(f['run'])}'>"
+            f"<h3>{escape(f['check'])} in {escape(f['run'])}</h3>"
+            f"<p>counts: <code>{_j(f['counts'])}</code> ({f['runs_failing_check']} run(s) "
+            f"violate this check)</p>"
+        )
         for n in f["notes"]:
             out.append(f"<p class='small'>note: {escape(str(n))}</p>")
-        out.append(f"<p>Reproduce: <code class='repro'>{escape(f['repro'] or '(no repro command recorded in run.json)')}"
-                   "</code></p>")
+        out.append(
+            f"<p>Reproduce: <code class='repro'>{escape(f['repro'] or '(no repro command recorded in run.json)')}"
+            "</code></p>"
+        )
         for ex in f["examples"]:
             out.append(f"<p>Anomaly: <code>{_j(ex['what'], 600)}</code></p>")
             if ex["context"]:
-                out.append("<table class='events'><tr><th>index</th><th>time (ms)</th><th>process</th>"
-                           "<th>type</th><th>f</th><th>value</th><th>error</th></tr>")
+                out.append(
+                    "<table class='events'><tr><th>index</th><th>time (ms)</th><th>process</th>"
+                    "<th>type</th><th>f</th><th>value</th><th>error</th></tr>"
+                )
                 for e in ex["context"]:
-                    out.append(f"<tr class='{'involved' if e['involved'] else ''}'><td>{e['index']}</td>"
-                               f"<td>{e['time_ns'] / 1e6:.1f}</td><td>{escape(e['process'])}</td>"
-                               f"<td>{escape(e['type'])}</td><td>{escape(e['f'])}</td>"
-                               f"<td><code>{_j(e['value'], 240)}</code></td>"
-                               f"<td>{escape(e['error'] or '')}</td></tr>")
+                    out.append(
+                        f"<tr class='{'involved' if e['involved'] else ''}'><td>{e['index']}</td>"
+                        f"<td>{e['time_ns'] / 1e6:.1f}</td><td>{escape(e['process'])}</td>"
+                        f"<td>{escape(e['type'])}</td><td>{escape(e['f'])}</td>"
+                        f"<td><code>{_j(e['value'], 240)}</code></td>"
+                        f"<td>{escape(e['error'] or '')}</td></tr>"
+                    )
                 out.append("</table>")
         out.append("</div>")
     return "".join(out)
 
 
 def _timelines(d: ReportData) -> str:
-    out = ["<h2 id='timelines'>Timelines</h2><p class='small'>Per run, bucketed; red bands are "
-           "fault windows (hover for kind and targets). Failing runs first. "
-           "<button id='expand-all' type='button'>expand all</button></p>"]
+    out = [
+        "<h2 id='timelines'>Timelines</h2><p class='small'>Per run, bucketed; red bands are "
+        "fault windows (hover for kind and targets). Failing runs first. "
+        "<button id='expand-all' type='button'>expand all</button></p>"
+    ]
     runs = {r["label"]: r for r in d.runs}
     for label, tl in d.timelines.items():
         r = runs[label]
         t, fw = tl["t"], tl["faults"]
-        charts = [line_chart(t, [("acks/s", tl["acks"]), ("polled/s", tl["polled"]),
-                                 ("send errors/s", tl["send_errors"])],
-                             title="throughput", unit="records/s", faults=fw)]
+        charts = [
+            line_chart(
+                t,
+                [("acks/s", tl["acks"]), ("polled/s", tl["polled"]), ("send errors/s", tl["send_errors"])],
+                title="throughput",
+                unit="records/s",
+                faults=fw,
+            )
+        ]
         if any(v is not None for v in tl["latency_p99_ms"]):
             note = f", 1/{tl['latency_sampled']} of values" if tl["latency_sampled"] > 1 else ""
-            charts.append(line_chart(t, [("p50", tl["latency_p50_ms"]), ("p99", tl["latency_p99_ms"])],
-                                     title="end-to-end latency" + note, unit="ms", faults=fw))
+            charts.append(
+                line_chart(
+                    t,
+                    [("p50", tl["latency_p50_ms"]), ("p99", tl["latency_p99_ms"])],
+                    title="end-to-end latency" + note,
+                    unit="ms",
+                    faults=fw,
+                )
+            )
         if tl["partitions"]:
-            charts.append(line_chart(t, [(p, s["isr"]) for p, s in sorted(tl["partitions"].items())],
-                                     title="ISR size", faults=fw, step=True))
-            charts.append(line_chart(t, [(p, s["leader"]) for p, s in sorted(tl["partitions"].items())],
-                                     title="leader (broker id)", faults=fw, step=True, y_min=None))
+            charts.append(
+                line_chart(
+                    t,
+                    [(p, s["isr"]) for p, s in sorted(tl["partitions"].items())],
+                    title="ISR size",
+                    faults=fw,
+                    step=True,
+                )
+            )
+            charts.append(
+                line_chart(
+                    t,
+                    [(p, s["leader"]) for p, s in sorted(tl["partitions"].items())],
+                    title="leader (broker id)",
+                    faults=fw,
+                    step=True,
+                    y_min=None,
+                )
+            )
         if tl["lag"]:
-            charts.append(line_chart(t, sorted(tl["lag"].items()), title="consumer lag (HW - position)",
-                                     unit="records", faults=fw))
-        faults = "".join(f"<li>{escape(str(w.get('kind')))} {escape(str(w.get('targets')))}: "
-                         f"{w['start_s']:.1f}s \u2013 {w['end_s']:.1f}s"
-                         f"{' (never healed)' if w.get('unhealed') else ''}</li>" for w in fw)
-        out.append(f"<details class='timeline' data-run='{escape(label)}' {'open' if r['valid'] is False else ''}>"
-                   f"<summary><span class='badge {_cls(r['valid'])}'>{escape(WORD[r['valid']])}</span> "
-                   f"{escape(label)}</summary>{''.join(charts)}"
-                   f"<p class='small'>fault windows:</p><ul>{faults or '<li>none</li>'}</ul>"
-                   f"{_run_detail(r)}</details>")
+            charts.append(
+                line_chart(
+                    t, sorted(tl["lag"].items()), title="consumer lag (HW - position)", unit="records", faults=fw
+                )
+            )
+        faults = "".join(
+            f"<li>{escape(str(w.get('kind')))} {escape(str(w.get('targets')))}: "
+            f"{w['start_s']:.1f}s \u2013 {w['end_s']:.1f}s"
+            f"{' (never healed)' if w.get('unhealed') else ''}</li>"
+            for w in fw
+        )
+        out.append(
+            f"<details class='timeline' data-run='{escape(label)}' {'open' if r['valid'] is False else ''}>"
+            f"<summary><span class='badge {_cls(r['valid'])}'>{escape(WORD[r['valid']])}</span> "
+            f"{escape(label)}</summary>{''.join(charts)}"
+            f"<p class='small'>fault windows:</p><ul>{faults or '<li>none</li>'}</ul>"
+            f"{_run_detail(r)}</details>"
+        )
     if not d.timelines:
         out.append("<p>No histories to plot.</p>")
     rest = [r for r in d.runs if r["label"] not in d.timelines]
     if rest:
-        out.append(f"<p class='small'>Runs without a plotted timeline ({len(rest)}): schedule, "
-                   f"stalls and bounds{'' if len(rest) <= MAX_DETAIL_ONLY_RUNS else f' of the first {MAX_DETAIL_ONLY_RUNS} (all are in summary.json)'}.</p>")
+        out.append(
+            f"<p class='small'>Runs without a plotted timeline ({len(rest)}): schedule, "
+            f"stalls and bounds{'' if len(rest) <= MAX_DETAIL_ONLY_RUNS else f' of the first {MAX_DETAIL_ONLY_RUNS} (all are in summary.json)'}.</p>"
+        )
         for r in rest[:MAX_DETAIL_ONLY_RUNS]:
-            out.append(f"<details class='run-detail' data-run='{escape(r['label'])}'>"
-                       f"<summary><span class='badge {_cls(r['valid'])}'>{escape(WORD[r['valid']])}</span> "
-                       f"{escape(r['label'])}</summary>{_run_detail(r)}</details>")
+            out.append(
+                f"<details class='run-detail' data-run='{escape(r['label'])}'>"
+                f"<summary><span class='badge {_cls(r['valid'])}'>{escape(WORD[r['valid']])}</span> "
+                f"{escape(r['label'])}</summary>{_run_detail(r)}</details>"
+            )
     return "".join(out)
 
 
 def _run_detail(r: dict[str, Any]) -> str:
     """A run's schedule, its longest stalls with their bounds, and its time bounds."""
-    return _schedule(r) + _stalls(r) + f"<p class='small run-bounds'>time bounds: {_bounds_line(r.get('config') or {})}</p>"
+    return (
+        _schedule(r)
+        + _stalls(r)
+        + f"<p class='small run-bounds'>time bounds: {_bounds_line(r.get('config') or {})}</p>"
+    )
 
 
 def _schedule(r: dict[str, Any]) -> str:
@@ -281,15 +356,21 @@ def _schedule(r: dict[str, Any]) -> str:
     if sched.get("seed") is not None:
         extra += f", seed {sched['seed']}"
     rows = fault_rows(r)
-    head = (f"<p class='small'>nemesis: <b>{escape(kind)}</b>{escape(extra)}"
-            f"{f', {len(rows)} fault(s)' if rows else ''}</p>")
+    head = (
+        f"<p class='small'>nemesis: <b>{escape(kind)}</b>{escape(extra)}{f', {len(rows)} fault(s)' if rows else ''}</p>"
+    )
     if not rows:
         return head
-    trs = "".join(f"<tr><td>{x['at_s']:g}s</td><td>{escape(x['kind'])}</td><td>{escape(x['target'] or '-')}</td>"
-                  f"<td>{x['duration_s']:g}s</td><td><code>{escape(x['cli'])}</code></td></tr>" for x in rows[:100])
+    trs = "".join(
+        f"<tr><td>{x['at_s']:g}s</td><td>{escape(x['kind'])}</td><td>{escape(x['target'] or '-')}</td>"
+        f"<td>{x['duration_s']:g}s</td><td><code>{escape(x['cli'])}</code></td></tr>"
+        for x in rows[:100]
+    )
     more = f"<p class='small'>\u2026 and {len(rows) - 100} more</p>" if len(rows) > 100 else ""
-    return (f"{head}<table class='compact schedule'><tr><th>at</th><th>kind</th><th>target</th>"
-            f"<th>duration</th><th>fault</th></tr>{trs}</table>{more}")
+    return (
+        f"{head}<table class='compact schedule'><tr><th>at</th><th>kind</th><th>target</th>"
+        f"<th>duration</th><th>fault</th></tr>{trs}</table>{more}"
+    )
 
 
 def _stalls(r: dict[str, Any]) -> str:
@@ -297,8 +378,10 @@ def _stalls(r: dict[str, Any]) -> str:
     rows = stall_rows(r)
     if not longest and not rows:
         return ""
-    head = ("<p class='small'>longest consumer stall (no record of a partition while records of it "
-            "were acknowledged): " + escape(", ".join(f"{c} {ms} ms" for c, ms in longest.items())) + "</p>")
+    head = (
+        "<p class='small'>longest consumer stall (no record of a partition while records of it "
+        "were acknowledged): " + escape(", ".join(f"{c} {ms} ms" for c, ms in longest.items())) + "</p>"
+    )
     if not rows:
         return head
     trs = "".join(
@@ -308,10 +391,14 @@ def _stalls(r: dict[str, Any]) -> str:
         f"<td>{'after heal' if x['phase'] == 'after-heal' else escape(str(x['phase']))}</td>"
         f"<td>{_s(x['window_start_ns'])} \u2013 {_s(x['window_end_ns'])}</td>"
         f"<td>{escape(str(x['stall_ms']))}</td><td>{escape(str(x['bound_ms']))}</td>"
-        f"<td>{escape(', '.join(x['checks']))}</td></tr>" for x in rows)
-    return (f"{head}<table class='compact stalls'><tr><th>consumer</th><th>partition</th><th>fault</th>"
-            "<th>phase</th><th>phase span</th><th>longest stall (ms)</th><th>bound (ms)</th><th>reported by</th>"
-            f"</tr>{trs}</table>")
+        f"<td>{escape(', '.join(x['checks']))}</td></tr>"
+        for x in rows
+    )
+    return (
+        f"{head}<table class='compact stalls'><tr><th>consumer</th><th>partition</th><th>fault</th>"
+        "<th>phase</th><th>phase span</th><th>longest stall (ms)</th><th>bound (ms)</th><th>reported by</th>"
+        f"</tr>{trs}</table>"
+    )
 
 
 def _s(ns: Any) -> str:
@@ -325,7 +412,9 @@ def _bounds_line(config: dict[str, Any]) -> str:
         return "-"
     return " &middot; ".join(
         f"<span title='{escape(v['formula'] + ' = ' + v['computed'])}'>{escape(n.removesuffix('_ms'))} "
-        f"{v['ms']} ms{' (given)' if v['given'] else ''}</span>" for n, v in b.items())
+        f"{v['ms']} ms{' (given)' if v['given'] else ''}</span>"
+        for n, v in b.items()
+    )
 
 
 def _pct(v: float | None) -> str:
@@ -340,13 +429,17 @@ def _fetch(d: ReportData) -> str:
         f"<td>{f['records']}</td><td>{_pct(f['local_share'])}</td>"
         f"<td>{'-' if f['cross_rack_records'] is None else f['cross_rack_records']}</td>"
         f"<td>{'-' if f['cross_rack_bytes'] is None else f['cross_rack_bytes']}</td>"
-        f"<td><code>{_j(f['by_replica'])}</code></td></tr>" for f in d.fetch[:2000])
-    return ("<h2 id='fetch'>Follower fetching (KIP-392)</h2><p class='small'>Share of polled records "
-            "served by a replica in the consumer's own rack (racks from run.json or the history "
-            "header), records served across racks, and cross-rack bytes from Toxiproxy's counters "
-            "where run.json has them.</p><table id='fetch-table'><tr><th>run</th><th>consumer</th>"
-            "<th>rack</th><th>records</th><th>same-rack share</th><th>cross-rack records</th>"
-            f"<th>cross-rack bytes</th><th>records by replica</th></tr>{rows}</table>")
+        f"<td><code>{_j(f['by_replica'])}</code></td></tr>"
+        for f in d.fetch[:2000]
+    )
+    return (
+        "<h2 id='fetch'>Follower fetching (KIP-392)</h2><p class='small'>Share of polled records "
+        "served by a replica in the consumer's own rack (racks from run.json or the history "
+        "header), records served across racks, and cross-rack bytes from Toxiproxy's counters "
+        "where run.json has them.</p><table id='fetch-table'><tr><th>run</th><th>consumer</th>"
+        "<th>rack</th><th>records</th><th>same-rack share</th><th>cross-rack records</th>"
+        f"<th>cross-rack bytes</th><th>records by replica</th></tr>{rows}</table>"
+    )
 
 
 def _trends(d: ReportData) -> str:
@@ -356,19 +449,34 @@ def _trends(d: ReportData) -> str:
     labels = [t["campaign"] for t in d.trends]
     fail = [100.0 * t["failed_runs"] / t["runs"] for t in d.trends]
     unk = [100.0 * t["unknown_runs"] / t["runs"] for t in d.trends]
-    chart = line_chart(xs, [("violated runs %", fail), ("unknown runs %", unk)],
-                       title="runs not valid per campaign", unit="%", x_labels=labels) if len(xs) > 1 else ""
+    chart = (
+        line_chart(
+            xs,
+            [("violated runs %", fail), ("unknown runs %", unk)],
+            title="runs not valid per campaign",
+            unit="%",
+            x_labels=labels,
+        )
+        if len(xs) > 1
+        else ""
+    )
     checks = sorted({c for t in d.trends for c in t["checks"]})
     head = "".join(f"<th>{escape(c)}</th>" for c in checks)
     rows = "".join(
         f"<tr><td>{escape(t['campaign'])}</td><td>{escape(t['started_at'] or '')}</td><td>{t['runs']}</td>"
         f"<td>{t['failed_runs']}</td><td>{t['unknown_runs']}</td>"
-        + "".join(f"<td>{t['checks'].get(c, {}).get('failed', 0)} \u2717 / "
-                  f"{t['checks'].get(c, {}).get('unknown', 0)} ?</td>" for c in checks)
-        + "</tr>" for t in d.trends)
-    return (f"<h2 id='trends'>Trends across campaigns</h2>{chart}<table id='trends-table'><tr>"
-            f"<th>campaign</th><th>started</th><th>runs</th><th>violated</th><th>unknown</th>{head}</tr>"
-            f"{rows}</table>")
+        + "".join(
+            f"<td>{t['checks'].get(c, {}).get('failed', 0)} \u2717 / {t['checks'].get(c, {}).get('unknown', 0)} ?</td>"
+            for c in checks
+        )
+        + "</tr>"
+        for t in d.trends
+    )
+    return (
+        f"<h2 id='trends'>Trends across campaigns</h2>{chart}<table id='trends-table'><tr>"
+        f"<th>campaign</th><th>started</th><th>runs</th><th>violated</th><th>unknown</th>{head}</tr>"
+        f"{rows}</table>"
+    )
 
 
 def _versions(d: ReportData) -> str:
@@ -378,28 +486,37 @@ def _versions(d: ReportData) -> str:
         cfg = r.get("config") or {}
         groups[(r["kafka_version"], r["client"], json.dumps(config_key(cfg), sort_keys=True, default=str))] += 1
         by_bounds.setdefault(_bounds_line(cfg), []).append(r["label"])
-    rows = "".join(f"<tr><td>{escape(k)}</td><td>{escape(c)}</td><td><code>{escape(cfg)}</code></td>"
-                   f"<td>{n}</td></tr>" for (k, c, cfg), n in sorted(groups.items()))
+    rows = "".join(
+        f"<tr><td>{escape(k)}</td><td>{escape(c)}</td><td><code>{escape(cfg)}</code></td><td>{n}</td></tr>"
+        for (k, c, cfg), n in sorted(groups.items())
+    )
     blines = "".join(
         f"<li><span class='small'>{escape(', '.join(labels[:5]))}"
         f"{f' and {len(labels) - 5} more' if len(labels) > 5 else ''}:</span> {line}</li>"
-        for line, labels in sorted(by_bounds.items(), key=lambda x: x[1][0]))
-    return ("<h2 id='versions'>Versions and configuration</h2><p class='small'>The config column "
-            "leaves out the derived time bounds (<code>bounds</code> with their formulas, and each "
-            "bound's <code>*_ms</code> key); they follow the table, grouped by runs with the same "
-            "bounds (formulas on hover).</p><table id='config-table'><tr><th>Kafka</th><th>client</th>"
-            f"<th>config</th><th>runs</th></tr>{rows}</table>"
-            f"<details id='bounds-list'><summary>time bounds ({len(by_bounds)} distinct)</summary>"
-            f"<ul>{blines}</ul></details>")
+        for line, labels in sorted(by_bounds.items(), key=lambda x: x[1][0])
+    )
+    return (
+        "<h2 id='versions'>Versions and configuration</h2><p class='small'>The config column "
+        "leaves out the derived time bounds (<code>bounds</code> with their formulas, and each "
+        "bound's <code>*_ms</code> key); they follow the table, grouped by runs with the same "
+        "bounds (formulas on hover).</p><table id='config-table'><tr><th>Kafka</th><th>client</th>"
+        f"<th>config</th><th>runs</th></tr>{rows}</table>"
+        f"<details id='bounds-list'><summary>time bounds ({len(by_bounds)} distinct)</summary>"
+        f"<ul>{blines}</ul></details>"
+    )
 
 
 def _disagreements(d: ReportData) -> str:
     if not d.disagreements:
-        return ("<p class='small' id='agreement'>Spark's poll-skip and lost-write agree with the "
-                "Python checks on every run that has both.</p>")
-    rows = "".join(f"<li>{escape(x['run'])} {escape(x['check'])}: python={x['python']} "
-                   f"spark={x['spark']} counts differ: {escape(', '.join(x['counts_differ']))}</li>"
-                   for x in d.disagreements)
+        return (
+            "<p class='small' id='agreement'>Spark's poll-skip and lost-write agree with the "
+            "Python checks on every run that has both.</p>"
+        )
+    rows = "".join(
+        f"<li>{escape(x['run'])} {escape(x['check'])}: python={x['python']} "
+        f"spark={x['spark']} counts differ: {escape(', '.join(x['counts_differ']))}</li>"
+        for x in d.disagreements
+    )
     return f"<h2 id='agreement'>Harness bug: Spark and Python disagree</h2><ul>{rows}</ul>"
 
 

@@ -54,26 +54,43 @@ def summary(data: ReportData) -> dict[str, Any]:
         "results_dir": data.results_dir,
         "valid": data.valid,
         "exit_code": exit_code(data.valid),
-        "totals": {"runs": len(runs),
-                   "valid": sum(r["valid"] is True for r in runs),
-                   "violated": sum(r["valid"] is False for r in runs),
-                   "unknown": sum(r["valid"] == "unknown" for r in runs)},
+        "totals": {
+            "runs": len(runs),
+            "valid": sum(r["valid"] is True for r in runs),
+            "violated": sum(r["valid"] is False for r in runs),
+            "unknown": sum(r["valid"] == "unknown" for r in runs),
+        },
         "checks": data.checks,
         "matrix": data.matrix,
-        "runs": [{
-            "run": r["label"], "campaign": r["campaign"], "run_id": r["run_id"],
-            "suite": r["suite"], "scenario": r["scenario"], "kafka_version": r["kafka_version"],
-            "client": r["client"], "valid": r["valid"], "repro": r["repro"],
-            "failed_checks": [c for c, v in r["verdicts"].items() if v["valid"] is False],
-            "unknown_checks": [c for c, v in r["verdicts"].items() if v["valid"] == "unknown"],
-            "not_applicable_checks": [c for c, v in r["verdicts"].items() if v["valid"] == NOT_APPLICABLE],
-            "allowed_checks": [c for c, v in r["verdicts"].items() if v.get("allowed")],
-            "problems": r["problems"],
-            "checks": {c: {"valid": v["valid"], "allowed": bool(v.get("allowed")),
-                           "source": v.get("source"), "counts": v.get("counts", {})}
-                       for c, v in r["verdicts"].items()},
-            "stalls": {"longest_ms": longest_stall_ms(r), "longest": stall_rows(r)},
-        } for r in runs],
+        "runs": [
+            {
+                "run": r["label"],
+                "campaign": r["campaign"],
+                "run_id": r["run_id"],
+                "suite": r["suite"],
+                "scenario": r["scenario"],
+                "kafka_version": r["kafka_version"],
+                "client": r["client"],
+                "valid": r["valid"],
+                "repro": r["repro"],
+                "failed_checks": [c for c, v in r["verdicts"].items() if v["valid"] is False],
+                "unknown_checks": [c for c, v in r["verdicts"].items() if v["valid"] == "unknown"],
+                "not_applicable_checks": [c for c, v in r["verdicts"].items() if v["valid"] == NOT_APPLICABLE],
+                "allowed_checks": [c for c, v in r["verdicts"].items() if v.get("allowed")],
+                "problems": r["problems"],
+                "checks": {
+                    c: {
+                        "valid": v["valid"],
+                        "allowed": bool(v.get("allowed")),
+                        "source": v.get("source"),
+                        "counts": v.get("counts", {}),
+                    }
+                    for c, v in r["verdicts"].items()
+                },
+                "stalls": {"longest_ms": longest_stall_ms(r), "longest": stall_rows(r)},
+            }
+            for r in runs
+        ],
         "fetch": data.fetch,
         "trends": [{k: v for k, v in t.items()} for t in data.trends],
         "spark_python_disagreements": data.disagreements,
@@ -103,19 +120,36 @@ def stall_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
             if not isinstance(ex, dict) or ex.get("kind") != "longest-stall":
                 continue
             w = as_dict(ex.get("window"))
-            row = {"consumer": ex.get("consumer"), "topic": ex.get("topic"), "partition": ex.get("partition"),
-                   "window": w.get("index"), "fault_kind": w.get("kind"), "phase": w.get("phase"),
-                   "window_start_ns": w.get("start_ns"), "window_end_ns": w.get("end_ns"),
-                   "stall_ms": ex.get("stall_ms"), "bound_ms": ex.get("bound_ms"),
-                   "from_time_ns": ex.get("from_time_ns"), "to_time_ns": ex.get("to_time_ns")}
+            row = {
+                "consumer": ex.get("consumer"),
+                "topic": ex.get("topic"),
+                "partition": ex.get("partition"),
+                "window": w.get("index"),
+                "fault_kind": w.get("kind"),
+                "phase": w.get("phase"),
+                "window_start_ns": w.get("start_ns"),
+                "window_end_ns": w.get("end_ns"),
+                "stall_ms": ex.get("stall_ms"),
+                "bound_ms": ex.get("bound_ms"),
+                "from_time_ns": ex.get("from_time_ns"),
+                "to_time_ns": ex.get("to_time_ns"),
+            }
             sm, bm = row["stall_ms"], row["bound_ms"]
             row["over_bound"] = isinstance(sm, (int, float)) and isinstance(bm, (int, float)) and sm > bm
-            k = tuple(str(row[x]) for x in ("consumer", "topic", "partition", "window", "phase",
-                                            "stall_ms", "bound_ms"))
+            k = tuple(
+                str(row[x]) for x in ("consumer", "topic", "partition", "window", "phase", "stall_ms", "bound_ms")
+            )
             rows.setdefault(k, {**row, "checks": []})["checks"].append(c)
-    return sorted(rows.values(), key=lambda r: (
-        str(r["consumer"]), str(r["topic"]), _num(r["partition"]), _num(r["window"]),
-        PHASE_ORDER.get(str(r["phase"]), 9)))
+    return sorted(
+        rows.values(),
+        key=lambda r: (
+            str(r["consumer"]),
+            str(r["topic"]),
+            _num(r["partition"]),
+            _num(r["window"]),
+            PHASE_ORDER.get(str(r["phase"]), 9),
+        ),
+    )
 
 
 def _num(v: Any) -> float:
@@ -136,8 +170,15 @@ def fault_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
                 continue
             t += _f(st.get("after"))
             kind, target = _parse_cli(str(st.get("fault", "")))
-            out.append({"at_s": round(t, 3), "kind": kind, "target": target,
-                        "duration_s": _f(st.get("duration")), "cli": str(st.get("fault", ""))})
+            out.append(
+                {
+                    "at_s": round(t, 3),
+                    "kind": kind,
+                    "target": target,
+                    "duration_s": _f(st.get("duration")),
+                    "cli": str(st.get("fault", "")),
+                }
+            )
             t += _f(st.get("duration"))
         return out
     sched = as_dict(nem.get("schedule")) or as_dict(run.get("schedule"))
@@ -151,8 +192,15 @@ def fault_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
             kind = str(spec["kind"])
         if spec.get("target") is not None:
             target = str(spec["target"]) + (f" \u2194 {spec['peer']}" if spec.get("peer") else "")
-        out.append({"at_s": _f(f.get("start")), "kind": kind, "target": target,
-                    "duration_s": _f(f.get("duration")), "cli": cli})
+        out.append(
+            {
+                "at_s": _f(f.get("start")),
+                "kind": kind,
+                "target": target,
+                "duration_s": _f(f.get("duration")),
+                "cli": cli,
+            }
+        )
     return sorted(out, key=lambda x: x["at_s"])
 
 
@@ -204,8 +252,12 @@ def run_bounds(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     for n, b in resolved.items():
         rec = recorded.get(n)
         if b.given and isinstance(rec, Mapping) and rec.get("ms") == b.ms and rec.get("formula"):
-            out[n] = {"ms": b.ms, "formula": str(rec["formula"]), "computed": str(rec.get("computed", b.ms)),
-                      "given": False}
+            out[n] = {
+                "ms": b.ms,
+                "formula": str(rec["formula"]),
+                "computed": str(rec.get("computed", b.ms)),
+                "given": False,
+            }
         else:
             out[n] = {**b.to_json(), "given": b.given}
     return out

@@ -256,7 +256,10 @@ def test_report_in_headless_chromium(report: dict[str, Any]) -> None:
     c = page.content
     assert c["overall"] == "false"
     expected = {(m["check"], m["valid"]) for m in report["summary"]["matrix"]}
-    shown = {(x["check"], {"true": True, "false": False}.get(x["valid"], "unknown")) for x in c["cells"]}
+    shown = {
+        (x["check"], {"true": True, "false": False, "not-applicable": "not-applicable"}.get(x["valid"], "unknown"))
+        for x in c["cells"]
+    }
     assert shown == expected
     assert {"poll-skip", "lost-write"} <= {x["check"] for x in c["cells"] if x["valid"] == "false"}
     assert any(x["valid"] == "unknown" for x in c["cells"])

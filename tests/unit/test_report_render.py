@@ -24,8 +24,14 @@ def _verdicts(bad: dict[str, Any]) -> dict[str, dict[str, Any]]:
     out = {}
     for c in CHECK_ORDER:
         valid = bad.get(c, True)
-        out[c] = {"check": c, "valid": valid, "counts": {"n": 1}, "notes": [], "allowed": False,
-                  "examples": [{"kind": c, "events": [{"index": 3, "f": "poll"}]}] if valid is False else []}
+        out[c] = {
+            "check": c,
+            "valid": valid,
+            "counts": {"n": 1},
+            "notes": [],
+            "allowed": False,
+            "examples": [{"kind": c, "events": [{"index": 3, "f": "poll"}]}] if valid is False else [],
+        }
     return out
 
 
@@ -34,11 +40,27 @@ def _run(label: str, bad: dict[str, Any], version: str = "4.3.1") -> dict[str, A
     v = _verdicts(bad)
     from harness.checks.verdict import merge_valid
 
-    return {"key": 0, "label": label, "campaign": camp, "run_id": rid, "suite": "chaos",
-            "scenario": "kill", "kafka_version": version, "client": "kp", "config": {"acks": "all"},
-            "seed": 1, "repro": f"highwater campaign --seed {rid}", "started_at": "2025-01-01T00:00:00Z",
-            "schedule": None, "racks": {}, "client_bytes": None, "problems": [], "path": "/x",
-            "valid": merge_valid(x["valid"] for x in v.values()), "verdicts": v}
+    return {
+        "key": 0,
+        "label": label,
+        "campaign": camp,
+        "run_id": rid,
+        "suite": "chaos",
+        "scenario": "kill",
+        "kafka_version": version,
+        "client": "kp",
+        "config": {"acks": "all"},
+        "seed": 1,
+        "repro": f"highwater campaign --seed {rid}",
+        "started_at": "2025-01-01T00:00:00Z",
+        "schedule": None,
+        "racks": {},
+        "client_bytes": None,
+        "problems": [],
+        "path": "/x",
+        "valid": merge_valid(x["valid"] for x in v.values()),
+        "verdicts": v,
+    }
 
 
 def _data() -> ReportData:
@@ -48,24 +70,76 @@ def _data() -> ReportData:
         for c in CHECK_ORDER:
             rs = [r for r in runs if r["kafka_version"] == col[0]]
             vals = [r["verdicts"][c]["valid"] for r in rs]
-            matrix.append({"suite": "chaos", "scenario": "kill", "kafka_version": col[0], "client": "kp",
-                           "check": c, "runs": len(rs), "passed": vals.count(True),
-                           "failed": sum(v is False for v in vals), "unknown": vals.count("unknown"),
-                           "allowed": 0, "valid": False if False in vals else "unknown" if "unknown" in vals else True})
+            matrix.append(
+                {
+                    "suite": "chaos",
+                    "scenario": "kill",
+                    "kafka_version": col[0],
+                    "client": "kp",
+                    "check": c,
+                    "runs": len(rs),
+                    "passed": vals.count(True),
+                    "failed": sum(v is False for v in vals),
+                    "unknown": vals.count("unknown"),
+                    "allowed": 0,
+                    "valid": False if False in vals else "unknown" if "unknown" in vals else True,
+                }
+            )
     cols = [{"suite": "chaos", "scenario": "kill", "kafka_version": v, "client": "kp"} for v in ("3.9.1", "4.3.1")]
-    tl = {"width_s": 1.0, "t": [0.0, 1.0, 2.0], "acks": [1.0, 2.0, 3.0], "send_errors": [0.0, 0.0, 1.0],
-          "polled": [0.0, 1.0, 2.0], "latency_p50_ms": [None, 3.0, 4.0], "latency_p99_ms": [None, 5.0, 9.0],
-          "partitions": {"t-0": {"leader": [1, 1, 2], "isr": [3, 2, 3], "hw": [1, 2, 3]}},
-          "lag": {"consumer-0 t-0": [0.0, 1.0, None]}, "latency_sampled": 1,
-          "faults": [{"start_s": 0.5, "end_s": 1.5, "kind": "kill", "targets": "[3]"}]}
-    return ReportData(generated_at="now", results_dir="/r", master="local[1]", checks=CHECK_ORDER,
-                      runs=runs, matrix=matrix, columns=cols,
-                      failures=[{"run": "c1/b", "check": "poll-skip", "counts": {"skips": 1}, "notes": [],
-                                 "repro": "highwater campaign --seed b", "runs_failing_check": 1,
-                                 "examples": [{"what": {"kind": "poll-skip"}, "indices": [3], "context": [
-                                     {"index": 3, "time_ns": 5, "process": "c<0>", "type": "ok", "f": "poll",
-                                      "value": {"records": []}, "error": None, "involved": True}]}]}],
-                      timelines={"c1/b": tl}, fetch=[], trends=[], disagreements=[])
+    tl = {
+        "width_s": 1.0,
+        "t": [0.0, 1.0, 2.0],
+        "acks": [1.0, 2.0, 3.0],
+        "send_errors": [0.0, 0.0, 1.0],
+        "polled": [0.0, 1.0, 2.0],
+        "latency_p50_ms": [None, 3.0, 4.0],
+        "latency_p99_ms": [None, 5.0, 9.0],
+        "partitions": {"t-0": {"leader": [1, 1, 2], "isr": [3, 2, 3], "hw": [1, 2, 3]}},
+        "lag": {"consumer-0 t-0": [0.0, 1.0, None]},
+        "latency_sampled": 1,
+        "faults": [{"start_s": 0.5, "end_s": 1.5, "kind": "kill", "targets": "[3]"}],
+    }
+    return ReportData(
+        generated_at="now",
+        results_dir="/r",
+        master="local[1]",
+        checks=CHECK_ORDER,
+        runs=runs,
+        matrix=matrix,
+        columns=cols,
+        failures=[
+            {
+                "run": "c1/b",
+                "check": "poll-skip",
+                "counts": {"skips": 1},
+                "notes": [],
+                "repro": "highwater campaign --seed b",
+                "runs_failing_check": 1,
+                "examples": [
+                    {
+                        "what": {"kind": "poll-skip"},
+                        "indices": [3],
+                        "context": [
+                            {
+                                "index": 3,
+                                "time_ns": 5,
+                                "process": "c<0>",
+                                "type": "ok",
+                                "f": "poll",
+                                "value": {"records": []},
+                                "error": None,
+                                "involved": True,
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+        timelines={"c1/b": tl},
+        fetch=[],
+        trends=[],
+        disagreements=[],
+    )
 
 
 def test_html_is_self_contained_and_escaped() -> None:
@@ -74,7 +148,7 @@ def test_html_is_self_contained_and_escaped() -> None:
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in html
     assert "c&lt;0&gt;" in html and "c<0>" not in html
-    assert html.count("<svg") >= 5 and "class=\"fault\"" in html
+    assert html.count("<svg") >= 5 and 'class="fault"' in html
     assert "data-check='poll-skip' data-col='1' data-valid='false'" in html
     assert "highwater campaign --seed b" in html
 
@@ -102,15 +176,21 @@ def test_summary_is_versioned_and_three_valued() -> None:
 
 
 def test_fault_windows_pair_heals_by_kind_and_targets() -> None:
-    ev = [{"f": "fault", "time_ns": 1_000_000_000, "kind": '"kill"', "targets": "[3]"},
-          {"f": "fault", "time_ns": 2_000_000_000, "kind": "cut", "targets": "[1]"},
-          {"f": "heal", "time_ns": 3_000_000_000, "kind": "kill", "targets": "[3]"},
-          {"f": "fault", "time_ns": 4_000_000_000, "kind": "pause", "targets": "[2]"},
-          {"f": "heal", "time_ns": 5_000_000_000, "kind": None, "targets": "[]"},
-          {"f": "fault", "time_ns": 6_000_000_000, "kind": "kill", "targets": "[1]"}]
+    ev = [
+        {"f": "fault", "time_ns": 1_000_000_000, "kind": '"kill"', "targets": "[3]"},
+        {"f": "fault", "time_ns": 2_000_000_000, "kind": "cut", "targets": "[1]"},
+        {"f": "heal", "time_ns": 3_000_000_000, "kind": "kill", "targets": "[3]"},
+        {"f": "fault", "time_ns": 4_000_000_000, "kind": "pause", "targets": "[2]"},
+        {"f": "heal", "time_ns": 5_000_000_000, "kind": None, "targets": "[]"},
+        {"f": "fault", "time_ns": 6_000_000_000, "kind": "kill", "targets": "[1]"},
+    ]
     w = fault_windows(ev, 9_000_000_000)
     assert [(x["kind"], x["start_s"], x["end_s"]) for x in w] == [
-        ("kill", 1.0, 3.0), ("cut", 2.0, 5.0), ("pause", 4.0, 5.0), ("kill", 6.0, 9.0)]
+        ("kill", 1.0, 3.0),
+        ("cut", 2.0, 5.0),
+        ("pause", 4.0, 5.0),
+        ("kill", 6.0, 9.0),
+    ]
     assert w[-1].get("unhealed") is True
 
 
@@ -123,13 +203,23 @@ def test_svg_segments_break_on_missing_values() -> None:
 def test_merge_flags_spark_python_disagreement(tmp_path: Path) -> None:
     d = tmp_path / "camp" / "r1"
     d.mkdir(parents=True)
-    py = [{"check": "poll-skip", "valid": True, "counts": {"skips": 0, "skipped_offsets": 0,
-           "steps_judged": 5, "steps_unjudged": 0}, "examples": [], "notes": []}]
+    py = [
+        {
+            "check": "poll-skip",
+            "valid": True,
+            "counts": {"skips": 0, "skipped_offsets": 0, "steps_judged": 5, "steps_unjudged": 0},
+            "examples": [],
+            "notes": [],
+        }
+    ]
     (d / "verdict.json").write_text(json.dumps({"valid": True, "verdicts": py}))
     run = load_run(tmp_path, d, 0)
     assert run.campaign == "camp" and run.verdicts is not None
-    spark = {"poll-skip": SparkVerdict("poll-skip", False, {"skips": 1, "skipped_offsets": 1,
-                                                          "steps_judged": 5, "steps_unjudged": 0})}
+    spark = {
+        "poll-skip": SparkVerdict(
+            "poll-skip", False, {"skips": 1, "skipped_offsets": 1, "steps_judged": 5, "steps_unjudged": 0}
+        )
+    }
     dis: list[dict[str, Any]] = []
     out = merge_run_verdicts(run, spark, dis)
     assert dis and dis[0]["check"] == "poll-skip" and "skips" in dis[0]["counts_differ"]
@@ -174,10 +264,13 @@ def test_context_from_one_read_per_run(tmp_path: Path) -> None:
     to_parquet(b.write(tmp_path / "h.jsonl"), tmp_path / "h.parquet")
     table = context_table(tmp_path / "h.parquet", [[5], [30, 31]], radius=1)
     assert table.num_rows == 3 + 4
-    assert [e["index"] for e in context_events(tmp_path / "h.parquet", [30, 31], radius=1,
-                                               table=table)] == [29, 30, 31, 32]
-    assert [e["index"] for e in context_events(tmp_path / "h.parquet", [5], radius=1,
-                                               table=table)] == [4, 5, 6]
+    assert [e["index"] for e in context_events(tmp_path / "h.parquet", [30, 31], radius=1, table=table)] == [
+        29,
+        30,
+        31,
+        32,
+    ]
+    assert [e["index"] for e in context_events(tmp_path / "h.parquet", [5], radius=1, table=table)] == [4, 5, 6]
 
 
 def test_run_links_partition_dirs(tmp_path: Path) -> None:
@@ -210,9 +303,11 @@ NA_NOTE = "not applicable: the history has no racks and no meta (needs racks, po
 
 def _na_data() -> ReportData:
     """follower-fetch not applicable in every run; hw-regression in one run of two (4.3.1)."""
-    runs = [_run("c1/a", {"follower-fetch": NA, "hw-regression": NA}),
-            _run("c1/b", {"follower-fetch": NA, "poll-skip": False}),
-            _run("c2/c", {"follower-fetch": NA}, "3.9.1")]
+    runs = [
+        _run("c1/a", {"follower-fetch": NA, "hw-regression": NA}),
+        _run("c1/b", {"follower-fetch": NA, "poll-skip": False}),
+        _run("c2/c", {"follower-fetch": NA}, "3.9.1"),
+    ]
     for r in runs:
         r["verdicts"]["follower-fetch"].update(counts={}, notes=[NA_NOTE])
     matrix = []
@@ -220,13 +315,29 @@ def _na_data() -> ReportData:
         rs = [r for r in runs if r["kafka_version"] == version]
         for c in CHECK_ORDER:
             vals = [r["verdicts"][c]["valid"] for r in rs]
-            m = {"suite": "chaos", "scenario": "kill", "kafka_version": version, "client": "kp",
-                 "check": c, "runs": len(rs), "passed": vals.count(True),
-                 "failed": sum(v is False for v in vals), "unknown": vals.count("unknown"),
-                 "not_applicable": vals.count(NA), "allowed": 0}
+            m = {
+                "suite": "chaos",
+                "scenario": "kill",
+                "kafka_version": version,
+                "client": "kp",
+                "check": c,
+                "runs": len(rs),
+                "passed": vals.count(True),
+                "failed": sum(v is False for v in vals),
+                "unknown": vals.count("unknown"),
+                "not_applicable": vals.count(NA),
+                "allowed": 0,
+            }
             # as reports.aggregate._matrix
-            m["valid"] = False if m["failed"] else "unknown" if m["unknown"] else \
-                NA if m["not_applicable"] == m["runs"] else True
+            m["valid"] = (
+                False
+                if m["failed"]
+                else "unknown"
+                if m["unknown"]
+                else NA
+                if m["not_applicable"] == m["runs"]
+                else True
+            )
             matrix.append(m)
     d = _data()
     d.runs, d.matrix, d.failures, d.timelines = runs, matrix, [], {}
@@ -235,13 +346,19 @@ def _na_data() -> ReportData:
 
 def test_not_applicable_cell_is_neutral_and_not_counted() -> None:
     html = render(_na_data())
-    cell = re.search(r"<td class='cell v-na' data-check='follower-fetch' data-col='1' "
-                     r"data-valid='not-applicable' title='([^']*)'>n/a</td>", html)
-    assert cell, html[html.find("follower-fetch"):][:400]
+    cell = re.search(
+        r"<td class='cell v-na' data-check='follower-fetch' data-col='1' "
+        r"data-valid='not-applicable' title='([^']*)'>n/a</td>",
+        html,
+    )
+    assert cell, html[html.find("follower-fetch") :][:400]
     assert "2 not applicable" in cell.group(1) and "no racks and no meta" in cell.group(1)
     # hw-regression on 4.3.1: one valid run, one not applicable: valid, 1 of the 1 judged run
-    assert re.search(r"data-check='hw-regression' data-col='1' data-valid='true' "
-                     r"title='[^']*1 not applicable'>\u2713 1/1</td>", html)
+    assert re.search(
+        r"data-check='hw-regression' data-col='1' data-valid='true' "
+        r"title='[^']*1 not applicable'>\u2713 1/1</td>",
+        html,
+    )
     assert ".v-na{" in html
     assert "<td class='small'>hw-regression, follower-fetch</td>" in html  # runs table
     assert "data-valid='not-applicable'" not in html.split("id='runs'")[1]  # runs are never n/a
@@ -301,12 +418,20 @@ def test_run_where_no_check_applied_is_unknown(tmp_path: Path) -> None:
 
 # stalls, schedule, bounds -------------------------------------------------------------------
 
+
 def _stall(consumer: str, partition: int, window: int, phase: str, stall_ms: int, bound_ms: int) -> dict[str, Any]:
-    return {"kind": "longest-stall", "topic": "t", "partition": partition, "consumer": consumer,
-            "window": {"index": window, "kind": "kill", "phase": phase, "start_ns": 2_000_000_000,
-                       "end_ns": 9_000_000_000},
-            "stall_ms": stall_ms, "from_time_ns": 3_000_000_000, "to_time_ns": 3_000_000_000 + stall_ms * 10**6,
-            "bound_ms": bound_ms, "events": [{"index": 3, "f": "fault"}]}
+    return {
+        "kind": "longest-stall",
+        "topic": "t",
+        "partition": partition,
+        "consumer": consumer,
+        "window": {"index": window, "kind": "kill", "phase": phase, "start_ns": 2_000_000_000, "end_ns": 9_000_000_000},
+        "stall_ms": stall_ms,
+        "from_time_ns": 3_000_000_000,
+        "to_time_ns": 3_000_000_000 + stall_ms * 10**6,
+        "bound_ms": bound_ms,
+        "events": [{"index": 3, "f": "fault"}],
+    }
 
 
 def _detail_data() -> ReportData:
@@ -318,17 +443,35 @@ def _detail_data() -> ReportData:
     b, c = d.runs[1], d.runs[2]
     b["config"] = {"acks": "all", **header_entries(Settings(bound_slack_ms=1234))}
     c["config"] = {"acks": "all", **header_entries(Settings(bound_slack_ms=999))}
-    b["nemesis"] = {"kind": "scheduled", "schedule": {
-        "format": "highwater.schedule/1", "seed": 42, "faults": [
-            {"id": 1, "start": 30.0, "duration": 12.5, "cli": "partition --target broker:2 --peer broker:1",
-             "fault": {"kind": "partition", "target": "broker:2", "peer": "broker:1", "params": {}}},
-            {"id": 0, "start": 5.0, "duration": 10.0, "cli": "kill --target broker:3"}]}}
+    b["nemesis"] = {
+        "kind": "scheduled",
+        "schedule": {
+            "format": "highwater.schedule/1",
+            "seed": 42,
+            "faults": [
+                {
+                    "id": 1,
+                    "start": 30.0,
+                    "duration": 12.5,
+                    "cli": "partition --target broker:2 --peer broker:1",
+                    "fault": {"kind": "partition", "target": "broker:2", "peer": "broker:1", "params": {}},
+                },
+                {"id": 0, "start": 5.0, "duration": 10.0, "cli": "kill --target broker:3"},
+            ],
+        },
+    }
     b["schedule"] = b["nemesis"]["schedule"]
-    c["nemesis"] = {"kind": "scripted", "steps": [{"after": 4.0, "fault": "pause --target leader:t/0",
-                                                   "duration": 6.0},
-                                                  {"after": 2.0, "fault": "kill --target broker:1",
-                                                   "duration": 3.0}]}
-    stalls = [_stall("consumer-0", 0, 0, "fault", 7_777, 313_500), _stall("consumer-1", 1, 0, "after-heal", 41_000, 35_500)]
+    c["nemesis"] = {
+        "kind": "scripted",
+        "steps": [
+            {"after": 4.0, "fault": "pause --target leader:t/0", "duration": 6.0},
+            {"after": 2.0, "fault": "kill --target broker:1", "duration": 3.0},
+        ],
+    }
+    stalls = [
+        _stall("consumer-0", 0, 0, "fault", 7_777, 313_500),
+        _stall("consumer-1", 1, 0, "after-heal", 41_000, 35_500),
+    ]
     b["verdicts"]["progress"].update(counts={"stalls": 0, "longest_stall_ms": 41_000}, examples=list(stalls))
     b["verdicts"]["follower-fetch"].update(counts={"longest_stall_ms": 7_777}, examples=stalls[:1])
     return d
@@ -336,22 +479,32 @@ def _detail_data() -> ReportData:
 
 def test_run_section_shows_longest_stalls_with_their_bounds() -> None:
     html = render(_detail_data())
-    sec = html[html.index("<details class='timeline' data-run='c1/b'"):]
-    sec = sec[:sec.index("</details>")]
+    sec = html[html.index("<details class='timeline' data-run='c1/b'") :]
+    sec = sec[: sec.index("</details>")]
     assert "progress 41000 ms, follower-fetch 7777 ms" in sec
-    table = sec[sec.index("<table class='compact stalls'>"):]
+    table = sec[sec.index("<table class='compact stalls'>") :]
     # one row for both checks when they report the same stall
-    assert re.search(r"<td>consumer-0</td><td>t-0</td><td>#0 kill</td><td>fault</td><td>2.0s \u2013 9.0s</td>"
-                     r"<td>7777</td><td>313500</td><td>progress, follower-fetch</td>", table)
-    assert re.search(r"<tr class='v-false'><td>consumer-1</td><td>t-1</td><td>#0 kill</td><td>after heal</td>"
-                     r"[^\n]*<td>41000</td><td>35500</td><td>progress</td>", table)  # over its bound
+    assert re.search(
+        r"<td>consumer-0</td><td>t-0</td><td>#0 kill</td><td>fault</td><td>2.0s \u2013 9.0s</td>"
+        r"<td>7777</td><td>313500</td><td>progress, follower-fetch</td>",
+        table,
+    )
+    assert re.search(
+        r"<tr class='v-false'><td>consumer-1</td><td>t-1</td><td>#0 kill</td><td>after heal</td>"
+        r"[^\n]*<td>41000</td><td>35500</td><td>progress</td>",
+        table,
+    )  # over its bound
     s = summary(_detail_data())
     st = {r["run"]: r["stalls"] for r in s["runs"]}
     assert st["c1/b"]["longest_ms"] == {"progress": 41_000, "follower-fetch": 7_777}
     rows = st["c1/b"]["longest"]
-    assert [(x["consumer"], x["partition"], x["phase"], x["stall_ms"], x["bound_ms"], x["checks"], x["over_bound"])
-            for x in rows] == [("consumer-0", 0, "fault", 7_777, 313_500, ["progress", "follower-fetch"], False),
-                               ("consumer-1", 1, "after-heal", 41_000, 35_500, ["progress"], True)]
+    assert [
+        (x["consumer"], x["partition"], x["phase"], x["stall_ms"], x["bound_ms"], x["checks"], x["over_bound"])
+        for x in rows
+    ] == [
+        ("consumer-0", 0, "fault", 7_777, 313_500, ["progress", "follower-fetch"], False),
+        ("consumer-1", 1, "after-heal", 41_000, 35_500, ["progress"], True),
+    ]
     assert rows[0]["window"] == 0 and rows[0]["fault_kind"] == "kill" and "events" not in rows[0]
     assert st["c1/a"] == {"longest_ms": {}, "longest": []}
     json.dumps(s)
@@ -359,14 +512,15 @@ def test_run_section_shows_longest_stalls_with_their_bounds() -> None:
 
 def test_run_section_shows_the_schedule() -> None:
     html = render(_detail_data())
-    sec = html[html.index("<details class='timeline' data-run='c1/b'"):]
-    sec = sec[:sec.index("</details>")]
+    sec = html[html.index("<details class='timeline' data-run='c1/b'") :]
+    sec = sec[: sec.index("</details>")]
     assert "nemesis: <b>scheduled</b>, seed 42, 2 fault(s)" in sec
-    sched = sec[sec.index("<table class='compact schedule'>"):]
-    assert sched.index("<td>5s</td><td>kill</td><td>broker:3</td><td>10s</td>") < \
-        sched.index("<td>30s</td><td>partition</td><td>broker:2 \u2194 broker:1</td><td>12.5s</td>")
+    sched = sec[sec.index("<table class='compact schedule'>") :]
+    assert sched.index("<td>5s</td><td>kill</td><td>broker:3</td><td>10s</td>") < sched.index(
+        "<td>30s</td><td>partition</td><td>broker:2 \u2194 broker:1</td><td>12.5s</td>"
+    )
     # a run without a plotted timeline still gets its section; scripted steps run one after another
-    rest = html[html.index("<details class='run-detail' data-run='c2/c'"):]
+    rest = html[html.index("<details class='run-detail' data-run='c2/c'") :]
     assert "nemesis: <b>scripted</b>, 2 fault(s)" in rest
     assert "<td>4s</td><td>pause</td><td>leader:t/0</td><td>6s</td>" in rest
     assert "<td>12s</td><td>kill</td><td>broker:1</td><td>3s</td>" in rest
@@ -377,19 +531,19 @@ def test_config_table_groups_without_bounds_and_lists_them_apart() -> None:
     d = _detail_data()
     d.runs[0]["config"] = dict(d.runs[1]["config"], bounds={}, consumer_stall_bound_ms=1)
     html = render(d)
-    table = html[html.index("<table id='config-table'>"):]
-    table = table[:table.index("</table>")]
+    table = html[html.index("<table id='config-table'>") :]
+    table = table[: table.index("</table>")]
     assert "formula" not in table and "bound_ms" not in table and "bounds" not in table
     assert "bound_slack_ms" in table  # the settings are configuration and stay
     # c1/b and c2/c differ only in their settings' slack; c1/a only in its bounds: one group with c1/b
     assert table.count("<tr><td>4.3.1</td>") == 1 and "<td>2</td></tr>" in table
-    bl = html[html.index("<details id='bounds-list'>"):]
-    bl = bl[:bl.index("</details>")]
+    bl = html[html.index("<details id='bounds-list'>") :]
+    bl = bl[: bl.index("</details>")]
     assert "3 distinct" in bl and "c1/b:" in bl and "c2/c:" in bl
     assert "consumer_stall_bound 1 ms (given)" in bl  # the flat key the checks would use
     from harness.checks.bounds import Settings, derive
 
     want = derive(Settings(bound_slack_ms=1234))["progress_bound_ms"]
     assert f"progress_bound {want.ms} ms" in bl and escape(want.formula) in bl  # formula on hover
-    sec = html[html.index("<details class='timeline' data-run='c1/b'"):]
-    assert f"progress_bound {want.ms} ms" in sec[:sec.index("</details>")]  # and in the run's section
+    sec = html[html.index("<details class='timeline' data-run='c1/b'") :]
+    assert f"progress_bound {want.ms} ms" in sec[: sec.index("</details>")]  # and in the run's section
