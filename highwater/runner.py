@@ -33,6 +33,7 @@ from faults.capability import check_capabilities, declared_faults
 from faults.inject import Injector
 from harness.backend import ClusterBackend, LinkControl, backend_name
 from harness.checks import overall, run_all_checks
+from harness.checks.bounds import Settings
 from harness.checks.verdict import Input, Verdict
 from harness.clients import DEFAULT_CLIENT, client_label, get_driver
 from harness.errors import HighwaterError
@@ -75,23 +76,9 @@ class RunSpec:
         """The header's config: what the policy reads, and every time bound of the timed checks
         derived from the effective broker and client settings, each with its formula
         (``harness.checks.bounds``)."""
-        from dataclasses import fields as _fields
+        from harness.checks.bounds import header_entries
 
-        from harness.checks.bounds import Settings, header_entries
-        from harness.clients import ConsumerSettings, ProducerSettings
-        from harness.config import fast_failure_defaults
-
-        bc = {**fast_failure_defaults(cluster.spec.brokers), **dict(cluster.spec.broker_config)}
-
-        def defaults(cls: Any) -> dict[str, Any]:
-            return {f.name: f.default for f in _fields(cls)}
-
-        settings = Settings.from_kafka(
-            bc,
-            consumer=defaults(ConsumerSettings),
-            producer=defaults(ProducerSettings),
-            observe_interval_s=self.observe_interval,
-        )
+        settings = run_settings(cluster.spec.brokers, cluster.spec.broker_config, self.observe_interval)
         return {
             "acks": self.acks,
             "idempotence": self.idempotence,
@@ -100,6 +87,27 @@ class RunSpec:
             "replication_factor": self.replication_factor,
             **header_entries(settings),
         }
+
+
+def run_settings(brokers: int, broker_config: Mapping[str, str], observe_interval_s: float) -> Settings:
+    """The settings a run's time bounds derive from: the broker properties the local backend
+    renders (fast-failure defaults, then the spec's overrides) and the settings every client
+    driver applies (``harness.clients`` ProducerSettings / ConsumerSettings defaults). One place
+    for the runner's header, the scenario plans and the synthetic histories."""
+    from harness.clients import ConsumerSettings, ProducerSettings
+    from harness.config import fast_failure_defaults
+
+    broker = {**fast_failure_defaults(brokers), **dict(broker_config)}
+
+    def defaults(cls: Any) -> dict[str, Any]:
+        return {f.name: f.default for f in fields(cls)}
+
+    return Settings.from_kafka(
+        broker,
+        consumer=defaults(ConsumerSettings),
+        producer=defaults(ProducerSettings),
+        observe_interval_s=observe_interval_s,
+    )
 
 
 @dataclass

@@ -18,7 +18,7 @@ from harness.checks.verdict import Verdict
 from harness.clients import DEFAULT_CLIENT
 from highwater.nemesis import Step, scripted
 from highwater.profiles import Profile
-from highwater.runner import Nemesis, RunResult, RunSpec, execute_run
+from highwater.runner import Nemesis, RunResult, RunSpec, execute_run, run_settings
 
 
 @dataclass(frozen=True)
@@ -126,22 +126,7 @@ class Plan:
 
     def settings(self) -> Settings:
         """The settings of a run of this plan: what ``RunSpec.header_config`` records."""
-        from dataclasses import fields as _fields
-
-        from harness.clients import ConsumerSettings, ProducerSettings
-        from harness.config import fast_failure_defaults
-
-        broker = {**fast_failure_defaults(self.brokers), **dict(self.broker_config)}
-
-        def defaults(cls: Any) -> dict[str, Any]:
-            return {f.name: f.default for f in _fields(cls)}
-
-        return Settings.from_kafka(
-            broker,
-            consumer=defaults(ConsumerSettings),
-            producer=defaults(ProducerSettings),
-            observe_interval_s=self.observe_interval,
-        )
+        return run_settings(self.brokers, dict(self.broker_config), self.observe_interval)
 
     def bounds(self) -> dict[str, Bound]:
         return derive(self.settings())

@@ -18,7 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harness.checks.bounds import header_entries
 from harness.history import FORMAT, HEADER_METADATA_KEY, PARQUET_SCHEMA, RECORD_TYPE
+from highwater.runner import run_settings
 
 PARTS = 3
 BATCH = 20
@@ -179,7 +181,14 @@ def generate(path: Path, run_id: str, events: int = 100_000, *, skip: bool = Fal
             "brokers": {"1": "rack-a", "2": "rack-b", "3": "rack-c"},
             "clients": {"consumer-0": "rack-a", "consumer-1": "rack-b"},
         },
-        "config": {"acks": "all", "idempotence": True, "unclean_leader_election": False, "min_insync_replicas": 2},
+        # as a real run's header: the policy's settings and the timed checks' bounds
+        "config": {
+            "acks": "all",
+            "idempotence": True,
+            "unclean_leader_election": False,
+            "min_insync_replicas": 2,
+            **header_entries(run_settings(3, {}, 1.0)),
+        },
     }
     schema = PARQUET_SCHEMA.with_metadata({HEADER_METADATA_KEY: json.dumps(header).encode()})
     arrays = [pa.array(table[name], type=schema.field(name).type) for name in schema.names]
