@@ -73,7 +73,19 @@ def fast_failure_defaults(brokers: int) -> dict[str, str]:
     }
 
 
-def render_properties(spec: ClusterSpec, topo: Topology, node: Node, data_dir: str) -> dict[str, str]:
+#: since this release (KIP-853) a KRaft follower fetches from the leader at the endpoint the leader
+#: *advertises*; without an advertised controller listener that is the bound address, which
+#: bypasses the link's proxy (README, Findings, HW-8)
+ADVERTISED_CONTROLLER_SINCE = (3, 9)
+
+
+def _release(version: str | None) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".")[:2]) if version else (0,)
+
+
+def render_properties(
+    spec: ClusterSpec, topo: Topology, node: Node, data_dir: str, kafka_version: str | None = None
+) -> dict[str, str]:
     """``server.properties`` of one node: listeners as in README.md (Topology), defaults, then overrides."""
     ports = topo.ports
     home = topo.home(node)
@@ -96,6 +108,9 @@ def render_properties(spec: ClusterSpec, topo: Topology, node: Node, data_dir: s
     if node.is_controller:
         roles.append("controller")
         listeners.append(f"CONTROLLER://{home}:{ports.controller}")
+        if _release(kafka_version) >= ADVERTISED_CONTROLLER_SINCE:
+            # by name, so a peer reaches it through the proxy for its link, like replication
+            advertised.append(f"CONTROLLER://{node.name}:{ports.controller}")
     protocol_map.append("CONTROLLER:PLAINTEXT")
     voters = ",".join(f"{c.node_id}@{c.name}:{ports.controller}" for c in topo.controllers)
     props: dict[str, str] = {
@@ -107,10 +122,11 @@ def render_properties(spec: ClusterSpec, topo: Topology, node: Node, data_dir: s
         "listener.security.protocol.map": ",".join(protocol_map),
         "log.dirs": data_dir,
     }
+    if advertised:
+        props["advertised.listeners"] = ",".join(advertised)
     if node.is_broker:
         props.update(
             {
-                "advertised.listeners": ",".join(advertised),
                 "inter.broker.listener.name": "REPLICATION",
                 "broker.rack": node.rack or "",
                 "replica.selector.class": RACK_AWARE_SELECTOR,

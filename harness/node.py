@@ -99,7 +99,7 @@ class KafkaNode:
         """Write configs and format the storage (KRaft needs a formatted log dir)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "hosts").write_text(self._topo.hosts_file(self.node))
-        props = render_properties(self._spec, self._topo, self.node, str(self.data_dir))
+        props = render_properties(self._spec, self._topo, self.node, str(self.data_dir), self._dist.version)
         (self.dir / "server.properties").write_text(properties_text(props))
         cmd = [
             *self._jvm_args(),

@@ -113,3 +113,22 @@ def test_kraft_cluster_ids_never_start_with_a_dash(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(cluster.uuid, "uuid4", lambda: next(ids))
     cid = cluster.kraft_cluster_id()
     assert not cid.startswith("-") and len(cid) == 22
+
+
+def test_controller_listener_is_advertised_by_name_where_raft_fetches_at_advertised_endpoints() -> None:
+    """Since 3.9 (KIP-853) Raft followers fetch from the leader at its advertised controller
+    endpoint: it must be the node's name (resolved to the proxy of the link), not the bound
+    address, or a controller cut misses Raft traffic (HW-8). Older releases reject it for a
+    combined node and use the voters' names anyway."""
+    t = Topology.build(
+        brokers=3,
+        racks=3,
+        controllers=0,
+        slot=0,
+        ports=Ports(replication=9091, controller=9093, clients=(9100, 9101, 9102), toxiproxy_api=8474),
+    )
+    node = t.nodes[0]
+    new = render_properties(ClusterSpec(), t, node, "/d", "4.4.0")["advertised.listeners"]
+    assert f"CONTROLLER://{node.name}:9093" in new.split(",")
+    old = render_properties(ClusterSpec(), t, node, "/d", "3.8.1")["advertised.listeners"]
+    assert "CONTROLLER" not in old
