@@ -215,6 +215,28 @@ def _series(h: HistoryData) -> tuple[dict[tuple[int, int], np.ndarray], dict[int
     return h.cache["stall_series"]
 
 
+def _fault_stall_outcome(h: HistoryData, w: Window, x: Stall) -> tuple[str | None, int]:
+    """How follower-fetch and progress judge one stall during fault window ``w`` against the
+    window's stall bound S, and S: ``None`` when the history ended inside a window no longer than
+    S (not a scripted window: not counted), ``"short"`` when the window is not longer than S
+    (unjudged: a stall cannot show in it), else ``"stalled"`` (longer than S) or ``"ok"``."""
+    S = _window_stall_bound(h, w)
+    if x.end - x.start <= S:
+        return ("short" if x.complete else None), S
+    return ("stalled" if x.stall > S else "ok"), S
+
+
+def _stall_fields(h: HistoryData, w: Window, x: Stall, S: int) -> dict[str, Any]:
+    """The example fields of a stall longer than its window's bound S."""
+    return {
+        "consumer": h.proc_name(x.proc),
+        "fault": w.kind,
+        "stall_ms": x.stall // MS,
+        "bound_ms": S // MS,
+        "window_ms": (x.end - x.start) // MS,
+    }
+
+
 def window_stalls(h: HistoryData) -> list[Stall]:
     """The longest stall of every consumer and partition it was reading (it polled a record of
     it before the window), during every fault window and after every heal (``progress_bound_ms``)."""
@@ -424,25 +446,16 @@ def follower_fetch(h: HistoryData) -> Verdict:
         if x.phase != "fault" or not x.acked:
             continue
         w = wins[x.window]
-        S = _window_stall_bound(h, w)
-        if not x.complete and x.end - x.start <= S:
-            continue  # the history ended inside the window: not a scripted window
-        if x.end - x.start <= S:
+        outcome, S = _fault_stall_outcome(h, w, x)
+        if outcome is None:
+            continue
+        if outcome == "short":
             win_unjudged += 1
             continue
         win_judged += 1
-        if x.stall > S:
+        if outcome == "stalled":
             win_stalls += 1
-            add(
-                "rack-consumer-stalled-during-fault",
-                [w.row, w.heal_row or w.row],
-                x.tp,
-                consumer=h.proc_name(x.proc),
-                fault=w.kind,
-                stall_ms=x.stall // MS,
-                bound_ms=S // MS,
-                window_ms=(x.end - x.start) // MS,
-            )
+            add("rack-consumer-stalled-during-fault", [w.row, w.heal_row or w.row], x.tp, **_stall_fields(h, w, x, S))
     longest, stall_examples = _stall_summary(
         h, mine, lambda w, s: _window_stall_bound(h, w) if s.phase == "fault" else bound_ns(h, "progress_bound_ms")
     )
@@ -646,25 +659,17 @@ def progress(h: HistoryData) -> Verdict:
         if x.phase == "fault":
             if not w.cut:
                 continue  # judged only for faults that cut off a broker (reported all the same)
-            S = _window_stall_bound(h, w)
-            if x.end - x.start <= S:
-                if x.complete:
-                    unjudged += 1
-                    short += 1
+            outcome, S = _fault_stall_outcome(h, w, x)
+            if outcome is None:
+                continue
+            if outcome == "short":
+                unjudged += 1
+                short += 1
                 continue
             judged += 1
-            if x.stall > S:
+            if outcome == "stalled":
                 stalls += 1
-                add(
-                    "consumer-stalled-during-fault",
-                    [w.row, w.heal_row or w.row],
-                    x.tp,
-                    consumer=h.proc_name(x.proc),
-                    fault=w.kind,
-                    stall_ms=x.stall // MS,
-                    bound_ms=S // MS,
-                    window_ms=(x.end - x.start) // MS,
-                )
+                add("consumer-stalled-during-fault", [w.row, w.heal_row or w.row], x.tp, **_stall_fields(h, w, x, S))
         else:
             if x.polled:
                 judged += 1
