@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from harness.backend import DEFAULT_BACKEND, get_backend
-from harness.clients import DEFAULT_CLIENT, client_names, get_driver
+from harness.clients import DEFAULT_CLIENT, client_names, parse_client_specs
 from harness.errors import HighwaterError
 
 
@@ -45,7 +45,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--client",
         default=DEFAULT_CLIENT,
-        help=f"the client library under test (default: {DEFAULT_CLIENT}; known: {', '.join(client_names())})",
+        help=f"the client(s) under test, comma-separated, each NAME[==VERSION] or NAME:VERSION "
+        f"(default: {DEFAULT_CLIENT}; known: {', '.join(client_names())})",
     )
     p.add_argument(
         "--seed", type=int, default=None, help="seed of the runs' fault schedules (default: each suite's own seeds)"
@@ -65,7 +66,7 @@ def locate(test: str) -> str:
 
 def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
     get_backend(args.backend)  # an unknown backend or client fails here, in one line, before pytest starts
-    get_driver(args.client)
+    parse_client_specs(args.client)
     argv = [
         sys.executable,
         "-m",

@@ -3,8 +3,9 @@
 - ``kafka_version``: the version under test (``--kafka-version`` or ``HIGHWATER_KAFKA_VERSION``,
   default: the newest stable release on Maven Central).
 - ``backend``: the backend name (``--backend``, default ``local``; see ``harness.backend``).
-- ``client_name``: the client under test (``--client``, default ``kafka-python``; see
-  ``harness.clients``).
+- ``client_name``: the client under test as a client spec (``--client``, default
+  ``kafka-python``; a comma-separated list such as ``kafka-python,confluent-kafka,java:3.9.1``
+  runs every test on each; see ``harness.clients``).
 - ``run_seed``: ``--seed N`` (default None: each suite's own seeds); a chaos run plays the
   schedule of that seed.
 - ``cluster_factory``: start clusters from a ``ClusterSpec`` on that backend; all are torn down
@@ -25,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from harness.backend import DEFAULT_BACKEND, BackendError, ClusterBackend, get_backend, start_backend
-from harness.clients import DEFAULT_CLIENT, client_names
+from harness.clients import DEFAULT_CLIENT, UnknownClientError, client_names, parse_client_specs
 from harness.config import ClusterSpec
 
 ClusterFactory = Callable[..., ClusterBackend]
@@ -56,7 +57,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--client",
         action="store",
         default=DEFAULT_CLIENT,
-        help=f"the client library under test (default: {DEFAULT_CLIENT}; known: {', '.join(client_names())})",
+        help=f"the client(s) under test, comma-separated, each NAME[==VERSION] (default: {DEFAULT_CLIENT}; "
+        f"known: {', '.join(client_names())}); every test that uses a client runs on each",
     )
     group.addoption(
         "--seed",
@@ -73,9 +75,10 @@ def pytest_configure(config: pytest.Config) -> None:
         get_backend(config.getoption("--backend"))
     except BackendError as exc:
         raise pytest.UsageError(str(exc)) from None
-    client = config.getoption("--client")
-    if client not in client_names():
-        raise pytest.UsageError(f"unknown client {client!r} (known: {', '.join(client_names())})")
+    try:
+        parse_client_specs(config.getoption("--client"))
+    except UnknownClientError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -98,10 +101,18 @@ def requested_versions(config: pytest.Config) -> list[str]:
     return [v.strip() for item in raw for v in item.split(",") if v.strip()]
 
 
+def requested_clients(config: pytest.Config) -> list[str]:
+    """The client specs of ``--client``, as given (``java:3.9.1``)."""
+    return [str(spec) for spec in parse_client_specs(config.getoption("--client"))]
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     versions = requested_versions(metafunc.config)
     if "kafka_version" in metafunc.fixturenames and len(versions) > 1:
         metafunc.parametrize("kafka_version", versions, scope="session")
+    clients = requested_clients(metafunc.config)
+    if "client_name" in metafunc.fixturenames and len(clients) > 1:
+        metafunc.parametrize("client_name", clients, scope="session")
 
 
 @pytest.fixture(scope="session")
@@ -124,8 +135,8 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="session")
 def client_name(request: pytest.FixtureRequest) -> str:
-    """The client library under test (``--client``)."""
-    return str(request.config.getoption("--client"))
+    """The client under test, a client spec (``--client``; parametrized when it lists several)."""
+    return requested_clients(request.config)[0]
 
 
 @pytest.fixture(scope="session")

@@ -2,16 +2,26 @@
 
 ``CLIENTS`` maps a client's name to a factory of its driver; a driver module (and its library)
 is imported only when that client is asked for. ``client_names()`` lists what ``--client``
-accepts; ``get_driver(name)`` gives the driver or one clear line for an unknown name.
+accepts; ``get_driver(spec)`` gives the driver or one clear line for an unknown name.
+
+A *client spec* names a client and, optionally, its version: ``kafka-python``,
+``confluent-kafka==2.3.0``, ``java:3.9.1`` (``==`` and ``:`` are the same separator).
+``parse_client_specs("kafka-python,java:3.9.1")`` splits the comma-separated list that
+``--client`` takes. Without a version a client is the one installed with highwater (the Java
+client: the default Kafka release's ``kafka-clients``); a versioned client is installed into
+its own place in the cache (``~/.cache/highwater/clients/<name>/<version>``), so several
+versions live side by side.
 
 To add a client: write ``harness/clients/<lib>.py`` with a class that satisfies ``ClientDriver``
 (and its ``ProducerDriver`` / ``ConsumerDriver``), keep every import and quirk of the library in
-that module, and register a factory here.
+that module, and register a factory ``(version or None) -> driver`` here.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from typing import NamedTuple
 
 from .base import (
     DEFAULT_CLIENT,
@@ -33,16 +43,49 @@ from .base import (
 )
 
 
-def _kafka_python() -> ClientDriver:
+def _kafka_python(version: str | None) -> ClientDriver:
     from .kafka_python import KafkaPythonDriver
 
+    if version is not None and version != KafkaPythonDriver().version:
+        # kafka-python is the library the harness itself is built on (admin, observers); a second
+        # version cannot live beside it in one process
+        raise UnknownClientError(
+            f"kafka-python {version} asked for, but highwater runs on kafka-python {KafkaPythonDriver().version} "
+            "(only the installed version can be tested)"
+        )
     return KafkaPythonDriver()
 
 
-#: client name -> driver factory
-CLIENTS: dict[str, Callable[[], ClientDriver]] = {
+def _confluent_kafka(version: str | None) -> ClientDriver:
+    from .librdkafka import ConfluentKafkaDriver
+
+    return ConfluentKafkaDriver(version)
+
+
+def _java(version: str | None) -> ClientDriver:
+    from .java_client import JavaClientDriver
+
+    return JavaClientDriver(version)
+
+
+#: client name -> driver factory, given the version asked for (None: the default one)
+CLIENTS: dict[str, Callable[[str | None], ClientDriver]] = {
     "kafka-python": _kafka_python,
+    "confluent-kafka": _confluent_kafka,
+    "java": _java,
 }
+
+_SPEC = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_.-]*?)(?:(?:==|:)(?P<version>[0-9][A-Za-z0-9_.+-]*))?$")
+
+
+class ClientSpec(NamedTuple):
+    """A client and the version asked for (None: the default one)."""
+
+    name: str
+    version: str | None = None
+
+    def __str__(self) -> str:
+        return self.name if self.version is None else f"{self.name}=={self.version}"
 
 
 def client_names() -> list[str]:
@@ -50,12 +93,31 @@ def client_names() -> list[str]:
     return list(CLIENTS)
 
 
-def get_driver(name: str) -> ClientDriver:
-    """The driver of client ``name``; ``UnknownClientError`` (one line) for an unknown name."""
-    factory = CLIENTS.get(name)
-    if factory is None:
+def parse_client_spec(text: str) -> ClientSpec:
+    """``name``, ``name==version`` or ``name:version``; one clear line for anything else or an
+    unknown name. The version is checked when the driver is made (it may need installing)."""
+    m = _SPEC.match(text.strip())
+    if m is None:
+        raise UnknownClientError(f"bad client {text!r}: expected NAME, NAME==VERSION or NAME:VERSION")
+    name = m.group("name")
+    if name not in CLIENTS:
         raise UnknownClientError(f"unknown client {name!r} (known: {', '.join(client_names())})")
-    return factory()
+    return ClientSpec(name, m.group("version"))
+
+
+def parse_client_specs(text: str) -> list[ClientSpec]:
+    """A comma-separated list of client specs (``--client kafka-python,java:3.9.1``)."""
+    specs = [parse_client_spec(part) for part in text.split(",") if part.strip()]
+    if not specs:
+        raise UnknownClientError(f"no client in {text!r} (known: {', '.join(client_names())})")
+    return specs
+
+
+def get_driver(spec: str | ClientSpec) -> ClientDriver:
+    """The driver of a client spec (``"java:3.9.1"``); ``UnknownClientError`` (one line) for an
+    unknown name or a bad spec."""
+    parsed = parse_client_spec(spec) if isinstance(spec, str) else spec
+    return CLIENTS[parsed.name](parsed.version)
 
 
 def resolve_driver(client: str | ClientDriver) -> ClientDriver:
@@ -65,6 +127,7 @@ def resolve_driver(client: str | ClientDriver) -> ClientDriver:
 
 __all__ = [
     "CLIENTS",
+    "ClientSpec",
     "DEFAULT_CLIENT",
     "ClientDriver",
     "ConsumerDriver",
@@ -83,5 +146,7 @@ __all__ = [
     "client_label",
     "client_names",
     "get_driver",
+    "parse_client_spec",
+    "parse_client_specs",
     "resolve_driver",
 ]

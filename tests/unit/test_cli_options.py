@@ -17,7 +17,7 @@ from highwater import cli, cli_run
 def test_cli_refuses_an_unknown_client_in_one_line(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([command, "--client", "nope"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "highwater: error: unknown client 'nope' (known: kafka-python)"
+        "highwater: error: unknown client 'nope' (known: kafka-python, confluent-kafka, java)"
     ]
 
 
@@ -54,7 +54,33 @@ def test_pytest_plugin_gives_the_fixtures_and_refuses_an_unknown_client(tmp_path
         cwd=tmp_path,
         timeout=120,
     )
-    assert bad.returncode == 4 and "unknown client 'nope' (known: kafka-python)" in bad.stderr
+    assert bad.returncode == 4 and "unknown client 'nope' (known: kafka-python, confluent-kafka" in bad.stderr
+
+
+def test_a_client_list_runs_every_test_on_each_client(tmp_path: Path) -> None:
+    test = tmp_path / "test_each.py"
+    test.write_text("def test_each(client_name):\n    print('CLIENT', client_name)\n")
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-v",
+            "-s",
+            "--client",
+            "kafka-python,java:3.9.1",
+            str(test),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "CLIENT kafka-python" in run.stdout and "CLIENT java==3.9.1" in run.stdout
+    assert "test_each[kafka-python]" in run.stdout and "test_each[java==3.9.1]" in run.stdout
 
 
 def test_help_lists_the_known_clients() -> None:

@@ -15,6 +15,7 @@ from kafka import errors as kerr
 from harness.clients import (
     CLIENTS,
     DEFAULT_CLIENT,
+    ClientSpec,
     ConsumerListener,
     ConsumerSettings,
     PolledRecord,
@@ -28,6 +29,8 @@ from harness.clients import (
     client_label,
     client_names,
     get_driver,
+    parse_client_spec,
+    parse_client_specs,
 )
 from harness.clients.kafka_python import FetchSources, classify_send_error
 from harness.errors import HighwaterError
@@ -46,6 +49,27 @@ def test_registry_names_kafka_python_with_its_version() -> None:
     driver = get_driver("kafka-python")
     assert (driver.name, driver.version) == ("kafka-python", kafka.__version__)
     assert client_label(driver) == f"kafka-python {kafka.__version__}"  # the history header's "client"
+
+
+def test_client_specs_name_a_client_and_optionally_its_version() -> None:
+    assert parse_client_specs("kafka-python, confluent-kafka==2.3.0,java:3.9.1") == [
+        ClientSpec("kafka-python"),
+        ClientSpec("confluent-kafka", "2.3.0"),
+        ClientSpec("java", "3.9.1"),
+    ]
+    assert str(parse_client_spec("java:3.9.1")) == "java==3.9.1" and str(parse_client_spec("java")) == "java"
+    for bad, says in [("java:", "bad client"), ("kafka python", "bad client"), ("nope==1.0", "unknown client 'nope'")]:
+        with pytest.raises(UnknownClientError) as err:
+            parse_client_spec(bad)
+        assert says in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(UnknownClientError, match="no client"):
+        parse_client_specs(" , ")
+
+
+def test_kafka_python_can_only_be_the_installed_version() -> None:
+    assert get_driver(f"kafka-python=={kafka.__version__}").version == kafka.__version__
+    with pytest.raises(UnknownClientError, match="only the installed version"):
+        get_driver("kafka-python==2.0.2")
 
 
 def test_unknown_client_is_one_clear_line() -> None:
