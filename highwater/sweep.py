@@ -1,0 +1,218 @@
+"""Sweeps: the chosen suites on every Kafka release in a range, into one campaign.
+
+``highwater sweep --kafka-versions 3.3.1..newest`` lists the stable releases Maven Central
+serves in the range (patch releases included), assembles each (a release that cannot be
+assembled is skipped with one line: its artifacts are incomplete), and runs the suites on it in
+a child pytest (``highwater.pytest_runs``), all into one campaign, so one report shows every
+release side by side.
+
+A sweep is many hours of runs, so it is resumable: its state (``sweep.json`` in the campaign
+directory) records each release's outcome as soon as it is known, and a sweep started again
+with the same ``--campaign`` runs only the releases not yet recorded. A release interrupted
+half-way is run again whole (its finished runs stay in the campaign; the report counts every
+run it finds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from harness.distribution import MIN_VERSION, parse_version
+from harness.errors import HighwaterError
+
+STATE_FORMAT = "highwater.sweep/1"
+STATE_FILE = "sweep.json"
+
+
+class SweepError(HighwaterError, ValueError):
+    """A bad range, an unreadable state file, or a state file of a different sweep."""
+
+
+def parse_range(text: str) -> tuple[str, str | None]:
+    """``LOW..HIGH`` (``HIGH`` may be ``newest``; returned as None), or one version ``V``
+    (``V..V``). Versions are ``MAJOR.MINOR.PATCH``."""
+    low, sep, high = text.strip().partition("..")
+    low, high = low.strip(), high.strip()
+    if not sep:
+        high = low
+    try:
+        parse_version(low)
+        if high != "newest":
+            parse_version(high)
+    except HighwaterError:
+        raise SweepError(
+            f"bad release range {text!r}: expected LOW..HIGH, e.g. 3.3.1..newest or 3.3.1..3.9.1"
+        ) from None
+    if high != "newest" and parse_version(high) < parse_version(low):
+        raise SweepError(f"bad release range {text!r}: {high} is older than {low}")
+    return low, (None if high == "newest" else high)
+
+
+def releases_in_range(published: Sequence[str], low: str, high: str | None) -> list[str]:
+    """The published releases from ``low`` to ``high`` (None: the newest), oldest first, and
+    never older than the first KRaft production release (3.3.1)."""
+    lo = max(parse_version(low), MIN_VERSION)
+    hi = parse_version(high) if high is not None else None
+    chosen = [v for v in published if parse_version(v) >= lo and (hi is None or parse_version(v) <= hi)]
+    if not chosen:
+        raise SweepError(f"no published release in {low}..{high or 'newest'}")
+    return sorted(set(chosen), key=parse_version)
+
+
+class ReleaseStatus(str, Enum):
+    PASSED = "passed"  # every test passed (or failed only as an expected finding)
+    FAILED = "failed"  # some test failed: the report says which promise
+    SKIPPED = "skipped"  # the release could not be assembled; nothing ran
+    ERROR = "error"  # pytest could not run the suites (usage or internal error)
+
+
+@dataclass(frozen=True)
+class ReleaseOutcome:
+    release: str
+    status: ReleaseStatus
+    exit_code: int | None
+    seconds: float
+    reason: str = ""
+
+
+def status_of_exit(code: int) -> ReleaseStatus:
+    """pytest's exit code as a release outcome; an interrupted run (2) is not recorded at all
+    (the caller stops, and a resumed sweep runs that release again)."""
+    return {0: ReleaseStatus.PASSED, 1: ReleaseStatus.FAILED}.get(code, ReleaseStatus.ERROR)
+
+
+@dataclass
+class SweepState:
+    """What a sweep has done so far; ``plan`` identifies the sweep (a resumed sweep must ask
+    for the same releases, suites, clients and profile)."""
+
+    plan: dict[str, object]
+    releases: list[str]
+    outcomes: dict[str, ReleaseOutcome] = field(default_factory=dict)
+
+    def pending(self) -> list[str]:
+        return [r for r in self.releases if r not in self.outcomes]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "format": STATE_FORMAT,
+            "plan": self.plan,
+            "releases": self.releases,
+            "outcomes": {r: {**asdict(o), "status": o.status.value} for r, o in self.outcomes.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: object, source: Path) -> SweepState:
+        try:
+            assert isinstance(data, dict) and data.get("format") == STATE_FORMAT
+            outcomes = {
+                r: ReleaseOutcome(
+                    release=str(o["release"]),
+                    status=ReleaseStatus(o["status"]),
+                    exit_code=o["exit_code"],
+                    seconds=float(o["seconds"]),
+                    reason=str(o.get("reason", "")),
+                )
+                for r, o in data["outcomes"].items()
+            }
+            return cls(dict(data["plan"]), [str(r) for r in data["releases"]], outcomes)
+        except (AssertionError, KeyError, TypeError, ValueError, AttributeError):
+            raise SweepError(f"{source}: not a {STATE_FORMAT} sweep state file") from None
+
+    def save(self, path: Path) -> None:
+        """Written whole to a temporary file and renamed: a kill never leaves half a state."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=2))
+        os.replace(tmp, path)
+
+
+def load_or_start(path: Path, plan: dict[str, object], releases: list[str]) -> SweepState:
+    """The state of the sweep in ``path``, or a new one. A state for a different plan is refused
+    (one line) rather than mixed into this campaign."""
+    if not path.exists():
+        return SweepState(plan, releases)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise SweepError(f"{path}: unreadable sweep state ({exc})") from None
+    state = SweepState.from_json(data, path)
+    if state.plan != plan:
+        raise SweepError(
+            f"{path} belongs to another sweep (plan {state.plan}); use another --campaign to start a new one"
+        )
+    return state
+
+
+def eta_seconds(durations: Sequence[float], remaining: int) -> float | None:
+    """Remaining time from the median duration of the releases done so far (None before any)."""
+    return statistics.median(durations) * remaining if durations else None
+
+
+def clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(seconds)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+Prepare = Callable[[str], None]  # assembles a release; raises HighwaterError when it cannot
+RunRelease = Callable[[str], int]  # runs the suites on a release; pytest's exit code
+
+
+def run_sweep(
+    state: SweepState,
+    state_path: Path,
+    prepare: Prepare,
+    run_release: RunRelease,
+    say: Callable[[str], None],
+    now: Callable[[], float] = time.monotonic,
+) -> SweepState:
+    """Run every pending release, recording each outcome as soon as it is known. Stops (and
+    returns) at an interrupted child run (exit code 2), leaving that release pending."""
+    started = now()
+    total = len(state.releases)
+    for release in state.pending():
+        index = state.releases.index(release) + 1
+        done = [o.seconds for o in state.outcomes.values() if o.status is not ReleaseStatus.SKIPPED]
+        say(
+            f"release {index} of {total} ({release}): elapsed {clock(now() - started)}, "
+            f"ETA {clock(eta_seconds(done, len(state.pending())))}"
+        )
+        t0 = now()
+        try:
+            prepare(release)
+        except HighwaterError as exc:
+            say(f"release {release} skipped: {exc}")
+            state.outcomes[release] = ReleaseOutcome(release, ReleaseStatus.SKIPPED, None, now() - t0, str(exc))
+            state.save(state_path)
+            continue
+        code = run_release(release)
+        if code == 2:
+            say(f"release {release} interrupted; run the same command again to resume")
+            return state
+        outcome = ReleaseOutcome(release, status_of_exit(code), code, now() - t0)
+        state.outcomes[release] = outcome
+        state.save(state_path)
+        say(f"release {release}: {outcome.status.value} in {clock(outcome.seconds)}")
+    return state
+
+
+def summary_lines(state: SweepState) -> list[str]:
+    """One line per release, in release order, then the totals."""
+    lines = []
+    for r in state.releases:
+        o = state.outcomes.get(r)
+        lines.append(
+            f"  {r:>8}  {o.status.value if o else 'pending':8}  {clock(o.seconds) if o else ''}  {o.reason if o else ''}".rstrip()
+        )
+    counts = {s: sum(1 for o in state.outcomes.values() if o.status is s) for s in ReleaseStatus}
+    lines.append(", ".join(f"{n} {s.value}" for s, n in counts.items() if n) + f", {len(state.pending())} pending")
+    return lines

@@ -1,0 +1,96 @@
+"""The bisect search and its confidence, with judges that stand in for runs (pure logic)."""
+
+from __future__ import annotations
+
+import pytest
+
+from highwater.bisect import BisectError, Judgement, Probe, bisect, report_lines, runs_for
+from highwater.cli_sweep import search_order
+
+VERSIONS = [f"3.{minor}.0" for minor in range(3, 10)] + ["4.0.0", "4.1.0"]
+
+
+def boundary_judge(first_bad: str, runs: int = 3, fail_runs: int = 3, unknown: frozenset[str] = frozenset()):
+    """A judge whose releases from ``first_bad`` on fail ``fail_runs`` of ``runs`` runs."""
+    seen: list[str] = []
+
+    def judge(v: str) -> Probe:
+        seen.append(v)
+        if v in unknown:
+            return Probe(v, runs=runs, failed=0, unknown=1)
+        bad = VERSIONS.index(v) >= VERSIONS.index(first_bad)
+        return Probe(v, runs=runs, failed=fail_runs if bad else 0)
+
+    judge.seen = seen  # type: ignore[attr-defined]
+    return judge
+
+
+@pytest.mark.parametrize("first_bad", VERSIONS[1:])
+def test_finds_every_possible_boundary_in_log_probes(first_bad: str) -> None:
+    judge = boundary_judge(first_bad)
+    result = bisect(VERSIONS, judge)
+    assert (result.first_bad, result.exact) == (first_bad, True)
+    assert result.last_good == VERSIONS[VERSIONS.index(first_bad) - 1]
+    assert len(judge.seen) <= 2 + 4  # both ends, then at most ceil(log2(9)) probes
+    assert result.confidence == 1.0  # every bad release failed every run
+
+
+def test_a_fix_is_found_walking_from_the_newer_good_release() -> None:
+    # failing up to 3.6.0, fixed in 3.7.0: good = 4.1.0, bad = 3.3.0
+    order = search_order(VERSIONS, "4.1.0", "3.3.0")
+    assert order[0] == "4.1.0" and order[-1] == "3.3.0"
+
+    def judge(v: str) -> Probe:
+        return Probe(v, runs=2, failed=2 if VERSIONS.index(v) < VERSIONS.index("3.7.0") else 0)
+
+    result = bisect(order, judge)
+    assert (result.last_good, result.first_bad) == ("3.7.0", "3.6.0")
+
+
+def test_unknown_releases_are_set_aside_never_counted_good() -> None:
+    judge = boundary_judge("3.7.0", unknown=frozenset({"3.6.0"}))
+    result = bisect(VERSIONS, judge)
+    # 3.6.0 could not be judged: the boundary is a range around it, not "3.6.0 good"
+    assert (result.last_good, result.first_bad, result.between_unknown) == ("3.5.0", "3.7.0", ["3.6.0"])
+    assert not result.exact
+    assert any(p.judgement is Judgement.UNKNOWN for p in result.probes)
+    assert "not judged in between: 3.6.0" in report_lines(result, 3)[0]
+
+
+def test_endpoints_must_differ() -> None:
+    with pytest.raises(BisectError, match="good end 3.3.0 is not good"):
+        bisect(VERSIONS, boundary_judge("3.3.0"))
+    with pytest.raises(BisectError, match="bad end 4.1.0 does not fail"):
+        bisect(VERSIONS, lambda v: Probe(v, runs=3, failed=0))
+    with pytest.raises(BisectError, match="two different releases"):
+        bisect(["3.3.0"], boundary_judge("3.3.0"))
+
+
+def test_confidence_falls_with_a_low_failure_rate_and_says_how_many_runs_would_do() -> None:
+    result = bisect(VERSIONS, boundary_judge("3.8.0", runs=3, fail_runs=1))
+    assert result.failure_rate == pytest.approx(1 / 3)
+    good = [p for p in result.probes if p.judgement is Judgement.GOOD]
+    assert result.confidence == pytest.approx((1 - (2 / 3) ** 3) ** len(good))
+    assert result.confidence < 0.95
+    lines = report_lines(result, 3)
+    assert lines[0].startswith("first release with the bad verdict: 3.8.0")
+    assert lines[-1] == f"for 95 % confidence, run again with --runs {runs_for(1 / 3, 0.95)}"
+
+
+def test_runs_for() -> None:
+    assert runs_for(0.0, 0.95) is None
+    assert runs_for(1.0, 0.95) == 1
+    assert runs_for(0.5, 0.95) == 5  # 0.5^5 = 3.1 % < 5 % <= 0.5^4
+    assert runs_for(0.1, 0.9) == 22
+
+
+def test_probe_judgement() -> None:
+    assert Probe("v", runs=3, failed=1, unknown=2).judgement is Judgement.BAD  # a failure seen is a failure
+    assert Probe("v", runs=3, failed=0, unknown=1).judgement is Judgement.UNKNOWN
+    assert Probe("v", runs=0, failed=0).judgement is Judgement.UNKNOWN
+    assert Probe("v", runs=3, failed=0).judgement is Judgement.GOOD
+
+
+def test_search_order_refuses_unpublished_versions() -> None:
+    with pytest.raises(BisectError, match="9.9.9 is not a published version"):
+        search_order(VERSIONS, "9.9.9", "3.3.0")
