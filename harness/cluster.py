@@ -401,6 +401,19 @@ class Cluster:
             wait_until(
                 functools.partial(obs.knows_brokers, want), 15, f"the observer's metadata lists brokers {sorted(want)}"
             )
+        # Registered is not ready: an older release under load registers a broker before its
+        # client listeners accept (seen on 3.3.1 in CI). Ready means every broker answers a
+        # request through every client rack's proxy, which is the path the workloads use.
+        for rack in self.topo.client_racks:
+            wait_until(
+                functools.partial(self._all_answer, self.observer(rack), want),
+                timeout,
+                f"brokers {sorted(want)} answer through client rack {rack}'s proxies",
+            )
+
+    @staticmethod
+    def _all_answer(obs: Observer, ids: set[int]) -> bool:
+        return all(obs.answers(b) for b in sorted(ids))
 
     def partition_state(
         self, topic: str, partition: int = 0, offsets: bool = True, timeout: float = 15.0

@@ -84,6 +84,19 @@ class Observer:
         cluster.request_update()
         return False
 
+    def answers(self, node_id: int) -> bool:
+        """Whether broker ``node_id`` answers a Metadata request on the address this client knows
+        it by (for a rack's observer: that rack's proxy of the broker). False until it does."""
+        from kafka.protocol.metadata import MetadataRequest
+
+        if not self.knows_brokers({node_id}):
+            return False
+        try:
+            self.send_to(node_id, MetadataRequest(topics=[], allow_auto_topic_creation=False))
+        except Exception:  # noqa: BLE001 - any failure means "not yet"; the caller's wait says what it waited for
+            return False
+        return True
+
     # -- raw requests -----------------------------------------------------------------------
     def send_to(self, node_id: int, request: Any) -> Any:
         manager = self.admin._manager  # see module docstring
