@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING, Any
 from kafka.errors import TopicAlreadyExistsError
 
 from .backend import ClusterBackend, LinkControl, ProcessControl
+from .class_archive import ensure_class_archive
 from .config import NO_RACK, ClusterSpec, effective_client_racks
 from .distribution import KafkaDistribution, default_version, ensure_kafka
 from .errors import ClusterError, HighwaterError, PortInUseError
-from .java import find_java
+from .java import find_java, jvm_base
 from .lifecycle import accepts_connection, acquire_slot, check_ports, pick_base_port, reap_stale
 from .node import KafkaNode, NodeState
 from .observe import Observer, PartitionState
@@ -163,6 +164,7 @@ class Cluster:
         version = spec.kafka_version or default_version(self._progress)
         java = find_java(version)
         self.kafka = ensure_kafka(version, self._progress)
+        ensure_class_archive(self.kafka, java, jvm_base(java, spec.heap_mb), self._progress)
         toxiproxy_bin = ensure_toxiproxy(self._progress)
 
         slot, self._slot_lock = acquire_slot()

@@ -56,3 +56,16 @@ def find_java(kafka_version: str | None = None) -> Java:
             f"Java {major} at {exe} is too old: Kafka {kafka_version or ''} needs Java {need}+".replace("  ", " ")
         )
     return Java(executable=exe, major=major)
+
+
+def jvm_base(java: Java, heap_mb: int) -> list[str]:
+    """The java command and the flags every Kafka JVM of ours runs with (nodes, storage
+    formatting, the class-archive training run: an archive is used under the flags it was made
+    with)."""
+    return [
+        str(java.executable),
+        f"-Xms{heap_mb}m",
+        f"-Xmx{heap_mb}m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",  # 2 cores: fast start beats peak speed
+    ]

@@ -10,10 +10,11 @@ import subprocess
 from pathlib import Path
 
 from .backend import NodeState
+from .class_archive import archive_flags
 from .config import ClusterSpec, properties_text, render_properties
 from .distribution import KafkaDistribution
 from .errors import ClusterError
-from .java import Java
+from .java import Java, jvm_base
 from .procs import ProcessRegistry, is_zombie_or_gone, signal_and_wait, spawn
 from .topology import Node, Topology
 
@@ -80,11 +81,8 @@ class KafkaNode:
 
     def _jvm_args(self) -> list[str]:
         return [
-            str(self._java.executable),
-            f"-Xms{self._spec.heap_mb}m",
-            f"-Xmx{self._spec.heap_mb}m",
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",  # 2 cores: fast start beats peak speed
+            *jvm_base(self._java, self._spec.heap_mb),
+            *archive_flags(self._dist, self._java),
             f"-Djdk.net.hosts.file={self.dir / 'hosts'}",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",

@@ -5,6 +5,7 @@ leave it healed (every replica back in the ISR) for the next."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +36,16 @@ def test_the_local_backend_implements_every_backend_protocol(cluster: Cluster) -
     assert isinstance(cluster, LinkControl) and isinstance(cluster, ProcessControl)
     assert cluster.kafka_version == cluster.spec.kafka_version or cluster.spec.kafka_version is None
     assert set(cluster.link_bytes()) == set(cluster.links())
+
+
+def test_brokers_start_from_the_release_class_archive(cluster: Cluster) -> None:
+    from harness.class_archive import archive_flags
+
+    node = next(iter(cluster.nodes.values()))
+    flags = archive_flags(node._dist, node._java)
+    assert flags and Path(flags[0].split("=", 1)[1]).stat().st_size > 0
+    # a JVM that cannot use the archive says so in its log; ours must not
+    assert all("[cds]" not in n.log_path.read_text() for n in cluster.nodes.values())
 
 
 def test_three_racks_one_replica_per_rack_and_rack_aware_selector(cluster: Cluster) -> None:
