@@ -212,18 +212,22 @@ class NemesisRecord:
 
 @dataclass(frozen=True)
 class RunStats:
-    """What the workers did: per producer ``{"sent", "acked"}``, records read per consumer, and
-    the error of every worker that died (its repr)."""
+    """What the workers did: per producer ``{"sent", "acked"}``, records read per consumer, the
+    error of every worker that died (its repr), and the seconds each phase of the run took
+    (``phases``: ``setup``, ``workload``, ``heal``, ``settle``, ``final_read``, ``checks``; what
+    sweeps spend their time on, read by ``benchmarks/run_phases.py``)."""
 
     producers: dict[str, dict[str, int]] = field(default_factory=dict)
     consumers: dict[str, int] = field(default_factory=dict)
     worker_errors: dict[str, str] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "producers": {k: dict(v) for k, v in self.producers.items()},
             "consumers": dict(self.consumers),
             "worker_errors": dict(self.worker_errors),
+            "phases": {k: round(v, 3) for k, v in self.phases.items()},
         }
 
     @classmethod
@@ -236,9 +240,10 @@ class RunStats:
                 for k, v in _obj(d.get("producers") or {}, "stats.producers").items()
             }
             consumers = {str(k): int(v) for k, v in _obj(d.get("consumers") or {}, "stats.consumers").items()}
+            phases = {str(k): float(v) for k, v in _obj(d.get("phases") or {}, "stats.phases").items()}
         except (TypeError, ValueError) as exc:
             raise ManifestError(f"malformed stats: {exc}") from None
-        return cls(producers, consumers, _str_map(d.get("worker_errors") or {}, "stats.worker_errors"))
+        return cls(producers, consumers, _str_map(d.get("worker_errors") or {}, "stats.worker_errors"), phases)
 
 
 #: client rack -> broker id (a string) -> bytes the broker sent to that rack's clients

@@ -135,6 +135,8 @@ def execute_run(
     """Run ``spec``'s workload for ``spec.duration`` while ``nemesis`` injects faults (it runs
     in this thread and must return within the duration), then heal, settle, read and check."""
     check_capabilities(cluster, declared_faults(nemesis))  # refuse before anything starts
+    phases = PhaseClock()
+    label = client_label(get_driver(spec.client))
     nemesis_record = describe_nemesis(nemesis)
     seed = run_seed(spec, nemesis_record)  # a seed that contradicts the schedule's is refused here
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{spec.scenario}-{uuid.uuid4().hex[:6]}"
@@ -157,7 +159,7 @@ def execute_run(
         out / "history.jsonl",
         run_id=run_id,
         kafka_version=cluster.kafka_version,
-        client=client_label(get_driver(spec.client)),
+        client=label,
         suite=spec.suite,
         scenario=spec.scenario,
         seed=seed,
@@ -171,7 +173,7 @@ def execute_run(
         scenario=spec.scenario,
         campaign=spec.campaign,
         kafka_version=cluster.kafka_version,
-        client=client_label(get_driver(spec.client)),
+        client=label,
         config=header_config,
         seed=seed,
         repro=spec.repro,
@@ -225,6 +227,7 @@ def execute_run(
     try:
         for w in [observer, *consumers, *producers]:
             w.start()
+        phases.mark("setup")
         progress(f"{run_id}: workload running for {spec.duration:.0f}s")
         t_end = time.monotonic() + spec.duration
         if nemesis is not None:
@@ -233,17 +236,20 @@ def execute_run(
             time.sleep(min(0.5, max(0.0, t_end - time.monotonic())))  # the workload's duration
         for p in producers:
             p.stop()
+        phases.mark("workload")
     except BaseException as exc:
         crashed = exc
         raise
     finally:
         try:
             injector.heal_all()
+            phases.mark("heal")
         finally:
             for p in producers:
                 p.stop()
             if crashed is None:
                 _settle(cluster, spec, consumers, producers, progress, out / "threads.txt")
+                phases.mark("settle")
             for w in [*consumers, observer]:
                 w.stop()
             # Consumers are closed, so their bytes are counted; the final read would add its own.
@@ -251,13 +257,13 @@ def execute_run(
             if crashed is None:
                 progress(f"{run_id}: final read")
                 final_read(cluster.bootstrap(), history, spec.topic, spec.partitions)
+                phases.mark("final_read")
             history.close()
     run_stats = RunStats(
         producers={p.name: p.stats() for p in producers},
         consumers={c.name: c.records_read for c in consumers},
         worker_errors={w.name: repr(w.error) for w in [*producers, *consumers, observer] if w.error},
     )
-    stats = run_stats.to_json()
     after = client_bytes_after
     client_bytes = {
         rack: {str(b): after[rack][b].downstream - client_bytes_before[rack][b].downstream for b in after[rack]}
@@ -266,6 +272,9 @@ def execute_run(
     }
     verdicts = run_all_checks(out / "history.jsonl")
     valid = overall(verdicts)
+    phases.mark("checks")
+    run_stats = replace(run_stats, phases=phases.seconds)
+    stats = run_stats.to_json()
     _write_json(
         out / "verdict.json",
         {"history": str(out / "history.jsonl"), "valid": valid, "verdicts": [v.to_json() for v in verdicts]},
@@ -276,6 +285,19 @@ def execute_run(
         cluster.collect_logs(out / "logs")
     progress(f"{run_id}: {'VALID' if valid is True else 'VIOLATIONS' if valid is False else 'UNKNOWN'} -> {out}")
     return RunResult(run_id, out, valid, verdicts, stats)
+
+
+class PhaseClock:
+    """Seconds spent in each phase of a run, each phase ending where it is marked."""
+
+    def __init__(self) -> None:
+        self._since = time.monotonic()
+        self.seconds: dict[str, float] = {}
+
+    def mark(self, phase: str) -> None:
+        now = time.monotonic()
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self._since
+        self._since = now
 
 
 def _client_bytes(cluster: ClusterBackend) -> dict[str, dict[int, ByteCounters]]:

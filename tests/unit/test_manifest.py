@@ -53,7 +53,9 @@ def full_manifest() -> RunManifest:
         spec=run_spec_to_json(spec),
         nemesis=describe_nemesis(scheduled(schedule())),
         client_bytes={"rack-a": {"1": 100, "2": 0}},
-        stats=RunStats({"producer-0": {"sent": 10, "acked": 9}}, {"consumer-0": 9}, {}),
+        stats=RunStats(
+            {"producer-0": {"sent": 10, "acked": 9}}, {"consumer-0": 9}, {}, {"settle": 2.5, "checks": 0.25}
+        ),
         valid=True,
     )
 
