@@ -19,7 +19,15 @@ from harness.errors import HighwaterError
 
 from .bisect import BisectError, Probe, bisect, report_lines
 from .pytest_runs import PytestRun
-from .sweep import STATE_FILE, load_or_start, parse_range, releases_in_range, run_sweep, summary_lines
+from .sweep import (
+    STATE_FILE,
+    load_or_start,
+    newest_patches,
+    parse_range,
+    releases_in_range,
+    run_sweep,
+    summary_lines,
+)
 
 #: what a sweep runs unless told otherwise: the conformance suites (short, one promise each)
 DEFAULT_SWEEP_TESTS = ["suites/conformance"]
@@ -30,6 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("sweep", help="run suites on every Kafka release in a range (resumable), into one campaign")
     s.add_argument("tests", nargs="*", help="pytest node ids or paths (default: suites/conformance)")
     s.add_argument("--kafka-versions", required=True, help="LOW..HIGH, e.g. 3.3.1..newest or 3.5.0..3.9.1")
+    s.add_argument(
+        "--newest-patch-only",
+        action="store_true",
+        help="only the newest patch release of each minor line in the range (default: every release)",
+    )
     _common(s)
     s.add_argument("--campaign", default=None, help="campaign name; the same name resumes an interrupted sweep")
     s.set_defaults(func=cmd_sweep)
@@ -66,10 +79,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     parse_client_specs(args.client)
     low, high = parse_range(args.kafka_versions)
     releases = releases_in_range(published_versions(), low, high)
+    if args.newest_patch_only:
+        releases = newest_patches(releases)
     tests = args.tests or DEFAULT_SWEEP_TESTS
     campaign = args.campaign or f"sweep-{args.profile}-{time.strftime('%Y%m%dT%H%M%S')}"
     plan: dict[str, object] = {
         "range": args.kafka_versions,
+        "newest_patch_only": args.newest_patch_only,
         "tests": list(tests),
         "client": args.client,
         "profile": args.profile,

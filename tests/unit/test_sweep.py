@@ -15,6 +15,7 @@ from highwater.sweep import (
     clock,
     eta_seconds,
     load_or_start,
+    newest_patches,
     parse_range,
     releases_in_range,
     run_sweep,
@@ -23,6 +24,15 @@ from highwater.sweep import (
 
 PUBLISHED = ["3.2.3", "3.3.1", "3.3.2", "3.4.0", "3.9.1", "4.0.0", "4.4.0"]
 PLAN: dict[str, object] = {"range": "3.3.1..newest", "tests": ["suites/conformance"]}
+
+
+def test_newest_patch_of_each_minor_line() -> None:
+    assert newest_patches(["3.3.2", "3.3.1", "3.4.0", "3.9.0", "3.9.1", "4.0.0"]) == [
+        "3.3.2",
+        "3.4.0",
+        "3.9.1",
+        "4.0.0",
+    ]
 
 
 def test_ranges() -> None:
