@@ -8,6 +8,12 @@ examples and the repro command of each failing run; "unknown" -> ``<error type="
 JUnit has no "could not judge", and counting it as skipped would turn CI green on runs that
 proved nothing; "not-applicable" in every run -> ``<skipped>`` with the reason (the histories
 do not carry the check's inputs, e.g. no racks or no meta events: nothing to prove there).
+
+Attribution (``reports.attribution``): each testcase whose check applied carries the properties
+``attribution`` (broker / clients / none / single-client / undecided, decided for that check
+across the clients that ran the same suite/scenario on the same Kafka version) and
+``attributed_clients`` when clients are blamed; where two or more clients ran it, a failure's
+message ends with it (``...; attributed to: broker`` or ``...; attributed to: client java 4.4.0``).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 
 from harness.checks.verdict import NOT_APPLICABLE
 from reports.aggregate import ReportData
+from reports.attribution import attribute, describe
 
 MAX_RUNS_IN_MESSAGE = 10
 
@@ -37,19 +44,29 @@ def build_junit(data: ReportData) -> ET.Element:
     suites: dict[str, ET.Element] = {}
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     order = {c: i for i, c in enumerate(data.checks)}
+    attr = attribute(data.matrix)
     for (scen, check), items in sorted(cases.items(), key=lambda x: (x[0][0], order.get(x[0][1], 99))):
         suite = suites.get(scen)
         if suite is None:
             suite = suites[scen] = ET.SubElement(root, "testsuite", name=scen)
             suite.attrib.update(tests="0", failures="0", errors="0", skipped="0")
         tc = ET.SubElement(suite, "testcase", classname=f"highwater.{scen}", name=check)
+        r0 = items[0][0]
+        group = attr.get((str(r0["suite"]), str(r0["scenario"]), str(r0["kafka_version"])))
+        a = (group or {}).get("checks", {}).get(check)
+        if a is not None:
+            props = ET.SubElement(tc, "properties")
+            ET.SubElement(props, "property", name="attribution", value=a["verdict"])
+            if a["clients"]:
+                ET.SubElement(props, "property", name="attributed_clients", value=", ".join(a["clients"]))
         failed = [(r, v) for r, v in items if v["valid"] is False]
         unknown = [(r, v) for r, v in items if v["valid"] == "unknown"]
         kind = None
         if failed:
             kind = "failures"
+            why = f"; {describe(a)}" if a is not None and group and len(group["labels"]) > 1 else ""
             el = ET.SubElement(
-                tc, "failure", type="violation", message=f"{check} violated in {len(failed)}/{len(items)} run(s)"
+                tc, "failure", type="violation", message=f"{check} violated in {len(failed)}/{len(items)} run(s){why}"
             )
             el.text = _details(failed)
         elif unknown:

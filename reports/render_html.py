@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.checks.verdict import NOT_APPLICABLE
 from reports.aggregate import ReportData
+from reports.attribution import BROKER, CLIENTS, NONE, SINGLE, attribute, describe
 from reports.summary import as_dict, config_key, fault_rows, longest_stall_ms, run_bounds, stall_rows
 from reports.svg import line_chart
 
@@ -137,6 +138,8 @@ def _matrix(d: ReportData) -> str:
     head.append("</tr><tr>")
     head += [f"<th>{escape(c['client'])}</th>" for c in cols]
     head.append("</tr>")
+    attr = attribute(d.matrix)
+    head.append(_attribution_row(cols, attr))
     rows = []
     for check in d.checks:
         tds = [f"<th>{escape(check)}</th>"]
@@ -152,6 +155,13 @@ def _matrix(d: ReportData) -> str:
                 f"{m['runs']} run(s): {m['passed']} valid ({m['allowed']} allowed by policy), "
                 f"{m['failed']} violated, {m['unknown']} unknown, {na} not applicable"
             )
+            a = attr.get((c["suite"], c["scenario"], c["kafka_version"]), {}).get("checks", {}).get(check)
+            if (
+                a is not None
+                and a["verdict"] != NONE
+                and len(attr[(c["suite"], c["scenario"], c["kafka_version"])]["labels"]) > 1
+            ):
+                tip += f"; {describe(a)}"
             if m["valid"] == NOT_APPLICABLE:
                 notes = _na_notes(d, check, c)
                 tip += (": " + "; ".join(notes)) if notes else ""
@@ -173,10 +183,47 @@ def _matrix(d: ReportData) -> str:
         "out of the m runs where the check applied. "
         "Blue: an anomaly the configuration allows (policy table). Grey n/a: not applicable, "
         "the histories do not carry the check's inputs (e.g. no racks, no meta events); "
-        "it counts neither as valid nor as violated.</p>"
+        "it counts neither as valid nor as violated. The attribution row says, for each "
+        "suite/scenario and Kafka version run with two or more clients, where a violation lies: "
+        "broker (every client failed the same check), the clients named (only they failed it), "
+        "none, or undecided (a client could not judge it); single client: cannot attribute.</p>"
         f"<table class='matrix' id='matrix-table'><thead>{''.join(head)}</thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
+
+
+ATTR_CLASS = {BROKER: "v-false", CLIENTS: "v-allowed", NONE: "v-true", SINGLE: "v-na"}
+
+
+def _attribution_row(cols: list[dict[str, str]], attr: dict[tuple[str, str, str], dict[str, Any]]) -> str:
+    """One header cell per column group (suite/scenario, Kafka version; its columns are
+    adjacent, sorted by client) with the group's attribution and the checks behind it."""
+    cells = ["<tr class='attribution'><th>attribution</th>"]
+    i = 0
+    while i < len(cols):
+        key = (cols[i]["suite"], cols[i]["scenario"], cols[i]["kafka_version"])
+        n = 1
+        while (
+            i + n < len(cols) and (cols[i + n]["suite"], cols[i + n]["scenario"], cols[i + n]["kafka_version"]) == key
+        ):
+            n += 1
+        a = attr.get(key)
+        if a is None:
+            cells.append(f"<td colspan='{n}'>-</td>")
+        else:
+            v = a["verdict"]
+            text = {CLIENTS: "clients: " + ", ".join(a["clients"])}.get(v, v)
+            tip = "; ".join(
+                f"{c}: {describe(x)}"
+                for c, x in a["checks"].items()
+                if x["verdict"] not in (NONE, SINGLE) or x["failed"]
+            )
+            cells.append(
+                f"<td colspan='{n}' class='attr {ATTR_CLASS.get(v, 'v-unknown')}' data-attribution='{escape(v)}' "
+                f"data-group='{escape('/'.join(key))}' title='{escape(tip or describe(a))}'>{escape(text)}</td>"
+            )
+        i += n
+    return "".join(cells) + "</tr>"
 
 
 def _na_notes(d: ReportData, check: str, col: dict[str, str]) -> list[str]:

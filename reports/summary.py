@@ -8,6 +8,10 @@ not-applicable only when every run of it is). Not-applicable never counts as pas
 failing. The validity of a run and of the whole report (``valid``, ``exit_code``) stays
 three-valued: not-applicable checks are ignored, and a run where no check applied is
 ``"unknown"``; a run or cell that could not be judged is never reported as passing.
+``attribution`` has one entry per (suite, scenario, Kafka version): the client labels that ran
+it and whether a violation lies with the broker or with clients (``reports.attribution``:
+``verdict`` in broker / clients / none / single-client / undecided, the blamed ``clients``, the
+``undecided`` ones and the per-check detail).
 Per run it lists each check's validity, counts and source (python, spark or both);
 examples are left to the HTML report and JUnit. ``fetch`` has one entry per (run, consumer):
 polled records by serving replica, the share served in the consumer's own rack (KIP-392) and
@@ -31,6 +35,7 @@ from typing import Any
 from harness.checks.bounds import BOUND_USERS, resolve
 from harness.checks.verdict import NOT_APPLICABLE
 from reports.aggregate import ReportData
+from reports.attribution import attribute
 
 FORMAT = "highwater.report-summary/1"
 #: the checks whose verdicts carry ``longest_stall_ms`` and ``longest-stall`` examples
@@ -62,6 +67,7 @@ def summary(data: ReportData) -> dict[str, Any]:
         },
         "checks": data.checks,
         "matrix": data.matrix,
+        "attribution": attribution_rows(data.matrix),
         "runs": [
             {
                 "run": r["label"],
@@ -96,6 +102,21 @@ def summary(data: ReportData) -> dict[str, Any]:
         "spark_python_disagreements": data.disagreements,
         "errors": data.errors,
     }
+
+
+def attribution_rows(matrix: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (suite, scenario, Kafka version): the client labels that ran it and ``attribution``
+    (``reports.attribution.attribute``: ``verdict``, ``clients``, ``undecided``, ``checks``)."""
+    return [
+        {
+            "suite": s,
+            "scenario": sc,
+            "kafka_version": k,
+            "clients": a["labels"],
+            "attribution": {x: a[x] for x in ("verdict", "clients", "undecided", "checks")},
+        }
+        for (s, sc, k), a in attribute(matrix).items()
+    ]
 
 
 def longest_stall_ms(run: Mapping[str, Any]) -> dict[str, int]:
