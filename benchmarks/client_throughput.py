@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""How fast do the clients go through highwater's drivers, next to Kafka's own perf tools?
+
+On one 3-broker cluster (local backend, 3 racks, every link through Toxiproxy), each run
+produces N records (acks=all) to a fresh RF=3 topic of 3 partitions and reads them back:
+
+  - with Kafka's ``kafka-producer-perf-test`` / ``kafka-consumer-perf-test``
+    (``org.apache.kafka.tools.ProducerPerformance`` / ``ConsumerPerformance``, run with Java on
+    the Kafka distribution's classpath plus the ``kafka-tools`` jar, which the distribution
+    lacks: fetched once from Maven Central into ``~/.cache/highwater/perf-tools/<version>/``);
+  - with every client of ``harness.clients.client_names()`` whose driver can be made, through
+    the ``ProducerDriver`` / ``ConsumerDriver`` protocols (what a run's workers use).
+
+Both sides get highwater's workload settings (acks=all, no idempotence hence one request in
+flight, linger 2 ms, retries 3; consumer: 500 records per poll, fetch wait 500 ms) and connect
+through the no-rack clients' proxies. Timed: producing from the first send until every outcome
+is in (the tool: its own "records/sec"); consuming from the first poll after assign + seek to
+the beginning until N records (the tool: ``fetch.nMsg.sec``, which leaves out its group join).
+Prints every run, then medians and the ratio highwater / perf tool per client (the goal: no
+worse than 0.5, i.e. within 2x).
+
+    .venv/bin/python benchmarks/client_throughput.py [--records 20000] [--runs 3]
+        [--value-bytes 100] [--clients kafka-python,java] [--kafka-version V]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.backend import ClusterBackend, start_backend  # noqa: E402
+from harness.clients import (  # noqa: E402
+    ClientDriver,
+    ConsumerSettings,
+    PositionChange,
+    ProducerSettings,
+    SendOutcome,
+    TopicPartition,
+    TruncationSignal,
+    client_label,
+    client_names,
+    get_driver,
+)
+from harness.config import ClusterSpec  # noqa: E402
+from harness.distribution import default_version, ensure_kafka  # noqa: E402
+from harness.java import find_java  # noqa: E402
+from harness.paths import home  # noqa: E402
+
+PARTITIONS = 3
+TOOL = "kafka perf tools"
+#: the same settings as the drivers get (highwater's producer workload defaults)
+TOOL_PRODUCER_PROPS = {
+    "acks": "all",
+    "enable.idempotence": "false",
+    "max.in.flight.requests.per.connection": "1",
+    "retries": "3",
+    "request.timeout.ms": "5000",
+    "delivery.timeout.ms": "20000",
+    "linger.ms": "2",
+}
+TOOL_CONSUMER_PROPS = {"max.poll.records": "500", "fetch.max.wait.ms": "500", "auto.offset.reset": "earliest"}
+TOOL_TIMEOUT_S = 300.0
+
+
+def ensure_perf_tools(version: str) -> Path:
+    """The ``kafka-tools`` jar of ``version`` (ProducerPerformance, ConsumerPerformance), fetched
+    once with Maven into the cache (its dependencies are on the broker distribution's path)."""
+    root = home() / "perf-tools" / version
+    jar = root / f"kafka-tools-{version}.jar"
+    if jar.is_file():
+        return jar
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise SystemExit("benchmark: Maven (mvn) not found: it fetches org.apache.kafka:kafka-tools")
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root.parent) as tmp:
+        res = subprocess.run(
+            [
+                mvn,
+                "-B",
+                "-q",
+                "dependency:copy",
+                f"-Dartifact=org.apache.kafka:kafka-tools:{version}",
+                f"-DoutputDirectory={tmp}",
+            ],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        got = Path(tmp) / jar.name
+        if res.returncode != 0 or not got.is_file():
+            raise SystemExit(f"benchmark: Maven could not fetch kafka-tools {version}: {res.stdout[-300:]}")
+        root.mkdir(parents=True, exist_ok=True)
+        got.replace(jar)  # atomic: a half-fetched jar is never seen
+    return jar
+
+
+@dataclass
+class PerfTools:
+    """Kafka's perf tools, run as ``java -cp <distribution>:<kafka-tools> <class>``."""
+
+    java: str
+    classpath: str
+
+    def _run(self, cls: str, args: list[str]) -> str:
+        cmd = [self.java, "-Xmx256m", "-cp", self.classpath, f"org.apache.kafka.tools.{cls}", *args]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+        if res.returncode != 0:
+            raise RuntimeError(f"{cls} exited {res.returncode}: {(res.stderr or res.stdout)[-400:]}")
+        return res.stdout
+
+    def produce(self, bootstrap: str, topic: str, records: int, size: int) -> float:
+        """records/s as ProducerPerformance reports it (its final summary line)."""
+        props = [f"{k}={v}" for k, v in {"bootstrap.servers": bootstrap, **TOOL_PRODUCER_PROPS}.items()]
+        out = self._run(
+            "ProducerPerformance",
+            ["--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", "-1"]
+            + ["--producer-props", *props],
+        )
+        found = re.findall(rf"^{records} records sent, ([\d.]+) records/sec", out, re.M)
+        if not found:
+            raise RuntimeError(f"ProducerPerformance printed no summary: {out[-300:]}")
+        return float(found[-1])
+
+    def consume(self, bootstrap: str, topic: str, records: int) -> float:
+        """``fetch.nMsg.sec`` of ConsumerPerformance (records/s after its group join)."""
+        with tempfile.NamedTemporaryFile("w", suffix=".properties") as cfg:
+            cfg.write("".join(f"{k}={v}\n" for k, v in TOOL_CONSUMER_PROPS.items()))
+            cfg.flush()
+            out = self._run(
+                "ConsumerPerformance",
+                ["--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records)]
+                + ["--consumer.config", cfg.name, "--timeout", "30000", "--group", f"perf-{topic}"],
+            )
+        lines = [ln for ln in out.splitlines() if ln.count(",") >= 9]
+        if len(lines) < 2 or "fetch.nMsg.sec" not in lines[0]:
+            raise RuntimeError(f"ConsumerPerformance printed no stats: {out[-300:]}")
+        row = dict(zip((h.strip() for h in lines[0].split(",")), (v.strip() for v in lines[1].split(", "))))
+        if int(row["data.consumed.in.nMsg"]) < records:
+            raise RuntimeError(f"ConsumerPerformance read {row['data.consumed.in.nMsg']} of {records} records")
+        return float(row["fetch.nMsg.sec"])
+
+
+class _NoMoves:
+    """A consumer listener: the benchmark assigns and seeks itself, moves are not recorded."""
+
+    def on_position_change(self, change: PositionChange) -> None:
+        pass
+
+
+def driver_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records: int, size: int) -> float:
+    """records/s through the driver: from the first send until every outcome arrived."""
+    values = [f"v{i}:".ljust(size, ".") for i in range(records)]
+    done = threading.Event()
+    lock = threading.Lock()
+    outcomes: dict[str, int] = {}
+
+    def on_outcome(o: SendOutcome) -> None:
+        with lock:
+            outcomes[o.outcome.value] = outcomes.get(o.outcome.value, 0) + 1
+            if sum(outcomes.values()) == records:
+                done.set()
+
+    producer = driver.producer(  # highwater's producer workload defaults (ProducerConfig)
+        ProducerSettings(
+            bootstrap=bootstrap,
+            client_id=f"bench-{topic}",
+            acks="all",
+            idempotence=False,
+            retries=3,
+            request_timeout_ms=5000,
+            delivery_timeout_ms=20000,
+            linger_ms=2,
+            max_in_flight=1,
+        )
+    )
+    try:
+        t0 = time.monotonic()
+        for i, v in enumerate(values):
+            producer.send(topic, i % PARTITIONS, v, on_outcome)
+        producer.flush(60.0)
+        if not done.wait(60.0):
+            raise RuntimeError(f"only {sum(outcomes.values())} of {records} outcomes within 60 s after flush")
+        elapsed = time.monotonic() - t0
+    finally:
+        producer.close(10.0)
+    if outcomes.get("ok", 0) != records:
+        raise RuntimeError(f"outcomes {outcomes}: not every send was acknowledged")
+    return records / elapsed
+
+
+def driver_consume(driver: ClientDriver, bootstrap: list[str], topic: str, records: int) -> float:
+    """records/s through the driver: from the first poll (after assign and seek to the log
+    start) until ``records`` records came back."""
+    consumer = driver.consumer(ConsumerSettings(bootstrap=bootstrap, client_id=f"bench-c-{topic}"), _NoMoves())
+    try:
+        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        consumer.assign(tps)
+        for tp in tps:
+            consumer.seek_to_beginning(tp)
+        got = 0
+        t0 = time.monotonic()
+        deadline = t0 + 120.0
+        while got < records:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"read {got} of {records} records within 120 s")
+            polled = consumer.poll(500)
+            if isinstance(polled, TruncationSignal):
+                raise RuntimeError(f"truncation detected on a fresh topic: {polled}")
+            got += len(polled)
+        elapsed = time.monotonic() - t0
+    finally:
+        consumer.close()
+    return got / elapsed
+
+
+@dataclass
+class Series:
+    produce: list[float] = field(default_factory=list)
+    consume: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def make_drivers(names: list[str]) -> dict[str, ClientDriver]:
+    """The drivers that can be made; one line for each that cannot."""
+    out: dict[str, ClientDriver] = {}
+    for name in names:
+        try:
+            d = get_driver(name)
+            out[client_label(d)] = d
+        except Exception as e:  # noqa: BLE001 -- a driver module not written yet, a library missing, ...
+            print(f"skipped {name}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
+    return out
+
+
+def timed(series: Series, what: str, label: str, run: int, fn: Callable[..., float], *args: Any) -> None:
+    try:
+        v = fn(*args)
+    except Exception as e:  # noqa: BLE001 -- one failed measurement must not lose the others
+        series.errors.append(f"run {run} {what}: {type(e).__name__}: {e}")
+        print(f"  run {run} {label:28} {what:8} FAILED: {type(e).__name__}: {str(e)[:200]}", flush=True)
+        return
+    getattr(series, what).append(v)
+    print(f"  run {run} {label:28} {what:8} {v:10.0f} records/s", flush=True)
+
+
+def med(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def fmt_rate(xs: list[float]) -> str:
+    m = med(xs)
+    return "-" if m is None else f"{m:9.0f} ({min(xs):.0f}-{max(xs):.0f})"
+
+
+def fmt_ratio(xs: list[float], ref: list[float]) -> str:
+    a, b = med(xs), med(ref)
+    return "-" if a is None or not b else f"{a / b:5.2f}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=20000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--value-bytes", type=int, default=100)
+    ap.add_argument("--clients", default=",".join(client_names()), help="comma-separated client specs")
+    ap.add_argument("--kafka-version", default=None)
+    args = ap.parse_args()
+    version = args.kafka_version or default_version()
+    dist = ensure_kafka(version)
+    tools = PerfTools(str(find_java(version).executable), f"{dist.classpath}:{ensure_perf_tools(version)}")
+    drivers = make_drivers([c for c in args.clients.split(",") if c.strip()])
+    print(
+        f"Kafka {version}, 3 brokers / 3 racks, {args.records} records of {args.value_bytes} B per run, "
+        f"{args.runs} runs, topics of {PARTITIONS} partitions x RF 3, acks=all, one request in flight",
+        flush=True,
+    )
+    results: dict[str, Series] = {TOOL: Series(), **{label: Series() for label in drivers}}
+    cluster: ClusterBackend = start_backend("local", ClusterSpec(brokers=3, racks=3, kafka_version=version))
+    try:
+        boot = cluster.bootstrap()
+        for run in range(1, args.runs + 1):
+            topic = f"perf-{run}"
+            cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
+            s = results[TOOL]
+            timed(s, "produce", TOOL, run, tools.produce, ",".join(boot), topic, args.records, args.value_bytes)
+            timed(s, "consume", TOOL, run, tools.consume, ",".join(boot), topic, args.records)
+            for i, (label, d) in enumerate(drivers.items()):
+                topic = f"bench-{i}-{run}"
+                cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
+                s = results[label]
+                timed(s, "produce", label, run, driver_produce, d, boot, topic, args.records, args.value_bytes)
+                timed(s, "consume", label, run, driver_consume, d, boot, topic, args.records)
+    finally:
+        cluster.stop()
+    ref = results[TOOL]
+    print(f"\nmedians over {args.runs} runs, records/s (min-max); ratio = highwater / perf tool (goal >= 0.5)")
+    print(f"{'client':28} {'produce':>22} {'ratio':>6} {'consume':>22} {'ratio':>6}")
+    for label, s in results.items():
+        pr = "" if label == TOOL else fmt_ratio(s.produce, ref.produce)
+        cr = "" if label == TOOL else fmt_ratio(s.consume, ref.consume)
+        print(f"{label:28} {fmt_rate(s.produce):>22} {pr:>6} {fmt_rate(s.consume):>22} {cr:>6}")
+        for e in s.errors:
+            print(f"  {label}: {e}")
+    return 1 if any(s.errors for s in results.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
