@@ -1,0 +1,400 @@
+"""The confluent-kafka (librdkafka) driver. Every import and quirk of confluent-kafka lives here.
+
+The library is imported when the driver is made (``pyversions``), so a requested version can be
+put on ``sys.path`` first; ``ConfluentKafkaDriver(None)`` is the version installed with highwater.
+
+**Producer.** Settings map one to one (``acks``, ``enable.idempotence``, ``retries``,
+``request.timeout.ms``, ``delivery.timeout.ms`` = ``message.timeout.ms``, ``linger.ms``,
+``max.in.flight.requests.per.connection``; ``socket.timeout.ms`` = the request timeout, as
+Java's applies to every request). librdkafka never blocks in ``produce()``: it queues a record
+for a partition whose metadata is not known yet (bounded by ``delivery.timeout.ms``) and raises
+``BufferError`` at once when its queue is full. ``max_block_ms`` is honoured as Java's
+``max.block.ms`` is for buffer space: ``send`` serves delivery reports and retries the
+``produce()`` until the queue has room or ``max_block_ms`` passed, then the send ``fail``s
+(nothing was queued). Delivery reports arrive through ``poll()``; a thread of the driver polls
+so ``on_outcome`` is called promptly.
+
+Outcomes: ``ok`` with the offset; ``fail`` when ``produce()`` raised (nothing was queued), or
+for a broker's definite rejection (or a purge from the queue at close) when there was only one
+attempt (``retries=0``, no idempotence); ``info`` for everything else. librdkafka knows per
+message whether it was *possibly persisted* (``rd_kafka_message_status``), but confluent-kafka
+does not expose it, so a ``_MSG_TIMED_OUT`` or an error after retries stays ``info``.
+
+**Consumer.** ``client.rack``, ``group.id``, ``enable.auto.commit``, ``auto.offset.reset``
+(Kafka's ``none`` is librdkafka's ``error``), ``fetch.wait.max.ms``, ``socket.timeout.ms`` = the
+request timeout, ``topic.metadata.refresh.interval.ms`` = ``metadata.max.age.ms``, and
+``max.poll.records`` as ``consume(num_messages=...)``. librdkafka needs a ``group.id`` even to
+``assign``: without one the driver uses a throwaway id, never commits it and never auto-commits.
+``assign`` + ``seek`` before the first poll become one ``assign`` with the offsets (librdkafka
+cannot seek a partition whose fetcher has not started).
+
+What librdkafka does on its own is visible only in its logs, so the consumer turns on the
+``fetch`` and ``topic`` debug contexts and reads its log lines, which confluent-kafka serves
+from the consumer's queue inside ``consume()``, in order with the records:
+
+- *serving replica*: every Fetch request is logged as ``<host:port>/<node id>: Fetch topic T [p]
+  at offset N`` by the thread of the broker it goes to; a record's ``replica`` is the broker of
+  the last fetch at the greatest fetch offset <= its offset (the client's view, like the
+  kafka-python driver's), None before any fetch was seen. Statistics (``stats_cb``) name the
+  broker a partition is delegated to, but only once a second, too coarse to attribute records.
+- *resets*: a position librdkafka looked up itself (``Offset BEGINNING request for T [p]
+  returned offset N``, or ``offset reset ... to cached BEGINNING offset offset N``) is a
+  ``RESET`` to N: ``auto.offset.reset`` after an out-of-range error, a missing committed offset,
+  and where ``seek_to_beginning`` landed (librdkafka resolves it lazily, as kafka-python does).
+- *KIP-320*: with a reset policy librdkafka (1.9 to 2.x) validates its position after a leader
+  change and, when the log diverged below it, seeks to the divergence point itself, silently for
+  the application; the only trace is its ``Seek T [p] to offset N (leader epoch E)`` line, with
+  E >= 0 (the driver's own seeks carry no epoch). That move is reported as a ``TRUNCATION``
+  change to N. With ``auto.offset.reset=error`` librdkafka instead raises
+  ``_AUTO_OFFSET_RESET`` with "Partition log truncation detected ... broker end offset is N":
+  that is returned as a ``TruncationSignal`` with N as the divergence point.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+from .base import (
+    ConsumerListener,
+    ConsumerSettings,
+    PolledRecord,
+    PositionChange,
+    PositionReason,
+    ProducerSettings,
+    SendOutcome,
+    TopicPartition,
+    TruncationSignal,
+)
+from .pyversions import import_version
+
+DIST = "confluent-kafka"
+
+#: broker error codes (names as confluent-kafka's ``KafkaError`` has them) that prove the broker
+#: did not append: each is returned before the write is applied
+DEFINITE_REJECTIONS = frozenset(
+    {
+        "MSG_SIZE_TOO_LARGE",
+        "RECORD_LIST_TOO_LARGE",
+        "INVALID_MSG_SIZE",
+        "TOPIC_EXCEPTION",
+        "TOPIC_AUTHORIZATION_FAILED",
+        "INVALID_REQUIRED_ACKS",
+        "_PURGE_QUEUE",  # purged from librdkafka's queue (at close): this attempt was never sent
+    }
+)
+
+
+def classify_delivery_error(error_name: str, single_attempt: bool, error: Any) -> SendOutcome:
+    """A delivery report with an error: ``fail`` only for a definite rejection when there was
+    one attempt only (an earlier attempt may have been written), else ``info``."""
+    if single_attempt and error_name in DEFINITE_REJECTIONS:
+        return SendOutcome.fail(error)
+    return SendOutcome.info(error)
+
+
+def error_text(error: Any) -> str:
+    """A ``KafkaError`` in the history's ``"Class: message"`` form, with its code's name."""
+    try:
+        return f"KafkaError: {error.name()}: {error.str()}"
+    except AttributeError:
+        return f"{type(error).__name__}: {error}"
+
+
+class ConfluentKafkaDriver:
+    name = DIST
+
+    def __init__(self, version: str | None = None) -> None:
+        self.ck: ModuleType = import_version("confluent_kafka", DIST, version)
+        self.version: str = str(self.ck.version()[0])
+
+    @property
+    def librdkafka_version(self) -> str:
+        return str(self.ck.libversion()[0])
+
+    def producer(self, settings: ProducerSettings) -> ConfluentProducer:
+        return ConfluentProducer(self.ck, settings)
+
+    def consumer(self, settings: ConsumerSettings, listener: ConsumerListener) -> ConfluentConsumer:
+        return ConfluentConsumer(self.ck, settings, listener)
+
+
+def producer_config(settings: ProducerSettings) -> dict[str, Any]:
+    """librdkafka's configuration for ``settings``."""
+    return {
+        "bootstrap.servers": ",".join(settings.bootstrap),
+        "client.id": settings.client_id,
+        "acks": "all" if str(settings.acks) == "all" else int(settings.acks),
+        "enable.idempotence": bool(settings.idempotence),
+        "retries": int(settings.retries),
+        "request.timeout.ms": int(settings.request_timeout_ms),
+        "socket.timeout.ms": int(settings.request_timeout_ms),
+        "delivery.timeout.ms": int(settings.delivery_timeout_ms),
+        "linger.ms": int(settings.linger_ms),
+        "max.in.flight.requests.per.connection": int(settings.max_in_flight),
+    }
+
+
+class ConfluentProducer:
+    POLL_S = 0.1  # how long the delivery thread waits for reports in one poll
+
+    def __init__(self, ck: ModuleType, settings: ProducerSettings) -> None:
+        self.ck = ck
+        self.settings = settings
+        self._single_attempt = settings.retries == 0 and not settings.idempotence
+        self._producer = ck.Producer(producer_config(settings))
+        self._stop = threading.Event()
+        self._poller = threading.Thread(target=self._poll_loop, name=f"{settings.client_id}-dr", daemon=True)
+        self._poller.start()
+
+    def _poll_loop(self) -> None:
+        while not self._stop.is_set():
+            self._producer.poll(self.POLL_S)
+
+    def send(self, topic: str, partition: int, value: str, on_outcome: Callable[[SendOutcome], None]) -> None:
+        single = self._single_attempt
+
+        def delivered(err: Any, msg: Any) -> None:
+            if err is None:
+                on_outcome(SendOutcome.ok(int(msg.offset())))
+            else:
+                on_outcome(classify_delivery_error(err.name(), single, error_text(err)))
+
+        deadline = time.monotonic() + self.settings.max_block_ms / 1000
+        while True:
+            try:
+                self._producer.produce(topic, value=value.encode(), partition=partition, on_delivery=delivered)
+                return
+            except BufferError as exc:  # queue full: wait for room like Java's max.block.ms
+                if time.monotonic() >= deadline:
+                    on_outcome(SendOutcome.fail(exc))  # nothing was queued
+                    return
+                self._producer.poll(0.05)  # serve reports (frees room) while waiting
+            except self.ck.KafkaException as exc:  # refused before queueing: nothing was sent
+                on_outcome(SendOutcome.fail(error_text(exc.args[0]) if exc.args else exc))
+                return
+
+    def flush(self, timeout_s: float) -> None:
+        self._producer.flush(timeout_s)
+
+    def close(self, timeout_s: float) -> None:
+        """Flush within ``timeout_s``, then purge what is left so every send still gets its
+        outcome (``_PURGE_QUEUE`` / ``_PURGE_INFLIGHT``), and stop the delivery thread."""
+        try:
+            self._producer.flush(max(timeout_s, 0.0))
+            self._producer.purge()
+            self._producer.flush(1.0)  # deliver the purge reports (nothing can be in flight now)
+        finally:
+            self._stop.set()
+            self._poller.join(timeout=5)
+
+
+# --- consumer -------------------------------------------------------------------------------
+
+_FETCH = re.compile(r"/(?P<node>\d+): Fetch topic (?P<topic>\S+) \[(?P<p>\d+)\] at offset (?P<off>\d+)")
+_LOOKED_UP = re.compile(r"Offset \S+ request for (?P<topic>\S+) \[(?P<p>\d+)\] returned offset \S+ \((?P<off>-?\d+)\)")
+_CACHED_RESET = re.compile(
+    r"(?P<topic>\S+) \[(?P<p>\d+)\]: offset reset \(at .*\) to cached BEGINNING offset offset (?P<off>\d+)"
+)
+_SEEK = re.compile(
+    r"Seek (?P<topic>\S+) \[(?P<p>\d+)\] to offset (?P<off>\d+) \(leader epoch (?P<epoch>-?\d+)\) in state"
+)
+_TRUNCATED = re.compile(r"log truncation detected at .*: broker end offset is (?P<off>-?\d+)")
+
+
+class FetchSources:
+    """Which broker was sent the fetches of each partition, by fetch offset: a record's source
+    is the broker of the last fetch at the greatest fetch offset <= the record's offset. A
+    fetch at offset N forgets the fetches noted above N: they belong to a position the consumer
+    has left (a seek back, a reset, a truncation)."""
+
+    KEEP = 64  # fetch offsets kept per partition before old ones are forgotten
+
+    def __init__(self) -> None:
+        self._by_tp: dict[TopicPartition, dict[int, int]] = {}
+
+    def note(self, tp: TopicPartition, fetch_offset: int, node_id: int) -> None:
+        by_offset = self._by_tp.setdefault(tp, {})
+        for o in [o for o in by_offset if o > fetch_offset]:
+            del by_offset[o]
+        by_offset[fetch_offset] = node_id
+
+    def source_of(self, tp: TopicPartition, offset: int) -> int | None:
+        by_offset = self._by_tp.get(tp)
+        if not by_offset:
+            return None
+        starts = [o for o in by_offset if o <= offset]
+        return by_offset[max(starts)] if starts else None
+
+    def forget_below(self, tp: TopicPartition, offset: int) -> None:
+        """Drop fetch offsets below ``offset`` except the one that still covers it."""
+        by_offset = self._by_tp.get(tp)
+        if by_offset and len(by_offset) > self.KEEP:
+            keep = max((o for o in by_offset if o <= offset), default=None)
+            for o in [o for o in by_offset if o < offset and o != keep]:
+                by_offset.pop(o, None)
+
+
+class LibrdkafkaLog:
+    """The consumer's log sink (confluent-kafka's ``logger``: anything with ``log(level, msg,
+    *args)``): turns librdkafka's lines into fetch sources and position changes."""
+
+    def __init__(self, listener: ConsumerListener, sources: FetchSources) -> None:
+        self.listener = listener
+        self.sources = sources
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        line = str(args[-1]) if args else str(msg)
+        self.line(line)
+
+    def line(self, line: str) -> None:
+        if "Fetch topic " in line:
+            m = _FETCH.search(line)
+            if m:
+                tp = TopicPartition(m["topic"], int(m["p"]))
+                self.sources.note(tp, int(m["off"]), int(m["node"]))
+        elif "request for " in line:
+            m = _LOOKED_UP.search(line)
+            if m and int(m["off"]) >= 0:
+                self._moved(m["topic"], int(m["p"]), int(m["off"]), PositionReason.RESET)
+        elif "to cached BEGINNING" in line:
+            m = _CACHED_RESET.search(line)
+            if m:
+                self._moved(m["topic"], int(m["p"]), int(m["off"]), PositionReason.RESET)
+        elif "Seek " in line:
+            m = _SEEK.search(line)
+            if m and int(m["epoch"]) >= 0:  # our own seeks carry no leader epoch
+                self._moved(m["topic"], int(m["p"]), int(m["off"]), PositionReason.TRUNCATION)
+
+    def _moved(self, topic: str, partition: int, offset: int, reason: PositionReason) -> None:
+        self.listener.on_position_change(PositionChange(topic, partition, offset, reason))
+
+
+def consumer_config(settings: ConsumerSettings) -> dict[str, Any]:
+    """librdkafka's configuration for ``settings`` (without the logger)."""
+    conf: dict[str, Any] = {
+        "bootstrap.servers": ",".join(settings.bootstrap),
+        "client.id": settings.client_id,
+        # librdkafka needs a group even to assign: a throwaway one, never committed
+        "group.id": settings.group_id or f"highwater-assign-{uuid.uuid4().hex}",
+        "enable.auto.commit": bool(settings.auto_commit and settings.group_id),
+        "auto.offset.reset": "error" if settings.auto_offset_reset == "none" else settings.auto_offset_reset,
+        "fetch.wait.max.ms": int(settings.fetch_max_wait_ms),
+        "socket.timeout.ms": int(settings.request_timeout_ms),
+        "topic.metadata.refresh.interval.ms": int(settings.metadata_max_age_ms),
+        "enable.partition.eof": False,
+        "debug": "fetch,topic",  # the lines LibrdkafkaLog reads
+    }
+    if settings.client_rack:
+        conf["client.rack"] = settings.client_rack
+    return conf
+
+
+class ConfluentConsumer:
+    def __init__(self, ck: ModuleType, settings: ConsumerSettings, listener: ConsumerListener) -> None:
+        self.ck = ck
+        self.settings = settings
+        self.listener = listener
+        self.sources = FetchSources()
+        self.log = LibrdkafkaLog(listener, self.sources)
+        self._consumer = ck.Consumer({**consumer_config(settings), "logger": self.log})
+        self._pending: dict[TopicPartition, int] | None = None  # assigned, not yet started
+        self._closed = False
+
+    def _ctp(self, tp: TopicPartition, offset: int | None = None) -> Any:
+        if offset is None:
+            return self.ck.TopicPartition(tp.topic, tp.partition)
+        return self.ck.TopicPartition(tp.topic, tp.partition, offset)
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        # started at the first poll, with the offsets seeks chose by then (else the committed
+        # offset or auto.offset.reset)
+        self._pending = {tp: self.ck.OFFSET_STORED for tp in partitions}
+
+    def _start_assignment(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            self._consumer.assign([self._ctp(tp, o) for tp, o in pending.items()])
+
+    def subscribe(self, topics: Sequence[str]) -> None:
+        listener = self.listener
+
+        def on_assign(consumer: Any, partitions: list[Any]) -> None:
+            for p in partitions:
+                listener.on_position_change(PositionChange(p.topic, p.partition, None, PositionReason.REBALANCE))
+
+        self._consumer.subscribe(list(topics), on_assign=on_assign)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        if self._pending is not None and tp in self._pending:
+            self._pending[tp] = offset
+        else:
+            self._consumer.seek(self._ctp(tp, offset))
+
+    def seek_to_beginning(self, tp: TopicPartition) -> None:
+        self.seek(tp, self.ck.OFFSET_BEGINNING)
+
+    def poll(self, timeout_ms: int) -> list[PolledRecord] | TruncationSignal:
+        self._start_assignment()
+        messages = self._consumer.consume(num_messages=self.settings.max_poll_records, timeout=timeout_ms / 1000)
+        records: list[PolledRecord] = []
+        last: dict[TopicPartition, int] = {}
+        for msg in messages:
+            err = msg.error()
+            if err is not None:
+                signal = self._truncation(msg, err)
+                if signal is not None:
+                    return signal  # records before it in this batch are fetched again after the seek
+                raise self.ck.KafkaException(err)
+            tp = TopicPartition(msg.topic(), msg.partition())
+            value = msg.value()
+            epoch = msg.leader_epoch()
+            records.append(
+                PolledRecord(
+                    tp.topic,
+                    tp.partition,
+                    msg.offset(),
+                    value.decode() if isinstance(value, bytes) else value,
+                    epoch if epoch is not None and epoch >= 0 else None,
+                    self.sources.source_of(tp, msg.offset()),
+                )
+            )
+            last[tp] = msg.offset()
+        for tp, offset in last.items():
+            self.sources.forget_below(tp, offset)
+        return records
+
+    def _truncation(self, msg: Any, err: Any) -> TruncationSignal | None:
+        """``auto.offset.reset=error``: librdkafka found the log truncated below the position and
+        left the move to us."""
+        if err.code() != self.ck.KafkaError._AUTO_OFFSET_RESET:
+            return None
+        m = _TRUNCATED.search(err.str())
+        if m is None:
+            return None
+        offset = int(m["off"])
+        tp = TopicPartition(msg.topic(), msg.partition())
+        return TruncationSignal({tp: offset if offset >= 0 else None}, error_text(err))
+
+    def commit(self) -> None:
+        """Synchronous commit of the consumed positions; nothing to do without a group of the
+        workload's (the throwaway group of an ``assign`` is never committed)."""
+        if not self.settings.group_id:
+            return
+        try:
+            self._consumer.commit(asynchronous=False)
+        except self.ck.KafkaException as exc:
+            if exc.args and exc.args[0].code() == self.ck.KafkaError._NO_OFFSET:
+                return  # nothing consumed since the last commit
+            raise
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._consumer.close()
