@@ -106,12 +106,19 @@ def error_text(error: Any) -> str:
         return f"{type(error).__name__}: {error}"
 
 
+def library_version(ck: ModuleType) -> str:
+    """confluent-kafka's version: ``version()`` is a ``(str, int)`` tuple up to 2.x releases
+    and a plain string in later ones; ``__version__`` where it exists."""
+    v = getattr(ck, "__version__", None) or ck.version()
+    return str(v[0] if isinstance(v, tuple) else v)
+
+
 class ConfluentKafkaDriver:
     name = DIST
 
     def __init__(self, version: str | None = None) -> None:
         self.ck: ModuleType = import_version("confluent_kafka", DIST, version)
-        self.version: str = str(self.ck.version()[0])
+        self.version: str = library_version(self.ck)
 
     @property
     def librdkafka_version(self) -> str:
