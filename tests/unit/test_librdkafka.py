@@ -1,0 +1,204 @@
+"""The confluent-kafka driver without a cluster: settings reach librdkafka (which validates its
+configuration when a client is made), delivery errors are classified conservatively, and the
+librdkafka log lines that carry the serving broker, resets and KIP-320 seeks are read right."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import confluent_kafka as ck
+import pytest
+from confluent_kafka import KafkaError
+
+from harness.clients import (
+    ConsumerSettings,
+    Outcome,
+    PositionChange,
+    PositionReason,
+    ProducerSettings,
+    TopicPartition,
+    TruncationSignal,
+    UnknownClientError,
+    get_driver,
+    pyversions,
+)
+from harness.clients.librdkafka import (
+    ConfluentConsumer,
+    ConfluentProducer,
+    FetchSources,
+    LibrdkafkaLog,
+    classify_delivery_error,
+    consumer_config,
+    error_text,
+    producer_config,
+)
+
+NOWHERE = ["127.0.0.1:1"]  # nothing listens: clients are made and closed, never connected
+
+
+class Changes:
+    def __init__(self) -> None:
+        self.seen: list[PositionChange] = []
+
+    def on_position_change(self, change: PositionChange) -> None:
+        self.seen.append(change)
+
+
+def test_driver_names_the_installed_library() -> None:
+    driver = get_driver("confluent-kafka")
+    assert (driver.name, driver.version) == ("confluent-kafka", ck.__version__)
+    assert get_driver(f"confluent-kafka=={ck.__version__}").version == ck.__version__
+
+
+def test_a_second_version_in_one_process_is_one_clear_line() -> None:
+    with pytest.raises(UnknownClientError) as err:
+        get_driver("confluent-kafka==2.3.0")  # confluent_kafka is already imported from the venv
+    message = str(err.value)
+    assert "one version per process" in message and "2.3.0" in message and "\n" not in message
+
+
+def test_cached_versions_live_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HIGHWATER_HOME", str(tmp_path))
+    assert pyversions.version_dir("confluent-kafka", "2.3.0") == tmp_path / "clients" / "confluent-kafka" / "2.3.0"
+    assert pyversions.installed_version("confluent-kafka") == ck.__version__
+    assert pyversions.installed_version("no-such-distribution-here") is None
+
+
+def test_every_producer_setting_reaches_librdkafka() -> None:
+    s = ProducerSettings(
+        NOWHERE, "p", acks=1, idempotence=False, retries=0, request_timeout_ms=1234, delivery_timeout_ms=9876
+    )
+    conf = producer_config(s)
+    assert conf == {
+        "bootstrap.servers": "127.0.0.1:1",
+        "client.id": "p",
+        "acks": 1,
+        "enable.idempotence": False,
+        "retries": 0,
+        "request.timeout.ms": 1234,
+        "socket.timeout.ms": 1234,
+        "delivery.timeout.ms": 9876,
+        "linger.ms": s.linger_ms,
+        "max.in.flight.requests.per.connection": s.max_in_flight,
+    }
+    assert producer_config(ProducerSettings(NOWHERE, "p", idempotence=True, max_in_flight=5))["acks"] == "all"
+    # librdkafka accepts them (it refuses unknown keys and bad values when the client is made)
+    for settings in (s, ProducerSettings(NOWHERE, "p", idempotence=True, retries=3, max_in_flight=5)):
+        producer = ConfluentProducer(ck, settings)
+        producer.close(0)
+        assert not producer._poller.is_alive()
+
+
+def test_every_consumer_setting_reaches_librdkafka() -> None:
+    s = ConsumerSettings(NOWHERE, "c", client_rack="rack-b", group_id="g", auto_commit=True, auto_offset_reset="none")
+    conf = consumer_config(s)
+    assert conf["client.rack"] == "rack-b" and conf["group.id"] == "g" and conf["enable.auto.commit"] is True
+    assert conf["auto.offset.reset"] == "error"  # Kafka's "none"
+    assert conf["fetch.wait.max.ms"] == s.fetch_max_wait_ms
+    assert conf["socket.timeout.ms"] == s.request_timeout_ms
+    assert conf["topic.metadata.refresh.interval.ms"] == s.metadata_max_age_ms
+    assert set(conf["debug"].split(",")) == {"fetch", "topic"}
+    # assign mode: a throwaway group of its own, never auto-committed
+    a, b = (consumer_config(ConsumerSettings(NOWHERE, "c", auto_commit=True)) for _ in range(2))
+    assert a["group.id"] != b["group.id"] and a["enable.auto.commit"] is False and "client.rack" not in a
+    consumer = ConfluentConsumer(ck, s, Changes())
+    consumer.commit()  # nothing consumed: nothing to commit, no error
+    consumer.close()
+    consumer.close()  # twice is harmless
+
+
+def test_delivery_errors_fail_only_when_the_write_provably_did_not_happen() -> None:
+    size = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)
+    assert classify_delivery_error(size.name(), True, "e").outcome is Outcome.FAIL
+    assert classify_delivery_error(size.name(), False, "e").outcome is Outcome.INFO  # an earlier try may have landed
+    for code in (
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError._PURGE_INFLIGHT,
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TRANSPORT,
+    ):
+        assert classify_delivery_error(KafkaError(code).name(), True, "e").outcome is Outcome.INFO, code
+    assert classify_delivery_error(KafkaError(KafkaError._PURGE_QUEUE).name(), True, "e").outcome is Outcome.FAIL
+    assert error_text(size).startswith("KafkaError: MSG_SIZE_TOO_LARGE: ")
+
+
+def test_fetch_lines_name_the_serving_broker() -> None:
+    sources = FetchSources()
+    log = LibrdkafkaLog(Changes(), sources)
+    tp = TopicPartition("t-1", 0)
+    fetch = "[thrd:127.0.0.1:29093/2]: 127.0.0.1:29093/2: Fetch topic t-1 [0] at offset {} (leader epoch 3, current leader epoch 3, v4)"
+    assert sources.source_of(tp, 0) is None  # no fetch seen: unknown, never guessed
+    log.log(10, "%s [%s] %s", "FETCH", "rdkafka#consumer-1", fetch.format(0))
+    log.line(fetch.format(10).replace("29093/2", "29094/3"))
+    assert [sources.source_of(tp, o) for o in (0, 9, 10, 55)] == [2, 2, 3, 3]
+    log.line(fetch.format(5))  # a fetch back at 5 (a seek back): what was fetched above it is gone
+    assert [sources.source_of(tp, o) for o in (4, 5, 12)] == [2, 2, 2]
+    assert sources.source_of(TopicPartition("t-1", 1), 5) is None
+
+
+def test_resets_and_library_seeks_are_position_changes() -> None:
+    changes = Changes()
+    log = LibrdkafkaLog(changes, FetchSources())
+    log.line("[thrd:main]: Offset BEGINNING request for t [0] returned offset 7 (7) leader epoch -1")
+    log.line(
+        "[thrd:main]: t [1]: offset reset (at offset 90 (leader epoch -1), broker 2) to cached BEGINNING offset "
+        "offset 4 (leader epoch -1): fetch failed due to requested offset not available on the broker: "
+        "Broker: Offset out of range"
+    )
+    # KIP-320: librdkafka's own seek to the divergence point carries the end offset's epoch
+    log.line("[thrd:main]: Seek t [2] to offset 40 (leader epoch 5) in state active (v6)")
+    # the driver's own seeks carry no epoch: recorded by the workload, not here
+    log.line("[thrd:main]: Seek t [2] to offset 0 (leader epoch -1) in state active (v7)")
+    log.line("[thrd:main]: Seek t [2] to offset BEGINNING (leader epoch -1) in state active (v8)")
+    assert changes.seen == [
+        PositionChange("t", 0, 7, PositionReason.RESET),
+        PositionChange("t", 1, 4, PositionReason.RESET),
+        PositionChange("t", 2, 40, PositionReason.TRUNCATION),
+    ]
+
+
+class _ErrorMessage:
+    """What ``consume()`` returns for a partition error (a real ``KafkaError`` inside)."""
+
+    def __init__(self, error: KafkaError) -> None:
+        self._error = error
+
+    def error(self) -> KafkaError:
+        return self._error
+
+    def topic(self) -> str:
+        return "t"
+
+    def partition(self) -> int:
+        return 3
+
+
+def test_truncation_without_a_reset_policy_is_a_signal() -> None:
+    consumer = ConfluentConsumer(ck, ConsumerSettings(NOWHERE, "c", auto_offset_reset="none"), Changes())
+    try:
+        reason = (
+            "Partition log truncation detected at offset 120 (leader epoch 4): broker end offset is 96 "
+            "(offset leader epoch 3). Reset to INVALID.: Local: Partition log truncation detected (broker 2)"
+        )
+        error = KafkaError(KafkaError._AUTO_OFFSET_RESET, reason)
+        signal = consumer._truncation(_ErrorMessage(error), error)
+        assert isinstance(signal, TruncationSignal)
+        assert dict(signal.divergent) == {TopicPartition("t", 3): 96}
+        other = KafkaError(KafkaError._AUTO_OFFSET_RESET, "no previously committed offset available")
+        assert consumer._truncation(_ErrorMessage(other), other) is None
+    finally:
+        consumer.close()
+
+
+def test_close_leaves_no_thread_of_ours() -> None:
+    before = set(threading.enumerate())
+    producer = ConfluentProducer(ck, ProducerSettings(NOWHERE, "p"))
+    outcomes = []
+    producer.send("t", 0, "v", outcomes.append)  # never delivered: nothing listens
+    producer.close(0)
+    assert set(threading.enumerate()) <= before
+    # the purge at close gives the queued send its outcome; with retries a queued message may be
+    # the retry of an attempt that was sent, so only ``info`` is honest
+    assert [o.outcome for o in outcomes] == [Outcome.INFO]
