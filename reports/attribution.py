@@ -86,8 +86,8 @@ def attribute(matrix: Iterable[Mapping[str, Any]]) -> dict[Key, dict[str, Any]]:
     """Attribution per (suite, scenario, Kafka version) of the matrix rows.
 
     Each value: ``verdict`` in ``VERDICTS``, ``clients`` (the clients blamed by any check),
-    ``labels`` (every client label with runs there), ``undecided`` (clients undecided on a check
-    that has no firm verdict) and ``checks`` (check -> ``attribute_check`` result).
+    ``labels`` (every client label with runs there), ``undecided`` (the undecided clients of
+    the checks attributed ``undecided``) and ``checks`` (check -> ``attribute_check`` result).
 
     With one client label only, the verdict is ``single-client``. Otherwise it is the first of
     broker, clients, undecided, single-client that some check has, where a check with a single
@@ -109,12 +109,11 @@ def attribute(matrix: Iterable[Mapping[str, Any]]) -> dict[Key, dict[str, Any]]:
         else:
             counted = {a["verdict"] for a in checks.values() if a["verdict"] != SINGLE or not a["passed"]}
             verdict = next((v for v in GROUP_ORDER if v in counted), NONE)
-        firm = (BROKER, CLIENTS, NONE)
         out[k] = {
             "verdict": verdict,
             "clients": sorted({c for a in checks.values() for c in a["clients"]}),
             "labels": sorted(labels[k]),
-            "undecided": sorted({c for a in checks.values() if a["verdict"] not in firm for c in a["undecided"]}),
+            "undecided": sorted({c for a in checks.values() if a["verdict"] == UNDECIDED for c in a["undecided"]}),
             "checks": checks,
         }
     return out

@@ -247,7 +247,10 @@ def write_results(root: Path, specs: Iterable[RunSpec], *, with_verdict: bool = 
 
 def demo_specs() -> list[RunSpec]:
     """A small store: two campaigns, two Kafka versions, one clean run, one skip, one lost
-    write, one run without a final read of a partition (unknown), one with edge cases."""
+    write, one run without a final read of a partition (unknown), one with edge cases; and two
+    runs with other clients for attribution (``reports.attribution``): on 4.3.1 the Java client
+    skips too (poll-skip: every client failed, the broker), on 3.9.1 confluent-kafka is clean
+    where kafka-python lost a write (lost-write: kafka-python)."""
     return [
         RunSpec("nightly-1", "run-clean", 1, started_at="2025-01-01T00:00:00Z"),
         RunSpec("nightly-1", "run-skip", 2, ("skip",), started_at="2025-01-01T00:10:00Z"),
@@ -257,4 +260,20 @@ def demo_specs() -> list[RunSpec]:
             "nightly-2", "run-nofinal", 5, ("no-final",), scenario="partition-rack", started_at="2025-01-02T00:10:00Z"
         ),
         RunSpec("nightly-2", "run-edges", 6, ("edges",), scenario="partition-rack", started_at="2025-01-02T00:20:00Z"),
+        *attribution_specs(),
+    ]
+
+
+def attribution_specs() -> list[RunSpec]:
+    """Runs of other clients beside ``demo_specs``' kafka-python runs of chaos/kill-follower."""
+    return [
+        RunSpec("nightly-2", "java-skip", 7, ("skip",), client="java 4.4.0", started_at="2025-01-02T00:30:00Z"),
+        RunSpec(
+            "nightly-2",
+            "rdk-clean",
+            8,
+            kafka_version="3.9.1",
+            client="confluent-kafka 2.6.1",
+            started_at="2025-01-02T00:40:00Z",
+        ),
     ]

@@ -313,3 +313,8 @@ def test_html_matrix_has_an_attribution_row_per_column_group() -> None:
     assert "lost-write: attributed to: client kafka-python 3.0.12" in row[1]
     cell = re.search(r"data-check='poll-skip' data-col='1' data-valid='false' title='([^']*)'", html)
     assert cell and cell[1].endswith("attributed to: broker")
+
+
+def test_single_client_group_names_no_undecided_clients() -> None:
+    a = _one([_row(KP, unk=2), _row(KP, "lost-write", ok=1)])
+    assert a["verdict"] == "single-client" and a["undecided"] == []
