@@ -282,6 +282,16 @@ class LibrdkafkaLog:
         self.listener.on_position_change(PositionChange(topic, partition, offset, reason))
 
 
+def _first_or_merged(
+    have: TruncationSignal | Exception | None, found: TruncationSignal | Exception | None
+) -> TruncationSignal | Exception | None:
+    """Several problems in one batch: truncation signals merge (one per partition), else the
+    first one stands."""
+    if isinstance(have, TruncationSignal) and isinstance(found, TruncationSignal):
+        return TruncationSignal({**have.divergent, **found.divergent}, have.error)
+    return have if have is not None else found
+
+
 def consumer_config(settings: ConsumerSettings) -> dict[str, Any]:
     """librdkafka's configuration for ``settings`` (without the logger)."""
     conf: dict[str, Any] = {
@@ -311,6 +321,7 @@ class ConfluentConsumer:
         self.log = LibrdkafkaLog(listener, self.sources)
         self._consumer = ck.Consumer({**consumer_config(settings), "logger": self.log})
         self._pending: dict[TopicPartition, int] | None = None  # assigned, not yet started
+        self._deferred: TruncationSignal | Exception | None = None  # for the next poll
         self._closed = False
 
     def _ctp(self, tp: TopicPartition, offset: int | None = None) -> Any:
@@ -347,17 +358,28 @@ class ConfluentConsumer:
         self.seek(tp, self.ck.OFFSET_BEGINNING)
 
     def poll(self, timeout_ms: int) -> list[PolledRecord] | TruncationSignal:
+        """The records of one ``consume()``. A truncation signal or an error that came after
+        records in the same batch is given by the next poll, so no consumed record goes
+        unrecorded. librdkafka's local, informational errors (a broker disconnected, all brokers
+        down, ...) are not failures of the poll: it recovers on its own."""
+        if self._deferred is not None:
+            deferred, self._deferred = self._deferred, None
+            if isinstance(deferred, TruncationSignal):
+                return deferred
+            raise deferred
         self._start_assignment()
         messages = self._consumer.consume(num_messages=self.settings.max_poll_records, timeout=timeout_ms / 1000)
         records: list[PolledRecord] = []
         last: dict[TopicPartition, int] = {}
+        outcome: TruncationSignal | Exception | None = None
         for msg in messages:
             err = msg.error()
             if err is not None:
-                signal = self._truncation(msg, err)
-                if signal is not None:
-                    return signal  # records before it in this batch are fetched again after the seek
-                raise self.ck.KafkaException(err)
+                found = self._truncation(msg, err)
+                if found is None and not self._informational(err):
+                    found = self.ck.KafkaException(err)
+                outcome = _first_or_merged(outcome, found)
+                continue
             tp = TopicPartition(msg.topic(), msg.partition())
             value = msg.value()
             epoch = msg.leader_epoch()
@@ -374,7 +396,19 @@ class ConfluentConsumer:
             last[tp] = msg.offset()
         for tp, offset in last.items():
             self.sources.forget_below(tp, offset)
+        if outcome is not None:
+            if records:
+                self._deferred = outcome  # after the records, as it happened
+            elif isinstance(outcome, TruncationSignal):
+                return outcome
+            else:
+                raise outcome
         return records
+
+    def _informational(self, err: Any) -> bool:
+        """A local error librdkafka reports and recovers from by itself (negative codes), as
+        opposed to a fatal one or a lost position (``_AUTO_OFFSET_RESET`` with no policy)."""
+        return bool(err.code() < 0 and not err.fatal() and err.code() != self.ck.KafkaError._AUTO_OFFSET_RESET)
 
     def _truncation(self, msg: Any, err: Any) -> TruncationSignal | None:
         """``auto.offset.reset=error``: librdkafka found the log truncated below the position and

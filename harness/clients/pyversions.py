@@ -31,12 +31,18 @@ def version_dir(dist: str, version: str) -> Path:
     return home() / "clients" / dist / version
 
 
+_ENVIRONMENT: dict[str, str | None] = {}  # dist -> version, read before any cache dir joins sys.path
+
+
 def installed_version(dist: str) -> str | None:
-    """The version of ``dist`` installed in the environment, None if it is not installed."""
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    """The version of ``dist`` installed in the environment, None if it is not installed. Read
+    once: a cached version put on ``sys.path`` later would otherwise be found first."""
+    if dist not in _ENVIRONMENT:
+        try:
+            _ENVIRONMENT[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            _ENVIRONMENT[dist] = None
+    return _ENVIRONMENT[dist]
 
 
 def install(dist: str, version: str) -> Path:
@@ -70,10 +76,10 @@ def import_version(module: str, dist: str, version: str | None) -> ModuleType:
     if loaded is not None:
         have = _loaded_from(loaded, dist)
         if have != (wanted or "installed"):
+            loaded_version = installed_version(dist) if have == "installed" else have
             raise UnknownClientError(
                 f"{dist} {version or installed_version(dist)} asked for, but this process already loaded "
-                f"{dist} {'(installed) ' + str(installed_version(dist)) if have == 'installed' else have}: "
-                "one version per process (run the other version in its own run)"
+                f"{dist} {loaded_version}: one version per process (run the other version in its own run)"
             )
         return loaded
     if wanted is not None:
