@@ -202,3 +202,70 @@ def test_close_leaves_no_thread_of_ours() -> None:
     # the purge at close gives the queued send its outcome; with retries a queued message may be
     # the retry of an attempt that was sent, so only ``info`` is honest
     assert [o.outcome for o in outcomes] == [Outcome.INFO]
+
+
+class _Record:
+    """A record as ``consume()`` returns it."""
+
+    def __init__(self, partition: int, offset: int) -> None:
+        self._p, self._o = partition, offset
+
+    def error(self) -> None:
+        return None
+
+    def topic(self) -> str:
+        return "t"
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+    def value(self) -> bytes:
+        return f"v{self._o}".encode()
+
+    def leader_epoch(self) -> int:
+        return 2
+
+
+class _Batches:
+    """``consume()`` answering scripted batches, then nothing."""
+
+    def __init__(self, *batches: list[object]) -> None:
+        self.batches = list(batches)
+
+    def consume(self, num_messages: int, timeout: float) -> list[object]:
+        return self.batches.pop(0) if self.batches else []
+
+    def close(self) -> None:
+        return None
+
+
+def test_no_consumed_record_goes_unrecorded_around_a_truncation() -> None:
+    consumer = ConfluentConsumer(ck, ConsumerSettings(NOWHERE, "c", auto_offset_reset="none"), Changes())
+    real = consumer._consumer
+    try:
+        truncated = KafkaError(
+            KafkaError._AUTO_OFFSET_RESET,
+            "Partition log truncation detected at offset 9 (leader epoch 2): broker end offset is 7 (offset leader epoch 1)",
+        )
+        transport = KafkaError(KafkaError._TRANSPORT, "broker down")
+        consumer._consumer = _Batches(
+            [_Record(0, 8), _ErrorMessage(transport), _ErrorMessage(truncated), _Record(1, 3)],
+            [_ErrorMessage(KafkaError(KafkaError._FATAL, "fenced", fatal=True))],
+        )
+        first = consumer.poll(10)
+        assert isinstance(first, list) and [(r.partition, r.offset, r.value) for r in first] == [
+            (0, 8, "v8"),
+            (1, 3, "v3"),  # after the error in the batch: still recorded
+        ]
+        assert all(r.leader_epoch == 2 and r.replica is None for r in first)
+        second = consumer.poll(10)  # the truncation, after the records, as it happened
+        assert isinstance(second, TruncationSignal) and dict(second.divergent) == {TopicPartition("t", 3): 7}
+        with pytest.raises(ck.KafkaException):
+            consumer.poll(10)  # a fatal error is a failed poll; the transport error was not
+        assert consumer.poll(10) == []
+    finally:
+        consumer._consumer = real
+        consumer.close()
