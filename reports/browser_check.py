@@ -42,6 +42,8 @@ _EXTRACT = """JSON.stringify({
     .map(function(th){return th.textContent;}),
   runs: Array.from(document.querySelectorAll('#runs tbody tr')).map(function(tr){
     return {run: tr.dataset.run, valid: tr.dataset.valid};}),
+  attribution: Array.from(document.querySelectorAll('#matrix-table td.attr[data-attribution]')).map(function(td){
+    return {group: td.dataset.group, verdict: td.dataset.attribution, text: td.textContent};}),
   charts: document.querySelectorAll('svg.chart').length,
   failures: document.querySelectorAll('div.failure').length
 })"""

@@ -2,7 +2,9 @@
 
 It must open from a CI artifact store or an air-gapped laptop, so nothing is fetched: no CDN,
 no fonts, no favicon (a ``data:`` icon stops the browser from asking for /favicon.ico). Every
-text that comes from a history is escaped. Sections: verdict matrix, runs, failures with the
+text that comes from a history is escaped. Sections: verdict matrix (with a row that
+attributes each suite/scenario and Kafka version's violations to the broker or to clients,
+``reports.attribution``), runs, failures with the
 events around each anomaly and the repro command, per-run timelines with fault windows,
 follower fetching, trends across campaigns, versions and configuration. Each run's section
 (under Timelines) also lists its nemesis schedule, the longest consumer stall per consumer and
