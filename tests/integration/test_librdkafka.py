@@ -1,0 +1,58 @@
+"""What the confluent-kafka driver reads from librdkafka's logs, on a real cluster: an
+``auto.offset.reset`` librdkafka applies on its own reaches the listener as a ``reset`` to the
+offset it landed on, before the records it then reads."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from harness.clients import (
+    ConsumerSettings,
+    PolledRecord,
+    PositionChange,
+    PositionReason,
+    ProducerSettings,
+    SendOutcome,
+    TopicPartition,
+    get_driver,
+)
+from harness.cluster import Cluster
+
+
+def test_out_of_range_position_is_reported_as_a_reset(cluster: Cluster) -> None:
+    driver = get_driver("confluent-kafka")
+    topic, count = "ck-reset", 5
+    cluster.create_topic(topic, 1, 3)
+    outcomes: list[SendOutcome] = []
+    producer = driver.producer(ProducerSettings(cluster.bootstrap(), "ck-reset-producer"))
+    try:
+        for i in range(count):
+            producer.send(topic, 0, f"r-{i}", outcomes.append)
+        producer.flush(30)
+    finally:
+        producer.close(10)
+    assert [o.offset for o in outcomes] == list(range(count)), outcomes
+
+    events: list[PositionChange | PolledRecord] = []
+
+    class Listener:
+        def on_position_change(self, change: PositionChange) -> None:
+            events.append(change)
+
+    before = set(threading.enumerate())
+    consumer = driver.consumer(ConsumerSettings(cluster.bootstrap(), "ck-reset-consumer"), Listener())
+    tp = TopicPartition(topic, 0)
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, 1000)  # beyond the end: librdkafka resets to earliest on its own
+        deadline = time.monotonic() + 30
+        while sum(isinstance(e, PolledRecord) for e in events) < count and time.monotonic() < deadline:
+            polled = consumer.poll(200)
+            assert isinstance(polled, list), polled
+            events.extend(polled)
+    finally:
+        consumer.close()
+    assert events[0] == PositionChange(topic, 0, 0, PositionReason.RESET), events
+    assert [e.offset for e in events[1:]] == list(range(count)), events
+    assert set(threading.enumerate()) <= before  # no thread of ours outlives close
