@@ -269,3 +269,18 @@ def test_no_consumed_record_goes_unrecorded_around_a_truncation() -> None:
     finally:
         consumer._consumer = real
         consumer.close()
+
+
+def test_only_the_driver_knows_confluent_kafka() -> None:
+    """Every import and quirk of confluent-kafka stays in its driver module (which imports it by
+    name through ``pyversions``, so a requested version can come first on ``sys.path``)."""
+    root = Path(__file__).resolve().parents[2]
+    offenders = [
+        str(f.relative_to(root))
+        for package in ("harness", "highwater", "faults", "reports", "suites")
+        for f in sorted((root / package).rglob("*.py"))
+        if "import confluent_kafka" in f.read_text(encoding="utf-8")
+        or "from confluent_kafka" in f.read_text(encoding="utf-8")
+    ]
+    assert offenders == []
+    assert '"confluent_kafka"' in (root / "harness/clients/librdkafka.py").read_text(encoding="utf-8")
