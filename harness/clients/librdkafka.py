@@ -52,6 +52,7 @@ from the consumer's queue inside ``consume()``, in order with the records:
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -74,6 +75,8 @@ from .base import (
 from .pyversions import import_version
 
 DIST = "confluent-kafka"
+
+log = logging.getLogger(__name__)
 
 #: broker error codes (names as confluent-kafka's ``KafkaError`` has them) that prove the broker
 #: did not append: each is returned before the write is applied
@@ -257,6 +260,8 @@ class LibrdkafkaLog:
 
     def log(self, level: int, msg: str, *args: Any) -> None:
         line = str(args[-1]) if args else str(msg)
+        if level >= logging.WARNING:  # librdkafka's own warnings (e.g. an offset reset and why)
+            log.warning("librdkafka %s: %s", args[0] if args else "", line)
         self.line(line)
 
     def line(self, line: str) -> None:
