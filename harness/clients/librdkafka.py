@@ -356,8 +356,16 @@ class ConfluentConsumer:
     def seek(self, tp: TopicPartition, offset: int) -> None:
         if self._pending is not None and tp in self._pending:
             self._pending[tp] = offset
-        else:
+            return
+        try:
             self._consumer.seek(self._ctp(tp, offset))
+        except self.ck.KafkaException as exc:
+            if not exc.args or exc.args[0].code() != self.ck.KafkaError._STATE:
+                raise
+            # librdkafka stopped fetching the partition (auto.offset.reset=error after a
+            # truncation or a lost position) and cannot seek it: start it again at the offset
+            self._consumer.incremental_unassign([self._ctp(tp)])
+            self._consumer.incremental_assign([self._ctp(tp, offset)])
 
     def seek_to_beginning(self, tp: TopicPartition) -> None:
         self.seek(tp, self.ck.OFFSET_BEGINNING)
