@@ -41,7 +41,7 @@ from the consumer's queue inside ``consume()``, in order with the records:
   returned offset N``, or ``offset reset ... to cached BEGINNING offset offset N``) is a
   ``RESET`` to N: ``auto.offset.reset`` after an out-of-range error, a missing committed offset,
   and where ``seek_to_beginning`` landed (librdkafka resolves it lazily, as kafka-python does).
-- *KIP-320*: with a reset policy librdkafka (1.9 to 2.x) validates its position after a leader
+- *KIP-320*: with a reset policy librdkafka (KIP-320 since 2.1.0) validates its position after a leader
   change and, when the log diverged below it, seeks to the divergence point itself, silently for
   the application; the only trace is its ``Seek T [p] to offset N (leader epoch E)`` line, with
   E >= 0 (the driver's own seeks carry no epoch). That move is reported as a ``TRUNCATION``
