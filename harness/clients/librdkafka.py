@@ -71,6 +71,7 @@ from .base import (
     SendOutcome,
     TopicPartition,
     TruncationSignal,
+    UnknownClientError,
 )
 from .pyversions import import_version
 
@@ -109,6 +110,20 @@ def error_text(error: Any) -> str:
         return f"{type(error).__name__}: {error}"
 
 
+#: the oldest confluent-kafka the driver supports: Message.leader_epoch() and KIP-320
+OLDEST = (2, 1, 0)
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """``"2.3.0"`` -> ``(2, 3, 0)``; a part that is not a number ends it (``2.3.0rc1`` -> 2.3)."""
+    parts: list[int] = []
+    for part in version.split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)
+
+
 def library_version(ck: ModuleType) -> str:
     """confluent-kafka's version: ``version()`` is a ``(str, int)`` tuple up to 2.x releases
     and a plain string in later ones; ``__version__`` where it exists."""
@@ -120,6 +135,11 @@ class ConfluentKafkaDriver:
     name = DIST
 
     def __init__(self, version: str | None = None) -> None:
+        if version is not None and _release(version) < OLDEST:
+            raise UnknownClientError(
+                f"confluent-kafka {version} is too old: the driver needs {'.'.join(map(str, OLDEST))} or later "
+                "(per-record leader epochs and KIP-320 came with librdkafka 2.1.0)"
+            )
         self.ck: ModuleType = import_version("confluent_kafka", DIST, version)
         self.version: str = library_version(self.ck)
 

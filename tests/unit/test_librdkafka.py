@@ -284,3 +284,9 @@ def test_only_the_driver_knows_confluent_kafka() -> None:
     ]
     assert offenders == []
     assert '"confluent_kafka"' in (root / "harness/clients/librdkafka.py").read_text(encoding="utf-8")
+
+
+def test_a_version_without_leader_epochs_is_refused_in_one_line() -> None:
+    with pytest.raises(UnknownClientError) as err:
+        get_driver("confluent-kafka==1.9.2")  # refused before anything is installed
+    assert "too old" in str(err.value) and "2.1.0" in str(err.value) and "\n" not in str(err.value)
