@@ -1,0 +1,89 @@
+"""Findings re-judged on every client: is a behaviour one library's, or the broker's?
+
+Each test states a promise once and runs it through each client's driver (``harness.clients``),
+so the README's Findings can say "kafka-python only", "shared" or "a broker behaviour" from a
+run rather than from reading code. A client that breaks the promise is a strict xfail naming
+its finding; a client that keeps it passes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from harness.clients import ConsumerSettings, PositionChange, TopicPartition, client_names, get_driver
+from harness.cluster import Cluster
+from harness.lifecycle import accepts_connection
+
+from .kafka_util import produce
+
+pytestmark = pytest.mark.integration
+
+#: client -> the finding it shows for HW-1 (absent: the client keeps the promise)
+HW1_BREAKS = {
+    "kafka-python": "HW-1: kafka-python keeps the preferred replica after failed fetches until metadata_max_age_ms",
+    # librdkafka 2.16: 0 of 200 records in 20 s, the follower's connection refused throughout
+    "confluent-kafka": "HW-1 (shared): librdkafka keeps fetching from the unreachable preferred replica",
+}
+
+
+class _Quiet:
+    def on_position_change(self, change: PositionChange) -> None:
+        return None
+
+
+def _consume(client: str, cluster: Cluster, topic: str, count: int, rack: str, timeout: float) -> int:
+    """Records of partition 0 read from the start through ``rack``'s proxies, with
+    ``client.rack`` set to ``rack`` (KIP-392)."""
+    consumer = get_driver(client).consumer(
+        ConsumerSettings(bootstrap=cluster.bootstrap(rack), client_id=f"hw1-{client}", client_rack=rack), _Quiet()
+    )
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)  # an explicit start: no group coordinator is asked
+        seen = 0
+        deadline = time.monotonic() + timeout
+        errors: list[str] = []
+        while seen < count and time.monotonic() < deadline:
+            try:
+                polled = consumer.poll(500)
+            except Exception as exc:  # noqa: BLE001 - a failed poll is retried, as the workloads do
+                errors.append(f"{type(exc).__name__}: {exc}")
+                continue
+            seen += len(polled) if isinstance(polled, list) else 0
+        if seen < count:
+            print(f"{client}: {seen} of {count} read; poll errors: {errors[:3]}")
+        return seen
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize(
+    "client",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=f"FINDING {HW1_BREAKS[c]}"))
+        if c in HW1_BREAKS
+        else c
+        for c in client_names()
+    ],
+)
+def test_hw1_consumer_cut_off_from_its_preferred_replica_keeps_reading(cluster: Cluster, client: str) -> None:
+    """KIP-392 liveness: a consumer whose rack's in-sync follower is unreachable (only that
+    client link is cut) still reads everything within 20 s: the leader keeps naming the follower
+    (it is in the ISR), so the client must fall back to the leader after failed fetches."""
+    topic = f"hw1-{client}"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    produce(cluster, topic, 200)
+    state = cluster.partition_state(topic, 0)
+    follower = next(r for r in state.replicas if r != state.leader)
+    rack = cluster.rack_of(follower)
+    link = cluster.client_link(rack, follower)
+    cluster.set_links_enabled([link], False)
+    try:
+        assert not accepts_connection(
+            cluster.topo.client_address(rack, cluster.topo.node(follower)), cluster.topo.client_port(rack)
+        )
+        assert _consume(client, cluster, topic, 200, rack, timeout=20) == 200
+    finally:
+        cluster.set_links_enabled([link], True)
