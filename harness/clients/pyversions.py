@@ -89,7 +89,8 @@ def import_version(module: str, dist: str, version: str | None) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise SetupError(f"cannot import {module} ({dist} {version or 'installed'}): {exc}") from exc
+        hint = " (run `make install`: highwater's own version comes with it)" if wanted is None else ""
+        raise SetupError(f"cannot import {module} ({dist} {version or 'installed'}): {exc}{hint}") from exc
 
 
 def _loaded_from(mod: ModuleType, dist: str) -> str:
