@@ -9,11 +9,21 @@ from collections.abc import Callable
 
 from harness.errors import HighwaterError
 
-from . import cli_check, cli_cluster, cli_fault, cli_replay, cli_report, cli_run, cli_setup, cli_sweep
+from . import cli_check, cli_cluster, cli_compose, cli_fault, cli_replay, cli_report, cli_run, cli_setup, cli_sweep
 
 # Each subcommand module has ``register(subparsers)``; imported explicitly, so a missing or
 # broken one fails loudly at import time instead of vanishing from the help.
-SUBCOMMAND_MODULES = (cli_setup, cli_cluster, cli_check, cli_fault, cli_run, cli_sweep, cli_replay, cli_report)
+SUBCOMMAND_MODULES = (
+    cli_setup,
+    cli_cluster,
+    cli_check,
+    cli_fault,
+    cli_run,
+    cli_sweep,
+    cli_replay,
+    cli_report,
+    cli_compose,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

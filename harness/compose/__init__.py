@@ -1,0 +1,1 @@
+"""The Docker Compose backend: images built locally, compose files rendered from ``compose/``."""

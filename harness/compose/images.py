@@ -1,0 +1,178 @@
+"""Local container images for the compose backend, built without any image registry.
+
+Where no registry is reachable (this machine, CI) nothing may pull an image, so the base is made
+from Debian's packages with ``debootstrap`` (same mirror as the host's apt) and ``docker import``ed;
+Kafka's jars (the cached Maven distribution) and Toxiproxy (the cached Go binary) go on top. Every
+step is cached and idempotent: the rootfs tarball lives in ``~/.cache/highwater/images/``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.distribution import ensure_kafka
+from harness.errors import SetupError
+from harness.paths import home
+from harness.toxiproxy import TOXIPROXY_VERSION, ensure_toxiproxy
+
+Progress = Callable[[str], None]
+SUITE = "bookworm"
+BASE_PACKAGES = ("openjdk-17-jre-headless", "ca-certificates")
+BASE_TAG = f"highwater/base:{SUITE}-jre17"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def images_dir() -> Path:
+    return home() / "images"
+
+
+def kafka_image(version: str) -> str:
+    return f"highwater/kafka:{version}"
+
+
+def toxiproxy_image() -> str:
+    return f"highwater/toxiproxy:{TOXIPROXY_VERSION.lstrip('v')}"
+
+
+def apt_mirror(sources: Path = Path("/etc/apt")) -> str:
+    """The Debian mirror this machine's apt uses (the base must come from the same place)."""
+    files = sorted(sources.glob("sources.list.d/*.sources")) + [sources / "sources.list"]
+    for f in files:
+        try:
+            text = f.read_text()
+        except OSError:
+            continue
+        for stanza in text.split("\n\n"):
+            if re.search(rf"^Suites:.*\b{SUITE}\b", stanza, re.M) and "debian-security" not in stanza:
+                m = re.search(r"^URIs:\s*(\S+)", stanza, re.M)
+                if m:
+                    return m.group(1)
+        for line in text.splitlines():
+            m = re.match(rf"^deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+{SUITE}\s", line)
+            if m and "security" not in m.group(1):
+                return m.group(1)
+    return DEFAULT_MIRROR
+
+
+def docker_cli() -> str:
+    exe = shutil.which("docker")
+    if not exe:
+        raise SetupError("docker not found: run `make system-packages` (installs Debian's docker.io)")
+    res = subprocess.run([exe, "version", "--format", "{{.Server.Version}}"], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SetupError("no Docker daemon answers: run `make system-packages` (starts dockerd) as root")
+    return exe
+
+
+def image_exists(tag: str) -> bool:
+    res = subprocess.run([docker_cli(), "image", "inspect", tag], capture_output=True, text=True)
+    return res.returncode == 0
+
+
+def require_image(tag: str) -> None:
+    """One line that says what to run when an image the backend needs is missing."""
+    if not image_exists(tag):
+        raise SetupError(f"image {tag} is missing: run `highwater images build` (or pass --image)")
+
+
+def _run(cmd: list[str], what: str, **kw: object) -> None:
+    res = subprocess.run(cmd, capture_output=True, text=True, **kw)  # type: ignore[call-overload]
+    if res.returncode != 0:
+        raise SetupError(f"{what} failed: {(res.stderr or res.stdout).strip()[-400:]}")
+
+
+def base_rootfs(progress: Progress = _quiet) -> Path:
+    """The debootstrapped Debian rootfs with a JRE, as a cached tarball (built once)."""
+    tarball = images_dir() / f"rootfs-{SUITE}-jre17.tar"
+    if tarball.is_file():
+        return tarball
+    debootstrap = shutil.which("debootstrap") or "/usr/sbin/debootstrap"
+    if not Path(debootstrap).exists():
+        raise SetupError("debootstrap not found: run `make system-packages`")
+    images_dir().mkdir(parents=True, exist_ok=True)
+    mirror = apt_mirror()
+    progress(f"debootstrap --variant=minbase {SUITE} with {', '.join(BASE_PACKAGES)} from {mirror} (minutes)")
+    with tempfile.TemporaryDirectory(dir=images_dir()) as tmp:
+        root = Path(tmp) / "rootfs"
+        _run(
+            [debootstrap, "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", SUITE, str(root), mirror],
+            "debootstrap",
+            timeout=3600,
+        )
+        for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for f in (root / cache).glob("*"):
+                if f.is_file():
+                    f.unlink()
+        partial = tarball.with_suffix(".tar.partial")
+        _run(["tar", "-C", str(root), "-cf", str(partial), "."], "tar of the rootfs")
+        partial.rename(tarball)
+    progress(f"base rootfs cached: {tarball} ({tarball.stat().st_size // 2**20} MiB)")
+    return tarball
+
+
+def ensure_base(progress: Progress = _quiet) -> str:
+    if image_exists(BASE_TAG):
+        return BASE_TAG
+    tarball = base_rootfs(progress)
+    progress(f"docker import {tarball.name} as {BASE_TAG}")
+    with tarball.open("rb") as f:
+        _run([docker_cli(), "import", "-", BASE_TAG], "docker import", stdin=f)
+    return BASE_TAG
+
+
+KAFKA_DOCKERFILE = """FROM {base}
+COPY libs/ /opt/kafka/libs/
+ENV KAFKA_CLASSPATH=/opt/kafka/libs/*
+LABEL highwater.image=kafka highwater.kafka.version={version}
+"""
+
+TOXIPROXY_DOCKERFILE = """FROM {base}
+COPY toxiproxy-server /usr/local/bin/toxiproxy-server
+LABEL highwater.image=toxiproxy highwater.toxiproxy.version={version}
+ENTRYPOINT ["/usr/local/bin/toxiproxy-server"]
+"""
+
+
+def _build(tag: str, dockerfile: str, context: dict[str, Path], progress: Progress) -> None:
+    progress(f"docker build {tag}")
+    with tempfile.TemporaryDirectory(dir=images_dir()) as tmp:
+        ctx = Path(tmp)
+        for name, src in context.items():
+            if src.is_dir():
+                shutil.copytree(src, ctx / name, symlinks=False)
+            else:
+                shutil.copy2(src, ctx / name)
+        (ctx / "Dockerfile").write_text(dockerfile)
+        _run([docker_cli(), "build", "-q", "-t", tag, str(ctx)], f"docker build {tag}", timeout=1800)
+
+
+def build_images(kafka_version: str, progress: Progress = _quiet, force: bool = False) -> list[str]:
+    """Build (or find) ``highwater/kafka:<version>`` and ``highwater/toxiproxy:<version>``."""
+    images_dir().mkdir(parents=True, exist_ok=True)
+    docker_cli()
+    built = []
+    kafka_tag = kafka_image(kafka_version)
+    if force or not image_exists(kafka_tag):
+        dist = ensure_kafka(kafka_version, progress)
+        base = ensure_base(progress)
+        _build(kafka_tag, KAFKA_DOCKERFILE.format(base=base, version=kafka_version), {"libs": dist.libs}, progress)
+    progress(f"{kafka_tag} ready")
+    built.append(kafka_tag)
+    proxy_tag = toxiproxy_image()
+    if force or not image_exists(proxy_tag):
+        binary = ensure_toxiproxy(progress)
+        base = ensure_base(progress)
+        dockerfile = TOXIPROXY_DOCKERFILE.format(base=base, version=TOXIPROXY_VERSION)
+        _build(proxy_tag, dockerfile, {"toxiproxy-server": binary}, progress)
+    progress(f"{proxy_tag} ready")
+    built.append(proxy_tag)
+    return built

@@ -1,0 +1,75 @@
+"""``highwater images build`` and ``highwater compose render``: the compose backend's setup."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from harness.cluster import kraft_cluster_id
+from harness.compose.images import build_images, kafka_image, toxiproxy_image
+from harness.compose.render import RenderInput, render
+from harness.config import ClusterSpec, effective_client_racks
+from harness.distribution import default_version
+from harness.topology import Ports
+from highwater.console import progress
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    images = sub.add_parser("images", help="container images for the compose backend")
+    isub = images.add_subparsers(dest="images_command", metavar="ACTION", required=True)
+    b = isub.add_parser("build", help="build highwater/kafka and highwater/toxiproxy locally (no registry)")
+    b.add_argument("--kafka-version", metavar="V", help="Kafka version (default: the newest stable release)")
+    b.add_argument("--force", action="store_true", help="rebuild even when the images exist")
+    b.set_defaults(func=run_build)
+
+    compose = sub.add_parser("compose", help="docker-compose files for a highwater cluster")
+    csub = compose.add_subparsers(dest="compose_command", metavar="ACTION", required=True)
+    r = csub.add_parser("render", help="write a docker-compose.yml (host networking, one proxy per link)")
+    r.add_argument("--brokers", type=int, default=3)
+    r.add_argument("--racks", type=int, default=3)
+    r.add_argument("--controllers", type=int, default=0)
+    r.add_argument("--kafka-version", metavar="V", default=None)
+    r.add_argument("--image", metavar="IMAGE", help="broker image (default: highwater/kafka:<version>)")
+    r.add_argument("--toxiproxy-image", metavar="IMAGE", help="default: highwater/toxiproxy:<version>")
+    r.add_argument("--slot", type=int, default=40, help="address slot: nodes live on 127.(100+slot).x.y")
+    r.add_argument("--base-port", type=int, default=19092)
+    r.add_argument("--name", default="hw-compose", help="cluster id: compose project and label value")
+    r.add_argument("-o", "--output", required=True, type=Path)
+    r.set_defaults(func=run_render)
+
+
+def run_build(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    version = args.kafka_version or default_version(progress)
+    for tag in build_images(version, progress, force=args.force):
+        print(tag)
+    progress(f"images ready in {time.monotonic() - started:.0f} s")
+    return 0
+
+
+def run_render(args: argparse.Namespace) -> int:
+    spec = ClusterSpec(
+        brokers=args.brokers, racks=args.racks, controllers=args.controllers, kafka_version=args.kafka_version
+    )
+    version = args.kafka_version or default_version(progress)
+    spec = ClusterSpec(**{**spec.__dict__, "kafka_version": version})
+    n_clients = len(effective_client_racks(spec))
+    b = args.base_port
+    ports = Ports(b, b + 1, tuple(range(b + 2, b + 2 + n_clients)), b + 2 + n_clients)
+    text = render(
+        RenderInput(
+            spec=spec,
+            cluster_id=args.name,
+            kraft_cluster_id=kraft_cluster_id(),
+            kafka_image=args.image or kafka_image(version),
+            toxiproxy_image=args.toxiproxy_image or toxiproxy_image(),
+            slot=args.slot,
+            ports=ports,
+        )
+    )
+    args.output.write_text(text)
+    progress(
+        f"wrote {args.output}: {spec.brokers} brokers, {spec.racks} racks; start it with docker-compose -f {args.output} up"
+    )
+    return 0
