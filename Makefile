@@ -23,6 +23,21 @@ system-packages:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null ) \
 	    || echo "== highwater: chromium not installed; the browser test will be skipped"; }
+	@# The compose backend: Debian's docker engine, debootstrap (local images, no registry) and
+	@# docker-compose (the rendered file is validated with it); dockerd is started, detached, when
+	@# no daemon answers (bridge and iptables off: containers use host networking on 127.x).
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	missing=; for p in docker:docker.io debootstrap:debootstrap docker-compose:docker-compose; do \
+	  command -v $${p%%:*} >/dev/null 2>&1 || [ -x /usr/sbin/$${p%%:*} ] || missing="$$missing $${p#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "== highwater: installing Debian's$$missing (compose backend)"; \
+	  ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null ) \
+	    || echo "== highwater:$$missing not installed; the compose tests will be skipped"; fi; \
+	if command -v dockerd >/dev/null 2>&1 && ! docker version >/dev/null 2>&1; then \
+	  echo "== highwater: starting dockerd (log: /tmp/highwater-dockerd.log)"; \
+	  $$SUDO setsid dockerd --bridge=none --iptables=false --ip6tables=false </dev/null >/tmp/highwater-dockerd.log 2>&1 & \
+	  for i in $$(seq 1 60); do docker version >/dev/null 2>&1 && break; sleep 0.5; done; \
+	  docker version >/dev/null 2>&1 || echo "== highwater: dockerd did not start; the compose tests will be skipped"; fi
 
 # Python packages, then the Kafka distribution and the Toxiproxy server (cached, idempotent).
 install: $(STAMP) system-packages
