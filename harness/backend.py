@@ -281,3 +281,18 @@ register_backend(
         _attach_local,
     )
 )
+
+
+def _start_compose(spec: ClusterSpec, progress: Progress | None) -> ClusterBackend:
+    from .compose.backend import start_compose  # imports the docker SDK: only when asked for
+
+    return start_compose(spec, progress)
+
+
+register_backend(
+    BackendEntry(
+        "compose",
+        "the same model in containers (docker SDK, host networking on 127.x, a Toxiproxy container)",
+        _start_compose,
+    )
+)

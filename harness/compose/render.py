@@ -10,7 +10,6 @@ per client rack. Scalars are written as JSON strings, which YAML reads verbatim.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
@@ -18,11 +17,10 @@ from string import Template
 from harness.config import ClusterSpec, effective_client_racks, properties_text, render_properties
 from harness.topology import Node, Ports, Topology
 
+from .reaping import LABEL_CLUSTER, LABEL_NODE, LABEL_OWNER, USER_OWNED
+
 TEMPLATES = Path(__file__).resolve().parents[2] / "compose"
 DATA_DIR = "/var/lib/kafka/data"
-LABEL_CLUSTER = "highwater.cluster"
-LABEL_OWNER = "highwater.owner-pid"
-LABEL_NODE = "highwater.node"
 
 
 @dataclass(frozen=True)
@@ -34,7 +32,7 @@ class RenderInput:
     toxiproxy_image: str
     slot: int
     ports: Ports
-    owner_pid: int = 0  # 0: the current process
+    owner_pid: int = 0  # 0: owned by the user who starts the file, never reaped
 
 
 def _template(name: str) -> Template:
@@ -58,7 +56,8 @@ def topology_for(spec: ClusterSpec, slot: int, ports: Ports) -> Topology:
 
 
 def labels(inp: RenderInput, node: str) -> dict[str, str]:
-    return {LABEL_CLUSTER: inp.cluster_id, LABEL_OWNER: str(inp.owner_pid or os.getpid()), LABEL_NODE: node}
+    """A file rendered for a user is owned by no process of ours (``user``): never reaped."""
+    return {LABEL_CLUSTER: inp.cluster_id, LABEL_OWNER: str(inp.owner_pid or USER_OWNED), LABEL_NODE: node}
 
 
 def _labels_block(values: dict[str, str]) -> str:
@@ -92,7 +91,7 @@ def render(inp: RenderInput) -> str:
             proxies_json=_q(json.dumps(proxies_config(topo))),
             command=_q(
                 'printf "%s" "$HW_PROXIES" > /tmp/proxies.json && exec /usr/local/bin/toxiproxy-server '
-                f"-host {topo.toxiproxy_host} -port {topo.ports.toxiproxy_api} -config /tmp/proxies.json"
+                f"-host {topo.toxiproxy_host} -port {topo.ports.toxiproxy_api} -proxy-metrics -config /tmp/proxies.json"
             ),
         )
     ]
@@ -102,11 +101,20 @@ def render(inp: RenderInput) -> str:
     return _template("docker-compose.yml.tmpl").substitute(cluster_id=inp.cluster_id, services="\n".join(services))
 
 
+def extra_hosts(topo: Topology, node: Node) -> dict[str, str]:
+    """Name -> address in ``node``'s container: itself at home, every peer at the proxy self -> peer."""
+    hosts = {node.name: topo.home(node)}
+    hosts.update({peer.name: topo.link_address(node, peer) for peer in topo.nodes if peer is not node})
+    return hosts
+
+
+def node_properties(spec: ClusterSpec, topo: Topology, node: Node) -> str:
+    return properties_text(render_properties(spec, topo, node, DATA_DIR, spec.kafka_version))
+
+
 def _broker(inp: RenderInput, topo: Topology, node: Node, version: str | None) -> str:
     props = render_properties(inp.spec, topo, node, DATA_DIR, version)
-    hosts = [f'      - "{node.name}:{topo.home(node)}"'] + [
-        f'      - "{peer.name}:{topo.link_address(node, peer)}"' for peer in topo.nodes if peer is not node
-    ]
+    hosts = [f'      - "{name}:{addr}"' for name, addr in extra_hosts(topo, node).items()]
     return _template("broker.yml.tmpl").substitute(
         name=node.name,
         image=inp.kafka_image,

@@ -1,0 +1,262 @@
+"""The compose backend: the local backend's model (same topology, broker properties, one
+Toxiproxy proxy per directed link) with every node and the proxy in a container, driven through
+the docker SDK. Containers use host networking, each node on its own 127.x address, with
+``extra_hosts`` pointing every peer name at the proxy for that directed link.
+
+Everything that is not about processes (slots, ports, observers, topics, links, byte counters)
+is :class:`harness.cluster.Cluster`'s own code; this class replaces how nodes and the proxy are
+started, faulted, logged and removed. Process faults go through the engine: ``kill`` (SIGKILL),
+``stop`` (SIGTERM, then kill), ``pause``/``resume`` (the cgroup freezer) and ``restart`` (the
+container keeps its filesystem, so the data survives).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.backend import NodeState
+from harness.cluster import Cluster, check_spec, kraft_cluster_id
+from harness.config import ClusterSpec
+from harness.distribution import KafkaDistribution, default_version
+from harness.errors import ClusterError, SetupError
+from harness.lifecycle import acquire_slot, reap_stale
+from harness.paths import clusters_dir
+from harness.procs import OwnerLock, ProcessRegistry
+from harness.topology import Node
+from harness.toxiproxy import ToxiproxyAPI
+from harness.waiting import wait_until
+
+from .images import kafka_image, require_image, toxiproxy_image
+from .reaping import owner_labels, reap_dead_owners, remove_cluster
+from .render import broker_command, extra_hosts, node_properties
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+STOP_GRACE_S = 20
+
+
+def docker_client() -> Any:
+    """The engine's client, or one line saying what to run."""
+    try:
+        import docker  # type: ignore[import-untyped]
+    except ImportError:
+        raise SetupError("the docker Python package is missing: run `make install`") from None
+    try:
+        client = docker.from_env(timeout=60)
+        client.ping()
+    except Exception:  # noqa: BLE001 - any failure here means "no daemon answers"
+        raise SetupError("no Docker daemon answers: run `make system-packages` (starts dockerd) as root") from None
+    return client
+
+
+class ContainerNode:
+    """One node's container; implements :class:`harness.backend.ControlledNode`."""
+
+    def __init__(self, node: Node, container: Any) -> None:
+        self.node = node
+        self._c = container
+        self.state = NodeState.NEW
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def node_id(self) -> int:
+        return self.node.node_id
+
+    @property
+    def pid(self) -> int | None:
+        self._c.reload()
+        return int(self._c.attrs["State"]["Pid"]) or None
+
+    def is_alive(self) -> bool:
+        self._c.reload()
+        return bool(self._c.status in ("running", "paused"))
+
+    def start(self) -> None:
+        if self.state in (NodeState.RUNNING, NodeState.PAUSED):
+            raise ClusterError(f"{self.name} is already {self.state.value}")
+        self._c.start()
+        self.state = NodeState.RUNNING
+
+    def stop(self) -> None:
+        """SIGTERM (controlled shutdown), SIGKILL by the engine after the grace period."""
+        if self.state == NodeState.PAUSED:
+            self.resume()
+        self._c.stop(timeout=STOP_GRACE_S)
+        self.state = NodeState.STOPPED
+
+    def kill(self) -> None:
+        if self.state == NodeState.PAUSED:
+            self._c.unpause()  # a frozen cgroup takes the SIGKILL only once thawed
+        if self.is_alive():
+            self._c.kill()
+        wait_until(lambda: not self.is_alive(), 30, f"{self.name}'s container exits")
+        self.state = NodeState.STOPPED
+
+    def pause(self) -> None:
+        self._c.pause()
+        self.state = NodeState.PAUSED
+
+    def resume(self) -> None:
+        self._c.unpause()
+        self.state = NodeState.RUNNING
+
+    def restart(self, clean: bool = True) -> None:
+        if clean:
+            self.stop()
+        else:
+            self.kill()
+        self.start()
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return bytes(self._c.logs(tail=lines)).decode(errors="replace")
+        except Exception:  # noqa: BLE001 - a log tail is best effort inside an error message
+            return ""
+
+    def write_log(self, dest: Path) -> None:
+        dest.write_bytes(self._c.logs())
+
+
+class ComposeCluster(Cluster):
+    """The compose backend (registered as ``compose``)."""
+
+    backend_name = "compose"
+
+    def __init__(
+        self, spec: ClusterSpec | None = None, progress: Progress | None = None, image: str | None = None
+    ) -> None:
+        super().__init__(spec, progress)
+        self._image = image
+        self._docker: Any = None
+        self._proxy: Any = None
+        self.cluster_id = ""
+
+    def _start(self, timeout: float) -> None:
+        spec = self.spec
+        check_spec(spec)
+        client = self._docker = docker_client()
+        for name in reap_dead_owners(client):
+            self._progress(f"reaped container {name} of a dead owner")
+        for reaped in reap_stale():
+            self._progress(f"reaped a killed run's cluster {reaped.cluster_dir.name}")
+        version = spec.kafka_version or default_version(self._progress)
+        broker_image = self._image or kafka_image(version)
+        for tag in (broker_image, toxiproxy_image()):
+            require_image(tag)
+        self.kafka = KafkaDistribution(version, Path("/opt/kafka/libs"))  # inside the image
+        self.spec = spec = ClusterSpec(**{**spec.__dict__, "kafka_version": version})
+
+        slot, self._slot_lock = acquire_slot()
+        self.cluster_id = f"{spec.name}-{slot}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        cdir = self.dir = clusters_dir() / self.cluster_id
+        cdir.mkdir(parents=True)
+        self._owner_lock = OwnerLock(cdir / "owner.lock")
+        if not self._owner_lock.try_acquire():
+            raise ClusterError(f"cannot lock new cluster dir {cdir}")
+        self._registry = ProcessRegistry(cdir / "processes.json")  # stays empty: no host processes
+        topo = self.topology = self._plan(slot)
+
+        self._progress(f"starting the Toxiproxy container on {topo.toxiproxy_host}:{topo.ports.toxiproxy_api}")
+        self._proxy = client.containers.run(
+            toxiproxy_image(),
+            ["-host", topo.toxiproxy_host, "-port", str(topo.ports.toxiproxy_api), "-proxy-metrics"],
+            name=f"{self.cluster_id}-toxiproxy",
+            labels=owner_labels(self.cluster_id, "toxiproxy"),
+            network_mode="host",
+            detach=True,
+        )
+        api = self.toxiproxy = ToxiproxyAPI(topo.toxiproxy_host, topo.ports.toxiproxy_api)
+        wait_until(lambda: self._toxiproxy_alive() and api.version(), 30, "the Toxiproxy container answers")
+        api.populate(
+            [
+                {"name": p.link.proxy_name, "listen": p.listen, "upstream": p.upstream, "enabled": True}
+                for p in topo.proxies()
+            ]
+        )
+        kraft_id = kraft_cluster_id()
+        self._progress(f"starting {len(topo.nodes)} node containers ({broker_image})")
+        nodes: dict[int, ContainerNode] = {}
+        for n in topo.nodes:
+            container = client.containers.create(
+                broker_image,
+                ["/bin/sh", "-c", broker_command(spec)],
+                entrypoint=[],
+                name=f"{self.cluster_id}-{n.name}",
+                labels=owner_labels(self.cluster_id, n.name),
+                network_mode="host",
+                extra_hosts=extra_hosts(topo, n),
+                environment={"HW_PROPERTIES": node_properties(spec, topo, n), "HW_CLUSTER_ID": kraft_id},
+            )
+            nodes[n.node_id] = ContainerNode(n, container)
+        self.nodes = nodes  # type: ignore[assignment]  # ContainerNode is a ControlledNode too
+        for node in nodes.values():
+            node.start()
+        (cdir / "cluster.json").write_text(f'{{"backend": "compose", "cluster_id": "{self.cluster_id}"}}\n')
+        self.wait_for_brokers(timeout)
+
+    def _toxiproxy_alive(self) -> bool:
+        self._proxy.reload()
+        if self._proxy.status != "running":
+            tail = bytes(self._proxy.logs(tail=10)).decode(errors="replace")
+            raise ClusterError(f"the Toxiproxy container exited:\n{tail}")
+        return True
+
+    def collect_logs(self, dest: Path) -> Path:
+        """Every container's log (``docker logs``) and the node's properties, into ``dest``."""
+        dest.mkdir(parents=True, exist_ok=True)
+        for node in self.nodes.values():
+            assert isinstance(node, ContainerNode)
+            nd = dest / node.name
+            nd.mkdir(exist_ok=True)
+            node.write_log(nd / "node.log")
+            if self.topology is not None:
+                (nd / "server.properties").write_text(node_properties(self.spec, self.topology, node.node))
+        if self._proxy is not None:
+            (dest / "toxiproxy.log").write_bytes(self._proxy.logs())
+        return dest
+
+    def stop(self, collect_logs_to: Path | None = None, keep_dir: bool = False) -> None:
+        """Logs first (containers still exist), then every container of the cluster, then the rest."""
+        if collect_logs_to is not None and self._docker is not None:
+            try:
+                self.collect_logs(collect_logs_to)
+            except Exception as exc:  # noqa: BLE001 - teardown goes on
+                log.error("collecting container logs failed: %s", exc)
+        if self._docker is not None and self.cluster_id:
+            try:
+                remove_cluster(self._docker, self.cluster_id)
+            except Exception as exc:  # noqa: BLE001 - the next start reaps what is left
+                log.error("removing the containers of %s failed: %s", self.cluster_id, exc)
+        self.nodes = {}
+        self._proxy = None
+        super().stop(collect_logs_to=None, keep_dir=keep_dir)
+
+
+def start_compose(spec: ClusterSpec, progress: Progress | None, image: str | None = None) -> ComposeCluster:
+    t0 = time.monotonic()
+    cluster = ComposeCluster(spec, progress, image=image or os.environ.get("HIGHWATER_COMPOSE_IMAGE"))
+    cluster.start()
+    log.info("compose cluster up in %.1f s", time.monotonic() - t0)
+    return cluster
+
+
+def docker_available() -> str | None:
+    """None when a daemon answers, else the reason (for a one-line pytest skip)."""
+    if shutil.which("docker") is None:
+        return "docker is not installed (make system-packages installs Debian's docker.io)"
+    try:
+        docker_client()
+    except SetupError as exc:
+        return str(exc)
+    return None
