@@ -296,3 +296,18 @@ register_backend(
         _start_compose,
     )
 )
+
+
+def _start_external(spec: ClusterSpec, progress: Progress | None) -> ClusterBackend:
+    from .external import connect  # external.py imports this module
+
+    return connect(spec, progress)
+
+
+register_backend(
+    BackendEntry(
+        "external",
+        "a cluster highwater did not start, described by --cluster-file (docs/external-clusters.md)",
+        _start_external,
+    )
+)
