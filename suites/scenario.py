@@ -208,6 +208,39 @@ SLOW_FOLLOWER = (
 )
 _DURABILITY = ("lost-write", "uncommitted-read", "poll-skip", "inconsistent-offsets")
 
+#: the sweep scenario set (``suites/sweep``): short scenarios, one replication rule each
+SWEEP_PLANS = (
+    Plan(
+        "sweep",
+        "follower-stop",
+        (Step(3, "stop --target broker:{follower}", KIP392_FAULT_SECONDS),),
+        ("lost-write", "poll-skip", "progress"),
+        what="a follower shut down cleanly and restarted: no acknowledged write lost, consumers keep up",
+    ),
+    Plan(
+        "sweep",
+        "leader-stop",
+        (Step(3, "stop --target leader:{topic}/0", LEADER_FAULT_SECONDS),),
+        (*_DURABILITY, "progress"),
+        what="the leader shut down cleanly (controlled shutdown moves leadership first): no loss, consumers keep up",
+    ),
+    Plan(
+        "sweep",
+        "follower-cut-hw",
+        (Step(3, "cut --target broker:{follower} --listener replication", KIP392_FAULT_SECONDS),),
+        ("hw-regression", "lost-write", "uncommitted-read"),
+        observe_interval=0.2,
+        what="a follower's replication cut and healed: it catches up and the HW never goes backwards",
+    ),
+    Plan(
+        "sweep",
+        "follower-pause",
+        (Step(3, "pause --target broker:{follower}", PAUSE_SECONDS),),
+        ("lost-write", "poll-skip", "progress"),
+        what="a follower frozen (SIGSTOP) and resumed: no loss, consumers keep up",
+    ),
+)
+
 PLANS: dict[str, Plan] = {
     p.key: p
     for p in [
@@ -293,6 +326,7 @@ PLANS: dict[str, Plan] = {
             "unclean-elect F1 (heal its cut); at least 4 s (and 20 s since the kills); restart L and F2 "
             "(the steps are held until conditions, at least this long)",
         ),
+        *SWEEP_PLANS,
     ]
 }
 

@@ -19,6 +19,7 @@ from harness.checks.verdict import Verdict
 from suites.conformance import test_durability, test_kafka4485, test_kip207, test_kip320
 from suites.conformance import test_kip392_fetching as kip392
 from suites.scenario import KIP392_FAULTS, PLANS
+from suites.sweep import test_replication_rules as sweep
 from tests.data.scenario_histories import TOPIC, Generated, generate
 from tests.synth.histories import HistoryBuilder
 
@@ -402,6 +403,7 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         "kip-207/leader-kills",
         *(f"durability/{s}" for s in test_durability.SCENARIOS),
         "kip-320/unclean-truncation",
+        *(f"sweep/{s}" for s in sweep.SCENARIOS),
     }
     assert covered == set(PLANS)
 
@@ -447,3 +449,42 @@ def test_kip392_probe_twins(case: int, clean: dict[str, Any], twin: dict[str, An
     with pytest.raises(AssertionError):
         probes._check(kept, probe_answer(**{**clean, **twin}), f"case {case} twin", **expected)
     assert [p["ok"] for p in kept] == [True, False]
+
+
+# -- the sweep scenario set ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "scenario, mutate, check",
+    [
+        ("follower-stop", write_lost, "lost-write"),
+        ("follower-stop", skips, "poll-skip"),
+        ("leader-stop", write_lost, "lost-write"),
+        ("leader-stop", read_above_hw, "uncommitted-read"),
+        ("leader-stop", skips, "poll-skip"),
+        ("follower-cut-hw", hw_goes_back, "hw-regression"),
+        ("follower-cut-hw", write_lost, "lost-write"),
+        ("follower-pause", write_lost, "lost-write"),
+        ("follower-pause", skips, "poll-skip"),
+    ],
+)
+def test_sweep_safety_twins(scenario: str, mutate: Callable[[Events], Events], check: str) -> None:
+    """Each sweep scenario's clean history passes its assertions; the twin that loses an
+    acknowledged write, reads above the HW, skips, or moves the HW back fails them."""
+    g = generate(PLANS[f"sweep/{scenario}"], partitions=3)
+    sweep.ASSERTIONS[scenario](verdicts_of(g.header, g.events))
+    msg = fails(lambda: sweep.ASSERTIONS[scenario](verdicts_of(g.header, mutate(g.events))))
+    assert f"{check}: False" in msg
+
+
+@pytest.mark.parametrize(
+    "scenario, consumer, replica",
+    [("follower-stop", "consumer-1", 2), ("leader-stop", "consumer-0", 1), ("follower-pause", "consumer-1", 2)],
+)
+def test_sweep_progress_twins(scenario: str, consumer: str, replica: int) -> None:
+    """The consumer of the stopped or frozen broker's rack gets nothing for the whole fault:
+    progress (a must-hold of these scenarios) says no."""
+    g = generate(PLANS[f"sweep/{scenario}"], partitions=3)
+    twin = verdicts_of(g.header, never_moves(g.events, consumer, replica=replica))
+    msg = fails(lambda: sweep.ASSERTIONS[scenario](twin))
+    assert "progress: False" in msg

@@ -1,0 +1,73 @@
+"""Kafka's replication rules, one promise per scenario, for sweeps and bisects
+(``highwater sweep`` names each test; ``highwater bisect`` narrows a failing one to a release).
+
+Each scenario is a plan in ``suites.scenario.SWEEP_PLANS`` with acks=all and
+min.insync.replicas=2; its promise, and where it comes from, is in docs/sweeps.md ("Scenario
+set"). Each assertion function is pure (verdicts in, AssertionError out), so
+``tests/unit/test_broken_twins.py`` feeds it a clean generated history and a broken twin.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.checks.verdict import Verdict
+from suites.scenario import PLANS, SWEEP_PLANS, assert_verdicts, check_verdicts, run_plan
+
+SCENARIOS = [p.scenario for p in SWEEP_PLANS]
+
+
+def assert_follower_stop(verdicts: list[Verdict]) -> None:
+    """A cleanly stopped follower only shrinks the ISR: every acknowledged write survives, no
+    consumer skips an offset, and every consumer keeps progressing (moving off the stopped
+    replica within the bound)."""
+    check_verdicts(verdicts, PLANS["sweep/follower-stop"].must_hold)
+
+
+def assert_leader_stop(verdicts: list[Verdict]) -> None:
+    """A controlled shutdown of the leader moves leadership to an in-sync follower first: no
+    acknowledged write lost, no uncommitted read, no skip, consumers keep progressing."""
+    check_verdicts(verdicts, PLANS["sweep/leader-stop"].must_hold)
+
+
+def assert_follower_cut_hw(verdicts: list[Verdict]) -> None:
+    """A follower cut off from replication leaves the ISR and catches up after the heal; the
+    leader's high watermark (observed five times a second) never goes backwards."""
+    check_verdicts(verdicts, PLANS["sweep/follower-cut-hw"].must_hold)
+    hw = next(v for v in verdicts if v.check == "hw-regression")
+    assert hw.counts["observation_pairs"] >= 50, "too few HW observations to judge"
+
+
+def assert_follower_pause(verdicts: list[Verdict]) -> None:
+    """A frozen follower (requests hang, no connection closes) is dropped from the ISR by the
+    leader's lag timer: no acknowledged write lost, no skip, consumers keep progressing."""
+    check_verdicts(verdicts, PLANS["sweep/follower-pause"].must_hold)
+
+
+ASSERTIONS = {
+    "follower-stop": assert_follower_stop,
+    "leader-stop": assert_leader_stop,
+    "follower-cut-hw": assert_follower_cut_hw,
+    "follower-pause": assert_follower_pause,
+}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_replication_rule(cluster, profile, campaign, results_root, repro, scenario) -> None:  # type: ignore[no-untyped-def]
+    plan = PLANS[f"sweep/{scenario}"]
+    result = run_plan(
+        cluster,
+        plan,
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        acks="all",
+        min_insync_replicas=2,
+        topic=f"sw-{scenario}",
+    )
+    assert_verdicts(result, must_hold=plan.must_hold)
+    try:
+        ASSERTIONS[scenario](result.verdicts)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n(results: {result.dir}; repro: {repro})") from None
