@@ -28,16 +28,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         "brokers, minority[:seed], bridge[:seed], rack:<rack>, clients:<rack>.",
     )
     ap.add_argument("--name", default="manual", help="the cluster (as given to 'cluster up')")
+    ap.add_argument("--cluster-file", default=None, help="an external cluster (docs/external-clusters.md) instead")
     ap.add_argument("words", nargs=argparse.REMAINDER, help="KIND --target SEL [--peer SEL] [...]")
     ap.set_defaults(func=cmd_apply)
     hp = fsub.add_parser("heal", help="heal every fault: proxies reset, paused/stopped nodes back")
     hp.add_argument("--name", default="manual")
+    hp.add_argument("--cluster-file", default=None, help="an external cluster (docs/external-clusters.md) instead")
     hp.set_defaults(func=cmd_heal)
 
 
-def _attach(name: str) -> ClusterBackend:
+def _attach(name: str, cluster_file: str | None = None) -> ClusterBackend:
     """A handle on the cluster ``highwater cluster up --name NAME`` keeps up, through the backend
-    that started it; nodes it restarts outlive this command."""
+    that started it; nodes it restarts outlive this command. With ``cluster_file``: the external
+    cluster it describes (only what the file grants can be applied)."""
+    if cluster_file is not None:
+        from harness.config import ClusterSpec
+        from harness.external import connect
+
+        return connect(ClusterSpec(brokers=1, racks=1), None, Path(cluster_file))
     from highwater.cli_cluster import _read_state, _supervisor_alive
 
     state = _read_state(name)
@@ -54,7 +62,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from faults.spec import parse_command
 
     command = parse_command(args.words)  # bad input fails before touching the cluster
-    cluster = _attach(args.name)
+    cluster = _attach(args.name, args.cluster_file)
     try:
         nemesis = Injector(cluster)
         fault = nemesis.apply(command.spec)
@@ -78,7 +86,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 def cmd_heal(args: argparse.Namespace) -> int:
     from faults.inject import Injector
 
-    cluster = _attach(args.name)
+    cluster = _attach(args.name, args.cluster_file)
     try:
         Injector(cluster).heal_all()
         print("healed: every proxy enabled without toxics, every node running")

@@ -43,6 +43,9 @@ def _common(p: argparse.ArgumentParser) -> None:
         help=f"where the clusters run (default: {DEFAULT_BACKEND}; see harness.backend)",
     )
     p.add_argument(
+        "--cluster-file", default=None, help="with --backend external: the cluster file (docs/external-clusters.md)"
+    )
+    p.add_argument(
         "--client",
         default=DEFAULT_CLIENT,
         help=f"the client(s) under test, comma-separated, each NAME[==VERSION] or NAME:VERSION "
@@ -88,6 +91,11 @@ def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
     ]
     if args.seed is not None:
         argv += ["--seed", str(args.seed)]
+    if args.cluster_file is not None:
+        from harness.external import load_cluster_file
+
+        load_cluster_file(args.cluster_file)  # a malformed file fails here, in one line
+        argv += ["--cluster-file", str(Path(args.cluster_file).resolve())]
     for v in args.kafka_version or []:
         argv += ["--kafka-version", v]
     print("highwater: " + " ".join(argv[1:]), file=sys.stderr, flush=True)

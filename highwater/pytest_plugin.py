@@ -54,6 +54,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"where test clusters run (default: {DEFAULT_BACKEND}; see harness.backend)",
     )
     group.addoption(
+        "--cluster-file",
+        action="store",
+        default=None,
+        help="with --backend external: the cluster file (docs/external-clusters.md)",
+    )
+    group.addoption(
         "--client",
         action="store",
         default=DEFAULT_CLIENT,
@@ -75,6 +81,16 @@ def pytest_configure(config: pytest.Config) -> None:
         get_backend(config.getoption("--backend"))
     except BackendError as exc:
         raise pytest.UsageError(str(exc)) from None
+    cluster_file = config.getoption("--cluster-file")
+    if cluster_file is not None:
+        from harness.errors import HighwaterError
+        from harness.external import ENV_CLUSTER_FILE, load_cluster_file
+
+        try:
+            load_cluster_file(cluster_file)  # a malformed file fails before any test starts
+        except HighwaterError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        os.environ[ENV_CLUSTER_FILE] = os.path.abspath(cluster_file)  # the backend factory reads it
     try:
         parse_client_specs(config.getoption("--client"))
     except UnknownClientError as exc:
