@@ -601,6 +601,8 @@ class _ProcsMixin:
 
     @property
     def nodes(self) -> Mapping[int, CommandNode]:
+        if getattr(self, "_topo", None) is None:
+            return {}  # not connected yet (isinstance checks read this property)
         if self._nodes is None:
             hosts = {b.node_id: b.host for b in self.file.brokers}
             self._nodes = {
