@@ -30,7 +30,7 @@ from .sweep import (
 )
 
 #: what a sweep runs unless told otherwise: the conformance suites (short, one promise each)
-DEFAULT_SWEEP_TESTS = ["suites/conformance"]
+DEFAULT_SWEEP_TESTS = ["suites/conformance", "suites/sweep"]
 PYPI_JSON = "https://pypi.org/pypi/{name}/json"
 
 
