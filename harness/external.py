@@ -28,7 +28,7 @@ import shlex
 import subprocess
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ENV_CLUSTER_FILE = "HIGHWATER_CLUSTER_FILE"
-DEFAULT_TOPIC_PREFIX = "highwater-"
+DEFAULT_TOPIC_PREFIX = ""  # no guard: suites name their own topics
 PROCESS_ACTIONS = ("kill", "stop", "start", "pause", "resume")
 COMMAND_TIMEOUT_S = 120.0
 
@@ -153,7 +153,9 @@ def load_cluster_file(path: str | Path) -> ClusterFile:
             raise _err(p, f"cluster.{key}", "unknown key")
     name = _str(p, cl, "name", "cluster.", "external")
     version = _str(p, cl, "kafka_version", "cluster.", "unknown")
-    prefix = _str(p, cl, "topic_prefix", "cluster.", DEFAULT_TOPIC_PREFIX)
+    prefix = cl.get("topic_prefix", DEFAULT_TOPIC_PREFIX)
+    if not isinstance(prefix, str):
+        raise _err(p, "cluster.topic_prefix", "must be a string")
     delete_topics = cl.get("delete_topics", True)
     discover = cl.get("discover", False)
     for key, v in (("delete_topics", delete_topics), ("discover", discover)):
@@ -285,9 +287,28 @@ class ExternalCluster:
         brokers = list(self.file.brokers) if not self.file.discover else self._discover(timeout)
         self._topo = build_topology(self.file, brokers)
         check_shape(self.file, self._topo, self._spec)
+        self._spec = replace(self._spec, broker_config=self._effective_config())
         self.progress(f"external cluster {self.file.name}: brokers {self.broker_ids} in racks {list(self._topo.racks)}")
         self.wait_for_brokers(timeout)
         return self
+
+    def _effective_config(self) -> dict[str, str]:
+        """The time bounds of the timed checks derive from broker settings (``run_settings``):
+        read the ones that matter from the cluster itself, since its operator chose them, not us
+        (the spec's own ``broker_config`` still wins: a test may state what it relies on)."""
+        from .config import fast_failure_defaults
+
+        cfg: dict[str, str] = {}
+        first = self.broker_ids[0]
+        for key in fast_failure_defaults(len(self.broker_ids)):
+            try:
+                value = self.observer().describe_broker_config(first, key)
+            except Exception as exc:  # noqa: BLE001 - an ACL may forbid it; the defaults then stand
+                log.warning("could not read %s from broker %d: %s", key, first, exc)
+                return dict(self._spec.broker_config)
+            if value is not None:
+                cfg[key] = value
+        return {**cfg, **dict(self._spec.broker_config)}
 
     def _discover(self, timeout: float) -> list[BrokerEntry]:
         obs = Observer(list(self._servers(None)), client_id="highwater-discover")
@@ -406,9 +427,6 @@ class ExternalCluster:
             interval=0.1,
         )
 
-    def topic_name(self, name: str) -> str:
-        return name if name.startswith(self.file.topic_prefix) else self.file.topic_prefix + name
-
     def create_topic(
         self,
         name: str,
@@ -417,14 +435,22 @@ class ExternalCluster:
         config: dict[str, str] | None = None,
         timeout: float = 60.0,
     ) -> None:
-        """Create a topic (its name must carry the file's prefix: only those are ours to delete)."""
-        if not name.startswith(self.file.topic_prefix):
+        """Create a topic and wait for its ISR. A topic that already exists is the operator's and
+        is refused (we would write into it and delete it); with a ``topic_prefix`` in the file, a
+        name without it is refused too. Every topic created here is deleted at ``stop``."""
+        prefix = self.file.topic_prefix
+        if prefix and not name.startswith(prefix):
             raise ExternalClusterError(
-                f"topic {name!r} does not start with the cluster file's topic_prefix {self.file.topic_prefix!r}; "
-                "highwater creates (and deletes) only prefixed topics on an external cluster"
+                f"topic {name!r} does not start with the cluster file's topic_prefix {prefix!r}; "
+                "highwater creates (and deletes) only prefixed topics on this cluster"
             )
         from kafka.errors import TopicAlreadyExistsError
 
+        if name not in self.created_topics and name in self.observer().admin.list_topics():
+            raise ExternalClusterError(
+                f"topic {name!r} already exists on external cluster {self.file.name!r}; highwater only uses "
+                "topics it creates (delete it, or pick another prefix)"
+            )
         rf = replication_factor or min(3, len(self.broker_ids))
 
         def create() -> bool:

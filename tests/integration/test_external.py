@@ -1,0 +1,145 @@
+"""The external backend against a real cluster it did not start: a local cluster kept up by
+``highwater cluster up`` in another process, described by a cluster file (its bootstrap servers
+per rack, its Toxiproxy API and proxy names, and fault commands that call ``highwater fault``).
+Every run here goes through the external backend only."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from faults.capability import CapabilityError
+from harness.backend import LinkControl, ProcessControl
+from harness.config import NO_RACK, ClusterSpec
+from harness.external import ExternalCluster, connect
+from harness.paths import manual_dir
+from harness.toxiproxy import ToxiproxyAPI
+from highwater.nemesis import Step, scripted
+from highwater.runner import RunSpec, execute_run
+
+HW = [sys.executable, "-m", "highwater.cli"]
+PREFIX = "hwx-"
+
+
+@pytest.fixture(scope="module")
+def kept_up() -> Iterator[dict]:
+    """A 3-broker, 3-rack local cluster in its own supervisor process; its cluster.json."""
+    name = f"ext-{os.getpid()}"
+    subprocess.run([*HW, "cluster", "up", "--name", name, "--brokers", "3", "--racks", "3"], check=True)
+    try:
+        state = json.loads((manual_dir() / f"{name}.json").read_text())
+        info = json.loads((Path(state["cluster_dir"]) / "cluster.json").read_text())
+        info["name"] = name
+        yield info
+    finally:
+        subprocess.run([*HW, "cluster", "down", "--name", name], check=False)
+
+
+def cluster_file(tmp: Path, info: dict, *, toxiproxy: bool, commands: bool, prefix: str = "") -> Path:
+    lines = ["[cluster]", f'name = "{info["name"]}"', f'topic_prefix = "{prefix}"', "", "[bootstrap]"]
+    for rack, servers in info["bootstrap"].items():
+        key = "default" if rack == NO_RACK else rack
+        lines.append(f"{key} = {json.dumps(servers)}")
+    for name, node in sorted(info["nodes"].items()):
+        lines += ["", "[[brokers]]", f"id = {node['node_id']}", f'rack = "{node["rack"]}"', f'host = "{name}"']
+    if toxiproxy:
+        host, port = info["toxiproxy"].rsplit(":", 1)
+        api = ToxiproxyAPI(host, int(port))
+        try:
+            names = sorted(api.proxies())
+        finally:
+            api.close()
+        lines += ["", "[toxiproxy]", f'api = "http://{info["toxiproxy"]}"', "[toxiproxy.proxies]"]
+        lines += [f'"{n}" = "{n}"' for n in names]  # the local backend names proxies after links
+    if commands:
+        hw = " ".join(HW)
+        lines += [
+            "",
+            "[commands]",
+            f'kill = "{hw} fault apply --name {info["name"]} kill --target broker:{{id}}"',
+            f'start = "{hw} fault heal --name {info["name"]}"',
+        ]
+    path = tmp / f"cluster-{int(toxiproxy)}{int(commands)}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def full_file(kept_up: dict, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return cluster_file(tmp_path_factory.mktemp("ext"), kept_up, toxiproxy=True, commands=True)
+
+
+def test_leader_kill_through_commands_passes_the_same_checks(full_file: Path, tmp_path: Path) -> None:
+    ext = connect(ClusterSpec(brokers=3, racks=3), print, full_file)
+    try:
+        assert isinstance(ext, LinkControl) and isinstance(ext, ProcessControl)
+        assert ext.broker_ids == [1, 2, 3] and ext.rack_of(2) == "rack-b"
+        spec = RunSpec(
+            suite="external",
+            scenario="leader-kill",
+            campaign="test",
+            results_root=tmp_path,
+            topic=PREFIX + "kill",
+            duration=16,
+            rate=50,
+        )
+        nemesis = scripted([Step(3, "kill --target leader:{topic}/0", 8)])
+        result = execute_run(ext, spec, nemesis, progress=print)
+        verdicts = {v.check: v for v in result.verdicts}
+        for check in ("lost-write", "uncommitted-read", "poll-skip", "inconsistent-offsets"):
+            assert verdicts[check].valid is True, verdicts[check].to_json()
+        history = (result.dir / "history.jsonl").read_text()
+        assert '"kill"' in history
+    finally:
+        ext.stop()
+    # the topic it created is deleted at stop; nothing else was touched
+    obs = ExternalCluster(ext.file, ClusterSpec(brokers=1, racks=1)).start()
+    try:
+        assert PREFIX + "kill" not in obs.observer().admin.list_topics()
+    finally:
+        obs.stop()
+
+
+def test_partition_scenario_is_refused_without_toxiproxy(kept_up: dict, tmp_path: Path) -> None:
+    path = cluster_file(tmp_path, kept_up, toxiproxy=False, commands=True, prefix=PREFIX)
+    ext = connect(ClusterSpec(brokers=3, racks=3), None, path)
+    try:
+        assert not isinstance(ext, LinkControl)
+        spec = RunSpec(suite="external", scenario="cut", results_root=tmp_path, topic=PREFIX + "cut", duration=5)
+        with pytest.raises(CapabilityError) as exc:
+            execute_run(ext, spec, scripted([Step(1, "cut --target leader:{topic}/0", 2)]))
+        assert str(exc.value) == "fault 'cut' needs link control, which backend 'external' does not have"
+        assert PREFIX + "cut" not in ext.observer().admin.list_topics()  # refused before anything started
+    finally:
+        ext.stop()
+
+
+def test_conformance_suite_runs_through_pytest_on_external(full_file: Path, tmp_path: Path) -> None:
+    """A fault-free conformance suite (rack fetching) with ``--backend external --cluster-file``."""
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "suites/conformance/test_kip392_fetching.py::test_each_rack_reads_from_its_own_replica",
+            "--backend",
+            "external",
+            "--cluster-file",
+            str(full_file),
+            "--results",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
