@@ -91,6 +91,10 @@ def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
     ]
     if args.seed is not None:
         argv += ["--seed", str(args.seed)]
+    if args.backend == "external" and args.cluster_file is None:
+        from harness.external import cluster_file_from_env
+
+        args.cluster_file = str(cluster_file_from_env())  # one line when neither is given
     if args.cluster_file is not None:
         from harness.external import load_cluster_file
 

@@ -82,6 +82,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except BackendError as exc:
         raise pytest.UsageError(str(exc)) from None
     cluster_file = config.getoption("--cluster-file")
+    if config.getoption("--backend") == "external" and cluster_file is None:
+        cluster_file = os.environ.get("HIGHWATER_CLUSTER_FILE")
+        if not cluster_file:
+            raise pytest.UsageError("backend 'external' needs --cluster-file FILE (docs/external-clusters.md)")
     if cluster_file is not None:
         from harness.errors import HighwaterError
         from harness.external import ENV_CLUSTER_FILE, load_cluster_file
