@@ -1,0 +1,163 @@
+"""The compose backend on real containers (local images, no registry): boot, a rack consumer
+served by its rack's broker (proven by the proxies' byte counters), a leader kill and a leader
+partition judged by the durability checks, no container left after teardown, a dead owner's
+containers reaped, and a rendered file brought up and down once with Debian's docker-compose.
+
+Run it under ``flock /tmp/highwater-cluster.lock``. It skips, with one line, only where no
+Docker daemon can answer."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.compose.backend import ComposeCluster, docker_available, docker_client
+from harness.compose.images import build_images, kafka_image, toxiproxy_image
+from harness.compose.reaping import LABEL_CLUSTER, owner_labels, reap_dead_owners
+from harness.config import ClusterSpec
+from harness.distribution import default_version
+from harness.waiting import wait_until
+from highwater.profiles import get_profile
+from suites.scenario import PLANS, TIMED_CHECKS, check_verdicts, run_plan
+
+from .kafka_util import consume_all, produce
+
+_REASON = docker_available()
+pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"compose backend: {_REASON}")
+
+
+def _ours(cluster_id: str | None = None) -> list[object]:
+    label = LABEL_CLUSTER if cluster_id is None else f"{LABEL_CLUSTER}={cluster_id}"
+    return list(docker_client().containers.list(all=True, filters={"label": label}))
+
+
+@pytest.fixture(scope="module")
+def version() -> str:
+    v = default_version()
+    build_images(v, lambda m: print(f"[images] {m}", flush=True))  # cached: seconds when built
+    return v
+
+
+@pytest.fixture(scope="module")
+def cluster(version: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeCluster]:
+    c = ComposeCluster(ClusterSpec(kafka_version=version, name="hwcompose"), lambda m: print(m, flush=True))
+    c.start()
+    cid = c.cluster_id
+    try:
+        yield c
+    finally:
+        c.stop(collect_logs_to=tmp_path_factory.mktemp("compose-logs"))
+        assert _ours(cid) == [], "containers of the cluster survived its teardown"
+
+
+def test_boots_with_racks_and_the_rack_aware_selector(cluster: ComposeCluster) -> None:
+    assert cluster.broker_ids == [1, 2, 3]
+    for b in cluster.broker_ids:
+        assert cluster.observer().describe_broker_config(b, "broker.rack") == cluster.rack_of(b)
+    assert len(_ours(cluster.cluster_id)) == 4  # three brokers and the proxy
+
+
+def test_rack_consumer_reads_from_its_racks_broker(cluster: ComposeCluster) -> None:
+    cluster.create_topic("cff", partitions=1, replication_factor=3)
+    count, size = 2000, 1000
+    produce(cluster, "cff", count, size)  # type: ignore[arg-type]
+    state = cluster.partition_state("cff", 0)
+    follower = next(r for r in state.replicas if r != state.leader)
+    rack = cluster.rack_of(follower)
+    before = cluster.client_bytes(rack)
+    assert consume_all(cluster, "cff", count, rack=rack, client_rack=rack) == count  # type: ignore[arg-type]
+    after = cluster.client_bytes(rack)
+    served = {b: after[b].downstream - before[b].downstream for b in after}
+    assert served[follower] >= count * size, f"the {rack} follower {follower} did not serve: {served}"
+    assert served[state.leader] < count * size / 10, f"the leader served too much: {served}"
+
+
+@pytest.mark.parametrize("scenario", ["leader-kill", "leader-partition"])
+def test_durability_under_leader_faults(cluster: ComposeCluster, tmp_path: Path, scenario: str) -> None:
+    """The durability suite's own plans (suites.scenario.PLANS), on containers: the kill goes
+    through the engine, the cut through the Toxiproxy container."""
+    plan = PLANS[f"durability/{scenario}"]
+    result = run_plan(
+        cluster,
+        plan,
+        profile=get_profile("ci"),
+        campaign="compose",
+        results_root=tmp_path,
+        repro=f"pytest tests/integration/test_compose.py -k {scenario}",
+        acks="all",
+        min_insync_replicas=2,
+        topic=f"cdur-{scenario}",
+    )
+    check_verdicts([v for v in result.verdicts if v.check not in TIMED_CHECKS], plan.must_hold)
+
+
+def test_pause_and_restart_go_through_the_engine(cluster: ComposeCluster) -> None:
+    node = cluster.node(3)
+    node.pause()  # type: ignore[attr-defined]
+    assert docker_client().containers.get(f"{cluster.cluster_id}-kafka-3").status == "paused"
+    node.resume()  # type: ignore[attr-defined]
+    node.restart(clean=True)  # type: ignore[attr-defined]
+    cluster.wait_for_brokers(90)
+
+
+def test_a_dead_owners_container_is_reaped(version: str) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    labels = {**owner_labels("hw-orphan", "toxiproxy"), "highwater.owner-pid": str(dead.pid)}
+    c = docker_client().containers.create(toxiproxy_image(), ["-help"], labels=labels, name=f"hw-orphan-{dead.pid}")
+    assert c.name in reap_dead_owners(docker_client())
+    assert _ours("hw-orphan") == []
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="Debian's docker-compose is not installed")
+def test_a_rendered_file_comes_up_and_down_with_docker_compose(version: str, tmp_path: Path) -> None:
+    f = tmp_path / "docker-compose.yml"
+    project = f"hwrender{int(time.time())}"
+    cmd = [
+        sys.executable,
+        "-m",
+        "highwater.cli",
+        "compose",
+        "render",
+        "--kafka-version",
+        version,
+        "--brokers",
+        "1",
+        "--racks",
+        "1",
+        "--slot",
+        "48",
+        "--base-port",
+        "29092",
+        "--name",
+        project,
+        "-o",
+        str(f),
+    ]
+    subprocess.run(cmd, check=True, capture_output=True)
+    assert kafka_image(version) in f.read_text()
+    compose = ["docker-compose", "-p", project, "-f", str(f)]
+    try:
+        subprocess.run([*compose, "up", "-d"], check=True, capture_output=True, timeout=120)
+        from kafka import KafkaAdminClient
+
+        def answers() -> bool:
+            try:
+                admin = KafkaAdminClient(bootstrap_servers="127.148.200.1:29094", request_timeout_ms=3000)
+            except Exception:  # noqa: BLE001 - not up yet
+                return False
+            try:
+                return bool(admin.describe_cluster()["brokers"])
+            finally:
+                admin.close()
+
+        wait_until(answers, 90, "the docker-compose cluster answers through its client proxy")
+    finally:
+        subprocess.run([*compose, "down", "-v"], capture_output=True, timeout=120)
+    assert _ours(project) == []
