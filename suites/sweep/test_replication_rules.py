@@ -52,7 +52,25 @@ ASSERTIONS = {
 }
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+CANDIDATE_PAUSED_FOLLOWER = pytest.mark.xfail(
+    strict=False,
+    reason=(
+        "FINDING CANDIDATE (client side, kafka-python 3.0.12): with a follower frozen by SIGSTOP, the consumer in "
+        "its rack never moved to the leader of the partition it was reading from that follower: on Kafka 4.4.0 it "
+        "got no record of that partition from the ISR shrink (8.2 s) to the heal (32.1 s), 23.9 s against the "
+        "hanging-fault stall bound of 23.5 s (follower-fetch: no-move-after-isr-loss, bound 7.5 s), while its log "
+        "shows 'Fetch to node 1 failed: RequestTimedOutError' again and again: the fetch to the preferred read "
+        "replica times out, the connection to the frozen broker is re-made (the kernel still accepts it) and the "
+        "next fetch goes there again. Killed or cut-off replicas (kip-392) pass. Non-strict until judged on other "
+        "clients and releases. Repro: .venv/bin/pytest suites/sweep -k follower-pause --runxfail"
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [pytest.param(s, marks=CANDIDATE_PAUSED_FOLLOWER) if s == "follower-pause" else s for s in SCENARIOS],
+)
 def test_replication_rule(cluster, profile, campaign, results_root, repro, scenario) -> None:  # type: ignore[no-untyped-def]
     plan = PLANS[f"sweep/{scenario}"]
     result = run_plan(
