@@ -18,8 +18,8 @@ from faults.capability import CapabilityError
 from harness.backend import LinkControl, ProcessControl
 from harness.config import NO_RACK, ClusterSpec
 from harness.external import ExternalCluster, connect
-from harness.paths import manual_dir
 from harness.toxiproxy import ToxiproxyAPI
+from highwater.cli_cluster import manual_dir
 from highwater.nemesis import Step, scripted
 from highwater.runner import RunSpec, execute_run
 
