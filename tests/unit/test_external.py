@@ -218,3 +218,22 @@ def test_unnamed_link_is_refused_and_commands_fill_templates(tmp_path: Path) -> 
     assert (tmp_path / "out").read_text().split() == ["1", "kafka-0.kafka"]
     with pytest.raises(ExternalClusterError, match="commands.pause is not given"):
         c.node("kafka-2").pause()
+
+
+def test_cli_refuses_a_bad_or_missing_cluster_file_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from highwater.cli import main
+
+    monkeypatch.delenv("HIGHWATER_CLUSTER_FILE", raising=False)
+    bad = write(tmp_path, "[bootstrap]\ndefault = ['h:1']\n[[brokers]]\nid = 1\n")
+    for argv in (
+        ["run", "--backend", "external", "--cluster-file", str(bad), "suites/conformance"],
+        ["fault", "apply", "--cluster-file", str(bad), "kill", "--target", "broker:1"],
+        ["fault", "heal", "--cluster-file", str(bad)],
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == f"highwater: error: cluster file {bad}: brokers[0].rack: is required", argv
+    assert main(["run", "--backend", "external", "suites/conformance"]) == 2
+    assert "needs --cluster-file" in capsys.readouterr().err
