@@ -237,7 +237,8 @@ SWEEP_PLANS = (
         "follower-pause",
         (Step(3, "pause --target broker:{follower}", PAUSE_SECONDS),),
         ("lost-write", "poll-skip", "progress"),
-        what="a follower frozen (SIGSTOP) and resumed: no loss, consumers keep up",
+        what="the follower of partition 0 frozen (SIGSTOP; it leads another partition) and resumed: no loss, "
+        "consumers keep up",
     ),
 )
 
