@@ -285,6 +285,7 @@ class ExternalCluster:
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, timeout: float = 60.0) -> ExternalCluster:
         brokers = list(self.file.brokers) if not self.file.discover else self._discover(timeout)
+        self.brokers: tuple[BrokerEntry, ...] = tuple(brokers)
         self._topo = build_topology(self.file, brokers)
         check_shape(self.file, self._topo, self._spec)
         self._spec = replace(self._spec, broker_config=self._effective_config())
@@ -318,12 +319,13 @@ class ExternalCluster:
             obs.close()
         out = []
         for b in desc["brokers"]:
+            bid = int(b.get("broker_id", b.get("node_id", -1)))  # DescribeCluster / Metadata spelling
             if not b.get("rack"):
                 raise ExternalClusterError(
-                    f"cluster file {self.file.path}: cluster.discover: broker {b['node_id']} has no broker.rack; "
+                    f"cluster file {self.file.path}: cluster.discover: broker {bid} has no broker.rack; "
                     "list [[brokers]] with racks instead"
                 )
-            out.append(BrokerEntry(int(b["node_id"]), str(b["rack"]), str(b["host"])))
+            out.append(BrokerEntry(bid, str(b["rack"]), str(b["host"])))
         return out
 
     def stop(self, collect_logs_to: Path | None = None) -> None:
@@ -630,7 +632,7 @@ class _ProcsMixin:
         if getattr(self, "_topo", None) is None:
             return {}  # not connected yet (isinstance checks read this property)
         if self._nodes is None:
-            hosts = {b.node_id: b.host for b in self.file.brokers}
+            hosts = {b.node_id: b.host for b in getattr(self, "brokers", self.file.brokers)}
             self._nodes = {
                 n.node_id: CommandNode(self, n, hosts.get(n.node_id, n.name))  # type: ignore[arg-type]
                 for n in self.topo.brokers
