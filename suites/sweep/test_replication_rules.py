@@ -57,14 +57,14 @@ ASSERTIONS = {
 CANDIDATE_PAUSED_FOLLOWER = pytest.mark.xfail(
     strict=False,
     reason=(
-        "FINDING CANDIDATE (client side, kafka-python 3.0.12): the frozen broker (SIGSTOP; follower of partition 0) "
-        "also led partition 2. On Kafka 4.4.0 the controller moved p2's leadership to broker 2 at 8.2 s, but the "
-        "consumer in the frozen broker's rack got no record of p2 until the heal at 32.1 s (23.9 s against the "
-        "hanging-fault stall bound of 23.5 s; follower-fetch: no-move-after-isr-loss), while the client log shows "
-        "'Metadata refresh: failed RequestTimedOutError' and 'Fetch to node 1 failed: RequestTimedOutError' again "
-        "and again: it kept asking the frozen broker. On 3.3.2 the same scenario passed (the rack consumer moved "
-        "10-15 s into the pause). Non-strict until judged on other clients. "
-        "Repro: .venv/bin/pytest suites/sweep -k follower-pause --runxfail"
+        "HARNESS, then a FINDING CANDIDATE. (1) Harness: while a broker is frozen the observer records nothing for "
+        "~15 s (its requests hang on the frozen broker), and isr-stability judges the leave bound from the one "
+        "observation it got 5.7 s into the pause (ISR still full: replica.lag.time.max.ms is 4 s) as "
+        "cut-off-stays-in-isr; seen on 4.4.0 with confluent-kafka 2.16.1 and kafka-python 3.0.12 (consumers moved "
+        "within 11-15 s). (2) Client (kafka-python 3.0.12), once on 4.4.0: the frozen broker also led partition 2; "
+        "after its leadership moved (8.2 s) the rack consumer kept sending metadata and fetch requests to the frozen "
+        "broker (RequestTimedOutError again and again) and read nothing of p2 until the heal (23.9 s > 23.5 s). "
+        "Passed on 3.3.2. Repro: .venv/bin/pytest suites/sweep -k follower-pause --runxfail"
     ),
 )
 
