@@ -143,3 +143,19 @@ def test_conformance_suite_runs_through_pytest_on_external(full_file: Path, tmp_
         cwd=Path(__file__).resolve().parents[2],
     )
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+
+
+def test_brokers_and_racks_discovered_from_metadata(kept_up: dict, tmp_path: Path) -> None:
+    text = cluster_file(tmp_path, kept_up, toxiproxy=False, commands=False).read_text()
+    head, _, _ = text.partition("\n[[brokers]]")
+    path = tmp_path / "discover.toml"
+    path.write_text(head.replace("[cluster]\n", "[cluster]\ndiscover = true\n", 1) + "\n")
+    ext = connect(ClusterSpec(brokers=3, racks=3), None, path)
+    try:
+        assert ext.broker_ids == [1, 2, 3]
+        assert [ext.rack_of(b) for b in ext.broker_ids] == ["rack-a", "rack-b", "rack-c"]
+        assert not isinstance(ext, LinkControl) and not isinstance(ext, ProcessControl)
+        # the timed checks' bounds come from the cluster's own settings
+        assert ext.spec.broker_config["replica.lag.time.max.ms"] == "4000"
+    finally:
+        ext.stop()
