@@ -15,7 +15,9 @@ from typing import Any
 FORMAT = "highwater.history/1"
 FORMAT_PREFIX = "highwater.history/"
 EVENT_TYPES = ("invoke", "ok", "fail", "info")
-KNOWN_FS = ("send", "poll", "assign", "seek", "commit", "fault", "heal", "meta", "final-read")
+KNOWN_FS = ("send", "poll", "assign", "seek", "commit", "txn", "fault", "heal", "meta", "final-read")
+TXN_OPS = ("begin", "commit", "abort")
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 EVENT_FIELDS = ("index", "time_ns", "process", "type", "f", "value", "error")
 
 #: value_kind codes in Parquet: how the text in ``value`` columns maps back to a JSON value.
@@ -88,7 +90,32 @@ def check_header(obj: Any) -> dict[str, Any]:
     config = obj.get("config", {})
     if not isinstance(config, dict):
         raise HistoryError(f"header 'config' must be an object, got {_jtype(config)}")
+    problem = _config_problem(config)
+    if problem:
+        raise HistoryError(problem)
     return obj
+
+
+def _config_problem(config: dict[str, Any]) -> str | None:
+    """The transaction/group additions to the header: ``isolation_level`` is every consumer's
+    default, ``consumers.<name>`` may override it per consumer and name its ``group``."""
+    iso = config.get("isolation_level")
+    if iso is not None and iso not in ISOLATION_LEVELS:
+        return f"config.isolation_level must be one of {', '.join(ISOLATION_LEVELS)}, got {iso!r}"
+    consumers = config.get("consumers")
+    if consumers is None:
+        return None
+    if not isinstance(consumers, dict):
+        return f"config.consumers must be an object, got {_jtype(consumers)}"
+    for name, c in consumers.items():
+        if not isinstance(c, dict):
+            return f"config.consumers.{name} must be an object, got {_jtype(c)}"
+        ciso = c.get("isolation_level")
+        if ciso is not None and ciso not in ISOLATION_LEVELS:
+            return f"config.consumers.{name}.isolation_level must be one of {', '.join(ISOLATION_LEVELS)}, got {ciso!r}"
+        if c.get("group") is not None and not isinstance(c["group"], str):
+            return f"config.consumers.{name}.group must be a string, got {_jtype(c['group'])}"
+    return None
 
 
 def _jtype(v: Any) -> str:
@@ -146,6 +173,20 @@ def _value_problem(f: str, typ: str, v: dict[str, Any]) -> str | None:
         return f"value.offset must be an integer or null, got {v.get('offset')!r}"
     if f == "send" and "value" not in v:
         return "send value has no 'value' (the record value)"
+    if f in ("send", "commit") and v.get("txn") is not None and not isinstance(v["txn"], str):
+        return f"value.txn must be a transaction id string, got {_jtype(v['txn'])}"
+    if f == "txn":
+        if v.get("op") not in TXN_OPS:
+            return f"txn value.op must be one of {', '.join(TXN_OPS)}, got {v.get('op')!r}"
+        if not isinstance(v.get("txn"), str) or not v["txn"]:
+            return f"txn value.txn must be a non-empty transaction id string, got {v.get('txn')!r}"
+    if f == "commit":
+        if "group" in v and v["group"] is not None and not isinstance(v["group"], str):
+            return f"commit value.group must be a string, got {_jtype(v['group'])}"
+        if "topic" in v and v["topic"] is not None and not isinstance(v["topic"], str):
+            return f"commit value.topic must be a string, got {_jtype(v['topic'])}"
+        if not opt_int(v.get("partition")) or not opt_int(v.get("offset")):
+            return "commit value.partition/offset must be integers"
     if f == "poll" and typ == "ok":
         recs = v.get("records")
         if not isinstance(recs, list):
