@@ -1,6 +1,6 @@
 """Transaction checks over raw ``highwater.history/1`` events (issue 17; work in progress).
 
-Only ``aborted_read`` is here so far. It reads the event list directly (one linear pass) rather
+Only ``aborted_read`` and ``open_txn_read`` are here so far. It reads the event list directly (one linear pass) rather
 than the columnar ``HistoryData``, which does not yet carry ``txn`` events; it is not yet
 registered in ``harness.checks``.
 """
@@ -87,3 +87,68 @@ def aborted_read(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]])
     ):
         return Verdict("aborted-read", NOT_APPLICABLE)
     return Verdict("aborted-read", count == 0, {"reads": reads, "aborted-reads": count}, bad)
+
+
+def open_txn_read(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
+    """open-txn-read: a read_committed consumer's poll completed before the commit of the
+    returned value's transaction was even invoked.
+
+    Times are the history's ``time_ns`` (one monotonic clock). A poll completing after the
+    commit invoke but before its ``ok`` is fine (the commit may already be durable). A value whose
+    transaction was never committed nor aborted (no commit invoke) counts when it is read, since
+    nothing could have made it visible; a transaction with an ``ok`` abort is left to
+    aborted-read. Values sent outside transactions are not judged. Counted: ``txn-reads`` (read
+    records of transactional sends by read_committed consumers), ``open-txn-reads``. Examples:
+    process, topic, partition, offset, value, txn, poll_ns, commit_invoke_ns (or null).
+    """
+    config = header.get("config") or {}
+    commit_invoke: dict[str, int] = {}
+    aborted: set[str] = set()
+    send_txn: dict[str, str] = {}
+    for ev in events:
+        f, typ, v = ev.get("f"), ev.get("type"), ev.get("value") or {}
+        if f == "txn" and v.get("op") == "commit" and typ == "invoke":
+            commit_invoke.setdefault(v["txn"], int(ev["time_ns"]))
+        elif f == "txn" and v.get("op") == "abort" and typ == "ok":
+            aborted.add(v["txn"])
+        elif f == "send" and v.get("txn") and "value" in v:
+            text = value_text(v["value"])[0]
+            if text is not None:
+                send_txn[text] = v["txn"]
+    if not any(
+        ev.get("f") == "poll" and isolation_of(config, str(ev.get("process"))) == "read_committed" for ev in events
+    ):
+        return Verdict("open-txn-read", NOT_APPLICABLE)
+    judged = count = 0
+    bad: list[dict[str, Any]] = []
+    for ev in events:
+        if ev.get("f") != "poll" or ev.get("type") != "ok":
+            continue
+        proc = str(ev.get("process"))
+        if isolation_of(config, proc) != "read_committed":
+            continue
+        t = int(ev["time_ns"])
+        for r in (ev.get("value") or {}).get("records", []):
+            text = value_text(r.get("value"))[0]
+            txn = send_txn.get(text) if text is not None else None
+            if txn is None or txn in aborted:
+                continue
+            judged += 1
+            ci = commit_invoke.get(txn)
+            if ci is not None and ci <= t:
+                continue
+            count += 1
+            if len(bad) < MAX_EXAMPLES:
+                bad.append(
+                    {
+                        "process": proc,
+                        "topic": r["topic"],
+                        "partition": r["partition"],
+                        "offset": r["offset"],
+                        "value": text,
+                        "txn": txn,
+                        "poll_ns": t,
+                        "commit_invoke_ns": ci,
+                    }
+                )
+    return Verdict("open-txn-read", count == 0, {"txn-reads": judged, "open-txn-reads": count}, bad)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.checks.txn import aborted_read
+from harness.checks.txn import aborted_read, open_txn_read
 from harness.checks.verdict import NOT_APPLICABLE
 from harness.history.format import check_header, event_problem
 from tests.synth.txn import Events, header
@@ -51,3 +51,19 @@ def test_info_abort_is_unknown_not_aborted() -> None:
 
 def test_no_read_committed_consumer_is_not_applicable() -> None:
     assert aborted_read(header(isolation=None), _aborted_then_read().events).valid == NOT_APPLICABLE
+
+
+def test_read_before_commit_invoked_is_found() -> None:
+    e = Events().txn("producer-0", "begin", "p#1").send("producer-0", "v1", 0, txn="p#1")
+    e.poll("consumer-0", [(0, "v1")]).txn("producer-0", "commit", "p#1")
+    v = open_txn_read(header(), e.events)
+    assert v.valid is False and v.counts == {"txn-reads": 1, "open-txn-reads": 1}
+    assert v.examples[0]["txn"] == "p#1"
+
+
+def test_poll_completing_between_commit_invoke_and_ok_is_fine() -> None:
+    e = Events().txn("producer-0", "begin", "p#1").send("producer-0", "v1", 0, txn="p#1")
+    e.add("producer-0", "invoke", "txn", {"op": "commit", "txn": "p#1"}).poll("consumer-0", [(0, "v1")])
+    e.add("producer-0", "ok", "txn", {"op": "commit", "txn": "p#1"})
+    v = open_txn_read(header(), e.events)
+    assert v.valid is True and v.counts["txn-reads"] == 1
