@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.checks.txn import aborted_read, open_txn_read
+from harness.checks.txn import aborted_read, nonmonotonic_send, open_txn_read
 from harness.checks.verdict import NOT_APPLICABLE
 from harness.history.format import check_header, event_problem
 from tests.synth.txn import Events, header
@@ -67,3 +67,24 @@ def test_poll_completing_between_commit_invoke_and_ok_is_fine() -> None:
     e.add("producer-0", "ok", "txn", {"op": "commit", "txn": "p#1"})
     v = open_txn_read(header(), e.events)
     assert v.valid is True and v.counts["txn-reads"] == 1
+
+
+def _idem() -> dict[str, object]:
+    return {"format": "highwater.history/1", "config": {"idempotence": True}}
+
+
+def test_backwards_ack_is_found() -> None:
+    e = Events().send("producer-0", "v1", 5).send("producer-0", "v2", 4)
+    v = nonmonotonic_send(_idem(), e.events)
+    assert v.valid is False and v.counts == {"acked": 2, "backwards": 1}
+    assert v.examples[0]["value"] == "v2" and v.examples[0]["previous_max"] == 5
+
+
+def test_other_producer_or_partition_is_not_backwards() -> None:
+    e = Events().send("producer-0", "v1", 5).send("producer-1", "v2", 4).send("producer-0", "v3", 0, partition=1)
+    assert nonmonotonic_send(_idem(), e.events).valid is True
+
+
+def test_idempotence_off_is_not_applicable() -> None:
+    e = Events().send("producer-0", "v1", 5).send("producer-0", "v2", 4)
+    assert nonmonotonic_send(header(), e.events).valid == NOT_APPLICABLE
