@@ -1,0 +1,79 @@
+"""Consumer-group checks over raw ``highwater.history/1`` events (issue 17; work in progress).
+
+Only ``commit_regression`` is here so far; it is not yet registered in ``harness.checks``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
+
+
+def group_of(config: Mapping[str, Any], process: str) -> str | None:
+    """The group a consumer belongs to, from ``config.consumers.<process>.group``."""
+    own = (config.get("consumers") or {}).get(process) or {}
+    g = own.get("group")
+    return g if isinstance(g, str) else None
+
+
+def commit_regression(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
+    """commit-regression: a group's committed offset for a partition went backwards (successful
+    commits in real-time order) with no seek or reset asking for it.
+
+    Successful commits are ``ok`` ``commit`` events, ordered by completion (``time_ns``). A
+    regression from offset ``hi`` to ``o < hi`` is asked for when, after the ``ok`` of the commit
+    that reached ``hi`` and before this one's ``ok``, a member of the group (by
+    ``config.consumers.<name>.group``, or a commit by that process for the group) recorded a
+    ``seek``/``assign`` on the partition to an offset ``<= o``. ``info``/``fail`` commits are never
+    counted as committed. Counted: ``commits`` (ok commits), ``regressions``. Examples: group,
+    topic, partition, offset, previous (the highest earlier committed offset), process.
+    Not applicable when there is no ok commit.
+    """
+    config = header.get("config") or {}
+    members: dict[str, set[str]] = {}
+    for ev in events:
+        if ev.get("f") == "commit" and (ev.get("value") or {}).get("group"):
+            members.setdefault(ev["value"]["group"], set()).add(str(ev.get("process")))
+    high: dict[tuple[str, str, int], tuple[int, int]] = {}  # key -> (offset, ok time)
+    seeks: dict[tuple[str, int], list[tuple[int, str, int]]] = {}  # (topic, part) -> (time, proc, off)
+    commits = count = 0
+    bad: list[dict[str, Any]] = []
+    for ev in sorted(events, key=lambda e: (int(e.get("time_ns", 0)), int(e.get("index", 0)))):
+        f, v = ev.get("f"), ev.get("value") or {}
+        if f in ("seek", "assign") and type(v.get("offset")) is int:
+            seeks.setdefault((str(v.get("topic")), int(v.get("partition") or 0)), []).append(
+                (int(ev["time_ns"]), str(ev.get("process")), v["offset"])
+            )
+        if f != "commit" or ev.get("type") != "ok" or type(v.get("offset")) is not int:
+            continue
+        commits += 1
+        group, topic, part, off = str(v.get("group")), str(v.get("topic")), int(v.get("partition") or 0), v["offset"]
+        key, t = (group, topic, part), int(ev["time_ns"])
+        prev = high.get(key)
+        if prev is not None and off < prev[0]:
+            who = members.get(group, set())
+            asked = any(
+                prev[1] <= st <= t and so <= off and (p in who or group_of(config, p) == group)
+                for st, p, so in seeks.get((topic, part), [])
+            )
+            if not asked:
+                count += 1
+                if len(bad) < MAX_EXAMPLES:
+                    bad.append(
+                        {
+                            "group": group,
+                            "topic": topic,
+                            "partition": part,
+                            "offset": off,
+                            "previous": prev[0],
+                            "process": str(ev.get("process")),
+                        }
+                    )
+            high[key] = (off, t)  # the new baseline: later commits are judged against it
+        elif prev is None or off >= prev[0]:
+            high[key] = (off, t)
+    if commits == 0:
+        return Verdict("commit-regression", NOT_APPLICABLE)
+    return Verdict("commit-regression", count == 0, {"commits": commits, "regressions": count}, bad)

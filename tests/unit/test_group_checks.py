@@ -1,0 +1,36 @@
+"""commit-regression: its anomaly is found; a regression asked for by a seek passes."""
+
+from __future__ import annotations
+
+from harness.checks.groups import commit_regression
+from harness.checks.verdict import NOT_APPLICABLE
+from tests.synth.txn import Events, header
+
+
+def _commit(e: Events, proc: str, off: int) -> Events:
+    v = {"group": "g", "topic": "t", "partition": 0, "offset": off}
+    return e.add(proc, "invoke", "commit", v).add(proc, "ok", "commit", v)
+
+
+def test_unasked_regression_is_found() -> None:
+    e = _commit(_commit(Events(), "consumer-0", 10), "consumer-0", 7)
+    v = commit_regression(header(), e.events)
+    assert v.valid is False and v.counts == {"commits": 2, "regressions": 1}
+    assert v.examples[0]["offset"] == 7 and v.examples[0]["previous"] == 10
+
+
+def test_regression_after_a_seek_asking_for_it_is_fine() -> None:
+    e = _commit(Events(), "consumer-0", 10)
+    e.add("consumer-0", "ok", "seek", {"topic": "t", "partition": 0, "offset": 5, "reason": "seek"})
+    assert commit_regression(header(), _commit(e, "consumer-0", 7).events).valid is True
+
+
+def test_info_commit_is_not_counted() -> None:
+    e = _commit(Events(), "consumer-0", 7)
+    v = {"group": "g", "topic": "t", "partition": 0, "offset": 10}
+    e.add("consumer-0", "invoke", "commit", v).add("consumer-0", "info", "commit", v, "Timeout")
+    assert commit_regression(header(), _commit(e, "consumer-0", 8).events).valid is True
+
+
+def test_no_commit_is_not_applicable() -> None:
+    assert commit_regression(header(), Events().send("producer-0", "v", 0).events).valid == NOT_APPLICABLE
