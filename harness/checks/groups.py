@@ -1,6 +1,6 @@
 """Consumer-group checks over raw ``highwater.history/1`` events (issue 17; work in progress).
 
-Only ``commit_regression`` is here so far; it is not yet registered in ``harness.checks``.
+Only ``commit_regression`` and ``rebalance_skip`` are here so far; it is not yet registered in ``harness.checks``.
 """
 
 from __future__ import annotations
@@ -77,3 +77,50 @@ def commit_regression(header: Mapping[str, Any], events: Sequence[Mapping[str, A
     if commits == 0:
         return Verdict("commit-regression", NOT_APPLICABLE)
     return Verdict("commit-regression", count == 0, {"commits": commits, "regressions": count}, bad)
+
+
+def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
+    """rebalance-skip: after a partition moved to another member, its new owner's first position
+    lies beyond the group's last committed offset (records nobody in the group consumed).
+
+    A move is an ``assign`` of a partition to a group member (``config.consumers.<name>.group``)
+    other than the member that last had it assigned; the first position is that assign's
+    offset, compared with the group's last ``ok`` commit for the partition before it (by
+    ``time_ns``). Moves without a known position or without an earlier ok commit are not judged.
+    Counted: ``moves`` (judged moves), ``skips``. Examples: group, topic, partition, process,
+    position, committed. Not applicable when no consumer names a group.
+    """
+    config = header.get("config") or {}
+    if not any(group_of(config, p) for p in (config.get("consumers") or {})):
+        return Verdict("rebalance-skip", NOT_APPLICABLE)
+    owner: dict[tuple[str, str, int], str] = {}
+    committed: dict[tuple[str, str, int], int] = {}
+    moves = count = 0
+    bad: list[dict[str, Any]] = []
+    for ev in sorted(events, key=lambda e: (int(e.get("time_ns", 0)), int(e.get("index", 0)))):
+        f, v, proc = ev.get("f"), ev.get("value") or {}, str(ev.get("process"))
+        if f == "commit" and ev.get("type") == "ok" and type(v.get("offset")) is int:
+            committed[(str(v.get("group")), str(v.get("topic")), int(v.get("partition") or 0))] = v["offset"]
+            continue
+        group = group_of(config, proc)
+        if f != "assign" or group is None:
+            continue
+        key = (group, str(v.get("topic")), int(v.get("partition") or 0))
+        prev, owner[key] = owner.get(key), proc
+        if prev is None or prev == proc or type(v.get("offset")) is not int or key not in committed:
+            continue
+        moves += 1
+        if v["offset"] > committed[key]:
+            count += 1
+            if len(bad) < MAX_EXAMPLES:
+                bad.append(
+                    {
+                        "group": group,
+                        "topic": key[1],
+                        "partition": key[2],
+                        "process": proc,
+                        "position": v["offset"],
+                        "committed": committed[key],
+                    }
+                )
+    return Verdict("rebalance-skip", count == 0, {"moves": moves, "skips": count}, bad)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.checks.groups import commit_regression
+from harness.checks.groups import commit_regression, rebalance_skip
 from harness.checks.verdict import NOT_APPLICABLE
 from tests.synth.txn import Events, header
 
@@ -34,3 +34,26 @@ def test_info_commit_is_not_counted() -> None:
 
 def test_no_commit_is_not_applicable() -> None:
     assert commit_regression(header(), Events().send("producer-0", "v", 0).events).valid == NOT_APPLICABLE
+
+
+def _moved_to(pos: int) -> Events:
+    e = Events().add("consumer-0", "ok", "assign", {"topic": "t", "partition": 0, "offset": 0, "reason": "assign"})
+    e = _commit(e, "consumer-0", 10)
+    return e.add("consumer-1", "ok", "assign", {"topic": "t", "partition": 0, "offset": pos, "reason": "assign"})
+
+
+_GROUPED = {"consumer-0": {"group": "g"}, "consumer-1": {"group": "g"}}
+
+
+def test_new_owner_beyond_committed_is_a_skip() -> None:
+    v = rebalance_skip(header(consumers=_GROUPED), _moved_to(12).events)
+    assert v.valid is False and v.counts == {"moves": 1, "skips": 1}
+    assert v.examples[0]["position"] == 12 and v.examples[0]["committed"] == 10
+
+
+def test_new_owner_exactly_at_committed_is_fine() -> None:
+    assert rebalance_skip(header(consumers=_GROUPED), _moved_to(10).events).valid is True
+
+
+def test_no_groups_is_not_applicable() -> None:
+    assert rebalance_skip(header(), _moved_to(12).events).valid == NOT_APPLICABLE
