@@ -1,6 +1,6 @@
 """Consumer-group checks over raw ``highwater.history/1`` events (issue 17; work in progress).
 
-Only ``commit_regression`` and ``rebalance_skip`` are here so far; it is not yet registered in ``harness.checks``.
+Only ``commit_regression``, ``rebalance_skip`` and ``commit_ahead`` are here so far; it is not yet registered in ``harness.checks``.
 """
 
 from __future__ import annotations
@@ -124,3 +124,49 @@ def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
                     }
                 )
     return Verdict("rebalance-skip", count == 0, {"moves": moves, "skips": count}, bad)
+
+
+def commit_ahead(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
+    """commit-ahead: a group committed offset o for a partition although no member of the group
+    had returned offset o-1 there nor moved its position to o.
+
+    Members are the processes naming the group in ``config.consumers.<name>.group`` plus those
+    that committed for it; "had" means an ``ok`` poll record at offset o-1, or a ``seek``/
+    ``assign`` to o, recorded before the commit's ``ok`` (by ``time_ns``). Only ``ok`` commits
+    are judged. Counted: ``commits``, ``ahead``. Examples: group, topic, partition, offset,
+    process. Not applicable when there is no ok commit.
+    """
+    config = header.get("config") or {}
+    members: dict[str, set[str]] = {}
+    for p in config.get("consumers") or {}:
+        g = group_of(config, p)
+        if g:
+            members.setdefault(g, set()).add(p)
+    for ev in events:
+        if ev.get("f") == "commit" and (ev.get("value") or {}).get("group"):
+            members.setdefault(ev["value"]["group"], set()).add(str(ev.get("process")))
+    seen: dict[tuple[str, str, int], set[int]] = {}  # (process, topic, partition) -> returned offset+1 / positions
+    commits = count = 0
+    bad: list[dict[str, Any]] = []
+    for ev in sorted(events, key=lambda e: (int(e.get("time_ns", 0)), int(e.get("index", 0)))):
+        f, v, proc = ev.get("f"), ev.get("value") or {}, str(ev.get("process"))
+        if f == "poll" and ev.get("type") == "ok":
+            for r in v.get("records", []):
+                seen.setdefault((proc, str(r["topic"]), int(r["partition"])), set()).add(int(r["offset"]) + 1)
+        elif f in ("seek", "assign") and type(v.get("offset")) is int:
+            seen.setdefault((proc, str(v.get("topic")), int(v.get("partition") or 0)), set()).add(v["offset"])
+        elif f == "commit" and ev.get("type") == "ok" and type(v.get("offset")) is int:
+            commits += 1
+            group, topic, part, off = (
+                str(v.get("group")),
+                str(v.get("topic")),
+                int(v.get("partition") or 0),
+                v["offset"],
+            )
+            if not any(off in seen.get((m, topic, part), ()) for m in members.get(group, ())):
+                count += 1
+                if len(bad) < MAX_EXAMPLES:
+                    bad.append({"group": group, "topic": topic, "partition": part, "offset": off, "process": proc})
+    if commits == 0:
+        return Verdict("commit-ahead", NOT_APPLICABLE)
+    return Verdict("commit-ahead", count == 0, {"commits": commits, "ahead": count}, bad)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.checks.groups import commit_regression, rebalance_skip
+from harness.checks.groups import commit_ahead, commit_regression, rebalance_skip
 from harness.checks.verdict import NOT_APPLICABLE
 from tests.synth.txn import Events, header
 
@@ -57,3 +57,15 @@ def test_new_owner_exactly_at_committed_is_fine() -> None:
 
 def test_no_groups_is_not_applicable() -> None:
     assert rebalance_skip(header(), _moved_to(12).events).valid == NOT_APPLICABLE
+
+
+def test_commit_beyond_what_was_returned_is_ahead() -> None:
+    e = _commit(Events().poll("consumer-0", [(0, "a"), (1, "b")]), "consumer-0", 5)
+    v = commit_ahead(header(consumers=_GROUPED), e.events)
+    assert v.valid is False and v.counts == {"commits": 1, "ahead": 1} and v.examples[0]["offset"] == 5
+
+
+def test_commit_after_last_returned_or_seek_is_fine() -> None:
+    e = _commit(Events().poll("consumer-0", [(0, "a"), (1, "b")]), "consumer-0", 2)
+    e.add("consumer-1", "ok", "seek", {"topic": "t", "partition": 0, "offset": 9, "reason": "seek"})
+    assert commit_ahead(header(consumers=_GROUPED), _commit(e, "consumer-0", 9).events).valid is True
