@@ -62,17 +62,11 @@ def _confluent_kafka(version: str | None) -> ClientDriver:
     return ConfluentKafkaDriver(version)
 
 
-def _java(version: str | None) -> ClientDriver:
-    from .java_client import JavaClientDriver
-
-    return JavaClientDriver(version)
-
-
 #: client name -> driver factory, given the version asked for (None: the default one)
 CLIENTS: dict[str, Callable[[str | None], ClientDriver]] = {
     "kafka-python": _kafka_python,
     "confluent-kafka": _confluent_kafka,
-    "java": _java,
+    # "java": Kafka's Java client through a worker process -- not written yet (issue 13)
 }
 
 _SPEC = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_.-]*?)(?:(?:==|:)(?P<version>[0-9][A-Za-z0-9_.+-]*))?$")

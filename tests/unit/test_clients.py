@@ -52,12 +52,15 @@ def test_registry_names_kafka_python_with_its_version() -> None:
 
 
 def test_client_specs_name_a_client_and_optionally_its_version() -> None:
-    assert parse_client_specs("kafka-python, confluent-kafka==2.3.0,java:3.9.1") == [
+    assert parse_client_specs("kafka-python, confluent-kafka==2.3.0,confluent-kafka:2.6.1") == [
         ClientSpec("kafka-python"),
         ClientSpec("confluent-kafka", "2.3.0"),
-        ClientSpec("java", "3.9.1"),
+        ClientSpec("confluent-kafka", "2.6.1"),
     ]
-    assert str(parse_client_spec("java:3.9.1")) == "java==3.9.1" and str(parse_client_spec("java")) == "java"
+    assert (
+        str(parse_client_spec("confluent-kafka:2.6.1")) == "confluent-kafka==2.6.1"
+        and str(parse_client_spec("kafka-python")) == "kafka-python"
+    )
     for bad, says in [("java:", "bad client"), ("kafka python", "bad client"), ("nope==1.0", "unknown client 'nope'")]:
         with pytest.raises(UnknownClientError) as err:
             parse_client_spec(bad)
