@@ -4,7 +4,6 @@ campaign`` runs: the chaos campaign on a local 3-rack cluster, then the HTML rep
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import subprocess
 import sys
 import time
@@ -12,16 +11,8 @@ from pathlib import Path
 
 from harness.backend import DEFAULT_BACKEND, get_backend
 from harness.clients import DEFAULT_CLIENT, client_names, parse_client_specs
-from harness.errors import HighwaterError
 
-
-def suites_dir() -> Path:
-    """Where the ``suites`` package lives: a source checkout or an installed package alike.
-    Located, not imported: the suites are test programs run by pytest, not a layer below us."""
-    spec = importlib.util.find_spec("suites")
-    if spec is None or spec.origin is None:
-        raise HighwaterError("the suites package is not installed (pip install highwater)")
-    return Path(spec.origin).resolve().parent
+from .pytest_runs import PytestRun
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,38 +50,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", default="results")
 
 
-def locate(test: str) -> str:
-    """A ``suites/...`` test id that is not a path here names a test of the installed package."""
-    path = test.split("::", 1)[0]
-    if Path(path).exists() or not (path == "suites" or path.startswith("suites/")):
-        return test
-    return str(suites_dir().parent / test)
-
-
 def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
     get_backend(args.backend)  # an unknown backend or client fails here, in one line, before pytest starts
     parse_client_specs(args.client)
-    argv = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        *map(locate, tests),
-        "--profile",
-        args.profile,
-        "--campaign",
-        campaign,
-        "--results",
-        args.results,
-        "--backend",
-        args.backend,
-        "--client",
-        args.client,
-        "-rxXf",
-    ]
-    if args.seed is not None:
-        argv += ["--seed", str(args.seed)]
     if args.backend == "external" and args.cluster_file is None:
         from harness.external import cluster_file_from_env
 
@@ -99,11 +61,18 @@ def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
         from harness.external import load_cluster_file
 
         load_cluster_file(args.cluster_file)  # a malformed file fails here, in one line
-        argv += ["--cluster-file", str(Path(args.cluster_file).resolve())]
-    for v in args.kafka_version or []:
-        argv += ["--kafka-version", v]
-    print("highwater: " + " ".join(argv[1:]), file=sys.stderr, flush=True)
-    return subprocess.call(argv)
+    extra = ["--cluster-file", str(Path(args.cluster_file).resolve())] if args.cluster_file is not None else []
+    return PytestRun(
+        tests=tests,
+        campaign=campaign,
+        profile=args.profile,
+        backend=args.backend,
+        client=args.client,
+        kafka_versions=list(args.kafka_version or []),
+        seed=args.seed,
+        results=args.results,
+        extra=extra,
+    ).call()
 
 
 def cmd_run(args: argparse.Namespace) -> int:
