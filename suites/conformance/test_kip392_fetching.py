@@ -66,10 +66,24 @@ def assert_consumer_moves(verdicts: list[Verdict], how: str) -> None:
     )
 
 
+#: faults under which librdkafka keeps reading the follower (it still answers): HW-9
+HW9_FAULTS = ("cut-off", "slowed")
+FINDING_HW9 = pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "FINDING HW-9 (librdkafka 2.16.0): the preferred-replica lease is fixed at 5 minutes "
+        "(rdkafka_fetcher.c, rd_kafka_toppar_fetch_decide), so a consumer keeps fetching from a follower that left "
+        "the ISR but still answers. See README, Findings."
+    ),
+)
+
+
 @pytest.mark.parametrize("how", list(KIP392_FAULTS))
 def test_consumer_moves_when_its_replica_leaves_the_isr_and_returns(
-    cluster, profile, campaign, results_root, repro, how
+    request, cluster, profile, campaign, results_root, repro, client_name, how
 ) -> None:  # type: ignore[no-untyped-def]
+    if client_name.startswith("confluent-kafka") and how in HW9_FAULTS:
+        request.applymarker(FINDING_HW9)
     result = run_plan(
         cluster,
         PLANS[f"kip-392/replica-{how}"],
