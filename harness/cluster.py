@@ -36,7 +36,7 @@ from .errors import ClusterError, HighwaterError, PortInUseError
 from .java import find_java, jvm_base
 from .lifecycle import accepts_connection, acquire_slot, check_ports, pick_base_port, reap_stale
 from .node import KafkaNode, NodeState
-from .observe import Observer, PartitionState
+from .observe import Observer, PartitionWaits
 from .paths import clusters_dir
 from .procs import OwnerLock, ProcessRegistry, signal_and_wait, spawn
 from .topology import Link, Listener, Ports, ProxyPlan, Topology, client_party
@@ -72,7 +72,7 @@ def check_spec(spec: ClusterSpec) -> None:
     )
 
 
-class Cluster:
+class Cluster(PartitionWaits):
     """The local backend: implements :class:`~harness.backend.ClusterBackend`,
     :class:`~harness.backend.LinkControl` (one Toxiproxy proxy per directed link) and
     :class:`~harness.backend.ProcessControl` (node JVMs driven by signals)."""
@@ -416,28 +416,6 @@ class Cluster:
     @staticmethod
     def _all_answer(obs: Observer, ids: set[int]) -> bool:
         return all(obs.answers(b) for b in sorted(ids))
-
-    def partition_state(
-        self, topic: str, partition: int = 0, offsets: bool = True, timeout: float = 15.0
-    ) -> PartitionState:
-        """Leader, epoch, ISR (and HW, LEOs). Metadata reaches brokers asynchronously in KRaft, so
-        a broker that has not heard of a new topic yet is asked again until ``timeout``."""
-        return wait_until(
-            lambda: self.observer().partition_state(topic, partition, offsets=offsets),
-            timeout,
-            f"metadata of {topic}-{partition} is available",
-            interval=0.2,
-        )
-
-    def wait_for_isr(
-        self, topic: str, partition: int, cond: Callable[[PartitionState], bool], timeout: float, message: str
-    ) -> PartitionState:
-        return wait_until(
-            lambda: (lambda s: s if cond(s) else None)(self.partition_state(topic, partition, offsets=False)),
-            timeout,
-            message,
-            interval=0.1,
-        )
 
     def create_topic(
         self,

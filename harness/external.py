@@ -27,7 +27,7 @@ import os
 import shlex
 import subprocess
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,7 @@ from urllib.parse import urlparse
 from .backend import NodeState, Progress
 from .config import NO_RACK, ClusterSpec
 from .errors import HighwaterError
-from .observe import Observer, PartitionState
+from .observe import Observer, PartitionWaits
 from .topology import Link, Listener, Node, Ports, Role, Topology, client_party
 from .toxiproxy import ByteCounters, ToxiproxyAPI
 from .waiting import wait_until
@@ -269,7 +269,7 @@ def check_shape(cf: ClusterFile, topo: Topology, spec: ClusterSpec) -> None:
 # -- the backend ------------------------------------------------------------------------------
 
 
-class ExternalCluster:
+class ExternalCluster(PartitionWaits):
     """A cluster highwater only connects to: every :class:`ClusterBackend` method, no more."""
 
     backend_name = "external"
@@ -408,26 +408,6 @@ class ExternalCluster:
                 timeout,
                 f"brokers {sorted(want)} answer through client rack {rack}'s bootstrap servers",
             )
-
-    def partition_state(
-        self, topic: str, partition: int = 0, offsets: bool = True, timeout: float = 15.0
-    ) -> PartitionState:
-        return wait_until(
-            lambda: self.observer().partition_state(topic, partition, offsets=offsets),
-            timeout,
-            f"metadata of {topic}-{partition} is available",
-            interval=0.2,
-        )
-
-    def wait_for_isr(
-        self, topic: str, partition: int, cond: Callable[[PartitionState], bool], timeout: float, message: str
-    ) -> PartitionState:
-        return wait_until(
-            lambda: (lambda s: s if cond(s) else None)(self.partition_state(topic, partition, offsets=False)),
-            timeout,
-            message,
-            interval=0.1,
-        )
 
     def create_topic(
         self,

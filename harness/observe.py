@@ -14,6 +14,7 @@ calls take (``knows_brokers`` reads its metadata cache the same way).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,8 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.errors import for_code
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
+
+from .waiting import wait_until
 
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
@@ -226,3 +229,33 @@ class Observer:
             if entry is not None:
                 return entry.get("value") if isinstance(entry, dict) else str(entry)
         return None
+
+
+class PartitionWaits:
+    """``partition_state`` and ``wait_for_isr`` of a backend, written once for every backend
+    that observes through ``observer()`` (local, compose through it, external)."""
+
+    def observer(self, rack: str | None = None) -> Observer:  # pragma: no cover - provided by the backend
+        raise NotImplementedError
+
+    def partition_state(
+        self, topic: str, partition: int = 0, offsets: bool = True, timeout: float = 15.0
+    ) -> PartitionState:
+        """Leader, epoch, ISR (and HW, LEOs). Metadata reaches brokers asynchronously in KRaft, so
+        a broker that has not heard of a new topic yet is asked again until ``timeout``."""
+        return wait_until(
+            lambda: self.observer().partition_state(topic, partition, offsets=offsets),
+            timeout,
+            f"metadata of {topic}-{partition} is available",
+            interval=0.2,
+        )
+
+    def wait_for_isr(
+        self, topic: str, partition: int, cond: Callable[[PartitionState], bool], timeout: float, message: str
+    ) -> PartitionState:
+        return wait_until(
+            lambda: (lambda s: s if cond(s) else None)(self.partition_state(topic, partition, offsets=False)),
+            timeout,
+            message,
+            interval=0.1,
+        )
