@@ -240,3 +240,31 @@ class ClientDriver(Protocol):
 def client_label(driver: ClientDriver) -> str:
     """The client as histories and manifests name it: ``"<name> <version>"``."""
     return f"{driver.name} {driver.version}"
+
+
+class FetchSources:
+    """Which broker answered the fetches of each partition, by fetch offset: a record's source
+    is the broker of the fetch at the greatest fetch offset <= the record's offset."""
+
+    KEEP = 64  # fetch offsets kept per partition before old ones are forgotten
+
+    def __init__(self) -> None:
+        self._by_tp: dict[Any, dict[int, int]] = {}
+
+    def note(self, tp: Any, fetch_offset: int, node_id: int) -> None:
+        self._by_tp.setdefault(tp, {})[int(fetch_offset)] = int(node_id)
+
+    def source_of(self, tp: Any, offset: int) -> int | None:
+        by_offset = self._by_tp.get(tp)
+        if not by_offset:
+            return None
+        starts = [o for o in by_offset if o <= offset]
+        return by_offset[max(starts)] if starts else None
+
+    def forget_below(self, tp: Any, offset: int) -> None:
+        """Drop fetch offsets below ``offset`` except the one that still covers it."""
+        by_offset = self._by_tp.get(tp)
+        if by_offset and len(by_offset) > self.KEEP:
+            keep = max((o for o in by_offset if o <= offset), default=None)
+            for o in [o for o in by_offset if o < offset and o != keep]:
+                by_offset.pop(o, None)

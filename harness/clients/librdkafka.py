@@ -73,6 +73,7 @@ from .base import (
     TruncationSignal,
     UnknownClientError,
 )
+from .base import FetchSources as BaseFetchSources
 from .pyversions import import_version
 
 DIST = "confluent-kafka"
@@ -237,37 +238,15 @@ _SEEK = re.compile(
 _TRUNCATED = re.compile(r"log truncation detected at .*: broker end offset is (?P<off>-?\d+)")
 
 
-class FetchSources:
-    """Which broker was sent the fetches of each partition, by fetch offset: a record's source
-    is the broker of the last fetch at the greatest fetch offset <= the record's offset. A
-    fetch at offset N forgets the fetches noted above N: they belong to a position the consumer
-    has left (a seek back, a reset, a truncation)."""
+class FetchSources(BaseFetchSources):
+    """``base.FetchSources`` where a fetch at offset N also forgets the fetches noted above N:
+    they belong to a position the consumer has left (a seek back, a reset, a truncation)."""
 
-    KEEP = 64  # fetch offsets kept per partition before old ones are forgotten
-
-    def __init__(self) -> None:
-        self._by_tp: dict[TopicPartition, dict[int, int]] = {}
-
-    def note(self, tp: TopicPartition, fetch_offset: int, node_id: int) -> None:
+    def note(self, tp: Any, fetch_offset: int, node_id: int) -> None:
         by_offset = self._by_tp.setdefault(tp, {})
         for o in [o for o in by_offset if o > fetch_offset]:
             del by_offset[o]
-        by_offset[fetch_offset] = node_id
-
-    def source_of(self, tp: TopicPartition, offset: int) -> int | None:
-        by_offset = self._by_tp.get(tp)
-        if not by_offset:
-            return None
-        starts = [o for o in by_offset if o <= offset]
-        return by_offset[max(starts)] if starts else None
-
-    def forget_below(self, tp: TopicPartition, offset: int) -> None:
-        """Drop fetch offsets below ``offset`` except the one that still covers it."""
-        by_offset = self._by_tp.get(tp)
-        if by_offset and len(by_offset) > self.KEEP:
-            keep = max((o for o in by_offset if o <= offset), default=None)
-            for o in [o for o in by_offset if o < offset and o != keep]:
-                by_offset.pop(o, None)
+        by_offset[int(fetch_offset)] = int(node_id)
 
 
 class LibrdkafkaLog:
