@@ -68,8 +68,13 @@ def ensure_toxiproxy(progress: Callable[[str], None] = lambda _: None) -> Path:
 class ByteCounters:
     """Bytes through one proxy, as Toxiproxy counts them: v2.12 adds a connection's bytes to its
     counters only when that direction of the connection *ends* (``link.go``: after ``io.Copy``
-    returns), so close the client (or cut the proxy) before reading them. ``downstream`` flows from the upstream (a broker) back to the
-    party that opened the connection: for a consumer's proxy it is mostly fetch responses."""
+    returns), a moment after the client closed it, so close the client and wait for the counters
+    to settle (``harness.waiting.wait_until_steady``) before reading them. These are the bytes
+    the proxy *received* from the sending side: Toxiproxy drops a direction's whole *sent* count
+    when its last write fails (a fetch response arriving after the consumer closed), which lost a
+    3 MB consumer connection in one CI run; the received count is added either way.
+    ``downstream`` flows from the upstream (a broker) back to the party that opened the
+    connection: for a consumer's proxy it is mostly fetch responses."""
 
     upstream: int
     downstream: int
@@ -80,12 +85,13 @@ _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
 def parse_metrics(text: str) -> dict[str, ByteCounters]:
-    """Per-proxy *sent* byte counters from Toxiproxy's Prometheus text (``-proxy-metrics``)."""
+    """Per-proxy *received* byte counters from Toxiproxy's Prometheus text (``-proxy-metrics``):
+    what each direction read from its source (see ``ByteCounters`` for why not *sent*)."""
     up: dict[str, float] = {}
     down: dict[str, float] = {}
     for line in text.splitlines():
         m = _METRIC.match(line)
-        if not m or m.group(1) != "sent":
+        if not m or m.group(1) != "received":
             continue
         labels = dict(_LABEL.findall(m.group("labels")))
         bucket = up if labels.get("direction") == "upstream" else down

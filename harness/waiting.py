@@ -39,3 +39,31 @@ def wait_until(
             suffix = f" (last error: {type(last_error).__name__}: {last_error})" if last_error else ""
             raise WaitTimeout(f"timed out after {timeout:.1f}s waiting until {text}{suffix}") from last_error
         time.sleep(interval)
+
+
+def wait_until_steady(
+    read: Callable[[], T],
+    quiet: float,
+    timeout: float,
+    message: str,
+    interval: float = 0.1,
+) -> T:
+    """Read ``read()`` until it returns the same value for ``quiet`` seconds, and return it.
+
+    For counters that catch up a moment after the event that fixes them (Toxiproxy adds a
+    connection's bytes when the connection has ended, after our client closed it): the value
+    is final once it stops moving. A value still moving at ``timeout`` raises ``WaitTimeout``.
+    """
+    deadline = time.monotonic() + timeout
+    value = read()
+    since = time.monotonic()
+    while True:
+        now = time.monotonic()
+        if now - since >= quiet:
+            return value
+        if now >= deadline:
+            raise WaitTimeout(f"timed out after {timeout:.1f}s waiting until {message} stop changing")
+        time.sleep(interval)
+        latest = read()
+        if latest != value:
+            value, since = latest, time.monotonic()

@@ -6,7 +6,10 @@ import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from harness.backend import LinkControl
 from harness.cluster import Cluster
+from harness.toxiproxy import ByteCounters
+from harness.waiting import wait_until_steady
 
 
 def live_bootstrap(cluster: Cluster, rack: str | None = None) -> list[str]:
@@ -46,6 +49,13 @@ def consume_all(
         return seen
     finally:
         consumer.close()
+
+
+def bytes_served(cluster: LinkControl, rack: str, before: dict[int, ByteCounters]) -> dict[int, int]:
+    """Bytes each broker sent through ``rack``'s client proxies since ``before``, read once the
+    counters settle: Toxiproxy adds a connection's bytes a moment after the client closed it."""
+    after = wait_until_steady(lambda: cluster.client_bytes(rack), 0.5, 15, f"{rack}'s client byte counters")
+    return {b: after[b].downstream - before[b].downstream for b in after}
 
 
 class BackgroundProducer:

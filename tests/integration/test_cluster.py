@@ -16,7 +16,7 @@ from harness.lifecycle import accepts_connection
 from harness.observe import PartitionState
 from harness.waiting import wait_until
 
-from .kafka_util import BackgroundProducer, consume_all, produce
+from .kafka_util import BackgroundProducer, bytes_served, consume_all, produce
 
 LAG_MS = 4000  # replica.lag.time.max.ms of the default test cluster (harness.config)
 # The leader checks for laggards every LAG_MS/2, and the controller must apply the shrink.
@@ -72,8 +72,7 @@ def test_follower_fetching_is_proven_by_proxy_byte_counters(cluster: Cluster) ->
     def served(client_rack: str | None) -> dict[int, int]:
         before = cluster.client_bytes(rack)
         assert consume_all(cluster, "ff", count, rack=rack, client_rack=client_rack) == count
-        after = cluster.client_bytes(rack)
-        return {b: after[b].downstream - before[b].downstream for b in after}
+        return bytes_served(cluster, rack, before)
 
     payload = count * size
     with_rack = served(rack)

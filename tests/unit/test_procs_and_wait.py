@@ -13,7 +13,7 @@ from harness.errors import WaitTimeout
 from harness.java import parse_java_major
 from harness.procs import OwnerLock, ProcessRegistry, proc_cmdline, proc_start_time
 from harness.toxiproxy import parse_metrics
-from harness.waiting import wait_until
+from harness.waiting import wait_until, wait_until_steady
 
 
 def test_wait_until_returns_the_value_and_times_out_with_the_message() -> None:
@@ -25,6 +25,24 @@ def test_wait_until_returns_the_value_and_times_out_with_the_message() -> None:
 
     with pytest.raises(WaitTimeout, match=r"waiting until the moon is up \(last error: RuntimeError: broker said no\)"):
         wait_until(boom, 0.1, "the moon is up", interval=0.01)
+
+
+def test_wait_until_steady_returns_the_value_once_it_stops_moving() -> None:
+    # a counter that catches up over a few reads, then stays: the settled value, not an early one
+    values = iter([1, 5, 9, 12])
+    last = [0]
+
+    def read() -> int:
+        last[0] = next(values, last[0])
+        return last[0]
+
+    assert wait_until_steady(read, quiet=0.05, timeout=5, message="the counter", interval=0.01) == 12
+
+
+def test_wait_until_steady_times_out_on_a_value_that_keeps_moving() -> None:
+    ticks = iter(range(10**9))
+    with pytest.raises(WaitTimeout, match="the ticker stop changing"):
+        wait_until_steady(lambda: next(ticks), quiet=0.5, timeout=0.1, message="the ticker", interval=0.01)
 
 
 def test_owner_lock_is_exclusive_and_released(tmp_path: Path) -> None:
@@ -69,8 +87,12 @@ def test_toxiproxy_metrics_parsing() -> None:
             "# HELP toxiproxy_proxy_sent_bytes_total x",
             'toxiproxy_proxy_sent_bytes_total{direction="downstream",listener="127.1.1.1:1",proxy="p",upstream="u"} 1234',
             'toxiproxy_proxy_sent_bytes_total{direction="upstream",listener="127.1.1.1:1",proxy="p",upstream="u"} 56',
-            'toxiproxy_proxy_received_bytes_total{direction="upstream",listener="127.1.1.1:1",proxy="p",upstream="u"} 999',
+            'toxiproxy_proxy_received_bytes_total{direction="upstream",listener="127.1.1.1:1",proxy="p",upstream="u"} 60',
+            'toxiproxy_proxy_received_bytes_total{direction="downstream",listener="127.1.1.1:1",proxy="p",upstream="u"} 3001234',
+            'toxiproxy_proxy_received_bytes_total{direction="downstream",listener="127.1.1.1:2",proxy="q",upstream="v"} 7',
         ]
     )
     counters = parse_metrics(text)
-    assert counters["p"].downstream == 1234 and counters["p"].upstream == 56
+    # received, not sent: a connection whose last write failed has no sent count at all
+    assert counters["p"].downstream == 3001234 and counters["p"].upstream == 60
+    assert counters["q"].downstream == 7 and counters["q"].upstream == 0
