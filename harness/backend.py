@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .config import ClusterSpec
 from .errors import HighwaterError
+from .security import ClientSecurity
 from .topology import Link, Topology
 
 if TYPE_CHECKING:
@@ -78,6 +79,11 @@ class ClusterBackend(Protocol):
 
     def bootstrap(self, rack: str | None = None) -> list[str]:
         """Bootstrap servers for a client in ``rack`` (None: clients without a rack)."""
+        ...
+
+    @property
+    def client_security(self) -> ClientSecurity:
+        """TLS/SASL settings every client of this cluster connects with (observer included)."""
         ...
 
     def observer(self, rack: str | None = None) -> Observer:
@@ -236,6 +242,13 @@ class BackendEntry:
     #: a handle on a cluster this backend keeps up in another process (``highwater cluster up``
     #: then ``highwater fault``), from the directory it recorded; None: cannot be kept up
     attach: Callable[[Path, Progress | None], ClusterBackend] | None = None
+    #: applies ``ClusterSpec.broker_cpus``/``broker_memory``; a backend that cannot refuses them
+    resource_limits: bool = False
+
+    def check_spec(self, spec: ClusterSpec) -> None:
+        """A one-line :class:`BackendError` for what this backend cannot run (before any I/O)."""
+        if spec.has_limits and not self.resource_limits:
+            raise BackendError(f"cpu/memory limits need the compose backend (backend {self.name!r} cannot apply them)")
 
 
 _REGISTRY: dict[str, BackendEntry] = {}
@@ -258,7 +271,9 @@ def get_backend(name: str) -> BackendEntry:
 
 
 def start_backend(name: str, spec: ClusterSpec, progress: Progress | None = None) -> ClusterBackend:
-    return get_backend(name).start(spec, progress)
+    entry = get_backend(name)
+    entry.check_spec(spec)
+    return entry.start(spec, progress)
 
 
 def _start_local(spec: ClusterSpec, progress: Progress | None) -> ClusterBackend:
@@ -289,11 +304,19 @@ def _start_compose(spec: ClusterSpec, progress: Progress | None) -> ClusterBacke
     return start_compose(spec, progress)
 
 
+def _attach_compose(cluster_dir: Path, progress: Progress | None) -> ClusterBackend:
+    from .compose.backend import ComposeCluster
+
+    return ComposeCluster.attach(cluster_dir, progress)
+
+
 register_backend(
     BackendEntry(
         "compose",
         "the same model in containers (docker SDK, host networking on 127.x, a Toxiproxy container)",
         _start_compose,
+        _attach_compose,
+        resource_limits=True,
     )
 )
 

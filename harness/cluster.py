@@ -39,6 +39,7 @@ from .node import KafkaNode, NodeState
 from .observe import Observer, PartitionWaits
 from .paths import clusters_dir
 from .procs import OwnerLock, ProcessRegistry, signal_and_wait, spawn
+from .security import ClientSecurity
 from .topology import Link, Listener, Ports, ProxyPlan, Topology, client_party
 from .toxiproxy import ByteCounters, ToxiproxyAPI, ensure_toxiproxy
 from .waiting import wait_until
@@ -380,10 +381,17 @@ class Cluster(PartitionWaits):
         """Bootstrap servers for a client in ``rack`` (default: the clients with no rack)."""
         return self.topo.bootstrap(rack or self.default_client_rack)
 
+    @property
+    def client_security(self) -> ClientSecurity:
+        """What the client listeners ask for (``ClusterSpec.client_security``)."""
+        return self.spec.client_security
+
     def observer(self, rack: str | None = None) -> Observer:
         rack = rack or self.default_client_rack
         if rack not in self._observers:
-            self._observers[rack] = Observer(self.bootstrap(rack), client_id=f"highwater-observer-{rack}")
+            self._observers[rack] = Observer(
+                self.bootstrap(rack), client_id=f"highwater-observer-{rack}", security=self.client_security
+            )
         return self._observers[rack]
 
     # -- waiting and observing ------------------------------------------------------------

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .errors import HighwaterError
+from .security import PLAINTEXT, ClientSecurity
 from .topology import Node, Topology
 
 RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
@@ -34,6 +38,82 @@ class ClusterSpec:
     base_port: int | None = None  # None: pick free ports
     heap_mb: int = 320
     name: str = "hw"
+    #: how clients reach the brokers: PLAINTEXT, or SASL_PLAINTEXT with PLAIN on every client
+    #: listener (replication and controller listeners stay plaintext); see ``client_listener_security``
+    client_security: ClientSecurity = PLAINTEXT
+    #: CPUs each node's container may use (docker's ``--cpus``); None: no limit. Only the
+    #: compose backend can apply it; the others refuse a spec that sets it.
+    broker_cpus: float | None = None
+    #: memory each node's container may use, in docker's notation (``"2g"``, ``"512m"``);
+    #: None: no limit. Compose backend only, like ``broker_cpus``.
+    broker_memory: str | None = None
+
+    def __post_init__(self) -> None:
+        check_limits(self)
+
+    @property
+    def has_limits(self) -> bool:
+        return self.broker_cpus is not None or self.broker_memory is not None
+
+    @property
+    def broker_memory_bytes(self) -> int | None:
+        return None if self.broker_memory is None else memory_bytes(self.broker_memory)
+
+    @property
+    def broker_nano_cpus(self) -> int | None:
+        """``broker_cpus`` in the engine's unit (10^-9 CPUs), as the docker SDK takes it."""
+        return None if self.broker_cpus is None else round(self.broker_cpus * 1e9)
+
+
+class SpecError(HighwaterError, ValueError):
+    """A cluster spec value that cannot work; one line naming the value."""
+
+
+#: docker refuses a CPU quota below this (``--cpus 0.001``: "Range of CPUs is from 0.01 ...")
+MIN_CPUS = 0.01
+_MEMORY = re.compile(r"(\d+(?:\.\d+)?)([kmg]?)", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def memory_bytes(text: str) -> int:
+    """Docker's memory notation (a number of bytes, or with a ``k``/``m``/``g`` suffix: powers
+    of 1024, as the engine reads them) in bytes; a one-line :class:`SpecError` otherwise."""
+    match = _MEMORY.fullmatch(text)
+    if match is None:
+        raise SpecError(f"broker memory must be a size such as 2g or 512m, got {text!r}")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def parse_cpus(text: str) -> float:
+    """A CPU count as typed on a command line (``1.5``); a one-line :class:`SpecError` otherwise."""
+    try:
+        cpus = float(text)
+    except ValueError:
+        raise SpecError(f"broker cpus must be a number of CPUs such as 1.5, got {text!r}") from None
+    _check_cpus(cpus)
+    return cpus
+
+
+def _check_cpus(cpus: float) -> None:
+    if not math.isfinite(cpus) or cpus < MIN_CPUS:
+        raise SpecError(f"broker cpus must be at least {MIN_CPUS} (docker's smallest quota), got {cpus:g}")
+
+
+def check_limits(spec: ClusterSpec) -> None:
+    """The limits can be given to docker and leave the broker its heap (no I/O)."""
+    if spec.broker_cpus is not None:
+        if isinstance(spec.broker_cpus, bool) or not isinstance(spec.broker_cpus, int | float):
+            raise SpecError(f"broker cpus must be a number, got {spec.broker_cpus!r}")
+        _check_cpus(spec.broker_cpus)
+    if spec.broker_memory is not None:
+        limit = memory_bytes(spec.broker_memory)
+        # the JVM reserves -Xmx up front and needs metaspace and stacks beyond it: a limit at or
+        # under the heap is an OOM kill at start-up, not a slow broker
+        if limit <= spec.heap_mb * 1024**2:
+            raise SpecError(
+                f"broker memory {spec.broker_memory} leaves no room for the {spec.heap_mb} MB heap "
+                f"(give more than {spec.heap_mb}m)"
+            )
 
 
 def fast_failure_defaults(brokers: int) -> dict[str, str]:
@@ -93,6 +173,7 @@ def render_properties(
     advertised: list[str] = []
     protocol_map: list[str] = []
     roles: list[str] = []
+    sasl: dict[str, str] = {}
     if node.is_broker:
         roles.append("broker")
         listeners.append(f"REPLICATION://{home}:{ports.replication}")
@@ -104,7 +185,8 @@ def render_properties(
             port = topo.client_port(rack)
             listeners.append(f"{name}://{home}:{port}")
             advertised.append(f"{name}://{topo.client_address(rack, node)}:{port}")
-            protocol_map.append(f"{name}:PLAINTEXT")
+            protocol_map.append(f"{name}:{spec.client_security.protocol}")
+            sasl.update(client_listener_security(spec.client_security, name))
     if node.is_controller:
         roles.append("controller")
         listeners.append(f"CONTROLLER://{home}:{ports.controller}")
@@ -132,9 +214,40 @@ def render_properties(
                 "replica.selector.class": RACK_AWARE_SELECTOR,
             }
         )
+    props.update(sasl)
     props.update(fast_failure_defaults(len(topo.brokers)))
     props.update({k: str(v) for k, v in spec.broker_config.items()})
     return props
+
+
+def client_listener_security(security: ClientSecurity, listener: str) -> dict[str, str]:
+    """Broker properties that make the client listener ``listener`` ask for ``security``.
+
+    Only what a cluster of ours can offer without certificates or a credential store: PLAINTEXT,
+    or SASL_PLAINTEXT with PLAIN, whose users live in the listener's JAAS line (Kafka's
+    ``listener.name.<name>.plain.sasl.jaas.config``). Anything else is refused in one line.
+    """
+    if security.protocol == "PLAINTEXT":
+        return {}
+    if security.protocol != "SASL_PLAINTEXT" or security.sasl_mechanism != "PLAIN":
+        raise SpecError(
+            f"a cluster of ours offers clients PLAINTEXT or SASL_PLAINTEXT with PLAIN, not {security.describe()}"
+        )
+    user, password = _jaas_quote(str(security.sasl_username)), _jaas_quote(str(security.sasl_password))
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="{user}" password="{password}" user_{user}="{password}";'
+    )
+    return {
+        "sasl.enabled.mechanisms": "PLAIN",
+        f"listener.name.{listener.lower()}.plain.sasl.jaas.config": jaas,
+    }
+
+
+def _jaas_quote(text: str) -> str:
+    if any(c in text for c in '"\\;= \n'):
+        raise SpecError(f"SASL user names and passwords of a cluster of ours are plain words, got {text!r}")
+    return text
 
 
 def properties_text(props: Mapping[str, str]) -> str:

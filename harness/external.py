@@ -37,6 +37,7 @@ from .backend import NodeState, Progress
 from .config import NO_RACK, ClusterSpec
 from .errors import HighwaterError
 from .observe import Observer, PartitionWaits
+from .security import PLAINTEXT, ClientSecurity, SecurityError
 from .topology import Link, Listener, Node, Ports, Role, Topology, client_party
 from .toxiproxy import ByteCounters, ToxiproxyAPI
 from .waiting import wait_until
@@ -82,7 +83,7 @@ class ClusterFile:
     kafka_version: str
     topic_prefix: str
     delete_topics: bool
-    security: Mapping[str, str] = field(default_factory=dict)
+    security: ClientSecurity = PLAINTEXT
     toxiproxy_api: str | None = None
     proxies: Mapping[Link, str] = field(default_factory=dict)
     commands: Mapping[str, str] = field(default_factory=dict)
@@ -187,9 +188,12 @@ def load_cluster_file(path: str | Path) -> ClusterFile:
         brokers.append(BrokerEntry(bid, _str(p, b, "rack", where), _str(p, b, "host", where, f"kafka-{bid}")))
 
     sec = data.get("security", {})
-    if not isinstance(sec, dict) or not all(isinstance(v, (str, int, bool)) for v in sec.values()):
-        raise _err(p, "security", "must be a table of client settings (strings)")
-    security = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in sec.items()}
+    if not isinstance(sec, dict):
+        raise _err(p, "security", "must be a table of client settings")
+    try:
+        security = ClientSecurity.from_kafka_python(sec)
+    except SecurityError as exc:
+        raise _err(p, f"security.{exc.key}", exc.what) from None
 
     api: str | None = None
     proxies: dict[Link, str] = {}
@@ -312,7 +316,7 @@ class ExternalCluster(PartitionWaits):
         return {**cfg, **dict(self._spec.broker_config)}
 
     def _discover(self, timeout: float) -> list[BrokerEntry]:
-        obs = Observer(list(self._servers(None)), client_id="highwater-discover")
+        obs = Observer(list(self._servers(None)), client_id="highwater-discover", security=self.client_security)
         try:
             desc = wait_until(lambda: obs.admin.describe_cluster(), timeout, "the external cluster describes itself")
         finally:
@@ -374,8 +378,8 @@ class ExternalCluster(PartitionWaits):
         return self.file.kafka_version
 
     @property
-    def security(self) -> Mapping[str, str]:
-        """TLS/SASL client settings from the file, in kafka-python's spelling."""
+    def client_security(self) -> ClientSecurity:
+        """TLS/SASL client settings from the file's ``[security]``."""
         return self.file.security
 
     def _servers(self, rack: str | None) -> tuple[str, ...]:
@@ -394,7 +398,9 @@ class ExternalCluster(PartitionWaits):
     def observer(self, rack: str | None = None) -> Observer:
         key = rack or NO_RACK
         if key not in self._observers:
-            self._observers[key] = Observer(self.bootstrap(rack), client_id=f"highwater-observer-{key}")
+            self._observers[key] = Observer(
+                self.bootstrap(rack), client_id=f"highwater-observer-{key}", security=self.client_security
+            )
         return self._observers[key]
 
     # -- waiting and observing ------------------------------------------------------------

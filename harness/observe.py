@@ -23,6 +23,7 @@ from kafka.admin import NewTopic
 from kafka.errors import for_code
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
+from .security import PLAINTEXT, ClientSecurity
 from .waiting import wait_until
 
 CONSUMER_REPLICA_ID = -1
@@ -58,7 +59,11 @@ class Observer:
     """An admin connection through one client rack's proxies."""
 
     def __init__(
-        self, bootstrap: list[str], client_id: str = "highwater-observer", request_timeout_ms: int = 5000
+        self,
+        bootstrap: list[str],
+        client_id: str = "highwater-observer",
+        request_timeout_ms: int = 5000,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         # A short metadata age: brokers that register (or come back) after this client started
         # must become addressable by id quickly (send_to raises UnknownBrokerIdError otherwise).
@@ -67,6 +72,7 @@ class Observer:
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             metadata_max_age_ms=2000,
+            **security.as_kafka_python(),
         )
 
     def close(self) -> None:

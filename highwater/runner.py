@@ -40,7 +40,7 @@ from harness.errors import HighwaterError
 from harness.history import HistoryWriter
 from harness.manifest import ClusterShape, NemesisRecord, Racks, RunManifest, RunStats, iso_utc
 from harness.toxiproxy import ByteCounters
-from harness.waiting import wait_until
+from harness.waiting import wait_until, wait_until_steady
 from harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
 from harness.workload.final_read import final_read
 
@@ -201,6 +201,7 @@ def execute_run(
                 spec.topic, spec.partitions, spec.acks, spec.idempotence, spec.rate, value_size=spec.value_size
             ),
             client=spec.client,
+            security=cluster.client_security,
         )
         for i in range(spec.producers)
     ]
@@ -217,10 +218,18 @@ def execute_run(
                 group_id=f"hw-{run_id}" if spec.consumer_mode == "subscribe" else None,
             ),
             client=spec.client,
+            security=cluster.client_security,
         )
         for i, rack in enumerate(cluster.topo.racks)
     ]
-    observer = ObserverWorker(cluster.bootstrap(), history, spec.topic, spec.partitions, interval=spec.observe_interval)
+    observer = ObserverWorker(
+        cluster.bootstrap(),
+        history,
+        spec.topic,
+        spec.partitions,
+        interval=spec.observe_interval,
+        security=cluster.client_security,
+    )
     injector = Injector(cluster, history, seed=seed, default_partition=(spec.topic, 0))
     client_bytes_before = _client_bytes(cluster)
     crashed: BaseException | None = None
@@ -252,11 +261,13 @@ def execute_run(
                 phases.mark("settle")
             for w in [*consumers, observer]:
                 w.stop()
-            # Consumers are closed, so their bytes are counted; the final read would add its own.
-            client_bytes_after = _client_bytes(cluster)
+            # Consumers are closed, so their bytes are being counted; the final read would add its own.
+            client_bytes_after = wait_until_steady(
+                lambda: _client_bytes(cluster), CLIENT_BYTES_QUIET_S, 15, "the client byte counters"
+            )
             if crashed is None:
                 progress(f"{run_id}: final read")
-                final_read(cluster.bootstrap(), history, spec.topic, spec.partitions)
+                final_read(cluster.bootstrap(), history, spec.topic, spec.partitions, cluster.client_security)
                 phases.mark("final_read")
             history.close()
     run_stats = RunStats(
@@ -307,6 +318,9 @@ def _client_bytes(cluster: ClusterBackend) -> dict[str, dict[int, ByteCounters]]
         return {}
     return {rack: cluster.client_bytes(rack) for rack in cluster.topo.client_racks}
 
+
+#: Toxiproxy counts a connection's bytes a moment after it ends: counters this long unchanged are final
+CLIENT_BYTES_QUIET_S = 0.5
 
 #: consumers still behind this long into settling get their threads' stacks written down
 STALL_DUMP_AFTER_S = 15.0

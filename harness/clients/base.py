@@ -32,6 +32,7 @@ from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
 from harness.errors import HighwaterError
+from harness.security import PLAINTEXT, ClientSecurity
 
 #: the client a run uses unless told otherwise
 DEFAULT_CLIENT = "kafka-python"
@@ -154,6 +155,7 @@ class ProducerSettings:
     linger_ms: int = 2
     max_in_flight: int = 1
     max_block_ms: int = 5000  # how long a send may wait for metadata or buffer space
+    security: ClientSecurity = PLAINTEXT  # TLS/SASL, as the cluster asks (harness.security)
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,7 @@ class ConsumerSettings:
     request_timeout_ms: int = 10000
     metadata_max_age_ms: int = 5000  # bounds how long a consumer may keep fetching from a stale replica
     fetch_max_wait_ms: int = 500  # how long a broker may hold a fetch with no data
+    security: ClientSecurity = PLAINTEXT  # TLS/SASL, as the cluster asks (harness.security)
     # The checks' time bounds are derived from these defaults (RunSpec.header_config), so a
     # driver must apply every one of them, not its library's own defaults.
 

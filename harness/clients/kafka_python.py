@@ -84,6 +84,7 @@ class KafkaPythonProducer:
             delivery_timeout_ms=settings.delivery_timeout_ms,
             max_in_flight_requests_per_connection=settings.max_in_flight,
             max_block_ms=settings.max_block_ms,
+            **settings.security.as_kafka_python(),
         )
 
     def send(self, topic: str, partition: int, value: str, on_outcome: Callable[[SendOutcome], None]) -> None:
@@ -136,6 +137,7 @@ class KafkaPythonConsumer:
             request_timeout_ms=settings.request_timeout_ms,
             metadata_max_age_ms=settings.metadata_max_age_ms,
             fetch_max_wait_ms=settings.fetch_max_wait_ms,
+            **settings.security.as_kafka_python(),
             **extra,
         )
         self.sources = FetchSources()

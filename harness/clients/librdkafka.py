@@ -168,6 +168,7 @@ def producer_config(settings: ProducerSettings) -> dict[str, Any]:
         "delivery.timeout.ms": int(settings.delivery_timeout_ms),
         "linger.ms": int(settings.linger_ms),
         "max.in.flight.requests.per.connection": int(settings.max_in_flight),
+        **settings.security.as_librdkafka(),
     }
 
 
@@ -310,6 +311,7 @@ def consumer_config(settings: ConsumerSettings) -> dict[str, Any]:
         "topic.metadata.refresh.interval.ms": int(settings.metadata_max_age_ms),
         "enable.partition.eof": False,
         "debug": "fetch,topic",  # the lines LibrdkafkaLog reads
+        **settings.security.as_librdkafka(),
     }
     if settings.client_rack:
         conf["client.rack"] = settings.client_rack

@@ -31,6 +31,7 @@ from harness.clients import (
     TruncationSignal,
     resolve_driver,
 )
+from harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink, Worker
 
@@ -56,6 +57,7 @@ class ConsumerWorker(Worker):
         history: HistorySink,
         config: ConsumerConfig,
         client: str | ClientDriver = DEFAULT_CLIENT,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         super().__init__(name, history)
         self.config = config
@@ -71,6 +73,7 @@ class ConsumerWorker(Worker):
                 auto_commit=subscribe,
                 auto_offset_reset="earliest",
                 max_poll_records=config.max_poll_records,
+                security=security,
             ),
             self,
         )

@@ -20,6 +20,7 @@ from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.record import MemoryRecords
 
 from harness.observe import Observer
+from harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink
 
@@ -96,8 +97,14 @@ def read_replica(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, part
     }
 
 
-def final_read(bootstrap: list[str], history: HistorySink, topic: str, partitions: int) -> None:
-    with Observer(bootstrap, client_id="highwater-final-read") as obs:
+def final_read(
+    bootstrap: list[str],
+    history: HistorySink,
+    topic: str,
+    partitions: int,
+    security: ClientSecurity = PLAINTEXT,
+) -> None:
+    with Observer(bootstrap, client_id="highwater-final-read", security=security) as obs:
         meta = obs.admin.describe_topics([topic])[0]
         topic_id = meta["topic_id"]
         topic_id = topic_id if isinstance(topic_id, uuid.UUID) else uuid.UUID(str(topic_id))

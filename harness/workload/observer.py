@@ -8,6 +8,7 @@ brokers with kafka-python's admin and protocol classes whichever client driver
 from __future__ import annotations
 
 from harness.observe import Observer
+from harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink, Worker
 
@@ -21,12 +22,13 @@ class ObserverWorker(Worker):
         partitions: int,
         interval: float = 1.0,
         name: str = "probe",
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         super().__init__(name, history)
         self.topic = topic
         self.partitions = partitions
         self.interval = interval
-        self._observer = Observer(bootstrap, client_id="highwater-probe")
+        self._observer = Observer(bootstrap, client_id="highwater-probe", security=security)
 
     def run(self) -> None:
         while not self.stopping.is_set():

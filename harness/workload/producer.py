@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.clients import DEFAULT_CLIENT, ClientDriver, Outcome, ProducerSettings, SendOutcome, resolve_driver
+from harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink, Worker
 
@@ -44,6 +45,7 @@ class ProducerWorker(Worker):
         history: HistorySink,
         config: ProducerConfig,
         client: str | ClientDriver = DEFAULT_CLIENT,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         super().__init__(name, history)
         self.config = config
@@ -62,6 +64,7 @@ class ProducerWorker(Worker):
                 delivery_timeout_ms=config.delivery_timeout_ms,
                 # one request in flight keeps retries in order without idempotence
                 max_in_flight=1 if not config.idempotence else 5,
+                security=security,
             )
         )
 

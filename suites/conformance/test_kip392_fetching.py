@@ -108,7 +108,9 @@ def test_hw_propagation_to_followers_is_measured(cluster: Cluster, campaign: str
     state = cluster.partition_state("k392hw", 0)
     followers = [r for r in state.replicas if r != state.leader]
     topic_id = cluster.observer().admin.describe_topics(["k392hw"])[0]["topic_id"]
-    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap(), acks="all", linger_ms=0)
+    producer = KafkaProducer(
+        bootstrap_servers=cluster.bootstrap(), acks="all", linger_ms=0, **cluster.client_security.as_kafka_python()
+    )
     delays: dict[int, list[float]] = {f: [] for f in followers}
     try:
         for i in range(20):

@@ -78,7 +78,12 @@ UNKNOWN = -1  # UnifiedLog.UnknownOffset, in the answer of a failed partition re
 
 def _producer(cluster: Cluster, acks: Any) -> KafkaProducer:
     return KafkaProducer(
-        bootstrap_servers=cluster.bootstrap(), acks=acks, linger_ms=0, request_timeout_ms=10000, max_block_ms=10000
+        bootstrap_servers=cluster.bootstrap(),
+        acks=acks,
+        linger_ms=0,
+        request_timeout_ms=10000,
+        max_block_ms=10000,
+        **cluster.client_security.as_kafka_python(),
     )
 
 

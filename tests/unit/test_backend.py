@@ -39,6 +39,7 @@ from harness.config import ClusterSpec
 from harness.errors import HighwaterError
 from harness.node import KafkaNode
 from harness.observe import Observer, PartitionState
+from harness.security import PLAINTEXT, ClientSecurity
 from harness.topology import Topology
 from highwater import cli
 from highwater.nemesis import Step, scheduled, scripted
@@ -158,6 +159,10 @@ class FakeBackend:
 
     def bootstrap(self, rack: str | None = None) -> list[str]:
         return ["127.0.0.1:9"]
+
+    @property
+    def client_security(self) -> ClientSecurity:
+        return PLAINTEXT
 
     def observer(self, rack: str | None = None) -> Observer:
         raise AssertionError("the fake has no Kafka")

@@ -48,8 +48,11 @@ rack = "rack-b"
 
 [security]
 security_protocol = "SASL_SSL"
-sasl_mechanism = "SCRAM-SHA-512"
-ssl_check_hostname = true
+sasl_mechanism = "scram-sha-512"
+sasl_plain_username = "highwater"
+sasl_plain_password = "secret"
+ssl_cafile = "/etc/ca.pem"
+ssl_check_hostname = false
 
 [toxiproxy]
 api = "http://127.0.0.1:8474"
@@ -77,7 +80,9 @@ def test_full_file_parses(tmp_path: Path) -> None:
         (1, "rack-a", "kafka-0.kafka"),
         (2, "rack-b", "kafka-2"),
     ]
-    assert cf.security["ssl_check_hostname"] == "true"
+    sec = cf.security
+    assert (sec.protocol, sec.sasl_mechanism, sec.sasl_username) == ("SASL_SSL", "SCRAM-SHA-512", "highwater")
+    assert sec.ssl_cafile == "/etc/ca.pem" and sec.ssl_check_hostname is False
     assert cf.proxies[Link("kafka-1", "kafka-2", Listener.REPLICATION)] == "r12"
     assert cf.proxies[Link("clients@rack-a", "kafka-1", Listener.CLIENT)] == "ca1"
     assert set(cf.commands) == {"kill", "start"}
@@ -166,6 +171,27 @@ def test_capability_refusal_names_what_is_missing(tmp_path: Path) -> None:
             "bad template",
         ),
         ("[bootstrap]\ndefault = ['h:1']\n[cluster]\ndiscover = true\n[extra]\n", "extra", "unknown table"),
+        (
+            "[bootstrap]\ndefault = ['h:1']\n[cluster]\ndiscover = true\n[security]\nsasl_user = 'x'\n",
+            "security.sasl_user",
+            "unknown setting",
+        ),
+        (
+            "[bootstrap]\ndefault = ['h:1']\n[cluster]\ndiscover = true\n[security]\nsecurity_protocol = 'TLS'\n",
+            "security.security_protocol",
+            "not one of",
+        ),
+        (
+            "[bootstrap]\ndefault = ['h:1']\n[cluster]\ndiscover = true\n[security]\n"
+            "security_protocol = 'SASL_PLAINTEXT'\nsasl_mechanism = 'PLAIN'\n",
+            "security.sasl_plain_username",
+            "needs a username and a password",
+        ),
+        (
+            "[bootstrap]\ndefault = ['h:1']\n[cluster]\ndiscover = true\n[security]\nssl_check_hostname = 'no'\n",
+            "security.ssl_check_hostname",
+            "true or false",
+        ),
         ("[bootstrap\n", "", "not valid TOML"),
     ],
 )

@@ -1,0 +1,119 @@
+"""TLS/SASL settings from a cluster file reach every client: a local cluster whose client
+listeners ask for SASL_PLAINTEXT (PLAIN), run through the external backend only. The observer,
+the final read and both client drivers must authenticate, or nothing is read at all."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.cluster import Cluster
+from harness.config import ClusterSpec
+from harness.external import connect
+from harness.security import ClientSecurity
+from highwater.runner import RunSpec, execute_run
+
+from .test_external import cluster_file
+
+SASL = ClientSecurity("SASL_PLAINTEXT", "PLAIN", "highwater", "hw-secret")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def sasl_cluster(kafka_version: str) -> Iterator[Cluster]:
+    """A local 3-broker, 3-rack cluster (always the local backend: it is the cluster under the
+    external one) whose client listeners ask for SASL_PLAINTEXT with PLAIN."""
+    c = Cluster(ClusterSpec(brokers=3, racks=3, kafka_version=kafka_version, client_security=SASL)).start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def sasl_file(tmp: Path, cluster: Cluster, security: dict[str, str] | None) -> Path:
+    assert cluster.dir is not None
+    info = json.loads((cluster.dir / "cluster.json").read_text())
+    info["name"] = "sasl"
+    path = cluster_file(tmp, info, toxiproxy=True, commands=False)
+    if security is not None:
+        table = "\n".join(f'{k} = "{v}"' for k, v in security.items())
+        path.write_text(path.read_text() + f"\n[security]\n{table}\n")
+    return path
+
+
+def test_the_listeners_refuse_a_client_without_credentials(sasl_cluster: Cluster) -> None:
+    """The look-alike that makes the next tests mean something: plaintext clients get nowhere."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    with pytest.raises(KafkaError):
+        KafkaAdminClient(
+            bootstrap_servers=sasl_cluster.bootstrap(), request_timeout_ms=3000, api_version_auto_timeout_ms=3000
+        )
+
+
+@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
+def test_a_run_through_the_external_backend_authenticates_every_client(
+    sasl_cluster: Cluster, tmp_path: Path, client: str
+) -> None:
+    path = sasl_file(
+        tmp_path,
+        sasl_cluster,
+        {
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "PLAIN",
+            "sasl_plain_username": SASL.sasl_username or "",
+            "sasl_plain_password": SASL.sasl_password or "",
+        },
+    )
+    ext = connect(ClusterSpec(brokers=3, racks=3), None, path)
+    try:
+        assert ext.client_security == SASL
+        topic = f"sasl-{client}"
+        spec = RunSpec(suite="external", scenario="sasl", results_root=tmp_path, topic=topic, duration=12, client=client)
+        result = execute_run(ext, spec)
+        stats = result.stats
+        assert result.valid is True, [v.to_json() for v in result.verdicts if v.valid is not True]
+        assert sum(p["acked"] for p in stats["producers"].values()) > 0, stats
+        assert all(n > 0 for n in stats["consumers"].values()), stats
+    finally:
+        ext.stop()
+
+
+def test_a_conformance_suite_runs_on_a_sasl_cluster_through_pytest(sasl_cluster: Cluster, tmp_path: Path) -> None:
+    path = sasl_file(
+        tmp_path,
+        sasl_cluster,
+        {
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "PLAIN",
+            "sasl_plain_username": "highwater",
+            "sasl_plain_password": "hw-secret",
+        },
+    )
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "suites/conformance/test_kip392_fetching.py::test_each_rack_reads_from_its_own_replica",
+            "--backend",
+            "external",
+            "--cluster-file",
+            str(path),
+            "--results",
+            str(tmp_path / "results"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
