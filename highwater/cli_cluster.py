@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness.backend import DEFAULT_BACKEND, BackendEntry, ProcessControl, get_backend, start_backend
 from harness.cluster import check_spec
-from harness.config import ClusterSpec
+from harness.config import ClusterSpec, parse_cpus
 from harness.errors import ClusterError
 from harness.paths import home
 from harness.procs import OwnerLock, signal_and_wait, spawn
@@ -67,6 +67,20 @@ def add_spec_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kafka-version", default=None)
     p.add_argument("--base-port", type=int, default=None)
     p.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE")
+    add_limit_args(p)
+
+
+def add_limit_args(p: argparse.ArgumentParser) -> None:
+    # strings, not type=float: a bad value gets our one-line error, not argparse's usage block
+    p.add_argument("--broker-cpus", metavar="N", help="CPUs per node container, e.g. 1.5 (compose backend only)")
+    p.add_argument(
+        "--broker-memory", metavar="SIZE", help="memory per node container, e.g. 2g or 512m (compose backend only)"
+    )
+
+
+def cpus_from_args(args: argparse.Namespace) -> float | None:
+    """``--broker-cpus`` as a number (``ClusterSpec`` validates ``--broker-memory`` itself)."""
+    return None if args.broker_cpus is None else parse_cpus(args.broker_cpus)
 
 
 def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
@@ -84,6 +98,8 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
         base_port=args.base_port,
         broker_config=overrides,
         name=args.name,
+        broker_cpus=cpus_from_args(args),
+        broker_memory=args.broker_memory,
     )
 
 
@@ -106,6 +122,9 @@ def _forward_args(args: argparse.Namespace) -> list[str]:
         out += ["--base-port", str(args.base_port)]
     for item in args.broker_config:
         out += ["--broker-config", item]
+    for flag, value in (("--broker-cpus", args.broker_cpus), ("--broker-memory", args.broker_memory)):
+        if value is not None:
+            out += [flag, value]
     return out
 
 
@@ -138,8 +157,10 @@ def kept_up_backend(name: str) -> BackendEntry:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    kept_up_backend(args.backend)  # an unknown backend fails here, in one line
-    check_spec(spec_from_args(args))  # validate before forking
+    entry = kept_up_backend(args.backend)  # an unknown backend fails here, in one line
+    spec = spec_from_args(args)  # bad values fail here, before forking
+    check_spec(spec)
+    entry.check_spec(spec)
     state = _read_state(args.name)
     if state and _supervisor_alive(state):
         raise ClusterError(f"cluster {args.name!r} is already up (highwater cluster down --name {args.name})")

@@ -12,6 +12,7 @@ from harness.compose.render import RenderInput, render
 from harness.config import ClusterSpec, effective_client_racks
 from harness.distribution import default_version
 from harness.topology import Ports
+from highwater.cli_cluster import add_limit_args, cpus_from_args
 from highwater.console import progress
 
 
@@ -35,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--slot", type=int, default=40, help="address slot: nodes live on 127.(100+slot).x.y")
     r.add_argument("--base-port", type=int, default=19092)
     r.add_argument("--name", default="hw-compose", help="cluster id: compose project and label value")
+    add_limit_args(r)
     r.add_argument("-o", "--output", required=True, type=Path)
     r.set_defaults(func=run_render)
 
@@ -50,7 +52,12 @@ def run_build(args: argparse.Namespace) -> int:
 
 def run_render(args: argparse.Namespace) -> int:
     spec = ClusterSpec(
-        brokers=args.brokers, racks=args.racks, controllers=args.controllers, kafka_version=args.kafka_version
+        brokers=args.brokers,
+        racks=args.racks,
+        controllers=args.controllers,
+        kafka_version=args.kafka_version,
+        broker_cpus=cpus_from_args(args),
+        broker_memory=args.broker_memory,
     )
     version = args.kafka_version or default_version(progress)
     spec = ClusterSpec(**{**spec.__dict__, "kafka_version": version})

@@ -57,6 +57,28 @@ def docker_client() -> Any:
     return client
 
 
+def limit_args(spec: ClusterSpec) -> dict[str, int]:
+    """The docker SDK's keyword arguments for the spec's CPU and memory limits (none unset)."""
+    args: dict[str, int] = {}
+    if spec.broker_nano_cpus is not None:
+        args["nano_cpus"] = spec.broker_nano_cpus
+    if spec.broker_memory_bytes is not None:
+        args["mem_limit"] = spec.broker_memory_bytes
+    return args
+
+
+def check_engine_fits(spec: ClusterSpec, engine_cpus: int, engine_memory: int) -> None:
+    """One line for limits the engine would refuse (more CPUs than it has) or could never give
+    (more memory than its host has), before any container exists."""
+    if spec.broker_cpus is not None and spec.broker_cpus > engine_cpus:
+        raise ClusterError(f"broker cpus {spec.broker_cpus:g} is more than the {engine_cpus} CPUs docker has")
+    limit = spec.broker_memory_bytes
+    if limit is not None and limit > engine_memory:
+        raise ClusterError(
+            f"broker memory {spec.broker_memory} is more than the {engine_memory / 1024**3:.1f} GiB docker's host has"
+        )
+
+
 class ContainerNode:
     """One node's container; implements :class:`harness.backend.ControlledNode`."""
 
@@ -154,6 +176,9 @@ class ComposeCluster(Cluster):
         broker_image = self._image or kafka_image(version)
         for tag in (broker_image, toxiproxy_image()):
             require_image(tag)
+        if spec.has_limits:
+            info = client.info()
+            check_engine_fits(spec, int(info["NCPU"]), int(info["MemTotal"]))
         self.kafka = KafkaDistribution(version, Path("/opt/kafka/libs"))  # inside the image
         self.spec = spec = ClusterSpec(**{**spec.__dict__, "kafka_version": version})
 
@@ -197,6 +222,7 @@ class ComposeCluster(Cluster):
                 network_mode="host",
                 extra_hosts=extra_hosts(topo, n),
                 environment={"HW_PROPERTIES": node_properties(spec, topo, n), "HW_CLUSTER_ID": kraft_id},
+                **limit_args(spec),
             )
             nodes[n.node_id] = ContainerNode(n, container)
         self.nodes = nodes  # type: ignore[assignment]  # ContainerNode is a ControlledNode too

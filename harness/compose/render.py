@@ -112,12 +112,24 @@ def node_properties(spec: ClusterSpec, topo: Topology, node: Node) -> str:
     return properties_text(render_properties(spec, topo, node, DATA_DIR, spec.kafka_version))
 
 
+def limits_block(spec: ClusterSpec) -> str:
+    """The service keys for the spec's limits (compose's ``cpus``/``mem_limit``, what ``docker
+    run --cpus/--memory`` set), each a whole line; empty without limits."""
+    lines = []
+    if spec.broker_cpus is not None:
+        lines.append(f"    cpus: {json.dumps(spec.broker_cpus)}\n")
+    if spec.broker_memory is not None:
+        lines.append(f"    mem_limit: {_q(spec.broker_memory)}\n")
+    return "".join(lines)
+
+
 def _broker(inp: RenderInput, topo: Topology, node: Node, version: str | None) -> str:
     props = render_properties(inp.spec, topo, node, DATA_DIR, version)
     hosts = [f'      - "{name}:{addr}"' for name, addr in extra_hosts(topo, node).items()]
     return _template("broker.yml.tmpl").substitute(
         name=node.name,
         image=inp.kafka_image,
+        limits=limits_block(inp.spec),
         labels=_labels_block(labels(inp, node.name)),
         extra_hosts="\n".join(hosts),
         properties=_q(properties_text(props)),

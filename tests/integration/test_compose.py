@@ -1,7 +1,8 @@
 """The compose backend on real containers (local images, no registry): boot, a rack consumer
 served by its rack's broker (proven by the proxies' byte counters), a leader kill and a leader
-partition judged by the durability checks, no container left after teardown, a dead owner's
-containers reaped, and a rendered file brought up and down once with Debian's docker-compose.
+partition judged by the durability checks, CPU and memory limits on every node container, no
+container left after teardown, a dead owner's containers reaped, and a rendered file (with
+limits) brought up and down once with Debian's docker-compose.
 
 Run it under ``flock /tmp/highwater-cluster.lock``. It skips, with one line, only where no
 Docker daemon can answer."""
@@ -14,12 +15,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.compose.backend import ComposeCluster, docker_available, docker_client
 from harness.compose.images import build_images, kafka_image, toxiproxy_image
-from harness.compose.reaping import LABEL_CLUSTER, owner_labels, reap_dead_owners
+from harness.compose.reaping import LABEL_CLUSTER, LABEL_NODE, owner_labels, reap_dead_owners
 from harness.config import ClusterSpec
 from harness.distribution import default_version
 from harness.waiting import wait_until
@@ -44,9 +46,19 @@ def version() -> str:
     return v
 
 
+MEMORY = "1g"  # the module cluster's limit: three times what a broker with a 320 MB heap uses
+
+
+def _host_cpus() -> float:
+    """The module cluster's CPU limit: every CPU the engine has. The tests here prove that the
+    engine carries the limit; a binding quota would only slow the others (CFS throttling)."""
+    return float(docker_client().info()["NCPU"])
+
+
 @pytest.fixture(scope="module")
 def cluster(version: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeCluster]:
-    c = ComposeCluster(ClusterSpec(kafka_version=version, name="hwcompose"), lambda m: print(m, flush=True))
+    spec = ClusterSpec(kafka_version=version, name="hwcompose", broker_cpus=_host_cpus(), broker_memory=MEMORY)
+    c = ComposeCluster(spec, lambda m: print(m, flush=True))
     c.start()
     cid = c.cluster_id
     try:
@@ -61,6 +73,24 @@ def test_boots_with_racks_and_the_rack_aware_selector(cluster: ComposeCluster) -
     for b in cluster.broker_ids:
         assert cluster.observer().describe_broker_config(b, "broker.rack") == cluster.rack_of(b)
     assert len(_ours(cluster.cluster_id)) == 4  # three brokers and the proxy
+
+
+def _container(cluster_id: str, node: str) -> Any:
+    """The container of ``node`` in full (a listed one lacks most of ``HostConfig``)."""
+    listed: list[Any] = _ours(cluster_id)
+    return docker_client().containers.get(next(c.id for c in listed if c.labels[LABEL_NODE] == node))
+
+
+def _limits(container: Any) -> tuple[int, int]:
+    """What the engine enforces on a container: (NanoCpus, Memory in bytes); 0 means no limit."""
+    host = container.attrs["HostConfig"]
+    return host["NanoCpus"], host["Memory"]
+
+
+def test_every_node_container_carries_the_cpu_and_memory_limits(cluster: ComposeCluster) -> None:
+    for b in cluster.broker_ids:
+        assert _limits(_container(cluster.cluster_id, f"kafka-{b}")) == (round(_host_cpus() * 1e9), 1024**3)
+    assert _limits(_container(cluster.cluster_id, "toxiproxy")) == (0, 0)  # not a Kafka node: unlimited
 
 
 def test_rack_consumer_reads_from_its_racks_broker(cluster: ComposeCluster) -> None:
@@ -137,6 +167,10 @@ def test_a_rendered_file_comes_up_and_down_with_docker_compose(version: str, tmp
         "29092",
         "--name",
         project,
+        "--broker-cpus",
+        "1.5",
+        "--broker-memory",
+        "768m",
         "-o",
         str(f),
     ]
@@ -158,6 +192,7 @@ def test_a_rendered_file_comes_up_and_down_with_docker_compose(version: str, tmp
                 admin.close()
 
         wait_until(answers, 90, "the docker-compose cluster answers through its client proxy")
+        assert _limits(_container(project, "kafka-1")) == (1_500_000_000, 768 * 1024**2)
     finally:
         subprocess.run([*compose, "down", "-v"], capture_output=True, timeout=120)
     assert _ours(project) == []
