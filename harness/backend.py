@@ -90,6 +90,11 @@ class ClusterBackend(Protocol):
         """A shared admin connection through ``rack``'s bootstrap servers."""
         ...
 
+    def topic_name(self, name: str) -> str:
+        """The name a topic a suite calls ``name`` has on this cluster: a cluster file's
+        ``topic_prefix`` in front on an external cluster, ``name`` itself on ours."""
+        ...
+
     def create_topic(
         self,
         name: str,

@@ -386,6 +386,9 @@ class Cluster(PartitionWaits):
         """What the client listeners ask for (``ClusterSpec.client_security``)."""
         return self.spec.client_security
 
+    def topic_name(self, name: str) -> str:
+        return name  # the cluster is ours: any name is free
+
     def observer(self, rack: str | None = None) -> Observer:
         rack = rack or self.default_client_rack
         if rack not in self._observers:

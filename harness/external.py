@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ENV_CLUSTER_FILE = "HIGHWATER_CLUSTER_FILE"
-DEFAULT_TOPIC_PREFIX = ""  # no guard: suites name their own topics
+DEFAULT_TOPIC_PREFIX = "highwater-"  # what the topics of ours look like on a cluster that is not ours
 PROCESS_ACTIONS = ("kill", "stop", "start", "pause", "resume")
 COMMAND_TIMEOUT_S = 120.0
 
@@ -394,6 +394,11 @@ class ExternalCluster(PartitionWaits):
 
     def bootstrap(self, rack: str | None = None) -> list[str]:
         return list(self._servers(rack))
+
+    def topic_name(self, name: str) -> str:
+        """``name`` behind the file's ``topic_prefix`` (once: a name that has it already keeps it)."""
+        prefix = self.file.topic_prefix
+        return name if name.startswith(prefix) else prefix + name
 
     def observer(self, rack: str | None = None) -> Observer:
         key = rack or NO_RACK

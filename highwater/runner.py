@@ -135,6 +135,8 @@ def execute_run(
     """Run ``spec``'s workload for ``spec.duration`` while ``nemesis`` injects faults (it runs
     in this thread and must return within the duration), then heal, settle, read and check."""
     check_capabilities(cluster, declared_faults(nemesis))  # refuse before anything starts
+    # the run's topic as the cluster names it (an external cluster file may give a prefix)
+    spec = replace(spec, topic=cluster.topic_name(spec.topic))
     phases = PhaseClock()
     label = client_label(get_driver(spec.client))
     nemesis_record = describe_nemesis(nemesis)

@@ -104,22 +104,23 @@ def test_consumer_moves_when_its_replica_leaves_the_isr_and_returns(
 def test_hw_propagation_to_followers_is_measured(cluster: Cluster, campaign: str, results_root: Path) -> None:
     """Per write: the time from the acks=all acknowledgement (the leader's HW passed it) until
     each follower's Fetch response reports a HW beyond it. Recorded, not asserted as a bound."""
-    cluster.create_topic("k392hw", partitions=1, replication_factor=3)
-    state = cluster.partition_state("k392hw", 0)
+    topic = cluster.topic_name("k392hw")
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    state = cluster.partition_state(topic, 0)
     followers = [r for r in state.replicas if r != state.leader]
-    topic_id = cluster.observer().admin.describe_topics(["k392hw"])[0]["topic_id"]
+    topic_id = cluster.observer().admin.describe_topics([topic])[0]["topic_id"]
     producer = KafkaProducer(
         bootstrap_servers=cluster.bootstrap(), acks="all", linger_ms=0, **cluster.client_security.as_kafka_python()
     )
     delays: dict[int, list[float]] = {f: [] for f in followers}
     try:
         for i in range(20):
-            offset = producer.send("k392hw", b"hw-%d" % i, partition=0).get(timeout=30).offset
+            offset = producer.send(topic, b"hw-%d" % i, partition=0).get(timeout=30).offset
             acked = time.monotonic()
             for f in followers:
                 wait_until(
                     lambda f=f, offset=offset: (
-                        _fetch(cluster.observer(), f, "k392hw", topic_id, 0, offset).high_watermark > offset
+                        _fetch(cluster.observer(), f, topic, topic_id, 0, offset).high_watermark > offset
                     ),
                     10,
                     f"follower {f} reports a HW beyond offset {offset}",

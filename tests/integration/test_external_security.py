@@ -22,6 +22,7 @@ from .test_external import cluster_file
 
 SASL = ClientSecurity("SASL_PLAINTEXT", "PLAIN", "highwater", "hw-secret")
 ROOT = Path(__file__).resolve().parents[2]
+PREFIX = "highwater-"  # the default topic_prefix of a cluster file
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def sasl_file(tmp: Path, cluster: Cluster, security: dict[str, str] | None) -> P
     assert cluster.dir is not None
     info = json.loads((cluster.dir / "cluster.json").read_text())
     info["name"] = "sasl"
-    path = cluster_file(tmp, info, toxiproxy=True, commands=False)
+    path = cluster_file(tmp, info, toxiproxy=True, commands=False, prefix=PREFIX)
     if security is not None:
         table = "\n".join(f'{k} = "{v}"' for k, v in security.items())
         path.write_text(path.read_text() + f"\n[security]\n{table}\n")
@@ -75,14 +76,20 @@ def test_a_run_through_the_external_backend_authenticates_every_client(
     try:
         assert ext.client_security == SASL
         topic = f"sasl-{client}"
-        spec = RunSpec(suite="external", scenario="sasl", results_root=tmp_path, topic=topic, duration=12, client=client)
+        spec = RunSpec(
+            suite="external", scenario="sasl", results_root=tmp_path, topic=topic, duration=12, client=client
+        )
         result = execute_run(ext, spec)
         stats = result.stats
         assert result.valid is True, [v.to_json() for v in result.verdicts if v.valid is not True]
         assert sum(p["acked"] for p in stats["producers"].values()) > 0, stats
         assert all(n > 0 for n in stats["consumers"].values()), stats
+        # the run's topic carries the file's prefix, and is gone once the backend stops
+        assert json.loads((result.dir / "run.json").read_text())["spec"]["topic"] == PREFIX + topic
+        assert PREFIX + topic in sasl_cluster.observer().admin.list_topics()
     finally:
         ext.stop()
+    assert PREFIX + topic not in sasl_cluster.observer().admin.list_topics()
 
 
 def test_a_conformance_suite_runs_on_a_sasl_cluster_through_pytest(sasl_cluster: Cluster, tmp_path: Path) -> None:

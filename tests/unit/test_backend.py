@@ -164,6 +164,9 @@ class FakeBackend:
     def client_security(self) -> ClientSecurity:
         return PLAINTEXT
 
+    def topic_name(self, name: str) -> str:
+        return name
+
     def observer(self, rack: str | None = None) -> Observer:
         raise AssertionError("the fake has no Kafka")
 

@@ -230,6 +230,8 @@ def test_only_prefixed_topics_are_created(tmp_path: Path) -> None:
     c = ExternalCluster(cf, ClusterSpec())
     with pytest.raises(ExternalClusterError, match="topic_prefix 'hw-'"):
         c.create_topic("orders")
+    # the suites' and the runner's topics are named through topic_name, so they carry it
+    assert c.topic_name("k392local") == "hw-k392local" and c.topic_name("hw-x") == "hw-x"
 
 
 def test_unnamed_link_is_refused_and_commands_fill_templates(tmp_path: Path) -> None:
