@@ -197,12 +197,16 @@ def print_state(state: dict) -> None:
         f"backend {state.get('backend', DEFAULT_BACKEND)}"
     )
     for name, node in cluster["nodes"].items():
-        print(f"  {name}: node.id={node['node_id']} rack={node['rack']} role={node['role']} pid={node['pid']}")
+        where = f" container={node['container']}" if "container" in node else ""
+        print(f"  {name}: node.id={node['node_id']} rack={node['rack']} role={node['role']} pid={node['pid']}{where}")
     print("bootstrap servers per client rack (use client_rack=<rack>):")
     for rack, servers in cluster["bootstrap"].items():
         print(f"  {rack}: {','.join(servers)}")
     print(f"toxiproxy API: http://{cluster['toxiproxy']}")
-    print(f"logs: {state['cluster_dir']}/nodes/*/node.log, {state['cluster_dir']}/toxiproxy.log")
+    # a backend says where its logs are when they are not files in the cluster directory
+    print(
+        "logs: " + cluster.get("logs", f"{state['cluster_dir']}/nodes/*/node.log, {state['cluster_dir']}/toxiproxy.log")
+    )
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ container keeps its filesystem, so the data survives).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -29,18 +30,19 @@ from harness.errors import ClusterError, SetupError
 from harness.lifecycle import acquire_slot, reap_stale
 from harness.paths import clusters_dir
 from harness.procs import OwnerLock, ProcessRegistry
-from harness.topology import Node
+from harness.topology import Node, Ports, Topology
 from harness.toxiproxy import ToxiproxyAPI
 from harness.waiting import wait_until
 
 from .images import kafka_image, require_image, toxiproxy_image
-from .reaping import owner_labels, reap_dead_owners, remove_cluster
+from .reaping import LABEL_CLUSTER, LABEL_NODE, owner_labels, reap_dead_owners, remove_cluster
 from .render import broker_command, extra_hosts, node_properties
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
 STOP_GRACE_S = 20
+TOXIPROXY = "toxiproxy"  # the proxy container's node label
 
 
 def docker_client() -> Any:
@@ -55,6 +57,12 @@ def docker_client() -> Any:
     except Exception:  # noqa: BLE001 - any failure here means "no daemon answers"
         raise SetupError("no Docker daemon answers: run `make system-packages` (starts dockerd) as root") from None
     return client
+
+
+def node_state(status: str) -> NodeState:
+    """What a container's engine status means to the fault injector: a frozen container is
+    paused, any other non-running one (exited, created, dead) is a stopped node."""
+    return {"running": NodeState.RUNNING, "paused": NodeState.PAUSED}.get(status, NodeState.STOPPED)
 
 
 def limit_args(spec: ClusterSpec) -> dict[str, int]:
@@ -163,6 +171,33 @@ class ComposeCluster(Cluster):
         self._docker: Any = None
         self._proxy: Any = None
         self.cluster_id = ""
+        self._broker_image = ""
+
+    @classmethod
+    def attach(cls, cluster_dir: Path, progress: Progress | None = None) -> ComposeCluster:
+        """A handle on a compose cluster another process owns (``highwater cluster up --backend
+        compose``): its containers are found by the cluster label recorded in ``cluster.json``.
+        Faults act on them through the engine; ``stop`` only closes clients."""
+        state = json.loads((cluster_dir / "cluster.json").read_text())
+        c = cls(spec_from_state(state), progress, image=state["image"])
+        c.attached = True
+        c.dir = cluster_dir
+        c.cluster_id = state["cluster_id"]
+        c.kafka = KafkaDistribution(state["kafka_version"], Path("/opt/kafka/libs"))
+        topo = c.topology = topology_from_state(state)
+        client = c._docker = docker_client()
+        containers = cluster_containers(client, c.cluster_id)
+        missing = [name for name in (*(n.name for n in topo.nodes), TOXIPROXY) if name not in containers]
+        if missing:
+            raise ClusterError(f"compose cluster {c.cluster_id} has lost its containers {missing}")
+        nodes: dict[int, ContainerNode] = {}
+        for n in topo.nodes:
+            node = nodes[n.node_id] = ContainerNode(n, containers[n.name])
+            node.state = node_state(containers[n.name].status)
+        c.nodes = nodes  # type: ignore[assignment]  # ContainerNode is a ControlledNode too
+        c._proxy = containers[TOXIPROXY]
+        c.toxiproxy = ToxiproxyAPI(topo.toxiproxy_host, topo.ports.toxiproxy_api)
+        return c
 
     def _start(self, timeout: float) -> None:
         spec = self.spec
@@ -179,6 +214,7 @@ class ComposeCluster(Cluster):
         if spec.has_limits:
             info = client.info()
             check_engine_fits(spec, int(info["NCPU"]), int(info["MemTotal"]))
+        self._broker_image = broker_image
         self.kafka = KafkaDistribution(version, Path("/opt/kafka/libs"))  # inside the image
         self.spec = spec = ClusterSpec(**{**spec.__dict__, "kafka_version": version})
 
@@ -197,7 +233,7 @@ class ComposeCluster(Cluster):
             toxiproxy_image(),
             ["-host", topo.toxiproxy_host, "-port", str(topo.ports.toxiproxy_api), "-proxy-metrics"],
             name=f"{self.cluster_id}-toxiproxy",
-            labels=owner_labels(self.cluster_id, "toxiproxy"),
+            labels=owner_labels(self.cluster_id, TOXIPROXY),
             network_mode="host",
             detach=True,
         )
@@ -228,8 +264,54 @@ class ComposeCluster(Cluster):
         self.nodes = nodes  # type: ignore[assignment]  # ContainerNode is a ControlledNode too
         for node in nodes.values():
             node.start()
-        (cdir / "cluster.json").write_text(f'{{"backend": "compose", "cluster_id": "{self.cluster_id}"}}\n')
+        self._write_compose_state()
         self.wait_for_brokers(timeout)
+
+    def _write_compose_state(self) -> None:
+        """``cluster.json``: what ``highwater cluster status`` prints and :meth:`attach` rebuilds
+        the cluster from (the local backend's keys, plus the container label and image)."""
+        assert self.dir is not None and self.topology is not None
+        topo, spec = self.topology, self.spec
+        state = {
+            "backend": "compose",
+            "cluster_id": self.cluster_id,
+            "image": self._broker_image,
+            "kafka_version": self.kafka_version,
+            "owner_pid": os.getpid(),
+            "slot": topo.slot,
+            "spec": {
+                "brokers": spec.brokers,
+                "racks": spec.racks,
+                "controllers": spec.controllers,
+                "client_racks": list(topo.client_racks),
+                "broker_config": dict(spec.broker_config),
+                "heap_mb": spec.heap_mb,
+                "name": spec.name,
+                "broker_cpus": spec.broker_cpus,
+                "broker_memory": spec.broker_memory,
+            },
+            "ports": {
+                "replication": topo.ports.replication,
+                "controller": topo.ports.controller,
+                "clients": list(topo.ports.clients),
+                "toxiproxy_api": topo.ports.toxiproxy_api,
+            },
+            "toxiproxy": f"{topo.toxiproxy_host}:{topo.ports.toxiproxy_api}",
+            "bootstrap": {rack: topo.bootstrap(rack) for rack in topo.client_racks},
+            "nodes": {
+                n.name: {
+                    "node_id": n.node_id,
+                    "rack": n.node.rack,
+                    "role": n.node.role.value,
+                    "pid": n.pid,
+                    "container": f"{self.cluster_id}-{n.name}",
+                }
+                for n in self.nodes.values()
+                if isinstance(n, ContainerNode)
+            },
+            "logs": f"docker logs {self.cluster_id}-<node> (and {self.cluster_id}-{TOXIPROXY})",
+        }
+        (self.dir / "cluster.json").write_text(json.dumps(state, indent=2))
 
     def _toxiproxy_alive(self) -> bool:
         self._proxy.reload()
@@ -259,7 +341,7 @@ class ComposeCluster(Cluster):
                 self.collect_logs(collect_logs_to)
             except Exception as exc:  # noqa: BLE001 - teardown goes on
                 log.error("collecting container logs failed: %s", exc)
-        if self._docker is not None and self.cluster_id:
+        if self._docker is not None and self.cluster_id and not self.attached:  # attached: not ours
             try:
                 remove_cluster(self._docker, self.cluster_id)
             except Exception as exc:  # noqa: BLE001 - the next start reaps what is left
@@ -267,6 +349,41 @@ class ComposeCluster(Cluster):
         self.nodes = {}
         self._proxy = None
         super().stop(collect_logs_to=None, keep_dir=keep_dir)
+
+
+def spec_from_state(state: dict[str, Any]) -> ClusterSpec:
+    sp = state["spec"]
+    return ClusterSpec(
+        brokers=sp["brokers"],
+        racks=sp["racks"],
+        controllers=sp["controllers"],
+        kafka_version=state["kafka_version"],
+        broker_config=sp["broker_config"],
+        client_racks=tuple(sp["client_racks"]),
+        base_port=state["ports"]["replication"],
+        heap_mb=sp["heap_mb"],
+        name=sp["name"],
+        broker_cpus=sp["broker_cpus"],
+        broker_memory=sp["broker_memory"],
+    )
+
+
+def topology_from_state(state: dict[str, Any]) -> Topology:
+    sp, ports = state["spec"], state["ports"]
+    return Topology.build(
+        brokers=sp["brokers"],
+        racks=sp["racks"],
+        controllers=sp["controllers"],
+        client_racks=tuple(sp["client_racks"]),
+        slot=state["slot"],
+        ports=Ports(ports["replication"], ports["controller"], tuple(ports["clients"]), ports["toxiproxy_api"]),
+    )
+
+
+def cluster_containers(client: Any, cluster_id: str) -> dict[str, Any]:
+    """The containers of one cluster by their node label (``kafka-1``..., ``toxiproxy``)."""
+    found = client.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={cluster_id}"})
+    return {c.labels.get(LABEL_NODE, c.name): c for c in found}
 
 
 def start_compose(spec: ClusterSpec, progress: Progress | None, image: str | None = None) -> ComposeCluster:

@@ -1,6 +1,7 @@
 """Per-node CPU and memory limits (``ClusterSpec.broker_cpus``/``broker_memory``): parsing and
 validation in one line, what the compose backend hands the docker SDK and writes into a rendered
-file, and the refusal by backends that cannot apply them."""
+file, and the refusal by backends that cannot apply them. Also the pure parts of attaching to a
+compose cluster kept up by ``highwater cluster up``: its recorded state and its containers' status."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import argparse
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from harness.backend import BackendError, get_backend, start_backend
-from harness.compose.backend import check_engine_fits, limit_args
+from harness.backend import BackendError, NodeState, get_backend, start_backend
+from harness.compose.backend import check_engine_fits, limit_args, node_state, spec_from_state, topology_from_state
 from harness.compose.render import RenderInput, limits_block, render
 from harness.config import ClusterSpec, SpecError, memory_bytes, parse_cpus
 from harness.errors import ClusterError
@@ -133,7 +135,7 @@ def test_only_the_compose_backend_takes_limits() -> None:
     ("argv", "line"),
     [
         (["cluster", "up", "--broker-cpus", "abc"], "broker cpus must be a number of CPUs such as 1.5, got 'abc'"),
-        (["cluster", "up", "--broker-memory", "lots"], "broker memory must be a size"),
+        (["cluster", "up", "--backend", "compose", "--broker-memory", "lots"], "broker memory must be a size"),
         (["cluster", "up", "--broker-memory", "2g"], "cpu/memory limits need the compose backend"),
         (["cluster", "up", "--broker-cpus", "1"], "cpu/memory limits need the compose backend"),
         (["compose", "render", "--broker-cpus", "0", "-o", "x.yml"], "broker cpus must be at least 0.01"),
@@ -169,3 +171,61 @@ def test_the_supervisor_gets_the_limits() -> None:
     forwarded = _forward_args(args)
     assert forwarded[-4:] == ["--broker-cpus", "1.5", "--broker-memory", "2g"]
     assert "--broker-cpus" not in _forward_args(argparse.Namespace(**{**vars(args), "broker_cpus": None}))
+
+
+# -- attaching --------------------------------------------------------------------------------------
+
+
+def _state() -> dict[str, Any]:
+    """What ``ComposeCluster`` writes to ``cluster.json`` (the parts attach reads), as JSON gives it back."""
+    return {
+        "backend": "compose",
+        "cluster_id": "manual-3-1-abc",
+        "image": "highwater/kafka:4.3.1",
+        "kafka_version": "4.3.1",
+        "slot": 3,
+        "spec": {
+            "brokers": 3,
+            "racks": 3,
+            "controllers": 0,
+            "client_racks": ["rack-a", "rack-b", "rack-c", "no-rack"],
+            "broker_config": {"x": "1"},
+            "heap_mb": 256,
+            "name": "manual",
+            "broker_cpus": 1.5,
+            "broker_memory": "1g",
+        },
+        "ports": {
+            "replication": 30000,
+            "controller": 30001,
+            "clients": [30002, 30003, 30004, 30005],
+            "toxiproxy_api": 30006,
+        },
+    }
+
+
+def test_the_recorded_state_gives_back_the_spec_and_topology() -> None:
+    state = _state()
+    spec = spec_from_state(state)
+    assert spec == ClusterSpec(
+        brokers=3,
+        racks=3,
+        kafka_version="4.3.1",
+        broker_config={"x": "1"},
+        client_racks=("rack-a", "rack-b", "rack-c", "no-rack"),
+        base_port=30000,
+        heap_mb=256,
+        name="manual",
+        broker_cpus=1.5,
+        broker_memory="1g",
+    )
+    topo = topology_from_state(state)
+    assert topo.slot == 3 and [n.name for n in topo.nodes] == ["kafka-1", "kafka-2", "kafka-3"]
+    assert topo.bootstrap("rack-b")[0].endswith(":30003")
+
+
+def test_a_containers_status_is_its_nodes_state() -> None:
+    assert node_state("running") is NodeState.RUNNING
+    assert node_state("paused") is NodeState.PAUSED
+    for status in ("exited", "created", "dead", "restarting"):
+        assert node_state(status) is NodeState.STOPPED
