@@ -67,3 +67,28 @@ class Events:
             for o, val in records
         ]
         return self.add(process, "ok", "poll", {"records": recs})
+
+    def seek(self, process: str, offset: int, reason: str = "seek", topic: str = "t", partition: int = 0) -> Events:
+        v = {"topic": topic, "partition": partition, "offset": offset, "reason": reason}
+        return self.add(process, "ok", "seek", v)
+
+    def final(
+        self,
+        records: list[tuple[int, str]],
+        hw: int | None = None,
+        log_start: int = 0,
+        replica: int = 1,
+        topic: str = "t",
+        partition: int = 0,
+    ) -> Events:
+        """One replica's final read; ``hw`` defaults to just past the last record."""
+        top = hw if hw is not None else (max((o for o, _ in records), default=-1) + 1)
+        v = {
+            "topic": topic,
+            "partition": partition,
+            "replica": replica,
+            "hw": top,
+            "log_start": log_start,
+            "records": [[o, val] for o, val in records],
+        }
+        return self.add("final", "ok", "final-read", v)
