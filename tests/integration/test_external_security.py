@@ -16,6 +16,7 @@ from harness.cluster import Cluster
 from harness.config import ClusterSpec
 from harness.external import connect
 from harness.security import ClientSecurity
+from harness.waiting import wait_until
 from highwater.runner import RunSpec, execute_run
 
 from .test_external import cluster_file
@@ -89,7 +90,10 @@ def test_a_run_through_the_external_backend_authenticates_every_client(
         assert PREFIX + topic in sasl_cluster.observer().admin.list_topics()
     finally:
         ext.stop()
-    assert PREFIX + topic not in sasl_cluster.observer().admin.list_topics()
+    # Kafka deletes a topic asynchronously: gone from the metadata a moment after the request
+    wait_until(
+        lambda: PREFIX + topic not in sasl_cluster.observer().admin.list_topics(), 30, f"{PREFIX + topic} is deleted"
+    )
 
 
 def test_a_conformance_suite_runs_on_a_sasl_cluster_through_pytest(sasl_cluster: Cluster, tmp_path: Path) -> None:
