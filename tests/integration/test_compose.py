@@ -28,7 +28,7 @@ from harness.waiting import wait_until
 from highwater.profiles import get_profile
 from suites.scenario import PLANS, TIMED_CHECKS, check_verdicts, run_plan
 
-from .kafka_util import consume_all, produce
+from .kafka_util import bytes_served, consume_all, produce
 
 _REASON = docker_available()
 pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"compose backend: {_REASON}")
@@ -102,8 +102,7 @@ def test_rack_consumer_reads_from_its_racks_broker(cluster: ComposeCluster) -> N
     rack = cluster.rack_of(follower)
     before = cluster.client_bytes(rack)
     assert consume_all(cluster, "cff", count, rack=rack, client_rack=rack) == count  # type: ignore[arg-type]
-    after = cluster.client_bytes(rack)
-    served = {b: after[b].downstream - before[b].downstream for b in after}
+    served = bytes_served(cluster, rack, before)
     assert served[follower] >= count * size, f"the {rack} follower {follower} did not serve: {served}"
     assert served[state.leader] < count * size / 10, f"the leader served too much: {served}"
 
