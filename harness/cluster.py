@@ -30,6 +30,7 @@ from kafka.errors import TopicAlreadyExistsError
 
 from .backend import ClusterBackend, LinkControl, ProcessControl
 from .class_archive import ensure_class_archive
+from .cluster_state import shape_record, spec_from_state, topology_from_state
 from .config import NO_RACK, ClusterSpec, effective_client_racks
 from .distribution import KafkaDistribution, default_version, ensure_kafka
 from .errors import ClusterError, HighwaterError, PortInUseError
@@ -101,27 +102,11 @@ class Cluster(PartitionWaits):
         """A handle on a running cluster owned by another process (``highwater cluster up``):
         nodes are adopted by pid; ``stop`` on it only closes clients, never kills anything."""
         state = json.loads((cluster_dir / "cluster.json").read_text())
-        sp, ports = state["spec"], state["ports"]
-        spec = ClusterSpec(
-            brokers=sp["brokers"],
-            racks=sp["racks"],
-            controllers=sp["controllers"],
-            kafka_version=state["kafka_version"],
-            broker_config=sp["broker_config"],
-            client_racks=tuple(sp["client_racks"]),
-            base_port=ports["replication"],
-        )
+        spec = spec_from_state(state)
         c = cls(spec, progress)
         c.attached = True  # nodes it restarts must outlive this process, like the others
         c.dir = cluster_dir
-        c.topology = Topology.build(
-            brokers=spec.brokers,
-            racks=spec.racks,
-            controllers=spec.controllers,
-            client_racks=spec.client_racks,
-            slot=state["slot"],
-            ports=Ports(ports["replication"], ports["controller"], tuple(ports["clients"]), ports["toxiproxy_api"]),
-        )
+        c.topology = topology_from_state(state)
         c.kafka = ensure_kafka(state["kafka_version"])
         java = find_java(state["kafka_version"])
         c._registry = ProcessRegistry(cluster_dir / "processes.json")
@@ -257,24 +242,8 @@ class Cluster(PartitionWaits):
         topo = self.topology
         state = {
             "cluster_id": cluster_id,
-            "kafka_version": self.kafka.version,
             "owner_pid": os.getpid(),
-            "slot": topo.slot,
-            "spec": {
-                "brokers": self.spec.brokers,
-                "racks": self.spec.racks,
-                "controllers": self.spec.controllers,
-                "client_racks": list(topo.client_racks),
-                "broker_config": dict(self.spec.broker_config),
-            },
-            "ports": {
-                "replication": topo.ports.replication,
-                "controller": topo.ports.controller,
-                "clients": list(topo.ports.clients),
-                "toxiproxy_api": topo.ports.toxiproxy_api,
-            },
-            "toxiproxy": f"{topo.toxiproxy_host}:{topo.ports.toxiproxy_api}",
-            "bootstrap": {rack: topo.bootstrap(rack) for rack in topo.client_racks},
+            **shape_record(self.spec, topo, self.kafka.version),
             "nodes": {
                 n.name: {
                     "node_id": n.node_id,

@@ -24,13 +24,14 @@ from typing import Any
 
 from harness.backend import NodeState
 from harness.cluster import Cluster, check_spec, kraft_cluster_id
+from harness.cluster_state import shape_record, spec_from_state, topology_from_state
 from harness.config import ClusterSpec
 from harness.distribution import KafkaDistribution, default_version
 from harness.errors import ClusterError, SetupError
 from harness.lifecycle import acquire_slot, reap_stale
 from harness.paths import clusters_dir
 from harness.procs import OwnerLock, ProcessRegistry
-from harness.topology import Node, Ports, Topology
+from harness.topology import Node
 from harness.toxiproxy import ToxiproxyAPI
 from harness.waiting import wait_until
 
@@ -276,28 +277,8 @@ class ComposeCluster(Cluster):
             "backend": "compose",
             "cluster_id": self.cluster_id,
             "image": self._broker_image,
-            "kafka_version": self.kafka_version,
             "owner_pid": os.getpid(),
-            "slot": topo.slot,
-            "spec": {
-                "brokers": spec.brokers,
-                "racks": spec.racks,
-                "controllers": spec.controllers,
-                "client_racks": list(topo.client_racks),
-                "broker_config": dict(spec.broker_config),
-                "heap_mb": spec.heap_mb,
-                "name": spec.name,
-                "broker_cpus": spec.broker_cpus,
-                "broker_memory": spec.broker_memory,
-            },
-            "ports": {
-                "replication": topo.ports.replication,
-                "controller": topo.ports.controller,
-                "clients": list(topo.ports.clients),
-                "toxiproxy_api": topo.ports.toxiproxy_api,
-            },
-            "toxiproxy": f"{topo.toxiproxy_host}:{topo.ports.toxiproxy_api}",
-            "bootstrap": {rack: topo.bootstrap(rack) for rack in topo.client_racks},
+            **shape_record(spec, topo, self.kafka_version),
             "nodes": {
                 n.name: {
                     "node_id": n.node_id,
@@ -349,35 +330,6 @@ class ComposeCluster(Cluster):
         self.nodes = {}
         self._proxy = None
         super().stop(collect_logs_to=None, keep_dir=keep_dir)
-
-
-def spec_from_state(state: dict[str, Any]) -> ClusterSpec:
-    sp = state["spec"]
-    return ClusterSpec(
-        brokers=sp["brokers"],
-        racks=sp["racks"],
-        controllers=sp["controllers"],
-        kafka_version=state["kafka_version"],
-        broker_config=sp["broker_config"],
-        client_racks=tuple(sp["client_racks"]),
-        base_port=state["ports"]["replication"],
-        heap_mb=sp["heap_mb"],
-        name=sp["name"],
-        broker_cpus=sp["broker_cpus"],
-        broker_memory=sp["broker_memory"],
-    )
-
-
-def topology_from_state(state: dict[str, Any]) -> Topology:
-    sp, ports = state["spec"], state["ports"]
-    return Topology.build(
-        brokers=sp["brokers"],
-        racks=sp["racks"],
-        controllers=sp["controllers"],
-        client_racks=tuple(sp["client_racks"]),
-        slot=state["slot"],
-        ports=Ports(ports["replication"], ports["controller"], tuple(ports["clients"]), ports["toxiproxy_api"]),
-    )
 
 
 def cluster_containers(client: Any, cluster_id: str) -> dict[str, Any]:

@@ -120,9 +120,9 @@ def test_partition_scenario_is_refused_without_toxiproxy(kept_up: dict, tmp_path
         ext.stop()
 
 
-def test_conformance_suite_runs_through_pytest_on_external(full_file: Path, tmp_path: Path) -> None:
-    """A fault-free conformance suite (rack fetching) with ``--backend external --cluster-file``."""
-    res = subprocess.run(
+def run_rack_suite_on_external(cluster_file: Path, results: Path) -> subprocess.CompletedProcess[str]:
+    """The fault-free KIP-392 rack suite in a child pytest with ``--backend external``."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -134,14 +134,19 @@ def test_conformance_suite_runs_through_pytest_on_external(full_file: Path, tmp_
             "--backend",
             "external",
             "--cluster-file",
-            str(full_file),
+            str(cluster_file),
             "--results",
-            str(tmp_path),
+            str(results),
         ],
         capture_output=True,
         text=True,
         cwd=Path(__file__).resolve().parents[2],
     )
+
+
+def test_conformance_suite_runs_through_pytest_on_external(full_file: Path, tmp_path: Path) -> None:
+    """A fault-free conformance suite (rack fetching) with ``--backend external --cluster-file``."""
+    res = run_rack_suite_on_external(full_file, tmp_path)
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
 
 

@@ -5,8 +5,6 @@ the final read and both client drivers must authenticate, or nothing is read at 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,10 +17,9 @@ from harness.security import ClientSecurity
 from harness.waiting import wait_until
 from highwater.runner import RunSpec, execute_run
 
-from .test_external import cluster_file
+from .test_external import cluster_file, run_rack_suite_on_external
 
 SASL = ClientSecurity("SASL_PLAINTEXT", "PLAIN", "highwater", "hw-secret")
-ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "highwater-"  # the default topic_prefix of a cluster file
 
 
@@ -107,24 +104,5 @@ def test_a_conformance_suite_runs_on_a_sasl_cluster_through_pytest(sasl_cluster:
             "sasl_plain_password": "hw-secret",
         },
     )
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "suites/conformance/test_kip392_fetching.py::test_each_rack_reads_from_its_own_replica",
-            "--backend",
-            "external",
-            "--cluster-file",
-            str(path),
-            "--results",
-            str(tmp_path / "results"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    res = run_rack_suite_on_external(path, tmp_path / "results")
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from harness.backend import BackendError, NodeState, get_backend, start_backend
-from harness.compose.backend import check_engine_fits, limit_args, node_state, spec_from_state, topology_from_state
+from harness.cluster_state import spec_from_state, topology_from_state
+from harness.compose.backend import check_engine_fits, limit_args, node_state
 from harness.compose.render import RenderInput, limits_block, render
 from harness.config import ClusterSpec, SpecError, memory_bytes, parse_cpus
 from harness.errors import ClusterError
