@@ -501,7 +501,10 @@ def isr_stability(h: HistoryData) -> Verdict:
     (a) With no fault active (nor healed less than ``isr_slack_ms`` ago), no replica leaves
     the ISR of a partition between two meta observations (KAFKA-4485: a follower that keeps up
     stays in). (b) A follower cut off by a fault (not the leader, leader not cut off) leaves the
-    ISR within leave; a window not longer than leave is unjudged for it (unknown). (c) It, and
+    ISR within leave: a violation is the first observation after the bound (still inside the
+    window) showing it in the ISR, with no earlier one showing it out; with no observation
+    after the bound, or the first one showing it out, it is unjudged unless an observation
+    within the bound already showed it out. A window not longer than leave is unjudged for it. (c) It, and
     any replica the observer saw leave the ISR during the fault (a slowed follower, a killed
     leader), is back in the ISR within rejoin after the heal is done (the heal's ``ok``: a
     killed broker has restarted). One count per replica and event; windows without
@@ -545,14 +548,19 @@ def isr_stability(h: HistoryData) -> Verdict:
                     unjudged += 1  # too short to show that the follower leaves
                     short += 1
                 elif rb in cut:
-                    win = [m for m in obs if w.start <= m.time <= w.start + leave]
-                    if not win:
-                        unjudged += 1
-                    else:
+                    # Only an observation past the bound can show that it stayed: one taken
+                    # earlier (the observer may hang on a frozen broker for most of the window)
+                    # says nothing about where the follower was when the bound passed.
+                    early = [m for m in obs if w.start <= m.time <= w.start + leave]
+                    late = [m for m in obs if w.start + leave < m.time <= end]
+                    if any(rb not in (m.isr or ()) for m in early):
+                        judged += 1  # it left in time
+                    elif late and rb in (late[0].isr or ()):
                         judged += 1
-                        if all(rb in (m.isr or ()) for m in win):
-                            stayed += 1
-                            add("cut-off-stays-in-isr", [w.row, win[-1].row], tp, replica=rb, bound_ms=leave // MS)
+                        stayed += 1
+                        add("cut-off-stays-in-isr", [w.row, late[0].row], tp, replica=rb, bound_ms=leave // MS)
+                    else:
+                        unjudged += 1  # not seen out in time, nor seen still in after the bound
                 if w.end is not None:
                     back = w.back or w.end
                     after = [m for m in obs if w.end <= m.time <= back + rejoin]

@@ -510,6 +510,37 @@ def test_isr_cut_off_replica_stays() -> None:
     assert v.valid is False and v.counts["cut_off_stayed"] == 1 and v.examples[0]["replica"] == 3
 
 
+def _blind_observer(b: HistoryBuilder, late_isr: list[int] | None) -> None:
+    """A cut-off follower seen in the ISR only early in the window (50 ms of a 150 ms bound),
+    then, like an observer hung on a frozen broker, not again until ``late_isr`` past the bound."""
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
+    b.fault("pause", ["kafka-3"])
+    b.advance(50)
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
+    b.advance(250)
+    if late_isr is not None:
+        b.meta(T, 0, leader=1, isr=late_isr, hw=0)
+    b.advance(50)
+    b.heal("pause", ["kafka-3"])
+    for _ in range(3):
+        b.advance(50)
+        b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
+
+
+def test_isr_an_early_observation_alone_does_not_convict() -> None:
+    # seen in only before the bound, then out: it may have left in time -> unknown, not a violation
+    for late in ([1, 2], None):
+        b = builder(**ISR, isr_leave_bound_ms=150)
+        _blind_observer(b, late)
+        v = check("isr-stability", b)
+        assert v.valid == UNKNOWN and v.counts["cut_off_stayed"] == 0, (late, v.counts)
+    # the same early observation, then still in past the bound: that is the violation
+    b = builder(**ISR, isr_leave_bound_ms=150)
+    _blind_observer(b, [1, 2, 3])
+    v = check("isr-stability", b)
+    assert v.valid is False and v.counts["cut_off_stayed"] == 1
+
+
 def test_isr_no_rejoin() -> None:
     b = builder(**ISR)
     _isr_fault(b, leaves=True, rejoins=False)
