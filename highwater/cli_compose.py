@@ -7,10 +7,11 @@ import time
 from pathlib import Path
 
 from harness.cluster import kraft_cluster_id
-from harness.compose.images import build_images, kafka_image, toxiproxy_image
+from harness.compose.images import build_images, image_exists, pull_images, render_images
 from harness.compose.render import RenderInput, render
 from harness.config import ClusterSpec, effective_client_racks
 from harness.distribution import default_version
+from harness.errors import SetupError
 from harness.topology import Ports
 from highwater.cli_cluster import add_limit_args, cpus_from_args
 from highwater.console import progress
@@ -23,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--kafka-version", metavar="V", help="Kafka version (default: the newest stable release)")
     b.add_argument("--force", action="store_true", help="rebuild even when the images exist")
     b.set_defaults(func=run_build)
+    pl = isub.add_parser("pull", help="docker pull the official apache/kafka and Toxiproxy images (needs a registry)")
+    pl.add_argument("--kafka-version", metavar="V", help="Kafka version (default: the newest stable release)")
+    pl.set_defaults(func=run_pull)
 
     compose = sub.add_parser("compose", help="docker-compose files for a highwater cluster")
     csub = compose.add_subparsers(dest="compose_command", metavar="ACTION", required=True)
@@ -31,8 +35,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--racks", type=int, default=3)
     r.add_argument("--controllers", type=int, default=0)
     r.add_argument("--kafka-version", metavar="V", default=None)
-    r.add_argument("--image", metavar="IMAGE", help="broker image (default: highwater/kafka:<version>)")
-    r.add_argument("--toxiproxy-image", metavar="IMAGE", help="default: highwater/toxiproxy:<version>")
+    r.add_argument(
+        "--image",
+        metavar="IMAGE",
+        help="broker image (default: apache/kafka:<version>, or highwater/kafka:<version> when only that is here)",
+    )
+    r.add_argument(
+        "--toxiproxy-image",
+        metavar="IMAGE",
+        help="default: Shopify's official image, or highwater/toxiproxy:<version> when only that is here",
+    )
     r.add_argument("--slot", type=int, default=40, help="address slot: nodes live on 127.(100+slot).x.y")
     r.add_argument("--base-port", type=int, default=19092)
     r.add_argument("--name", default="hw-compose", help="cluster id: compose project and label value")
@@ -50,6 +62,21 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_pull(args: argparse.Namespace) -> int:
+    version = args.kafka_version or default_version(progress)
+    for tag in pull_images(version, progress):
+        print(tag)
+    return 0
+
+
+def _engine_has(tag: str) -> bool:
+    """Rendering needs no daemon: without one nothing is here and the official tags are written."""
+    try:
+        return image_exists(tag)
+    except SetupError:
+        return False
+
+
 def run_render(args: argparse.Namespace) -> int:
     spec = ClusterSpec(
         brokers=args.brokers,
@@ -61,6 +88,7 @@ def run_render(args: argparse.Namespace) -> int:
     )
     version = args.kafka_version or default_version(progress)
     spec = ClusterSpec(**{**spec.__dict__, "kafka_version": version})
+    default_kafka, default_proxy = render_images(version, _engine_has)
     n_clients = len(effective_client_racks(spec))
     b = args.base_port
     ports = Ports(b, b + 1, tuple(range(b + 2, b + 2 + n_clients)), b + 2 + n_clients)
@@ -69,8 +97,8 @@ def run_render(args: argparse.Namespace) -> int:
             spec=spec,
             cluster_id=args.name,
             kraft_cluster_id=kraft_cluster_id(),
-            kafka_image=args.image or kafka_image(version),
-            toxiproxy_image=args.toxiproxy_image or toxiproxy_image(),
+            kafka_image=args.image or default_kafka,
+            toxiproxy_image=args.toxiproxy_image or default_proxy,
             slot=args.slot,
             ports=ports,
         )

@@ -35,7 +35,7 @@ from harness.topology import Node
 from harness.toxiproxy import ToxiproxyAPI
 from harness.waiting import wait_until
 
-from .images import kafka_image, require_image, toxiproxy_image
+from .images import resolve_images
 from .reaping import LABEL_CLUSTER, LABEL_NODE, owner_labels, reap_dead_owners, remove_cluster
 from .render import broker_command, extra_hosts, node_properties
 
@@ -209,13 +209,11 @@ class ComposeCluster(Cluster):
         for reaped in reap_stale():
             self._progress(f"reaped a killed run's cluster {reaped.cluster_dir.name}")
         version = spec.kafka_version or default_version(self._progress)
-        broker_image = self._image or kafka_image(version)
-        for tag in (broker_image, toxiproxy_image()):
-            require_image(tag)
+        broker_image, proxy_image = resolve_images(version, self._image)
         if spec.has_limits:
             info = client.info()
             check_engine_fits(spec, int(info["NCPU"]), int(info["MemTotal"]))
-        self._broker_image = broker_image
+        self._broker_image, self._proxy_image = broker_image, proxy_image
         self.kafka = KafkaDistribution(version, Path("/opt/kafka/libs"))  # inside the image
         self.spec = spec = ClusterSpec(**{**spec.__dict__, "kafka_version": version})
 
@@ -231,7 +229,7 @@ class ComposeCluster(Cluster):
 
         self._progress(f"starting the Toxiproxy container on {topo.toxiproxy_host}:{topo.ports.toxiproxy_api}")
         self._proxy = client.containers.run(
-            toxiproxy_image(),
+            self._proxy_image,
             ["-host", topo.toxiproxy_host, "-port", str(topo.ports.toxiproxy_api), "-proxy-metrics"],
             name=f"{self.cluster_id}-toxiproxy",
             labels=owner_labels(self.cluster_id, TOXIPROXY),

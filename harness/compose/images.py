@@ -78,10 +78,60 @@ def image_exists(tag: str) -> bool:
     return res.returncode == 0
 
 
-def require_image(tag: str) -> None:
-    """One line that says what to run when an image the backend needs is missing."""
-    if not image_exists(tag):
-        raise SetupError(f"image {tag} is missing: run `highwater images build` (or pass --image)")
+#: the official images, preferred wherever the engine has them (pulled from a registry)
+OFFICIAL_KAFKA = "apache/kafka"
+OFFICIAL_TOXIPROXY = "ghcr.io/shopify/toxiproxy"
+
+
+def kafka_candidates(version: str) -> tuple[str, str]:
+    """The broker images for ``version``, in order of preference: official, then our local build."""
+    return f"{OFFICIAL_KAFKA}:{version}", kafka_image(version)
+
+
+def toxiproxy_candidates() -> tuple[str, str]:
+    return f"{OFFICIAL_TOXIPROXY}:{TOXIPROXY_VERSION.lstrip('v')}", toxiproxy_image()
+
+
+def choose_image(candidates: tuple[str, ...], exists: Callable[[str], bool]) -> str | None:
+    """The first candidate the engine has, or None. Never pulls: where no registry is reachable
+    (this machine, CI) a pull would only fail slowly, and tests send no traffic off the machine."""
+    return next((tag for tag in candidates if exists(tag)), None)
+
+
+def resolve_images(
+    version: str, image: str | None = None, exists: Callable[[str], bool] | None = None
+) -> tuple[str, str]:
+    """The (broker, Toxiproxy) images a compose cluster runs: ``image`` if given, else the official
+    image when present, else highwater's local build; a missing one is one line saying what to run."""
+    has = exists or image_exists
+    found = []
+    for candidates in ((image,) if image else kafka_candidates(version), toxiproxy_candidates()):
+        tag = choose_image(candidates, has)
+        if tag is None:
+            hint = (
+                "pass an image the engine has"
+                if image and candidates == (image,)
+                else "run `highwater images pull` where a registry is reachable, or `highwater images build`"
+            )
+            raise SetupError(f"no image {' nor '.join(candidates)} in the engine: {hint}")
+        found.append(tag)
+    return found[0], found[1]
+
+
+def render_images(version: str, exists: Callable[[str], bool]) -> tuple[str, str]:
+    """Images for a rendered file someone else starts: what the engine here has, else the
+    official tags (``docker compose up`` pulls them on a machine with a registry)."""
+    kafka, proxy = kafka_candidates(version), toxiproxy_candidates()
+    return choose_image(kafka, exists) or kafka[0], choose_image(proxy, exists) or proxy[0]
+
+
+def pull_images(version: str, progress: Progress = _quiet) -> list[str]:
+    """``docker pull`` the official images (for users with a registry; nothing here runs it)."""
+    tags = [kafka_candidates(version)[0], toxiproxy_candidates()[0]]
+    for tag in tags:
+        progress(f"pulling {tag}")
+        _run([docker_cli(), "pull", tag], f"docker pull {tag}")
+    return tags
 
 
 def _run(cmd: list[str], what: str, **kw: object) -> None:
