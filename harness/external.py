@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ENV_CLUSTER_FILE = "HIGHWATER_CLUSTER_FILE"
+#: "1": keep the topics a run created (``--keep-topics``), whatever the file's ``delete_topics`` says
+ENV_KEEP_TOPICS = "HIGHWATER_KEEP_TOPICS"
 DEFAULT_TOPIC_PREFIX = "highwater-"  # what the topics of ours look like on a cluster that is not ours
 PROCESS_ACTIONS = ("kill", "stop", "start", "pause", "resume")
 COMMAND_TIMEOUT_S = 120.0
@@ -667,8 +669,16 @@ def cluster_file_from_env() -> Path:
 
 def connect(spec: ClusterSpec, progress: Progress | None = None, path: Path | None = None) -> ExternalCluster:
     """Parse the file (refusing a malformed one before anything is contacted), then connect."""
-    cf = load_cluster_file(path or cluster_file_from_env())
+    cf = with_command_line(load_cluster_file(path or cluster_file_from_env()))
     return backend_class(cf)(cf, spec, progress).start()
+
+
+def with_command_line(cf: ClusterFile) -> ClusterFile:
+    """The file as the command line amends it: ``--keep-topics`` (``HIGHWATER_KEEP_TOPICS=1``,
+    set by the CLI and the pytest plugin) keeps the topics a run created."""
+    if os.environ.get(ENV_KEEP_TOPICS) == "1":
+        return replace(cf, delete_topics=False)
+    return cf
 
 
 if TYPE_CHECKING:  # mypy proves each class implements what it claims

@@ -37,6 +37,11 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--cluster-file", default=None, help="with --backend external: the cluster file (docs/external-clusters.md)"
     )
     p.add_argument(
+        "--keep-topics",
+        action="store_true",
+        help="with --backend external: keep the topics the runs created (default: deleted at the end)",
+    )
+    p.add_argument(
         "--client",
         default=DEFAULT_CLIENT,
         help=f"the client(s) under test, comma-separated, each NAME[==VERSION] or NAME:VERSION "
@@ -62,6 +67,8 @@ def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
 
         load_cluster_file(args.cluster_file)  # a malformed file fails here, in one line
     extra = ["--cluster-file", str(Path(args.cluster_file).resolve())] if args.cluster_file is not None else []
+    if args.keep_topics:
+        extra.append("--keep-topics")
     return PytestRun(
         tests=tests,
         campaign=campaign,

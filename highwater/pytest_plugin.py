@@ -60,6 +60,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --backend external: the cluster file (docs/external-clusters.md)",
     )
     group.addoption(
+        "--keep-topics",
+        action="store_true",
+        default=False,
+        help="with --backend external: keep the topics the tests created (default: deleted at the end)",
+    )
+    group.addoption(
         "--client",
         action="store",
         default=DEFAULT_CLIENT,
@@ -88,13 +94,15 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError("backend 'external' needs --cluster-file FILE (docs/external-clusters.md)")
     if cluster_file is not None:
         from harness.errors import HighwaterError
-        from harness.external import ENV_CLUSTER_FILE, load_cluster_file
+        from harness.external import ENV_CLUSTER_FILE, ENV_KEEP_TOPICS, load_cluster_file
 
         try:
             load_cluster_file(cluster_file)  # a malformed file fails before any test starts
         except HighwaterError as exc:
             raise pytest.UsageError(str(exc)) from None
         os.environ[ENV_CLUSTER_FILE] = os.path.abspath(cluster_file)  # the backend factory reads it
+        if config.getoption("--keep-topics"):
+            os.environ[ENV_KEEP_TOPICS] = "1"
     try:
         parse_client_specs(config.getoption("--client"))
     except UnknownClientError as exc:

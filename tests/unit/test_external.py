@@ -12,6 +12,7 @@ from faults.spec import FaultKind
 from harness.backend import LinkControl, ProcessControl, get_backend
 from harness.config import NO_RACK, ClusterSpec
 from harness.external import (
+    ENV_KEEP_TOPICS,
     ClusterFileError,
     ExternalCluster,
     ExternalClusterError,
@@ -23,6 +24,7 @@ from harness.external import (
     check_shape,
     connect,
     load_cluster_file,
+    with_command_line,
 )
 from harness.topology import Link, Listener
 
@@ -232,6 +234,15 @@ def test_only_prefixed_topics_are_created(tmp_path: Path) -> None:
         c.create_topic("orders")
     # the suites' and the runner's topics are named through topic_name, so they carry it
     assert c.topic_name("k392local") == "hw-k392local" and c.topic_name("hw-x") == "hw-x"
+
+
+def test_keep_topics_on_the_command_line_overrides_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cf = load_cluster_file(write(tmp_path, FULL))
+    assert cf.delete_topics is True
+    monkeypatch.delenv(ENV_KEEP_TOPICS, raising=False)
+    assert with_command_line(cf).delete_topics is True
+    monkeypatch.setenv(ENV_KEEP_TOPICS, "1")
+    assert with_command_line(cf).delete_topics is False
 
 
 def test_unnamed_link_is_refused_and_commands_fill_templates(tmp_path: Path) -> None:
