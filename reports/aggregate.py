@@ -24,6 +24,7 @@ from harness.checks.verdict import MAX_EXAMPLES, merge_valid, overall_valid
 from harness.history import rows_to_events
 from harness.policy import allowed
 from reports.layout import RunInfo, ensure_parquet, load_runs
+from reports.releases import release_view
 from reports.run_cache import RunCache
 from reports.spark_session import Progress
 
@@ -74,6 +75,7 @@ class ReportData:
     trends: list[dict[str, Any]]
     disagreements: list[dict[str, Any]]
     errors: list[str] = field(default_factory=list)
+    releases: dict[str, Any] = field(default_factory=dict)  # reports.releases.release_view
 
     @property
     def valid(self) -> bool | str:
@@ -223,6 +225,7 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
         fetch=_fetch(fetch_raw, by_key_run),
         trends=_trends(run_rows),
         disagreements=disagreements,
+        releases=release_view(run_rows),
     )
 
 

@@ -42,6 +42,7 @@ pre{background:#f6f6f6;padding:.5em;overflow-x:auto;white-space:pre-wrap}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}.matrix td.cell{text-align:center;font-weight:600;min-width:4.5em}
 .v-true{background:#d9f2d9;color:#1b5e20}.v-false{background:#f8d0d0;color:#8b0000}
+.changed{outline:3px solid #e65100;outline-offset:-3px}
 .v-unknown{background:#fff1c2;color:#7a5900}.v-allowed{background:#e4ecf7;color:#234}
 .v-na{background:#f1f1f1;color:#777;font-weight:400;font-style:italic}
 .badge{display:inline-block;padding:2px 10px;border-radius:10px;font-weight:700}
@@ -101,6 +102,7 @@ def render(data: ReportData) -> str:
         f"<style>{CSS}</style></head><body>",
         _header(data),
         _matrix(data),
+        _releases(data),
         _runs(data),
         _failures(data),
         _timelines(data),
@@ -124,7 +126,7 @@ def _header(d: ReportData) -> str:
         f"with Spark master <code>{escape(d.master)}</code>. Unknown means a check had its inputs "
         f"but could not settle; it never counts as valid. Not applicable means the history does "
         f"not carry the check's inputs at all (the check did not run).</p>"
-        "<nav><a href='#matrix'>Matrix</a><a href='#runs-sec'>Runs</a><a href='#failures'>Failures</a>"
+        "<nav><a href='#matrix'>Matrix</a><a href='#releases'>Releases</a><a href='#runs-sec'>Runs</a><a href='#failures'>Failures</a>"
         "<a href='#timelines'>Timelines</a><a href='#fetch'>Follower fetching</a>"
         "<a href='#trends'>Trends</a><a href='#versions'>Versions &amp; config</a></nav>"
     )
@@ -238,6 +240,52 @@ def _na_notes(d: ReportData, check: str, col: dict[str, str]) -> list[str]:
     )
     notes = (str(n).removeprefix("not applicable: ") for n in notes)
     return list(dict.fromkeys(notes))[:3]
+
+
+def _releases(d: ReportData) -> str:
+    """Each scenario's verdict across Kafka releases (reports.releases); a changed cell is
+    outlined and says from what; failing runs link to their directories."""
+    view = d.releases or {}
+    rels, rows = view.get("releases", []), view.get("rows", [])
+    if not rows:
+        return (
+            "<h2 id='releases'>Across releases</h2><p class='small'>The runs cover one Kafka release; "
+            "a sweep (<code>highwater sweep</code>) fills this view.</p>"
+        )
+    head = "".join(f"<th>Kafka {escape(r)}</th>" for r in rels)
+    body = []
+    for row in rows:
+        tds = []
+        for rel in rels:
+            c = row["cells"].get(rel)
+            if c is None:
+                tds.append("<td class='v-na'>&ndash;</td>")
+                continue
+            valid = {"pass": True, "fail": False}.get(c["verdict"], "unknown")
+            links = " ".join(
+                f"<a href='{escape(_file_url(f['path']))}'>{escape(f['label'])}</a>" for f in c["failing"] if f["path"]
+            )
+            mark = " changed" if c["changed"] else ""
+            title = "verdict changed at this release" if c["changed"] else ""
+            tds.append(
+                f"<td class='{_cls(valid)}{mark}' data-release='{escape(rel)}' data-verdict='{c['verdict']}' "
+                f"title='{title}'>{escape(c['verdict'])} <span class='small'>{c['runs'] - c['failed']}/{c['runs']}"
+                f"</span>{'<br>' + links if links else ''}</td>"
+            )
+        body.append(
+            f"<tr><td>{escape(row['suite'])}/{escape(row['scenario'])}</td><td>{escape(row['client'])}</td>"
+            f"{''.join(tds)}</tr>"
+        )
+    return (
+        "<h2 id='releases'>Across releases</h2><p class='small'>Each scenario's verdict over all its runs "
+        "on a release (passed runs / runs); outlined: the verdict differs from the nearest earlier "
+        "release with a known verdict. Unknown is never a pass.</p>"
+        f"<table id='releases-table'><tr><th>suite/scenario</th><th>client</th>{head}</tr>{''.join(body)}</table>"
+    )
+
+
+def _file_url(path: str) -> str:
+    return Path(path).resolve().as_uri()
 
 
 def _runs(d: ReportData) -> str:

@@ -36,6 +36,7 @@ from harness.checks.bounds import BOUND_USERS, resolve
 from harness.checks.verdict import NOT_APPLICABLE
 from reports.aggregate import ReportData
 from reports.attribution import attribute
+from reports.releases import changes
 
 FORMAT = "highwater.report-summary/1"
 #: the checks whose verdicts carry ``longest_stall_ms`` and ``longest-stall`` examples
@@ -68,6 +69,8 @@ def summary(data: ReportData) -> dict[str, Any]:
         "checks": data.checks,
         "matrix": data.matrix,
         "attribution": attribution_rows(data.matrix),
+        "releases": data.releases,
+        "release_changes": changes(data.releases) if data.releases else [],
         "runs": [
             {
                 "run": r["label"],

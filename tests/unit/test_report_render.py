@@ -547,3 +547,22 @@ def test_config_table_groups_without_bounds_and_lists_them_apart() -> None:
     assert f"progress_bound {want.ms} ms" in bl and escape(want.formula) in bl  # formula on hover
     sec = html[html.index("<details class='timeline' data-run='c1/b'") :]
     assert f"progress_bound {want.ms} ms" in sec[: sec.index("</details>")]  # and in the run's section
+
+
+def test_release_view_is_rendered_with_the_change_outlined_and_in_the_summary() -> None:
+    from dataclasses import replace
+
+    from reports.releases import release_view
+
+    runs = [_run("s/a", {}, "3.9.2"), _run("s/b", {"poll-skip": False}, "4.0.2"), _run("s/c", {}, "4.4.0")]
+    data = replace(_data(), runs=runs, timelines={}, failures=[], releases=release_view(runs))
+    html = render(data)
+    table = html[html.index("id='releases-table'") :]
+    table = table[: table.index("</table>")]
+    assert re.search(r"class='v-false changed' data-release='4.0.2'", table), table
+    assert re.search(r"class='v-true changed' data-release='4.4.0'", table), table  # fixed again
+    assert "data-release='3.9.2' data-verdict='pass'" in table and "file:///x" in table
+    s = summary(data)
+    assert [(c["release"], c["to"]) for c in s["release_changes"]] == [("4.0.2", "fail"), ("4.4.0", "pass")]
+    # one release: the section says how to fill it instead of a table
+    assert "id='releases-table'" not in render(_data())
