@@ -17,8 +17,10 @@ pause), of isolate/partition faults, and of cut/timeout faults that name no narr
 Targets are broker ids or names ending in the id (kafka-2).
 
 **Stalls.** For a consumer and a partition it was reading, a *stall* is a time without a
-polled record of that partition while records of it were acknowledged: between two polls (or a
-phase's edges) a and b, the stall is b minus the first acknowledgement in [a, b). follower-fetch
+polled record of that partition while records of it were acknowledged that it had not read:
+between two polls (or a phase's edges) a and b, the stall is b minus the first acknowledgement
+in [a, b) of an offset above the highest the consumer had read by a (a consumer often returns a
+record before its producer hears the ack; that ack leaves nothing to read). follower-fetch
 and progress measure the longest stall of each consumer and partition during each fault
 (``phase: "fault"``, from the fault to its heal) and after each heal (``phase: "after-heal"``,
 ``progress_bound_ms`` long) and report it in the same shape:
@@ -197,22 +199,44 @@ class Stall:
     complete: bool  # the history covers the whole phase
 
 
-def _series(h: HistoryData) -> tuple[dict[tuple[int, int], np.ndarray], dict[int, np.ndarray]]:
+def _series(
+    h: HistoryData,
+) -> tuple[dict[tuple[int, int], tuple[np.ndarray, np.ndarray]], dict[int, tuple[np.ndarray, np.ndarray]]]:
+    """Per (consumer, partition): the times of its polls that returned records of the partition
+    and the highest offset it had read by each; per partition: ack times and offsets, by time."""
     if "stall_series" not in h.cache:
         p, s = h.polls, h.sends
-        polls: dict[tuple[int, int], np.ndarray] = {}
+        polls: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         if len(p.tp):
             key = (p.proc.astype(np.int64) << 32) | p.tp.astype(np.int64)
             o = np.lexsort((p.time, key))
-            ks, ts = key[o], p.time[o].astype(np.int64)
+            ks, ts, offs = key[o], p.time[o].astype(np.int64), p.offset[o].astype(np.int64)
             cuts = np.nonzero(np.diff(ks))[0] + 1
-            for part_k, part_t in zip(np.split(ks, cuts), np.split(ts, cuts)):
+            for part_k, part_t, part_o in zip(np.split(ks, cuts), np.split(ts, cuts), np.split(offs, cuts)):
                 k = int(part_k[0])
-                polls[(k >> 32, k & 0xFFFFFFFF)] = np.unique(part_t)
+                times, last = np.unique(part_t, return_index=False), np.maximum.accumulate(part_o)
+                # the highest offset read by each distinct poll time (the last record of that time)
+                upto = last[np.searchsorted(part_t, times, "right") - 1]
+                polls[(k >> 32, k & 0xFFFFFFFF)] = (times, upto)
         okm = (s.type == OK) & (s.tp >= 0)
-        acks = {int(tp): np.sort(s.time[okm][s.tp[okm] == tp].astype(np.int64)) for tp in np.unique(s.tp[okm])}
+        acks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for tp in np.unique(s.tp[okm]):
+            m = okm & (s.tp == tp)
+            o = np.argsort(s.time[m], kind="stable")
+            acks[int(tp)] = (s.time[m][o].astype(np.int64), s.offset[m][o].astype(np.int64))
         h.cache["stall_series"] = (polls, acks)
     return h.cache["stall_series"]
+
+
+def unread_acks(
+    poll_times: np.ndarray, read_upto: np.ndarray, ack_times: np.ndarray, ack_offsets: np.ndarray
+) -> np.ndarray:
+    """The times of the acknowledgements whose record the consumer had not read yet when the ack
+    came: a consumer may return a record before its producer hears the ack (the HW moved first),
+    and such an ack is nothing left to read. An ack of unknown offset (-1) counts as unread."""
+    i = np.searchsorted(poll_times, ack_times, "right") - 1
+    read = np.where(i >= 0, read_upto[np.maximum(i, 0)], -1)
+    return ack_times[(ack_offsets < 0) | (ack_offsets > read)]
 
 
 def _fault_stall_outcome(h: HistoryData, w: Window, x: Stall) -> tuple[str | None, int]:
@@ -249,15 +273,17 @@ def window_stalls(h: HistoryData) -> list[Stall]:
         phases = [("fault", w.start, w.end if w.end is not None else h.end_time, w.end is not None)]
         if w.end is not None:
             phases.append(("after-heal", w.end, min(w.end + after, h.end_time), h.end_time >= w.end + after))
-        for (proc, tp), pt in polls.items():
+        for (proc, tp), (pt, upto) in polls.items():
             if not len(pt) or pt[0] >= w.start:
                 continue
-            at = acks.get(tp, np.zeros(0, np.int64))
+            a_t, a_off = acks.get(tp, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+            at = unread_acks(pt, upto, a_t, a_off)
             for phase, t0, t1, complete in phases:
                 in_acks = at[(at >= t0) & (at < t1)]
                 st, fr, to = longest_stall(pt, in_acks, t0, t1)
                 polled = bool(np.any((pt > t0) & (pt <= t1)))
-                out.append(Stall(wi, phase, proc, tp, t0, t1, st, fr, to, bool(len(in_acks)), polled, complete))
+                acked = bool(np.any((a_t >= t0) & (a_t < t1)))  # anything acknowledged, read or not
+                out.append(Stall(wi, phase, proc, tp, t0, t1, st, fr, to, acked, polled, complete))
     h.cache["stalls"] = out
     return out
 

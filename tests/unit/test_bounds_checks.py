@@ -10,7 +10,7 @@ import numpy as np
 
 from harness.checks import CHECKS
 from harness.checks.bounds import Settings, header_entries
-from harness.checks.liveness import longest_stall
+from harness.checks.liveness import longest_stall, unread_acks
 from harness.checks.verdict import UNKNOWN, Verdict
 from tests.synth.histories import HistoryBuilder
 
@@ -118,6 +118,58 @@ def test_longest_stall_counts_only_time_with_records_acknowledged() -> None:
     assert longest_stall(polls, np.array([150, 300]) * ms, 0, 1000 * ms) == (600 * ms, 300 * ms, 900 * ms)
     assert longest_stall(polls, np.zeros(0, np.int64), 0, 1000 * ms)[0] == 0  # nothing to read: no stall
     assert longest_stall(polls, np.array([950]) * ms, 0, 1000 * ms) == (50 * ms, 950 * ms, 1000 * ms)  # open end
+
+
+def test_an_ack_of_a_record_already_read_leaves_nothing_to_read() -> None:
+    ms = 1_000_000
+    polls, upto = np.array([100, 200]) * ms, np.array([4, 9])
+    acks, offs = np.array([150, 210, 220, 230]) * ms, np.array([5, 8, 9, 10])
+    # 5 came after the poll at 100 (read up to 4): unread; 8 and 9 were read at 200 before
+    # their acks; 10 was not; an unknown offset is never taken as read
+    assert list(unread_acks(polls, upto, acks, offs) // ms) == [150, 230]
+    assert list(unread_acks(polls, upto, acks, np.array([-1, -1, -1, -1])) // ms) == [150, 210, 220, 230]
+
+
+def _quiet_window(unread_tail: bool) -> HistoryBuilder:
+    """The sweep's follower-cut-hw on 3.8.1: the consumer returns offset 9 before its producer
+    hears the ack; then a 3 s fault during which nothing more is acknowledged (a partition under
+    min ISR: Kafka >= 3.7 neither commits nor acks). ``unread_tail``: offset 10 is acknowledged
+    too and the consumer never reads it - the stall its twin must show."""
+    b = HistoryBuilder(header_entries(SMALL), step_ms=0, racks=RACKS)
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
+    b.assign("consumer-0", T, 0, 0)
+    for n in range(10):
+        b.now = (100 + 20 * n) * 1_000_000
+        if n < 9:
+            b.send("producer-0", T, 0, f"v{n}", offset=n)
+        b.poll("consumer-0", [(T, 0, n, f"v{n}")], replica=1)
+    b.now = START * 1_000_000
+    params = {"peer": None, "cuts_off": [3]}
+    b.event("nemesis", "invoke", "fault", {"kind": "cut", "targets": ["kafka-3"], "params": params})
+    b.event("nemesis", "ok", "fault", {"kind": "cut", "targets": ["kafka-3"], "params": params})
+    b.now = (START + 10) * 1_000_000
+    b.send("producer-0", T, 0, "v9", offset=9)  # the ack of a record already returned
+    if unread_tail:
+        b.send("producer-0", T, 0, "v10", offset=10)
+    for t in range(START + 100, START + 3000, 100):
+        b.now = t * 1_000_000
+        b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=10)
+    b.now = (START + 3000) * 1_000_000
+    b.event("nemesis", "invoke", "heal", {"kind": "cut", "targets": ["kafka-3"], "params": params})
+    b.event("nemesis", "ok", "heal", {"kind": "cut", "targets": ["kafka-3"], "params": params})
+    for t in range(START + 3020, START + 6000, 20):
+        b.now = t * 1_000_000
+        n = (t - START - 3000) // 20 + 10 + int(unread_tail)
+        b.send("producer-0", T, 0, f"v{n}", offset=n)
+        b.poll("consumer-0", [(T, 0, n, f"v{n}")], replica=1)
+    return b
+
+
+def test_a_quiet_partition_after_a_late_ack_is_no_stall_but_an_unread_ack_is() -> None:
+    clean = check("progress", _quiet_window(unread_tail=False))
+    assert clean.valid is True and clean.counts["longest_stall_ms"] < 100, clean.counts
+    stalled = check("progress", _quiet_window(unread_tail=True))
+    assert stalled.valid is False and stalled.counts["longest_stall_ms"] >= 2700, stalled.counts
 
 
 def test_clean_fault_cycle_is_valid_and_reports_the_stall() -> None:
