@@ -62,11 +62,17 @@ def _confluent_kafka(version: str | None) -> ClientDriver:
     return ConfluentKafkaDriver(version)
 
 
+def _java(version: str | None) -> ClientDriver:
+    from .java import JavaDriver
+
+    return JavaDriver(version)
+
+
 #: client name -> driver factory, given the version asked for (None: the default one)
 CLIENTS: dict[str, Callable[[str | None], ClientDriver]] = {
     "kafka-python": _kafka_python,
     "confluent-kafka": _confluent_kafka,
-    # "java": Kafka's Java client through a worker process -- not written yet (issue 13)
+    "java": _java,
 }
 
 _SPEC = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_.-]*?)(?:(?:==|:)(?P<version>[0-9][A-Za-z0-9_.+-]*))?$")

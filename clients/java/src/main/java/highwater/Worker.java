@@ -1,0 +1,501 @@
+package highwater;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.LogTruncationException;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * One Kafka client (a producer or a consumer) driven by highwater over stdin/stdout, one JSON
+ * object per line (harness/clients/java.py is the other end; docs/adding-a-client.md, "Java").
+ *
+ * <p>The first line names the role and the client's properties; every later line is a command
+ * with an "id". Replies carry the id ("ok": true, or "error": "Class: message"). A producer's
+ * sends are not replied to: their outcome comes later, from the producer's I/O thread, as a line
+ * {"send": id, "offset": n} or {"send": id, "error", "error_class", "sync"}. A consumer reports
+ * the position changes the library made on its own as "event" lines, written before the reply
+ * of the command during which they were seen.
+ *
+ * <p>A process of highwater's: it exits when its stdin closes and, whatever its stdin does,
+ * halts within half a second of its parent's death (the watchdog), so it never outlives the test.
+ */
+public final class Worker {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final PrintStream OUT =
+      new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, StandardCharsets.UTF_8);
+
+  private Worker() {}
+
+  /** One line to the driver; callbacks of the producer's I/O thread write too. */
+  static synchronized void emit(ObjectNode line) {
+    try {
+      OUT.println(JSON.writeValueAsString(line));
+      OUT.flush();
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** An error as the history records it: "Class: message" (simple class name). */
+  static String errorText(Throwable t) {
+    return t.getClass().getSimpleName() + ": " + t.getMessage();
+  }
+
+  static ObjectNode reply(long id) {
+    ObjectNode r = JSON.createObjectNode();
+    r.put("id", id);
+    r.put("ok", true);
+    return r;
+  }
+
+  /** Halts the JVM once the parent process is gone (re-parented), checked twice a second. */
+  static void startWatchdog() {
+    long parent = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
+    Thread t =
+        new Thread(
+            () -> {
+              while (true) {
+                long now = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
+                boolean alive = ProcessHandle.of(parent).map(ProcessHandle::isAlive).orElse(false);
+                if (now != parent || !alive) {
+                  System.err.println("highwater worker: parent " + parent + " is gone, halting");
+                  Runtime.getRuntime().halt(3);
+                }
+                try {
+                  Thread.sleep(500);
+                } catch (InterruptedException e) {
+                  return;
+                }
+              }
+            },
+            "highwater-watchdog");
+    t.setDaemon(true);
+    t.start();
+  }
+
+  /** kafka-clients' own version (its AppInfoParser moved between releases; this file did not). */
+  static String kafkaClientsVersion() {
+    Properties p = new Properties();
+    try (java.io.InputStream s = KafkaConsumer.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+      if (s != null) {
+        p.load(s);
+      }
+    } catch (java.io.IOException e) {
+      return "unknown";
+    }
+    return p.getProperty("version", "unknown");
+  }
+
+  static Properties properties(JsonNode config) {
+    Properties props = new Properties();
+    Iterator<Map.Entry<String, JsonNode>> it = config.fields();
+    while (it.hasNext()) {
+      Map.Entry<String, JsonNode> e = it.next();
+      props.put(e.getKey(), e.getValue().asText());
+    }
+    return props;
+  }
+
+  public static void main(String[] args) throws Exception {
+    System.setOut(System.err); // stdout is the protocol's: anything else printed goes to the log
+    startWatchdog();
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    String first = in.readLine();
+    if (first == null) {
+      return;
+    }
+    JsonNode hello = JSON.readTree(first);
+    Role role;
+    try {
+      Properties props = properties(hello.get("config"));
+      role = "producer".equals(hello.get("role").asText()) ? new Producer(props) : new Consumer(props);
+    } catch (RuntimeException e) {
+      ObjectNode r = JSON.createObjectNode();
+      r.put("id", 0);
+      r.put("error", errorText(e));
+      emit(r);
+      return;
+    }
+    ObjectNode ready = reply(0);
+    ready.put("version", kafkaClientsVersion());
+    emit(ready);
+    String line;
+    while ((line = in.readLine()) != null) {
+      JsonNode cmd = JSON.readTree(line);
+      long id = cmd.path("id").asLong();
+      String op = cmd.path("op").asText();
+      try {
+        ObjectNode r = role.handle(op, cmd, id);
+        if (r != null) {
+          emit(r);
+        }
+      } catch (RuntimeException e) {
+        ObjectNode r = JSON.createObjectNode();
+        r.put("id", id);
+        r.put("error", errorText(e));
+        emit(r);
+      }
+      if ("close".equals(op)) {
+        break;
+      }
+    }
+    role.close(Duration.ofSeconds(5)); // no-op after a close command
+    System.exit(0);
+  }
+
+  interface Role {
+    /** The reply to a command, or null when the reply comes later (a producer's send). */
+    ObjectNode handle(String op, JsonNode cmd, long id);
+
+    void close(Duration timeout);
+  }
+
+  static final class Producer implements Role {
+    private final KafkaProducer<byte[], byte[]> producer;
+    private boolean closed;
+
+    Producer(Properties props) {
+      props.put("key.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
+      props.put("value.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
+      producer = new KafkaProducer<>(props);
+    }
+
+    @Override
+    public ObjectNode handle(String op, JsonNode cmd, long id) {
+      switch (op) {
+        case "send":
+          send(cmd, id);
+          return null;
+        case "flush":
+          producer.flush();
+          return reply(id);
+        case "close":
+          close(Duration.ofMillis(cmd.path("timeout_ms").asLong(10000)));
+          return reply(id);
+        default:
+          throw new IllegalArgumentException("unknown producer command " + op);
+      }
+    }
+
+    /**
+     * "sync": true when the send failed inside send() itself, on this thread, before the record
+     * was appended to the accumulator (metadata or buffer wait timed out, record too large,
+     * producer closed): nothing was sent. Failures from the I/O thread came after the append.
+     */
+    private void send(JsonNode cmd, long id) {
+      ProducerRecord<byte[], byte[]> record =
+          new ProducerRecord<>(
+              cmd.get("topic").asText(),
+              cmd.get("partition").asInt(),
+              null,
+              cmd.get("value").asText().getBytes(StandardCharsets.UTF_8));
+      Thread caller = Thread.currentThread();
+      boolean[] returned = {false};
+      try {
+        producer.send(
+            record,
+            (metadata, exception) -> {
+              ObjectNode r = JSON.createObjectNode();
+              r.put("send", id);
+              if (exception == null) {
+                r.put("offset", metadata.offset());
+              } else {
+                boolean sync;
+                synchronized (returned) {
+                  sync = Thread.currentThread() == caller && !returned[0];
+                }
+                r.put("error", errorText(exception));
+                r.put("error_class", exception.getClass().getName());
+                r.put("sync", sync);
+              }
+              emit(r);
+            });
+      } catch (RuntimeException e) { // thrown before anything was queued
+        ObjectNode r = JSON.createObjectNode();
+        r.put("send", id);
+        r.put("error", errorText(e));
+        r.put("error_class", e.getClass().getName());
+        r.put("sync", true);
+        emit(r);
+      } finally {
+        synchronized (returned) {
+          returned[0] = true;
+        }
+      }
+    }
+
+    @Override
+    public void close(Duration timeout) {
+      if (!closed) {
+        closed = true;
+        producer.close(timeout); // after the timeout, what is left is aborted: its callbacks run
+      }
+    }
+  }
+
+  static final class Consumer implements Role, ConsumerRebalanceListener {
+    private final KafkaConsumer<byte[], byte[]> consumer;
+    private final boolean grouped;
+    /** Where we believe each partition's position is; null: not known (a new position). */
+    private final Map<TopicPartition, Long> last = new HashMap<>();
+    /** Partitions moved by seekToBeginning: where they land is reported as a reset. */
+    private final Map<TopicPartition, Boolean> resetPending = new HashMap<>();
+
+    private final Map<TopicPartition, Metric> replicaMetrics = new HashMap<>();
+    private boolean closed;
+
+    Consumer(Properties props) {
+      props.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+      props.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+      grouped = props.getProperty("group.id") != null;
+      consumer = new KafkaConsumer<>(props);
+    }
+
+    static TopicPartition tp(JsonNode cmd) {
+      return new TopicPartition(cmd.get("topic").asText(), cmd.get("partition").asInt());
+    }
+
+    static void position(String topic, int partition, Long offset, String reason) {
+      ObjectNode e = JSON.createObjectNode();
+      e.put("event", "position");
+      e.put("topic", topic);
+      e.put("partition", partition);
+      if (offset == null) {
+        e.putNull("offset");
+      } else {
+        e.put("offset", offset);
+      }
+      e.put("reason", reason);
+      emit(e);
+    }
+
+    @Override
+    public ObjectNode handle(String op, JsonNode cmd, long id) {
+      switch (op) {
+        case "assign":
+          {
+            List<TopicPartition> tps = new ArrayList<>();
+            for (JsonNode p : cmd.get("partitions")) {
+              tps.add(tp(p));
+            }
+            consumer.assign(tps);
+            last.clear();
+            replicaMetrics.clear(); // metrics are registered again for a new assignment
+            for (TopicPartition t : tps) {
+              last.put(t, null);
+            }
+            return reply(id);
+          }
+        case "subscribe":
+          {
+            List<String> topics = new ArrayList<>();
+            for (JsonNode t : cmd.get("topics")) {
+              topics.add(t.asText());
+            }
+            consumer.subscribe(topics, this);
+            return reply(id);
+          }
+        case "seek":
+          {
+            TopicPartition t = tp(cmd);
+            consumer.seek(t, cmd.get("offset").asLong());
+            last.put(t, cmd.get("offset").asLong()); // the workload records its own seeks
+            resetPending.remove(t);
+            return reply(id);
+          }
+        case "seek_to_beginning":
+          {
+            TopicPartition t = tp(cmd);
+            consumer.seekToBeginning(List.of(t)); // resolved lazily, at the next poll
+            last.put(t, null);
+            resetPending.put(t, true);
+            return reply(id);
+          }
+        case "poll":
+          return poll(id, cmd.path("timeout_ms").asLong(200));
+        case "commit":
+          if (grouped) {
+            consumer.commitSync();
+          }
+          return reply(id);
+        case "close":
+          close(Duration.ofSeconds(10));
+          return reply(id);
+        default:
+          throw new IllegalArgumentException("unknown consumer command " + op);
+      }
+    }
+
+    @Override
+    public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+      for (TopicPartition t : partitions) {
+        last.remove(t);
+        replicaMetrics.remove(t);
+      }
+    }
+
+    @Override
+    public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+      // the position is resolved after the callback (committed offset or auto.offset.reset)
+      for (TopicPartition t : partitions) {
+        last.put(t, null);
+        position(t.topic(), t.partition(), null, "rebalance");
+      }
+    }
+
+    private ObjectNode poll(long id, long timeoutMs) {
+      ConsumerRecords<byte[], byte[]> records;
+      try {
+        records = consumer.poll(Duration.ofMillis(timeoutMs));
+      } catch (LogTruncationException e) {
+        ObjectNode r = reply(id);
+        ArrayNode divergent = r.putArray("truncation");
+        for (Map.Entry<TopicPartition, OffsetAndMetadata> d : e.divergentOffsets().entrySet()) {
+          ObjectNode o = divergent.addObject();
+          o.put("topic", d.getKey().topic());
+          o.put("partition", d.getKey().partition());
+          if (d.getValue() == null) {
+            o.putNull("offset");
+          } else {
+            o.put("offset", d.getValue().offset());
+          }
+          last.put(d.getKey(), null); // the workload seeks; it records that move
+        }
+        r.put("error", errorText(e));
+        return r;
+      }
+      ObjectNode r = reply(id);
+      ArrayNode out = r.putArray("records");
+      for (TopicPartition t : consumer.assignment()) {
+        List<ConsumerRecord<byte[], byte[]>> recs = records.records(t);
+        Long before = last.get(t);
+        Long now = knownPosition(t);
+        if (!recs.isEmpty()) {
+          long first = recs.get(0).offset();
+          if (resetPending.remove(t) != null) {
+            position(t.topic(), t.partition(), first, "reset");
+          } else if (before != null && first < before) {
+            // the library moved back on its own: an out-of-range reset or a KIP-320 seek to the
+            // divergence point (Java does not say which). "reset", not "truncation": a reason
+            // naming truncation would excuse a landing above the divergence point
+            position(t.topic(), t.partition(), first, "reset");
+          }
+          Integer replica = servingReplica(t);
+          for (ConsumerRecord<byte[], byte[]> rec : recs) {
+            ObjectNode o = out.addObject();
+            o.put("topic", rec.topic());
+            o.put("partition", rec.partition());
+            o.put("offset", rec.offset());
+            if (rec.value() == null) {
+              o.putNull("value");
+            } else {
+              o.put("value", new String(rec.value(), StandardCharsets.UTF_8));
+            }
+            if (rec.leaderEpoch().isPresent() && rec.leaderEpoch().get() >= 0) {
+              o.put("leader_epoch", rec.leaderEpoch().get());
+            } else {
+              o.putNull("leader_epoch");
+            }
+            if (replica == null) {
+              o.putNull("replica");
+            } else {
+              o.put("replica", replica);
+            }
+          }
+          long after = recs.get(recs.size() - 1).offset() + 1;
+          last.put(t, now != null && now >= after ? now : after);
+        } else if (now != null) {
+          if (resetPending.remove(t) != null) {
+            position(t.topic(), t.partition(), now, "reset");
+          } else if (before != null && now < before) {
+            position(t.topic(), t.partition(), now, "reset"); // moved back, as above
+          } else if (before != null && now > before) {
+            // moved forward with no records: an auto.offset.reset past a log start that moved
+            // up (or control records, which carry no values to skip)
+            position(t.topic(), t.partition(), now, "reset");
+          }
+          last.put(t, now);
+        }
+      }
+      return r;
+    }
+
+    /** The position if the consumer has a valid one, without waiting for a lookup. */
+    private Long knownPosition(TopicPartition t) {
+      try {
+        return consumer.position(t, Duration.ZERO);
+      } catch (org.apache.kafka.common.errors.TimeoutException e) {
+        return null; // awaiting a reset or a validation: not known yet
+      }
+    }
+
+    /**
+     * KIP-392: the consumer's preferred-read-replica metric for the partition (-1: none, the
+     * leader serves), the leader from the consumer's metadata. Null when neither is known.
+     */
+    private Integer servingReplica(TopicPartition t) {
+      Metric m = replicaMetrics.get(t);
+      if (m == null) {
+        for (Map.Entry<MetricName, ? extends Metric> e : consumer.metrics().entrySet()) {
+          MetricName n = e.getKey();
+          if ("preferred-read-replica".equals(n.name())
+              && "consumer-fetch-manager-metrics".equals(n.group())
+              && t.topic().equals(n.tags().get("topic"))
+              && String.valueOf(t.partition()).equals(n.tags().get("partition"))) {
+            m = e.getValue();
+            replicaMetrics.put(t, m);
+            break;
+          }
+        }
+      }
+      if (m != null) {
+        Object v = m.metricValue();
+        if (v instanceof Number && ((Number) v).intValue() >= 0) {
+          return ((Number) v).intValue();
+        }
+      }
+      try {
+        for (PartitionInfo p : consumer.partitionsFor(t.topic(), Duration.ZERO)) {
+          if (p.partition() == t.partition() && p.leader() != null && p.leader().id() >= 0) {
+            return p.leader().id();
+          }
+        }
+      } catch (org.apache.kafka.common.errors.TimeoutException e) {
+        return null; // the topic is not in the consumer's metadata (it always is once assigned)
+      }
+      return null;
+    }
+
+    @Override
+    public void close(Duration timeout) {
+      if (!closed) {
+        closed = true;
+        consumer.close(timeout);
+      }
+    }
+  }
+}
