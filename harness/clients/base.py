@@ -1,6 +1,6 @@
 """The client-driver protocol: what a Kafka client library must give the workloads.
 
-A *driver* adapts one client library (kafka-python today; the Java client and librdkafka next)
+A *driver* adapts one client library (kafka-python, librdkafka, the Java client)
 to three small protocols, and answers in the typed events below. Everything a client library
 does not decide -- pacing, unique values, recording the history, counting sends and reads,
 reacting to a truncation -- is written once in the workload workers (``harness.workload``), not

@@ -323,25 +323,38 @@ def ensure_worker(version: str, progress: Progress = _to_stderr) -> Path:
         build, staging = root / "build", root / "lib.tmp"
         for d in (build, staging):
             shutil.rmtree(d, ignore_errors=True)
-        shutil.copytree(SOURCE, build, ignore=shutil.ignore_patterns("target"))
-        args = [mvn, "-B", "-q", "-Dstyle.color=never", f"-Dkafka.version={version}", "package"]
-        args += ["dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={staging}"]
-        done = subprocess.run(args, cwd=build, capture_output=True, text=True, timeout=1800)
-        if done.returncode != 0:
-            out = done.stdout + done.stderr
-            if _missing_clients(out, version):
-                raise UnknownClientError(f"kafka-clients {version} is not on Maven Central")
-            tail = " | ".join(line for line in out.splitlines() if "ERROR" in line)[:400]
-            raise SetupError(f"Maven could not build the Java client worker for {version}: {tail or out[-400:]}")
-        shutil.copy2(build / "target" / "highwater-java-worker.jar", staging)
-        shutil.rmtree(lib, ignore_errors=True)
-        staging.rename(lib)
-        shutil.rmtree(build, ignore_errors=True)
-        marker.write_text(digest + "\n")
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            _maven_build(mvn, version, build, staging)
+            shutil.rmtree(lib, ignore_errors=True)
+            marker.unlink(missing_ok=True)
+            staging.rename(lib)
+            marker.write_text(digest + "\n")
+        finally:
+            for d in (build, staging):
+                shutil.rmtree(d, ignore_errors=True)
+            if not any(root.iterdir()):
+                root.rmdir()  # a version that could not be built leaves nothing behind
         progress(
             f"Java client worker {version}: {len(list(lib.glob('*.jar')))} jars in {time.monotonic() - started:.0f} s"
         )
     return lib
+
+
+def _maven_build(mvn: str, version: str, build: Path, staging: Path) -> None:
+    """Build the worker from a copy of its sources in ``build``; its jar and every runtime
+    dependency end up in ``staging``."""
+    shutil.copytree(SOURCE, build, ignore=shutil.ignore_patterns("target"))
+    args = [mvn, "-B", "-q", "-Dstyle.color=never", f"-Dkafka.version={version}", "package"]
+    args += ["dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={staging}"]
+    done = subprocess.run(args, cwd=build, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        out = done.stdout + done.stderr
+        if _missing_clients(out, version):
+            raise UnknownClientError(f"kafka-clients {version} is not on Maven Central")
+        tail = " | ".join(line for line in out.splitlines() if "ERROR" in line)[:400]
+        raise SetupError(f"Maven could not build the Java client worker for {version}: {tail or out[-400:]}")
+    shutil.copy2(build / "target" / "highwater-java-worker.jar", staging)
 
 
 def default_version() -> str:
