@@ -426,8 +426,12 @@ class WorkerProcess:
         self._write_lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, name=f"{client_id}-java", daemon=True)
         self._reader.start()
-        self.version = ""
-        ready = self._write_and_wait(0, {"role": role, "config": dict(config)}, 120.0, None)
+        self._request_lock = threading.Lock()  # one command at a time: replies are matched in order
+        try:
+            ready = self._write_and_wait(0, {"role": role, "config": dict(config)}, 120.0, None)
+        except BaseException:
+            self.kill()  # a refused configuration: the worker is exiting; reap it
+            raise
         self.version = str(ready.get("version", ""))
 
     def _read(self) -> None:
@@ -463,8 +467,9 @@ class WorkerProcess:
     ) -> dict[str, Any]:
         """Send a command and wait up to ``timeout_s + margin_s`` for its reply; events seen
         meanwhile go to ``on_event`` in the order the worker wrote them."""
-        cid = next(self._ids)
-        return self._write_and_wait(cid, {"id": cid, "op": op, **fields}, timeout_s + margin_s, on_event)
+        with self._request_lock:
+            cid = next(self._ids)
+            return self._write_and_wait(cid, {"id": cid, "op": op, **fields}, timeout_s + margin_s, on_event)
 
     def _write_and_wait(
         self, cid: int, line: Mapping[str, Any], timeout_s: float, on_event: Callable[[dict[str, Any]], None] | None
