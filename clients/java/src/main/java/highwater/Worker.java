@@ -464,7 +464,8 @@ public final class Worker {
           MetricName n = e.getKey();
           if ("preferred-read-replica".equals(n.name())
               && "consumer-fetch-manager-metrics".equals(n.group())
-              && t.topic().equals(n.tags().get("topic"))
+              // the metric's topic tag has '.' as '_' (FetchManagerMetrics' topic tags)
+              && t.topic().replace('.', '_').equals(n.tags().get("topic"))
               && String.valueOf(t.partition()).equals(n.tags().get("partition"))) {
             m = e.getValue();
             replicaMetrics.put(t, m);
