@@ -1,9 +1,11 @@
-"""``highwater setup``: assemble Kafka distributions and build Toxiproxy into the cache."""
+"""``highwater setup``: assemble Kafka distributions, build Toxiproxy and the Java client worker
+(for the default Kafka release's ``kafka-clients``) into the cache."""
 
 from __future__ import annotations
 
 import argparse
 
+from harness.clients.java import ensure_worker
 from harness.distribution import default_version, ensure_kafka, installed_versions
 from harness.java import find_java
 from harness.paths import home
@@ -29,6 +31,9 @@ def run(args: argparse.Namespace) -> int:
         dist = ensure_kafka(version, progress)
         java = find_java(version)
         progress(f"Kafka {version} ready ({dist.libs}); Java {java.major} at {java.executable}")
+    # the Java client under test (--client java) is the default release's kafka-clients
+    worker = ensure_worker(default_version(progress), progress)
+    progress(f"Java client worker ready ({worker})")
     binary = ensure_toxiproxy(progress)
     progress(f"Toxiproxy ready ({binary})")
     progress(f"cache: {home()}; installed Kafka versions: {', '.join(installed_versions())}")
