@@ -57,14 +57,13 @@ ASSERTIONS = {
 CANDIDATE_PAUSED_FOLLOWER = pytest.mark.xfail(
     strict=False,
     reason=(
-        "HARNESS, then a FINDING CANDIDATE. (1) Harness: while a broker is frozen the observer records nothing for "
-        "~15 s (its requests hang on the frozen broker), and isr-stability judges the leave bound from the one "
-        "observation it got 5.7 s into the pause (ISR still full: replica.lag.time.max.ms is 4 s) as "
-        "cut-off-stays-in-isr; seen on 4.4.0 with confluent-kafka 2.16.1 and kafka-python 3.0.12 (consumers moved "
-        "within 11-15 s). (2) Client (kafka-python 3.0.12), once on 4.4.0: the frozen broker also led partition 2; "
+        "FINDING CANDIDATE (kafka-python 3.0.12), seen once on 4.4.0: the frozen broker also led partition 2; "
         "after its leadership moved (8.2 s) the rack consumer kept sending metadata and fetch requests to the frozen "
         "broker (RequestTimedOutError again and again) and read nothing of p2 until the heal (23.9 s > 23.5 s). "
-        "Passed on 3.3.2. Repro: .venv/bin/pytest suites/sweep -k follower-pause --runxfail"
+        "(The isr-stability false positive once seen here, an observer hung on the frozen broker, is fixed: a "
+        "follower is convicted only by an observation past the leave bound.) "
+        "Passed on every release of the 2026-11-25 sweep (3.3.2 to 4.4.0). "
+        "Repro: .venv/bin/pytest suites/sweep -k follower-pause --runxfail"
     ),
 )
 
