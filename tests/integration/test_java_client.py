@@ -1,0 +1,125 @@
+"""The Java client driver beyond the contract every driver passes (test_workload.py): its
+worker JVM never outlives the test process (closed, Ctrl-C, kill -9), and on a real cluster a
+rack-aware consumer names its rack's replica and reports an ``auto.offset.reset`` it applied
+on its own as a ``reset`` before the records it then reads."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.clients import (
+    ConsumerSettings,
+    PolledRecord,
+    PositionChange,
+    PositionReason,
+    ProducerSettings,
+    SendOutcome,
+    TopicPartition,
+    get_driver,
+)
+from harness.cluster import Cluster
+from harness.procs import is_zombie_or_gone
+from harness.waiting import wait_until
+
+# a consumer that cannot connect anywhere: the JVM starts all the same
+_CHILD = """
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a Ctrl-C, even if our parent ignores it
+from harness.clients import ConsumerSettings, get_driver
+consumer = get_driver("java").consumer(ConsumerSettings(["127.0.0.1:1"], "java-orphan"), None)
+print(consumer._worker.proc.pid, flush=True)
+sys.stdin.read()  # until killed
+"""
+
+
+def _child_with_a_worker() -> tuple[subprocess.Popen[str], int]:
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=os.getcwd()
+    )
+    assert child.stdout is not None
+    line = child.stdout.readline()  # the build (first time) and a JVM start come first
+    assert line.strip().isdigit(), line
+    return child, int(line)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_the_worker_dies_with_the_test_process(sig: signal.Signals) -> None:
+    get_driver("java")  # builds the worker here, not inside the child's readline
+    child, jvm = _child_with_a_worker()
+    try:
+        assert not is_zombie_or_gone(jvm)
+        os.kill(child.pid, sig)
+        child.wait(timeout=30)
+        wait_until(lambda: is_zombie_or_gone(jvm), 10, f"the worker JVM {jvm} is gone after {sig.name}")
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_close_ends_and_reaps_the_worker() -> None:
+    consumer = get_driver("java").consumer(ConsumerSettings(["127.0.0.1:1"], "java-closed"), None)  # type: ignore[arg-type]
+    proc = consumer._worker.proc
+    consumer.close()
+    assert proc.returncode == 0  # it exited on its close command, and was reaped
+
+
+def test_rack_consumer_names_its_replica_and_reports_a_reset(cluster: Cluster) -> None:
+    driver = get_driver("java")
+    topic, count = "java-reset", 5
+    cluster.create_topic(topic, 1, 3)
+    outcomes: list[SendOutcome] = []
+    producer = driver.producer(ProducerSettings(cluster.bootstrap(), "java-reset-producer"))
+    try:
+        for i in range(count):
+            producer.send(topic, 0, f"r-{i}", outcomes.append)
+        producer.flush(30)
+    finally:
+        producer.close(10)
+    assert [o.offset for o in outcomes] == list(range(count)), outcomes
+
+    events: list[PositionChange | PolledRecord] = []
+
+    class Listener:
+        def on_position_change(self, change: PositionChange) -> None:
+            events.append(change)
+
+    rack = cluster.topo.racks[2]
+    consumer = driver.consumer(
+        ConsumerSettings(cluster.bootstrap(rack), "java-reset-consumer", client_rack=rack), Listener()
+    )
+    tp = TopicPartition(topic, 0)
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, 1000)  # beyond the end: the Java client resets to earliest on its own
+        deadline = time.monotonic() + 30
+        while sum(isinstance(e, PolledRecord) for e in events) < count and time.monotonic() < deadline:
+            polled = consumer.poll(200)
+            assert isinstance(polled, list), polled
+            events.extend(polled)
+    finally:
+        consumer.close()
+    assert events[0] == PositionChange(topic, 0, 0, PositionReason.RESET), events
+    records = [e for e in events[1:] if isinstance(e, PolledRecord)]
+    assert [r.offset for r in records] == list(range(count)), events
+    # KIP-392: every record came from the replica in the consumer's rack (the leader's, if it
+    # is the one there)
+    assert {cluster.rack_of(r.replica) for r in records if r.replica is not None} == {rack}, records
+    assert all(r.replica is not None for r in records), records
+
+
+def test_a_refused_configuration_is_one_line_and_leaves_no_worker() -> None:
+    from harness.clients.java import _LIVE, JavaClientError
+
+    before = len(_LIVE)
+    with pytest.raises(JavaClientError) as err:
+        # Java refuses idempotence without acks=all when the producer is made
+        get_driver("java").producer(ProducerSettings(["127.0.0.1:1"], "java-refused", acks=1, idempotence=True))
+    assert str(err.value).startswith("ConfigException: ") and "\n" not in str(err.value)
+    assert len(_LIVE) == before
