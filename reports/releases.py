@@ -40,7 +40,7 @@ def cell_verdict(valids: Iterable[Any]) -> str:
 def release_view(runs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """``{"releases": [...], "rows": [...]}``; rows only where a campaign spans two releases or
     more (else the matrix says it all). Each row: suite, scenario, client and per release a cell
-    ``{"verdict", "runs", "failed", "failing": [run labels and paths], "changed"}``."""
+    ``{"verdict", "runs", "passed", "failed", "failing": [run labels and paths], "changed"}``."""
     by_row: dict[tuple[str, str, str], dict[str, list[Mapping[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
         by_row[(str(r["suite"]), str(r["scenario"]), str(r["client"]))][str(r["kafka_version"])].append(r)
@@ -61,6 +61,7 @@ def release_view(runs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             row["cells"][rel] = {
                 "verdict": verdict,
                 "runs": len(group),
+                "passed": sum(r["valid"] is True for r in group),
                 "failed": len(failing),
                 "failing": failing,
                 "changed": changed,

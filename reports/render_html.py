@@ -269,7 +269,7 @@ def _releases(d: ReportData) -> str:
             title = "verdict changed at this release" if c["changed"] else ""
             tds.append(
                 f"<td class='{_cls(valid)}{mark}' data-release='{escape(rel)}' data-verdict='{c['verdict']}' "
-                f"title='{title}'>{escape(c['verdict'])} <span class='small'>{c['runs'] - c['failed']}/{c['runs']}"
+                f"title='{title}'>{escape(c['verdict'])} <span class='small'>{c['passed']}/{c['runs']}"
                 f"</span>{'<br>' + links if links else ''}</td>"
             )
         body.append(

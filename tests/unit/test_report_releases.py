@@ -38,7 +38,7 @@ def test_the_release_where_a_verdict_changes_is_marked_with_its_failing_runs() -
     assert view["releases"] == ["3.9.2", "4.0.2", "4.4.0"]
     pause = next(r for r in view["rows"] if r["scenario"] == "follower-pause")
     cell = pause["cells"]["4.0.2"]
-    assert cell["verdict"] == FAIL and cell["changed"] and (cell["runs"], cell["failed"]) == (2, 1)
+    assert cell["verdict"] == FAIL and cell["changed"] and (cell["runs"], cell["passed"], cell["failed"]) == (2, 1, 1)
     assert cell["failing"] == [{"label": "s/bad", "path": "/results/s/follower-pause-4.0.2"}]
     assert not pause["cells"]["4.4.0"]["changed"]  # still failing: no new change
     stop = next(r for r in view["rows"] if r["scenario"] == "leader-stop")
@@ -58,6 +58,7 @@ def test_the_release_where_a_verdict_changes_is_marked_with_its_failing_runs() -
 def test_an_unknown_release_in_between_is_no_change_either_way() -> None:
     view = release_view([run("3.9.2", True), run("4.0.2", "unknown"), run("4.4.0", True)])
     assert changes(view) == [] and not any(c["changed"] for c in view["rows"][0]["cells"].values())
+    assert view["rows"][0]["cells"]["4.0.2"]["passed"] == 0  # an unknown run is not a passed one
     # a fix seen across an unknown release is still found, at the release that shows it
     fixed = release_view([run("3.9.2", False), run("4.0.2", "unknown"), run("4.4.0", True)])
     assert [(c["release"], c["from"], c["to"]) for c in changes(fixed)] == [("4.4.0", FAIL, PASS)]
