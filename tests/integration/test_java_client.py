@@ -1,7 +1,8 @@
 """The Java client driver beyond the contract every driver passes (test_workload.py): its
-worker JVM never outlives the test process (closed, Ctrl-C, kill -9), and on a real cluster a
+worker JVM never outlives the test process (closed, Ctrl-C, kill -9); on a real cluster a
 rack-aware consumer names its rack's replica and reports an ``auto.offset.reset`` it applied
-on its own as a ``reset`` before the records it then reads."""
+on its own as a ``reset`` before the records it then reads, and fault-free runs of the
+workloads over it (rack consumers; a group with an idempotent producer) keep every promise."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -24,8 +26,10 @@ from harness.clients import (
     get_driver,
 )
 from harness.cluster import Cluster
+from harness.history import read_history
 from harness.procs import is_zombie_or_gone
 from harness.waiting import wait_until
+from highwater.runner import RunSpec, execute_run
 
 # a consumer that cannot connect anywhere: the JVM starts all the same
 _CHILD = """
@@ -123,3 +127,35 @@ def test_a_refused_configuration_is_one_line_and_leaves_no_worker() -> None:
         get_driver("java").producer(ProducerSettings(["127.0.0.1:1"], "java-refused", acks=1, idempotence=True))
     assert str(err.value).startswith("ConfigException: ") and "\n" not in str(err.value)
     assert len(_LIVE) == before
+
+
+@pytest.mark.parametrize(
+    "mode, acks, idempotence", [("assign", "1", False), ("subscribe", "all", True)], ids=["assign", "group"]
+)
+def test_a_run_on_the_java_client_keeps_every_promise(
+    cluster: Cluster, tmp_path: Path, mode: str, acks: str, idempotence: bool
+) -> None:
+    """The workloads over the Java driver, without faults: rack consumers (assign mode, every
+    record attributed to a broker) or a group with auto-commit and an idempotent producer
+    leave every check valid."""
+    spec = RunSpec(
+        suite="workload",
+        scenario=f"java-{mode}",
+        campaign="test",
+        results_root=tmp_path,
+        duration=10,
+        partitions=3,
+        rate=50,
+        consumer_mode=mode,
+        acks=acks,
+        idempotence=idempotence,
+        topic=f"java-{mode}",
+        client="java",
+    )
+    result = execute_run(cluster, spec, progress=print)
+    assert [v.check for v in result.verdicts if v.valid is False] == []
+    history = read_history(result.dir / "history.jsonl")
+    assert history.header["client"].startswith("java ")
+    polls = [r for e in history if e["f"] == "poll" and e["type"] == "ok" for r in e["value"]["records"]]
+    assert polls and all(r["leader_epoch"] is not None and r["replica"] in cluster.broker_ids for r in polls)
+    assert sum(p["acked"] for p in result.stats["producers"].values()) > 0

@@ -266,6 +266,8 @@ public final class Worker {
     private final Map<TopicPartition, Boolean> resetPending = new HashMap<>();
 
     private final Map<TopicPartition, Metric> replicaMetrics = new HashMap<>();
+    /** The preferred-read-replica gauge at the end of the last poll, per partition. */
+    private final Map<TopicPartition, Integer> lastPreferred = new HashMap<>();
     private boolean closed;
 
     Consumer(Properties props) {
@@ -305,6 +307,7 @@ public final class Worker {
             consumer.assign(tps);
             last.clear();
             replicaMetrics.clear(); // metrics are registered again for a new assignment
+            lastPreferred.clear();
             for (TopicPartition t : tps) {
               last.put(t, null);
             }
@@ -355,6 +358,7 @@ public final class Worker {
       for (TopicPartition t : partitions) {
         last.remove(t);
         replicaMetrics.remove(t);
+        lastPreferred.remove(t);
       }
     }
 
@@ -394,6 +398,7 @@ public final class Worker {
         List<ConsumerRecord<byte[], byte[]>> recs = records.records(t);
         Long before = last.get(t);
         Long now = knownPosition(t);
+        Integer replica = servingReplica(t); // every poll: it keeps the gauge's last reading
         if (!recs.isEmpty()) {
           long first = recs.get(0).offset();
           if (resetPending.remove(t) != null) {
@@ -404,7 +409,6 @@ public final class Worker {
             // naming truncation would excuse a landing above the divergence point
             position(t.topic(), t.partition(), first, "reset");
           }
-          Integer replica = servingReplica(t);
           for (ConsumerRecord<byte[], byte[]> rec : recs) {
             ObjectNode o = out.addObject();
             o.put("topic", rec.topic());
@@ -454,10 +458,28 @@ public final class Worker {
     }
 
     /**
-     * KIP-392: the consumer's preferred-read-replica metric for the partition (-1: none, the
-     * leader serves), the leader from the consumer's metadata. Null when neither is known.
+     * The replica that served this poll's records of the partition. The gauge read when the
+     * poll returns names the replica of the *next* fetch (Java sends it before returning): when
+     * the preferred replica's lease (metadata.max.age.ms) has just expired it reads -1 though
+     * the records came from the follower. So -1 right after a known replica is that replica; a
+     * replica named now is the one that served (a leader that redirects sends no records); -1
+     * after -1 is the leader. Known limit: the first records a leader serves itself after a
+     * lease ends (its rack lost its in-sync replica) are attributed to the old follower.
      */
     private Integer servingReplica(TopicPartition t) {
+      Integer now = preferredReplica(t);
+      Integer before = lastPreferred.put(t, now == null ? -1 : now);
+      if (now != null && now >= 0) {
+        return now;
+      }
+      if (before != null && before >= 0) {
+        return before;
+      }
+      return leader(t);
+    }
+
+    /** KIP-392's preferred-read-replica gauge of the partition (-1: none), null if absent. */
+    private Integer preferredReplica(TopicPartition t) {
       Metric m = replicaMetrics.get(t);
       if (m == null) {
         for (Map.Entry<MetricName, ? extends Metric> e : consumer.metrics().entrySet()) {
@@ -475,10 +497,15 @@ public final class Worker {
       }
       if (m != null) {
         Object v = m.metricValue();
-        if (v instanceof Number && ((Number) v).intValue() >= 0) {
+        if (v instanceof Number) {
           return ((Number) v).intValue();
         }
       }
+      return null;
+    }
+
+    /** The partition's leader in the consumer's metadata, null if unknown. */
+    private Integer leader(TopicPartition t) {
       try {
         for (PartitionInfo p : consumer.partitionsFor(t.topic(), Duration.ZERO)) {
           if (p.partition() == t.partition() && p.leader() != null && p.leader().id() >= 0) {
