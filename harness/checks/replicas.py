@@ -70,14 +70,26 @@ def hw_regression(h: HistoryData) -> Verdict:
     """A client (one observing process) saw the high watermark of a partition go backwards:
     two of its ``meta`` observations, in recording order, with hw2 < hw1 (KIP-207). Each
     process is judged on its own, since observations of different processes are not ordered
-    by a request/response window. One count per decrease."""
+    by a request/response window. One count per decrease.
+
+    An observation whose leader epoch is older than one the process already saw for the
+    partition is stale and not judged (``stale_observations``): its metadata came from a broker
+    that had not heard of the new leader, so it asked a deposed leader, which is not "the
+    leader" KIP-207 speaks of (seen on compose: a cut-off old leader answering HW 136 after the
+    new leader's 138). Observations without an epoch are always judged."""
     last: dict[tuple[int, int], tuple[int, int]] = {}
-    steps = regressions = 0
+    newest_epoch: dict[tuple[int, int], int] = {}
+    steps = regressions = stale = 0
     examples: list[dict[str, Any]] = []
     for m in h.meta:
         if m.hw is None or m.tp < 0:
             continue
         k = (m.proc, m.tp)
+        if m.epoch is not None:
+            if m.epoch < newest_epoch.get(k, m.epoch):
+                stale += 1
+                continue
+            newest_epoch[k] = m.epoch
         prev = last.get(k)
         if prev is not None:
             steps += 1
@@ -96,7 +108,7 @@ def hw_regression(h: HistoryData) -> Verdict:
                         )
                     )
         last[k] = (m.hw, m.row)
-    counts = {"regressions": regressions, "observation_pairs": steps}
+    counts = {"regressions": regressions, "observation_pairs": steps, "stale_observations": stale}
     notes = [] if steps else ["no process observed a high watermark twice"]
     valid = decide(regressions, steps)
     return Verdict("hw-regression", valid if steps or regressions else UNKNOWN, counts, examples, notes)

@@ -343,6 +343,24 @@ def test_hw_regression() -> None:
     assert allowed("hw-regression", {"unclean_leader_election": True})
 
 
+def test_hw_regression_skips_a_deposed_leaders_stale_answer_but_not_a_new_leaders() -> None:
+    # the compose leader-partition run: new leader 3 (epoch 1) at 138, then stale metadata sends
+    # the observer to the cut-off old leader 2 (epoch 0) at 136, then leader 3 again
+    b = clean(3)
+    b.meta(T, 0, leader=2, isr=[1, 2, 3], hw=130, epoch=0)
+    b.meta(T, 0, leader=3, isr=[1, 3], hw=138, epoch=1)
+    b.meta(T, 0, leader=2, isr=[1, 2, 3], hw=136, epoch=0)
+    b.meta(T, 0, leader=3, isr=[1, 3], hw=482, epoch=1)
+    v = check("hw-regression", b)
+    assert v.valid is True and v.counts["stale_observations"] == 1 and v.counts["regressions"] == 0
+    # a new leader's own HW below the old leader's is still a regression (KIP-207)
+    b = clean(3)
+    b.meta(T, 0, leader=2, isr=[1, 2, 3], hw=138, epoch=0)
+    b.meta(T, 0, leader=3, isr=[1, 3], hw=136, epoch=1)
+    v = check("hw-regression", b)
+    assert v.valid is False and v.counts["regressions"] == 1 and v.counts["stale_observations"] == 0
+
+
 # truncation-undetected ---------------------------------------------------------------------
 
 
