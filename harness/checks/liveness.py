@@ -269,6 +269,8 @@ def window_stalls(h: HistoryData) -> list[Stall]:
     polls, acks = _series(h)
     after = bound_ns(h, "progress_bound_ms")
     out: list[Stall] = []
+    # per consumer and partition, not per window: its ack times and the acks it had not read yet
+    unread: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     for wi, w in enumerate(fault_windows(h)):
         phases = [("fault", w.start, w.end if w.end is not None else h.end_time, w.end is not None)]
         if w.end is not None:
@@ -276,8 +278,10 @@ def window_stalls(h: HistoryData) -> list[Stall]:
         for (proc, tp), (pt, upto) in polls.items():
             if not len(pt) or pt[0] >= w.start:
                 continue
-            a_t, a_off = acks.get(tp, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
-            at = unread_acks(pt, upto, a_t, a_off)
+            if (proc, tp) not in unread:
+                a_t, a_off = acks.get(tp, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+                unread[(proc, tp)] = (a_t, unread_acks(pt, upto, a_t, a_off))
+            a_t, at = unread[(proc, tp)]
             for phase, t0, t1, complete in phases:
                 in_acks = at[(at >= t0) & (at < t1)]
                 st, fr, to = longest_stall(pt, in_acks, t0, t1)
