@@ -7,6 +7,7 @@ import time
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from harness.backend import LinkControl
+from harness.clients import ClientDriver, ProducerSettings, SendOutcome
 from harness.cluster import Cluster
 from harness.toxiproxy import ByteCounters
 from harness.waiting import wait_until_steady
@@ -29,6 +30,21 @@ def produce(
         producer.flush(timeout=60)
     finally:
         producer.close(timeout=10)
+
+
+def produce_through_driver(driver: ClientDriver, cluster: Cluster, topic: str, count: int, client_id: str) -> None:
+    """Create ``topic`` (1 partition, 3 replicas) and write ``count`` records ``r-<i>`` to its
+    partition 0 through the driver's producer; every send is acknowledged at offsets 0..count-1."""
+    cluster.create_topic(topic, 1, 3)
+    outcomes: list[SendOutcome] = []
+    producer = driver.producer(ProducerSettings(cluster.bootstrap(), client_id))
+    try:
+        for i in range(count):
+            producer.send(topic, 0, f"r-{i}", outcomes.append)
+        producer.flush(30)
+    finally:
+        producer.close(10)
+    assert [o.offset for o in outcomes] == list(range(count)), outcomes
 
 
 def consume_all(

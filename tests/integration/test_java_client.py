@@ -21,7 +21,6 @@ from harness.clients import (
     PositionChange,
     PositionReason,
     ProducerSettings,
-    SendOutcome,
     TopicPartition,
     get_driver,
 )
@@ -30,6 +29,7 @@ from harness.history import read_history
 from harness.procs import is_zombie_or_gone
 from harness.waiting import wait_until
 from highwater.runner import RunSpec, execute_run
+from tests.integration.kafka_util import produce_through_driver
 
 # a consumer that cannot connect anywhere: the JVM starts all the same
 _CHILD = """
@@ -77,16 +77,7 @@ def test_close_ends_and_reaps_the_worker() -> None:
 def test_rack_consumer_names_its_replica_and_reports_a_reset(cluster: Cluster) -> None:
     driver = get_driver("java")
     topic, count = "java-reset", 5
-    cluster.create_topic(topic, 1, 3)
-    outcomes: list[SendOutcome] = []
-    producer = driver.producer(ProducerSettings(cluster.bootstrap(), "java-reset-producer"))
-    try:
-        for i in range(count):
-            producer.send(topic, 0, f"r-{i}", outcomes.append)
-        producer.flush(30)
-    finally:
-        producer.close(10)
-    assert [o.offset for o in outcomes] == list(range(count)), outcomes
+    produce_through_driver(driver, cluster, topic, count, "java-reset-producer")
 
     events: list[PositionChange | PolledRecord] = []
 

@@ -14,29 +14,19 @@ from harness.clients import (
     PolledRecord,
     PositionChange,
     PositionReason,
-    ProducerSettings,
-    SendOutcome,
     TopicPartition,
     get_driver,
 )
 from harness.cluster import Cluster
 from harness.history import read_history
 from highwater.runner import RunSpec, execute_run
+from tests.integration.kafka_util import produce_through_driver
 
 
 def test_out_of_range_position_is_reported_as_a_reset(cluster: Cluster) -> None:
     driver = get_driver("confluent-kafka")
     topic, count = "ck-reset", 5
-    cluster.create_topic(topic, 1, 3)
-    outcomes: list[SendOutcome] = []
-    producer = driver.producer(ProducerSettings(cluster.bootstrap(), "ck-reset-producer"))
-    try:
-        for i in range(count):
-            producer.send(topic, 0, f"r-{i}", outcomes.append)
-        producer.flush(30)
-    finally:
-        producer.close(10)
-    assert [o.offset for o in outcomes] == list(range(count)), outcomes
+    produce_through_driver(driver, cluster, topic, count, "ck-reset-producer")
 
     events: list[PositionChange | PolledRecord] = []
 
