@@ -16,9 +16,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from harness.checks.data import HistoryData, from_events, load
+from harness.checks.groups import commit_ahead, commit_regression, rebalance_skip
 from harness.checks.liveness import follower_fetch, isr_stability, progress
+from harness.checks.raw import on_events, when_idempotent
 from harness.checks.reads import nonmonotonic_poll, poll_skip, truncation_undetected, uncommitted_read
 from harness.checks.replicas import hw_regression, replica_divergence
+from harness.checks.torn import torn_transaction
+from harness.checks.txn import aborted_read, nonmonotonic_send, open_txn_read
 from harness.checks.verdict import (
     NOT_APPLICABLE,
     UNKNOWN,
@@ -48,6 +52,14 @@ CHECKS: dict[str, Check] = {
     "follower-fetch": follower_fetch,
     "isr-stability": isr_stability,
     "progress": progress,
+    # transactions and consumer groups: few events, judged over the events themselves
+    "aborted-read": on_events(aborted_read),
+    "open-txn-read": on_events(open_txn_read),
+    "torn-transaction": on_events(torn_transaction),
+    "nonmonotonic-send": when_idempotent(nonmonotonic_send),
+    "commit-ahead": on_events(commit_ahead),
+    "commit-regression": on_events(commit_regression),
+    "rebalance-skip": on_events(rebalance_skip),
 }
 
 #: what a check needs: every group must be carried, a group by any one of its inputs
@@ -59,6 +71,7 @@ def _needs(*groups: Input | frozenset[Input]) -> Needs:
 
 
 _R, _S, _P, _F, _M = Input.RACKS, Input.SENDS, Input.POLLS, Input.FINAL_READS, Input.META
+_T, _C = Input.TXNS, Input.COMMITS
 
 #: the inputs each check needs (README's check table, column "needs")
 NEEDS: dict[str, Needs] = {
@@ -75,6 +88,13 @@ NEEDS: dict[str, Needs] = {
     "follower-fetch": _needs(_R, _P, _M),
     "isr-stability": _needs(_M),
     "progress": _needs(frozenset({_S, _P})),
+    "aborted-read": _needs(_T, _S, _P),
+    "open-txn-read": _needs(_T, _S, _P),
+    "torn-transaction": _needs(_T, _S, frozenset({_F, _P})),
+    "nonmonotonic-send": _needs(_S),
+    "commit-ahead": _needs(_C, _P),
+    "commit-regression": _needs(_C),
+    "rebalance-skip": _needs(_C, _P),
 }
 assert NEEDS.keys() == CHECKS.keys(), "every check declares its inputs"
 
@@ -112,6 +132,8 @@ def present_inputs(h: HistoryData) -> frozenset[Input]:
         Input.FINAL_READS: len(h.finals) > 0 or FINAL_READER in h.processes,
         Input.META: len(h.meta) > 0,
         Input.FAULTS: len(h.faults) > 0,
+        Input.TXNS: len(h.txn_rows) > 0,
+        Input.COMMITS: len(h.commit_rows) > 0,
     }
     return frozenset(i for i, yes in has.items() if yes) | promised_inputs(h.header)
 

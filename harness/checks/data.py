@@ -162,6 +162,8 @@ class HistoryData:
     meta: list[MetaObs]
     faults: list[FaultEvent]
     finals: list[FinalLog]
+    txn_rows: list[int]  # rows of ``txn`` events (begin/commit/abort of a transaction)
+    commit_rows: list[int]  # rows of ``commit`` events (a group's committed offsets)
     proc_first_time: np.ndarray
     n_events: int
     end_time: int
@@ -273,6 +275,8 @@ class _Builder:
         self.meta: list[MetaObs] = []
         self.faults: list[FaultEvent] = []
         self.finals: list[FinalLog] = []
+        self.txn_rows: list[int] = []
+        self.commit_rows: list[int] = []
         self.n_events = 0
         self.end_time = 0
 
@@ -337,6 +341,13 @@ class _Builder:
         elif f == "final-read":
             if typ == OK:
                 self._final(row, v)
+        elif f in ("txn", "commit"):
+            self.note_row(f, row)
+
+    def note_row(self, f: str, row: int) -> None:
+        """Transaction and group-commit events are few: only their rows are kept, and the checks
+        that judge them read them back as events (``harness.checks.raw``)."""
+        (self.txn_rows if f == "txn" else self.commit_rows).append(row)
 
     def _poll(self, row: int, t: int, proc: int, recs: list[dict[str, Any]]) -> None:
         n = len(self.r["row"])
@@ -439,6 +450,8 @@ class _Builder:
             meta=self.meta,
             faults=self.faults,
             finals=self.finals,
+            txn_rows=self.txn_rows,
+            commit_rows=self.commit_rows,
             proc_first_time=np.array(self.proc_first, dtype=np.int64),
             n_events=self.n_events,
             end_time=self.end_time,

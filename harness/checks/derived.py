@@ -5,7 +5,9 @@
   ``log_start`` up to that high watermark. That is what the cluster promises to keep.
 * ``poll_status(h)``: for every polled record, whether the committed final log agrees (AGREE),
   disagrees (DISAGREE: other value at that offset, or the offset is not committed), or cannot
-  say (NOAUTH: no final read of the partition, or the offset is below its log start).
+  say (NOAUTH: no final read of the partition, or the offset is below its log start), or
+  TXN_UNCOMMITTED: a record of an aborted or open transaction returned to a read_uncommitted
+  consumer (Kafka allows it; ``harness.checks.raw.allowed_uncommitted_reads``).
 * ``chains(h)``: every consumer's records of one partition, in poll order, cut into segments
   wherever a position change (assign/seek of that partition, or of all its partitions) happened
   between two polls, with the position change that opened each segment.
@@ -22,11 +24,14 @@ from typing import Any, TypeVar
 import numpy as np
 
 from harness.checks.data import HistoryData
+from harness.checks.raw import allowed_uncommitted_reads
 from harness.checks.verdict import MAX_EXAMPLES
 
 TP_SHIFT = 40
 ROW_SHIFT = 36
 AGREE, DISAGREE, NOAUTH = 0, 1, 2
+#: a record of an aborted or open transaction read by a read_uncommitted consumer (allowed)
+TXN_UNCOMMITTED = 3
 T = TypeVar("T")
 
 
@@ -110,7 +115,11 @@ def _poll_status(h: HistoryData) -> np.ndarray:
     found, fv = ref.lookup(p.tp, p.offset)
     noauth = ~ref.has_final[p.tp] | (p.offset < ref.log_start[p.tp])
     agree = found & (fv == p.vid)
-    return np.where(noauth, NOAUTH, np.where(agree, AGREE, DISAGREE)).astype(np.int8)
+    st = np.where(noauth, NOAUTH, np.where(agree, AGREE, DISAGREE)).astype(np.int8)
+    if h.txn_rows and (st == DISAGREE).any():
+        idx = np.nonzero(st == DISAGREE)[0]
+        st[idx[allowed_uncommitted_reads(h, idx)]] = TXN_UNCOMMITTED
+    return st
 
 
 @dataclass

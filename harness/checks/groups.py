@@ -5,6 +5,7 @@ Only ``commit_regression``, ``rebalance_skip`` and ``commit_ahead`` are here so 
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -79,51 +80,94 @@ def commit_regression(header: Mapping[str, Any], events: Sequence[Mapping[str, A
     return Verdict("commit-regression", count == 0, {"commits": commits, "regressions": count}, bad)
 
 
+def _final_offsets(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], list[int]]:
+    """Per partition, the committed offsets of the most complete final read (sorted)."""
+    best: dict[tuple[str, int], list[int]] = {}
+    for ev in events:
+        v = ev.get("value") or {}
+        if ev.get("f") != "final-read" or ev.get("type") != "ok":
+            continue
+        tp = (str(v.get("topic")), int(v.get("partition") or 0))
+        offs = sorted(int(r[0]) for r in v.get("records") or [] if int(r[0]) < int(v.get("hw") or 0))
+        if len(offs) >= len(best.get(tp, [])):
+            best[tp] = offs
+    return best
+
+
 def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
     """rebalance-skip: after a partition moved to another member, its new owner's first position
     lies beyond the group's last committed offset (records nobody in the group consumed).
 
     A move is an ``assign`` of a partition to a group member (``config.consumers.<name>.group``)
-    other than the member that last had it assigned; the first position is that assign's
-    offset, compared with the group's last ``ok`` commit for the partition before it (by
-    ``time_ns``). Moves without a known position or without an earlier ok commit are not judged.
-    Counted: ``moves`` (judged moves), ``skips``. Examples: group, topic, partition, process,
-    position, committed. Not applicable when no consumer names a group.
+    other than the member that last had it assigned, judged against the group's last ``ok``
+    commit for the partition before it (by ``time_ns``). The first position is the assign's
+    offset; when the client could not say it (offset null, as in a rebalance callback), it is
+    the offset of the first record the new owner returned from the partition before its next
+    assign. A first position ``p`` beyond the committed offset ``c`` is a skip when the final
+    read's committed log holds a record in ``[c, p)`` (offsets there may be transaction markers
+    or aborted data, which no one can read); without a final read of the partition, only a known
+    assign offset is judged, by ``p > c``. Moves without a first position or without an earlier
+    ok commit are not judged. Counted: ``moves`` (judged moves), ``skips``. Examples: group,
+    topic, partition, process, position, committed, skipped (committed records in between, or
+    null). Not applicable when no consumer names a group.
     """
     config = header.get("config") or {}
     if not any(group_of(config, p) for p in (config.get("consumers") or {})):
         return Verdict("rebalance-skip", NOT_APPLICABLE)
+    finals = _final_offsets(events)
     owner: dict[tuple[str, str, int], str] = {}
     committed: dict[tuple[str, str, int], int] = {}
-    moves = count = 0
-    bad: list[dict[str, Any]] = []
+    # moves waiting for their first position: (process, topic, partition) -> (group key, committed)
+    waiting: dict[tuple[str, str, int], tuple[tuple[str, str, int], int]] = {}
+    moves: list[tuple[tuple[str, str, int], str, int, int, bool]] = []  # key, process, position, committed, known
     for ev in sorted(events, key=lambda e: (int(e.get("time_ns", 0)), int(e.get("index", 0)))):
         f, v, proc = ev.get("f"), ev.get("value") or {}, str(ev.get("process"))
         if f == "commit" and ev.get("type") == "ok" and type(v.get("offset")) is int:
             committed[(str(v.get("group")), str(v.get("topic")), int(v.get("partition") or 0))] = v["offset"]
             continue
+        if f == "poll" and ev.get("type") == "ok":
+            for r in v.get("records", []):
+                pk = (proc, str(r["topic"]), int(r["partition"]))
+                if pk in waiting:
+                    key, c = waiting.pop(pk)
+                    moves.append((key, proc, int(r["offset"]), c, False))
+            continue
         group = group_of(config, proc)
         if f != "assign" or group is None:
             continue
         key = (group, str(v.get("topic")), int(v.get("partition") or 0))
+        pk = (proc, key[1], key[2])
+        waiting.pop(pk, None)
         prev, owner[key] = owner.get(key), proc
-        if prev is None or prev == proc or type(v.get("offset")) is not int or key not in committed:
+        if prev is None or prev == proc or key not in committed:
             continue
-        moves += 1
-        if v["offset"] > committed[key]:
+        if type(v.get("offset")) is int:
+            moves.append((key, proc, v["offset"], committed[key], True))
+        else:
+            waiting[pk] = (key, committed[key])
+    count = judged = 0
+    bad: list[dict[str, Any]] = []
+    for key, proc, pos, c, known in moves:
+        offs = finals.get((key[1], key[2]))
+        if offs is None and not known:
+            continue
+        judged += 1
+        skipped = None if offs is None else bisect_left(offs, pos) - bisect_left(offs, c)
+        if (skipped > 0) if skipped is not None else pos > c:
             count += 1
             if len(bad) < MAX_EXAMPLES:
                 bad.append(
                     {
-                        "group": group,
+                        "group": key[0],
                         "topic": key[1],
                         "partition": key[2],
                         "process": proc,
-                        "position": v["offset"],
-                        "committed": committed[key],
+                        "position": pos,
+                        "committed": c,
+                        "skipped": skipped,
                     }
                 )
-    return Verdict("rebalance-skip", count == 0, {"moves": moves, "skips": count}, bad)
+    return Verdict("rebalance-skip", count == 0, {"moves": judged, "skips": count}, bad)
 
 
 def commit_ahead(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
@@ -134,7 +178,8 @@ def commit_ahead(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]])
     that committed for it; "had" means an ``ok`` poll record at offset o-1, or a ``seek``/
     ``assign`` to o, recorded before the commit's ``ok`` (by ``time_ns``). Only ``ok`` commits
     are judged. Counted: ``commits``, ``ahead``. Examples: group, topic, partition, offset,
-    process. Not applicable when there is no ok commit.
+    process. Not applicable when there is no ok commit, or no member of a committing group
+    recorded any poll or position change (nothing to compare the commits with).
     """
     config = header.get("config") or {}
     members: dict[str, set[str]] = {}
@@ -167,6 +212,6 @@ def commit_ahead(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]])
                 count += 1
                 if len(bad) < MAX_EXAMPLES:
                     bad.append({"group": group, "topic": topic, "partition": part, "offset": off, "process": proc})
-    if commits == 0:
+    if commits == 0 or not seen:
         return Verdict("commit-ahead", NOT_APPLICABLE)
     return Verdict("commit-ahead", count == 0, {"commits": commits, "ahead": count}, bad)

@@ -52,7 +52,7 @@ _COLUMNS = [
     "records",
     "value_json",
 ]
-_RARE = {"assign", "seek", "meta", "fault", "heal"}
+_RARE = {"assign", "seek", "meta", "fault", "heal", "txn", "commit"}
 
 
 def _np(a: pa.Array | pa.ChunkedArray, fill: int, dtype: Any) -> np.ndarray:
@@ -259,6 +259,9 @@ def _rare(
     f, typ = sub["f"][j], TYPES.get(sub["type"][j], -1)
     if f == "poll":
         b.poll_errors.append(PollError(row, t, proc, sub["error"][j]))
+        return
+    if f in ("txn", "commit"):
+        b.note_row(f, row)
         return
     if f == "final-read":
         if typ != OK:

@@ -12,6 +12,7 @@ from harness.checks.derived import (
     DISAGREE,
     NOAUTH,
     ROW_SHIFT,
+    TXN_UNCOMMITTED,
     chains,
     example,
     pick,
@@ -26,7 +27,11 @@ def uncommitted_read(h: HistoryData) -> Verdict:
     not hold v at o: either another value is committed there, or o is not committed at all
     (o >= the final high watermark). The consumer saw data above the high watermark that was
     later truncated. One count per polled record. Records of partitions without a final read,
-    or below its log start, cannot be judged (unknown)."""
+    or below its log start, cannot be judged (unknown).
+
+    Transactions: a read_uncommitted consumer may return records of aborted or still open
+    transactions; such a record, found at that offset with that value among the final read's
+    ``aborted``/``open`` records, is not counted (``txn_uncommitted_allowed``)."""
     st = poll_status(h)
     p = h.polls
     bad = st == DISAGREE
@@ -50,6 +55,8 @@ def uncommitted_read(h: HistoryData) -> Verdict:
         )
     n_bad, n_unj = int(bad.sum()), int((st == NOAUTH).sum())
     counts = {"uncommitted_reads": n_bad, "records_judged": int((st != NOAUTH).sum()), "records_unjudged": n_unj}
+    if h.txn_rows:
+        counts["txn_uncommitted_allowed"] = int((st == TXN_UNCOMMITTED).sum())
     notes = [] if len(st) else ["no polled records"]
     if n_unj:
         notes.append(f"{n_unj} polled records have no final log to compare with")

@@ -100,8 +100,12 @@ def open_txn_read(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]
     aborted-read. Values sent outside transactions are not judged. Counted: ``txn-reads`` (read
     records of transactional sends by read_committed consumers), ``open-txn-reads``. Examples:
     process, topic, partition, offset, value, txn, poll_ns, commit_invoke_ns (or null).
+    Not applicable when the history records no ``txn`` event at all (then a missing commit
+    invoke says nothing) or no consumer is read_committed.
     """
     config = header.get("config") or {}
+    if not any(ev.get("f") == "txn" for ev in events):
+        return Verdict("open-txn-read", NOT_APPLICABLE)
     commit_invoke: dict[str, int] = {}
     aborted: set[str] = set()
     send_txn: dict[str, str] = {}

@@ -39,6 +39,8 @@ class Input(str, Enum):
     FINAL_READS = "final-reads"  # final-read events (a replica's log after healing), any outcome
     META = "meta"  # meta observations (leader, ISR, high watermark), ok or info
     FAULTS = "faults"  # fault/heal events
+    TXNS = "transactions"  # txn events (a transaction's begin, commit or abort), any outcome
+    COMMITS = "commits"  # commit events (offsets committed for a consumer group), any outcome
 
     @property
     def label(self) -> str:

@@ -10,6 +10,7 @@ import numpy as np
 
 from harness.checks.data import FAIL, INFO, OK, HistoryData
 from harness.checks.derived import NOAUTH, example, okey, pick, poll_status, reference
+from harness.checks.raw import COMMITTED, NOT_COMMITTED, UNDECIDED, txn_view
 from harness.checks.verdict import UNKNOWN, Verdict, decide
 
 
@@ -23,9 +24,18 @@ def lost_write(h: HistoryData) -> Verdict:
     partition. Sends with outcome info are uncertain, not lost; fail sends are not expected in
     the log (``failed_but_present`` counts those that are, as information). An ack whose
     partition has no final read, or whose offset is below the log start, is unjudged. The
-    policy decides when loss is allowed (acks=1, unclean leader election)."""
+    policy decides when loss is allowed (acks=1, unclean leader election).
+
+    Transactions: a send of a transaction that committed (``ok`` commit) is owed to the log
+    whatever its own outcome (a committed transaction holds all its writes); a send of one that
+    aborted or whose commit failed or is unknown is not (``txn_not_owed`` counts them)."""
     s, ref = h.sends, reference(h)
     ok = (s.type == OK) & (s.vid != 0)
+    not_owed = np.zeros(len(s.type), bool)
+    view = txn_view(h)
+    if view is not None:
+        not_owed = (view.send_state == NOT_COMMITTED) | (view.send_state == UNDECIDED)
+        ok = (ok | ((view.send_state == COMMITTED) & (s.type == INFO) & (s.vid != 0))) & ~not_owed
     tp_known = s.tp >= 0
     has = np.zeros(len(s.tp), bool)
     has[tp_known] = ref.has_final[s.tp[tp_known]]
@@ -58,6 +68,8 @@ def lost_write(h: HistoryData) -> Verdict:
         "failed_but_present": int(((s.type == FAIL) & present).sum()),
         "unresolved_invokes": max(s.invokes - len(s.type), 0),
     }
+    if view is not None:
+        counts["txn_not_owed"] = int(not_owed.sum())
     notes = []
     if not ref.has_final.any():
         notes.append("no final read: cannot tell what survived")

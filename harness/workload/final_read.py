@@ -6,6 +6,15 @@ replica's *committed* records, what the checks compare with what clients saw. On
 ok event per (partition, replica): ``{"topic","partition","replica","hw","log_start",
 "records":[[offset,value],...]}``; a replica that cannot be read gets an ``info`` event.
 
+Transactions (KIP-98): ``records`` holds only *committed* data, what a read_committed consumer
+could return: non-transactional records and those of transactions whose COMMIT marker is in the
+replica's log below its high watermark. Records of transactions with an ABORT marker are listed
+under ``aborted``, those with no marker yet under ``open`` (both ``[[offset, value], ...]``,
+present only when non-empty); control records (the markers) are left out. The split is done here,
+from the batches' producer ids and the markers, the way a consumer does it (not with the
+broker's read_committed fetch, which stops at the last stable offset and would hide an open
+transaction's records instead of naming them).
+
 This is observation, not a client under test: the raw requests use kafka-python's protocol
 classes whichever client driver (``harness.clients``) the run's producers and consumers use.
 """
@@ -13,6 +22,8 @@ classes whichever client driver (``harness.clients``) the run's producers and co
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka.errors import for_code
@@ -60,12 +71,65 @@ def _fetch(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, partition:
     return obs.send_to(node, req).responses[0].partitions[0]
 
 
+@dataclass(frozen=True)
+class BatchView:
+    """What the transaction split needs of one record batch."""
+
+    producer_id: int
+    transactional: bool
+    control: bool
+    records: list[tuple[int, Any]]  # (offset, value); for a control batch the value is "commit"/"abort"
+
+
+@dataclass
+class ReplicaRecords:
+    committed: list[list[Any]] = field(default_factory=list)
+    aborted: list[list[Any]] = field(default_factory=list)
+    open: list[list[Any]] = field(default_factory=list)
+
+
+def split_transactions(batches: Iterable[BatchView]) -> ReplicaRecords:
+    """Split a replica's data records (in log order) into committed, aborted and open ones.
+
+    A transactional batch's records wait under their producer id until that producer's next
+    control marker: COMMIT makes them committed, ABORT aborted; with no marker they stay open.
+    Non-transactional records are committed as they come; control records are dropped."""
+    out = ReplicaRecords()
+    pending: dict[int, list[list[Any]]] = {}
+    for b in batches:
+        if b.control:
+            for _, marker in b.records:
+                waiting = pending.pop(b.producer_id, [])
+                (out.committed if marker == "commit" else out.aborted).extend(waiting)
+        elif b.transactional:
+            pending.setdefault(b.producer_id, []).extend([o, v] for o, v in b.records)
+        else:
+            out.committed.extend([o, v] for o, v in b.records)
+    for waiting in pending.values():
+        out.open.extend(waiting)
+    for part in (out.committed, out.aborted, out.open):
+        part.sort(key=lambda r: int(r[0]))
+    return out
+
+
+def _view(batch: Any, lo: int, hi: int) -> BatchView:
+    records: list[tuple[int, Any]] = []
+    for rec in batch:
+        if lo <= rec.offset < hi:
+            if batch.is_control_batch:
+                value: Any = "commit" if rec.commit else "abort"
+            else:
+                value = rec.value.decode() if isinstance(rec.value, bytes) else rec.value
+            records.append((int(rec.offset), value))
+    return BatchView(int(batch.producer_id), bool(batch.is_transactional), bool(batch.is_control_batch), records)
+
+
 def read_replica(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, partition: int) -> dict[str, Any]:
     first = _fetch(obs, node, topic, topic_id, partition, 0)
     if first.error_code not in (0, 1):  # 1 = OFFSET_OUT_OF_RANGE: start again at log start
         raise for_code(first.error_code)(f"fetch {topic}-{partition} from broker {node}")
     hw, log_start = int(first.high_watermark), max(0, int(first.log_start_offset))
-    records: list[list[Any]] = []
+    views: list[BatchView] = []
     offset = log_start
     resp = first if first.error_code == 0 and log_start == 0 else None
     while offset < hw:
@@ -79,22 +143,27 @@ def read_replica(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, part
             batch = batches.next_batch()
             if batch is None:
                 break
-            for rec in batch:
-                if offset <= rec.offset < hw:
-                    value = rec.value.decode() if isinstance(rec.value, bytes) else rec.value
-                    records.append([rec.offset, value])
-                    offset = rec.offset + 1
+            view = _view(batch, offset, hw)
+            if view.records:
+                views.append(view)
+                offset = view.records[-1][0] + 1
         resp = None
-        if offset == before:  # no progress: a gap (compaction/aborted) or an empty answer
+        if offset == before:  # no progress: a gap (compaction) or an empty answer
             break
-    return {
+    split = split_transactions(views)
+    value: dict[str, Any] = {
         "topic": topic,
         "partition": partition,
         "replica": node,
         "hw": hw,
         "log_start": log_start,
-        "records": records,
+        "records": split.committed,
     }
+    if split.aborted:
+        value["aborted"] = split.aborted
+    if split.open:
+        value["open"] = split.open
+    return value
 
 
 def final_read(

@@ -64,15 +64,31 @@ class HistoryBuilder:
         offset: int | None = None,
         outcome: str | None = "ok",
         error: str | None = None,
+        txn: str | None = None,
     ) -> dict[str, Any]:
         """An invoke, then (unless outcome is None) its completion; returns the completion."""
         v = {"topic": topic, "partition": partition, "key": None, "value": value}
+        if txn is not None:
+            v["txn"] = txn
         inv = self.event(proc, "invoke", "send", v)
         if outcome is None:
             return inv
         done = dict(v, offset=offset) if outcome == "ok" else dict(v)
         err = None if outcome == "ok" else (error or ("TimeoutError" if outcome == "info" else "Error"))
         return self.event(proc, outcome, "send", done, err)
+
+    def txn(self, proc: str, op: str, txn: str, outcome: str = "ok") -> dict[str, Any]:
+        """A transaction's begin/commit/abort: invoke, then its completion."""
+        self.event(proc, "invoke", "txn", {"op": op, "txn": txn})
+        return self.event(proc, outcome, "txn", {"op": op, "txn": txn}, None if outcome == "ok" else "Error")
+
+    def commit(
+        self, proc: str, group: str, topic: str, partition: int, offset: int, outcome: str = "ok"
+    ) -> dict[str, Any]:
+        """Offsets committed for a group (``offset``: the next one to read)."""
+        v = {"group": group, "topic": topic, "partition": partition, "offset": offset}
+        self.event(proc, "invoke", "commit", v)
+        return self.event(proc, outcome, "commit", v, None if outcome == "ok" else "Error")
 
     def poll(
         self, proc: str, records: Iterable[Record], *, replica: int | None = None, epoch: int | None = 0
@@ -136,21 +152,28 @@ class HistoryBuilder:
         return self.event("nemesis", "info", "heal", {"kind": kind, "targets": list(targets), "params": {}})
 
     def final(
-        self, topic: str, partition: int, replica: int, hw: int, records: Iterable[tuple[int, Any]], log_start: int = 0
+        self,
+        topic: str,
+        partition: int,
+        replica: int,
+        hw: int,
+        records: Iterable[tuple[int, Any]],
+        log_start: int = 0,
+        aborted: Iterable[tuple[int, Any]] = (),
     ) -> dict[str, Any]:
-        return self.event(
-            "final",
-            "ok",
-            "final-read",
-            {
-                "topic": topic,
-                "partition": partition,
-                "replica": replica,
-                "hw": hw,
-                "log_start": log_start,
-                "records": [[o, v] for o, v in records],
-            },
-        )
+        """One replica's final read: committed ``records``, and ``aborted`` transactional data."""
+        v: dict[str, Any] = {
+            "topic": topic,
+            "partition": partition,
+            "replica": replica,
+            "hw": hw,
+            "log_start": log_start,
+            "records": [[o, x] for o, x in records],
+        }
+        gone = [[o, x] for o, x in aborted]
+        if gone:
+            v["aborted"] = gone
+        return self.event("final", "ok", "final-read", v)
 
     # output ------------------------------------------------------------------------------
 

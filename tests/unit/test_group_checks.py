@@ -69,3 +69,40 @@ def test_commit_after_last_returned_or_seek_is_fine() -> None:
     e = _commit(Events().poll("consumer-0", [(0, "a"), (1, "b")]), "consumer-0", 2)
     e.add("consumer-1", "ok", "seek", {"topic": "t", "partition": 0, "offset": 9, "reason": "seek"})
     assert commit_ahead(header(consumers=_GROUPED), _commit(e, "consumer-0", 9).events).valid is True
+
+
+# rebalance-skip with the position unknown at the assign (a rebalance callback) -------------
+
+
+def _moved_unknown(first: int, final: list[tuple[int, str]]) -> Events:
+    """consumer-0 read 0..2 and committed 3; the partition moved to consumer-1, whose assign
+    carries no offset; its first record is at ``first``."""
+    e = Events().add("consumer-0", "ok", "assign", {"topic": "t", "partition": 0, "offset": 0, "reason": "rebalance"})
+    e.poll("consumer-0", [(0, "a"), (1, "b"), (2, "c")])
+    _commit(e, "consumer-0", 3)
+    e.add("consumer-1", "ok", "assign", {"topic": "t", "partition": 0, "offset": None, "reason": "rebalance"})
+    e.poll("consumer-1", [(first, dict(final)[first])])
+    return e.final(final, hw=max(o for o, _ in final) + 1)
+
+
+GROUPS = {"consumer-0": {"group": "g"}, "consumer-1": {"group": "g"}}
+
+
+def test_unknown_position_first_record_past_committed_records_is_a_skip() -> None:
+    e = _moved_unknown(5, [(0, "a"), (1, "b"), (2, "c"), (3, "d"), (4, "e"), (5, "f")])
+    v = rebalance_skip(header(consumers=GROUPS), e.events)
+    assert v.valid is False and v.counts == {"moves": 1, "skips": 1}
+    assert v.examples[0]["skipped"] == 2 and v.examples[0]["position"] == 5
+
+
+def test_unknown_position_past_only_markers_or_aborted_data_is_fine() -> None:
+    # offsets 3 and 4 hold a transaction marker and aborted data: not in the committed log
+    e = _moved_unknown(5, [(0, "a"), (1, "b"), (2, "c"), (5, "f")])
+    v = rebalance_skip(header(consumers=GROUPS), e.events)
+    assert v.valid is True and v.counts == {"moves": 1, "skips": 0}
+
+
+def test_unknown_position_without_final_read_is_not_judged() -> None:
+    e = _moved_unknown(5, [(0, "a"), (1, "b"), (2, "c"), (5, "f")])
+    events = [ev for ev in e.events if ev["f"] != "final-read"]
+    assert rebalance_skip(header(consumers=GROUPS), events).counts == {"moves": 0, "skips": 0}

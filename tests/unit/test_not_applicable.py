@@ -37,7 +37,21 @@ KINDS = {
     Input.FINAL_READS: {"final-read"},
     Input.META: {"meta"},
     Input.FAULTS: {"fault", "heal"},
+    Input.TXNS: {"txn"},
+    Input.COMMITS: {"commit"},
 }
+#: the checks a plain history (no racks, meta, transactions or group commits) cannot run
+PLAIN_SKIPPED = [
+    "hw-regression",
+    "follower-fetch",
+    "isr-stability",
+    "aborted-read",
+    "open-txn-read",
+    "torn-transaction",
+    "commit-ahead",
+    "commit-regression",
+    "rebalance-skip",
+]
 
 
 def plain(n: int = 6, *, lost: bool = False) -> HistoryBuilder:
@@ -55,7 +69,9 @@ def plain(n: int = 6, *, lost: bool = False) -> HistoryBuilder:
 
 
 def full(n: int = 6) -> HistoryBuilder:
-    """A clean history carrying every input: racks, meta, sends, polls, a fault, final reads."""
+    """A clean history carrying every input: racks, meta, sends, polls, a fault, final reads,
+    and a committed transaction (v{n+1}, v{n+2}; its marker at n+3) whose reads the group of
+    the read_committed consumer commits, then an aborted one (its record at n+4, marker n+5)."""
     b = HistoryBuilder(
         {
             "follower_fetch_grace_ms": 0,
@@ -63,6 +79,8 @@ def full(n: int = 6) -> HistoryBuilder:
             "isr_slack_ms": 0,
             "replica_lag_time_max_ms": 100_000,
             "isr_rejoin_bound_ms": 100_000,
+            "isolation_level": "read_committed",
+            "consumers": {"consumer-0": {"group": "g"}},
         },
         racks=RACKS,
     )
@@ -77,8 +95,19 @@ def full(n: int = 6) -> HistoryBuilder:
     b.heal("latency", [3])
     b.send("producer-0", T, 0, f"v{n}", offset=n)
     b.poll("consumer-0", [(T, 0, n, f"v{n}")], replica=1)
+    b.txn("producer-0", "begin", "producer-0#1")
+    for i in (n + 1, n + 2):
+        b.send("producer-0", T, 0, f"v{i}", offset=i, txn="producer-0#1")
+    b.txn("producer-0", "commit", "producer-0#1")
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=n + 4)
+    b.poll("consumer-0", [(T, 0, i, f"v{i}") for i in (n + 1, n + 2)], replica=1)
+    b.commit("consumer-0", "g", T, 0, n + 3)
+    b.txn("producer-0", "begin", "producer-0#2")
+    b.send("producer-0", T, 0, "gone", offset=n + 4, txn="producer-0#2")
+    b.txn("producer-0", "abort", "producer-0#2")
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=n + 6)
     for r in (1, 2, 3):
-        b.final(T, 0, r, n + 1, [(i, f"v{i}") for i in range(n + 1)])
+        b.final(T, 0, r, n + 6, [(i, f"v{i}") for i in range(n + 3)], aborted=[(n + 4, "gone")])
     return b
 
 
@@ -106,11 +135,11 @@ def test_check_exits_0_on_clean_history_without_racks_or_meta_and_lists_skipped(
     path = plain().write(tmp_path / "plain.jsonl")
     assert main(["check", str(path)]) == 0
     out = capsys.readouterr().out
-    skipped = ["hw-regression", "follower-fetch", "isr-stability"]
+    skipped = PLAIN_SKIPPED
     for name in skipped:
         line = next(x for x in out.splitlines() if x.startswith(name + " "))
         assert "not-applicable" in line and "needs" in line, line
-    assert f"not applicable (3): {', '.join(skipped)}" in out
+    assert f"not applicable ({len(skipped)}): {', '.join(skipped)}" in out
     assert out.strip().endswith("overall: valid")
     assert "unknown" not in out
     buf = io.StringIO()
