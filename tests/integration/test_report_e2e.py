@@ -171,23 +171,25 @@ def test_fetch_counts_match_the_histories(report: dict[str, Any]) -> None:
 
 
 def test_timelines_add_up_to_the_histories(report: dict[str, Any]) -> None:
-    """Per-run timelines (the Spark series behind the plots) against plain counts over the
-    same histories: acks, send errors and polled records summed over the buckets, the ISR
-    shrinking to 2 during the broker kill and back to 3, one kill window, lag per consumer."""
+    """Per-run timelines (the Spark series behind the plots, as the module's report computed
+    them with ``reports.timelines`` and kept in its run cache; no second Spark session) against
+    plain counts over the same histories: acks, send errors and polled records summed over the
+    buckets, the ISR shrinking to 2 during the broker kill and back to 3, one kill window, lag
+    per consumer."""
     from harness.history import read_history
     from reports.layout import ensure_parquet, load_runs
-    from reports.spark_checks import RunLinks, load_events
-    from reports.spark_session import spark_session
-    from reports.timelines import timelines
+    from reports.run_cache import RunCache
+    from reports.timelines import Timeline
 
     root = report["root"]
     runs = [r for r in load_runs(root) if r.run_id in ("run-clean", "run-edges")]
     assert len(runs) == 2
-    list(ensure_parquet(runs, root / ".parquet-cache"))
-    with spark_session("local[1]") as spark, RunLinks(root / ".tl-links", runs) as links:
-        got = timelines(load_events(spark, links), 1)
+    list(ensure_parquet(runs, root / ".parquet-cache"))  # the report's Parquet (reconverted if a history changed)
+    cache = RunCache(root / ".parquet-cache" / "runs")
     for r in runs:
-        tl = got[r.key]
+        kept = cache.get(r, "timeline")
+        assert kept is not None, f"the report kept no timeline of {r.run_id} (for its current history)"
+        tl = Timeline(**kept)
         acks = errs = polled = 0
         for e in read_history(root / r.campaign / r.run_id / "history.jsonl"):
             if e["f"] == "send":
