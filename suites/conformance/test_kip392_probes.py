@@ -1,6 +1,9 @@
 """KIP-392 out-of-range cases 1-4 as protocol probes against a chosen *follower*.
 
-Each test builds one state deterministically on its own 3-broker / 3-rack cluster, then sends raw
+Each test builds one state deterministically on a fresh topic of a 3-broker / 3-rack cluster the
+module shares (started once with ``BROKER_CONFIG``; every fault a test made is healed and checked
+healed before the next test starts: every broker running and answering, every proxy enabled
+with no toxic), then sends raw
 consumer Fetch requests (``replica_id=-1``, ``rack_id`` set, the newest Fetch version both sides
 speak: v18 on 4.3.1) to the follower with ``suites.conformance.probes.fetch_probe``, once without
 ``current_leader_epoch`` (-1, pre-KIP-320) and once with the current leader epoch, and asserts
@@ -48,12 +51,16 @@ Every test writes its probes to ``<results>/<campaign>/probes/kip392-case<N>.jso
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kafka import KafkaProducer, TopicPartition
 
+from harness.backend import ClusterBackend, LinkControl, ProcessControl, start_backend
 from harness.cluster import Cluster
+from harness.config import ClusterSpec
 from harness.node import NodeState
 from harness.observe import CONSUMER_REPLICA_ID, Observer
 from harness.waiting import wait_until
@@ -68,7 +75,6 @@ from suites.conformance.probes import (
     topic_id,
 )
 
-TOPIC = "kip392"
 N = 100  # records written (acks=all) before each case is built
 # A long lag time keeps the ISR put while a follower is paused or lagging: the states below must
 # not be undone by an ISR shrink halfway through (the fast-failure default is 4 s).
@@ -87,32 +93,79 @@ def _producer(cluster: Cluster, acks: Any) -> KafkaProducer:
     )
 
 
-def _produce(producer: KafkaProducer, count: int, prefix: str) -> None:
+def _produce(producer: KafkaProducer, topic: str, count: int, prefix: str) -> None:
     for i in range(count):
-        producer.send(TOPIC, value=f"{prefix}-{i}".encode(), partition=0).get(timeout=15)
+        producer.send(topic, value=f"{prefix}-{i}".encode(), partition=0).get(timeout=15)
+
+
+def _healed(cluster: ClusterBackend) -> None:
+    """Every fault undone and seen undone: every node running (a paused one resumed, a stopped
+    one started), every proxy enabled without toxics, every broker registered and answering
+    through every client rack's proxies."""
+    if isinstance(cluster, ProcessControl):
+        for node in cluster.nodes.values():
+            if node.state == NodeState.PAUSED:
+                node.resume()
+            elif node.state == NodeState.STOPPED:
+                node.start()
+    if isinstance(cluster, LinkControl):
+        cluster.reset_links()
+        cluster.ensure_links_healthy(cluster.links())
+    cluster.wait_for_brokers(90)
+    if isinstance(cluster, ProcessControl):
+        states = {n: node.state for n, node in cluster.nodes.items()}
+        assert all(st == NodeState.RUNNING for st in states.values()), f"not every node runs: {states}"
+
+
+@pytest.fixture(scope="module")
+def probe_cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) -> Iterator[ClusterBackend]:
+    """One 3-broker / 3-rack cluster with ``BROKER_CONFIG`` for the module (each case takes a
+    fresh topic); its logs are kept when a test of the module failed, as the plugin's ``cluster``
+    fixture does."""
+    from highwater.pytest_plugin import _failed, _progress, _safe
+
+    spec = ClusterSpec(brokers=3, racks=3, kafka_version=kafka_version, broker_config=dict(BROKER_CONFIG))
+    c = start_backend(backend, spec, _progress)
+    try:
+        yield c
+    finally:
+        failed = any(_failed(item) for item in request.session.items if item.module is request.module)
+        logs_root = Path(request.config.getoption("--highwater-logs"))
+        c.stop(collect_logs_to=logs_root / _safe(request.module.__name__) if failed else None)
+
+
+@pytest.fixture
+def cluster(probe_cluster: ClusterBackend) -> Iterator[ClusterBackend]:
+    """The module's cluster, checked healed before each case and healed after it."""
+    _healed(probe_cluster)
+    try:
+        yield probe_cluster
+    finally:
+        _healed(probe_cluster)
 
 
 class Env:
-    """A topic with N committed records on a fresh cluster: leader L, probed follower F, other G."""
+    """A fresh topic with N committed records: leader L, probed follower F, other G."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, topic: str) -> None:
         self.cluster = cluster
-        cluster.create_topic(TOPIC, partitions=1, replication_factor=3)
+        self.topic = topic = cluster.topic_name(topic)
+        cluster.create_topic(topic, partitions=1, replication_factor=3)
         # Producers are made while every broker answers: a client bootstrapping later may pick
         # a paused broker, whose socket accepts but never answers.
         self.acks_all = _producer(cluster, "all")
         self.acks_one = _producer(cluster, 1)
-        _produce(self.acks_all, N, "base")
-        self.acks_one.partitions_for(TOPIC)
+        _produce(self.acks_all, topic, N, "base")
+        self.acks_one.partitions_for(topic)
         self.obs: Observer = cluster.observer()
-        self.tid: uuid.UUID = topic_id(self.obs, TOPIC)
-        s = cluster.partition_state(TOPIC, 0)
+        self.tid: uuid.UUID = topic_id(self.obs, topic)
+        s = cluster.partition_state(topic, 0)
         self.leader = s.leader
         self.follower, self.other = [r for r in s.replicas if r != s.leader]
         self.epoch = s.leader_epoch
         # F has the records and has heard of the HW that commits them
         wait_until(
-            lambda: replica_hw(self.obs, self.follower, TOPIC, self.tid)[0] == N,
+            lambda: replica_hw(self.obs, self.follower, topic, self.tid)[0] == N,
             15,
             f"follower {self.follower} has HW {N}",
         )
@@ -123,11 +176,11 @@ class Env:
 
     def probe(self, offset: int, epoch: int = -1, node: int | None = None) -> dict[str, Any]:
         return fetch_probe(
-            self.obs, self.follower if node is None else node, TOPIC, self.tid, 0, offset, leader_epoch=epoch
+            self.obs, self.follower if node is None else node, self.topic, self.tid, 0, offset, leader_epoch=epoch
         )
 
     def state(self) -> dict[str, Any]:
-        hw, ls = replica_hw(self.obs, self.follower, TOPIC, self.tid)
+        hw, ls = replica_hw(self.obs, self.follower, self.topic, self.tid)
         return {
             "leader": self.leader,
             "follower": self.follower,
@@ -135,9 +188,9 @@ class Env:
             "leader_epoch": self.epoch,
             "follower_hw": hw,
             "follower_log_start": ls,
-            "follower_leo": replica_leo(self.obs, self.follower, TOPIC),
+            "follower_leo": replica_leo(self.obs, self.follower, self.topic),
             # ListOffsets(LATEST) to the leader as a consumer: the leader's HW
-            "leader_hw": self.obs.list_offset(self.leader, TOPIC, 0, replica_id=CONSUMER_REPLICA_ID),
+            "leader_hw": self.obs.list_offset(self.leader, self.topic, 0, replica_id=CONSUMER_REPLICA_ID),
         }
 
 
@@ -194,18 +247,18 @@ def _record(
 
 
 def test_case1_offset_between_follower_hw_and_leo_is_empty_not_an_error(
-    cluster_factory, kafka_version: str, results_root: Path, campaign: str, repro: str
+    cluster: Cluster, kafka_version: str, results_root: Path, campaign: str, repro: str
 ) -> None:
     """F.HW < o < F.LEO: the follower has the record but does not know it is committed. It must
     not return it (it would be an uncommitted read), and it must not say out of range (it is in
     range): NONE, no records, its own HW and log start, so the consumer simply retries."""
-    env = Env(cluster_factory(brokers=3, racks=3, broker_config=BROKER_CONFIG))
+    env = Env(cluster, "kip392-case1")
     cluster, probes, state = env.cluster, [], {}
     try:
         cluster.node(env.other).pause()  # G stops fetching: the leader's HW cannot pass N
-        _produce(env.acks_one, 20, "uncommitted")  # acks=1: on L at once, then fetched by F
+        _produce(env.acks_one, env.topic, 20, "uncommitted")  # acks=1: on L at once, then fetched by F
         wait_until(
-            lambda: replica_leo(env.obs, env.follower, TOPIC) == N + 20,
+            lambda: replica_leo(env.obs, env.follower, env.topic) == N + 20,
             15,
             f"follower {env.follower} has fetched the 20 uncommitted records",
         )
@@ -250,7 +303,7 @@ def test_case1_offset_between_follower_hw_and_leo_is_empty_not_an_error(
         )
     # healed: the HW moves on and the follower now serves the records
     wait_until(
-        lambda: replica_hw(env.obs, env.follower, TOPIC, env.tid)[0] == N + 20,
+        lambda: replica_hw(env.obs, env.follower, env.topic, env.tid)[0] == N + 20,
         30,
         "the follower's HW reaches its LEO once the other follower resumes",
     )
@@ -259,12 +312,12 @@ def test_case1_offset_between_follower_hw_and_leo_is_empty_not_an_error(
 
 
 def test_case2_offset_between_follower_leo_and_committed_offset_is_out_of_range(
-    cluster_factory, kafka_version: str, results_root: Path, campaign: str, repro: str
+    cluster: Cluster, kafka_version: str, results_root: Path, campaign: str, repro: str
 ) -> None:
     """F.LEO < o <= leader HW: o is committed (the leader's HW is past it) but F does not have
     it. Kafka answers OFFSET_OUT_OF_RANGE, with or without a leader epoch; the consumer must then
     go back to the leader rather than reset (KIP-392's out-of-range handling)."""
-    env = Env(cluster_factory(brokers=3, racks=3, broker_config=BROKER_CONFIG))
+    env = Env(cluster, "kip392-case2")
     cluster, probes, state = env.cluster, [], {}
     f = env.follower
     links = cluster.replication_links(f, "both")
@@ -273,22 +326,22 @@ def test_case2_offset_between_follower_leo_and_committed_offset_is_out_of_range(
         # down the leader and G commit 30 more; F comes back with its replication cut, so its
         # log stays at N while the partition's HW is at N + 30.
         cluster.node(f).kill()
-        cluster.wait_for_isr(TOPIC, 0, lambda s: f not in s.isr, 30, f"killed broker {f} leaves the ISR")
-        _produce(env.acks_all, 30, "committed")
+        cluster.wait_for_isr(env.topic, 0, lambda s: f not in s.isr, 30, f"killed broker {f} leaves the ISR")
+        _produce(env.acks_all, env.topic, 30, "committed")
         cluster.set_links_enabled(links, False)
         cluster.node(f).start()
         cluster.wait_for_brokers(60, ids=[f])
         # F serves the partition again (its metadata has caught up) at its own LEO
         wait_until(
-            lambda: env.probe(replica_leo(env.obs, f, TOPIC))["response"]["error_code"] == NONE,
+            lambda: env.probe(replica_leo(env.obs, f, env.topic))["response"]["error_code"] == NONE,
             30,
-            f"restarted broker {f} serves {TOPIC}-0",
+            f"restarted broker {f} serves {env.topic}-0",
         )
         state = env.state()
         f_leo, leader_hw = state["follower_leo"], state["leader_hw"]
-        assert f_leo == N and leader_hw == N + 30 and f not in cluster.partition_state(TOPIC, 0, offsets=False).isr, (
-            state
-        )
+        assert (
+            f_leo == N and leader_hw == N + 30 and f not in cluster.partition_state(env.topic, 0, offsets=False).isr
+        ), state
         o = (f_leo + leader_hw) // 2
         assert f_leo < o <= leader_hw
         for epoch in (-1, env.epoch):
@@ -334,22 +387,22 @@ def test_case2_offset_between_follower_leo_and_committed_offset_is_out_of_range(
             probes,
             repro,
         )
-    cluster.wait_for_isr(TOPIC, 0, lambda s: len(s.isr) == 3, 60, f"broker {f} rejoins the ISR after healing")
+    cluster.wait_for_isr(env.topic, 0, lambda s: len(s.isr) == 3, 60, f"broker {f} rejoins the ISR after healing")
 
 
 def test_case3_offset_below_log_start_is_out_of_range(
-    cluster_factory, kafka_version: str, results_root: Path, campaign: str, repro: str
+    cluster: Cluster, kafka_version: str, results_root: Path, campaign: str, repro: str
 ) -> None:
     """o < log start (raised with DeleteRecords): OFFSET_OUT_OF_RANGE; at the log start the
     follower serves records and reports the new log start."""
-    env = Env(cluster_factory(brokers=3, racks=3, broker_config=BROKER_CONFIG))
+    env = Env(cluster, "kip392-case3")
     probes: list[dict[str, Any]] = []
     state: dict[str, Any] = {}
     start = 60
     try:
-        env.obs.admin.delete_records({TopicPartition(TOPIC, 0): start})
+        env.obs.admin.delete_records({TopicPartition(env.topic, 0): start})
         wait_until(
-            lambda: replica_hw(env.obs, env.follower, TOPIC, env.tid)[1] == start,
+            lambda: replica_hw(env.obs, env.follower, env.topic, env.tid)[1] == start,
             15,
             f"follower {env.follower} has log start {start}",
         )
@@ -372,16 +425,16 @@ def test_case3_offset_below_log_start_is_out_of_range(
 
 
 def test_case4_offset_above_everything_is_out_of_range(
-    cluster_factory, kafka_version: str, results_root: Path, campaign: str, repro: str
+    cluster: Cluster, kafka_version: str, results_root: Path, campaign: str, repro: str
 ) -> None:
     """o above every replica's LEO: OFFSET_OUT_OF_RANGE on the follower and on the leader. A
     current_leader_epoch newer than the replica's is refused before the offset is looked at."""
-    env = Env(cluster_factory(brokers=3, racks=3, broker_config=BROKER_CONFIG))
+    env = Env(cluster, "kip392-case4")
     probes: list[dict[str, Any]] = []
     state: dict[str, Any] = {}
     try:
         state = env.state()
-        top = max(replica_leo(env.obs, b, TOPIC) for b in (env.leader, env.follower, env.other))
+        top = max(replica_leo(env.obs, b, env.topic) for b in (env.leader, env.follower, env.other))
         for epoch in (-1, env.epoch):
             for o in (top + 1, top + 1_000_000):
                 for node, who in ((env.follower, "follower"), (env.leader, "leader")):
