@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,27 +19,55 @@ from faults.capability import CapabilityError
 from harness.backend import LinkControl, ProcessControl
 from harness.config import NO_RACK, ClusterSpec
 from harness.external import ExternalCluster, connect
+from harness.paths import clusters_dir
 from harness.toxiproxy import ToxiproxyAPI
 from highwater.cli_cluster import manual_dir
 from highwater.nemesis import Step, scripted
 from highwater.runner import RunSpec, execute_run
 
 HW = [sys.executable, "-m", "highwater.cli"]
+HIGHWATER = str(Path(sys.executable).parent / "highwater")  # the installed command
 PREFIX = "hwx-"
 
 
 @pytest.fixture(scope="module")
-def kept_up() -> Iterator[dict]:
-    """A 3-broker, 3-rack local cluster in its own supervisor process; its cluster.json."""
+def kept_up(kafka_version: str) -> Iterator[dict]:
+    """A 3-broker, 3-rack local cluster in its own supervisor process; its cluster.json (plus
+    what ``highwater cluster up`` printed). The one cluster of the CLI's own test too
+    (``test_cluster_cli_status_and_faults_by_name``): ``highwater cluster down`` must stop it and
+    leave no cluster directory behind."""
     name = f"ext-{os.getpid()}"
-    subprocess.run([*HW, "cluster", "up", "--name", name, "--brokers", "3", "--racks", "3"], check=True)
+    up = subprocess.run(
+        [
+            HIGHWATER,
+            "cluster",
+            "up",
+            "--name",
+            name,
+            "--brokers",
+            "3",
+            "--racks",
+            "3",
+            "--kafka-version",
+            kafka_version,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     try:
+        assert up.returncode == 0, up.stderr
         state = json.loads((manual_dir() / f"{name}.json").read_text())
         info = json.loads((Path(state["cluster_dir"]) / "cluster.json").read_text())
         info["name"] = name
+        info["up_stdout"] = up.stdout
         yield info
     finally:
-        subprocess.run([*HW, "cluster", "down", "--name", name], check=False)
+        down = subprocess.run(
+            [HIGHWATER, "cluster", "down", "--name", name], capture_output=True, text=True, timeout=180
+        )
+    assert down.returncode == 0 and "is down" in down.stdout, down
+    assert not [d for d in clusters_dir().iterdir() if d.name.startswith(name)]
 
 
 def cluster_file(tmp: Path, info: dict, *, toxiproxy: bool, commands: bool, prefix: str = "") -> Path:
@@ -164,3 +193,38 @@ def test_brokers_and_racks_discovered_from_metadata(kept_up: dict, tmp_path: Pat
         assert ext.spec.broker_config["replica.lag.time.max.ms"] == "4000"
     finally:
         ext.stop()
+
+
+def _proc_state(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
+def test_cluster_cli_status_and_faults_by_name(kept_up: dict, kafka_version: str) -> None:
+    """The cluster CLI on the kept-up cluster: ``up`` printed each rack's bootstrap servers and
+    where the logs are; ``status --name`` and ``fault apply/heal --name`` act on it (a pause, a
+    timed cut that heals itself, a bad fault kind as one line, then the heal); ``down`` is
+    checked when the module ends. Last in this module: it leaves the cluster healed."""
+    name = kept_up["name"]
+    for rack in ("rack-a", "rack-b", "rack-c"):
+        assert f"  {rack}: 127." in kept_up["up_stdout"]
+    assert "logs: " in kept_up["up_stdout"]
+    status = subprocess.run([HIGHWATER, "cluster", "status", "--name", name], capture_output=True, text=True)
+    assert f"cluster {name}: Kafka {kafka_version}" in status.stdout
+    pid2 = int(re.search(r"kafka-2: node.id=2 .* pid=(\d+)", status.stdout).group(1))  # type: ignore[union-attr]
+
+    def fault(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [HIGHWATER, "fault", *argv[:1], "--name", name, *argv[1:]], capture_output=True, text=True, timeout=180
+        )
+
+    res = fault("apply", "pause", "--target", "broker:2")
+    assert res.returncode == 0 and "applied pause --target broker:2 -> kafka-2" in res.stdout, res
+    assert _proc_state(pid2) == "T"
+    res = fault("apply", "cut", "--target", "broker:1", "--listener", "replication", "--duration", "1")
+    assert res.returncode == 0 and "healed cut" in res.stdout, res
+    bad = fault("apply", "explode", "--target", "broker:1")
+    assert bad.returncode == 2 and bad.stderr.strip().startswith("highwater: error: unknown fault kind"), bad
+    res = fault("heal")
+    assert res.returncode == 0, res
+    assert _proc_state(pid2) in ("S", "R")

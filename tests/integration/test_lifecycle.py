@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -20,17 +19,11 @@ from harness.distribution import UnknownKafkaVersion, ensure_kafka
 from harness.errors import JavaError, PortInUseError
 from harness.java import find_java
 from harness.lifecycle import listening_sockets, reap_stale
-from harness.paths import clusters_dir
 from harness.procs import is_zombie_or_gone
 from harness.topology import TopologyError
 from harness.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _proc_state(pid: int) -> str:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat[stat.rindex(")") + 2]
 
 
 def _run_child(code: str) -> subprocess.Popen[str]:
@@ -177,44 +170,3 @@ def test_cli_bad_input_prints_one_line(tmp_path: Path) -> None:
         lines = [line for line in res.stderr.splitlines() if line.strip()]
         assert lines[-1].startswith("highwater: error: ") and expected in lines[-1], res.stderr
         assert "Traceback" not in res.stderr
-
-
-def test_cluster_cli_up_status_down(kafka_version: str) -> None:
-    highwater = str(Path(sys.executable).parent / "highwater")
-    name = f"clitest{os.getpid()}"
-    up = subprocess.run(
-        [highwater, "cluster", "up", "--name", name, "--kafka-version", kafka_version],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    try:
-        assert up.returncode == 0, up.stderr
-        for rack in ("rack-a", "rack-b", "rack-c"):
-            assert f"  {rack}: 127." in up.stdout
-        assert "logs: " in up.stdout
-        status = subprocess.run([highwater, "cluster", "status", "--name", name], capture_output=True, text=True)
-        assert f"cluster {name}: Kafka {kafka_version}" in status.stdout
-        pid2 = int(re.search(r"kafka-2: node.id=2 .* pid=(\d+)", status.stdout).group(1))  # type: ignore[union-attr]
-
-        def fault(*argv: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run(
-                [highwater, "fault", *argv[:1], "--name", name, *argv[1:]], capture_output=True, text=True, timeout=180
-            )
-
-        res = fault("apply", "pause", "--target", "broker:2")
-        assert res.returncode == 0 and "applied pause --target broker:2 -> kafka-2" in res.stdout, res
-        assert _proc_state(pid2) == "T"
-        res = fault("apply", "cut", "--target", "broker:1", "--listener", "replication", "--duration", "1")
-        assert res.returncode == 0 and "healed cut" in res.stdout, res
-        bad = fault("apply", "explode", "--target", "broker:1")
-        assert bad.returncode == 2 and bad.stderr.strip().startswith("highwater: error: unknown fault kind"), bad
-        res = fault("heal")
-        assert res.returncode == 0, res
-        assert _proc_state(pid2) in ("S", "R")
-    finally:
-        down = subprocess.run(
-            [highwater, "cluster", "down", "--name", name], capture_output=True, text=True, timeout=180
-        )
-    assert down.returncode == 0 and "is down" in down.stdout, down
-    assert not [d for d in clusters_dir().iterdir() if d.name.startswith(name)]
