@@ -63,6 +63,14 @@ class LiveView:
     def replicas(self, topic: str, partition: int) -> Sequence[int]:
         return self._cluster.partition_state(topic, partition, offsets=False).replicas
 
+    def coordinator(self, key_type: str, key: str) -> int | None:
+        # Retried: while a coordinator moves, FindCoordinator answers COORDINATOR_NOT_AVAILABLE.
+        return wait_until(
+            lambda: self._cluster.observer().coordinator(key_type, key),
+            15,
+            f"the {key_type} coordinator of {key} is known",
+        )
+
     def active_controller(self) -> int | None:
         # Retried: right after a failover the quorum may have no leader for a moment.
         return wait_until(lambda: self._cluster.observer().active_controller(), 15, "the KRaft quorum has a leader")

@@ -8,6 +8,7 @@ String syntax (what ``--target`` / ``--peer`` accept; ``str(target)`` renders it
 ``leader:<topic>/<partition>``      the current leader of that partition
 ``follower-in:<rack>[@<t>/<p>]``    a follower of partition t/p (default: the run's partition)
                                     whose broker is in ``rack``; the lowest id if several
+``coordinator:<txn|group>/<id>``    the broker coordinating that transactional id or group
 ``controller``                      the active KRaft controller
 ``controllers``                     every controller-role node
 ``brokers``                         every broker
@@ -58,6 +59,7 @@ class TargetKind(str, Enum):
     NODE = "node"
     LEADER = "leader"
     FOLLOWER_IN = "follower-in"
+    COORDINATOR = "coordinator"
     CONTROLLER = "controller"
     CONTROLLERS = "controllers"
     BROKERS = "brokers"
@@ -72,7 +74,7 @@ class TargetKind(str, Enum):
 LINK_ONLY = frozenset({TargetKind.CLIENTS, TargetKind.ALL, TargetKind.BRIDGE})
 SYNTAX = (
     "broker:<id>, node:<name>, leader:<topic>/<partition>, follower-in:<rack>[@<topic>/<partition>],"
-    " controller, controllers, brokers, minority[:<seed>], bridge[:<seed>], rack:<rack>,"
+    " coordinator:<txn|group>/<id>, controller, controllers, brokers, minority[:<seed>], bridge[:<seed>], rack:<rack>,"
     " clients:<rack>, all"
 )
 
@@ -85,6 +87,10 @@ class ClusterView(Protocol):
     def replicas(self, topic: str, partition: int) -> Sequence[int]: ...
 
     def active_controller(self) -> int | None: ...
+
+    def coordinator(self, key_type: str, key: str) -> int | None:
+        """The broker coordinating transactional id (``key_type`` "txn") or group ("group") ``key``."""
+        ...
 
 
 class _Selector:
@@ -218,6 +224,38 @@ class LeaderTarget(_Selector):
         if leader is None:
             raise FaultError(f"{self.topic}/{self.partition} has no leader right now")
         return frozenset({find_broker(topology, leader).name})
+
+
+@dataclass(frozen=True)
+class CoordinatorTarget(_Selector):
+    """The transaction coordinator of a transactional id, or the group coordinator of a group:
+    the leader of the ``__transaction_state`` / ``__consumer_offsets`` partition its id hashes to."""
+
+    key_type: Literal["txn", "group"]
+    key: str
+    kind: ClassVar[Literal[TargetKind.COORDINATOR]] = TargetKind.COORDINATOR
+
+    def __str__(self) -> str:
+        return f"coordinator:{self.key_type}/{self.key}"
+
+    @property
+    def is_dynamic(self) -> bool:
+        return True
+
+    @property
+    def single(self) -> bool:
+        return True
+
+    def _candidates(self, topology: Topology) -> frozenset[str]:
+        return frozenset(b.name for b in topology.brokers)
+
+    def _resolve_live(
+        self, topology: Topology, view: ClusterView | None, seed: int | None, default_partition: tuple[str, int] | None
+    ) -> frozenset[str]:
+        node = self._view(view).coordinator(self.key_type, self.key)
+        if node is None:
+            raise FaultError(f"no {self.key_type} coordinator of {self.key} right now")
+        return frozenset({find_broker(topology, node).name})
 
 
 @dataclass(frozen=True)
@@ -411,6 +449,7 @@ Target: TypeAlias = (
     | NodeTarget
     | LeaderTarget
     | FollowerInTarget
+    | CoordinatorTarget
     | ControllerTarget
     | ControllersTarget
     | BrokersTarget
@@ -466,6 +505,11 @@ def parse_target(text: str) -> Target:
         if not m:
             raise bad("expected leader:<topic>/<partition>")
         return LeaderTarget(m.group(1), int(m.group(2)))
+    if kind is TargetKind.COORDINATOR:
+        key_type, slash, key = arg.partition("/")
+        if key_type not in ("txn", "group") or not slash or not _RACK.fullmatch(key):
+            raise bad("expected coordinator:txn/<transactional id> or coordinator:group/<group id>")
+        return CoordinatorTarget("txn" if key_type == "txn" else "group", key)
     if kind is TargetKind.FOLLOWER_IN:
         rack, at, tp = arg.partition("@")
         if not _RACK.fullmatch(rack):
@@ -486,6 +530,7 @@ _EXAMPLES = {
     TargetKind.NODE: "node:controller-1",
     TargetKind.LEADER: "leader:topic/0",
     TargetKind.FOLLOWER_IN: "follower-in:rack-b",
+    TargetKind.COORDINATOR: "coordinator:txn/hw-producer-0",
     TargetKind.RACK: "rack:rack-b",
     TargetKind.CLIENTS: "clients:rack-b",
 }

@@ -182,6 +182,24 @@ class Observer:
             raise for_code(part.error_code)("DescribeQuorum")
         return int(part.leader_id)
 
+    def coordinator(self, key_type: str, key: str) -> int:
+        """The broker coordinating a transactional id (``key_type`` "txn") or a consumer group
+        ("group"), asked afresh (FindCoordinator v4+, Kafka 3.0+): the admin client's cached
+        answer would outlive a move of the coordinator after a fault."""
+        from kafka.protocol.metadata.find_coordinator import CoordinatorType, FindCoordinatorRequest
+
+        kind = {"txn": CoordinatorType.TRANSACTION, "group": CoordinatorType.GROUP}[key_type]
+        req = FindCoordinatorRequest(key_type=kind.value, coordinator_keys=[key], min_version=4)
+        manager = self.admin._manager
+
+        async def call() -> Any:
+            return await manager.send(req)
+
+        found = manager.run(call).coordinators[0]
+        if found.error_code != 0:
+            raise for_code(found.error_code)(f"FindCoordinator {key_type} {key}")
+        return int(found.node_id)
+
     def topic_partitions(self, topic: str) -> list[dict[str, Any]]:
         topics = self.admin.describe_topics([topic])
         if not topics or topics[0].get("error_code", 0) != 0:

@@ -35,7 +35,8 @@ def hold(seconds: float) -> None:
 class Step:
     after: float  # seconds of calm before the fault
     fault: str  # e.g. "kill --target leader:{topic}/0"; {topic} is the run's topic, {leader} and
-    # {follower} the leader of partition 0 and its lowest-id follower when the fault starts
+    # {follower} the leader of partition 0 and its lowest-id follower when the fault starts,
+    # {txn} producer-0's transactional id and {group} the consumers' group (RunSpec)
     duration: float  # seconds the fault stays before it is healed
 
     @property
@@ -72,7 +73,13 @@ def scripted(steps: Sequence[Step]) -> PlannedNemesis:
             hold(step.after)
             state = cluster.partition_state(spec.topic, 0, offsets=False)
             follower = min((r for r in state.replicas if r != state.leader), default=-1)
-            text = step.fault.format(topic=spec.topic, leader=state.leader, follower=follower)
+            text = step.fault.format(
+                topic=spec.topic,
+                leader=state.leader,
+                follower=follower,
+                txn=spec.transactional_id(0),
+                group=spec.group_id() or "",
+            )
             fault = injector.apply(parse_fault(text))
             hold(step.duration)
             injector.heal(fault)

@@ -43,6 +43,7 @@ from harness.toxiproxy import ByteCounters
 from harness.waiting import wait_until, wait_until_steady
 from harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
 from harness.workload.final_read import final_read
+from harness.workload.transactions import TransactionalProducerWorker, TransactionConfig
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,12 @@ class RunSpec:
     rate: float = 100.0  # per producer, sends/s
     value_size: int = 0  # bytes per value (0: just the unique id)
     consumer_mode: str = "assign"
+    # KIP-98: producers write transactions of ``txn_records`` sends, a seeded share aborted
+    transactional: bool = False
+    txn_records: int = 4
+    txn_abort_share: float = 0.25
+    isolation_level: str = "read_uncommitted"  # every consumer's, but the last ``read_uncommitted_consumers``
+    read_uncommitted_consumers: int = 0
     client: str = DEFAULT_CLIENT  # the client under test: one of harness.clients.client_names()
     duration: float = 20.0  # seconds of workload (faults run inside it)
     settle_timeout: float = 60.0  # after healing: consumers catch up, ISR refills
@@ -81,12 +88,42 @@ class RunSpec:
         settings = run_settings(cluster.spec.brokers, cluster.spec.broker_config, self.observe_interval)
         return {
             "acks": self.acks,
-            "idempotence": self.idempotence,
+            "idempotence": self.idempotence or self.transactional,
+            "transactional": self.transactional,
+            "isolation_level": self.isolation_level,
             "unclean_leader_election": self.unclean_leader_election,
             "min_insync_replicas": self.min_insync_replicas,
             "replication_factor": self.replication_factor,
             **header_entries(settings),
         }
+
+    def consumer_names(self, racks: int) -> list[str]:
+        return [f"consumer-{i}" for i in range(racks)]
+
+    def transactional_id(self, producer: int) -> str:
+        """Producer ``producer``'s transactional id: from the topic (a fault step can name its
+        coordinator, ``coordinator:txn/{txn}``). Reused by a later run on the same topic, it
+        only fences a producer that is gone."""
+        return f"{self.topic}-producer-{producer}"
+
+    def group_id(self) -> str | None:
+        """The consumers' group in subscribe mode (``coordinator:group/{group}``), else None."""
+        return f"{self.topic}-group" if self.consumer_mode == "subscribe" else None
+
+    def isolation_of(self, index: int, racks: int) -> str:
+        """Consumer ``index``'s isolation level: the last ``read_uncommitted_consumers`` read
+        uncommitted, the others ``isolation_level``."""
+        return "read_uncommitted" if index >= racks - self.read_uncommitted_consumers else self.isolation_level
+
+    def consumer_config(self, racks: int, group: str | None) -> dict[str, dict[str, str]]:
+        """The header's ``config.consumers``: each consumer's isolation level and group."""
+        out: dict[str, dict[str, str]] = {}
+        for i, name in enumerate(self.consumer_names(racks)):
+            own = {"isolation_level": self.isolation_of(i, racks)}
+            if group is not None:
+                own["group"] = group
+            out[name] = own
+        return out
 
 
 def run_settings(brokers: int, broker_config: Mapping[str, str], observe_interval_s: float) -> Settings:
@@ -153,10 +190,14 @@ def execute_run(
         "brokers": {str(b): cluster.rack_of(b) for b in cluster.broker_ids},
         "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)},
     }
-    header_config = spec.header_config(cluster)
+    group = spec.group_id()
+    header_config = {**spec.header_config(cluster), "consumers": spec.consumer_config(len(cluster.topo.racks), group)}
     # The inputs this run sets out to record: if one is missing (a crash before the final read),
     # the checks that need it say unknown, not not-applicable.
-    promised = [i.value for i in (Input.RACKS, Input.SENDS, Input.POLLS, Input.META, Input.FINAL_READS)]
+    inputs = [Input.RACKS, Input.SENDS, Input.POLLS, Input.META, Input.FINAL_READS]
+    inputs += [Input.TXNS] if spec.transactional else []
+    inputs += [Input.COMMITS] if group is not None else []
+    promised = [i.value for i in inputs]
     history = HistoryWriter(
         out / "history.jsonl",
         run_id=run_id,
@@ -194,19 +235,7 @@ def execute_run(
     )
     manifest.write(out / "run.json")
     # Producers have no rack (they always write to the leader); one consumer per broker rack.
-    producers = [
-        ProducerWorker(
-            f"producer-{i}",
-            cluster.bootstrap(),
-            history,
-            ProducerConfig(
-                spec.topic, spec.partitions, spec.acks, spec.idempotence, spec.rate, value_size=spec.value_size
-            ),
-            client=spec.client,
-            security=cluster.client_security,
-        )
-        for i in range(spec.producers)
-    ]
+    producers = [_producer(spec, i, cluster, history, seed) for i in range(spec.producers)]
     consumers = [
         ConsumerWorker(
             f"consumer-{i}",
@@ -217,7 +246,8 @@ def execute_run(
                 spec.partitions,
                 mode=spec.consumer_mode,
                 client_rack=rack,
-                group_id=f"hw-{run_id}" if spec.consumer_mode == "subscribe" else None,
+                group_id=group,
+                isolation_level=spec.isolation_of(i, len(cluster.topo.racks)),
             ),
             client=spec.client,
             security=cluster.client_security,
@@ -300,6 +330,29 @@ def execute_run(
     return RunResult(run_id, out, valid, verdicts, stats)
 
 
+def _producer(
+    spec: RunSpec, i: int, cluster: ClusterBackend, history: HistoryWriter, seed: int | None
+) -> ProducerWorker:
+    """Producer ``i``: plain, or transactional (``RunSpec.transactional_id``)."""
+    config = ProducerConfig(
+        spec.topic, spec.partitions, spec.acks, spec.idempotence, spec.rate, value_size=spec.value_size
+    )
+    name = f"producer-{i}"
+    if not spec.transactional:
+        return ProducerWorker(
+            name, cluster.bootstrap(), history, config, client=spec.client, security=cluster.client_security
+        )
+    txn = TransactionConfig(
+        transactional_id=spec.transactional_id(i),
+        records=spec.txn_records,
+        abort_share=spec.txn_abort_share,
+        seed=seed or 0,
+    )
+    return TransactionalProducerWorker(
+        name, cluster.bootstrap(), history, config, txn, client=spec.client, security=cluster.client_security
+    )
+
+
 class PhaseClock:
     """Seconds spent in each phase of a run, each phase ending where it is marked."""
 
@@ -323,6 +376,10 @@ def _client_bytes(cluster: ClusterBackend) -> dict[str, dict[int, ByteCounters]]
 
 #: Toxiproxy counts a connection's bytes a moment after it ends: counters this long unchanged are final
 CLIENT_BYTES_QUIET_S = 0.5
+
+#: a transactional run's consumers have read all they can once their counts stand still this
+#: long: several times their poll timeout and the brokers' fetch wait
+TXN_READS_QUIET_S = 3.0
 
 #: consumers still behind this long into settling get their threads' stacks written down
 STALL_DUMP_AFTER_S = 15.0
@@ -361,6 +418,16 @@ def _settle(
         wait_until(full, spec.settle_timeout, "every partition has its full ISR after healing")
         hws = [cluster.partition_state(spec.topic, p).hw or 0 for p in range(spec.partitions)]
         total = sum(hws)
+        if spec.transactional:
+            # markers and aborted records take offsets no read_committed consumer returns: the
+            # high watermarks overstate what there is to read, so wait until reading stops
+            wait_until_steady(
+                lambda: tuple(c.records_read for c in consumers),
+                TXN_READS_QUIET_S,
+                spec.settle_timeout,
+                "the consumers' reads of a transactional topic",
+            )
+            return
         if spec.consumer_mode == "subscribe":  # one group: each partition is read by one member
             done, what = (
                 (lambda: sum(c.records_read for c in consumers) >= total),

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from harness.errors import HighwaterError
 from harness.security import PLAINTEXT, ClientSecurity
@@ -156,6 +156,8 @@ class ProducerSettings:
     max_in_flight: int = 1
     max_block_ms: int = 5000  # how long a send may wait for metadata or buffer space
     security: ClientSecurity = PLAINTEXT  # TLS/SASL, as the cluster asks (harness.security)
+    transactional_id: str | None = None  # KIP-98: a transactional producer (idempotence implied)
+    transaction_timeout_ms: int = 10000  # the coordinator aborts a transaction open this long
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,7 @@ class ConsumerSettings:
     metadata_max_age_ms: int = 5000  # bounds how long a consumer may keep fetching from a stale replica
     fetch_max_wait_ms: int = 500  # how long a broker may hold a fetch with no data
     security: ClientSecurity = PLAINTEXT  # TLS/SASL, as the cluster asks (harness.security)
+    isolation_level: str = "read_uncommitted"  # or "read_committed" (KIP-98)
     # The checks' time bounds are derived from these defaults (RunSpec.header_config), so a
     # driver must apply every one of them, not its library's own defaults.
 
@@ -219,11 +222,33 @@ class ConsumerDriver(Protocol):
         detected and left to us. Raises on any other failure (the workload records ``info``)."""
         ...
 
-    def commit(self) -> None:
-        """Commit the positions of the records polled so far, synchronously (group only)."""
+    def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
+        """Commit synchronously for the group (group only): ``offsets`` (the next offset to read
+        per partition, Kafka's convention), or with none the positions of the records polled so
+        far. Raises when the commit failed or its outcome is unknown."""
         ...
 
     def close(self) -> None: ...
+
+
+class TransactionalProducerDriver(ProducerDriver, Protocol):
+    """A producer with ``ProducerSettings.transactional_id`` (KIP-98). Each call raises when it
+    did not succeed; the workload decides what a raise proves (``harness.workload.transactions``)."""
+
+    def init_transactions(self, timeout_s: float) -> None: ...
+
+    def begin_transaction(self) -> None: ...
+
+    def commit_transaction(self, timeout_s: float) -> None: ...
+
+    def abort_transaction(self, timeout_s: float) -> None: ...
+
+
+@runtime_checkable
+class TransactionalClient(Protocol):
+    """A client driver that can make transactional producers."""
+
+    def transactional_producer(self, settings: ProducerSettings) -> TransactionalProducerDriver: ...
 
 
 class ClientDriver(Protocol):

@@ -157,6 +157,8 @@ def producer_properties(settings: ProducerSettings, read: Callable[[str], str] =
         "linger.ms": str(int(settings.linger_ms)),
         "max.in.flight.requests.per.connection": str(int(settings.max_in_flight)),
         "max.block.ms": str(int(settings.max_block_ms)),
+        "transaction.timeout.ms": str(int(settings.transaction_timeout_ms)),
+        **({"transactional.id": settings.transactional_id} if settings.transactional_id else {}),
         **security_properties(settings.security, read),
     }
 
@@ -173,6 +175,7 @@ def consumer_properties(settings: ConsumerSettings, read: Callable[[str], str] =
         "request.timeout.ms": str(int(settings.request_timeout_ms)),
         "metadata.max.age.ms": str(int(settings.metadata_max_age_ms)),
         "fetch.max.wait.ms": str(int(settings.fetch_max_wait_ms)),
+        "isolation.level": settings.isolation_level,
         **security_properties(settings.security, read),
     }
     if settings.group_id:
@@ -637,9 +640,13 @@ class JavaConsumer:
         signal_ = truncation_of(reply)
         return signal_ if signal_ is not None else records_of(reply)
 
-    def commit(self) -> None:
+    def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
         # commitSync waits up to Java's default.api.timeout.ms (60 s)
-        self._call("commit", 60.0)
+        if offsets is None:
+            self._call("commit", 60.0)
+            return
+        listed = [{**self._tp(tp), "offset": int(o)} for tp, o in offsets.items()]
+        self._call("commit", 60.0, offsets=listed)
 
     def close(self) -> None:
         if self._closed:

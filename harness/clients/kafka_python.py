@@ -19,11 +19,11 @@ HW-4.)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import kafka
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata
 from kafka import TopicPartition as KTopicPartition
 from kafka import errors as kerr
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
@@ -68,16 +68,25 @@ class KafkaPythonDriver:
     def consumer(self, settings: ConsumerSettings, listener: ConsumerListener) -> KafkaPythonConsumer:
         return KafkaPythonConsumer(settings, listener)
 
+    def transactional_producer(self, settings: ProducerSettings) -> KafkaPythonTransactionalProducer:
+        return KafkaPythonTransactionalProducer(settings)
+
 
 class KafkaPythonProducer:
     def __init__(self, settings: ProducerSettings) -> None:
         self.settings = settings
         acks: str | int = settings.acks if str(settings.acks) == "all" else int(settings.acks)  # 0, 1 or "all"
+        txn: dict[str, Any] = {}
+        if settings.transactional_id:
+            txn = {
+                "transactional_id": settings.transactional_id,
+                "transaction_timeout_ms": settings.transaction_timeout_ms,
+            }
         self._producer = KafkaProducer(
             bootstrap_servers=list(settings.bootstrap),
             client_id=settings.client_id,
             acks=acks,
-            enable_idempotence=settings.idempotence,
+            enable_idempotence=settings.idempotence or bool(settings.transactional_id),
             retries=settings.retries,
             linger_ms=settings.linger_ms,
             request_timeout_ms=settings.request_timeout_ms,
@@ -85,6 +94,7 @@ class KafkaPythonProducer:
             max_in_flight_requests_per_connection=settings.max_in_flight,
             max_block_ms=settings.max_block_ms,
             **settings.security.as_kafka_python(),
+            **txn,
         )
 
     def send(self, topic: str, partition: int, value: str, on_outcome: Callable[[SendOutcome], None]) -> None:
@@ -102,6 +112,29 @@ class KafkaPythonProducer:
 
     def close(self, timeout_s: float) -> None:
         self._producer.close(timeout=timeout_s)
+
+
+class KafkaPythonTransactionalProducer(KafkaPythonProducer):
+    """kafka-python's transactions, with a deadline on commit and abort: its own
+    ``commit_transaction``/``abort_transaction`` wait without one, which would hang a worker
+    behind a partitioned coordinator; the same steps are taken here, waiting ``timeout_s``."""
+
+    def init_transactions(self, timeout_s: float) -> None:
+        self._producer.init_transactions()  # bounded by max_block_ms
+
+    def begin_transaction(self) -> None:
+        self._producer.begin_transaction()
+
+    def commit_transaction(self, timeout_s: float) -> None:
+        self._end(self._producer._transaction_manager.begin_commit(), timeout_s, "commit")
+
+    def abort_transaction(self, timeout_s: float) -> None:
+        self._end(self._producer._transaction_manager.begin_abort(), timeout_s, "abort")
+
+    def _end(self, result: Any, timeout_s: float, what: str) -> None:
+        self._producer._sender.wakeup()
+        if not result.wait(timeout_ms=timeout_s * 1000):  # raises the request's error
+            raise kerr.KafkaTimeoutError(f"transaction {what} not acknowledged within {timeout_s:.0f}s")
 
 
 def _ktp(tp: TopicPartition) -> KTopicPartition:
@@ -137,6 +170,7 @@ class KafkaPythonConsumer:
             request_timeout_ms=settings.request_timeout_ms,
             metadata_max_age_ms=settings.metadata_max_age_ms,
             fetch_max_wait_ms=settings.fetch_max_wait_ms,
+            isolation_level=settings.isolation_level,
             **settings.security.as_kafka_python(),
             **extra,
         )
@@ -235,8 +269,11 @@ class KafkaPythonConsumer:
                 self.sources.forget_below(tp, recs[-1].offset)
         return records
 
-    def commit(self) -> None:
-        self._consumer.commit()
+    def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
+        if offsets is None:
+            self._consumer.commit()
+            return
+        self._consumer.commit({_ktp(tp): OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()})
 
     def close(self) -> None:
         self._consumer.close()

@@ -57,7 +57,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -154,14 +154,23 @@ class ConfluentKafkaDriver:
     def consumer(self, settings: ConsumerSettings, listener: ConsumerListener) -> ConfluentConsumer:
         return ConfluentConsumer(self.ck, settings, listener)
 
+    def transactional_producer(self, settings: ProducerSettings) -> ConfluentTransactionalProducer:
+        return ConfluentTransactionalProducer(self.ck, settings)
+
 
 def producer_config(settings: ProducerSettings) -> dict[str, Any]:
     """librdkafka's configuration for ``settings``."""
+    txn: dict[str, Any] = {}
+    if settings.transactional_id:
+        txn = {
+            "transactional.id": settings.transactional_id,
+            "transaction.timeout.ms": int(settings.transaction_timeout_ms),
+        }
     return {
         "bootstrap.servers": ",".join(settings.bootstrap),
         "client.id": settings.client_id,
         "acks": "all" if str(settings.acks) == "all" else int(settings.acks),
-        "enable.idempotence": bool(settings.idempotence),
+        "enable.idempotence": bool(settings.idempotence or settings.transactional_id),
         "retries": int(settings.retries),
         "request.timeout.ms": int(settings.request_timeout_ms),
         "socket.timeout.ms": int(settings.request_timeout_ms),
@@ -169,6 +178,7 @@ def producer_config(settings: ProducerSettings) -> dict[str, Any]:
         "linger.ms": int(settings.linger_ms),
         "max.in.flight.requests.per.connection": int(settings.max_in_flight),
         **settings.security.as_librdkafka(),
+        **txn,
     }
 
 
@@ -224,6 +234,23 @@ class ConfluentProducer:
         finally:
             self._stop.set()
             self._poller.join(timeout=5)
+
+
+class ConfluentTransactionalProducer(ConfluentProducer):
+    """librdkafka's transactions; each call raises ``KafkaException`` when it did not succeed
+    (its ``KafkaError`` says whether the transaction must be aborted or the producer is fenced)."""
+
+    def init_transactions(self, timeout_s: float) -> None:
+        self._producer.init_transactions(timeout_s)
+
+    def begin_transaction(self) -> None:
+        self._producer.begin_transaction()
+
+    def commit_transaction(self, timeout_s: float) -> None:
+        self._producer.commit_transaction(timeout_s)
+
+    def abort_transaction(self, timeout_s: float) -> None:
+        self._producer.abort_transaction(timeout_s)
 
 
 # --- consumer -------------------------------------------------------------------------------
@@ -310,6 +337,7 @@ def consumer_config(settings: ConsumerSettings) -> dict[str, Any]:
         "socket.timeout.ms": int(settings.request_timeout_ms),
         "topic.metadata.refresh.interval.ms": int(settings.metadata_max_age_ms),
         "enable.partition.eof": False,
+        "isolation.level": settings.isolation_level,
         "debug": "fetch,topic",  # the lines LibrdkafkaLog reads
         **settings.security.as_librdkafka(),
     }
@@ -436,13 +464,16 @@ class ConfluentConsumer:
         tp = TopicPartition(msg.topic(), msg.partition())
         return TruncationSignal({tp: offset if offset >= 0 else None}, error_text(err))
 
-    def commit(self) -> None:
-        """Synchronous commit of the consumed positions; nothing to do without a group of the
-        workload's (the throwaway group of an ``assign`` is never committed)."""
+    def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
+        """Synchronous commit of ``offsets`` or of the consumed positions; nothing to do without
+        a group of the workload's (the throwaway group of an ``assign`` is never committed)."""
         if not self.settings.group_id:
             return
         try:
-            self._consumer.commit(asynchronous=False)
+            if offsets is None:
+                self._consumer.commit(asynchronous=False)
+            else:
+                self._consumer.commit(offsets=[self._ctp(tp, o) for tp, o in offsets.items()], asynchronous=False)
         except self.ck.KafkaException as exc:
             if exc.args and exc.args[0].code() == self.ck.KafkaError._NO_OFFSET:
                 return  # nothing consumed since the last commit

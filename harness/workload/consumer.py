@@ -9,7 +9,11 @@ Events (process = the worker's name):
   by the client itself or by this worker on a ``TruncationSignal``);
 - ``poll`` ok ``{"records":[{"topic","partition","offset","value","leader_epoch","replica"}]}``
   for every poll that returned records; ``poll`` fail ``{"divergent_offsets"}`` for a
-  truncation signal; ``poll`` info with the error for any other failed poll.
+  truncation signal; ``poll`` info with the error for any other failed poll;
+- ``commit`` (``subscribe`` mode): after every poll that returned records, the group's offsets
+  are committed synchronously, one event per partition ``{"group","topic","partition","offset"}``
+  with the next offset to read (the last returned + 1): ``ok``, or ``info`` with the error
+  (a commit that raised may still have been written; never counted as committed).
 
 The driver reports the records (with the serving replica where it knows it) and the position
 changes the client library makes on its own; this worker records them, counts what was read
@@ -19,12 +23,14 @@ and reacts to truncation signals, the same way for every client.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.clients import (
     DEFAULT_CLIENT,
     ClientDriver,
     ConsumerSettings,
+    PolledRecord,
     PositionChange,
     PositionReason,
     TopicPartition,
@@ -47,6 +53,7 @@ class ConsumerConfig:
     group_id: str | None = None  # subscribe mode
     poll_timeout_ms: int = 200
     max_poll_records: int = 500
+    isolation_level: str = "read_uncommitted"  # or "read_committed" (KIP-98)
 
 
 class ConsumerWorker(Worker):
@@ -70,9 +77,10 @@ class ConsumerWorker(Worker):
                 client_id=name,
                 client_rack=config.client_rack,
                 group_id=config.group_id if subscribe else None,
-                auto_commit=subscribe,
+                auto_commit=False,  # subscribe mode commits after each poll, recorded
                 auto_offset_reset="earliest",
                 max_poll_records=config.max_poll_records,
+                isolation_level=config.isolation_level,
                 security=security,
             ),
             self,
@@ -111,7 +119,30 @@ class ConsumerWorker(Worker):
         if polled:
             self.history.ok(self.name, "poll", {"records": [r.to_event_value() for r in polled]})
             self.records_read += len(polled)
+            if self.config.mode == "subscribe" and self.config.group_id:
+                self._commit(polled)
         return len(polled)
+
+    def _commit(self, polled: Sequence[PolledRecord]) -> None:
+        """Commit, for the group, the offset after the last record returned from each partition."""
+        nxt: dict[TopicPartition, int] = {}
+        for r in polled:
+            tp = TopicPartition(r.topic, r.partition)
+            nxt[tp] = max(nxt.get(tp, 0), r.offset + 1)
+        ops = [
+            {"group": self.config.group_id, "topic": tp.topic, "partition": tp.partition, "offset": o}
+            for tp, o in nxt.items()
+        ]
+        for op in ops:
+            self.history.invoke(self.name, "commit", op)
+        try:
+            self.consumer.commit(nxt)
+        except Exception as exc:  # noqa: BLE001 - recorded; unknown outcome, the consumer goes on
+            for op in ops:
+                self.history.info(self.name, "commit", op, error=exc)
+            return
+        for op in ops:
+            self.history.ok(self.name, "commit", op)
 
     def _on_truncation(self, signal: TruncationSignal) -> None:
         """KIP-320: the log was truncated below our position. Record the signal, then move to

@@ -16,7 +16,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from harness.clients import DEFAULT_CLIENT, ClientDriver, Outcome, ProducerSettings, SendOutcome, resolve_driver
+from harness.clients import (
+    DEFAULT_CLIENT,
+    ClientDriver,
+    Outcome,
+    ProducerDriver,
+    ProducerSettings,
+    SendOutcome,
+    resolve_driver,
+)
 from harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink, Worker
@@ -53,20 +61,23 @@ class ProducerWorker(Worker):
         self._acked = 0
         self._lock = threading.Lock()
         self.client = resolve_driver(client)
-        self._producer = self.client.producer(
-            ProducerSettings(
-                bootstrap=bootstrap,
-                client_id=name,
-                acks=config.acks,
-                idempotence=config.idempotence,
-                retries=config.retries,
-                request_timeout_ms=config.request_timeout_ms,
-                delivery_timeout_ms=config.delivery_timeout_ms,
-                # one request in flight keeps retries in order without idempotence
-                max_in_flight=1 if not config.idempotence else 5,
-                security=security,
-            )
+        self.settings = ProducerSettings(
+            bootstrap=bootstrap,
+            client_id=name,
+            acks=config.acks,
+            idempotence=config.idempotence,
+            retries=config.retries,
+            request_timeout_ms=config.request_timeout_ms,
+            delivery_timeout_ms=config.delivery_timeout_ms,
+            # one request in flight keeps retries in order without idempotence
+            max_in_flight=1 if not config.idempotence else 5,
+            security=security,
         )
+        self._producer: ProducerDriver | None = self._make_producer()
+
+    def _make_producer(self) -> ProducerDriver | None:
+        """The producer the run starts with (a transactional worker makes its own later)."""
+        return self.client.producer(self.settings)
 
     def stats(self) -> dict[str, int]:
         return {"sent": self._sent, "acked": self._acked}
@@ -88,14 +99,18 @@ class ProducerWorker(Worker):
             next_at += interval
             # Pacing the offered load, not waiting for a condition.
             self.stopping.wait(max(0.0, next_at - time.monotonic()))
-        self._producer.flush(self.config.delivery_timeout_ms / 1000 + 5)
+        if self._producer is not None:
+            self._producer.flush(self.config.delivery_timeout_ms / 1000 + 5)
 
-    def _send_one(self, partition: int, value: str) -> None:
+    def _send_one(self, partition: int, value: str, txn: str | None = None) -> None:
         topic = self.config.topic
         op: dict[str, Any] = {"topic": topic, "partition": partition, "key": None, "value": value}
+        if txn is not None:
+            op["txn"] = txn
         self.history.invoke(self.name, "send", op)
         self._sent += 1
         try:
+            assert self._producer is not None, "a send needs a producer"
             self._producer.send(topic, partition, value, lambda outcome: self._on_outcome(op, outcome))
         except Exception as exc:  # noqa: BLE001 - recorded; unknown outcome
             self.history.info(self.name, "send", op, error=exc)
@@ -111,6 +126,8 @@ class ProducerWorker(Worker):
             self.history.info(self.name, "send", op, error=outcome.error)
 
     def close(self) -> None:
+        if self._producer is None:
+            return
         try:
             self._producer.close(10)
         except Exception as exc:  # noqa: BLE001 - closing must not hide the run's outcome

@@ -165,8 +165,8 @@ class ScriptedConsumer:
             return answer()
         return answer
 
-    def commit(self) -> None:
-        self.calls.append(("commit",))
+    def commit(self, offsets: Any = None) -> None:
+        self.calls.append(("commit", offsets))
 
     def close(self) -> None:
         self.calls.append(("close",))
@@ -325,7 +325,8 @@ def test_group_consumer_asks_for_a_group_and_records_rebalances(tmp_path: Path) 
         worker.stopping.set()
         worker.run()
     settings = driver.settings[0]
-    assert (settings.group_id, settings.auto_commit) == ("g", True)
+    # the worker commits itself, after each poll, so that every commit is in the history
+    assert (settings.group_id, settings.auto_commit) == ("g", False)
     assert driver.consumers[0].calls == [("subscribe", ["t"])]
     assert _events(tmp_path / "h.jsonl") == [
         {
@@ -335,6 +336,35 @@ def test_group_consumer_asks_for_a_group_and_records_rebalances(tmp_path: Path) 
             "error": None,
             "value": {"topic": "t", "partition": 0, "offset": None, "reason": "rebalance"},
         }
+    ]
+
+
+def test_group_consumer_commits_after_each_poll_and_records_it(tmp_path: Path) -> None:
+    recs = [PolledRecord("t", 0, 4, "a", 0, 1), PolledRecord("t", 0, 5, "b", 0, 1), PolledRecord("t", 1, 9, "c", 0, 1)]
+    driver = ScriptedDriver(polls=[recs, RuntimeError("rebalancing"), [PolledRecord("t", 1, 10, "d", 0, 1)]])
+    with HistoryWriter(tmp_path / "h.jsonl") as history:
+        worker = ConsumerWorker(
+            "consumer-0",
+            ["127.0.0.1:1"],
+            history,
+            ConsumerConfig("t", 2, mode="subscribe", group_id="g"),
+            client=driver,
+        )
+        for _ in range(3):
+            worker.poll_once()
+    commits = [c for c in driver.consumers[0].calls if c[0] == "commit"]
+    assert commits == [
+        ("commit", {TopicPartition("t", 0): 6, TopicPartition("t", 1): 10}),
+        ("commit", {TopicPartition("t", 1): 11}),
+    ]
+    got = [(e["type"], e["value"]) for e in _events(tmp_path / "h.jsonl") if e["f"] == "commit"]
+    assert got == [
+        ("invoke", {"group": "g", "topic": "t", "partition": 0, "offset": 6}),
+        ("invoke", {"group": "g", "topic": "t", "partition": 1, "offset": 10}),
+        ("ok", {"group": "g", "topic": "t", "partition": 0, "offset": 6}),
+        ("ok", {"group": "g", "topic": "t", "partition": 1, "offset": 10}),
+        ("invoke", {"group": "g", "topic": "t", "partition": 1, "offset": 11}),
+        ("ok", {"group": "g", "topic": "t", "partition": 1, "offset": 11}),
     ]
 
 

@@ -109,6 +109,7 @@ class FakeView:
     leaders: dict[tuple[str, int], int] = field(default_factory=dict)
     replica_sets: dict[tuple[str, int], list[int]] = field(default_factory=dict)
     controller: int | None = 1
+    coordinators: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def leader(self, topic: str, partition: int) -> int | None:
         return self.leaders.get((topic, partition))
@@ -118,6 +119,22 @@ class FakeView:
 
     def active_controller(self) -> int | None:
         return self.controller
+
+    def coordinator(self, key_type: str, key: str) -> int | None:
+        return self.coordinators.get((key_type, key))
+
+
+def test_coordinator_targets_parse_render_and_resolve() -> None:
+    view = FakeView(coordinators={("txn", "t-producer-0"): 2, ("group", "g1"): 3})
+    for text, node in (("coordinator:txn/t-producer-0", "kafka-2"), ("coordinator:group/g1", "kafka-3")):
+        target = parse_target(text)
+        assert str(target) == text and target.is_dynamic and target.single
+        assert target.resolve(T, view) == {node}
+    with pytest.raises(FaultError, match="no txn coordinator"):
+        parse_target("coordinator:txn/unknown").resolve(T, view)
+    for bad in ("coordinator:txn", "coordinator:share/x", "coordinator:group/"):
+        with pytest.raises(FaultError, match="coordinator:txn/<transactional id>"):
+            parse_target(bad)
 
 
 def test_resolve_dynamic_targets() -> None:

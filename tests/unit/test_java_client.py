@@ -64,6 +64,7 @@ def test_producer_settings_map_one_to_one() -> None:
         "linger.ms": "2",
         "max.in.flight.requests.per.connection": "1",
         "max.block.ms": "5000",
+        "transaction.timeout.ms": "10000",
     }
     assert producer_properties(dataclasses.replace(s, acks=1, idempotence=True))["acks"] == "1"
     assert producer_properties(dataclasses.replace(s, acks="1"))["acks"] == "1"
@@ -93,6 +94,9 @@ def test_every_setting_reaches_the_properties(settings_type: type) -> None:
         "metadata_max_age_ms": 333,
         "fetch_max_wait_ms": 44,
         "security": ClientSecurity("SASL_PLAINTEXT", "PLAIN", "u", "p"),
+        "transactional_id": "t-1",
+        "transaction_timeout_ms": 5555,
+        "isolation_level": "read_committed",
     }
     for field in dataclasses.fields(settings_type):
         assert field.name in changed, f"a new setting {field.name}: map it and add it here"
@@ -113,6 +117,7 @@ def test_consumer_settings_map_one_to_one() -> None:
         "request.timeout.ms": "10000",
         "metadata.max.age.ms": "5000",
         "fetch.max.wait.ms": "500",
+        "isolation.level": "read_uncommitted",
     }
     # no group: no group.id, and Java refuses auto-commit without one
     plain = consumer_properties(ConsumerSettings(["b:9092"], "c-2", auto_commit=True))

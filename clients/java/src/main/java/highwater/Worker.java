@@ -342,7 +342,18 @@ public final class Worker {
           return poll(id, cmd.path("timeout_ms").asLong(200));
         case "commit":
           if (grouped) {
-            consumer.commitSync();
+            JsonNode listed = cmd.path("offsets");
+            if (listed.isArray()) {
+              Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+              for (JsonNode o : listed) {
+                offsets.put(
+                    new TopicPartition(o.path("topic").asText(), o.path("partition").asInt()),
+                    new OffsetAndMetadata(o.path("offset").asLong()));
+              }
+              consumer.commitSync(offsets);
+            } else {
+              consumer.commitSync();
+            }
           }
           return reply(id);
         case "close":
