@@ -147,8 +147,11 @@ def _describe(p: Probe) -> str:
     return f"{p.failed} of {p.runs} runs failed, {p.unknown} could not be judged"
 
 
-def report_lines(result: BisectResult, runs: int) -> list[str]:
-    """What ``highwater bisect`` prints at the end."""
+def report_lines(
+    result: BisectResult, runs: int, span: Sequence[str] | None = None, elapsed_s: float | None = None
+) -> list[str]:
+    """What ``highwater bisect`` prints at the end; with ``span`` (the versions searched) and
+    ``elapsed_s``, also what was probed and how long it took (the figures a write-up needs)."""
     lines = [
         f"first release with the bad verdict: {result.first_bad} (last good: {result.last_good})"
         if result.exact
@@ -159,4 +162,10 @@ def report_lines(result: BisectResult, runs: int) -> list[str]:
     need = runs_for(result.failure_rate, 0.95)
     if need is not None and result.confidence < 0.95 and need > runs:
         lines.append(f"for 95 % confidence, run again with --runs {need}")
+    if span is not None:
+        probed = [p.version for p in result.probes]
+        ordered = [v for v in span if v in probed]
+        total_runs = sum(p.runs for p in result.probes)
+        took = f" in {elapsed_s / 60:.1f} min" if elapsed_s is not None else ""
+        lines.append(f"probed {len(ordered)} of {len(span)} versions ({', '.join(ordered)}), {total_runs} runs{took}")
     return lines

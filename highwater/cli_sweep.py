@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness.backend import DEFAULT_BACKEND, get_backend
@@ -137,6 +138,33 @@ def client_versions(name: str) -> list[str]:
     raise BisectError(f"client {name!r} has one installable version here; bisect over Kafka releases instead")
 
 
+def oldest_driven(name: str) -> tuple[int, ...] | None:
+    """The oldest version of a client library its driver accepts (None: no limit known)."""
+    if name == "confluent-kafka":
+        from harness.clients.librdkafka import OLDEST as rdkafka_oldest
+
+        return rdkafka_oldest
+    if name == "java":
+        from harness.clients.java import OLDEST as java_oldest
+
+        return java_oldest
+    return None
+
+
+def check_driven(name: str, versions: Sequence[str]) -> None:
+    """Refuse, in one line and before any run, a bisect end the client's driver would refuse
+    (every run of it would be an error, judged unknown, and the end never what it was said to be)."""
+    oldest = oldest_driven(name)
+    if oldest is None:
+        return
+    for v in versions:
+        if parse_version(v) < oldest:
+            raise BisectError(
+                f"{name} {v} is older than its driver supports ({'.'.join(map(str, oldest))}): "
+                "choose --good and --bad from there on"
+            )
+
+
 def search_order(all_versions: list[str], good: str, bad: str) -> list[str]:
     """The versions from ``good`` to ``bad`` inclusive, in the direction of the search."""
     for v in (good, bad):
@@ -153,12 +181,20 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         raise BisectError("--runs must be at least 1")
     client = parse_client_spec(args.client)
     versions = client_versions(client.name) if args.over == "client" else published_versions()
+    if args.over == "client":
+        check_driven(client.name, [args.good, args.bad])
     order = search_order(versions, args.good, args.bad)
     campaign = f"bisect-{time.strftime('%Y%m%dT%H%M%S')}"
     base_seed = args.seed if args.seed is not None else 1
     _say(f"bisect {args.scenario} over {len(order)} {args.over} versions, {args.runs} runs each; campaign {campaign}")
 
     def judge(version: str) -> Probe:
+        t = time.monotonic()
+        probe = judge_runs(version)
+        _say(f"{version}: {probe.runs} runs in {(time.monotonic() - t) / 60:.1f} min")
+        return probe
+
+    def judge_runs(version: str) -> Probe:
         if args.over == "kafka":
             kafka = [version]
             try:
@@ -187,8 +223,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
             unknown += code not in (0, 1)
         return Probe(version, runs=args.runs, failed=failed, unknown=unknown)
 
+    started = time.monotonic()
     result = bisect(order, judge, _say)
-    for line in report_lines(result, args.runs):
+    for line in report_lines(result, args.runs, order, time.monotonic() - started):
         print(line)
     print(f"runs: {Path(args.results) / campaign}")
     return 0
