@@ -12,6 +12,18 @@ from harness.cluster import Cluster
 from harness.toxiproxy import ByteCounters
 from harness.waiting import wait_until_steady
 
+#: the checks a fault-free assign-mode run without transactions, commits or idempotent producers
+#: gives no input to (harness.checks: their verdict is not-applicable)
+NOT_APPLICABLE_WITHOUT_TXN_COMMITS_OR_IDEMPOTENCE = (
+    "aborted-read",
+    "open-txn-read",
+    "torn-transaction",
+    "nonmonotonic-send",
+    "commit-ahead",
+    "commit-regression",
+    "rebalance-skip",
+)
+
 
 def live_bootstrap(cluster: Cluster, rack: str | None = None) -> list[str]:
     """Bootstrap servers of brokers that are running, not paused: kafka-python 3.0.12 spends its
