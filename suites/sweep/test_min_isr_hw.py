@@ -36,7 +36,7 @@ STRICT_MIN_ISR_MARK = pytest.mark.xfail(
         "KAFKA-15583 (Kafka 3.7.0, deliberate): the HW does not advance while the ISR is below "
         "min.insync.replicas, so acks=1 records stay unreadable while the leader is alone in the ISR. "
         "Repro: highwater bisect suites/sweep/test_min_isr_hw.py::"
-        "test_acks1_records_readable_while_the_leader_is_alone_in_the_isr --good 3.5.2 --bad 3.8.1 --runs 2"
+        "test_acks1_records_readable_while_the_leader_is_alone_in_the_isr --good 3.6.0 --bad 3.7.2 --runs 2"
     ),
 )
 
