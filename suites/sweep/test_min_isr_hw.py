@@ -10,7 +10,7 @@ replication listener is cut for 22 s: both followers leave the ISR, the leader s
 end and consumers read the new records during the cut; from 3.7.0 on the HW stays where it was
 until a follower is back in the ISR, and every consumer stalls for the whole window. The test
 asserts the pre-3.7 promise (acks=1 records become readable while the leader is alone in the ISR:
-``progress``, with ``lost-write`` and ``poll-skip``), so it passed on 3.6.0 and 3.6.2 and fails from
+``progress``, with ``lost-write`` and ``poll-skip``), so it passed on 3.5.2-3.6.2 and fails from
 3.7.0 on (``highwater bisect`` located 3.7.0: docs/sweeps.md, "A bisect on a real difference"):
 a deliberate change, not a bug.
 """
