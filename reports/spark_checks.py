@@ -235,11 +235,26 @@ def committed_logs(ev: DataFrame, refinfo: DataFrame) -> DataFrame:
 
 def acked_sends(ev: DataFrame, refinfo: DataFrame) -> DataFrame:
     """Acknowledged sends with their judged flag (partition has a reference, not acked below
-    its log start) and the reference's hw."""
+    its log start) and the reference's hw. As in ``harness.checks.writes.lost_write``, a send
+    of a transaction is owed to the log exactly when its transaction has an ``ok`` commit
+    (then even an ``info`` send is): transaction ids live in ``value_json`` (not a hot key)."""
     info = F.broadcast(
         refinfo.select(*RUN_KEYS, F.col("log_start").alias("ref_log_start"), F.col("hw").alias("ref_hw"))
     )
-    acked = ev.filter((F.col("f") == "send") & (F.col("type") == "ok") & F.col("value").isNotNull()).select(
+    committed = F.broadcast(
+        ev.filter(
+            (F.col("f") == "txn") & (F.col("type") == "ok") & (F.get_json_object("value_json", "$.op") == "commit")
+        )
+        .select("run", F.get_json_object("value_json", "$.txn").alias("txn"), F.lit(True).alias("txn_committed"))
+        .distinct()
+    )
+    sends = ev.filter(
+        (F.col("f") == "send") & F.col("type").isin("ok", "info") & F.col("value").isNotNull()
+    ).withColumn("txn", F.get_json_object("value_json", "$.txn"))
+    owed = sends.join(committed, ["run", "txn"], "left").filter(
+        ((F.col("type") == "ok") & F.col("txn").isNull()) | F.coalesce(F.col("txn_committed"), F.lit(False))
+    )
+    acked = owed.select(
         "run", "topic", "partition", "offset", "value", F.xxhash64("value").alias("vh"), "index", "process"
     )
     below = F.coalesce((F.col("offset") >= 0) & (F.col("offset") < F.col("ref_log_start")), F.lit(False))

@@ -157,7 +157,8 @@ class ProducerSettings:
     max_block_ms: int = 5000  # how long a send may wait for metadata or buffer space
     security: ClientSecurity = PLAINTEXT  # TLS/SASL, as the cluster asks (harness.security)
     transactional_id: str | None = None  # KIP-98: a transactional producer (idempotence implied)
-    transaction_timeout_ms: int = 10000  # the coordinator aborts a transaction open this long
+    # the coordinator aborts a transaction open this long; librdkafka wants it >= delivery_timeout_ms
+    transaction_timeout_ms: int = 20000
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,8 @@ class TransactionConfig:
     abort_share: float = 0.25  # share of transactions aborted on purpose (seeded)
     seed: int = 0
     end_timeout_s: float = 10.0  # how long a commit or abort may take
-    transaction_timeout_ms: int = 10000  # the coordinator aborts a transaction left open this long
+    # the coordinator aborts a transaction left open this long (librdkafka: >= the delivery timeout)
+    transaction_timeout_ms: int = 20000
 
 
 class TransactionalProducerWorker(ProducerWorker):
@@ -74,12 +75,19 @@ class TransactionalProducerWorker(ProducerWorker):
         self._txn_producer: TransactionalProducerDriver | None = None
         self._rng = random.Random(txn.seed ^ zlib.crc32(name.encode()))
         self.committed = self.aborted = self.unknown = 0
+        self.open_failures = 0  # producers that could not be made or initialised
 
     def _make_producer(self) -> None:
         return None  # made (and re-made after a failure) in ``run``, where init may wait
 
     def stats(self) -> dict[str, int]:
-        return {**super().stats(), "committed": self.committed, "aborted": self.aborted, "unknown": self.unknown}
+        return {
+            **super().stats(),
+            "committed": self.committed,
+            "aborted": self.aborted,
+            "unknown": self.unknown,
+            "open_failures": self.open_failures,
+        }
 
     def _open(self) -> bool:
         assert isinstance(self.client, TransactionalClient)
@@ -87,11 +95,13 @@ class TransactionalProducerWorker(ProducerWorker):
             producer = self.client.transactional_producer(self.settings)
         except Exception as exc:  # noqa: BLE001 - e.g. no broker yet: logged, retried by run
             log.warning("%s: cannot make a transactional producer: %s", self.name, exc)
+            self.open_failures += 1
             return False
         try:
             producer.init_transactions(self.txn.end_timeout_s)
         except Exception as exc:  # noqa: BLE001 - coordinator unavailable (a fault): retried by run
             log.warning("%s: init_transactions failed: %s", self.name, exc)
+            self.open_failures += 1
             producer.close(5)
             return False
         self._txn_producer = producer

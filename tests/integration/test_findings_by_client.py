@@ -11,9 +11,20 @@ import time
 
 import pytest
 
-from harness.clients import ConsumerSettings, PositionChange, TopicPartition, client_names, get_driver
+from harness.clients import (
+    ConsumerSettings,
+    Outcome,
+    PositionChange,
+    ProducerSettings,
+    SendOutcome,
+    TopicPartition,
+    TransactionalClient,
+    client_names,
+    get_driver,
+)
 from harness.cluster import Cluster
 from harness.lifecycle import accepts_connection
+from harness.waiting import wait_until
 
 from .kafka_util import produce
 
@@ -90,3 +101,74 @@ def test_hw1_consumer_cut_off_from_its_preferred_replica_keeps_reading(cluster: 
         assert _consume(client, cluster, topic, 200, rack, timeout=20) == 200
     finally:
         cluster.set_links_enabled([link], True)
+
+
+#: client -> the finding it shows for HW-10 (absent: the client keeps the promise)
+HW10_BREAKS = {
+    "kafka-python": "HW-10: kafka-python commits a transaction one of whose records expired unsent "
+    "(a failed batch leaves the transaction manager in its ready state: Sender._dispatch_error makes no "
+    "transition for a retriable error whose retries or delivery timeout ran out)",
+}
+
+
+@pytest.mark.parametrize(
+    "client",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=f"FINDING {HW10_BREAKS[c]}"))
+        if c in HW10_BREAKS
+        else c
+        for c in client_names()
+        if isinstance(get_driver(c), TransactionalClient)
+    ],
+)
+def test_hw10_a_transaction_whose_send_failed_does_not_commit(cluster: Cluster, client: str) -> None:
+    """KIP-98 atomicity: a transaction is all or nothing, so when one of its records could not be
+    written (its partition leader unreachable from the producer until the delivery timeout), the
+    commit must fail (the application then aborts), never report a commit without that record.
+    Kafka's Java producer moves the transaction to an abortable error on any failed batch."""
+    topic, tid = f"hw10-{client}", f"hw10-{client}"
+    cluster.create_topic(topic, partitions=3, replication_factor=3)
+    settings = ProducerSettings(
+        bootstrap=cluster.bootstrap(),
+        client_id=tid,
+        request_timeout_ms=1500,
+        delivery_timeout_ms=4000,
+        transactional_id=tid,
+        transaction_timeout_ms=10000,
+    )
+    producer = get_driver(client).transactional_producer(settings)  # type: ignore[attr-defined]
+    try:
+        producer.init_transactions(20)
+        coordinator = cluster.observer().coordinator("txn", tid)
+        part, leader = next(
+            (p, s.leader)
+            for p in range(3)
+            if (s := cluster.partition_state(topic, p, offsets=False)).leader != coordinator
+        )
+
+        def send_one(value: str) -> SendOutcome:
+            got: list[SendOutcome] = []
+            producer.send(topic, part, value, got.append)
+            producer.flush(10)
+            return wait_until(lambda: got[0] if got else None, 15, f"the outcome of the send of {value}")
+
+        producer.begin_transaction()  # a committed transaction first: the partition is known
+        assert send_one("before").outcome is Outcome.OK
+        producer.commit_transaction(20)
+        links = [cluster.client_link(rack, leader) for rack in cluster.topo.client_racks]
+        cluster.set_links_enabled(links, False)
+        try:
+            producer.begin_transaction()
+            failed = send_one("unsent")
+            assert failed.outcome is not Outcome.OK, "the partition leader was unreachable"
+            committed = True
+            try:
+                producer.commit_transaction(20)
+            except Exception as exc:  # noqa: BLE001 - the expected answer: the commit is refused
+                committed = False
+                print(f"{client}: commit refused after the failed send: {exc}")
+            assert not committed, f"{client} committed a transaction whose record failed: {failed.error}"
+        finally:
+            cluster.set_links_enabled(links, True)
+    finally:
+        producer.close(5)

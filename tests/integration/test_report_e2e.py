@@ -83,11 +83,29 @@ def write_position_changes_run(root: Path) -> None:
     (d / "run.json").write_text(json.dumps({"suite": "chaos", "scenario": "position-changes"}))
 
 
+def write_transactions_run(root: Path) -> None:
+    """A transactional run (``tests/unit/test_txn_registry.history``): an aborted transaction's
+    acked write is not owed to the log, a committed one's write is owed even though its own send
+    ended ``info`` (and here it is missing: one lost write). Spark's lost-write must agree."""
+    from harness.checks import overall
+    from tests.unit.test_txn_registry import history
+
+    d = root / "nightly-3" / "transactions"
+    d.mkdir(parents=True)
+    hist = history(commit_lost=True).write(d / "history.jsonl")
+    verdicts = run_all_checks(hist)
+    (d / "verdict.json").write_text(
+        json.dumps({"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str)
+    )
+    (d / "run.json").write_text(json.dumps({"suite": "transactions", "scenario": "txn-lost"}))
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("results")
     write_results(root, [*demo_specs(), *RANDOM_SPECS])
     write_position_changes_run(root)
+    write_transactions_run(root)
     write_results(root, [CRASHED], with_verdict=False)
     hist = root / CRASHED.campaign / CRASHED.run_id / "history.jsonl"
     text = hist.read_bytes()
@@ -117,6 +135,9 @@ def test_exit_code_and_summary(report: dict[str, Any]) -> None:
     skip = moved["checks"]["poll-skip"]
     assert skip["counts"]["skips"] == 3 and skip["counts"]["skipped_offsets"] == 5
     assert skip["counts"]["steps_unjudged"] == 0  # the step after the wildcard change is not a jump
+    txn = runs["nightly-3/transactions"]["checks"]["lost-write"]
+    assert (txn["valid"], txn["counts"]["lost"], txn["counts"]["acknowledged"]) == (False, 1, 3)
+    assert "spark" in txn["source"]  # Spark owes the log only committed transactions' writes too
     crashed = runs["nightly-3/crashed"]
     assert crashed["valid"] is False  # Spark alone found the skip; the rest is unknown
     assert crashed["checks"]["poll-skip"]["source"] == "spark"

@@ -64,7 +64,7 @@ def test_producer_settings_map_one_to_one() -> None:
         "linger.ms": "2",
         "max.in.flight.requests.per.connection": "1",
         "max.block.ms": "5000",
-        "transaction.timeout.ms": "10000",
+        "transaction.timeout.ms": "20000",
     }
     assert producer_properties(dataclasses.replace(s, acks=1, idempotence=True))["acks"] == "1"
     assert producer_properties(dataclasses.replace(s, acks="1"))["acks"] == "1"
