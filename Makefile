@@ -5,6 +5,11 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?= --durations=25
 PROFILE ?= ci
+# What `make test` runs. The sweep's replication-rule scenarios (suites/sweep/test_replication_rules.py,
+# ~3 min) run in sweeps (`highwater sweep`, README: the recorded sweep), not here: with the
+# transactions suite, make test would pass the 30-minute CI budget. The sweep's KAFKA-15583
+# scenario stays (a strict xfail from 3.7.0 on: it must keep failing on the default Kafka).
+TEST_PATHS ?= tests suites/conformance suites/chaos suites/sweep/test_min_isr_hw.py
 
 .PHONY: install system-packages lint test unit suites campaign
 
@@ -51,7 +56,7 @@ lint: $(STAMP)
 
 # Lint, unit tests, integration tests on real clusters, and the conformance + chaos suites (ci profile).
 test: install lint
-	$(BIN)/pytest $(PYTEST_ARGS) tests suites --profile $(PROFILE) --results results/make-test
+	$(BIN)/pytest $(PYTEST_ARGS) $(TEST_PATHS) --profile $(PROFILE) --results results/make-test
 
 unit: $(STAMP)
 	$(BIN)/pytest -m "not integration" tests
