@@ -197,14 +197,9 @@ class NodeTarget(_Selector):
         return frozenset({find_node(topology, self.node).name})
 
 
-@dataclass(frozen=True)
-class LeaderTarget(_Selector):
-    topic: str
-    partition: int
-    kind: ClassVar[Literal[TargetKind.LEADER]] = TargetKind.LEADER
-
-    def __str__(self) -> str:
-        return f"leader:{self.topic}/{self.partition}"
+class _OneLiveBroker(_Selector):
+    """A selector naming one broker that only the live cluster can tell (a leader, a
+    coordinator): ``_ask`` asks the view for its id, ``_none`` says why there is none."""
 
     @property
     def is_dynamic(self) -> bool:
@@ -217,17 +212,39 @@ class LeaderTarget(_Selector):
     def _candidates(self, topology: Topology) -> frozenset[str]:
         return frozenset(b.name for b in topology.brokers)
 
+    def _ask(self, view: ClusterView) -> int | None:
+        raise NotImplementedError
+
+    def _none(self) -> str:
+        raise NotImplementedError
+
     def _resolve_live(
         self, topology: Topology, view: ClusterView | None, seed: int | None, default_partition: tuple[str, int] | None
     ) -> frozenset[str]:
-        leader = self._view(view).leader(self.topic, self.partition)
-        if leader is None:
-            raise FaultError(f"{self.topic}/{self.partition} has no leader right now")
-        return frozenset({find_broker(topology, leader).name})
+        node = self._ask(self._view(view))
+        if node is None:
+            raise FaultError(self._none())
+        return frozenset({find_broker(topology, node).name})
 
 
 @dataclass(frozen=True)
-class CoordinatorTarget(_Selector):
+class LeaderTarget(_OneLiveBroker):
+    topic: str
+    partition: int
+    kind: ClassVar[Literal[TargetKind.LEADER]] = TargetKind.LEADER
+
+    def __str__(self) -> str:
+        return f"leader:{self.topic}/{self.partition}"
+
+    def _ask(self, view: ClusterView) -> int | None:
+        return view.leader(self.topic, self.partition)
+
+    def _none(self) -> str:
+        return f"{self.topic}/{self.partition} has no leader right now"
+
+
+@dataclass(frozen=True)
+class CoordinatorTarget(_OneLiveBroker):
     """The transaction coordinator of a transactional id, or the group coordinator of a group:
     the leader of the ``__transaction_state`` / ``__consumer_offsets`` partition its id hashes to."""
 
@@ -238,24 +255,11 @@ class CoordinatorTarget(_Selector):
     def __str__(self) -> str:
         return f"coordinator:{self.key_type}/{self.key}"
 
-    @property
-    def is_dynamic(self) -> bool:
-        return True
+    def _ask(self, view: ClusterView) -> int | None:
+        return view.coordinator(self.key_type, self.key)
 
-    @property
-    def single(self) -> bool:
-        return True
-
-    def _candidates(self, topology: Topology) -> frozenset[str]:
-        return frozenset(b.name for b in topology.brokers)
-
-    def _resolve_live(
-        self, topology: Topology, view: ClusterView | None, seed: int | None, default_partition: tuple[str, int] | None
-    ) -> frozenset[str]:
-        node = self._view(view).coordinator(self.key_type, self.key)
-        if node is None:
-            raise FaultError(f"no {self.key_type} coordinator of {self.key} right now")
-        return frozenset({find_broker(topology, node).name})
+    def _none(self) -> str:
+        return f"no {self.key_type} coordinator of {self.key} right now"
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from harness.checks import (
 from harness.checks.verdict import Verdict, merge_valid, overall_valid
 from highwater.cli_check import main, run
 from tests.synth.histories import HistoryBuilder
+from tests.unit.test_checks import TXN_AND_GROUP
 
 T = "t"
 RACKS = {"brokers": {"1": "a", "2": "b", "3": "c"}, "clients": {"consumer-0": "a"}}
@@ -41,17 +42,7 @@ KINDS = {
     Input.COMMITS: {"commit"},
 }
 #: the checks a plain history (no racks, meta, transactions or group commits) cannot run
-PLAIN_SKIPPED = [
-    "hw-regression",
-    "follower-fetch",
-    "isr-stability",
-    "aborted-read",
-    "open-txn-read",
-    "torn-transaction",
-    "commit-ahead",
-    "commit-regression",
-    "rebalance-skip",
-]
+PLAIN_SKIPPED = [c for c in CHECKS if c in {"hw-regression", "follower-fetch", "isr-stability"} | TXN_AND_GROUP]
 
 
 def plain(n: int = 6, *, lost: bool = False) -> HistoryBuilder:
