@@ -118,7 +118,6 @@ HW10_BREAKS = {
         if c in HW10_BREAKS
         else c
         for c in client_names()
-        if isinstance(get_driver(c), TransactionalClient)
     ],
 )
 def test_hw10_a_transaction_whose_send_failed_does_not_commit(cluster: Cluster, client: str) -> None:
@@ -126,6 +125,9 @@ def test_hw10_a_transaction_whose_send_failed_does_not_commit(cluster: Cluster, 
     written (its partition leader unreachable from the producer until the delivery timeout), the
     commit must fail (the application then aborts), never report a commit without that record.
     Kafka's Java producer moves the transaction to an abortable error on any failed batch."""
+    driver = get_driver(client)  # not at collection: making the Java driver may build its worker
+    if not isinstance(driver, TransactionalClient):
+        pytest.skip(f"{client} has no transactional producer in highwater yet")
     topic, tid = f"hw10-{client}", f"hw10-{client}"
     cluster.create_topic(topic, partitions=3, replication_factor=3)
     settings = ProducerSettings(
@@ -136,7 +138,7 @@ def test_hw10_a_transaction_whose_send_failed_does_not_commit(cluster: Cluster, 
         transactional_id=tid,
         transaction_timeout_ms=10000,
     )
-    producer = get_driver(client).transactional_producer(settings)  # type: ignore[attr-defined]
+    producer = driver.transactional_producer(settings)
     try:
         producer.init_transactions(20)
         coordinator = cluster.observer().coordinator("txn", tid)
