@@ -399,6 +399,10 @@ class _Builder:
             self.p[k].append(x)
 
     def _meta(self, row: int, t: int, proc: int, v: Mapping[str, Any]) -> None:
+        # an observation is as old as its metadata read, not as its (possibly late) event
+        observed = v.get("observed_ns")
+        if type(observed) is int and 0 <= observed <= t:
+            t = observed
         isr = v.get("isr")
         self.meta.append(
             MetaObs(

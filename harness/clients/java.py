@@ -25,12 +25,14 @@ KIP-392's ``preferred-read-replica`` metric of the partition at poll time (-1, n
 replica, is the leader from the consumer's metadata). Position changes the library makes on its
 own are found by comparing positions around each poll: a group assignment (the rebalance
 listener: ``rebalance``, offset unknown), where a ``seek_to_beginning`` landed (``reset``), a
-move back below the position (``reset``: an out-of-range ``auto.offset.reset`` or a KIP-320
-seek to the divergence point; Java does not say which, and a reason naming truncation would
-excuse a landing above the divergence point in ``truncation-undetected``), a move forward with
-no records (``reset``). A forward reset that returns records in the same poll looks like a gap
-in the records (judged by the checks as a skip: visible, never hiding a loss).
-``LogTruncationException`` (``auto.offset.reset=none``) is a ``TruncationSignal``.
+move forward with no records (``reset``). A forward reset that returns records in the same poll
+looks like a gap in the records (judged by the checks as a skip: visible, never hiding a loss).
+The Java consumer runs with ``auto.offset.reset=none`` and the worker applies the policy asked
+for, because with a policy Java seeks to a KIP-320 divergence point silently, indistinguishable
+from an out-of-range reset: a ``LogTruncationException`` becomes a seek to the divergence point
+reported as ``truncation`` (what Java itself does with a policy), any other
+``InvalidOffsetException`` the policy reported as ``reset``; with ``auto.offset.reset=none``
+the ``LogTruncationException`` is a ``TruncationSignal``.
 """
 
 from __future__ import annotations

@@ -53,6 +53,10 @@ class HistoryWriter:
         self._file.write(line + "\n")
         self._file.flush()
 
+    def clock_ns(self) -> int:
+        """The history's clock now (what ``time_ns`` of an event recorded now would be)."""
+        return time.monotonic_ns() - self._start_ns
+
     def record(
         self,
         process: str,

@@ -33,12 +33,16 @@ class ObserverWorker(Worker):
     def run(self) -> None:
         while not self.stopping.is_set():
             for p in range(self.partitions):
+                # The metadata (leader, ISR) is read first, the offsets after it, and a frozen
+                # broker can hold those reads for a request timeout each: the event is written
+                # seconds later, so it says when the observation began (``observed_ns``).
+                began = self.history.clock_ns()
                 try:
                     state = self._observer.partition_state(self.topic, p)
                 except Exception as exc:  # noqa: BLE001 - an observation that failed is recorded as such
                     self.history.info(self.name, "meta", {"topic": self.topic, "partition": p}, error=exc)
                     continue
-                self.history.ok(self.name, "meta", state.to_event_value())
+                self.history.ok(self.name, "meta", {**state.to_event_value(), "observed_ns": began})
             self.stopping.wait(self.interval)  # the observation period
 
     def close(self) -> None:

@@ -650,3 +650,21 @@ def test_policy_lost_write_by_config() -> None:
     assert got.valid is True and got.allowed and "unclean" in got.notes[-1]
     never = Verdict("truncation-undetected", False)
     assert apply_policy([never], {"acks": "1", "unclean_leader_election": True})[0].valid is False
+
+
+def test_a_meta_observation_is_dated_by_when_it_began(tmp_path: Any) -> None:
+    """An observer held up by a frozen broker writes its event late: the ISR it reports is as
+    old as its Metadata read (``observed_ns``), on JSON Lines and Parquet alike."""
+    from harness.checks import load
+    from harness.history import to_parquet
+
+    b = builder()
+    b.advance(1000)
+    ev = b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
+    ev["value"]["observed_ns"] = ev["time_ns"] - 900 * 1_000_000  # began 0.9 s before it was written
+    late = b.meta(T, 0, leader=1, isr=[1, 2], hw=0)
+    late["value"]["observed_ns"] = late["time_ns"] + 5  # a clock it cannot have: ignored
+    src = b.write(tmp_path / "h.jsonl")
+    to_parquet(src, tmp_path / "h.parquet")
+    for h in (b.data(), load(src), load(tmp_path / "h.parquet")):
+        assert [m.time for m in h.meta] == [ev["value"]["observed_ns"], late["time_ns"]]

@@ -269,10 +269,20 @@ public final class Worker {
     /** The preferred-read-replica gauge at the end of the last poll, per partition. */
     private final Map<TopicPartition, Integer> lastPreferred = new HashMap<>();
     private boolean closed;
+    /**
+     * The auto.offset.reset asked for. The consumer itself runs with "none" and this worker
+     * applies the policy: with a policy, Java's consumer seeks to a KIP-320 divergence point on
+     * its own and silently, indistinguishable from an out-of-range reset; with "none" it says
+     * which (LogTruncationException or another InvalidOffsetException), so each move is
+     * reported for what it is, and the positions are the ones Java itself would choose.
+     */
+    private final String resetPolicy;
 
     Consumer(Properties props) {
       props.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
       props.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+      resetPolicy = props.getProperty("auto.offset.reset", "latest");
+      props.put("auto.offset.reset", "none");
       grouped = props.getProperty("group.id") != null;
       consumer = new KafkaConsumer<>(props);
     }
@@ -387,6 +397,23 @@ public final class Worker {
       try {
         records = consumer.poll(Duration.ofMillis(timeoutMs));
       } catch (LogTruncationException e) {
+        if (!resetPolicy.equals("none")) {
+          // what Java does with a reset policy (SubscriptionState.maybeCompleteValidation):
+          // seek to the divergence point, or apply the policy when none is known
+          for (Map.Entry<TopicPartition, OffsetAndMetadata> d : e.divergentOffsets().entrySet()) {
+            TopicPartition t = d.getKey();
+            if (d.getValue() == null) {
+              applyResetPolicy(t);
+            } else {
+              consumer.seek(t, d.getValue());
+              position(t.topic(), t.partition(), d.getValue().offset(), "truncation");
+              last.put(t, d.getValue().offset());
+            }
+          }
+          ObjectNode r = reply(id);
+          r.putArray("records");
+          return r;
+        }
         ObjectNode r = reply(id);
         ArrayNode divergent = r.putArray("truncation");
         for (Map.Entry<TopicPartition, OffsetAndMetadata> d : e.divergentOffsets().entrySet()) {
@@ -402,6 +429,16 @@ public final class Worker {
         }
         r.put("error", errorText(e));
         return r;
+      } catch (org.apache.kafka.clients.consumer.InvalidOffsetException e) {
+        if (resetPolicy.equals("none")) {
+          throw e;
+        }
+        for (TopicPartition t : e.partitions()) { // out of range, or no position: the policy
+          applyResetPolicy(t);
+        }
+        ObjectNode r = reply(id);
+        r.putArray("records");
+        return r;
       }
       ObjectNode r = reply(id);
       ArrayNode out = r.putArray("records");
@@ -415,9 +452,8 @@ public final class Worker {
           if (resetPending.remove(t) != null) {
             position(t.topic(), t.partition(), first, "reset");
           } else if (before != null && first < before) {
-            // the library moved back on its own: an out-of-range reset or a KIP-320 seek to the
-            // divergence point (Java does not say which). "reset", not "truncation": a reason
-            // naming truncation would excuse a landing above the divergence point
+            // moved back with no exception seen (cannot happen with "none"; kept honest): a
+            // reason naming truncation would excuse a landing above the divergence point
             position(t.topic(), t.partition(), first, "reset");
           }
           for (ConsumerRecord<byte[], byte[]> rec : recs) {
@@ -457,6 +493,17 @@ public final class Worker {
         }
       }
       return r;
+    }
+
+    /** auto.offset.reset for one partition; where it lands is reported as a reset (resetPending). */
+    private void applyResetPolicy(TopicPartition t) {
+      if (resetPolicy.equals("earliest")) {
+        consumer.seekToBeginning(List.of(t));
+      } else {
+        consumer.seekToEnd(List.of(t));
+      }
+      last.put(t, null);
+      resetPending.put(t, true);
     }
 
     /** The position if the consumer has a valid one, without waiting for a lookup. */
