@@ -21,7 +21,7 @@ from harness.cluster import check_spec
 from harness.config import ClusterSpec, parse_cpus
 from harness.errors import ClusterError
 from harness.paths import home
-from harness.procs import OwnerLock, signal_and_wait, spawn
+from harness.procs import OwnerLock, ProcessRegistry, signal_and_wait, spawn
 from harness.waiting import wait_until
 from highwater.console import progress
 
@@ -191,14 +191,19 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def print_state(state: dict) -> None:
-    cluster = json.loads((Path(state["cluster_dir"]) / "cluster.json").read_text())
+    cluster_dir = Path(state["cluster_dir"])
+    cluster = json.loads((cluster_dir / "cluster.json").read_text())
+    # cluster.json holds the pids of the first start; a node restarted since (a kill healed by
+    # ``highwater fault``) has its new pid in the process registry
+    live = {r.name: r.pid for r in ProcessRegistry(cluster_dir / "processes.json").load() if r.still_ours()}
     print(
         f"cluster {state['name']}: Kafka {cluster['kafka_version']}, supervisor pid {state['pid']}, "
         f"backend {state.get('backend', DEFAULT_BACKEND)}"
     )
     for name, node in cluster["nodes"].items():
         where = f" container={node['container']}" if "container" in node else ""
-        print(f"  {name}: node.id={node['node_id']} rack={node['rack']} role={node['role']} pid={node['pid']}{where}")
+        pid = live.get(name, node["pid"])
+        print(f"  {name}: node.id={node['node_id']} rack={node['rack']} role={node['role']} pid={pid}{where}")
     print("bootstrap servers per client rack (use client_rack=<rack>):")
     for rack, servers in cluster["bootstrap"].items():
         print(f"  {rack}: {','.join(servers)}")
