@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from harness.checks.data import HistoryData
-from harness.checks.txn import isolation_of
+from harness.checks.txn import idempotent, isolation_of
 from harness.checks.verdict import NOT_APPLICABLE, Verdict
 from harness.history.format import value_text
 
@@ -55,7 +55,7 @@ def when_idempotent(fn: EventCheck) -> Callable[[HistoryData], Verdict]:
     inner = on_events(fn)
 
     def check(h: HistoryData) -> Verdict:
-        if not (h.config.get("idempotence") or h.config.get("enable_idempotence")):
+        if not idempotent(h.config):
             name = fn.__name__.replace("_", "-")
             return Verdict(name, NOT_APPLICABLE, notes=["not applicable: producers were not idempotent"])
         return inner(h)

@@ -158,6 +158,11 @@ def open_txn_read(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]
     return Verdict("open-txn-read", count == 0, {"txn-reads": judged, "open-txn-reads": count}, bad)
 
 
+def idempotent(config: Mapping[str, Any]) -> bool:
+    """Whether the header's config says the producers were idempotent."""
+    return bool(config.get("idempotence") or config.get("enable_idempotence"))
+
+
 def nonmonotonic_send(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
     """nonmonotonic-send: with idempotence on, one producer's acknowledged offsets on one
     partition go backwards in the order the sends were invoked.
@@ -170,7 +175,7 @@ def nonmonotonic_send(header: Mapping[str, Any], events: Sequence[Mapping[str, A
     off (``config.idempotence`` / ``config.enable_idempotence``) or there are no acked sends.
     """
     config = header.get("config") or {}
-    if not (config.get("idempotence") or config.get("enable_idempotence")):
+    if not idempotent(config):
         return Verdict("nonmonotonic-send", NOT_APPLICABLE)
     order: dict[tuple[str, str], int] = {}  # (process, value text) -> invoke rank
     acks: list[tuple[int, str, str, int, str, int]] = []

@@ -14,13 +14,13 @@ poll, each commit recorded). Checks: ``aborted-read``, ``open-txn-read``, ``torn
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from harness.checks.verdict import Verdict
 from harness.clients import TransactionalClient, get_driver
+from harness.history import read_history
 from highwater.nemesis import Step
 from highwater.runner import RunResult
 from suites.scenario import LEADER_FAULT_SECONDS, RUN_OPTIONS, Plan, check_verdicts, describe, run_plan
@@ -67,15 +67,12 @@ def hw10_writes(history: Path) -> tuple[set[str], set[str]]:
     batch (``Expiring ... record(s)``) inside a transaction whose commit is ``ok``."""
     committed: set[str] = set()
     expired: dict[str, str] = {}
-    with history.open(encoding="utf-8") as fh:
-        next(fh)  # the header
-        for line in fh:
-            ev = json.loads(line)
-            v = ev.get("value") or {}
-            if ev["f"] == "txn" and ev["type"] == "ok" and v.get("op") == "commit":
-                committed.add(v["txn"])
-            elif ev["f"] == "send" and ev["type"] == "info" and v.get("txn") and "Expiring" in str(ev.get("error")):
-                expired[str(v["value"])] = v["txn"]
+    for ev in read_history(history):
+        v = ev.get("value") or {}
+        if ev["f"] == "txn" and ev["type"] == "ok" and v.get("op") == "commit":
+            committed.add(v["txn"])
+        elif ev["f"] == "send" and ev["type"] == "info" and v.get("txn") and "Expiring" in str(ev.get("error")):
+            expired[str(v["value"])] = v["txn"]
     values = {val for val, txn in expired.items() if txn in committed}
     return values, {expired[val] for val in values}
 
