@@ -8,6 +8,7 @@ its finding; a client that keeps it passes."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -39,6 +40,14 @@ HW1_BREAKS = {
     # fails, so the fault lies with the broker, whose leader keeps naming the unreachable follower
     "java": "HW-1 (shared, so the broker's): the Java client reads nothing either",
 }
+
+
+def every_client(breaks: dict[str, str]) -> list[Any]:
+    """Every client as a test parameter; those in ``breaks`` a strict xfail naming their finding."""
+    return [
+        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=f"FINDING {breaks[c]}")) if c in breaks else c
+        for c in client_names()
+    ]
 
 
 class _Quiet:
@@ -73,15 +82,7 @@ def _consume(client: str, cluster: Cluster, topic: str, count: int, rack: str, t
         consumer.close()
 
 
-@pytest.mark.parametrize(
-    "client",
-    [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=f"FINDING {HW1_BREAKS[c]}"))
-        if c in HW1_BREAKS
-        else c
-        for c in client_names()
-    ],
-)
+@pytest.mark.parametrize("client", every_client(HW1_BREAKS))
 def test_hw1_consumer_cut_off_from_its_preferred_replica_keeps_reading(cluster: Cluster, client: str) -> None:
     """KIP-392 liveness: a consumer whose rack's in-sync follower is unreachable (only that
     client link is cut) still reads everything within 20 s: the leader keeps naming the follower
@@ -111,15 +112,7 @@ HW10_BREAKS = {
 }
 
 
-@pytest.mark.parametrize(
-    "client",
-    [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=f"FINDING {HW10_BREAKS[c]}"))
-        if c in HW10_BREAKS
-        else c
-        for c in client_names()
-    ],
-)
+@pytest.mark.parametrize("client", every_client(HW10_BREAKS))
 def test_hw10_a_transaction_whose_send_failed_does_not_commit(cluster: Cluster, client: str) -> None:
     """KIP-98 atomicity: a transaction is all or nothing, so when one of its records could not be
     written (its partition leader unreachable from the producer until the delivery timeout), the
