@@ -36,7 +36,8 @@ class Step:
     after: float  # seconds of calm before the fault
     fault: str  # e.g. "kill --target leader:{topic}/0"; {topic} is the run's topic, {leader} and
     # {follower} the leader of partition 0 and its lowest-id follower when the fault starts,
-    # {txn} producer-0's transactional id and {group} the consumers' group (RunSpec)
+    # {txn} producer-0's transactional id and {group} the consumers' group, {copier_txn}
+    # copier-0's transactional id and {copy_group} the copiers' group (RunSpec)
     duration: float  # seconds the fault stays before it is healed
 
     @property
@@ -79,6 +80,8 @@ def scripted(steps: Sequence[Step]) -> PlannedNemesis:
                 follower=follower,
                 txn=spec.transactional_id(0),
                 group=spec.group_id() or "",
+                copier_txn=spec.copier_transactional_id(0),
+                copy_group=spec.copy_group(),
             )
             fault = injector.apply(parse_fault(text))
             hold(step.duration)

@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from harness.manifest import ClusterShape, NemesisRecord, Racks, RunManifest, Ru
 from harness.toxiproxy import ByteCounters
 from harness.waiting import wait_until, wait_until_steady
 from harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
+from harness.workload.copy import CopyConfig, CopyWorker
 from harness.workload.final_read import final_read
 from harness.workload.transactions import TransactionalProducerWorker, TransactionConfig
 
@@ -71,6 +72,10 @@ class RunSpec:
     txn_abort_share: float = 0.25
     isolation_level: str = "read_uncommitted"  # every consumer's, but the last ``read_uncommitted_consumers``
     read_uncommitted_consumers: int = 0
+    # an exactly-once copy (harness.workload.copy): this many copiers read the topic in one group
+    # (read_committed) and write ``copy_topic()`` in transactions with the offsets inside; a
+    # read_committed ``copy-reader`` reads the copy. ``txn_abort_share`` of copies abort.
+    copiers: int = 0
     client: str = DEFAULT_CLIENT  # the client under test: one of harness.clients.client_names()
     duration: float = 20.0  # seconds of workload (faults run inside it)
     settle_timeout: float = 60.0  # after healing: consumers catch up, ISR refills
@@ -110,6 +115,26 @@ class RunSpec:
         """The consumers' group in subscribe mode (``coordinator:group/{group}``), else None."""
         return f"{self.topic}-group" if self.consumer_mode == "subscribe" else None
 
+    def copy_topic(self) -> str | None:
+        """The exactly-once copy's sink topic, None without copiers."""
+        return f"{self.topic}-copy" if self.copiers else None
+
+    def copy_group(self) -> str:
+        """The copiers' group (``coordinator:group/{copy_group}``)."""
+        return f"{self.topic}-copy-group"
+
+    def copier_names(self) -> list[str]:
+        return [f"copier-{i}" for i in range(self.copiers)]
+
+    def copier_transactional_id(self, copier: int) -> str:
+        """Copier ``copier``'s transactional id (``coordinator:txn/{copier_txn}``)."""
+        return f"{self.topic}-copier-{copier}"
+
+    def copy_config(self) -> dict[str, str]:
+        """The header's ``config.copy``: what ``copy-exactly-once`` judges (empty: no copy)."""
+        sink = self.copy_topic()
+        return {} if sink is None else {"source": self.topic, "sink": sink, "group": self.copy_group()}
+
     def isolation_of(self, index: int, racks: int) -> str:
         """Consumer ``index``'s isolation level: the last ``read_uncommitted_consumers`` read
         uncommitted, the others ``isolation_level``."""
@@ -123,6 +148,10 @@ class RunSpec:
             if group is not None:
                 own["group"] = group
             out[name] = own
+        for name in self.copier_names():
+            out[name] = {"isolation_level": "read_committed", "group": self.copy_group()}
+        if self.copiers:
+            out[COPY_READER] = {"isolation_level": "read_committed"}
         return out
 
 
@@ -186,17 +215,23 @@ def execute_run(
         "unclean.leader.election.enable": str(spec.unclean_leader_election).lower(),
     }
     cluster.create_topic(spec.topic, spec.partitions, spec.replication_factor, topic_config)
+    sink = spec.copy_topic()
+    if sink is not None:
+        sink = cluster.topic_name(sink)
+        cluster.create_topic(sink, spec.partitions, spec.replication_factor, topic_config)
     racks = {
         "brokers": {str(b): cluster.rack_of(b) for b in cluster.broker_ids},
         "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)},
     }
     group = spec.group_id()
     header_config = {**spec.header_config(cluster), "consumers": spec.consumer_config(len(cluster.topo.racks), group)}
+    if sink is not None:
+        header_config["copy"] = {**spec.copy_config(), "sink": sink}
     # The inputs this run sets out to record: if one is missing (a crash before the final read),
     # the checks that need it say unknown, not not-applicable.
     inputs = [Input.RACKS, Input.SENDS, Input.POLLS, Input.META, Input.FINAL_READS]
-    inputs += [Input.TXNS] if spec.transactional else []
-    inputs += [Input.COMMITS] if group is not None else []
+    inputs += [Input.TXNS] if spec.transactional or spec.copiers else []
+    inputs += [Input.COMMITS] if group is not None or spec.copiers else []
     promised = [i.value for i in inputs]
     history = HistoryWriter(
         out / "history.jsonl",
@@ -236,7 +271,7 @@ def execute_run(
     manifest.write(out / "run.json")
     # Producers have no rack (they always write to the leader); one consumer per broker rack.
     producers = [_producer(spec, i, cluster, history, seed) for i in range(spec.producers)]
-    consumers = [
+    consumers: list[ConsumerWorker | CopyWorker] = [
         ConsumerWorker(
             f"consumer-{i}",
             cluster.bootstrap(rack),
@@ -254,6 +289,8 @@ def execute_run(
         )
         for i, rack in enumerate(cluster.topo.racks)
     ]
+    if sink is not None:
+        consumers += _copy_workers(spec, sink, cluster, history, seed)
     observer = ObserverWorker(
         cluster.bootstrap(),
         history,
@@ -299,11 +336,12 @@ def execute_run(
             )
             if crashed is None:
                 progress(f"{run_id}: final read")
-                final_read(cluster.bootstrap(), history, spec.topic, spec.partitions, cluster.client_security)
+                for topic in [spec.topic] if sink is None else [spec.topic, sink]:
+                    final_read(cluster.bootstrap(), history, topic, spec.partitions, cluster.client_security)
                 phases.mark("final_read")
             history.close()
     run_stats = RunStats(
-        producers={p.name: p.stats() for p in producers},
+        producers={p.name: p.stats() for p in [*producers, *(c for c in consumers if isinstance(c, CopyWorker))]},
         consumers={c.name: c.records_read for c in consumers},
         worker_errors={w.name: repr(w.error) for w in [*producers, *consumers, observer] if w.error},
     )
@@ -353,6 +391,28 @@ def _producer(
     )
 
 
+#: the process reading an exactly-once copy's sink topic (read_committed, assign mode)
+COPY_READER = "copy-reader"
+
+
+def _copy_workers(
+    spec: RunSpec, sink: str, cluster: ClusterBackend, history: HistoryWriter, seed: int | None
+) -> list[ConsumerWorker | CopyWorker]:
+    """The exactly-once copy: ``spec.copiers`` copiers of one group, and the copy's reader."""
+    copy = CopyConfig(spec.topic, sink, spec.partitions, spec.copy_group())
+    workers: list[ConsumerWorker | CopyWorker] = []
+    for i, name in enumerate(spec.copier_names()):
+        txn = TransactionConfig(
+            transactional_id=spec.copier_transactional_id(i), abort_share=spec.txn_abort_share, seed=seed or 0
+        )
+        workers.append(CopyWorker(name, cluster.bootstrap(), history, copy, txn, spec.client, cluster.client_security))
+    reader = ConsumerConfig(sink, spec.partitions, isolation_level="read_committed")
+    workers.append(
+        ConsumerWorker(COPY_READER, cluster.bootstrap(), history, reader, spec.client, cluster.client_security)
+    )
+    return workers
+
+
 class PhaseClock:
     """Seconds spent in each phase of a run, each phase ending where it is marked."""
 
@@ -398,7 +458,7 @@ def dump_thread_stacks(path: Path, why: str) -> None:
 def _settle(
     cluster: ClusterBackend,
     spec: RunSpec,
-    consumers: list[ConsumerWorker],
+    consumers: Sequence[ConsumerWorker | CopyWorker],
     producers: list[ProducerWorker],
     progress: Callable[[str], None],
     stacks_path: Path | None = None,
@@ -418,7 +478,7 @@ def _settle(
         wait_until(full, spec.settle_timeout, "every partition has its full ISR after healing")
         hws = [cluster.partition_state(spec.topic, p).hw or 0 for p in range(spec.partitions)]
         total = sum(hws)
-        if spec.transactional:
+        if spec.transactional or spec.copiers:
             # markers and aborted records take offsets no read_committed consumer returns: the
             # high watermarks overstate what there is to read, so wait until reading stops
             wait_until_steady(

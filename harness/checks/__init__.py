@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from harness.checks.copy import copy_exactly_once
 from harness.checks.data import HistoryData, from_events, load
 from harness.checks.groups import commit_ahead, commit_regression, rebalance_skip
 from harness.checks.liveness import follower_fetch, isr_stability, progress
@@ -60,6 +61,7 @@ CHECKS: dict[str, Check] = {
     "commit-ahead": on_events(commit_ahead),
     "commit-regression": on_events(commit_regression),
     "rebalance-skip": on_events(rebalance_skip),
+    "copy-exactly-once": on_events(copy_exactly_once),
 }
 
 #: what a check needs: every group must be carried, a group by any one of its inputs
@@ -71,7 +73,7 @@ def _needs(*groups: Input | frozenset[Input]) -> Needs:
 
 
 _R, _S, _P, _F, _M = Input.RACKS, Input.SENDS, Input.POLLS, Input.FINAL_READS, Input.META
-_T, _C = Input.TXNS, Input.COMMITS
+_T, _C, _X = Input.TXNS, Input.COMMITS, Input.COPY
 
 #: the inputs each check needs (README's check table, column "needs")
 NEEDS: dict[str, Needs] = {
@@ -95,6 +97,7 @@ NEEDS: dict[str, Needs] = {
     "commit-ahead": _needs(_C, _P),
     "commit-regression": _needs(_C),
     "rebalance-skip": _needs(_C, _P),
+    "copy-exactly-once": _needs(_X, _C, _F),
 }
 assert NEEDS.keys() == CHECKS.keys(), "every check declares its inputs"
 
@@ -134,6 +137,7 @@ def present_inputs(h: HistoryData) -> frozenset[Input]:
         Input.FAULTS: len(h.faults) > 0,
         Input.TXNS: len(h.txn_rows) > 0,
         Input.COMMITS: len(h.commit_rows) > 0,
+        Input.COPY: bool(h.config.get("copy")),
     }
     return frozenset(i for i, yes in has.items() if yes) | promised_inputs(h.header)
 

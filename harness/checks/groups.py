@@ -1,6 +1,7 @@
-"""Consumer-group checks over raw ``highwater.history/1`` events (issue 17; work in progress).
-
-Only ``commit_regression``, ``rebalance_skip`` and ``commit_ahead`` are here so far; it is not yet registered in ``harness.checks``.
+"""Consumer-group checks over raw ``highwater.history/1`` events: ``commit-ahead``,
+``commit-regression`` and ``rebalance-skip`` (registered in ``harness.checks``), and
+``settled_commits``, which gives offsets committed inside a transaction (an exactly-once copy)
+the outcome of their transaction.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
+from harness.history.format import value_text
 
 
 def group_of(config: Mapping[str, Any], process: str) -> str | None:
@@ -17,6 +19,39 @@ def group_of(config: Mapping[str, Any], process: str) -> str | None:
     own = (config.get("consumers") or {}).get(process) or {}
     g = own.get("group")
     return g if isinstance(g, str) else None
+
+
+def settled_commits(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``events`` with every ``commit`` sent inside a transaction (``txn`` in its value) settled
+    by that transaction: Kafka commits such offsets with the transaction, so an ``ok`` commit
+    counts as committed only if its transaction's commit is ``ok``, and then at that commit's
+    ``time_ns``. It becomes ``fail`` when the transaction aborted (an ``ok`` abort, or a commit
+    that failed) and ``info`` when its end is unknown: unknown is never counted as committed.
+    Other events are passed through unchanged."""
+    ended: dict[str, tuple[str, int]] = {}  # txn -> ("ok" | "fail", time of the end)
+    for ev in events:
+        v = ev.get("value") or {}
+        if ev.get("f") != "txn" or not isinstance(v.get("txn"), str):
+            continue
+        op, typ = v.get("op"), ev.get("type")
+        if op == "commit" and typ == "ok":
+            ended[v["txn"]] = ("ok", int(ev.get("time_ns", 0)))
+        elif (op == "abort" and typ == "ok") or (op == "commit" and typ == "fail"):
+            ended.setdefault(v["txn"], ("fail", int(ev.get("time_ns", 0))))
+    out: list[Mapping[str, Any]] = []
+    for ev in events:
+        txn = (ev.get("value") or {}).get("txn") if ev.get("f") == "commit" else None
+        if not isinstance(txn, str) or ev.get("type") != "ok":
+            out.append(ev)
+            continue
+        end = ended.get(txn)
+        if end is None:
+            out.append({**ev, "type": "info"})
+        elif end[0] == "ok":
+            out.append({**ev, "time_ns": end[1]})
+        else:
+            out.append({**ev, "type": "fail"})
+    return out
 
 
 def commit_regression(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
@@ -32,6 +67,7 @@ def commit_regression(header: Mapping[str, Any], events: Sequence[Mapping[str, A
     topic, partition, offset, previous (the highest earlier committed offset), process.
     Not applicable when there is no ok commit.
     """
+    events = settled_commits(events)
     config = header.get("config") or {}
     members: dict[str, set[str]] = {}
     for ev in events:
@@ -80,18 +116,25 @@ def commit_regression(header: Mapping[str, Any], events: Sequence[Mapping[str, A
     return Verdict("commit-regression", count == 0, {"commits": commits, "regressions": count}, bad)
 
 
-def _final_offsets(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], list[int]]:
-    """Per partition, the committed offsets of the most complete final read (sorted)."""
-    best: dict[tuple[str, int], list[int]] = {}
+def final_logs(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], dict[int, str | None]]:
+    """Per partition, the committed records of the most complete final read (the replica with
+    the most records below its high watermark): offset -> value text."""
+    best: dict[tuple[str, int], dict[int, str | None]] = {}
     for ev in events:
         v = ev.get("value") or {}
         if ev.get("f") != "final-read" or ev.get("type") != "ok":
             continue
         tp = (str(v.get("topic")), int(v.get("partition") or 0))
-        offs = sorted(int(r[0]) for r in v.get("records") or [] if int(r[0]) < int(v.get("hw") or 0))
-        if len(offs) >= len(best.get(tp, [])):
-            best[tp] = offs
+        hw = int(v.get("hw") or 0)
+        log = {int(r[0]): value_text(r[1])[0] for r in v.get("records") or [] if int(r[0]) < hw}
+        if len(log) >= len(best.get(tp, {})):
+            best[tp] = log
     return best
+
+
+def _final_offsets(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], list[int]]:
+    """Per partition, the committed offsets of the most complete final read (sorted)."""
+    return {tp: sorted(log) for tp, log in final_logs(events).items()}
 
 
 def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
@@ -111,6 +154,7 @@ def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
     topic, partition, process, position, committed, skipped (committed records in between, or
     null). Not applicable when no consumer names a group.
     """
+    events = settled_commits(events)
     config = header.get("config") or {}
     if not any(group_of(config, p) for p in (config.get("consumers") or {})):
         return Verdict("rebalance-skip", NOT_APPLICABLE)
@@ -181,6 +225,7 @@ def commit_ahead(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]])
     process. Not applicable when there is no ok commit, or no member of a committing group
     recorded any poll or position change (nothing to compare the commits with).
     """
+    events = settled_commits(events)
     config = header.get("config") or {}
     members: dict[str, set[str]] = {}
     for p in config.get("consumers") or {}:

@@ -41,6 +41,7 @@ class Input(str, Enum):
     FAULTS = "faults"  # fault/heal events
     TXNS = "transactions"  # txn events (a transaction's begin, commit or abort), any outcome
     COMMITS = "commits"  # commit events (offsets committed for a consumer group), any outcome
+    COPY = "copy"  # header config.copy: an exactly-once copy ran (its source, sink and group)
 
     @property
     def label(self) -> str:

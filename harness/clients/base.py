@@ -109,6 +109,7 @@ class PositionReason(str, Enum):
     REBALANCE = "rebalance"  # a group rebalance assigned it (the position is not known yet)
     RESET = "reset"  # the library applied auto.offset.reset
     TRUNCATION = "truncation"  # moved to a divergence point (KIP-320), by the library or by us
+    REWIND = "rewind"  # the workload moved back to re-read (after its copy transaction aborted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +230,13 @@ class ConsumerDriver(Protocol):
         far. Raises when the commit failed or its outcome is unknown."""
         ...
 
+    def group_metadata(self) -> object:
+        """The consumer's group metadata (group id, generation, member id) for
+        ``TransactionalProducerDriver.send_offsets_to_transaction`` of the same client: opaque,
+        since each library has its own form (subscribe mode only; KIP-447 fences a zombie member
+        by it)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -243,6 +251,14 @@ class TransactionalProducerDriver(ProducerDriver, Protocol):
     def commit_transaction(self, timeout_s: float) -> None: ...
 
     def abort_transaction(self, timeout_s: float) -> None: ...
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, int], group_metadata: object, timeout_s: float
+    ) -> None:
+        """Add the group's offsets (the next offset to read per partition) to the open
+        transaction (an exactly-once copy: they commit or abort with its writes).
+        ``group_metadata`` is ``ConsumerDriver.group_metadata()`` of the same client."""
+        ...
 
 
 @runtime_checkable

@@ -67,6 +67,23 @@ def value_text(v: Any) -> tuple[str | None, int]:
     return json.dumps(v, sort_keys=True, separators=(",", ":")), VALUE_JSON
 
 
+#: an exactly-once copy's value is ``<source value>@<txn id>`` (``harness.workload.copy``): unique
+#: per send, and it names the source value it copies
+COPY_SEPARATOR = "@"
+
+
+def copy_value(source_value: str | None, txn_id: str) -> str:
+    """The value a copy transaction ``txn_id`` writes for ``source_value``."""
+    return f"{source_value}{COPY_SEPARATOR}{txn_id}"
+
+
+def source_of(copy: str | None) -> str | None:
+    """The source value a copy's value names (the text before its last ``@``); None if none."""
+    if copy is None or COPY_SEPARATOR not in copy:
+        return None
+    return copy.rpartition(COPY_SEPARATOR)[0]
+
+
 def text_value(text: str | None, kind: int | None) -> Any:
     """Inverse of ``value_text``."""
     if text is None:

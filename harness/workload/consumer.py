@@ -54,6 +54,8 @@ class ConsumerConfig:
     poll_timeout_ms: int = 200
     max_poll_records: int = 500
     isolation_level: str = "read_uncommitted"  # or "read_committed" (KIP-98)
+    # subscribe mode: commit after every poll (an exactly-once copy commits inside its transaction)
+    commit_after_poll: bool = True
 
 
 class ConsumerWorker(Worker):
@@ -88,9 +90,9 @@ class ConsumerWorker(Worker):
 
     def on_position_change(self, change: PositionChange) -> None:
         """The driver's report of a move the client made on its own (``ConsumerListener``)."""
-        self._record_position(change)
+        self.record_position(change)
 
-    def _record_position(self, change: PositionChange) -> None:
+    def record_position(self, change: PositionChange) -> None:
         self.history.ok(self.name, change.f, change.to_event_value())
 
     def run(self) -> None:
@@ -102,26 +104,31 @@ class ConsumerWorker(Worker):
             self.consumer.assign(tps)
             for tp in tps:
                 self.consumer.seek(tp, 0)
-                self._record_position(PositionChange(tp.topic, tp.partition, 0, PositionReason.ASSIGN))
+                self.record_position(PositionChange(tp.topic, tp.partition, 0, PositionReason.ASSIGN))
         while not self.stopping.is_set():
             self.poll_once()
 
     def poll_once(self) -> int:
+        return len(self.poll_records())
+
+    def poll_records(self) -> Sequence[PolledRecord]:
+        """One poll, recorded: the records it returned (none after a failure or a truncation
+        signal, which are recorded and handled here)."""
         try:
             polled = self.consumer.poll(self.config.poll_timeout_ms)
         except Exception as exc:  # noqa: BLE001 - recorded; the consumer keeps going
             self.history.info(self.name, "poll", None, error=exc)
             self.stopping.wait(0.2)  # back off before the next poll
-            return 0
+            return ()
         if isinstance(polled, TruncationSignal):
             self._on_truncation(polled)
-            return 0
+            return ()
         if polled:
             self.history.ok(self.name, "poll", {"records": [r.to_event_value() for r in polled]})
             self.records_read += len(polled)
-            if self.config.mode == "subscribe" and self.config.group_id:
+            if self.config.mode == "subscribe" and self.config.group_id and self.config.commit_after_poll:
                 self._commit(polled)
-        return len(polled)
+        return polled
 
     def _commit(self, polled: Sequence[PolledRecord]) -> None:
         """Commit, for the group, the offset after the last record returned from each partition."""
@@ -154,7 +161,7 @@ class ConsumerWorker(Worker):
                 self.consumer.seek(tp, o)
             else:
                 self.consumer.seek_to_beginning(tp)
-            self._record_position(PositionChange(tp.topic, tp.partition, o, PositionReason.TRUNCATION))
+            self.record_position(PositionChange(tp.topic, tp.partition, o, PositionReason.TRUNCATION))
 
     def close(self) -> None:
         try:

@@ -133,6 +133,15 @@ class TransactionalProducerWorker(ProducerWorker):
             self.stopping.wait(max(0.0, next_at - time.monotonic()))  # pacing the offered load
 
     def _transaction(self, txn_id: str, abort: bool, first_value: int) -> None:
+        if not self._begin(txn_id):
+            return
+        for i in range(max(1, self.txn.records)):
+            self._send_one(i % self.config.partitions, self.value(first_value + i), txn=txn_id)
+        self._flush(txn_id)
+        self._finish(txn_id, abort)
+
+    def _begin(self, txn_id: str) -> bool:
+        """Begin ``txn_id``, recorded; False (and the producer reset) when it did not begin."""
         producer = self._txn_producer
         assert producer is not None
         begin = {"op": "begin", "txn": txn_id}
@@ -142,33 +151,33 @@ class TransactionalProducerWorker(ProducerWorker):
         except Exception as exc:  # noqa: BLE001 - recorded: nothing began
             self.history.fail(self.name, "txn", begin, error=exc)
             self._reset()
-            return
+            return False
         self.history.ok(self.name, "txn", begin)
-        for i in range(max(1, self.txn.records)):
-            self._send_one(i % self.config.partitions, self.value(first_value + i), txn=txn_id)
-        # Written before the end, so an aborted transaction leaves its records in the log for
-        # read_committed consumers to skip (aborting unsent batches would write nothing).
+        return True
+
+    def _flush(self, txn_id: str) -> None:
+        """Written before the end, so an aborted transaction leaves its records in the log for
+        read_committed consumers to skip (aborting unsent batches would write nothing)."""
+        assert self._txn_producer is not None
         try:
-            producer.flush(self.txn.end_timeout_s)
+            self._txn_producer.flush(self.txn.end_timeout_s)
         except Exception as exc:  # noqa: BLE001 - the sends record their own outcomes
             log.warning("%s: flush before the end of %s: %s", self.name, txn_id, exc)
-        if abort:
-            if not self._end(producer.abort_transaction, "abort", txn_id):
-                self.unknown += 1
-                self._reset()
-            else:
-                self.aborted += 1
-            return
-        if self._end(producer.commit_transaction, "commit", txn_id):
+
+    def _finish(self, txn_id: str, abort: bool) -> bool:
+        """Commit ``txn_id`` (or abort it when ``abort``); True only when it committed. An
+        unknown commit is settled by an abort; an unknown end resets the producer."""
+        producer = self._txn_producer
+        assert producer is not None
+        if not abort and self._end(producer.commit_transaction, "commit", txn_id):
             self.committed += 1
-            return
-        # settle an unknown commit: an ok abort proves it did not commit
-        settled = self._end(producer.abort_transaction, "abort", txn_id)
-        if settled:
+            return True
+        if self._end(producer.abort_transaction, "abort", txn_id):
             self.aborted += 1
         else:
             self.unknown += 1
             self._reset()
+        return False
 
     def _end(self, call: Any, op: str, txn_id: str) -> bool:
         value = {"op": op, "txn": txn_id}

@@ -83,10 +83,20 @@ class HistoryBuilder:
         return self.event(proc, outcome, "txn", {"op": op, "txn": txn}, None if outcome == "ok" else "Error")
 
     def commit(
-        self, proc: str, group: str, topic: str, partition: int, offset: int, outcome: str = "ok"
+        self,
+        proc: str,
+        group: str,
+        topic: str,
+        partition: int,
+        offset: int,
+        outcome: str = "ok",
+        txn: str | None = None,
     ) -> dict[str, Any]:
-        """Offsets committed for a group (``offset``: the next one to read)."""
-        v = {"group": group, "topic": topic, "partition": partition, "offset": offset}
+        """Offsets committed for a group (``offset``: the next one to read), inside ``txn``
+        when given (an exactly-once copy)."""
+        v: dict[str, Any] = {"group": group, "topic": topic, "partition": partition, "offset": offset}
+        if txn is not None:
+            v["txn"] = txn
         self.event(proc, "invoke", "commit", v)
         return self.event(proc, outcome, "commit", v, None if outcome == "ok" else "Error")
 

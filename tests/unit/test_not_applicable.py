@@ -30,6 +30,7 @@ from tests.synth.histories import HistoryBuilder
 from tests.unit.test_checks import TXN_AND_GROUP
 
 T = "t"
+COPY_SINK = "t-copy"
 RACKS = {"brokers": {"1": "a", "2": "b", "3": "c"}, "clients": {"consumer-0": "a"}}
 #: the event kinds that carry each input (racks live in the header)
 KINDS = {
@@ -71,7 +72,8 @@ def full(n: int = 6) -> HistoryBuilder:
             "replica_lag_time_max_ms": 100_000,
             "isr_rejoin_bound_ms": 100_000,
             "isolation_level": "read_committed",
-            "consumers": {"consumer-0": {"group": "g"}},
+            "consumers": {"consumer-0": {"group": "g"}, "copier-0": {"group": "cg"}},
+            "copy": {"source": T, "sink": COPY_SINK, "group": "cg"},
         },
         racks=RACKS,
     )
@@ -97,8 +99,15 @@ def full(n: int = 6) -> HistoryBuilder:
     b.send("producer-0", T, 0, "gone", offset=n + 4, txn="producer-0#2")
     b.txn("producer-0", "abort", "producer-0#2")
     b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=n + 6)
+    # the exactly-once copy of v0 (its marker at 1)
+    b.poll("copier-0", [(T, 0, 0, "v0")], replica=1)
+    b.txn("copier-0", "begin", "copier-0#0")
+    b.send("copier-0", COPY_SINK, 0, "v0@copier-0#0", offset=0, txn="copier-0#0")
+    b.commit("copier-0", "cg", T, 0, 1, txn="copier-0#0")
+    b.txn("copier-0", "commit", "copier-0#0")
     for r in (1, 2, 3):
         b.final(T, 0, r, n + 6, [(i, f"v{i}") for i in range(n + 3)], aborted=[(n + 4, "gone")])
+        b.final(COPY_SINK, 0, r, 2, [(0, "v0@copier-0#0")])
     return b
 
 
@@ -107,6 +116,8 @@ def without(b: HistoryBuilder, *drop: Input) -> tuple[dict[str, Any], list[dict[
     header = dict(b.header)
     if Input.RACKS in drop:
         header.pop("racks", None)
+    if Input.COPY in drop:
+        header["config"] = {k: v for k, v in header["config"].items() if k != "copy"}
     events = [dict(e) for e in b.events if e["f"] not in kinds]
     for i, e in enumerate(events):
         e["index"] = i
