@@ -33,6 +33,16 @@ from an out-of-range reset: a ``LogTruncationException`` becomes a seek to the d
 reported as ``truncation`` (what Java itself does with a policy), any other
 ``InvalidOffsetException`` the policy reported as ``reset``; with ``auto.offset.reset=none``
 the ``LogTruncationException`` is a ``TruncationSignal``.
+
+**Transactions.** ``JavaDriver.transactional_producer`` is a producer with ``transactional.id``
+(idempotence on: Java refuses a transactional id without it). Java's ``initTransactions``,
+``commitTransaction``, ``abortTransaction`` and ``sendOffsetsToTransaction`` have no timeout
+argument and block up to ``max.block.ms`` each; the worker runs them on a thread of their own
+and answers by the deadline the driver gives (calling init, commit and abort again on Java's
+``TimeoutException`` while time is left: Java documents them as safe to retry), so a call never
+waits longer than its ``timeout_s``. ``JavaConsumer.group_metadata`` is a ``JavaGroupMetadata``
+of the consumer's ``groupMetadata()``; the producer's worker rebuilds Java's
+``ConsumerGroupMetadata`` from it (KIP-447: the coordinator fences a stale member by it).
 """
 
 from __future__ import annotations
@@ -53,6 +63,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -152,7 +163,8 @@ def producer_properties(settings: ProducerSettings, read: Callable[[str], str] =
         "bootstrap.servers": ",".join(settings.bootstrap),
         "client.id": settings.client_id,
         "acks": "all" if str(settings.acks) == "all" else str(int(settings.acks)),
-        "enable.idempotence": "true" if settings.idempotence else "false",
+        # Java refuses a transactional.id without idempotence
+        "enable.idempotence": "true" if settings.idempotence or settings.transactional_id else "false",
         "retries": str(int(settings.retries)),
         "request.timeout.ms": str(int(settings.request_timeout_ms)),
         "delivery.timeout.ms": str(int(settings.delivery_timeout_ms)),
@@ -262,6 +274,40 @@ def truncation_of(reply: Mapping[str, Any]) -> TruncationSignal | None:
         {TopicPartition(str(d["topic"]), int(d["partition"])): _opt_int(d.get("offset")) for d in divergent},
         str(reply.get("error") or "LogTruncationException"),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class JavaGroupMetadata:
+    """A Java consumer's ``groupMetadata()``: what ``sendOffsetsToTransaction`` needs of it
+    (``ConsumerGroupMetadata(groupId, generationId, memberId, Optional.ofNullable(groupInstanceId))``)."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+    @classmethod
+    def of_reply(cls, reply: Mapping[str, Any]) -> JavaGroupMetadata:
+        instance = reply.get("group_instance_id")
+        return cls(
+            str(reply["group_id"]),
+            int(reply["generation_id"]),
+            str(reply["member_id"]),
+            None if instance is None else str(instance),
+        )
+
+    def to_line(self) -> dict[str, Any]:
+        return {
+            "group_id": self.group_id,
+            "generation_id": self.generation_id,
+            "member_id": self.member_id,
+            "group_instance_id": self.group_instance_id,
+        }
+
+
+def offsets_line(offsets: Mapping[TopicPartition, int]) -> list[dict[str, Any]]:
+    """Offsets per partition as the worker's ``commit`` and ``send_offsets`` list them."""
+    return [{"topic": tp.topic, "partition": tp.partition, "offset": int(o)} for tp, o in offsets.items()]
 
 
 def position_of(event: Mapping[str, Any]) -> PositionChange:
@@ -547,6 +593,11 @@ class JavaDriver:
     def consumer(self, settings: ConsumerSettings, listener: ConsumerListener) -> JavaConsumer:
         return JavaConsumer(self.lib, settings, listener)
 
+    def transactional_producer(self, settings: ProducerSettings) -> JavaTransactionalProducer:
+        if not settings.transactional_id:
+            raise JavaClientError("a transactional producer needs ProducerSettings.transactional_id")
+        return JavaTransactionalProducer(self.lib, settings)
+
 
 class JavaProducer:
     def __init__(self, lib: Path, settings: ProducerSettings) -> None:
@@ -601,6 +652,40 @@ class JavaProducer:
                 on_outcome(SendOutcome.info("JavaClientError: the worker exited before the outcome"))
 
 
+class JavaTransactionalProducer(JavaProducer):
+    """Java's transactions over the worker. Each call raises ``JavaClientError`` (Java's error,
+    ``"Class: message"``) when it did not succeed, including when it did not complete within
+    ``timeout_s`` (the worker answers by then; the reply wait adds ``REPLY_MARGIN_S`` for the
+    pipe only)."""
+
+    REPLY_MARGIN_S = 5.0
+
+    def _txn(self, op: str, timeout_s: float, **fields: Any) -> None:
+        timeout_s = max(timeout_s, 0.0)
+        self._worker.request(
+            op, timeout_s, None, margin_s=self.REPLY_MARGIN_S, timeout_ms=int(timeout_s * 1000), **fields
+        )
+
+    def init_transactions(self, timeout_s: float) -> None:
+        self._txn("init_transactions", timeout_s)
+
+    def begin_transaction(self) -> None:
+        self._worker.request("begin_transaction", 0.0, None, margin_s=self.REPLY_MARGIN_S)
+
+    def commit_transaction(self, timeout_s: float) -> None:
+        self._txn("commit_transaction", timeout_s)
+
+    def abort_transaction(self, timeout_s: float) -> None:
+        self._txn("abort_transaction", timeout_s)
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, int], group_metadata: object, timeout_s: float
+    ) -> None:
+        if not isinstance(group_metadata, JavaGroupMetadata):
+            raise TypeError(f"the Java producer needs a Java consumer's group_metadata(), not {group_metadata!r}")
+        self._txn("send_offsets", timeout_s, offsets=offsets_line(offsets), group=group_metadata.to_line())
+
+
 class JavaConsumer:
     def __init__(self, lib: Path, settings: ConsumerSettings, listener: ConsumerListener) -> None:
         self.settings = settings
@@ -647,8 +732,12 @@ class JavaConsumer:
         if offsets is None:
             self._call("commit", 60.0)
             return
-        listed = [{**self._tp(tp), "offset": int(o)} for tp, o in offsets.items()]
-        self._call("commit", 60.0, offsets=listed)
+        self._call("commit", 60.0, offsets=offsets_line(offsets))
+
+    def group_metadata(self) -> JavaGroupMetadata:
+        """The consumer's ``groupMetadata()`` as of its last join (Java raises
+        ``InvalidGroupIdException`` without a group)."""
+        return JavaGroupMetadata.of_reply(self._call("group_metadata", self._bound_s))
 
     def close(self) -> None:
         if self._closed:

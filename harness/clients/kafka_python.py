@@ -115,12 +115,23 @@ class KafkaPythonProducer:
 
 
 class KafkaPythonTransactionalProducer(KafkaPythonProducer):
-    """kafka-python's transactions, with a deadline on commit and abort: its own
-    ``commit_transaction``/``abort_transaction`` wait without one, which would hang a worker
-    behind a partitioned coordinator; the same steps are taken here, waiting ``timeout_s``."""
+    """kafka-python's transactions, with a deadline on every call that waits for the
+    coordinator: its own ``commit_transaction``, ``abort_transaction`` and
+    ``send_offsets_to_transaction`` wait without one, which would hang a worker behind a
+    partitioned coordinator, and ``init_transactions`` waits ``max_block_ms``; the same steps
+    are taken here, waiting ``timeout_s``."""
 
     def init_transactions(self, timeout_s: float) -> None:
-        self._producer.init_transactions()  # bounded by max_block_ms
+        # KafkaProducer.init_transactions with timeout_s for max_block_ms: a call after a
+        # timeout waits for the same InitProducerId, one after a failure starts a new one
+        producer = self._producer
+        if producer._init_transactions_result is None:
+            producer._init_transactions_result = producer._transaction_manager.initialize_transactions()
+        try:
+            self._end(producer._init_transactions_result, timeout_s, "initialisation")
+        finally:
+            if producer._init_transactions_result.failed:
+                producer._init_transactions_result = None
 
     def begin_transaction(self) -> None:
         self._producer.begin_transaction()
@@ -130,6 +141,17 @@ class KafkaPythonTransactionalProducer(KafkaPythonProducer):
 
     def abort_transaction(self, timeout_s: float) -> None:
         self._end(self._producer._transaction_manager.begin_abort(), timeout_s, "abort")
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, int], group_metadata: object, timeout_s: float
+    ) -> None:
+        """kafka-python's ``send_offsets_to_transaction`` waits without a deadline; its
+        transaction manager's step is taken here and waited for ``timeout_s``.
+        ``group_metadata`` is kafka-python's ``ConsumerGroupMetadata`` (KIP-447: the broker
+        fences a stale member by its generation and member id) or a bare group id."""
+        committed = {_ktp(tp): OffsetAndMetadata(int(o), "", -1) for tp, o in offsets.items()}
+        result = self._producer._transaction_manager.send_offsets_to_transaction(committed, group_metadata)
+        self._end(result, timeout_s, "offsets")
 
     def _end(self, result: Any, timeout_s: float, what: str) -> None:
         self._producer._sender.wakeup()
@@ -274,6 +296,11 @@ class KafkaPythonConsumer:
             self._consumer.commit()
             return
         self._consumer.commit({_ktp(tp): OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()})
+
+    def group_metadata(self) -> object:
+        """kafka-python's ``ConsumerGroupMetadata`` (group id, generation, member id, group
+        instance id) as of the last join, for the transactional producer."""
+        return self._consumer.group_metadata()
 
     def close(self) -> None:
         self._consumer.close()

@@ -61,6 +61,8 @@ from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
+from harness.errors import HighwaterError
+
 from .base import (
     ConsumerListener,
     ConsumerSettings,
@@ -251,6 +253,13 @@ class ConfluentTransactionalProducer(ConfluentProducer):
 
     def abort_transaction(self, timeout_s: float) -> None:
         self._producer.abort_transaction(timeout_s)
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, int], group_metadata: object, timeout_s: float
+    ) -> None:
+        """``group_metadata`` is the consumer's ``consumer_group_metadata()`` (opaque)."""
+        positions = [self.ck.TopicPartition(tp.topic, tp.partition, int(o)) for tp, o in offsets.items()]
+        self._producer.send_offsets_to_transaction(positions, group_metadata, timeout_s)
 
 
 # --- consumer -------------------------------------------------------------------------------
@@ -478,6 +487,13 @@ class ConfluentConsumer:
             if exc.args and exc.args[0].code() == self.ck.KafkaError._NO_OFFSET:
                 return  # nothing consumed since the last commit
             raise
+
+    def group_metadata(self) -> object:
+        """librdkafka's opaque group metadata (``consumer_group_metadata()``) for the
+        transactional producer; a consumer without a group of the workload's has none."""
+        if not self.settings.group_id:
+            raise HighwaterError("group metadata needs a consumer with a group_id (subscribe mode)")
+        return self._consumer.consumer_group_metadata()
 
     def close(self) -> None:
         if self._closed:

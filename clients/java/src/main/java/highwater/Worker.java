@@ -15,7 +15,14 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -28,6 +35,7 @@ import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TimeoutException;
 
 /**
  * One Kafka client (a producer or a consumer) driven by highwater over stdin/stdout, one JSON
@@ -39,6 +47,15 @@ import org.apache.kafka.common.TopicPartition;
  * {"send": id, "offset": n} or {"send": id, "error", "error_class", "sync"}. A consumer reports
  * the position changes the library made on its own as "event" lines, written before the reply
  * of the command during which they were seen.
+ *
+ * <p>Transactions (KIP-98, a producer with "transactional.id"): "init_transactions",
+ * "begin_transaction", "commit_transaction", "abort_transaction" and "send_offsets" (offsets
+ * with a consumer's group metadata, KIP-447), each answered ok or with the error of the call.
+ * Those that wait for the coordinator take a "timeout_ms": Java bounds each by max.block.ms
+ * only, so they run on a thread of their own and are answered by the deadline
+ * ("TimeoutException: ... did not complete within"), and init/commit/abort are called again on
+ * Java's TimeoutException while the deadline allows (Java documents them as safe to retry). A
+ * consumer answers "group_metadata" with its groupMetadata() fields.
  *
  * <p>A process of highwater's: it exits when its stdin closes and, whatever its stdin does,
  * halts within half a second of its parent's death (the watchdog), so it never outlives the test.
@@ -175,7 +192,16 @@ public final class Worker {
   }
 
   static final class Producer implements Role {
+    private static final long RETRY_PAUSE_NS = TimeUnit.MILLISECONDS.toNanos(100);
     private final KafkaProducer<byte[], byte[]> producer;
+    /** Runs the transactional calls that wait for the coordinator (see bounded). */
+    private final ExecutorService txnThread =
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "highwater-transactions");
+              t.setDaemon(true);
+              return t;
+            });
     private boolean closed;
 
     Producer(Properties props) {
@@ -193,12 +219,98 @@ public final class Worker {
         case "flush":
           producer.flush();
           return reply(id);
+        case "init_transactions":
+          bounded("initTransactions", cmd, true, producer::initTransactions);
+          return reply(id);
+        case "begin_transaction":
+          producer.beginTransaction(); // local to the client: nothing to wait for
+          return reply(id);
+        case "commit_transaction":
+          bounded("commitTransaction", cmd, true, producer::commitTransaction);
+          return reply(id);
+        case "abort_transaction":
+          bounded("abortTransaction", cmd, true, producer::abortTransaction);
+          return reply(id);
+        case "send_offsets":
+          {
+            Map<TopicPartition, OffsetAndMetadata> offsets = offsetsOf(cmd.path("offsets"));
+            ConsumerGroupMetadata group = groupOf(cmd.path("group"));
+            // not retried: a second AddOffsetsToTxn is not documented as safe; a timeout here
+            // leaves the transaction to be aborted
+            bounded("sendOffsetsToTransaction", cmd, false, () -> producer.sendOffsetsToTransaction(offsets, group));
+            return reply(id);
+          }
         case "close":
           close(Duration.ofMillis(cmd.path("timeout_ms").asLong(10000)));
           return reply(id);
         default:
           throw new IllegalArgumentException("unknown producer command " + op);
       }
+    }
+
+    /**
+     * A transactional call answered within the command's "timeout_ms": run on the transactions
+     * thread (Java blocks each call up to max.block.ms), called again on Java's
+     * TimeoutException while time is left when {@code retry}, abandoned at the deadline (the
+     * call in progress ends within max.block.ms; the driver treats the producer as unusable).
+     */
+    private void bounded(String what, JsonNode cmd, boolean retry, Runnable call) {
+      long timeoutMs = cmd.path("timeout_ms").asLong(10000);
+      long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+      Future<?> running =
+          txnThread.submit(
+              () -> {
+                while (true) {
+                  try {
+                    call.run();
+                    return;
+                  } catch (TimeoutException e) {
+                    if (!retry || System.nanoTime() + RETRY_PAUSE_NS >= deadline) {
+                      throw e;
+                    }
+                  }
+                  try {
+                    Thread.sleep(TimeUnit.NANOSECONDS.toMillis(RETRY_PAUSE_NS));
+                  } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new org.apache.kafka.common.errors.InterruptException(e);
+                  }
+                }
+              });
+      try {
+        running.get(Math.max(0L, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+      } catch (java.util.concurrent.TimeoutException e) {
+        throw new TimeoutException(what + " did not complete within " + timeoutMs + " ms");
+      } catch (ExecutionException e) {
+        Throwable cause = e.getCause();
+        if (cause instanceof RuntimeException) {
+          throw (RuntimeException) cause;
+        }
+        throw new IllegalStateException(cause);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new org.apache.kafka.common.errors.InterruptException(e);
+      }
+    }
+
+    static Map<TopicPartition, OffsetAndMetadata> offsetsOf(JsonNode listed) {
+      Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+      for (JsonNode o : listed) {
+        offsets.put(
+            new TopicPartition(o.get("topic").asText(), o.get("partition").asInt()),
+            new OffsetAndMetadata(o.get("offset").asLong()));
+      }
+      return offsets;
+    }
+
+    /** A consumer's groupMetadata() rebuilt from its "group_metadata" reply. */
+    static ConsumerGroupMetadata groupOf(JsonNode g) {
+      JsonNode instance = g.path("group_instance_id");
+      return new ConsumerGroupMetadata(
+          g.get("group_id").asText(),
+          g.get("generation_id").asInt(),
+          g.get("member_id").asText(),
+          Optional.ofNullable(instance.isTextual() ? instance.asText() : null));
     }
 
     /**
@@ -253,6 +365,7 @@ public final class Worker {
       if (!closed) {
         closed = true;
         producer.close(timeout); // after the timeout, what is left is aborted: its callbacks run
+        txnThread.shutdownNow();
       }
     }
   }
@@ -366,6 +479,20 @@ public final class Worker {
             }
           }
           return reply(id);
+        case "group_metadata":
+          {
+            ConsumerGroupMetadata m = consumer.groupMetadata(); // InvalidGroupIdException without a group
+            ObjectNode r = reply(id);
+            r.put("group_id", m.groupId());
+            r.put("generation_id", m.generationId());
+            r.put("member_id", m.memberId());
+            if (m.groupInstanceId().isPresent()) {
+              r.put("group_instance_id", m.groupInstanceId().get());
+            } else {
+              r.putNull("group_instance_id");
+            }
+            return r;
+          }
         case "close":
           close(Duration.ofSeconds(10));
           return reply(id);
