@@ -14,9 +14,12 @@ faults that contradict each other (:mod:`faults.conflicts`) are never scheduled 
 
 Targets drawn: ``broker:<id>``, ``rack:<rack>``, ``minority:<seed>`` and ``bridge:<seed>``
 (seeds drawn here, so the exact nodes are recorded), ``controller``, ``leader:<tp>`` and
-``follower-in:<rack>@<tp>`` for each partition in ``config.partitions``, ``brokers`` for rolling
-restarts, and ``clients:<rack> --peer broker:<id>`` for link faults. Cuts are one-way (``--flow
-in``/``out``) one time in three.
+``follower-in:<rack>@<tp>`` for each partition in ``config.partitions``, ``coordinator:group/<id>``
+for each group in ``config.groups`` (ids, not placeholders: a schedule is drawn before the run
+and replayed as is; no groups, no such target, and the draws of every other schedule unchanged),
+``brokers`` for rolling restarts, and ``clients:<rack> --peer broker:<id>`` (or, with groups,
+``--peer coordinator:group/<id>``) for link faults. Cuts are one-way (``--flow in``/``out``) one
+time in three.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from faults.target import (
     BrokerTarget,
     ClientsTarget,
     ControllerTarget,
+    CoordinatorTarget,
     FollowerInTarget,
     LeaderTarget,
     MinorityTarget,
@@ -78,7 +82,8 @@ class ScheduleConfig:
     """What a schedule may contain. Times in seconds, latency in ms.
 
     ``mix`` weights the fault kinds (weight 0 or absent: never drawn); ``partitions`` lists the
-    ``topic/partition`` names whose leader and followers may be targeted (none: no such target).
+    ``topic/partition`` names whose leader and followers may be targeted (none: no such target);
+    ``groups`` the consumer group ids whose group coordinator may be targeted (none: no such target).
     """
 
     length: float = 300.0
@@ -89,6 +94,7 @@ class ScheduleConfig:
     partitions: tuple[str, ...] = ()
     latency_ms: tuple[float, float] = (50.0, 2000.0)
     toxicity: tuple[float, float] = (1.0, 1.0)
+    groups: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -117,6 +123,9 @@ class ScheduleConfig:
         for tp in self.partitions:
             parse_target(f"leader:{tp}")
         set_(self, "partitions", tuple(self.partitions))
+        for group in self.groups:
+            parse_target(f"coordinator:group/{group}")
+        set_(self, "groups", tuple(self.groups))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -128,6 +137,8 @@ class ScheduleConfig:
             "partitions": list(self.partitions),
             "latency_ms": list(self.latency_ms),
             "toxicity": list(self.toxicity),
+            # only when set: the JSON of a schedule without groups is what it always was
+            **({"groups": list(self.groups)} if self.groups else {}),
         }
 
     @classmethod
@@ -140,6 +151,8 @@ class ScheduleConfig:
             kw["mix"] = tuple(dict(kw["mix"]).items())
         if "partitions" in kw:
             kw["partitions"] = tuple(kw["partitions"])
+        if "groups" in kw:
+            kw["groups"] = tuple(kw["groups"])
         return cls(**kw)
 
 
@@ -272,6 +285,8 @@ def _draw_target(
     if kind is FaultKind.ROLLING_RESTART:
         return BrokersTarget(), None
     pool = _LINK_TARGETS if kind.is_link else _PROCESS_TARGETS
+    if config.groups:  # appended only then: a schedule without groups draws as before
+        pool = (*pool, "coordinator")
     if kind is not FaultKind.CUT and kind is not FaultKind.TIMEOUT:
         pool = tuple(p for p in pool if p != "bridge")
     shape = rng.choice(pool)
@@ -292,9 +307,15 @@ def _draw_target(
         return target, None
     if shape == "controller":
         return ControllerTarget(), None
+    if shape == "coordinator":
+        return CoordinatorTarget("group", rng.choice(config.groups)), None
     if shape == "clients":
         rack = rng.choice(topology.client_racks)
-        return ClientsTarget(rack), BrokerTarget(rng.choice(brokers).node_id)
+        # with groups, the peer may also be a group's coordinator: members cut off from it (the
+        # brokers they read from still reachable) are kept out of the group and their partitions move
+        peers: list[Target] = [BrokerTarget(b.node_id) for b in brokers]
+        peers += [CoordinatorTarget("group", g) for g in config.groups]
+        return ClientsTarget(rack), rng.choice(peers)
     if not config.partitions:
         return None
     topic, _, part = rng.choice(config.partitions).rpartition("/")

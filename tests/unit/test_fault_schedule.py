@@ -161,3 +161,20 @@ def test_bad_json_and_wrong_topology() -> None:
         Schedule.from_dict(data)
     with pytest.raises(FaultError, match="generated for"):
         Schedule.generate(T, 1, CONFIG).check_topology(topo(3, 3))
+
+
+def test_groups_add_their_coordinator_and_leave_other_schedules_alone() -> None:
+    """``groups`` adds ``coordinator:group/<id>`` as a target and as the peer of a clients
+    link fault; a config without groups draws exactly what it drew before (and its JSON has no
+    ``groups`` key), so every recorded schedule replays."""
+    from dataclasses import replace
+
+    grouped = replace(CONFIG, groups=("hw-group",))
+    plain, with_groups = Schedule.generate(T, 7, CONFIG), Schedule.generate(T, 7, grouped)
+    assert "groups" not in json.loads(plain.to_json())["config"]
+    assert Schedule.from_json(with_groups.to_json()) == with_groups
+    texts = [str(sf.spec) for s in range(20) for sf in Schedule.generate(T, s, grouped).faults]
+    assert any(" --target coordinator:group/hw-group" in t for t in texts)
+    assert any(t.startswith("cut --target clients:") and "--peer coordinator:group/hw-group" in t for t in texts)
+    with pytest.raises(FaultError):
+        ScheduleConfig(groups=("bad/group",))
