@@ -150,31 +150,56 @@ def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
     read's committed log holds a record in ``[c, p)`` (offsets there may be transaction markers
     or aborted data, which no one can read); without a final read of the partition, only a known
     assign offset is judged, by ``p > c``. Moves without a first position or without an earlier
-    ok commit are not judged. Counted: ``moves`` (judged moves), ``skips``. Examples: group,
-    topic, partition, process, position, committed, skipped (committed records in between, or
-    null). Not applicable when no consumer names a group.
+    ok commit are not judged. A commit whose outcome is unknown (``info``: e.g. its response was
+    lost in a fault) may have been applied: from its invoke on, its offset counts as possibly
+    committed, and a first position is judged against the highest of the last ok commit and
+    those (``possibly_committed`` in the example). Counted: ``moves`` (judged moves),
+    ``skips``. Examples: group, topic, partition, process, position, committed, skipped
+    (committed records in between, or null), possibly_committed. Not applicable when no
+    consumer names a group.
     """
     events = settled_commits(events)
     config = header.get("config") or {}
     if not any(group_of(config, p) for p in (config.get("consumers") or {})):
         return Verdict("rebalance-skip", NOT_APPLICABLE)
     finals = _final_offsets(events)
+
+    def commit_key(ev: Mapping[str, Any]) -> tuple[str, str, str, int, int] | None:
+        v = ev.get("value") or {}
+        if ev.get("f") != "commit" or type(v.get("offset")) is not int:
+            return None
+        return (
+            str(ev.get("process")),
+            str(v.get("group")),
+            str(v.get("topic")),
+            int(v.get("partition") or 0),
+            v["offset"],
+        )
+
+    unknown = {k for ev in events if ev.get("type") == "info" and (k := commit_key(ev)) is not None}
     owner: dict[tuple[str, str, int], str] = {}
     committed: dict[tuple[str, str, int], int] = {}
-    # moves waiting for their first position: (process, topic, partition) -> (group key, committed)
-    waiting: dict[tuple[str, str, int], tuple[tuple[str, str, int], int]] = {}
-    moves: list[tuple[tuple[str, str, int], str, int, int, bool]] = []  # key, process, position, committed, known
+    possibly: dict[tuple[str, str, int], int] = {}  # the highest offset of an info commit invoked so far
+    # moves waiting for their first position: (process, topic, partition) -> (group key, committed, possibly)
+    waiting: dict[tuple[str, str, int], tuple[tuple[str, str, int], int, int]] = {}
+    # key, process, position, committed, known, possibly committed (at the move)
+    moves: list[tuple[tuple[str, str, int], str, int, int, bool, int]] = []
     for ev in sorted(events, key=lambda e: (int(e.get("time_ns", 0)), int(e.get("index", 0)))):
         f, v, proc = ev.get("f"), ev.get("value") or {}, str(ev.get("process"))
         if f == "commit" and ev.get("type") == "ok" and type(v.get("offset")) is int:
             committed[(str(v.get("group")), str(v.get("topic")), int(v.get("partition") or 0))] = v["offset"]
             continue
+        if f == "commit" and ev.get("type") == "invoke":
+            ck = commit_key(ev)
+            if ck is not None and ck in unknown:  # outcome unknown: may be applied from now on
+                possibly[ck[1:4]] = max(possibly.get(ck[1:4], ck[4]), ck[4])
+            continue
         if f == "poll" and ev.get("type") == "ok":
             for r in v.get("records", []):
                 pk = (proc, str(r["topic"]), int(r["partition"]))
                 if pk in waiting:
-                    key, c = waiting.pop(pk)
-                    moves.append((key, proc, int(r["offset"]), c, False))
+                    key, c, hi = waiting.pop(pk)
+                    moves.append((key, proc, int(r["offset"]), c, False, hi))
             continue
         group = group_of(config, proc)
         if f != "assign" or group is None:
@@ -185,19 +210,20 @@ def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
         prev, owner[key] = owner.get(key), proc
         if prev is None or prev == proc or key not in committed:
             continue
+        hi = max(committed[key], possibly.get(key, committed[key]))
         if type(v.get("offset")) is int:
-            moves.append((key, proc, v["offset"], committed[key], True))
+            moves.append((key, proc, v["offset"], committed[key], True, hi))
         else:
-            waiting[pk] = (key, committed[key])
+            waiting[pk] = (key, committed[key], hi)
     count = judged = 0
     bad: list[dict[str, Any]] = []
-    for key, proc, pos, c, known in moves:
+    for key, proc, pos, c, known, hi in moves:
         offs = finals.get((key[1], key[2]))
         if offs is None and not known:
             continue
         judged += 1
-        skipped = None if offs is None else bisect_left(offs, pos) - bisect_left(offs, c)
-        if (skipped > 0) if skipped is not None else pos > c:
+        skipped = None if offs is None else bisect_left(offs, pos) - bisect_left(offs, hi)
+        if (skipped > 0) if skipped is not None else pos > hi:
             count += 1
             if len(bad) < MAX_EXAMPLES:
                 bad.append(
@@ -209,6 +235,7 @@ def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
                         "position": pos,
                         "committed": c,
                         "skipped": skipped,
+                        "possibly_committed": hi,
                     }
                 )
     return Verdict("rebalance-skip", count == 0, {"moves": judged, "skips": count}, bad)

@@ -106,3 +106,27 @@ def test_unknown_position_without_final_read_is_not_judged() -> None:
     e = _moved_unknown(5, [(0, "a"), (1, "b"), (2, "c"), (5, "f")])
     events = [ev for ev in e.events if ev["f"] != "final-read"]
     assert rebalance_skip(header(consumers=GROUPS), events).counts == {"moves": 0, "skips": 0}
+
+
+# rebalance-skip with a commit whose outcome is unknown -----------------------------------
+
+
+def _moved_after_unknown_commit(pos: int) -> Events:
+    """consumer-0 committed 10 (ok), then 12 with no answer (``info``: a fault ate the response,
+    the coordinator may have applied it); the partition moved to consumer-1 at ``pos``."""
+    e = Events().add("consumer-0", "ok", "assign", {"topic": "t", "partition": 0, "offset": 0, "reason": "assign"})
+    e = _commit(e, "consumer-0", 10)
+    v = {"group": "g", "topic": "t", "partition": 0, "offset": 12}
+    e.add("consumer-0", "invoke", "commit", v).add("consumer-0", "info", "commit", v, "KafkaTimeoutError")
+    return e.add("consumer-1", "ok", "assign", {"topic": "t", "partition": 0, "offset": pos, "reason": "assign"})
+
+
+def test_new_owner_at_an_unknown_commit_is_fine() -> None:
+    v = rebalance_skip(header(consumers=_GROUPED), _moved_after_unknown_commit(12).events)
+    assert v.valid is True and v.counts == {"moves": 1, "skips": 0}
+
+
+def test_new_owner_beyond_an_unknown_commit_is_a_skip() -> None:
+    v = rebalance_skip(header(consumers=_GROUPED), _moved_after_unknown_commit(13).events)
+    assert v.valid is False and v.counts == {"moves": 1, "skips": 1}
+    assert v.examples[0]["committed"] == 10 and v.examples[0]["possibly_committed"] == 12
