@@ -31,6 +31,13 @@ and progress measure the longest stall of each consumer and partition during eac
   ``window`` (``{"index", "kind", "phase", "start_ns", "end_ns"}``), ``stall_ms``,
   ``from_time_ns``, ``to_time_ns``, ``bound_ms`` (the bound that judges it) and the fault event.
 
+**Group members.** A consumer in a group (``config.consumers.<name>.group``, subscribe mode)
+reads a partition only while it owns it: once another member of its group is positioned on
+the partition (an ``assign``/``seek`` there after its own), a phase that starts later is not
+its stall (e.g. a member cut off from its coordinator is evicted and its partition moves; until
+it rejoins it owns nothing, whatever it believes). Consumers without a group are judged on every
+partition they read.
+
 A stall longer than its bound during a fault is a violation (a stall as long as a fault window
 that is longer than the bound always is); a window not longer than the bound cannot show one
 and is unjudged (the verdict is unknown, never valid).
@@ -261,6 +268,34 @@ def _stall_fields(h: HistoryData, w: Window, x: Stall, S: int) -> dict[str, Any]
     }
 
 
+def _moved_away(h: HistoryData) -> Any:
+    """``moved(proc, tp, t)``: True when ``proc`` is in a group and, before ``t``, another member
+    of its group was positioned on ``tp`` after ``proc`` itself last was (module doc)."""
+    consumers = h.config.get("consumers") or {}
+    group = {
+        i: g for i, name in enumerate(h.processes) if isinstance(g := (consumers.get(name) or {}).get("group"), str)
+    }
+    pos = h.positions
+    moves: dict[int, list[tuple[int, int]]] = defaultdict(list)  # tp -> (time, proc), by time
+    for t, proc, tp in sorted(zip(pos.time.tolist(), pos.proc.tolist(), pos.tp.tolist())):
+        if tp >= 0 and int(proc) in group:
+            moves[int(tp)].append((int(t), int(proc)))
+
+    def moved(proc: int, tp: int, t: int) -> bool:
+        g = group.get(proc)
+        if g is None:
+            return False
+        last = None
+        for when, who in moves.get(tp, ()):
+            if when >= t:
+                break
+            if group.get(who) == g:
+                last = who
+        return last is not None and last != proc
+
+    return moved
+
+
 def window_stalls(h: HistoryData) -> list[Stall]:
     """The longest stall of every consumer and partition it was reading (it polled a record of
     it before the window), during every fault window and after every heal (``progress_bound_ms``)."""
@@ -268,6 +303,7 @@ def window_stalls(h: HistoryData) -> list[Stall]:
         return h.cache["stalls"]
     polls, acks = _series(h)
     after = bound_ns(h, "progress_bound_ms")
+    moved = _moved_away(h)  # a group member is not judged on a partition that moved away
     out: list[Stall] = []
     # per consumer and partition, not per window: its ack times and the acks it had not read yet
     unread: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -283,6 +319,8 @@ def window_stalls(h: HistoryData) -> list[Stall]:
                 unread[(proc, tp)] = (a_t, unread_acks(pt, upto, a_t, a_off))
             a_t, at = unread[(proc, tp)]
             for phase, t0, t1, complete in phases:
+                if moved(proc, tp, t0):
+                    continue  # the partition is another member's now
                 in_acks = at[(at >= t0) & (at < t1)]
                 st, fr, to = longest_stall(pt, in_acks, t0, t1)
                 polled = bool(np.any((pt > t0) & (pt <= t1)))
