@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import re
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -189,6 +189,18 @@ class HistoryData:
             return [{"row": r} for r in rows]
         out = self.source.fetch(rows)
         return [_trim(ev, (focus or {}).get(r)) for r, ev in zip(rows, out)]
+
+
+T = TypeVar("T")
+
+
+def cached(h: HistoryData, name: str, fn: Callable[[HistoryData], T]) -> T:
+    """``fn(h)``, computed once per history (kept in ``h.cache`` under ``name``): what several
+    checks derive from the same history is derived once."""
+    if name not in h.cache:
+        h.cache[name] = fn(h)
+    value: T = h.cache[name]
+    return value
 
 
 def _trim(ev: dict[str, Any], offsets: Sequence[int] | None) -> dict[str, Any]:

@@ -17,13 +17,13 @@ Keys combine a partition id and an offset into one sortable int64: ``tp << 40 | 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
-from harness.checks.data import HistoryData
+from harness.checks.data import HistoryData, cached
 from harness.checks.raw import allowed_uncommitted_reads
 from harness.checks.verdict import MAX_EXAMPLES
 
@@ -32,13 +32,6 @@ ROW_SHIFT = 36
 AGREE, DISAGREE, NOAUTH = 0, 1, 2
 #: a record of an aborted or open transaction read by a read_uncommitted consumer (allowed)
 TXN_UNCOMMITTED = 3
-T = TypeVar("T")
-
-
-def cached(h: HistoryData, name: str, fn: Callable[[HistoryData], T]) -> T:
-    if name not in h.cache:
-        h.cache[name] = fn(h)
-    return h.cache[name]
 
 
 def okey(tp: np.ndarray, off: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.checks.data import HistoryData
+from harness.checks.data import HistoryData, cached
 from harness.checks.txn import idempotent, isolation_of
 from harness.checks.verdict import NOT_APPLICABLE, Verdict
 from harness.history.format import value_text
@@ -31,11 +31,8 @@ EventCheck = Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], Verdict]
 
 def raw_events(h: HistoryData) -> list[dict[str, Any]]:
     """Every event of the history, in file order (read back once, then cached)."""
-    if "raw_events" not in h.cache:
-        # the source, not ``h.events``: that trims final reads to an example's offsets
-        h.cache["raw_events"] = h.source.fetch(list(range(h.n_events))) if h.source is not None else []
-    events: list[dict[str, Any]] = h.cache["raw_events"]
-    return events
+    # the source, not ``h.events``: that trims final reads to an example's offsets
+    return cached(h, "raw_events", lambda h: h.source.fetch(list(range(h.n_events))) if h.source is not None else [])
 
 
 def on_events(fn: EventCheck) -> Callable[[HistoryData], Verdict]:
@@ -85,11 +82,10 @@ def txn_view(h: HistoryData) -> TxnView | None:
     A transaction is COMMITTED with an ``ok`` commit; NOT_COMMITTED with an ``ok`` abort or a
     ``fail`` commit (proven not to have happened); UNDECIDED otherwise (a commit whose outcome is
     unknown, or none at all)."""
-    if not h.txn_rows:
-        return None
-    if "txn_view" in h.cache:
-        view: TxnView = h.cache["txn_view"]
-        return view
+    return cached(h, "txn_view", _txn_view) if h.txn_rows else None
+
+
+def _txn_view(h: HistoryData) -> TxnView:
     events = raw_events(h)
     outcome: dict[str, int] = {}
     for r in h.txn_rows:
@@ -113,9 +109,7 @@ def txn_view(h: HistoryData) -> TxnView | None:
         for rec in [*(v.get("aborted") or []), *(v.get("open") or [])]:
             uncommitted[(str(v.get("topic")), int(v.get("partition") or 0), int(rec[0]))] = str(value_text(rec[1])[0])
     readers = frozenset(p for p in h.processes if isolation_of(h.config, p) == "read_uncommitted")
-    view = TxnView(state, uncommitted, readers)
-    h.cache["txn_view"] = view
-    return view
+    return TxnView(state, uncommitted, readers)
 
 
 def allowed_uncommitted_reads(h: HistoryData, poll_idx: np.ndarray) -> np.ndarray:
