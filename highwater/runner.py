@@ -140,16 +140,16 @@ class RunSpec:
         uncommitted, the others ``isolation_level``."""
         return "read_uncommitted" if index >= racks - self.read_uncommitted_consumers else self.isolation_level
 
-    def consumer_config(self, racks: int, group: str | None) -> dict[str, dict[str, str]]:
+    def consumer_config(self, racks: int, group: str | None) -> dict[str, dict[str, str | bool]]:
         """The header's ``config.consumers``: each consumer's isolation level and group."""
-        out: dict[str, dict[str, str]] = {}
+        out: dict[str, dict[str, str | bool]] = {}
         for i, name in enumerate(self.consumer_names(racks)):
-            own = {"isolation_level": self.isolation_of(i, racks)}
+            own: dict[str, str | bool] = {"isolation_level": self.isolation_of(i, racks)}
             if group is not None:
                 own["group"] = group
             out[name] = own
         for name in self.copier_names():
-            out[name] = {"isolation_level": "read_committed", "group": self.copy_group()}
+            out[name] = {"isolation_level": "read_committed", "group": self.copy_group(), "copier": True}
         if self.copiers:
             out[COPY_READER] = {"isolation_level": "read_committed"}
         return out

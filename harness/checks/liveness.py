@@ -56,6 +56,7 @@ import numpy as np
 from harness.checks.bounds import Bound, resolve, stall_bound_name
 from harness.checks.data import OK, HistoryData, MetaObs
 from harness.checks.derived import ROW_SHIFT, example
+from harness.checks.raw import txn_view
 from harness.checks.verdict import MAX_EXAMPLES, UNKNOWN, Verdict, decide
 
 MS = 1_000_000
@@ -210,7 +211,8 @@ def _series(
     h: HistoryData,
 ) -> tuple[dict[tuple[int, int], tuple[np.ndarray, np.ndarray]], dict[int, tuple[np.ndarray, np.ndarray]]]:
     """Per (consumer, partition): the times of its polls that returned records of the partition
-    and the highest offset it had read by each; per partition: ack times and offsets, by time."""
+    and the highest offset it had read by each; per partition: ack times and offsets, by time
+    (for a transaction's write: its transaction's ``ok`` commit; none if it did not commit)."""
     if "stall_series" not in h.cache:
         p, s = h.polls, h.sends
         polls: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -226,11 +228,16 @@ def _series(
                 upto = last[np.searchsorted(part_t, times, "right") - 1]
                 polls[(k >> 32, k & 0xFFFFFFFF)] = (times, upto)
         okm = (s.type == OK) & (s.tp >= 0)
+        # a transactional write is owed to readers from its transaction's commit, and not at all
+        # if the transaction did not (surely) commit
+        view = txn_view(h)
+        avail = s.time.astype(np.int64) if view is None else view.readable_ns
+        okm &= avail >= 0
         acks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for tp in np.unique(s.tp[okm]):
             m = okm & (s.tp == tp)
-            o = np.argsort(s.time[m], kind="stable")
-            acks[int(tp)] = (s.time[m][o].astype(np.int64), s.offset[m][o].astype(np.int64))
+            o = np.argsort(avail[m], kind="stable")
+            acks[int(tp)] = (avail[m][o], s.offset[m][o].astype(np.int64))
         h.cache["stall_series"] = (polls, acks)
     return h.cache["stall_series"]
 
@@ -298,10 +305,15 @@ def _moved_away(h: HistoryData) -> Any:
 
 def window_stalls(h: HistoryData) -> list[Stall]:
     """The longest stall of every consumer and partition it was reading (it polled a record of
-    it before the window), during every fault window and after every heal (``progress_bound_ms``)."""
+    it before the window), during every fault window and after every heal (``progress_bound_ms``).
+    Copiers of an exactly-once copy (``config.consumers.<name>.copier``) have none: between two
+    polls a copier waits on its transaction's calls, whose timeouts are the workload's
+    (``harness.workload.copy``), not a fetch's, so the consumer bounds do not apply to them."""
     if "stalls" in h.cache:
         return h.cache["stalls"]
     polls, acks = _series(h)
+    consumers = h.config.get("consumers") or {}
+    polls = {k: v for k, v in polls.items() if not (consumers.get(h.proc_name(k[0])) or {}).get("copier")}
     after = bound_ns(h, "progress_bound_ms")
     moved = _moved_away(h)  # a group member is not judged on a partition that moved away
     out: list[Stall] = []

@@ -73,6 +73,9 @@ class TxnView:
         tuple[str, int, int], str
     ]  # (topic, partition, offset) -> value: aborted or open records of the final read
     read_uncommitted: frozenset[str]  # consumers whose isolation level lets them read that data
+    # per row of ``h.sends``: when a read_committed consumer could first read the write (its ack,
+    # or its transaction's ``ok`` commit), -1 when never (its transaction did not commit, or may not have)
+    readable_ns: np.ndarray
 
 
 def txn_view(h: HistoryData) -> TxnView | None:
@@ -88,6 +91,7 @@ def txn_view(h: HistoryData) -> TxnView | None:
 def _txn_view(h: HistoryData) -> TxnView:
     events = raw_events(h)
     outcome: dict[str, int] = {}
+    committed_at: dict[str, int] = {}
     for r in h.txn_rows:
         ev = events[r]
         v, typ = ev.get("value") or {}, ev.get("type")
@@ -96,20 +100,23 @@ def _txn_view(h: HistoryData) -> TxnView:
             continue
         if op == "commit" and typ == "ok":
             outcome[txn] = COMMITTED
+            committed_at[txn] = int(ev.get("time_ns", 0))
         elif (op == "abort" and typ == "ok") or (op == "commit" and typ == "fail"):
             outcome.setdefault(txn, NOT_COMMITTED)
     state = np.zeros(len(h.sends.row), np.int8)
+    readable = h.sends.time.astype(np.int64).copy()
     for i, r in enumerate(h.sends.row.tolist()):
         txn = (events[r].get("value") or {}).get("txn")
         if isinstance(txn, str):
             state[i] = outcome.get(txn, UNDECIDED)
+            readable[i] = committed_at.get(txn, -1)
     uncommitted: dict[tuple[str, int, int], str] = {}
     for fl in h.finals:
         v = events[fl.row].get("value") or {}
         for rec in [*(v.get("aborted") or []), *(v.get("open") or [])]:
             uncommitted[(str(v.get("topic")), int(v.get("partition") or 0), int(rec[0]))] = str(value_text(rec[1])[0])
     readers = frozenset(p for p in h.processes if isolation_of(h.config, p) == "read_uncommitted")
-    return TxnView(state, uncommitted, readers)
+    return TxnView(state, uncommitted, readers, readable)
 
 
 def allowed_uncommitted_reads(h: HistoryData, poll_idx: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ committed sink exactly once (the ``copy-exactly-once`` check).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -53,6 +54,9 @@ class CopyConfig:
     partitions: int
     group_id: str  # the copy group (subscribe mode, read_committed)
     client_rack: str | None = None
+    # at most one transaction per this many seconds: records gather into fewer, larger
+    # transactions (each costs begin, AddOffsetsToTxn, TxnOffsetCommit and EndTxn round trips)
+    txn_interval_s: float = 0.25
 
 
 class CopyWorker(TransactionalProducerWorker):
@@ -105,7 +109,10 @@ class CopyWorker(TransactionalProducerWorker):
     def run(self) -> None:
         self.source.consumer.subscribe([self.copy.source])
         n = 0
+        next_at = time.monotonic()
         while not self.stopping.is_set():
+            self.stopping.wait(max(0.0, next_at - time.monotonic()))  # pacing the transactions
+            next_at = time.monotonic() + self.copy.txn_interval_s
             if self._txn_producer is None and not self._open():
                 self.stopping.wait(1.0)  # back off before the next init
                 continue

@@ -263,3 +263,40 @@ def test_isr_rejoin_is_timed_from_the_heal_being_done() -> None:
     assert v.valid is True and v.counts["not_rejoined"] == 0
     late = scenario(3000, kind="kill", heal_done_ms=1000, rejoin_ms=1500, tail_ms=3000)
     assert check("isr-stability", late).counts["not_rejoined"] == 1
+
+
+def test_a_copier_s_stall_is_not_a_consumer_stall() -> None:
+    """The same stall, by a copier of an exactly-once copy (``config.consumers.<name>.copier``):
+    it waits on its transaction's calls between polls, which the consumer bounds do not cover."""
+    b = scenario(3000, whole=True)
+    b.header["config"]["consumers"] = {"consumer-1": {"copier": True}}
+    pr = check("progress", b)
+    assert not any(e["kind"] == "consumer-stalled-during-fault" for e in pr.examples), pr.to_json()
+    assert pr.counts["longest_stall_ms"] < 2900
+
+
+def _with_tail_in_a_transaction(end: str) -> HistoryBuilder:
+    """``_quiet_window(unread_tail=True)`` with the unread v10 written in a transaction that
+    ends with ``end`` (an ``ok`` commit or abort) right after its ack."""
+    b = _quiet_window(unread_tail=True)
+    events: list[dict[str, Any]] = []
+    for ev in b.events:
+        if ev["f"] == "send" and ev["value"]["value"] == "v10":
+            ev = {**ev, "value": {**ev["value"], "txn": "producer-0#1"}}
+            if ev["type"] == "invoke":
+                events.append({**ev, "f": "txn", "type": "ok", "value": {"op": "begin", "txn": "producer-0#1"}})
+            else:
+                events.append(ev)
+                ev = {**ev, "f": "txn", "value": {"op": end, "txn": "producer-0#1"}}
+        events.append(ev)
+    b.events = [{**ev, "index": i} for i, ev in enumerate(events)]
+    return b
+
+
+def test_a_write_of_a_transaction_that_did_not_commit_is_owed_to_no_reader() -> None:
+    """A record acknowledged in a transaction is readable (read_committed) from the commit on:
+    the unread v10 is a stall when its transaction committed, none when it aborted."""
+    committed = check("progress", _with_tail_in_a_transaction("commit"))
+    assert committed.valid is False and committed.counts["longest_stall_ms"] >= 2700, committed.counts
+    aborted = check("progress", _with_tail_in_a_transaction("abort"))
+    assert aborted.valid is True and aborted.counts["longest_stall_ms"] < 100, aborted.counts
