@@ -10,6 +10,10 @@ PROFILE ?= ci
 # transactions suite, make test would pass the 30-minute CI budget. The sweep's KAFKA-15583
 # scenario stays (a strict xfail from 3.7.0 on: it must keep failing on the default Kafka).
 TEST_PATHS ?= tests suites/conformance suites/chaos suites/sweep/test_min_isr_hw.py
+# The three clients share the scenarios of the KIP-392 fetching and durability suites in turn
+# (each scenario runs on one of them: the suites on every client for the price of one; the full
+# matrix is `--client kafka-python,confluent-kafka,java`, e.g. in a campaign).
+CLIENT_ROTATION ?= kafka-python,confluent-kafka,java
 
 .PHONY: install system-packages lint test unit suites campaign
 
@@ -56,7 +60,7 @@ lint: $(STAMP)
 
 # Lint, unit tests, integration tests on real clusters, and the conformance + chaos suites (ci profile).
 test: install lint
-	$(BIN)/pytest $(PYTEST_ARGS) $(TEST_PATHS) --profile $(PROFILE) --results results/make-test
+	$(BIN)/pytest $(PYTEST_ARGS) $(TEST_PATHS) --profile $(PROFILE) --client-rotation $(CLIENT_ROTATION) --results results/make-test
 
 unit: $(STAMP)
 	$(BIN)/pytest -m "not integration" tests

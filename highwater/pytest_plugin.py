@@ -5,7 +5,9 @@
 - ``backend``: the backend name (``--backend``, default ``local``; see ``harness.backend``).
 - ``client_name``: the client under test as a client spec (``--client``, default
   ``kafka-python``; a comma-separated list such as ``kafka-python,confluent-kafka,java:3.9.1``
-  runs every test on each; see ``harness.clients``).
+  runs every test on each; see ``harness.clients``). ``--client-rotation A,B,C`` instead runs
+  the n-th scenario of a test marked ``client_rotation`` on the n-th client, in turn
+  (``rotated_client``; what ``make test`` does for the fetching and durability suites).
 - ``run_seed``: ``--seed N`` (default None: each suite's own seeds); a chaos run plays the
   schedule of that seed.
 - ``cluster_factory``: start clusters from a ``ClusterSpec`` on that backend; all are torn down
@@ -73,6 +75,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"known: {', '.join(client_names())}); every test that uses a client runs on each",
     )
     group.addoption(
+        "--client-rotation",
+        default=None,
+        help="comma-separated clients: a test marked client_rotation runs its n-th scenario on the n-th "
+        "client (in turn), instead of the session's client; every client runs some scenarios of the "
+        "suite for the price of one client (make test); the full matrix is --client A,B,C",
+    )
+    group.addoption(
         "--seed",
         action="store",
         type=int,
@@ -105,6 +114,8 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ[ENV_KEEP_TOPICS] = "1"
     try:
         parse_client_specs(config.getoption("--client"))
+        if config.getoption("--client-rotation"):
+            parse_client_specs(config.getoption("--client-rotation"))
     except UnknownClientError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -127,6 +138,20 @@ def _safe(nodeid: str) -> str:
 def requested_versions(config: pytest.Config) -> list[str]:
     raw = config.getoption("--kafka-version") or [os.environ.get("HIGHWATER_KAFKA_VERSION", "")]
     return [v.strip() for item in raw for v in item.split(",") if v.strip()]
+
+
+def rotated_client(node: pytest.Item, rotation: str | None, default: str) -> str:
+    """The client a test runs on: with ``--client-rotation`` and a ``client_rotation(param,
+    values)`` marker, the one at the position of the test's ``param`` value in ``values``
+    (modulo the rotation's length), so that every test judging one scenario (and a run cached
+    per scenario and client) agrees; otherwise ``default``, the session's client."""
+    marker = node.get_closest_marker("client_rotation")
+    callspec = getattr(node, "callspec", None)
+    if not rotation or marker is None or callspec is None:
+        return default
+    clients = [c.strip() for c in rotation.split(",") if c.strip()]
+    param, values = marker.args
+    return clients[list(values).index(callspec.params[param]) % len(clients)] if clients else default
 
 
 def requested_clients(config: pytest.Config) -> list[str]:

@@ -1,6 +1,7 @@
 """Options and fixtures shared by the conformance and chaos suites.
 
     pytest suites/ [--profile ci|nightly] [--kafka-version 4.3.1,3.9.1] [--campaign NAME] [--results DIR]
+                   [--client-rotation kafka-python,confluent-kafka,java]
 
 Every recorded run lands in ``<results>/<campaign>/<run_id>/`` (see highwater.runner).
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from highwater.profiles import Profile, get_profile
+from highwater.pytest_plugin import rotated_client
 from suites.scenario import RUN_OPTIONS, RunOptions
 
 
@@ -44,9 +46,11 @@ def results_root(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def run_options(client_name: str, run_seed: int | None) -> Iterator[RunOptions]:
-    """Every scenario of this test runs with the session's client and seed."""
-    options = RunOptions(client_name, run_seed)
+def run_options(request: pytest.FixtureRequest, client_name: str, run_seed: int | None) -> Iterator[RunOptions]:
+    """Every scenario of this test runs with the session's client (or its turn in
+    ``--client-rotation``) and seed."""
+    client = rotated_client(request.node, request.config.getoption("--client-rotation"), client_name)
+    options = RunOptions(client, run_seed)
     token = RUN_OPTIONS.set(options)
     try:
         yield options

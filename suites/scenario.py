@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +61,18 @@ def run_scenario(
         **overrides,
     )
     return execute_run(cluster, spec, nemesis, progress=lambda m: print(f"[{suite}] {m}", flush=True))
+
+
+_RUNS: dict[tuple[str, str, str], RunResult] = {}
+
+
+def run_once(kafka_version: str, scenario: str, run: Callable[[], RunResult]) -> RunResult:
+    """``run()`` once per Kafka version, client (the test's, ``RUN_OPTIONS``) and scenario key:
+    a suite whose tests judge one run in several ways (safety here, liveness there) shares it."""
+    key = (kafka_version, RUN_OPTIONS.get().client, scenario)
+    if key not in _RUNS:
+        _RUNS[key] = run()
+    return _RUNS[key]
 
 
 def describe(verdicts: Iterable[Verdict]) -> str:

@@ -10,10 +10,9 @@ import pytest
 
 from harness.checks.verdict import Verdict
 from highwater.runner import RunResult
-from suites.scenario import PLANS, TIMED_CHECKS, check_verdicts, describe, run_plan
+from suites.scenario import PLANS, TIMED_CHECKS, check_verdicts, describe, run_once, run_plan
 
 SCENARIOS = {p.scenario: list(p.steps) for p in PLANS.values() if p.suite == "durability"}
-_RUNS: dict[tuple[str, str], RunResult] = {}
 
 
 def assert_durable(verdicts: list[Verdict], scenario: str) -> None:
@@ -29,10 +28,11 @@ def assert_live(verdicts: list[Verdict]) -> None:
 
 
 def _run(cluster, profile, campaign, results_root, repro, scenario: str, kafka_version: str) -> RunResult:  # type: ignore[no-untyped-def]
-    """One run per scenario and Kafka version; both tests judge it."""
-    key = (kafka_version, scenario)
-    if key not in _RUNS:
-        _RUNS[key] = run_plan(
+    """One run per scenario, client and Kafka version; both tests judge it."""
+    return run_once(
+        kafka_version,
+        f"durability/{scenario}",
+        lambda: run_plan(
             cluster,
             PLANS[f"durability/{scenario}"],
             profile=profile,
@@ -42,10 +42,15 @@ def _run(cluster, profile, campaign, results_root, repro, scenario: str, kafka_v
             acks="all",
             min_insync_replicas=2,
             topic=f"dur-{scenario}",
-        )
-    return _RUNS[key]
+        ),
+    )
 
 
+#: make test's economy (``--client-rotation``): scenario i runs on the i-th client of the rotation
+ROTATION = pytest.mark.client_rotation("scenario", list(SCENARIOS))
+
+
+@ROTATION
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_no_loss_no_uncommitted_read_no_skip(
     cluster,
@@ -76,6 +81,7 @@ CANDIDATE_HW8 = pytest.mark.xfail(
 )
 
 
+@ROTATION
 @pytest.mark.parametrize(
     "scenario", [pytest.param(s, marks=CANDIDATE_HW8) if s == "leader-partition" else s for s in SCENARIOS]
 )

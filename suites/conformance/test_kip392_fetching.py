@@ -17,7 +17,7 @@ from harness.checks.verdict import Verdict
 from harness.cluster import Cluster
 from harness.waiting import wait_until
 from harness.workload.final_read import _fetch
-from suites.scenario import KIP392_FAULTS, PLANS, assert_verdicts, check_verdicts, run_plan
+from suites.scenario import KIP392_FAULTS, PLANS, RUN_OPTIONS, assert_verdicts, check_verdicts, run_plan
 
 
 def assert_rack_local_reads(
@@ -78,11 +78,12 @@ FINDING_HW9 = pytest.mark.xfail(
 )
 
 
+@pytest.mark.client_rotation("how", list(KIP392_FAULTS))  # make test: one fault per client
 @pytest.mark.parametrize("how", list(KIP392_FAULTS))
 def test_consumer_moves_when_its_replica_leaves_the_isr_and_returns(
-    request, cluster, profile, campaign, results_root, repro, client_name, how
+    request, cluster, profile, campaign, results_root, repro, how
 ) -> None:  # type: ignore[no-untyped-def]
-    if client_name.startswith("confluent-kafka") and how in HW9_FAULTS:
+    if RUN_OPTIONS.get().client.startswith("confluent-kafka") and how in HW9_FAULTS:
         request.applymarker(FINDING_HW9)
     result = run_plan(
         cluster,

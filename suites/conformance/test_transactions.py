@@ -23,8 +23,7 @@ from harness.clients import TransactionalClient, get_driver
 from harness.history import read_history
 from harness.history.format import source_of
 from highwater.nemesis import Step
-from highwater.runner import RunResult
-from suites.scenario import LEADER_FAULT_SECONDS, RUN_OPTIONS, Plan, check_verdicts, describe, run_plan
+from suites.scenario import LEADER_FAULT_SECONDS, RUN_OPTIONS, Plan, check_verdicts, describe, run_once, run_plan
 
 _TXN = ("aborted-read", "open-txn-read", "torn-transaction", "lost-write", "uncommitted-read", "poll-skip")
 _GROUP = ("commit-ahead", "commit-regression")
@@ -137,7 +136,6 @@ COPIERS = {"exactly-once-copy": 2}
 #: RunSpec settings of a scenario beyond the suite's: the copy runs one source producer, so the
 #: nine clients of one Python process (GIL) keep up with the bounds of the timed checks
 OVERRIDES = {"exactly-once-copy": {"producers": 1}}
-_RUNS: dict[tuple[str, str, str], RunResult] = {}
 
 
 @pytest.mark.parametrize("scenario", list(PLANS))
@@ -153,9 +151,10 @@ def test_read_committed_sees_only_whole_committed_transactions(
     client = RUN_OPTIONS.get().client
     if not isinstance(get_driver(client), TransactionalClient):
         pytest.skip(f"{client} has no transactional producer in highwater yet")
-    key = (kafka_version, client, scenario)
-    if key not in _RUNS:
-        _RUNS[key] = run_plan(
+    result = run_once(
+        kafka_version,
+        f"transactions/{scenario}",
+        lambda: run_plan(
             cluster,
             PLANS[scenario],
             profile=profile,
@@ -171,8 +170,8 @@ def test_read_committed_sees_only_whole_committed_transactions(
             consumer_mode=MODES[scenario],
             copiers=COPIERS.get(scenario, 0),
             **OVERRIDES.get(scenario, {}),
-        )
-    result = _RUNS[key]
+        ),
+    )
     by = {v.check: v for v in result.verdicts}
     stats = result.stats["producers"]
     # the workload did what it says: transactions committed and aborted, aborted data was there

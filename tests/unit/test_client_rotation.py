@@ -1,0 +1,45 @@
+"""--client-rotation: the n-th scenario of a marked test runs on the n-th client, in turn; the
+tests that share one scenario's run agree on its client; unmarked tests keep the session's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from highwater.pytest_plugin import rotated_client
+
+SCENARIOS = ["leader-kill", "leader-partition", "leader-pause", "fourth"]
+ROTATION = "kafka-python, confluent-kafka,java"
+
+
+@dataclass
+class _Callspec:
+    params: dict[str, Any]
+
+
+@dataclass
+class _Node:
+    """The two things ``rotated_client`` reads of a pytest item."""
+
+    params: dict[str, Any] | None
+    marker: Any = field(default_factory=lambda: pytest.mark.client_rotation("scenario", SCENARIOS).mark)
+
+    @property
+    def callspec(self) -> _Callspec | None:
+        return None if self.params is None else _Callspec(self.params)
+
+    def get_closest_marker(self, name: str) -> Any:
+        return self.marker if name == "client_rotation" else None
+
+
+def test_scenarios_take_the_clients_in_turn() -> None:
+    got = [rotated_client(_Node({"scenario": s}), ROTATION, "session") for s in SCENARIOS]  # type: ignore[arg-type]
+    assert got == ["kafka-python", "confluent-kafka", "java", "kafka-python"]
+
+
+def test_the_session_client_without_rotation_marker_or_parameters() -> None:
+    assert rotated_client(_Node({"scenario": "leader-pause"}), None, "session") == "session"  # type: ignore[arg-type]
+    assert rotated_client(_Node({"scenario": "leader-pause"}, marker=None), ROTATION, "s") == "s"  # type: ignore[arg-type]
+    assert rotated_client(_Node(None), ROTATION, "session") == "session"  # type: ignore[arg-type]
