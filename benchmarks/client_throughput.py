@@ -19,7 +19,10 @@ the beginning until N records (the tool: ``fetch.nMsg.sec``, which leaves out it
 Prints every run, then medians and the ratio highwater / perf tool per client (the goal: no
 worse than 0.5, i.e. within 2x). Keep N large enough (default 50,000) that connecting and the
 first fetch do not dominate: at 20,000 records a fast consumer finishes in a fraction of a
-second and its rate mostly measures start-up.
+second and its rate mostly measures start-up. The Java client (``java``) runs in highwater's JVM
+worker (``harness.clients.java``), so its figures include the worker's JSON-lines protocol: a line
+per send and per outcome, and every polled record encoded by the JVM and decoded by Python (the
+consumer's cost is per record, so more records do not bring its ratio closer to the tool's).
 
     .venv/bin/python benchmarks/client_throughput.py [--records 50000] [--runs 3]
         [--value-bytes 100] [--clients kafka-python,java] [--kafka-version V]
