@@ -122,9 +122,10 @@ def without_hw10(verdicts: list[Verdict], history: Path) -> list[Verdict]:
     )
     assert explained, "losses beyond HW-10:\n" + describe([v for v in (lost, torn, copy) if v is not None])
     print(f"{HW10}: {len(values)} write(s) of {len(txns)} committed transaction(s) expired unsent (kafka-python)")
-    if missing:
+    if copy is not None and copy.counts.get("missing"):
         print(
-            f"{HW10}: {len(missing)} record(s) of the exactly-once copy lost: their offsets committed, their copies not"
+            f"{HW10}: {copy.counts['missing']} record(s) of the exactly-once copy lost: "
+            "their offsets committed, their copies not"
         )
     return [v for v in verdicts if v.check not in ("lost-write", "torn-transaction", "copy-exactly-once")]
 
