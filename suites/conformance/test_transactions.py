@@ -5,12 +5,15 @@ never skips records when a partition moves to another member.
 
 Producers write transactions of four records spread over the three partitions, a quarter of
 them aborted on purpose (seeded); two consumers read committed, the third uncommitted, side by
-side (so the aborted data is there to be misread). Faults: the partition leader killed, and the
-two coordinators the KIP adds: the transaction coordinator of producer-0's transactional id and
-the group coordinator of the consumers' group (subscribe mode, offsets committed after every
-poll, each commit recorded). Checks: ``aborted-read``, ``open-txn-read``, ``torn-transaction``,
-``lost-write`` (a committed transaction's writes), ``commit-ahead``, ``commit-regression``,
-``rebalance-skip``, and the durability checks (``docs/checks.md``)."""
+side (so the aborted data is there to be misread). Scenarios: ``coordinators-kill`` kills the two
+coordinators the KIP adds, the transaction coordinator of producer-0's transactional id and the
+group coordinator of the consumers' group (subscribe mode, offsets committed after every poll,
+each commit recorded); ``exactly-once-copy`` adds two copiers that copy the topic in
+transactions with the consumed offsets inside (``harness.workload.copy``) and kills the source
+partition's leader, then copier-0's transaction coordinator. Checks: ``aborted-read``,
+``open-txn-read``, ``torn-transaction``, ``lost-write`` (a committed transaction's writes),
+``commit-ahead``, ``commit-regression``, ``rebalance-skip``, ``copy-exactly-once``, and the
+durability checks (``docs/checks.md``)."""
 
 from __future__ import annotations
 
@@ -34,13 +37,6 @@ COORDINATOR_FAULT_SECONDS = 12
 PLANS = {
     p.scenario: p
     for p in (
-        Plan(
-            "transactions",
-            "leader-kill",
-            (Step(3, "kill --target leader:{topic}/0", LEADER_FAULT_SECONDS),),
-            _TXN,
-            what="transactions through a leader kill: nothing aborted or open is read committed, nothing torn",
-        ),
         Plan(
             "transactions",
             "coordinators-kill",
@@ -131,7 +127,7 @@ def without_hw10(verdicts: list[Verdict], history: Path) -> list[Verdict]:
 
 
 #: the consumers of each scenario: assign mode, or one group in subscribe mode
-MODES = {"leader-kill": "assign", "coordinators-kill": "subscribe", "exactly-once-copy": "assign"}
+MODES = {"coordinators-kill": "subscribe", "exactly-once-copy": "assign"}
 #: exactly-once copiers per scenario (harness.workload.copy)
 COPIERS = {"exactly-once-copy": 2}
 #: RunSpec settings of a scenario beyond the suite's: the copy runs one source producer, so the
