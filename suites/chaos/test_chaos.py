@@ -53,15 +53,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("group_seed", _seeds(metafunc.config, GROUP_SEEDS))
 
 
-def test_chaos(cluster, profile, campaign, results_root, repro, seed: int) -> None:  # type: ignore[no-untyped-def]
-    topic = f"chaos{seed}"
-    config = chaos_schedule_config(profile, topic)
-    schedule = Schedule.generate(cluster.topo, seed, config)
+def run_schedule(  # type: ignore[no-untyped-def]
+    cluster, profile, campaign, results_root, repro, schedule: Schedule, scenario: str, topic: str, **spec
+):
+    """One chaos run of ``schedule`` (reproducible from its JSON, recorded in the manifest)."""
     assert Schedule.from_json(schedule.to_json()).faults == schedule.faults  # reproducible from its JSON
     result = run_scenario(
         cluster,
         suite="chaos",
-        scenario=f"seed-{seed}",
+        scenario=scenario,
         profile=profile,
         campaign=campaign,
         results_root=results_root,
@@ -69,12 +69,20 @@ def test_chaos(cluster, profile, campaign, results_root, repro, seed: int) -> No
         nemesis=scheduled(schedule),
         topic=topic,
         duration=profile.chaos_seconds,
-        seed=seed,
+        seed=schedule.seed,
         settle_timeout=90,
         extra={"schedule": schedule.to_dict()},
+        **spec,
     )
     run = json.loads((result.dir / "run.json").read_text())
-    assert run["spec"]["extra"]["schedule"]["seed"] == seed and run["repro"]
+    assert run["spec"]["extra"]["schedule"]["seed"] == schedule.seed and run["repro"]
+    return result, run
+
+
+def test_chaos(cluster, profile, campaign, results_root, repro, seed: int) -> None:  # type: ignore[no-untyped-def]
+    topic = f"chaos{seed}"
+    schedule = Schedule.generate(cluster.topo, seed, chaos_schedule_config(profile, topic))
+    result, _ = run_schedule(cluster, profile, campaign, results_root, repro, schedule, f"seed-{seed}", topic)
     assert_verdicts(result, must_hold=_DURABILITY)
 
 
@@ -89,25 +97,17 @@ def test_chaos_group(cluster, profile, campaign, results_root, repro, group_seed
     group = f"{topic}-group"  # RunSpec.group_id() in subscribe mode
     config = dataclasses.replace(chaos_schedule_config(profile, topic), groups=(group,), duration=GROUP_WINDOW)
     schedule = Schedule.generate(cluster.topo, seed, config)
-    assert Schedule.from_json(schedule.to_json()).faults == schedule.faults  # reproducible from its JSON
-    result = run_scenario(
+    result, run = run_schedule(
         cluster,
-        suite="chaos",
-        scenario=f"group-seed-{seed}",
-        profile=profile,
-        campaign=campaign,
-        results_root=results_root,
-        repro=repro,
-        nemesis=scheduled(schedule),
-        topic=topic,
-        duration=profile.chaos_seconds,
-        seed=seed,
-        settle_timeout=90,
+        profile,
+        campaign,
+        results_root,
+        repro,
+        schedule,
+        f"group-seed-{seed}",
+        topic,
         consumer_mode="subscribe",
-        extra={"schedule": schedule.to_dict()},
     )
-    run = json.loads((result.dir / "run.json").read_text())
-    assert run["spec"]["extra"]["schedule"]["seed"] == seed and run["repro"]
     assert run["spec"]["consumer_mode"] == "subscribe", run["spec"]
     assert_verdicts(result, must_hold=(*_DURABILITY, *_GROUP))
     by = {v.check: v for v in result.verdicts}
