@@ -25,9 +25,10 @@ from harness.clients import (
 )
 from harness.cluster import Cluster
 from harness.lifecycle import accepts_connection
-from harness.waiting import wait_until
+from harness.toxiproxy import ByteCounters
+from harness.waiting import wait_until, wait_until_steady
 
-from .kafka_util import produce
+from .kafka_util import BackgroundProducer, produce
 
 pytestmark = pytest.mark.integration
 
@@ -167,3 +168,74 @@ def test_hw10_a_transaction_whose_send_failed_does_not_commit(cluster: Cluster, 
             cluster.set_links_enabled(links, True)
     finally:
         producer.close(5)
+
+
+#: client -> the finding it shows for HW-4 (absent: the client keeps the promise)
+HW4_BREAKS = {
+    "kafka-python": "HW-4: kafka-python clears its preferred read replica on every fetch response carrying "
+    "preferred_read_replica=-1 (every follower response does), so every other fetch goes back to the leader",
+}
+
+#: a rack consumer that fetches from its follower sends the leader (another rack) at most this
+#: share of the request bytes it sends the follower; ping-pong (every other fetch) sends about 1.0
+HW4_MAX_LEADER_SHARE = 0.25
+HW4_TAIL_S = 8.0
+
+
+def _settled_client_bytes(cluster: Cluster, rack: str) -> dict[int, ByteCounters]:
+    """``rack``'s client byte counters once they stop moving: Toxiproxy adds a connection's bytes
+    a moment after it ended (``harness.toxiproxy.ByteCounters``)."""
+    return wait_until_steady(lambda: cluster.client_bytes(rack), 1.0, 20, f"{rack}'s client byte counters")
+
+
+@pytest.mark.parametrize("client", every_client(HW4_BREAKS))
+def test_hw4_tailing_rack_consumer_fetches_from_its_follower_not_the_leader(cluster: Cluster, client: str) -> None:
+    """KIP-392 efficiency, measured outside the client: a consumer in the rack of an in-sync
+    follower, tailing a partition whose leader is in another rack, sends its fetches to the
+    follower, not every other one to the leader. Toxiproxy counts the bytes of each client link
+    (rack, broker) whatever the library; the consumer is the only client of its rack's proxies
+    (the producer and the observer use the rack-less ones), so the bytes it *sent* each broker
+    count its requests: ping-pong sends the leader about as many as the follower, clean follower
+    fetching a few (bootstrap, metadata, the first fetch that the leader redirects)."""
+    topic = f"hw4-{client}"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    state = cluster.partition_state(topic, 0)
+    follower = next(r for r in state.replicas if r != state.leader)
+    rack = cluster.rack_of(follower)
+    assert cluster.rack_of(state.leader) != rack
+    before = _settled_client_bytes(cluster, rack)
+    consumer = get_driver(client).consumer(
+        ConsumerSettings(bootstrap=cluster.bootstrap(rack), client_id=f"hw4-{client}", client_rack=rack), _Quiet()
+    )
+    read = 0
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        with BackgroundProducer(cluster, topic, interval=0.02) as producer:
+            deadline = time.monotonic() + HW4_TAIL_S
+            while time.monotonic() < deadline:
+                polled = consumer.poll(200)
+                read += len(polled) if isinstance(polled, list) else 0
+            written = producer.sent
+    finally:
+        consumer.close()
+    # the consumer's connections have ended: wait until the follower's shows, then until all settle
+    wait_until(
+        lambda: cluster.client_bytes(rack)[follower].upstream > before[follower].upstream,
+        20,
+        "the consumer's connection to its follower is counted",
+    )
+    after = _settled_client_bytes(cluster, rack)
+    sent = {b: after[b].upstream - before[b].upstream for b in after}
+    received = {b: after[b].downstream - before[b].downstream for b in after}
+    share = sent[state.leader] / max(sent[follower], 1)
+    figures = (
+        f"{client}: leader {state.leader}, follower {follower} ({rack}); {read} of {written} records read in "
+        f"{HW4_TAIL_S:.0f} s; bytes sent per broker {sent}, received {received}; leader/follower request bytes "
+        f"{share:.2f}"
+    )
+    print(figures)
+    assert read >= 0.5 * written > 50, figures
+    assert sent[follower] > 2000, f"too few requests to the follower to judge: {figures}"
+    assert share <= HW4_MAX_LEADER_SHARE, figures
