@@ -257,6 +257,12 @@ class KafkaPythonConsumer:
 
     def subscribe(self, topics: Sequence[str]) -> None:
         self._consumer.subscribe(list(topics), listener=_Rebalances(self.listener))
+        # HW-7 (README, Findings): a leader whose first assignment predates its first metadata
+        # of the topic re-joins on the metadata change, and kafka-python 3.0.12 can lose that
+        # join's result and stall until evicted. Fetching the metadata now (a blocking Metadata
+        # request; the coordinator's snapshot is updated from it) lets the first assignment see
+        # the partitions, so that re-join does not happen. It avoids the trigger, not the bug.
+        self._consumer.topics()
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self._consumer.seek(_ktp(tp), offset)
