@@ -250,19 +250,45 @@ def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _runs(flat: Sequence[Any]) -> tuple[list[Any], list[int]]:
+    """A run-length list ``[value, count, value, count, ...]`` as its values and counts."""
+    if len(flat) % 2:
+        raise JavaClientError(f"a malformed run-length list in a poll reply: {len(flat)} items")
+    return list(flat[0::2]), [int(n) for n in flat[1::2]]
+
+
 def records_of(reply: Mapping[str, Any]) -> list[PolledRecord]:
-    """The records of a poll reply."""
-    return [
-        PolledRecord(
-            str(r["topic"]),
-            int(r["partition"]),
-            int(r["offset"]),
-            r.get("value"),
-            _opt_int(r.get("leader_epoch")),
-            _opt_int(r.get("replica")),
+    """The records of a poll reply. The worker answers one entry per partition with records:
+    ``{"topic", "partition", "replica", "offsets": [first, count, ...], "values": [...],
+    "epochs": [epoch or null, count, ...]}``; offsets and leader epochs come as runs (of
+    consecutive offsets, of one epoch), one value a record. Raises ``JavaClientError`` when the
+    runs do not cover the values exactly."""
+    out: list[PolledRecord] = []
+    for part in reply.get("parts") or ():
+        topic, partition, replica = str(part["topic"]), int(part["partition"]), _opt_int(part.get("replica"))
+        values = part["values"]
+        firsts, lengths = _runs(part["offsets"])
+        epochs, counts = _runs(part["epochs"])
+        if sum(lengths) != len(values) or sum(counts) != len(values):
+            raise JavaClientError(
+                f"a malformed poll reply for {topic}-{partition}: {len(values)} values, offsets for "
+                f"{sum(lengths)}, epochs for {sum(counts)}"
+            )
+        firsts = [int(f) for f in firsts]
+        offsets = itertools.chain.from_iterable(range(f, f + n) for f, n in zip(firsts, lengths))
+        leader_epochs = itertools.chain.from_iterable(map(itertools.repeat, map(_opt_int, epochs), counts))
+        out.extend(
+            map(
+                PolledRecord,
+                itertools.repeat(topic),
+                itertools.repeat(partition),
+                offsets,
+                values,
+                leader_epochs,
+                itertools.repeat(replica),
+            )
         )
-        for r in reply.get("records") or ()
-    ]
+    return out
 
 
 def truncation_of(reply: Mapping[str, Any]) -> TruncationSignal | None:

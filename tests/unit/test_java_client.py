@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,7 @@ from harness.clients import (
     parse_client_spec,
 )
 from harness.clients.java import (
+    JavaClientError,
     classify_send_result,
     consumer_properties,
     ensure_worker,
@@ -186,13 +188,28 @@ def test_poll_replies_become_records_or_a_truncation_signal() -> None:
     reply = {
         "id": 5,
         "ok": True,
-        "records": [
-            {"topic": "t", "partition": 0, "offset": 7, "value": "v-7", "leader_epoch": 2, "replica": 3},
-            {"topic": "t", "partition": 0, "offset": 8, "value": None, "leader_epoch": None, "replica": None},
+        "parts": [
+            {
+                "topic": "t",
+                "partition": 0,
+                "replica": 3,
+                "offsets": [7, 2, 10, 3],  # runs: 7-8, 10-12 (a gap: a control record, a compaction)
+                "values": ["v-7", None, "v-10", "v-11", "v-12"],
+                "epochs": [2, 2, 3, 1, None, 2],
+            },
+            {"topic": "u", "partition": 2, "replica": None, "offsets": [0, 1], "values": ["a"], "epochs": [None, 1]},
         ],
     }
-    assert records_of(reply) == [PolledRecord("t", 0, 7, "v-7", 2, 3), PolledRecord("t", 0, 8, None, None, None)]
+    assert records_of(reply) == [
+        PolledRecord("t", 0, 7, "v-7", 2, 3),
+        PolledRecord("t", 0, 8, None, 2, 3),
+        PolledRecord("t", 0, 10, "v-10", 3, 3),
+        PolledRecord("t", 0, 11, "v-11", None, 3),
+        PolledRecord("t", 0, 12, "v-12", None, 3),
+        PolledRecord("u", 2, 0, "a", None, None),
+    ]
     assert truncation_of(reply) is None
+    assert records_of({"id": 5, "ok": True, "parts": []}) == []
     truncated = {
         "id": 6,
         "ok": True,
@@ -203,6 +220,19 @@ def test_poll_replies_become_records_or_a_truncation_signal() -> None:
     assert signal is not None and signal.error.startswith("LogTruncationException")
     assert dict(signal.divergent) == {TopicPartition("t", 0): 5, TopicPartition("t", 1): None}
     assert records_of(truncated) == []
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"offsets": [0, 3], "values": ["a", "b"], "epochs": [1, 2]},  # offsets for 3, 2 values
+        {"offsets": [0, 2], "values": ["a", "b"], "epochs": [1, 1]},  # epochs for 1
+        {"offsets": [0, 2, 5], "values": ["a", "b"], "epochs": [1, 2]},  # not pairs
+    ],
+)
+def test_malformed_poll_replies_are_errors_not_misattributed_records(part: dict[str, Any]) -> None:
+    with pytest.raises(JavaClientError, match="malformed"):
+        records_of({"id": 1, "ok": True, "parts": [{"topic": "t", "partition": 0, "replica": 1, **part}]})
 
 
 def test_position_events() -> None:

@@ -1,12 +1,19 @@
 package highwater;
 
+import com.fasterxml.jackson.core.JsonEncoding;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.StreamWriteFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedOutputStream;
 import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.IOException;
 import java.io.InputStreamReader;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -46,7 +53,9 @@ import org.apache.kafka.common.errors.TimeoutException;
  * sends are not replied to: their outcome comes later, from the producer's I/O thread, as a line
  * {"send": id, "offset": n} or {"send": id, "error", "error_class", "sync"}. A consumer reports
  * the position changes the library made on its own as "event" lines, written before the reply
- * of the command during which they were seen.
+ * of the command during which they were seen. A poll's records are answered compactly, one entry
+ * per partition ({@link Consumer#writeRecords}): runs of offsets, the values, runs of leader
+ * epochs and the serving replica, streamed straight to the buffered stdout.
  *
  * <p>Transactions (KIP-98, a producer with "transactional.id"): "init_transactions",
  * "begin_transaction", "commit_transaction", "abort_transaction" and "send_offsets" (offsets
@@ -62,19 +71,44 @@ import org.apache.kafka.common.errors.TimeoutException;
  */
 public final class Worker {
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final PrintStream OUT =
-      new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, StandardCharsets.UTF_8);
+  /** Writes lines straight to the buffered stdout, leaving it open after each line. */
+  private static final JsonFactory LINES =
+      JsonFactory.builder().disable(StreamWriteFeature.AUTO_CLOSE_TARGET).build();
+
+  private static final BufferedOutputStream OUT =
+      new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16);
+  private static boolean outBroken;
 
   private Worker() {}
 
-  /** One line to the driver; callbacks of the producer's I/O thread write too. */
-  static synchronized void emit(ObjectNode line) {
-    try {
-      OUT.println(JSON.writeValueAsString(line));
-      OUT.flush();
-    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-      throw new IllegalStateException(e);
+  /** Writes one line's JSON value to a generator. */
+  interface LineWriter {
+    void write(JsonGenerator g) throws IOException;
+  }
+
+  /**
+   * One line to the driver, written by {@code line} with a streaming generator; callbacks of the
+   * producer's I/O thread write too. A broken stdout (the driver is gone) is noted once on
+   * stderr and lines are dropped, as a PrintStream would: stdin's end or the watchdog ends us.
+   */
+  static synchronized void emit(LineWriter line) {
+    if (outBroken) {
+      return;
     }
+    try {
+      JsonGenerator g = LINES.createGenerator(OUT, JsonEncoding.UTF8);
+      line.write(g);
+      g.close(); // flushes into OUT, which stays open
+      OUT.write('\n');
+      OUT.flush();
+    } catch (IOException e) {
+      outBroken = true;
+      System.err.println("highwater worker: stdout is broken, dropping lines: " + e);
+    }
+  }
+
+  static void emit(ObjectNode line) {
+    emit(g -> JSON.writeTree(g, line));
   }
 
   /** An error as the history records it: "Class: message" (simple class name). */
@@ -185,7 +219,10 @@ public final class Worker {
   }
 
   interface Role {
-    /** The reply to a command, or null when the reply comes later (a producer's send). */
+    /**
+     * The reply to a command, or null when there is none to write here: a producer's send (its
+     * outcome comes later) or a poll with records (written by the poll itself, streamed).
+     */
     ObjectNode handle(String op, JsonNode cmd, long id);
 
     void close(Duration timeout);
@@ -538,7 +575,7 @@ public final class Worker {
             }
           }
           ObjectNode r = reply(id);
-          r.putArray("records");
+          r.putArray("parts");
           return r;
         }
         ObjectNode r = reply(id);
@@ -564,11 +601,10 @@ public final class Worker {
           applyResetPolicy(t);
         }
         ObjectNode r = reply(id);
-        r.putArray("records");
+        r.putArray("parts");
         return r;
       }
-      ObjectNode r = reply(id);
-      ArrayNode out = r.putArray("records");
+      List<Part> parts = new ArrayList<>();
       for (TopicPartition t : consumer.assignment()) {
         List<ConsumerRecord<byte[], byte[]>> recs = records.records(t);
         Long before = last.get(t);
@@ -583,27 +619,7 @@ public final class Worker {
             // reason naming truncation would excuse a landing above the divergence point
             position(t.topic(), t.partition(), first, "reset");
           }
-          for (ConsumerRecord<byte[], byte[]> rec : recs) {
-            ObjectNode o = out.addObject();
-            o.put("topic", rec.topic());
-            o.put("partition", rec.partition());
-            o.put("offset", rec.offset());
-            if (rec.value() == null) {
-              o.putNull("value");
-            } else {
-              o.put("value", new String(rec.value(), StandardCharsets.UTF_8));
-            }
-            if (rec.leaderEpoch().isPresent() && rec.leaderEpoch().get() >= 0) {
-              o.put("leader_epoch", rec.leaderEpoch().get());
-            } else {
-              o.putNull("leader_epoch");
-            }
-            if (replica == null) {
-              o.putNull("replica");
-            } else {
-              o.put("replica", replica);
-            }
-          }
+          parts.add(new Part(t, replica, recs));
           long after = recs.get(recs.size() - 1).offset() + 1;
           last.put(t, now != null && now >= after ? now : after);
         } else if (now != null) {
@@ -619,7 +635,117 @@ public final class Worker {
           last.put(t, now);
         }
       }
-      return r;
+      // the events above are written first: the reply is one line of its own, after them
+      emit(g -> writeRecords(g, id, parts));
+      return null;
+    }
+
+    /** A partition's records of one poll and the replica that served them. */
+    static final class Part {
+      final TopicPartition tp;
+      final Integer replica;
+      final List<ConsumerRecord<byte[], byte[]>> records;
+
+      Part(TopicPartition tp, Integer replica, List<ConsumerRecord<byte[], byte[]>> records) {
+        this.tp = tp;
+        this.replica = replica;
+        this.records = records;
+      }
+    }
+
+    /** The leader epoch as the history records it: null when the batch carries none. */
+    static Integer epochOf(ConsumerRecord<byte[], byte[]> rec) {
+      Optional<Integer> e = rec.leaderEpoch();
+      return e.isPresent() && e.get() >= 0 ? e.get() : null;
+    }
+
+    /**
+     * A poll's reply, one entry per partition with records: {"topic", "partition", "replica",
+     * "offsets": [first, count, ...] (runs of consecutive offsets), "values": [...] (one a
+     * record, null for a null value), "epochs": [epoch or null, count, ...] (runs)}.
+     */
+    static void writeRecords(JsonGenerator g, long id, List<Part> parts) throws IOException {
+      g.writeStartObject();
+      g.writeNumberField("id", id);
+      g.writeBooleanField("ok", true);
+      g.writeArrayFieldStart("parts");
+      for (Part p : parts) {
+        g.writeStartObject();
+        g.writeStringField("topic", p.tp.topic());
+        g.writeNumberField("partition", p.tp.partition());
+        if (p.replica == null) {
+          g.writeNullField("replica");
+        } else {
+          g.writeNumberField("replica", p.replica);
+        }
+        List<ConsumerRecord<byte[], byte[]>> recs = p.records;
+        int n = recs.size();
+        g.writeArrayFieldStart("offsets");
+        long runFirst = recs.get(0).offset();
+        int runCount = 1;
+        for (int i = 1; i < n; i++) {
+          long o = recs.get(i).offset();
+          if (o == runFirst + runCount) {
+            runCount++;
+          } else {
+            g.writeNumber(runFirst);
+            g.writeNumber(runCount);
+            runFirst = o;
+            runCount = 1;
+          }
+        }
+        g.writeNumber(runFirst);
+        g.writeNumber(runCount);
+        g.writeEndArray();
+        g.writeArrayFieldStart("values");
+        for (int i = 0; i < n; i++) {
+          byte[] v = recs.get(i).value();
+          if (v == null) {
+            g.writeNull();
+          } else if (isAscii(v)) {
+            g.writeUTF8String(v, 0, v.length); // escaped as a String's would be, without the copy
+          } else {
+            g.writeString(new String(v, StandardCharsets.UTF_8)); // malformed input: U+FFFD, as ever
+          }
+        }
+        g.writeEndArray();
+        g.writeArrayFieldStart("epochs");
+        Integer runEpoch = epochOf(recs.get(0));
+        runCount = 1;
+        for (int i = 1; i < n; i++) {
+          Integer e = epochOf(recs.get(i));
+          if (java.util.Objects.equals(e, runEpoch)) {
+            runCount++;
+          } else {
+            writeEpochRun(g, runEpoch, runCount);
+            runEpoch = e;
+            runCount = 1;
+          }
+        }
+        writeEpochRun(g, runEpoch, runCount);
+        g.writeEndArray();
+        g.writeEndObject();
+      }
+      g.writeEndArray();
+      g.writeEndObject();
+    }
+
+    static boolean isAscii(byte[] v) {
+      for (byte b : v) {
+        if (b < 0) {
+          return false;
+        }
+      }
+      return true;
+    }
+
+    private static void writeEpochRun(JsonGenerator g, Integer epoch, int count) throws IOException {
+      if (epoch == null) {
+        g.writeNull();
+      } else {
+        g.writeNumber(epoch);
+      }
+      g.writeNumber(count);
     }
 
     /** auto.offset.reset for one partition; where it lands is reported as a reset (resetPending). */
