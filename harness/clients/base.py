@@ -77,11 +77,11 @@ class SendOutcome:
         return cls(Outcome.INFO, error=error)
 
 
-@dataclass(frozen=True, slots=True)
-class PolledRecord:
+class PolledRecord(NamedTuple):
     """One record a poll returned. ``leader_epoch`` is None when the batch carries none;
     ``replica`` is the broker that served the fetch the record came from, None when the driver
-    cannot tell."""
+    cannot tell. A named tuple rather than a frozen dataclass: one is made per record read, and
+    a tuple is made about five times faster (it is immutable all the same)."""
 
     topic: str
     partition: int
@@ -92,7 +92,7 @@ class PolledRecord:
 
     def to_event_value(self) -> dict[str, Any]:
         """The record as a ``poll`` event lists it."""
-        return {
+        return {  # not ``_asdict()``: the history's field order and names are fixed here
             "topic": self.topic,
             "partition": self.partition,
             "offset": self.offset,
