@@ -14,9 +14,9 @@ TEST_PATHS ?= tests suites/conformance suites/chaos suites/sweep/test_min_isr_hw
 # (each scenario runs on one of them: the suites on every client for the price of one; the full
 # matrix is `--client kafka-python,confluent-kafka,java`, e.g. in a campaign).
 CLIENT_ROTATION ?= kafka-python,confluent-kafka,java
-# The seeded chaos run of assign-mode consumers (90 s) runs in `make campaign`; make test runs
-# the group variant (80 s, the same durability checks plus the group checks), within the budget.
-DESELECT ?= --deselect "suites/chaos/test_chaos.py::test_chaos["
+# The seeded chaos runs (assign-mode consumers, 90 s; a consumer group, 80 s) run in
+# `make campaign` (the ci profile), not here: with them make test would pass CI's 30 minutes.
+DESELECT ?= --deselect suites/chaos/test_chaos.py
 
 .PHONY: install system-packages lint test unit suites campaign
 

@@ -207,23 +207,6 @@ def test_cutting_a_racks_clients_off_one_broker_is_one_proxy(cluster: Cluster) -
         cluster.set_links_enabled([cluster.client_link(rack, follower)], True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "FINDING HW-1 (KIP-392 liveness, kafka-python 3.0.12): a consumer with client_rack=r that "
-        "cannot reach r's in-sync follower makes no progress. The leader keeps naming that follower "
-        "as preferred read replica (it is in the ISR) and returns no records; kafka-python keeps the "
-        "preferred replica after a failed fetch until metadata_max_age_ms (5 min). See README, Findings."
-    ),
-)
-def test_finding_consumer_cut_off_from_its_preferred_replica_keeps_reading(cluster: Cluster) -> None:
-    rack, follower = _cut_client_rack_off_follower(cluster, "clientcut-ff")
-    try:
-        assert consume_all(cluster, "clientcut-ff", 200, rack=rack, client_rack=rack, timeout=20) == 200
-    finally:
-        cluster.set_links_enabled([cluster.client_link(rack, follower)], True)
-
-
 @pytest.mark.parametrize("controllers", [1])
 def test_dedicated_controller_mode(cluster_factory, controllers: int) -> None:  # type: ignore[no-untyped-def]
     c = cluster_factory(brokers=2, racks=2, controllers=controllers)
@@ -234,47 +217,3 @@ def test_dedicated_controller_mode(cluster_factory, controllers: int) -> None:  
         lambda: (lambda s: s if s.hw == 10 else None)(c.partition_state("dc", 0)), 20, "hw of dc-0 reaches 10"
     )
     assert state.leo == {b: 10 for b in state.replicas}
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "FINDING HW-4 (kafka-python 3.0.12): the consumer clears its preferred read replica whenever "
-        "a fetch response carries preferred_read_replica=-1, which every follower response does, so "
-        "every other fetch goes back to the leader (which redirects again). See README, Findings."
-    ),
-)
-def test_finding_tailing_rack_consumer_stays_on_its_follower(cluster: Cluster) -> None:
-    from kafka import KafkaConsumer, TopicPartition
-
-    cluster.create_topic("tail", partitions=1, replication_factor=3)
-    state = cluster.partition_state("tail", 0)
-    follower = next(r for r in state.replicas if r != state.leader)
-    rack = cluster.rack_of(follower)
-    consumer = KafkaConsumer(
-        bootstrap_servers=cluster.bootstrap(rack),
-        client_rack=rack,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        fetch_max_wait_ms=100,
-    )
-    answered: dict[int, int] = {}
-    fetcher = consumer._fetcher
-    original = fetcher._handle_fetch_response
-
-    def counting(node_id, fetch_offsets, send_time, response):  # type: ignore[no-untyped-def]
-        answered[node_id] = answered.get(node_id, 0) + 1
-        return original(node_id, fetch_offsets, send_time, response)
-
-    fetcher._handle_fetch_response = counting
-    try:
-        consumer.assign([TopicPartition("tail", 0)])
-        with BackgroundProducer(cluster, "tail", interval=0.02):
-            deadline = time.monotonic() + 8
-            while time.monotonic() < deadline:
-                consumer.poll(timeout_ms=200)
-    finally:
-        consumer.close()
-    total = sum(answered.values())
-    assert total > 20
-    assert answered.get(state.leader, 0) <= 0.1 * total, f"fetch responses per broker: {answered}"

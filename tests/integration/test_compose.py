@@ -24,9 +24,10 @@ from harness.compose.images import build_images, kafka_image, toxiproxy_image
 from harness.compose.reaping import LABEL_CLUSTER, LABEL_NODE, owner_labels, reap_dead_owners
 from harness.config import ClusterSpec
 from harness.distribution import default_version
+from harness.history import read_history
 from harness.waiting import wait_until
 from highwater.profiles import get_profile
-from suites.scenario import PLANS, TIMED_CHECKS, check_verdicts, run_plan
+from suites.scenario import PLANS, TIMED_CHECKS, Plan, check_verdicts, run_plan
 
 from .kafka_util import bytes_served, consume_all, produce
 
@@ -107,23 +108,34 @@ def test_rack_consumer_reads_from_its_racks_broker(cluster: ComposeCluster) -> N
     assert served[state.leader] < count * size / 10, f"the leader served too much: {served}"
 
 
-@pytest.mark.parametrize("scenario", ["leader-kill", "leader-partition"])
-def test_durability_under_leader_faults(cluster: ComposeCluster, tmp_path: Path, scenario: str) -> None:
-    """The durability suite's own plans (suites.scenario.PLANS), on containers: the kill goes
-    through the engine, the cut through the Toxiproxy container."""
-    plan = PLANS[f"durability/{scenario}"]
+#: the durability suite's leader-kill and leader-partition faults in one run (one run is ~40 s
+#: of make test less than two): the kill goes through the engine, the cut through the Toxiproxy
+#: container
+KILL_THEN_CUT = Plan(
+    "durability",
+    "leader-kill-then-cut",
+    (*PLANS["durability/leader-kill"].steps, *PLANS["durability/leader-partition"].steps),
+    PLANS["durability/leader-kill"].must_hold,
+    what="leader killed, then the (new) leader cut off: no loss, no uncommitted read, no skip",
+)
+
+
+def test_durability_under_leader_faults(cluster: ComposeCluster, tmp_path: Path) -> None:
+    """The durability suite's own faults (suites.scenario.PLANS), on containers."""
     result = run_plan(
         cluster,
-        plan,
+        KILL_THEN_CUT,
         profile=get_profile("ci"),
         campaign="compose",
         results_root=tmp_path,
-        repro=f"pytest tests/integration/test_compose.py -k {scenario}",
+        repro="pytest tests/integration/test_compose.py -k durability",
         acks="all",
         min_insync_replicas=2,
-        topic=f"cdur-{scenario}",
+        topic="cdur",
     )
-    check_verdicts([v for v in result.verdicts if v.check not in TIMED_CHECKS], plan.must_hold)
+    check_verdicts([v for v in result.verdicts if v.check not in TIMED_CHECKS], KILL_THEN_CUT.must_hold)
+    faults = [e for e in read_history(result.dir / "history.jsonl") if e["f"] == "fault" and e["type"] == "ok"]
+    assert [e["value"]["kind"] for e in faults] == ["kill", "cut"]
 
 
 def test_pause_and_restart_go_through_the_engine(cluster: ComposeCluster) -> None:
