@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -34,6 +35,17 @@ class RunOptions:
 RUN_OPTIONS: ContextVar[RunOptions] = ContextVar("RUN_OPTIONS", default=RunOptions())  # noqa: B039 - frozen
 
 
+def client_topic(topic: str, client: str) -> str:
+    """The topic a scenario uses with ``client``: the default client's is ``topic`` itself, any
+    other client's has the client appended (idempotent), so a session running several clients
+    on one cluster never reads one client's records, nor fences its transactional ids, in
+    another's run."""
+    if client == DEFAULT_CLIENT:
+        return topic
+    suffix = "-" + re.sub(r"[^A-Za-z0-9]+", "-", client)
+    return topic if topic.endswith(suffix) else topic + suffix
+
+
 def run_scenario(
     cluster: ClusterBackend,
     *,
@@ -48,6 +60,8 @@ def run_scenario(
 ) -> RunResult:
     options = RUN_OPTIONS.get()
     overrides.setdefault("client", options.client)
+    if "topic" in overrides:
+        overrides["topic"] = client_topic(overrides["topic"], overrides["client"])
     if options.seed is not None:
         overrides.setdefault("seed", options.seed)
     spec = RunSpec(

@@ -20,7 +20,7 @@ from faults.spec import FaultKind, Flow
 from faults.target import ClientsTarget, CoordinatorTarget
 from highwater.nemesis import scheduled
 from highwater.profiles import PROFILES, Profile
-from suites.scenario import assert_verdicts, chaos_schedule_config, run_scenario
+from suites.scenario import RUN_OPTIONS, assert_verdicts, chaos_schedule_config, client_topic, run_scenario
 
 #: the group variant: its fault windows outlast the consumers' session timeout (45 s, the default
 #: of kafka-python 3.x and Java since KIP-735), so a member cut off from its group coordinator
@@ -92,7 +92,7 @@ def group_profile(profile: Profile) -> Profile:
 
 
 def test_chaos_group(cluster, profile, campaign, results_root, repro, group_seed: int) -> None:  # type: ignore[no-untyped-def]
-    seed, topic = group_seed, f"chaosgroup{group_seed}"
+    seed, topic = group_seed, client_topic(f"chaosgroup{group_seed}", RUN_OPTIONS.get().client)
     profile = group_profile(profile)
     group = f"{topic}-group"  # RunSpec.group_id() in subscribe mode
     config = dataclasses.replace(chaos_schedule_config(profile, topic), groups=(group,), duration=GROUP_WINDOW)

@@ -43,3 +43,12 @@ def test_the_session_client_without_rotation_marker_or_parameters() -> None:
     assert rotated_client(_Node({"scenario": "leader-pause"}), None, "session") == "session"  # type: ignore[arg-type]
     assert rotated_client(_Node({"scenario": "leader-pause"}, marker=None), ROTATION, "s") == "s"  # type: ignore[arg-type]
     assert rotated_client(_Node(None), ROTATION, "session") == "session"  # type: ignore[arg-type]
+
+
+def test_each_client_gets_its_own_topic_and_the_default_keeps_its_name() -> None:
+    from suites.scenario import client_topic
+
+    assert client_topic("dur-leader-kill", "kafka-python") == "dur-leader-kill"
+    assert client_topic("dur-leader-kill", "java:3.9.1") == "dur-leader-kill-java-3-9-1"
+    once = client_topic("t", "confluent-kafka==2.3.0")
+    assert once == "t-confluent-kafka-2-3-0" and client_topic(once, "confluent-kafka==2.3.0") == once
