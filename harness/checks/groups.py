@@ -10,6 +10,7 @@ from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.checks.txn import txn_ends
 from harness.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
 from harness.history.format import value_text
 
@@ -28,16 +29,7 @@ def settled_commits(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, An
     ``time_ns``. It becomes ``fail`` when the transaction aborted (an ``ok`` abort, or a commit
     that failed) and ``info`` when its end is unknown: unknown is never counted as committed.
     Other events are passed through unchanged."""
-    ended: dict[str, tuple[str, int]] = {}  # txn -> ("ok" | "fail", time of the end)
-    for ev in events:
-        v = ev.get("value") or {}
-        if ev.get("f") != "txn" or not isinstance(v.get("txn"), str):
-            continue
-        op, typ = v.get("op"), ev.get("type")
-        if op == "commit" and typ == "ok":
-            ended[v["txn"]] = ("ok", int(ev.get("time_ns", 0)))
-        elif (op == "abort" and typ == "ok") or (op == "commit" and typ == "fail"):
-            ended.setdefault(v["txn"], ("fail", int(ev.get("time_ns", 0))))
+    ended = txn_ends(events)
     out: list[Mapping[str, Any]] = []
     for ev in events:
         txn = (ev.get("value") or {}).get("txn") if ev.get("f") == "commit" else None
@@ -47,7 +39,7 @@ def settled_commits(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, An
         end = ended.get(txn)
         if end is None:
             out.append({**ev, "type": "info"})
-        elif end[0] == "ok":
+        elif end[0]:
             out.append({**ev, "time_ns": end[1]})
         else:
             out.append({**ev, "type": "fail"})

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from harness.checks.data import HistoryData, cached
-from harness.checks.txn import idempotent, isolation_of
+from harness.checks.txn import idempotent, isolation_of, txn_ends
 from harness.checks.verdict import NOT_APPLICABLE, Verdict
 from harness.history.format import value_text
 
@@ -90,19 +90,9 @@ def txn_view(h: HistoryData) -> TxnView | None:
 
 def _txn_view(h: HistoryData) -> TxnView:
     events = raw_events(h)
-    outcome: dict[str, int] = {}
-    committed_at: dict[str, int] = {}
-    for r in h.txn_rows:
-        ev = events[r]
-        v, typ = ev.get("value") or {}, ev.get("type")
-        txn, op = v.get("txn"), v.get("op")
-        if not isinstance(txn, str):
-            continue
-        if op == "commit" and typ == "ok":
-            outcome[txn] = COMMITTED
-            committed_at[txn] = int(ev.get("time_ns", 0))
-        elif (op == "abort" and typ == "ok") or (op == "commit" and typ == "fail"):
-            outcome.setdefault(txn, NOT_COMMITTED)
+    ends = txn_ends([events[r] for r in h.txn_rows])
+    outcome = {txn: COMMITTED if ok else NOT_COMMITTED for txn, (ok, _) in ends.items()}
+    committed_at = {txn: t for txn, (ok, t) in ends.items() if ok}
     state = np.zeros(len(h.sends.row), np.int8)
     readable = h.sends.time.astype(np.int64).copy()
     for i, r in enumerate(h.sends.row.tolist()):

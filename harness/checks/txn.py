@@ -1,8 +1,6 @@
-"""Transaction checks over raw ``highwater.history/1`` events (issue 17; work in progress).
-
-Only ``aborted_read``, ``open_txn_read`` and ``nonmonotonic_send`` are here so far. It reads the event list directly (one linear pass) rather
-than the columnar ``HistoryData``, which does not yet carry ``txn`` events; it is not yet
-registered in ``harness.checks``.
+"""Transaction checks over raw ``highwater.history/1`` events: ``aborted-read``,
+``open-txn-read`` and ``nonmonotonic-send`` (registered in ``harness.checks``), and
+``txn_ends``, how each transaction surely ended, which the group checks and ``TxnView`` share.
 """
 
 from __future__ import annotations
@@ -19,6 +17,25 @@ def isolation_of(config: Mapping[str, Any], process: str) -> str:
     header's ``config.isolation_level``, else Kafka's default ``read_uncommitted``."""
     own = (config.get("consumers") or {}).get(process) or {}
     return str(own.get("isolation_level") or config.get("isolation_level") or "read_uncommitted")
+
+
+def txn_ends(events: Sequence[Mapping[str, Any]]) -> dict[str, tuple[bool, int]]:
+    """How each transaction surely ended, with the ``time_ns`` of that end: ``(True, t)`` at its
+    ``ok`` commit; ``(False, t)`` at its ``ok`` abort or ``fail`` commit (proven not to have
+    happened), unless it also has an ``ok`` commit. A transaction not listed ended unknown (a
+    commit ``info`` or none at all), which is never counted as committed nor as aborted."""
+    ends: dict[str, tuple[bool, int]] = {}
+    for ev in events:
+        v = ev.get("value") or {}
+        txn = v.get("txn")
+        if ev.get("f") != "txn" or not isinstance(txn, str):
+            continue
+        op, typ, t = v.get("op"), ev.get("type"), int(ev.get("time_ns", 0))
+        if op == "commit" and typ == "ok":
+            ends[txn] = (True, t)
+        elif (op == "abort" and typ == "ok") or (op == "commit" and typ == "fail"):
+            ends.setdefault(txn, (False, t))
+    return ends
 
 
 def aborted_read(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.checks.txn import txn_ends
 from harness.checks.verdict import Verdict
 from harness.clients import TransactionalClient, get_driver
 from harness.history import read_history
@@ -77,13 +78,12 @@ def hw10_writes(history: Path) -> tuple[set[str], set[str]]:
     e.g. KIP-890's ``NotEnoughReplicasError: Unable to verify the partition has been added to
     the transaction`` while the transaction coordinator is cut off) inside a transaction whose
     commit is ``ok``. Only the writes the log lacks are subtracted (lost-write counts no other)."""
-    committed: set[str] = set()
+    events = list(read_history(history))
+    committed = {txn for txn, (ok, _) in txn_ends(events).items() if ok}
     expired: dict[str, str] = {}
-    for ev in read_history(history):
+    for ev in events:
         v = ev.get("value") or {}
-        if ev["f"] == "txn" and ev["type"] == "ok" and v.get("op") == "commit":
-            committed.add(v["txn"])
-        elif ev["f"] == "send" and ev["type"] in ("info", "fail") and v.get("txn"):
+        if ev["f"] == "send" and ev["type"] in ("info", "fail") and v.get("txn"):
             expired[str(v["value"])] = v["txn"]
     values = {val for val, txn in expired.items() if txn in committed}
     return values, {expired[val] for val in values}

@@ -88,3 +88,14 @@ def test_other_producer_or_partition_is_not_backwards() -> None:
 def test_idempotence_off_is_not_applicable() -> None:
     e = Events().send("producer-0", "v1", 5).send("producer-0", "v2", 4)
     assert nonmonotonic_send(header(), e.events).valid == NOT_APPLICABLE
+
+
+def test_txn_ends_says_only_what_is_sure() -> None:
+    from harness.checks.txn import txn_ends
+
+    e = Events().txn("p", "commit", "c").txn("p", "abort", "a").txn("p", "commit", "u", "info")
+    e.txn("p", "commit", "f", "fail").txn("p", "commit", "x", "info").txn("p", "abort", "x")
+    e.txn("p", "abort", "late").txn("p", "commit", "late")  # an ok commit outranks an abort
+    ends = txn_ends(e.events)
+    assert {t: ok for t, (ok, _) in ends.items()} == {"c": True, "a": False, "f": False, "x": False, "late": True}
+    assert ends["c"][1] == e.events[1]["time_ns"] and ends["late"][1] == e.events[-1]["time_ns"]
