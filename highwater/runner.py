@@ -130,10 +130,10 @@ class RunSpec:
         """Copier ``copier``'s transactional id (``coordinator:txn/{copier_txn}``)."""
         return f"{self.topic}-copier-{copier}"
 
-    def copy_config(self) -> dict[str, str]:
-        """The header's ``config.copy``: what ``copy-exactly-once`` judges (empty: no copy)."""
-        sink = self.copy_topic()
-        return {} if sink is None else {"source": self.topic, "sink": sink, "group": self.copy_group()}
+    def copy_config(self, sink: str) -> dict[str, str]:
+        """The header's ``config.copy``: what ``copy-exactly-once`` judges (``sink``: the copy's
+        topic as the cluster names it)."""
+        return {"source": self.topic, "sink": sink, "group": self.copy_group()}
 
     def isolation_of(self, index: int, racks: int) -> str:
         """Consumer ``index``'s isolation level: the last ``read_uncommitted_consumers`` read
@@ -226,7 +226,7 @@ def execute_run(
     group = spec.group_id()
     header_config = {**spec.header_config(cluster), "consumers": spec.consumer_config(len(cluster.topo.racks), group)}
     if sink is not None:
-        header_config["copy"] = {**spec.copy_config(), "sink": sink}
+        header_config["copy"] = spec.copy_config(sink)
     # The inputs this run sets out to record: if one is missing (a crash before the final read),
     # the checks that need it say unknown, not not-applicable.
     inputs = [Input.RACKS, Input.SENDS, Input.POLLS, Input.META, Input.FINAL_READS]
