@@ -156,6 +156,22 @@ class Observer:
 
         return {int(b.node_id) for b in manager.run(call).brokers}
 
+    def leader_named_by(self, node_id: int, topic: str, partition: int) -> tuple[int, int]:
+        """(leader id, leader epoch) of ``topic``-``partition`` as broker ``node_id`` tells its
+        clients in a Metadata answer: its own metadata image, which can be stale (a broker cut
+        off from the controller keeps the image it had, README, Findings, HW-8)."""
+        from kafka.protocol.metadata import MetadataRequest
+
+        req = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False
+        )
+        resp = self.send_to(node_id, req)
+        found = next(t for t in resp.topics if t.name == topic)
+        part = next(p for p in found.partitions if p.partition_index == partition)
+        if part.error_code != 0:
+            raise for_code(part.error_code)(f"Metadata {topic}-{partition} from broker {node_id}")
+        return int(part.leader_id), int(part.leader_epoch)
+
     def active_controller(self) -> int:
         """The KRaft quorum leader, from DescribeQuorum (brokers forward it to the controller).
         Metadata's ``controller_id`` is no use here: in KRaft it names a random broker."""

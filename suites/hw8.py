@@ -1,0 +1,141 @@
+"""HW-8 (README, Findings): a partition leader cut off from every other node but not from its
+clients keeps telling them that it leads (Kafka has no leader lease; the broker's part is
+``tests/integration/test_finding_hw8.py``, a strict xfail). A consumer reading from it gets no
+error, only no new records, until a Metadata answer from another broker moves it, so its stall
+during such a cut is bounded by no client setting: the consumer stall bound S assumes one metadata
+refresh finds the new leader, and each refresh sent to the cut-off broker finds the old one.
+
+Like HW-10 in the transactions suite, what HW-8 explains is subtracted exactly and everything
+else is judged: ``explain`` drops the progress and follower-fetch verdicts only when every stall
+they count is a *zombie stall*, and says why not otherwise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from harness.checks.bounds import stall_bound_name
+from harness.checks.data import HistoryData, load
+from harness.checks.liveness import MS, Stall, bound_ns, fault_windows, window_stalls
+from harness.checks.verdict import MAX_EXAMPLES, Verdict
+
+HW8 = "HW-8"
+#: the checks whose consumer stalls HW-8 can explain
+STALL_CHECKS = ("progress", "follower-fetch")
+
+
+@dataclass(frozen=True)
+class ZombieStall:
+    consumer: str
+    topic: str
+    partition: int
+    broker: int  # the cut-off broker whose records the consumer read last
+    stall_ms: int
+    bound_ms: int
+
+
+def zombie_windows(h: HistoryData) -> dict[int, int]:
+    """Fault windows (index into ``fault_windows``) that leave a zombie, and its broker: a ``cut``
+    of exactly one broker from every other node (``cuts_off``), its controller links among the
+    links cut (without them it still hears the controller and learns it was replaced), and no
+    peer named (the clients' links are not cut)."""
+    out: dict[int, int] = {}
+    for i, w in enumerate(fault_windows(h)):
+        if (w.kind or "") != "cut" or w.params.get("peer") is not None or len(w.cut) != 1:
+            continue
+        event = h.events([w.row])[0]
+        links = (event.get("value") or {}).get("links") or []
+        if any(str(lk).startswith("controller:") for lk in links):
+            out[i] = next(iter(w.cut))
+    return out
+
+
+def _last_replica_before(h: HistoryData, proc: int, tp: int, t: int) -> int | None:
+    """The broker that served the last record of ``tp`` that ``proc`` polled at or before ``t``."""
+    p = h.polls
+    mine = np.nonzero((p.proc == proc) & (p.tp == tp) & (p.time <= t))[0]
+    return int(p.replica[mine[-1]]) if len(mine) else None
+
+
+def _leader_before(h: HistoryData, tp: int, t: int) -> int | None:
+    """The leader of ``tp`` in the observer's last ``meta`` observation before ``t``."""
+    seen = [m for m in h.meta if m.tp == tp and m.time < t and m.leader is not None]
+    return max(seen, key=lambda m: m.row).leader if seen else None
+
+
+def zombie_stalls(h: HistoryData) -> tuple[list[ZombieStall], list[Stall]]:
+    """The consumer stalls longer than their bound during fault windows, split into those HW-8
+    explains and the rest. HW-8 explains a stall during a zombie window on a partition that the
+    cut-off broker led when the window began, when the consumer's last record of it before the
+    stall began was served by that broker. Partitions it only followed are not explained: their
+    leader is where it was, so a consumer that leaves the cut-off follower finds it with any
+    metadata, as the stall bound assumes (a client that does not leave it, e.g. HW-9, stays
+    convicted)."""
+    zombies = zombie_windows(h)
+    wins = fault_windows(h)
+    explained: list[ZombieStall] = []
+    other: list[Stall] = []
+    for x in window_stalls(h):
+        w = wins[x.window]
+        if x.phase != "fault" or not x.acked:
+            continue
+        bound = bound_ns(h, stall_bound_name(w.kind))
+        if x.end - x.start <= bound or x.stall <= bound:
+            continue
+        broker = zombies.get(x.window)
+        if (
+            broker is not None
+            and _leader_before(h, x.tp, w.start) == broker
+            and _last_replica_before(h, x.proc, x.tp, x.t_from) == broker
+        ):
+            topic, partition = h.tps[x.tp]
+            explained.append(ZombieStall(h.proc_name(x.proc), topic, partition, broker, x.stall // MS, bound // MS))
+        else:
+            other.append(x)
+    return explained, other
+
+
+def _stall_keys(v: Verdict) -> list[tuple[str, str, int]]:
+    """(consumer, topic, partition) of every stall example of a progress or follower-fetch verdict."""
+    kinds = ("consumer-stalled-during-fault", "rack-consumer-stalled-during-fault", "no-move-after-isr-loss")
+    return [(e["consumer"], e["topic"], e["partition"]) for e in v.examples if e["kind"] in kinds]
+
+
+def unexplained(verdicts: list[Verdict], h: HistoryData) -> list[str]:
+    """Why HW-8 does not explain every violation of progress and follower-fetch (empty: it does).
+
+    Explained means: every violation counted is a consumer stall shown in the examples
+    (progress: ``stalls``; follower-fetch: ``window_stalls`` and ``stalls``, none ``misrouted``;
+    no more than ``MAX_EXAMPLES``, so the count cannot hide another), each one on a consumer and
+    partition that had a zombie stall, and no stall over its bound that is not a zombie stall
+    on any of those (an example names no window, so such a one could be the example shown)."""
+    stalls, other = zombie_stalls(h)
+    keys = {(z.consumer, z.topic, z.partition) for z in stalls}
+    clash = keys & {(h.proc_name(x.proc), *h.tps[x.tp]) for x in other}
+    why = [f"{c} on {t}-{p} also stalled past its bound outside a zombie window" for c, t, p in sorted(clash)]
+    for v in verdicts:
+        if v.check not in STALL_CHECKS or v.valid is not False:
+            continue
+        counted = v.counts.get("stalls", 0) + v.counts.get("window_stalls", 0)
+        shown = _stall_keys(v)
+        if v.counts.get("misrouted", 0):
+            why.append(f"{v.check}: {v.counts['misrouted']} record(s) served by another rack")
+        if counted > MAX_EXAMPLES or len(shown) != counted:
+            why.append(f"{v.check}: {counted} violation(s) counted, {len(shown)} shown as consumer stalls")
+        why += [f"{v.check}: {c} on {t}-{p} is no zombie stall" for c, t, p in shown if (c, t, p) not in keys]
+    return why
+
+
+def without_hw8(verdicts: list[Verdict], history: Path) -> tuple[list[Verdict], list[ZombieStall]]:
+    """The verdicts without progress and follower-fetch when HW-8 explains every violation they
+    report (``unexplained``; the history is read only then), and the zombie stalls; an
+    AssertionError naming what is not explained otherwise."""
+    if all(v.valid is not False for v in verdicts if v.check in STALL_CHECKS):
+        return verdicts, []
+    h = load(history)
+    why = unexplained(verdicts, h)
+    assert not why, "liveness violations beyond HW-8:\n  " + "\n  ".join(why)
+    stalls, _ = zombie_stalls(h)
+    return [v for v in verdicts if v.check not in STALL_CHECKS], stalls
