@@ -6,8 +6,9 @@ during such a cut is bounded by no client setting: the consumer stall bound S as
 refresh finds the new leader, and each refresh sent to the cut-off broker finds the old one.
 
 Like HW-10 in the transactions suite, what HW-8 explains is subtracted exactly and everything
-else is judged: ``explain`` drops the progress and follower-fetch verdicts only when every stall
-they count is a *zombie stall*, and says why not otherwise."""
+else is judged: ``without_hw8`` drops the progress and follower-fetch verdicts only when every
+violation they count is a stall (or a missed move) of a *zombie reader*, a consumer left reading
+a partition from its cut-off leader, and says why not otherwise."""
 
 from __future__ import annotations
 
@@ -27,13 +28,16 @@ STALL_CHECKS = ("progress", "follower-fetch")
 
 
 @dataclass(frozen=True)
-class ZombieStall:
+class ZombieReader:
+    """A consumer left reading a partition from its cut-off leader during a zombie window."""
+
+    window: int  # index into fault_windows
     consumer: str
     topic: str
     partition: int
-    broker: int  # the cut-off broker whose records the consumer read last
-    stall_ms: int
-    bound_ms: int
+    broker: int  # the cut-off broker, the partition's leader when the window began
+    stall_ms: int  # the consumer's longest stall on the partition during the window
+    bound_ms: int  # the window's stall bound
 
 
 def zombie_windows(h: HistoryData) -> dict[int, int]:
@@ -65,36 +69,46 @@ def _leader_before(h: HistoryData, tp: int, t: int) -> int | None:
     return max(seen, key=lambda m: m.row).leader if seen else None
 
 
-def zombie_stalls(h: HistoryData) -> tuple[list[ZombieStall], list[Stall]]:
-    """The consumer stalls longer than their bound during fault windows, split into those HW-8
-    explains and the rest. HW-8 explains a stall during a zombie window on a partition that the
-    cut-off broker led when the window began, when the consumer's last record of it before the
-    stall began was served by that broker. Partitions it only followed are not explained: their
-    leader is where it was, so a consumer that leaves the cut-off follower finds it with any
-    metadata, as the stall bound assumes (a client that does not leave it, e.g. HW-9, stays
-    convicted)."""
-    zombies = zombie_windows(h)
+def zombie_readers(h: HistoryData) -> list[ZombieReader]:
+    """The consumers HW-8 strands, per zombie window: those whose last record, before the window
+    began, of a partition the cut-off broker led then came from that broker. Partitions it only
+    followed are not among them: their leader is where it was, so a consumer that leaves the
+    cut-off follower finds it with any metadata, as the stall bound assumes (a client that does
+    not leave it, e.g. HW-9, stays convicted)."""
     wins = fault_windows(h)
-    explained: list[ZombieStall] = []
-    other: list[Stall] = []
+    longest: dict[tuple[int, int, int], Stall] = {}
     for x in window_stalls(h):
-        w = wins[x.window]
-        if x.phase != "fault" or not x.acked:
-            continue
-        bound = bound_ns(h, stall_bound_name(w.kind))
-        if x.end - x.start <= bound or x.stall <= bound:
-            continue
-        broker = zombies.get(x.window)
-        if (
-            broker is not None
-            and _leader_before(h, x.tp, w.start) == broker
-            and _last_replica_before(h, x.proc, x.tp, x.t_from) == broker
-        ):
-            topic, partition = h.tps[x.tp]
-            explained.append(ZombieStall(h.proc_name(x.proc), topic, partition, broker, x.stall // MS, bound // MS))
-        else:
-            other.append(x)
-    return explained, other
+        if x.phase == "fault":
+            longest[(x.window, x.proc, x.tp)] = x
+    out: list[ZombieReader] = []
+    for wi, broker in zombie_windows(h).items():
+        w = wins[wi]
+        for tp in range(len(h.tps)):
+            if _leader_before(h, tp, w.start) != broker:
+                continue
+            for proc in sorted(set(h.polls.proc[h.polls.tp == tp].tolist())):
+                if _last_replica_before(h, proc, tp, w.start) != broker:
+                    continue
+                x = longest.get((wi, proc, tp))
+                topic, partition = h.tps[tp]
+                bound = bound_ns(h, stall_bound_name(w.kind))
+                out.append(
+                    ZombieReader(
+                        wi, h.proc_name(proc), topic, partition, broker, x.stall // MS if x else 0, bound // MS
+                    )
+                )
+    return out
+
+
+def stalls_past_bound(h: HistoryData) -> list[Stall]:
+    """Every consumer stall during a fault window longer than the window's stall bound."""
+    wins = fault_windows(h)
+    out = []
+    for x in window_stalls(h):
+        bound = bound_ns(h, stall_bound_name(wins[x.window].kind))
+        if x.phase == "fault" and x.acked and x.end - x.start > bound and x.stall > bound:
+            out.append(x)
+    return out
 
 
 def _stall_keys(v: Verdict) -> list[tuple[str, str, int]]:
@@ -106,15 +120,20 @@ def _stall_keys(v: Verdict) -> list[tuple[str, str, int]]:
 def unexplained(verdicts: list[Verdict], h: HistoryData) -> list[str]:
     """Why HW-8 does not explain every violation of progress and follower-fetch (empty: it does).
 
-    Explained means: every violation counted is a consumer stall shown in the examples
-    (progress: ``stalls``; follower-fetch: ``window_stalls`` and ``stalls``, none ``misrouted``;
-    no more than ``MAX_EXAMPLES``, so the count cannot hide another), each one on a consumer and
-    partition that had a zombie stall, and no stall over its bound that is not a zombie stall
-    on any of those (an example names no window, so such a one could be the example shown)."""
-    stalls, other = zombie_stalls(h)
-    keys = {(z.consumer, z.topic, z.partition) for z in stalls}
-    clash = keys & {(h.proc_name(x.proc), *h.tps[x.tp]) for x in other}
-    why = [f"{c} on {t}-{p} also stalled past its bound outside a zombie window" for c, t, p in sorted(clash)]
+    Explained means: every violation counted is a consumer stall or a consumer that did not move,
+    shown in the examples (progress: ``stalls``; follower-fetch: ``window_stalls`` and
+    ``stalls``, none ``misrouted``; no more than ``MAX_EXAMPLES``, so the count cannot hide
+    another), each on a zombie reader's consumer and partition, and no stall past its bound
+    outside its zombie windows on any of those (an example names no window, so such a stall
+    could be the example shown)."""
+    readers = zombie_readers(h)
+    keys = {(r.consumer, r.topic, r.partition) for r in readers}
+    windows = {(r.consumer, r.topic, r.partition, r.window) for r in readers}
+    why = []
+    for x in stalls_past_bound(h):
+        key = (h.proc_name(x.proc), *h.tps[x.tp])
+        if key in keys and (*key, x.window) not in windows:
+            why.append(f"{key[0]} on {key[1]}-{key[2]} also stalled past its bound outside a zombie window")
     for v in verdicts:
         if v.check not in STALL_CHECKS or v.valid is not False:
             continue
@@ -124,18 +143,17 @@ def unexplained(verdicts: list[Verdict], h: HistoryData) -> list[str]:
             why.append(f"{v.check}: {v.counts['misrouted']} record(s) served by another rack")
         if counted > MAX_EXAMPLES or len(shown) != counted:
             why.append(f"{v.check}: {counted} violation(s) counted, {len(shown)} shown as consumer stalls")
-        why += [f"{v.check}: {c} on {t}-{p} is no zombie stall" for c, t, p in shown if (c, t, p) not in keys]
+        why += [f"{v.check}: {c} on {t}-{p} is no zombie reader's" for c, t, p in shown if (c, t, p) not in keys]
     return why
 
 
-def without_hw8(verdicts: list[Verdict], history: Path) -> tuple[list[Verdict], list[ZombieStall]]:
+def without_hw8(verdicts: list[Verdict], history: Path) -> tuple[list[Verdict], list[ZombieReader]]:
     """The verdicts without progress and follower-fetch when HW-8 explains every violation they
-    report (``unexplained``; the history is read only then), and the zombie stalls; an
+    report (``unexplained``; the history is read only then), and the zombie readers; an
     AssertionError naming what is not explained otherwise."""
     if all(v.valid is not False for v in verdicts if v.check in STALL_CHECKS):
         return verdicts, []
     h = load(history)
     why = unexplained(verdicts, h)
     assert not why, "liveness violations beyond HW-8:\n  " + "\n  ".join(why)
-    stalls, _ = zombie_stalls(h)
-    return [v for v in verdicts if v.check not in STALL_CHECKS], stalls
+    return [v for v in verdicts if v.check not in STALL_CHECKS], zombie_readers(h)

@@ -10,6 +10,7 @@ import pytest
 
 from harness.checks.verdict import Verdict
 from highwater.runner import RunResult
+from suites.findings import expect_hw9
 from suites.hw8 import HW8, without_hw8
 from suites.scenario import PLANS, TIMED_CHECKS, check_verdicts, describe, run_once, run_plan
 
@@ -47,6 +48,11 @@ def _run(cluster, profile, campaign, results_root, repro, scenario: str, kafka_v
     )
 
 
+#: the cut-off leader also follows the other partitions, which its rack's consumer reads from it
+#: (rack-local): librdkafka stays on it after it left their ISR (HW-9; 2026-11-25, Kafka 4.4.0,
+#: confluent-kafka 2.16.1: 15.6 and 15.7 s on partitions 1 and 2 against the 13.5 s bound)
+HW9_SCENARIOS = ("leader-partition",)
+
 #: make test's economy (``--client-rotation``): scenario i runs on the i-th client of the rotation
 ROTATION = pytest.mark.client_rotation("scenario", list(SCENARIOS))
 
@@ -72,6 +78,7 @@ def test_no_loss_no_uncommitted_read_no_skip(
 @ROTATION
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_consumers_keep_up_under_leader_faults(
+    request,
     cluster,
     profile,
     campaign,
@@ -80,13 +87,15 @@ def test_consumers_keep_up_under_leader_faults(
     kafka_version,  # type: ignore[no-untyped-def]
     scenario,
 ) -> None:
+    if scenario in HW9_SCENARIOS:
+        expect_hw9(request)
     result = _run(cluster, profile, campaign, results_root, repro, scenario, kafka_version)
     try:
         verdicts, zombie = without_hw8(result.verdicts, result.dir / "history.jsonl")
         for z in zombie:
             print(
-                f"{HW8}: {z.consumer} read {z.topic}-{z.partition} from the cut-off broker {z.broker}, which kept "
-                f"claiming leadership: stalled {z.stall_ms} ms (bound {z.bound_ms} ms)"
+                f"{HW8}: {z.consumer} read {z.topic}-{z.partition} from its cut-off leader {z.broker}, which kept "
+                f"claiming leadership: longest stall {z.stall_ms} ms (bound {z.bound_ms} ms)"
             )
         assert_live(verdicts)
     except AssertionError as exc:

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from harness.checks.verdict import Verdict
 from harness.history import read_history
-from suites.scenario import PLANS, RUN_OPTIONS, assert_verdicts, check_verdicts, run_plan
+from suites.findings import expect_hw9
+from suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
 
 HIGH_RATE = 150  # sends/s per producer, at least
 PRODUCERS = 3
@@ -82,20 +81,8 @@ def test_keeping_up_under_many_small_requests_means_no_isr_churn(
     )
 
 
-#: librdkafka keeps reading the slowed follower after it left the ISR (it still answers): HW-9
-FINDING_HW9 = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "FINDING HW-9 (librdkafka 2.16.0): the preferred-replica lease is fixed at 5 minutes "
-        "(rdkafka_fetcher.c, rd_kafka_toppar_fetch_decide), so the rack consumer of the slowed follower keeps "
-        "fetching from it after it left the ISR (follower-fetch: no-move-after-isr-loss). See README, Findings."
-    ),
-)
-
-
 def test_slowed_follower_leaves_once_and_returns_once(request, cluster, profile, campaign, results_root, repro) -> None:  # type: ignore[no-untyped-def]
-    if RUN_OPTIONS.get().client.startswith("confluent-kafka"):
-        request.applymarker(FINDING_HW9)
+    expect_hw9(request)
     p = PLANS["kafka-4485/slowed-follower"]
     result = run_plan(
         cluster,

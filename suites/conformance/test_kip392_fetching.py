@@ -17,7 +17,8 @@ from harness.checks.verdict import Verdict
 from harness.cluster import Cluster
 from harness.waiting import wait_until
 from harness.workload.final_read import _fetch
-from suites.scenario import KIP392_FAULTS, PLANS, RUN_OPTIONS, assert_verdicts, check_verdicts, run_plan
+from suites.findings import expect_hw9
+from suites.scenario import KIP392_FAULTS, PLANS, assert_verdicts, check_verdicts, run_plan
 
 
 def assert_rack_local_reads(
@@ -68,14 +69,6 @@ def assert_consumer_moves(verdicts: list[Verdict], how: str) -> None:
 
 #: faults under which librdkafka keeps reading the follower (it still answers): HW-9
 HW9_FAULTS = ("cut-off", "slowed")
-FINDING_HW9 = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "FINDING HW-9 (librdkafka 2.16.0): the preferred-replica lease is fixed at 5 minutes "
-        "(rdkafka_fetcher.c, rd_kafka_toppar_fetch_decide), so a consumer keeps fetching from a follower that left "
-        "the ISR but still answers. See README, Findings."
-    ),
-)
 
 
 @pytest.mark.client_rotation("how", list(KIP392_FAULTS))  # make test: one fault per client
@@ -83,8 +76,8 @@ FINDING_HW9 = pytest.mark.xfail(
 def test_consumer_moves_when_its_replica_leaves_the_isr_and_returns(
     request, cluster, profile, campaign, results_root, repro, how
 ) -> None:  # type: ignore[no-untyped-def]
-    if RUN_OPTIONS.get().client.startswith("confluent-kafka") and how in HW9_FAULTS:
-        request.applymarker(FINDING_HW9)
+    if how in HW9_FAULTS:
+        expect_hw9(request)
     result = run_plan(
         cluster,
         PLANS[f"kip-392/replica-{how}"],

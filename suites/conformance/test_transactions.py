@@ -27,6 +27,7 @@ from harness.clients import TransactionalClient, get_driver
 from harness.history import read_history
 from harness.history.format import source_of
 from highwater.nemesis import Step
+from suites.hw8 import HW8, without_hw8
 from suites.scenario import LEADER_FAULT_SECONDS, RUN_OPTIONS, Plan, check_verdicts, describe, run_once, run_plan
 
 _TXN = ("aborted-read", "open-txn-read", "torn-transaction", "lost-write", "uncommitted-read", "poll-skip")
@@ -49,6 +50,20 @@ PLANS = {
             run_seconds=3 + COORDINATOR_FAULT_SECONDS + 2 + COORDINATOR_FAULT_SECONDS + 6,
             what="a group of read_committed consumers (one read_uncommitted) through kills of the transaction "
             "coordinator and the group coordinator: no aborted read, no torn transaction, no commit ahead or back",
+        ),
+        Plan(
+            "transactions",
+            "coordinators-cut-pause",
+            (
+                Step(3, "cut --target coordinator:txn/{txn}", COORDINATOR_FAULT_SECONDS),
+                Step(2, "pause --target coordinator:group/{group}", COORDINATOR_FAULT_SECONDS),
+            ),
+            (*_TXN, *_GROUP),
+            run_seconds=3 + COORDINATOR_FAULT_SECONDS + 2 + COORDINATOR_FAULT_SECONDS + 6,
+            what="the same group and producers while the transaction coordinator is cut off from every other "
+            "node (its clients still reach it: it keeps answering as coordinator, HW-8) and the group "
+            "coordinator is frozen (SIGSTOP: requests hang): no aborted read, no torn transaction, no commit "
+            "ahead or back",
         ),
         Plan(
             "transactions",
@@ -130,7 +145,7 @@ def without_hw10(verdicts: list[Verdict], history: Path) -> list[Verdict]:
 
 
 #: the consumers of each scenario: assign mode, or one group in subscribe mode
-MODES = {"coordinators-kill": "subscribe", "exactly-once-copy": "assign"}
+MODES = {"coordinators-kill": "subscribe", "coordinators-cut-pause": "subscribe", "exactly-once-copy": "assign"}
 #: exactly-once copiers per scenario (harness.workload.copy)
 COPIERS = {"exactly-once-copy": 2}
 #: RunSpec settings of a scenario beyond the suite's: the copy runs one source producer, so the
@@ -184,8 +199,11 @@ def test_read_committed_sees_only_whole_committed_transactions(
     verdicts, must_hold = result.verdicts, PLANS[scenario].must_hold
     if client.startswith("kafka-python"):
         verdicts = without_hw10(verdicts, result.dir / "history.jsonl")
-        kept = {v.check for v in verdicts}
-        must_hold = tuple(c for c in must_hold if c in kept)
+    verdicts, zombie = without_hw8(verdicts, result.dir / "history.jsonl")
+    for z in zombie:
+        print(f"{HW8}: {z.consumer} stalled {z.stall_ms} ms on {z.topic}-{z.partition} (its cut-off leader {z.broker})")
+    kept = {v.check for v in verdicts}
+    must_hold = tuple(c for c in must_hold if c in kept)
     check_verdicts(verdicts, must_hold, f" in run {result.run_id} ({result.dir})")
     if MODES[scenario] == "subscribe":
         assert by["commit-ahead"].counts["commits"] > 0
