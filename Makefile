@@ -5,14 +5,13 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?= --durations=60
 PROFILE ?= ci
-# What `make test` runs. The sweep's replication-rule scenarios (suites/sweep/test_replication_rules.py,
-# ~3 min) run in sweeps (`highwater sweep`, README: the recorded sweep), not here: with the
-# transactions suite, make test would pass the 30-minute CI budget. The sweep's KAFKA-15583
-# scenario stays (a strict xfail from 3.7.0 on: it must keep failing on the default Kafka).
-TEST_PATHS ?= tests suites/conformance suites/chaos suites/sweep/test_min_isr_hw.py
-# The three clients share the scenarios of the KIP-392 fetching and durability suites in turn
-# (each scenario runs on one of them: the suites on every client for the price of one; the full
-# matrix is `--client kafka-python,confluent-kafka,java`, e.g. in a campaign).
+# What `make test` runs. The sweep suites (suites/sweep: the replication-rule scenarios, ~3 min,
+# and KAFKA-15583's, a strict xfail from 3.7.0 on) run in sweeps (`highwater sweep`, README: the
+# recorded sweep), not here: with the transactions suite, make test would pass CI's 30 minutes.
+TEST_PATHS ?= tests suites/conformance suites/chaos
+# The three clients share the scenarios of the KIP-392 fetching, durability and transactions
+# suites in turn (each scenario runs on one of them: the suites on every client for the price of
+# one; the full matrix is `--client kafka-python,confluent-kafka,java`, e.g. in a campaign).
 CLIENT_ROTATION ?= kafka-python,confluent-kafka,java
 # The seeded chaos runs (assign-mode consumers, 90 s; a consumer group, 80 s) run in
 # `make campaign` (the ci profile), not here: with them make test would pass CI's 30 minutes.

@@ -339,3 +339,33 @@ register_backend(
         _start_external,
     )
 )
+
+
+def unhealed(c: ClusterBackend) -> list[str]:
+    """What is not healed on a cluster: nodes not running, proxies disabled or with toxics
+    (empty for a backend without process or link control: nothing of ours to undo there)."""
+    out: list[str] = []
+    if isinstance(c, ProcessControl):
+        out += [f"{n.name} is {n.state.value}" for n in c.nodes.values() if n.state != NodeState.RUNNING]
+    api = getattr(c, "toxiproxy", None)
+    if isinstance(c, LinkControl) and api is not None:
+        for plan in c.topo.proxies():
+            state = api.proxy(plan.link.proxy_name)
+            if not state.get("enabled") or state.get("toxics"):
+                out.append(f"proxy {plan.link.proxy_name}: enabled={state.get('enabled')} toxics={state.get('toxics')}")
+    return out
+
+
+def heal(c: ClusterBackend, timeout: float = 90.0) -> None:
+    """Undo every fault (resume paused nodes, start stopped ones, enable every proxy and drop its
+    toxics) and wait until every broker is registered and answers."""
+    if isinstance(c, ProcessControl):
+        for node in c.nodes.values():
+            if node.state == NodeState.PAUSED:
+                node.resume()
+            elif node.state == NodeState.STOPPED:
+                node.start()
+    if isinstance(c, LinkControl):
+        c.reset_links()
+        c.ensure_links_healthy(c.links())
+    c.wait_for_brokers(timeout)

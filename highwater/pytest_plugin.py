@@ -27,7 +27,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.backend import DEFAULT_BACKEND, BackendError, ClusterBackend, get_backend, start_backend
+from harness.backend import (
+    DEFAULT_BACKEND,
+    BackendError,
+    ClusterBackend,
+    get_backend,
+    heal,
+    start_backend,
+    unhealed,
+)
 from harness.clients import DEFAULT_CLIENT, UnknownClientError, client_names, parse_client_specs
 from harness.config import ClusterSpec
 
@@ -215,6 +223,35 @@ def cluster_factory(request: pytest.FixtureRequest, kafka_version: str, backend:
     for i, cluster in enumerate(started):
         dest = logs_root / f"{_safe(request.node.nodeid)}-{i}" if _failed(request.node) else None
         cluster.stop(collect_logs_to=dest)
+
+
+def shared_cluster(
+    request: pytest.FixtureRequest, kafka_version: str, backend: str, uses: Callable[[pytest.Item], bool], name: str
+) -> Iterator[ClusterBackend]:
+    """A 3-broker, 3-rack cluster for several modules (the body of a package- or session-scoped
+    fixture): booted once, stopped at the end with its logs collected to
+    ``<--highwater-logs>/<name>`` when a test that ``uses`` it failed. Each module takes it
+    through ``healed_for_module``."""
+    c = start_backend(backend, ClusterSpec(brokers=3, racks=3, kafka_version=kafka_version), _progress)
+    try:
+        yield c
+    finally:
+        failed = any(_failed(item) for item in request.session.items if uses(item))
+        logs_root = Path(request.config.getoption("--highwater-logs"))
+        c.stop(collect_logs_to=logs_root / name if failed else None)
+
+
+def healed_for_module(shared: ClusterBackend, request: pytest.FixtureRequest) -> Iterator[ClusterBackend]:
+    """A shared cluster for one module (the body of a module-scoped fixture): healed and checked
+    before the module, checked after it (a fault left behind fails the module's teardown; the
+    cluster is healed all the same for the next module)."""
+    heal(shared)
+    left = unhealed(shared)
+    assert not left, f"the shared cluster is not healed before {request.module.__name__}: {left}"
+    yield shared
+    left = unhealed(shared)
+    heal(shared)
+    assert not left, f"{request.module.__name__} left the shared cluster unhealed: {left}"
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.backend import ClusterBackend
 from highwater.profiles import Profile, get_profile
-from highwater.pytest_plugin import rotated_client
+from highwater.pytest_plugin import healed_for_module, rotated_client, shared_cluster
 from suites.scenario import RUN_OPTIONS, RunOptions
 
 
@@ -43,6 +44,24 @@ def results_root(request: pytest.FixtureRequest) -> Path:
     root = Path(request.config.getoption("--results"))
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def _uses_cluster(item: pytest.Item) -> bool:
+    return "cluster" in getattr(item, "fixturenames", ())
+
+
+@pytest.fixture(scope="package")
+def _suites_cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) -> Iterator[ClusterBackend]:
+    """One 3-broker, 3-rack cluster for every suite module of a session (per Kafka version): a
+    boot per module cost ~6-9 s each, and every scenario takes its own topic."""
+    yield from shared_cluster(request, kafka_version, backend, _uses_cluster, "suites.shared-cluster")
+
+
+@pytest.fixture(scope="module")
+def cluster(_suites_cluster: ClusterBackend, request: pytest.FixtureRequest) -> Iterator[ClusterBackend]:
+    """The suites' cluster for one module: healed and checked before it and after it
+    (``highwater.pytest_plugin.healed_for_module``)."""
+    yield from healed_for_module(_suites_cluster, request)
 
 
 @pytest.fixture(autouse=True)

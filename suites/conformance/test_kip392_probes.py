@@ -58,7 +58,7 @@ from typing import Any
 import pytest
 from kafka import KafkaProducer, TopicPartition
 
-from harness.backend import ClusterBackend, LinkControl, ProcessControl, start_backend
+from harness.backend import ClusterBackend, heal, start_backend, unhealed
 from harness.cluster import Cluster
 from harness.config import ClusterSpec
 from harness.node import NodeState
@@ -99,22 +99,10 @@ def _produce(producer: KafkaProducer, topic: str, count: int, prefix: str) -> No
 
 
 def _healed(cluster: ClusterBackend) -> None:
-    """Every fault undone and seen undone: every node running (a paused one resumed, a stopped
-    one started), every proxy enabled without toxics, every broker registered and answering
-    through every client rack's proxies."""
-    if isinstance(cluster, ProcessControl):
-        for node in cluster.nodes.values():
-            if node.state == NodeState.PAUSED:
-                node.resume()
-            elif node.state == NodeState.STOPPED:
-                node.start()
-    if isinstance(cluster, LinkControl):
-        cluster.reset_links()
-        cluster.ensure_links_healthy(cluster.links())
-    cluster.wait_for_brokers(90)
-    if isinstance(cluster, ProcessControl):
-        states = {n: node.state for n, node in cluster.nodes.items()}
-        assert all(st == NodeState.RUNNING for st in states.values()), f"not every node runs: {states}"
+    """Every fault undone and seen undone (``harness.backend.heal``, then nothing ``unhealed``)."""
+    heal(cluster)
+    left = unhealed(cluster)
+    assert not left, f"not healed: {left}"
 
 
 @pytest.fixture(scope="module")

@@ -153,6 +153,7 @@ COPIERS = {"exactly-once-copy": 2}
 OVERRIDES = {"exactly-once-copy": {"producers": 1}}
 
 
+@pytest.mark.client_rotation("scenario", list(PLANS))  # make test: one scenario per client
 @pytest.mark.parametrize("scenario", list(PLANS))
 def test_read_committed_sees_only_whole_committed_transactions(
     cluster,
