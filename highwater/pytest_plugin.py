@@ -12,7 +12,9 @@
   schedule of that seed.
 - ``cluster_factory``: start clusters from a ``ClusterSpec`` on that backend; all are torn down
   after the test, with their logs collected to ``results/logs/<test>/`` when the test failed.
-- ``cluster``: a 3-broker, 3-rack cluster shared by a test module.
+- ``cluster``: a 3-broker, 3-rack cluster shared by a test module. To share one across modules,
+  a conftest makes a package- or session-scoped fixture of ``shared_cluster`` and a module-scoped
+  ``cluster`` of ``healed_for_module`` (as ``suites/`` and ``tests/integration`` do).
 
 The fixtures are typed by the backend protocols (``ClusterBackend``); a test that needs link or
 process control asks for it (``isinstance(cluster, LinkControl)``) or lets a fault be refused.

@@ -197,8 +197,20 @@ class ConfluentProducer:
         self._poller.start()
 
     def _poll_loop(self) -> None:
+        """Serve delivery reports until closed. ``poll`` raises a fatal error (e.g. librdkafka's
+        ``INVALID_TXN_STATE`` on EndTxn, seen at a transactional producer's close after its
+        coordinator was cut off) once; the thread goes on, so the reports of every queued send
+        still arrive (each with its error) and the producer's later calls fail with it."""
+        last = None
         while not self._stop.is_set():
-            self._producer.poll(self.POLL_S)
+            try:
+                self._producer.poll(self.POLL_S)
+            except self.ck.KafkaException as exc:
+                text = error_text(exc.args[0]) if exc.args else str(exc)
+                if text != last:
+                    log.warning("%s: %s", self.settings.client_id, text)
+                last = text
+                self._stop.wait(self.POLL_S)  # a poll that raises at once must not spin
 
     def send(self, topic: str, partition: int, value: str, on_outcome: Callable[[SendOutcome], None]) -> None:
         single = self._single_attempt

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import confluent_kafka as ck
 import pytest
@@ -33,6 +34,7 @@ from harness.clients.librdkafka import (
     error_text,
     producer_config,
 )
+from harness.waiting import wait_until
 
 NOWHERE = ["127.0.0.1:1"]  # nothing listens: clients are made and closed, never connected
 
@@ -290,3 +292,29 @@ def test_a_version_without_leader_epochs_is_refused_in_one_line() -> None:
     with pytest.raises(UnknownClientError) as err:
         get_driver("confluent-kafka==1.9.2")  # refused before anything is installed
     assert "too old" in str(err.value) and "2.1.0" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_fatal_error_raised_by_poll_does_not_end_the_delivery_thread() -> None:
+    """librdkafka raises a fatal error (INVALID_TXN_STATE from EndTxn, seen at a transactional
+    producer's close after its coordinator was cut off) from ``poll`` once; the delivery thread
+    must go on serving reports, or every later send would never get its outcome."""
+    producer = ConfluentProducer(ck, ProducerSettings(NOWHERE, "p"))
+    real = producer._producer
+    polls: list[float] = []
+
+    class RaisesOnce:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def poll(self, timeout: float) -> int:
+            polls.append(timeout)
+            if len(polls) == 1:
+                raise ck.KafkaException(ck.KafkaError(ck.KafkaError._FATAL, "Failed to end transaction"))
+            return int(real.poll(timeout))
+
+    producer._producer = RaisesOnce()  # type: ignore[assignment]
+    wait_until(lambda: len(polls) >= 3, 10, "the delivery thread polls on after the fatal error")
+    assert producer._poller.is_alive()
+    producer._producer = real
+    producer.close(0)
+    assert not producer._poller.is_alive()
