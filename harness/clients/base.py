@@ -26,6 +26,7 @@ a string already in that form (a driver talking to another process).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -289,27 +290,38 @@ def client_label(driver: ClientDriver) -> str:
 
 class FetchSources:
     """Which broker answered the fetches of each partition, by fetch offset: a record's source
-    is the broker of the fetch at the greatest fetch offset <= the record's offset."""
+    is the broker of the fetch at the greatest fetch offset <= the record's offset. Looked up once
+    per polled record, so the fetch offsets are kept sorted (bisect) between two changes."""
 
     KEEP = 64  # fetch offsets kept per partition before old ones are forgotten
 
     def __init__(self) -> None:
         self._by_tp: dict[Any, dict[int, int]] = {}
+        self._sorted: dict[Any, list[int]] = {}  # tp -> its fetch offsets, sorted; dropped on change
+
+    def _changed(self, tp: Any) -> dict[int, int]:
+        """``tp``'s fetch offsets, about to change (the sorted copy is made again when needed)."""
+        self._sorted.pop(tp, None)
+        return self._by_tp.setdefault(tp, {})
 
     def note(self, tp: Any, fetch_offset: int, node_id: int) -> None:
-        self._by_tp.setdefault(tp, {})[int(fetch_offset)] = int(node_id)
+        self._changed(tp)[int(fetch_offset)] = int(node_id)
 
     def source_of(self, tp: Any, offset: int) -> int | None:
         by_offset = self._by_tp.get(tp)
         if not by_offset:
             return None
-        starts = [o for o in by_offset if o <= offset]
-        return by_offset[max(starts)] if starts else None
+        starts = self._sorted.get(tp)
+        if starts is None:
+            starts = self._sorted[tp] = sorted(by_offset)
+        i = bisect.bisect_right(starts, offset)
+        return by_offset[starts[i - 1]] if i else None
 
     def forget_below(self, tp: Any, offset: int) -> None:
         """Drop fetch offsets below ``offset`` except the one that still covers it."""
         by_offset = self._by_tp.get(tp)
         if by_offset and len(by_offset) > self.KEEP:
+            by_offset = self._changed(tp)
             keep = max((o for o in by_offset if o <= offset), default=None)
             for o in [o for o in by_offset if o < offset and o != keep]:
                 by_offset.pop(o, None)

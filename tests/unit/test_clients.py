@@ -391,6 +391,9 @@ def test_fetch_sources_name_the_broker_of_the_covering_fetch() -> None:
     s.note(tp, 0, 1)
     s.note(tp, 10, 3)
     assert [s.source_of(tp, o) for o in (0, 9, 10, 50)] == [1, 1, 3, 3]
+    s.note(tp, 45, 2)  # a fetch noted after lookups: they see it (the sorted offsets are redone)
+    assert [s.source_of(tp, o) for o in (44, 45, 50)] == [3, 2, 2]
+    s.note(tp, 45, 3)
     for o in range(11, 11 + FetchSources.KEEP):
         s.note(tp, o, 2)
     s.forget_below(tp, 40)
