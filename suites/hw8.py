@@ -17,9 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.checks.bounds import stall_bound_name
 from harness.checks.data import HistoryData, load
-from harness.checks.liveness import MS, Stall, bound_ns, fault_windows, window_stalls
+from harness.checks.liveness import MS, Stall, fault_stall_outcome, fault_windows, window_stall_bound, window_stalls
 from harness.checks.verdict import MAX_EXAMPLES, Verdict
 
 HW8 = "HW-8"
@@ -91,7 +90,7 @@ def zombie_readers(h: HistoryData) -> list[ZombieReader]:
                     continue
                 x = longest.get((wi, proc, tp))
                 topic, partition = h.tps[tp]
-                bound = bound_ns(h, stall_bound_name(w.kind))
+                bound = window_stall_bound(h, w)
                 out.append(
                     ZombieReader(
                         wi, h.proc_name(proc), topic, partition, broker, x.stall // MS if x else 0, bound // MS
@@ -101,14 +100,14 @@ def zombie_readers(h: HistoryData) -> list[ZombieReader]:
 
 
 def stalls_past_bound(h: HistoryData) -> list[Stall]:
-    """Every consumer stall during a fault window longer than the window's stall bound."""
+    """Every consumer stall during a fault window longer than the window's stall bound, as
+    progress and follower-fetch judge it (``fault_stall_outcome``)."""
     wins = fault_windows(h)
-    out = []
-    for x in window_stalls(h):
-        bound = bound_ns(h, stall_bound_name(wins[x.window].kind))
-        if x.phase == "fault" and x.acked and x.end - x.start > bound and x.stall > bound:
-            out.append(x)
-    return out
+    return [
+        x
+        for x in window_stalls(h)
+        if x.phase == "fault" and x.acked and fault_stall_outcome(h, wins[x.window], x)[0] == "stalled"
+    ]
 
 
 def _stall_keys(v: Verdict) -> list[tuple[str, str, int]]:

@@ -253,12 +253,12 @@ def unread_acks(
     return ack_times[(ack_offsets < 0) | (ack_offsets > read)]
 
 
-def _fault_stall_outcome(h: HistoryData, w: Window, x: Stall) -> tuple[str | None, int]:
+def fault_stall_outcome(h: HistoryData, w: Window, x: Stall) -> tuple[str | None, int]:
     """How follower-fetch and progress judge one stall during fault window ``w`` against the
     window's stall bound S, and S: ``None`` when the history ended inside a window no longer than
     S (not a scripted window: not counted), ``"short"`` when the window is not longer than S
     (unjudged: a stall cannot show in it), else ``"stalled"`` (longer than S) or ``"ok"``."""
-    S = _window_stall_bound(h, w)
+    S = window_stall_bound(h, w)
     if x.end - x.start <= S:
         return ("short" if x.complete else None), S
     return ("stalled" if x.stall > S else "ok"), S
@@ -372,7 +372,8 @@ def _stall_summary(h: HistoryData, stalls: list[Stall], bound_of: Any) -> tuple[
     return int(longest), exs
 
 
-def _window_stall_bound(h: HistoryData, w: Window) -> int:
+def window_stall_bound(h: HistoryData, w: Window) -> int:
+    """The consumer stall bound of fault window ``w`` (ns): the hanging one for pause/timeout."""
     return bound_ns(h, stall_bound_name(w.kind))
 
 
@@ -526,7 +527,7 @@ def follower_fetch(h: HistoryData) -> Verdict:
         if x.phase != "fault" or not x.acked:
             continue
         w = wins[x.window]
-        outcome, S = _fault_stall_outcome(h, w, x)
+        outcome, S = fault_stall_outcome(h, w, x)
         if outcome is None:
             continue
         if outcome == "short":
@@ -537,7 +538,7 @@ def follower_fetch(h: HistoryData) -> Verdict:
             win_stalls += 1
             add("rack-consumer-stalled-during-fault", [w.row, w.heal_row or w.row], x.tp, **_stall_fields(h, w, x, S))
     longest, stall_examples = _stall_summary(
-        h, mine, lambda w, s: _window_stall_bound(h, w) if s.phase == "fault" else bound_ns(h, "progress_bound_ms")
+        h, mine, lambda w, s: window_stall_bound(h, w) if s.phase == "fault" else bound_ns(h, "progress_bound_ms")
     )
     examples += stall_examples
     n_bad = int(bad.sum()) + stalls + win_stalls
@@ -747,7 +748,7 @@ def progress(h: HistoryData) -> Verdict:
         if x.phase == "fault":
             if not w.cut:
                 continue  # judged only for faults that cut off a broker (reported all the same)
-            outcome, S = _fault_stall_outcome(h, w, x)
+            outcome, S = fault_stall_outcome(h, w, x)
             if outcome is None:
                 continue
             if outcome == "short":
@@ -775,7 +776,7 @@ def progress(h: HistoryData) -> Verdict:
                     bound_ms=B // MS,
                 )
     longest, stall_examples = _stall_summary(
-        h, cstalls, lambda w, s: _window_stall_bound(h, w) if s.phase == "fault" else B
+        h, cstalls, lambda w, s: window_stall_bound(h, w) if s.phase == "fault" else B
     )
     examples += stall_examples
     counts = {
@@ -802,6 +803,8 @@ __all__ = [
     "longest_stall",
     "bounds",
     "bound_ns",
+    "fault_stall_outcome",
+    "window_stall_bound",
     "Window",
     "Stall",
 ]

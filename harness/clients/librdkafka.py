@@ -292,7 +292,7 @@ class FetchSources(BaseFetchSources):
     they belong to a position the consumer has left (a seek back, a reset, a truncation)."""
 
     def note(self, tp: Any, fetch_offset: int, node_id: int) -> None:
-        by_offset = self._by_tp.setdefault(tp, {})
+        by_offset = self._changed(tp)
         for o in [o for o in by_offset if o > fetch_offset]:
             del by_offset[o]
         by_offset[int(fetch_offset)] = int(node_id)
