@@ -35,8 +35,11 @@ and progress measure the longest stall of each consumer and partition during eac
 reads a partition only while it owns it: once another member of its group is positioned on
 the partition (an ``assign``/``seek`` there after its own), a phase that starts later is not
 its stall (e.g. a member cut off from its coordinator is evicted and its partition moves; until
-it rejoins it owns nothing, whatever it believes). Consumers without a group are judged on every
-partition they read.
+it rejoins it owns nothing, whatever it believes), and a phase during which the partition moves
+to another member ends, for the previous owner, at the move, as an incomplete phase (after a
+heal, a member that loses the partition before it polled it again cannot be said to have
+stalled; the new owner's reads are judged by rebalance-skip). Consumers without a group are
+judged on every partition they read.
 
 A stall longer than its bound during a fault is a violation (a stall as long as a fault window
 that is longer than the bound always is); a window not longer than the bound cannot show one
@@ -277,7 +280,9 @@ def _stall_fields(h: HistoryData, w: Window, x: Stall, S: int) -> dict[str, Any]
 
 def _moved_away(h: HistoryData) -> Any:
     """``moved(proc, tp, t)``: True when ``proc`` is in a group and, before ``t``, another member
-    of its group was positioned on ``tp`` after ``proc`` itself last was (module doc)."""
+    of its group was positioned on ``tp`` after ``proc`` itself last was (module doc); and
+    ``moves_at(proc, tp, t)``: the first time from ``t`` on that another member of ``proc``'s
+    group is positioned on ``tp`` (None: never, or ``proc`` is in no group)."""
     consumers = h.config.get("consumers") or {}
     group = {
         i: g for i, name in enumerate(h.processes) if isinstance(g := (consumers.get(name) or {}).get("group"), str)
@@ -300,7 +305,15 @@ def _moved_away(h: HistoryData) -> Any:
                 last = who
         return last is not None and last != proc
 
-    return moved
+    def moves_at(proc: int, tp: int, t: int) -> int | None:
+        g = group.get(proc)
+        if g is None:
+            return None
+        return next(
+            (when for when, who in moves.get(tp, ()) if when >= t and who != proc and group.get(who) == g), None
+        )
+
+    return moved, moves_at
 
 
 def window_stalls(h: HistoryData) -> list[Stall]:
@@ -315,7 +328,7 @@ def window_stalls(h: HistoryData) -> list[Stall]:
     consumers = h.config.get("consumers") or {}
     polls = {k: v for k, v in polls.items() if not (consumers.get(h.proc_name(k[0])) or {}).get("copier")}
     after = bound_ns(h, "progress_bound_ms")
-    moved = _moved_away(h)  # a group member is not judged on a partition that moved away
+    moved, moves_at = _moved_away(h)  # a group member is not judged on a partition that moved away
     out: list[Stall] = []
     # per consumer and partition, not per window: its ack times and the acks it had not read yet
     unread: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -333,6 +346,9 @@ def window_stalls(h: HistoryData) -> list[Stall]:
             for phase, t0, t1, complete in phases:
                 if moved(proc, tp, t0):
                     continue  # the partition is another member's now
+                away = moves_at(proc, tp, t0)
+                if away is not None and away < t1:
+                    t1, complete = away, False  # judged while it owned the partition, no longer
                 in_acks = at[(at >= t0) & (at < t1)]
                 st, fr, to = longest_stall(pt, in_acks, t0, t1)
                 polled = bool(np.any((pt > t0) & (pt <= t1)))

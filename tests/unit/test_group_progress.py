@@ -20,3 +20,27 @@ def test_a_group_member_is_not_judged_on_a_partition_that_moved_away() -> None:
     assert check("progress", b).valid is True
     del b.header["config"]["consumers"]  # without groups every consumer is judged on all it read
     assert check("progress", b).valid is False
+
+
+def _moved_after_the_heal(after_ms: int):  # type: ignore[no-untyped-def]
+    """consumer-1 reads nothing after the heal; ``after_ms`` after the heal its partition moves
+    to consumer-0 (a rebalance once the frozen group coordinator came back)."""
+    b = scenario(3000, after_heal_reads=False)
+    b.header["config"]["consumers"] = {"consumer-0": {"group": "g"}, "consumer-1": {"group": "g"}}
+    b.now = (START + 3000 + after_ms) * 1_000_000
+    b.assign("consumer-0", T, 0, None, reason="rebalance")
+    b.events.sort(key=lambda e: (e["time_ns"], e["index"]))
+    for i, ev in enumerate(b.events):
+        ev["index"] = i
+    return b
+
+
+def test_a_partition_that_moves_away_after_the_heal_leaves_its_previous_owner_unjudged() -> None:
+    """Seen with Java's group in coordinators-cut-pause: the members were blocked in commitSync
+    on the frozen coordinator; 0.3 s after it resumed, a rebalance moved two partitions. Their
+    previous owners never polled them again: no stall of theirs, and no proof either."""
+    moved_soon = check("progress", _moved_after_the_heal(300))
+    assert moved_soon.valid == "unknown" and moved_soon.counts["stalls"] == 0, moved_soon.counts
+    # a move after the after-heal phase (progress_bound_ms, 1.25 s here) leaves it whole: a stall
+    late = check("progress", _moved_after_the_heal(2400))
+    assert late.valid is False and any(e["kind"] == "consumer-stalled-after-heal" for e in late.examples)
