@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -228,13 +228,20 @@ def cluster_factory(request: pytest.FixtureRequest, kafka_version: str, backend:
 
 
 def shared_cluster(
-    request: pytest.FixtureRequest, kafka_version: str, backend: str, uses: Callable[[pytest.Item], bool], name: str
+    request: pytest.FixtureRequest,
+    kafka_version: str,
+    backend: str,
+    uses: Callable[[pytest.Item], bool],
+    name: str,
+    broker_config: Mapping[str, str] | None = None,
 ) -> Iterator[ClusterBackend]:
-    """A 3-broker, 3-rack cluster for several modules (the body of a package- or session-scoped
-    fixture): booted once, stopped at the end with its logs collected to
-    ``<--highwater-logs>/<name>`` when a test that ``uses`` it failed. Each module takes it
-    through ``healed_for_module``."""
-    c = start_backend(backend, ClusterSpec(brokers=3, racks=3, kafka_version=kafka_version), _progress)
+    """A 3-broker, 3-rack cluster (``broker_config`` on top of the defaults) for the tests that
+    ``uses`` says use it: the body of a module-, package- or session-scoped fixture. Booted once,
+    stopped at the end (a failed start tears down whatever it started itself), with its logs
+    collected to ``<--highwater-logs>/<name>`` when one of those tests failed. Modules that share
+    it take it through ``healed_for_module``."""
+    spec = ClusterSpec(brokers=3, racks=3, kafka_version=kafka_version, broker_config=dict(broker_config or {}))
+    c = start_backend(backend, spec, _progress)
     try:
         yield c
     finally:
@@ -258,12 +265,12 @@ def healed_for_module(shared: ClusterBackend, request: pytest.FixtureRequest) ->
 
 @pytest.fixture(scope="module")
 def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) -> Iterator[ClusterBackend]:
-    """A 3-broker, 3-rack cluster shared by the tests of one module (a failed start tears down
-    whatever it started itself)."""
-    c = start_backend(backend, ClusterSpec(brokers=3, racks=3, kafka_version=kafka_version), _progress)
-    try:
-        yield c
-    finally:
-        failed = any(_failed(item) for item in request.session.items if item.module is request.module)  # type: ignore[attr-defined]
-        logs_root = Path(request.config.getoption("--highwater-logs"))
-        c.stop(collect_logs_to=logs_root / _safe(request.module.__name__) if failed else None)
+    """A 3-broker, 3-rack cluster shared by the tests of one module (``shared_cluster``)."""
+    module = request.module
+    yield from shared_cluster(
+        request,
+        kafka_version,
+        backend,
+        lambda item: getattr(item, "module", None) is module,
+        _safe(module.__name__),
+    )

@@ -58,9 +58,8 @@ from typing import Any
 import pytest
 from kafka import KafkaProducer, TopicPartition
 
-from harness.backend import ClusterBackend, heal, start_backend, unhealed
+from harness.backend import ClusterBackend, heal, unhealed
 from harness.cluster import Cluster
-from harness.config import ClusterSpec
 from harness.node import NodeState
 from harness.observe import CONSUMER_REPLICA_ID, Observer
 from harness.waiting import wait_until
@@ -110,16 +109,17 @@ def probe_cluster(request: pytest.FixtureRequest, kafka_version: str, backend: s
     """One 3-broker / 3-rack cluster with ``BROKER_CONFIG`` for the module (each case takes a
     fresh topic); its logs are kept when a test of the module failed, as the plugin's ``cluster``
     fixture does."""
-    from highwater.pytest_plugin import _failed, _progress, _safe
+    from highwater.pytest_plugin import _safe, shared_cluster
 
-    spec = ClusterSpec(brokers=3, racks=3, kafka_version=kafka_version, broker_config=dict(BROKER_CONFIG))
-    c = start_backend(backend, spec, _progress)
-    try:
-        yield c
-    finally:
-        failed = any(_failed(item) for item in request.session.items if item.module is request.module)
-        logs_root = Path(request.config.getoption("--highwater-logs"))
-        c.stop(collect_logs_to=logs_root / _safe(request.module.__name__) if failed else None)
+    module = request.module
+    yield from shared_cluster(
+        request,
+        kafka_version,
+        backend,
+        lambda item: getattr(item, "module", None) is module,
+        _safe(module.__name__),
+        BROKER_CONFIG,
+    )
 
 
 @pytest.fixture
