@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.checks.data import HistoryData, load
+from harness.checks.data import HistoryData, cached, load
 from harness.checks.liveness import MS, Stall, fault_stall_outcome, fault_windows, window_stall_bound, window_stalls
 from harness.checks.verdict import MAX_EXAMPLES, Verdict
 
@@ -125,7 +125,7 @@ def unexplained(verdicts: list[Verdict], h: HistoryData) -> list[str]:
     another), each on a zombie reader's consumer and partition, and no stall past its bound
     outside its zombie windows on any of those (an example names no window, so such a stall
     could be the example shown)."""
-    readers = zombie_readers(h)
+    readers = cached(h, "hw8.zombie_readers", zombie_readers)
     keys = {(r.consumer, r.topic, r.partition) for r in readers}
     windows = {(r.consumer, r.topic, r.partition, r.window) for r in readers}
     why = []
@@ -155,4 +155,4 @@ def without_hw8(verdicts: list[Verdict], history: Path) -> tuple[list[Verdict], 
     h = load(history)
     why = unexplained(verdicts, h)
     assert not why, "liveness violations beyond HW-8:\n  " + "\n  ".join(why)
-    return [v for v in verdicts if v.check not in STALL_CHECKS], zombie_readers(h)
+    return [v for v in verdicts if v.check not in STALL_CHECKS], cached(h, "hw8.zombie_readers", zombie_readers)
