@@ -71,6 +71,7 @@ from harness.errors import HighwaterError, SetupError
 from harness.paths import home
 from harness.security import ClientSecurity
 
+from . import java_archive
 from .base import (
     ConsumerListener,
     ConsumerSettings,
@@ -404,6 +405,7 @@ def ensure_worker(version: str, progress: Progress = _to_stderr) -> Path:
         try:
             _maven_build(mvn, version, build, staging)
             shutil.rmtree(lib, ignore_errors=True)
+            java_archive.drop_archives(lib)
             marker.unlink(missing_ok=True)
             staging.rename(lib)
             marker.write_text(digest + "\n")
@@ -468,6 +470,7 @@ class WorkerProcess:
         from harness.java import find_java
 
         java = find_java()
+        self._archive = java_archive.launch(lib, java.major, role)
         logs = home() / "clients" / NAME / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         self.log_path = logs / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', client_id)}.log"
@@ -476,6 +479,8 @@ class WorkerProcess:
             f"-Xmx{HEAP_MB}m",
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",  # a short-lived client: fast start beats peak speed
+            *java_archive.JVM_LOG_FLAGS,
+            *self._archive.flags,
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
             "-cp",
@@ -493,6 +498,9 @@ class WorkerProcess:
                 start_new_session=True,  # a terminal's Ctrl-C reaches us, and we close it in order
                 close_fds=True,
             )
+        except BaseException:
+            self._archive.finish(None)
+            raise
         finally:
             err.close()
         with _LIVE_LOCK:
@@ -592,6 +600,7 @@ class WorkerProcess:
             except ProcessLookupError:
                 log.debug("java worker %s already gone", self.proc.pid)
             self.proc.wait()
+        self._archive.finish(self.proc.returncode)
         for pipe in (self.proc.stdin, self.proc.stdout):
             if pipe is not None:
                 try:

@@ -26,7 +26,8 @@ request timeout, ``topic.metadata.refresh.interval.ms`` = ``metadata.max.age.ms`
 ``max.poll.records`` as ``consume(num_messages=...)``. librdkafka needs a ``group.id`` even to
 ``assign``: without one the driver uses a throwaway id, never commits it and never auto-commits.
 ``assign`` + ``seek`` before the first poll become one ``assign`` with the offsets (librdkafka
-cannot seek a partition whose fetcher has not started).
+cannot seek a partition whose fetcher has not started), after the topics' metadata is fetched
+(without it librdkafka looks the start offsets up only 500 ms later, at its retry timer).
 
 What librdkafka does on its own is visible only in its logs, so the consumer turns on the
 ``fetch`` and ``topic`` debug contexts and reads its log lines, which confluent-kafka serves
@@ -389,10 +390,24 @@ class ConfluentConsumer:
         # offset or auto.offset.reset)
         self._pending = {tp: self.ck.OFFSET_STORED for tp in partitions}
 
-    def _start_assignment(self) -> None:
+    def _start_assignment(self, timeout_s: float) -> None:
         if self._pending is not None:
             pending, self._pending = self._pending, None
+            self._prime_metadata(sorted({tp.topic for tp in pending}), timeout_s)
             self._consumer.assign([self._ctp(tp, o) for tp, o in pending.items()])
+
+    def _prime_metadata(self, topics: list[str], timeout_s: float) -> None:
+        """Learn the leaders of ``topics`` before ``assign``. A partition assigned while its
+        leader is unknown starts its offset lookup (BEGINNING, END, a committed offset) only when
+        librdkafka's offset-query retry timer fires, 500 ms later, even though the metadata
+        answer comes within milliseconds; with the leaders cached the lookup is sent at once.
+        Bounded by the poll's timeout: on a timeout (a cut-off cluster) the assignment starts
+        anyway and librdkafka's own retry takes over, as without the priming."""
+        for topic in topics:
+            try:
+                self._consumer.list_topics(topic, timeout=max(timeout_s, 0.001))
+            except self.ck.KafkaException as exc:
+                log.debug("%s: metadata of %s not primed: %s", self.settings.client_id, topic, exc)
 
     def subscribe(self, topics: Sequence[str]) -> None:
         listener = self.listener
@@ -430,8 +445,10 @@ class ConfluentConsumer:
             if isinstance(deferred, TruncationSignal):
                 return deferred
             raise deferred
-        self._start_assignment()
-        messages = self._consumer.consume(num_messages=self.settings.max_poll_records, timeout=timeout_ms / 1000)
+        deadline = time.monotonic() + timeout_ms / 1000
+        self._start_assignment(timeout_ms / 1000)
+        remaining = max(deadline - time.monotonic(), 0.0)
+        messages = self._consumer.consume(num_messages=self.settings.max_poll_records, timeout=remaining)
         records: list[PolledRecord] = []
         last: dict[TopicPartition, int] = {}
         outcome: TruncationSignal | Exception | None = None

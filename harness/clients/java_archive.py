@@ -1,0 +1,123 @@
+"""Class-data-sharing archives for the Java client worker: one per worker build, Java release
+and role (producer, consumer), so a worker JVM maps the client's classes pre-parsed instead of
+loading and verifying them at its first connection.
+
+Each Java worker is a fresh JVM, and on two cores its first request pays for loading Kafka's
+network, protocol and record classes: measured on Kafka 4.4.0, a consumer's first connection
+took 150 ms to complete and its first records came 0.3-0.45 s after the first poll, against
+~0.18 s with an archive (``benchmarks/client_throughput.py``).
+
+Unlike the brokers' archive (``harness.class_archive``), which a training node makes before a
+cluster starts, a worker's archive is made by *training on first use*: when a role has no
+archive yet, one worker of that role runs with ``-XX:ArchiveClassesAtExit`` (a dynamic archive,
+JDK 13+) and writes it when it exits after its close command (``System.exit``); the archive
+holds exactly the classes a real worker of that role loaded. It is adopted only when that JVM
+exited with status 0 and left a non-empty file; a worker that was killed, failed or wrote
+nothing leaves no archive, and a later worker trains again. One worker trains at a time per
+role (a marker file, taken with ``O_EXCL``; a marker left by a killed process expires).
+
+Speed must never cost a run: a JVM that finds the archive does not match its class path maps
+nothing and loads classes the usual way (``-Xshare:auto``); its warning goes to the worker's
+log, never to the protocol's stdout (``JVM_LOG_FLAGS``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+#: the JVM's own messages (a class archive that does not match, ...) go to stderr, the worker's
+#: log: its stdout carries the line protocol only
+JVM_LOG_FLAGS = ["-Xlog:disable", "-Xlog:all=warning:stderr"]
+#: a training marker older than this was left by a process that died before finishing
+MARKER_STALE_S = 600.0
+#: a half-written archive of a dead trainer is deleted after this long
+TMP_STALE_S = 3600.0
+
+
+def archive_path(lib: Path, java_major: int, role: str) -> Path:
+    """Where the archive of ``role`` for the worker built in ``lib`` on Java ``java_major``
+    lives: beside ``lib``, so a rebuild of the worker (``ensure_worker``) can drop it."""
+    return lib.parent / f"worker-{role}-java{java_major}.jsa"
+
+
+@dataclass
+class WorkerLaunch:
+    """The archive flags of one worker JVM and, when it trains, where its archive is written."""
+
+    flags: list[str]
+    training: Path | None = None
+    final: Path | None = None
+    marker: Path | None = None
+
+    def finish(self, returncode: int | None) -> None:
+        """After the worker JVM is gone: adopt its archive when it trained and exited cleanly,
+        else delete what it wrote. Never raises: a lost archive only costs speed."""
+        if self.training is None or self.final is None:
+            return
+        final = self.final
+        try:
+            if returncode == 0 and self.training.is_file() and self.training.stat().st_size > 0:
+                os.replace(self.training, final)
+                log.info("java worker class archive ready: %s", final)
+            else:
+                self.training.unlink(missing_ok=True)
+                log.debug("java worker class archive not adopted (exit %s)", returncode)
+        except OSError as exc:
+            log.warning("java worker class archive %s: %s", final, exc)
+        finally:
+            if self.marker is not None:
+                self.marker.unlink(missing_ok=True)
+            self.training = self.marker = None  # finished once
+
+
+def _take_marker(marker: Path, now: float) -> bool:
+    """Whether this process may train (it then holds ``marker``)."""
+    try:
+        if now - marker.stat().st_mtime > MARKER_STALE_S:
+            marker.unlink(missing_ok=True)  # left by a trainer that died
+    except FileNotFoundError:
+        pass
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    os.write(fd, f"{os.getpid()}\n".encode())
+    os.close(fd)
+    return True
+
+
+def _sweep_stale(final: Path, now: float) -> None:
+    for tmp in final.parent.glob(f".{final.name}.tmp-*"):
+        try:
+            if now - tmp.stat().st_mtime > TMP_STALE_S:
+                tmp.unlink()
+        except OSError as exc:
+            log.debug("stale archive %s: %s", tmp, exc)
+
+
+def drop_archives(lib: Path) -> None:
+    """Forget the archives of the worker in ``lib`` (it is being rebuilt: they would not match)."""
+    for path in lib.parent.glob("worker-*.jsa"):
+        path.unlink(missing_ok=True)
+
+
+def launch(lib: Path, java_major: int, role: str, now: float | None = None) -> WorkerLaunch:
+    """The flags for a new worker of ``role``: map the archive when there is one, else train
+    one if no other worker of this role is training, else none."""
+    now = time.time() if now is None else now
+    final = archive_path(lib, java_major, role)
+    if final.is_file():
+        return WorkerLaunch([f"-XX:SharedArchiveFile={final}"])
+    marker = final.with_name(f".{final.name}.training")
+    if not _take_marker(marker, now):
+        return WorkerLaunch([])
+    _sweep_stale(final, now)
+    training = final.with_name(f".{final.name}.tmp-{uuid.uuid4().hex[:8]}")
+    return WorkerLaunch([f"-XX:ArchiveClassesAtExit={training}"], training, final, marker)

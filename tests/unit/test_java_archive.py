@@ -1,0 +1,68 @@
+"""The Java worker's class-archive bookkeeping: who trains, what is adopted, what is dropped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.clients import java_archive
+from harness.clients.java_archive import archive_path, launch
+
+
+def _lib(tmp_path: Path) -> Path:
+    lib = tmp_path / "4.4.0" / "lib"
+    lib.mkdir(parents=True)
+    return lib
+
+
+def test_first_worker_trains_and_a_clean_exit_adopts_its_archive(tmp_path: Path) -> None:
+    lib = _lib(tmp_path)
+    first = launch(lib, 17, "consumer")
+    assert first.training is not None and first.flags == [f"-XX:ArchiveClassesAtExit={first.training}"]
+    first.training.write_bytes(b"archive")  # what the JVM writes at its exit
+    first.finish(0)
+    final = archive_path(lib, 17, "consumer")
+    assert final.read_bytes() == b"archive"
+    assert launch(lib, 17, "consumer").flags == [f"-XX:SharedArchiveFile={final}"]
+    assert not list(lib.parent.glob(".*")), "no marker or temporary file is left"
+
+
+def test_one_trainer_at_a_time_per_role(tmp_path: Path) -> None:
+    lib = _lib(tmp_path)
+    trainer = launch(lib, 17, "consumer")
+    assert trainer.training is not None
+    assert launch(lib, 17, "consumer").flags == [], "a second consumer neither trains nor maps"
+    assert launch(lib, 17, "producer").training is not None, "another role trains on its own"
+    trainer.finish(1)
+    assert launch(lib, 17, "consumer").training is not None, "a failed trainer lets the next one train"
+
+
+def test_a_failed_killed_or_empty_training_is_not_adopted(tmp_path: Path) -> None:
+    lib = _lib(tmp_path)
+    for returncode, content in ((1, b"archive"), (-9, b"half"), (0, b""), (None, b"archive")):
+        run = launch(lib, 17, "consumer")
+        assert run.training is not None
+        run.training.write_bytes(content)
+        run.finish(returncode)
+        assert not archive_path(lib, 17, "consumer").exists(), (returncode, content)
+        assert not list(lib.parent.glob(".*")), "what it wrote is deleted, its marker released"
+
+
+def test_a_stale_marker_of_a_dead_trainer_expires(tmp_path: Path) -> None:
+    lib = _lib(tmp_path)
+    dead = launch(lib, 17, "consumer", now=1000.0)
+    assert dead.marker is not None
+    now = dead.marker.stat().st_mtime
+    assert launch(lib, 17, "consumer", now=now + 1).training is None
+    assert launch(lib, 17, "consumer", now=now + java_archive.MARKER_STALE_S + 1).training is not None
+
+
+def test_finish_is_idempotent_and_a_rebuild_drops_archives(tmp_path: Path) -> None:
+    lib = _lib(tmp_path)
+    run = launch(lib, 11, "producer")
+    assert run.training is not None
+    run.training.write_bytes(b"x")
+    run.finish(0)
+    run.finish(0)  # kill() after stop(): nothing more happens
+    assert archive_path(lib, 11, "producer").is_file()
+    java_archive.drop_archives(lib)
+    assert not archive_path(lib, 11, "producer").exists()
