@@ -17,15 +17,19 @@ through the no-rack clients' proxies. Timed: producing from the first send until
 is in (the tool: its own "records/sec"); consuming from the first poll after assign + seek to
 the beginning until N records (the tool: ``fetch.nMsg.sec``, which leaves out its group join).
 Prints every run, then medians and the ratio highwater / perf tool per client (the goal: no
-worse than 0.5, i.e. within 2x). Keep N large enough (default 50,000) that connecting and the
-first fetch do not dominate: at 20,000 records a fast consumer finishes in a fraction of a
-second and its rate mostly measures start-up. The Java client (``java``) runs in highwater's JVM
-worker (``harness.clients.java``), so its figures include the worker's JSON-lines protocol: a line
-per send and per outcome, and every polled record encoded by the JVM and decoded by Python (the
-consumer's cost is per record, so more records do not bring its ratio closer to the tool's).
+worse than 0.5, i.e. within 2x). The Python libraries are also measured alone (``<client> bare``
+rows: the same settings, no driver, no history; ``--no-bare`` skips them), which separates what
+highwater adds from what the library costs. Keep N large enough (default 50,000) that
+connecting and the first fetch do not dominate: at 20,000 records a fast consumer finishes in a
+fraction of a second and its rate mostly measures start-up. The Java client (``java``) runs in
+highwater's JVM worker (``harness.clients.java``), so its figures include the worker's JSON-lines
+protocol (a line per send and per outcome, every polled record encoded by the JVM and decoded by
+Python) and a fresh JVM per producer and consumer, which maps the worker's class archive
+(``harness.clients.java_archive``) once the first worker of its role made it: the first run of
+a fresh cache trains it and is slower.
 
     .venv/bin/python benchmarks/client_throughput.py [--records 50000] [--runs 3]
-        [--value-bytes 100] [--clients kafka-python,java] [--kafka-version V]
+        [--value-bytes 100] [--clients kafka-python,java] [--kafka-version V] [--no-bare]
 """
 
 from __future__ import annotations
@@ -233,6 +237,50 @@ def driver_consume(driver: ClientDriver, bootstrap: list[str], topic: str, recor
     return got / elapsed
 
 
+def bare_consume(library: str, bootstrap: list[str], topic: str, records: int) -> float:
+    """records/s of the Python library alone (no highwater driver, no history): the same
+    settings, assign + seek to the log start, then ``records`` records with their values read.
+    Next to the driver's figure it says what highwater adds and what the library costs."""
+    tps = range(PARTITIONS)
+    got = 0
+    if library == "kafka-python":
+        import kafka
+
+        consumer = kafka.KafkaConsumer(
+            bootstrap_servers=bootstrap, enable_auto_commit=False, max_poll_records=500, fetch_max_wait_ms=500
+        )
+        try:
+            parts = [kafka.TopicPartition(topic, p) for p in tps]
+            consumer.assign(parts)
+            consumer.seek_to_beginning(*parts)
+            t0 = time.monotonic()
+            while got < records:
+                for batch in consumer.poll(timeout_ms=500).values():
+                    got += sum(1 for r in batch if r.value is not None)
+            return got / (time.monotonic() - t0)
+        finally:
+            consumer.close()
+    import confluent_kafka
+
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": ",".join(bootstrap), "group.id": f"bare-{topic}", "enable.auto.commit": False}
+        | {"fetch.wait.max.ms": 500, "enable.partition.eof": False}
+    )
+    try:
+        t0 = time.monotonic()
+        consumer.list_topics(topic, timeout=10)  # as the driver does before assign
+        consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in tps])
+        while got < records:
+            got += sum(1 for m in consumer.consume(num_messages=500, timeout=0.5) if m.value() is not None)
+        return got / (time.monotonic() - t0)
+    finally:
+        consumer.close()
+
+
+#: the Python libraries measured alone too (``--bare``), by the driver name they belong to
+BARE = {"kafka-python": "kafka-python", "confluent-kafka": "confluent-kafka"}
+
+
 @dataclass
 class Series:
     produce: list[float] = field(default_factory=list)
@@ -284,6 +332,9 @@ def main() -> int:
     ap.add_argument("--value-bytes", type=int, default=100)
     ap.add_argument("--clients", default=",".join(client_names()), help="comma-separated client specs")
     ap.add_argument("--kafka-version", default=None)
+    ap.add_argument(
+        "--no-bare", action="store_true", help="skip the Python libraries' own consume rate (without highwater)"
+    )
     args = ap.parse_args()
     version = args.kafka_version or default_version()
     dist = ensure_kafka(version)
@@ -294,7 +345,11 @@ def main() -> int:
         f"{args.runs} runs, topics of {PARTITIONS} partitions x RF 3, acks=all, one request in flight",
         flush=True,
     )
-    results: dict[str, Series] = {TOOL: Series(), **{label: Series() for label in drivers}}
+    bare = {} if args.no_bare else {f"{label} bare": d.name for label, d in drivers.items() if d.name in BARE}
+    results: dict[str, Series] = {TOOL: Series()}
+    for label, d in drivers.items():
+        results[label] = Series()
+        results.update({b: Series() for b, name in bare.items() if name == d.name})
     cluster: ClusterBackend = start_backend("local", ClusterSpec(brokers=3, racks=3, kafka_version=version))
     try:
         boot = cluster.bootstrap()
@@ -310,6 +365,8 @@ def main() -> int:
                 s = results[label]
                 timed(s, "produce", label, run, driver_produce, d, boot, topic, args.records, args.value_bytes)
                 timed(s, "consume", label, run, driver_consume, d, boot, topic, args.records)
+                for b in (b for b, name in bare.items() if name == d.name):
+                    timed(results[b], "consume", b, run, bare_consume, BARE[d.name], boot, topic, args.records)
     finally:
         cluster.stop()
     ref = results[TOOL]
