@@ -317,6 +317,28 @@ class FetchSources:
         i = bisect.bisect_right(starts, offset)
         return by_offset[starts[i - 1]] if i else None
 
+    def sources_of(self, tp: Any, offsets: Sequence[int]) -> list[int | None]:
+        """``source_of`` for each of ``offsets``, which ascend (one partition's records of a
+        poll): one bisect for the first, then a walk over the fetch offsets, instead of one
+        bisect per record."""
+        by_offset = self._by_tp.get(tp)
+        if not by_offset or not offsets:
+            return [None] * len(offsets)
+        starts = self._sorted.get(tp)
+        if starts is None:
+            starts = self._sorted[tp] = sorted(by_offset)
+        i = bisect.bisect_right(starts, offsets[0])  # starts[i] is the next fetch offset above
+        source = by_offset[starts[i - 1]] if i else None
+        bound = starts[i] if i < len(starts) else None
+        out: list[int | None] = []
+        for offset in offsets:
+            if bound is not None and offset >= bound:
+                i = bisect.bisect_right(starts, offset, i)
+                source = by_offset[starts[i - 1]]
+                bound = starts[i] if i < len(starts) else None
+            out.append(source)
+        return out
+
     def forget_below(self, tp: Any, offset: int) -> None:
         """Drop fetch offsets below ``offset`` except the one that still covers it."""
         by_offset = self._by_tp.get(tp)

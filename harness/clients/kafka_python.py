@@ -281,20 +281,22 @@ class KafkaPythonConsumer:
             return TruncationSignal(divergent, exc)
         records: list[PolledRecord] = []
         for tp, recs in batches.items():
-            for r in recs:
-                epoch = r.leader_epoch if r.leader_epoch is not None and r.leader_epoch >= 0 else None
-                records.append(
-                    PolledRecord(
-                        r.topic,
-                        r.partition,
-                        r.offset,
-                        r.value.decode() if isinstance(r.value, bytes) else r.value,
-                        epoch,
-                        self.sources.source_of(tp, r.offset),
-                    )
+            if not recs:
+                continue
+            # one partition's records ascend: their sources come from one walk (sources_of)
+            sources = self.sources.sources_of(tp, [r.offset for r in recs])
+            records.extend(
+                PolledRecord(
+                    r.topic,
+                    r.partition,
+                    r.offset,
+                    r.value.decode() if isinstance(r.value, bytes) else r.value,
+                    r.leader_epoch if r.leader_epoch is not None and r.leader_epoch >= 0 else None,
+                    source,
                 )
-            if recs:
-                self.sources.forget_below(tp, recs[-1].offset)
+                for r, source in zip(recs, sources)
+            )
+            self.sources.forget_below(tp, recs[-1].offset)
         return records
 
     def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:

@@ -318,3 +318,19 @@ def test_a_fatal_error_raised_by_poll_does_not_end_the_delivery_thread() -> None
     producer._producer = real
     producer.close(0)
     assert not producer._poller.is_alive()
+
+
+def test_sources_of_a_run_of_offsets_agree_with_one_lookup_each() -> None:
+    """``sources_of`` (one walk per partition's records) gives what ``source_of`` gives for
+    each offset: before any fetch, inside a fetch, at and across fetch boundaries, past the last."""
+    sources = FetchSources()
+    tp = TopicPartition("t", 0)
+    offsets = [0, 1, 4, 5, 6, 9, 10, 11, 30, 31, 99]
+    assert sources.sources_of(tp, offsets) == [None] * len(offsets)
+    for fetch_offset, node in ((2, 1), (5, 2), (6, 3), (10, 1), (31, 2)):
+        sources.note(tp, fetch_offset, node)
+    expected = [sources.source_of(tp, o) for o in offsets]
+    assert expected == [None, None, 1, 2, 3, 3, 1, 1, 1, 2, 2]
+    assert sources.sources_of(tp, offsets) == expected
+    assert sources.sources_of(tp, [7, 8]) == [3, 3]
+    assert sources.sources_of(tp, []) == []
