@@ -390,22 +390,22 @@ class ConfluentConsumer:
         # offset or auto.offset.reset)
         self._pending = {tp: self.ck.OFFSET_STORED for tp in partitions}
 
-    def _start_assignment(self, timeout_s: float) -> None:
+    def _start_assignment(self, deadline: float) -> None:
         if self._pending is not None:
             pending, self._pending = self._pending, None
-            self._prime_metadata(sorted({tp.topic for tp in pending}), timeout_s)
+            self._prime_metadata(sorted({tp.topic for tp in pending}), deadline)
             self._consumer.assign([self._ctp(tp, o) for tp, o in pending.items()])
 
-    def _prime_metadata(self, topics: list[str], timeout_s: float) -> None:
+    def _prime_metadata(self, topics: list[str], deadline: float) -> None:
         """Learn the leaders of ``topics`` before ``assign``. A partition assigned while its
         leader is unknown starts its offset lookup (BEGINNING, END, a committed offset) only when
         librdkafka's offset-query retry timer fires, 500 ms later, even though the metadata
         answer comes within milliseconds; with the leaders cached the lookup is sent at once.
-        Bounded by the poll's timeout: on a timeout (a cut-off cluster) the assignment starts
-        anyway and librdkafka's own retry takes over, as without the priming."""
+        Bounded by the poll's deadline (``time.monotonic()``): on a timeout (a cut-off cluster)
+        the assignment starts anyway and librdkafka's own retry takes over, as without it."""
         for topic in topics:
             try:
-                self._consumer.list_topics(topic, timeout=max(timeout_s, 0.001))
+                self._consumer.list_topics(topic, timeout=max(deadline - time.monotonic(), 0.001))
             except self.ck.KafkaException as exc:
                 log.debug("%s: metadata of %s not primed: %s", self.settings.client_id, topic, exc)
 
@@ -446,7 +446,7 @@ class ConfluentConsumer:
                 return deferred
             raise deferred
         deadline = time.monotonic() + timeout_ms / 1000
-        self._start_assignment(timeout_ms / 1000)
+        self._start_assignment(deadline)
         remaining = max(deadline - time.monotonic(), 0.0)
         messages = self._consumer.consume(num_messages=self.settings.max_poll_records, timeout=remaining)
         records: list[PolledRecord] = []

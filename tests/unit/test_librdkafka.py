@@ -334,3 +334,45 @@ def test_sources_of_a_run_of_offsets_agree_with_one_lookup_each() -> None:
     assert sources.sources_of(tp, offsets) == expected
     assert sources.sources_of(tp, [7, 8]) == [3, 3]
     assert sources.sources_of(tp, []) == []
+
+
+class _Recording:
+    """A real librdkafka consumer whose metadata and assign calls are noted, in order."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.calls: list[tuple[str, Any]] = []
+
+    def list_topics(self, topic: str, timeout: float) -> Any:
+        self.calls.append(("list_topics", topic))
+        assert 0 < timeout <= 0.2, "metadata is fetched within the poll's own timeout"
+        return self.real.list_topics(topic, timeout=timeout)
+
+    def assign(self, partitions: list[Any]) -> None:
+        self.calls.append(("assign", sorted((p.topic, p.partition, p.offset) for p in partitions)))
+        self.real.assign(partitions)
+
+    def consume(self, num_messages: int, timeout: float) -> list[Any]:
+        return list(self.real.consume(num_messages=num_messages, timeout=timeout))
+
+
+def test_an_assignment_starts_after_its_topics_metadata_even_when_none_comes() -> None:
+    """``assign`` waits for the topics' leaders (else librdkafka looks the start offsets up only
+    at its 500 ms retry timer), within the first poll's timeout; with no broker answering it
+    starts anyway, with the offsets the seeks chose."""
+    consumer = ConfluentConsumer(ck, ConsumerSettings(NOWHERE, "c"), Changes())
+    recording = _Recording(consumer._consumer)
+    consumer._consumer = recording
+    try:
+        consumer.assign([TopicPartition("b", 0), TopicPartition("a", 1), TopicPartition("a", 0)])
+        consumer.seek(TopicPartition("a", 1), 42)
+        assert consumer.poll(200) == []
+        assert [c[0] for c in recording.calls] == ["list_topics", "list_topics", "assign"]
+        assert [c[1] for c in recording.calls[:2]] == ["a", "b"]
+        assert recording.calls[2][1] == [("a", 0, ck.OFFSET_STORED), ("a", 1, 42), ("b", 0, ck.OFFSET_STORED)]
+        assert {(p.topic, p.partition) for p in recording.real.assignment()} == {("a", 0), ("a", 1), ("b", 0)}
+        consumer.poll(10)
+        assert len(recording.calls) == 3, "the metadata is fetched once, when the assignment starts"
+    finally:
+        consumer._consumer = recording.real
+        consumer.close()
