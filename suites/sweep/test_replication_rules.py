@@ -13,7 +13,7 @@ import pytest
 
 from harness.checks.verdict import Verdict
 from suites.findings import expect_hw9
-from suites.scenario import PLANS, SWEEP_PLANS, assert_verdicts, check_verdicts, run_plan
+from suites.scenario import PLANS, RUN_OPTIONS, SWEEP_PLANS, assert_verdicts, check_verdicts, run_plan
 
 SCENARIOS = [p.scenario for p in SWEEP_PLANS]
 
@@ -68,19 +68,20 @@ CANDIDATE_PAUSED_FOLLOWER = pytest.mark.xfail(
         "(The isr-stability false positive once seen here, an observer hung on the frozen broker, is fixed: a "
         "follower is convicted only by an observation past the leave bound.) "
         "In the 2026-11-25 sweep (3.3.2 to 4.4.0, one run each) it failed this way on 4.3.1 (23.5 s > 23.5 s) and "
-        "passed on the 11 others. "
+        "passed on the 11 others; on 4.4.0 it passed 3 of 3 runs on 2026-11-25 (evening). Java and confluent-kafka "
+        "are not marked: they passed it in the sweep on every release they ran. "
         "Repro: .venv/bin/pytest suites/sweep -k follower-pause --runxfail"
     ),
 )
 
 
-@pytest.mark.parametrize(
-    "scenario",
-    [pytest.param(s, marks=CANDIDATE_PAUSED_FOLLOWER) if s == "follower-pause" else s for s in SCENARIOS],
-)
+@pytest.mark.parametrize("scenario", SCENARIOS)
 def test_replication_rule(request, cluster, profile, campaign, results_root, repro, scenario) -> None:  # type: ignore[no-untyped-def]
     if scenario in HW9_SCENARIOS:
         expect_hw9(request)
+    if scenario == "follower-pause" and RUN_OPTIONS.get().client.startswith("kafka-python"):
+        # only kafka-python was seen failing this way: on the other clients it is a plain test
+        request.applymarker(CANDIDATE_PAUSED_FOLLOWER)
     plan = PLANS[f"sweep/{scenario}"]
     result = run_plan(
         cluster,
