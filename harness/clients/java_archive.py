@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 #: the JVM's own messages (a class archive that does not match, ...) go to stderr, the worker's
 #: log: its stdout carries the line protocol only
 JVM_LOG_FLAGS = ["-Xlog:disable", "-Xlog:all=warning:stderr"]
+#: dynamic archives (``-XX:ArchiveClassesAtExit``) came with JDK 13; an older Java gets none
+MIN_JAVA = 13
 #: a training marker older than this was left by a process that died before finishing
 MARKER_STALE_S = 600.0
 #: a half-written archive of a dead trainer is deleted after this long
@@ -110,7 +112,9 @@ def drop_archives(lib: Path) -> None:
 
 def launch(lib: Path, java_major: int, role: str, now: float | None = None) -> WorkerLaunch:
     """The flags for a new worker of ``role``: map the archive when there is one, else train
-    one if no other worker of this role is training, else none."""
+    one if no other worker of this role is training, else none (and none before JDK 13)."""
+    if java_major < MIN_JAVA:
+        return WorkerLaunch([])
     now = time.time() if now is None else now
     final = archive_path(lib, java_major, role)
     if final.is_file():

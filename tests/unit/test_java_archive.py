@@ -56,13 +56,20 @@ def test_a_stale_marker_of_a_dead_trainer_expires(tmp_path: Path) -> None:
     assert launch(lib, 17, "consumer", now=now + java_archive.MARKER_STALE_S + 1).training is not None
 
 
+def test_a_java_without_dynamic_archives_gets_no_flag(tmp_path: Path) -> None:
+    lib = _lib(tmp_path)
+    run = launch(lib, 11, "consumer")
+    assert run.flags == [] and run.training is None
+    assert not list(lib.parent.iterdir())[1:], "nothing but lib/ is written"
+
+
 def test_finish_is_idempotent_and_a_rebuild_drops_archives(tmp_path: Path) -> None:
     lib = _lib(tmp_path)
-    run = launch(lib, 11, "producer")
+    run = launch(lib, 17, "producer")
     assert run.training is not None
     run.training.write_bytes(b"x")
     run.finish(0)
     run.finish(0)  # kill() after stop(): nothing more happens
-    assert archive_path(lib, 11, "producer").is_file()
+    assert archive_path(lib, 17, "producer").is_file()
     java_archive.drop_archives(lib)
-    assert not archive_path(lib, 11, "producer").exists()
+    assert not archive_path(lib, 17, "producer").exists()
