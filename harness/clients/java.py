@@ -470,7 +470,7 @@ class WorkerProcess:
         from harness.java import find_java
 
         java = find_java()
-        self._archive = java_archive.launch(lib, java.major, role)
+        self._archive = java_archive.launch(lib, java.major, java_archive.java_tag(java.executable, java.major), role)
         logs = home() / "clients" / NAME / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         self.log_path = logs / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', client_id)}.log"

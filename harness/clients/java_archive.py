@@ -1,4 +1,4 @@
-"""Class-data-sharing archives for the Java client worker: one per worker build, Java release
+"""Class-data-sharing archives for the Java client worker: one per worker build, Java build
 and role (producer, consumer), so a worker JVM maps the client's classes pre-parsed instead of
 loading and verifying them at its first connection.
 
@@ -23,6 +23,7 @@ log, never to the protocol's stdout (``JVM_LOG_FLAGS``).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import time
@@ -43,10 +44,24 @@ MARKER_STALE_S = 600.0
 TMP_STALE_S = 3600.0
 
 
-def archive_path(lib: Path, java_major: int, role: str) -> Path:
-    """Where the archive of ``role`` for the worker built in ``lib`` on Java ``java_major``
-    lives: beside ``lib``, so a rebuild of the worker (``ensure_worker``) can drop it."""
-    return lib.parent / f"worker-{role}-java{java_major}.jsa"
+def java_tag(executable: Path, major: int) -> str:
+    """Names one Java installation: its major release and a digest of where its binary really
+    is and when it was installed. A dynamic archive only maps into the JVM build that made it;
+    after a JDK update the old archive would be refused on every start, so the new build gets
+    an archive of its own instead."""
+    real = Path(os.path.realpath(executable))
+    try:
+        stamp = f"{real}:{real.stat().st_mtime_ns}:{real.stat().st_size}"
+    except OSError:
+        stamp = str(real)
+    return f"java{major}-{hashlib.sha256(stamp.encode()).hexdigest()[:8]}"
+
+
+def archive_path(lib: Path, tag: str, role: str) -> Path:
+    """Where the archive of ``role`` for the worker built in ``lib`` on the Java named ``tag``
+    (``java_tag``) lives: beside ``lib``, so a rebuild of the worker (``ensure_worker``) can
+    drop it."""
+    return lib.parent / f"worker-{role}-{tag}.jsa"
 
 
 @dataclass
@@ -110,13 +125,13 @@ def drop_archives(lib: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def launch(lib: Path, java_major: int, role: str, now: float | None = None) -> WorkerLaunch:
+def launch(lib: Path, java_major: int, tag: str, role: str, now: float | None = None) -> WorkerLaunch:
     """The flags for a new worker of ``role``: map the archive when there is one, else train
     one if no other worker of this role is training, else none (and none before JDK 13)."""
     if java_major < MIN_JAVA:
         return WorkerLaunch([])
     now = time.time() if now is None else now
-    final = archive_path(lib, java_major, role)
+    final = archive_path(lib, tag, role)
     if final.is_file():
         return WorkerLaunch([f"-XX:SharedArchiveFile={final}"])
     marker = final.with_name(f".{final.name}.training")

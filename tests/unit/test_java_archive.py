@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.clients import java_archive
-from harness.clients.java_archive import archive_path, launch
+from harness.clients.java_archive import archive_path, java_tag, launch
+
+TAG = "java17-0123abcd"
 
 
 def _lib(tmp_path: Path) -> Path:
@@ -16,60 +18,75 @@ def _lib(tmp_path: Path) -> Path:
 
 def test_first_worker_trains_and_a_clean_exit_adopts_its_archive(tmp_path: Path) -> None:
     lib = _lib(tmp_path)
-    first = launch(lib, 17, "consumer")
+    first = launch(lib, 17, TAG, "consumer")
     assert first.training is not None and first.flags == [f"-XX:ArchiveClassesAtExit={first.training}"]
     first.training.write_bytes(b"archive")  # what the JVM writes at its exit
     first.finish(0)
-    final = archive_path(lib, 17, "consumer")
+    final = archive_path(lib, TAG, "consumer")
     assert final.read_bytes() == b"archive"
-    assert launch(lib, 17, "consumer").flags == [f"-XX:SharedArchiveFile={final}"]
+    assert launch(lib, 17, TAG, "consumer").flags == [f"-XX:SharedArchiveFile={final}"]
     assert not list(lib.parent.glob(".*")), "no marker or temporary file is left"
 
 
 def test_one_trainer_at_a_time_per_role(tmp_path: Path) -> None:
     lib = _lib(tmp_path)
-    trainer = launch(lib, 17, "consumer")
+    trainer = launch(lib, 17, TAG, "consumer")
     assert trainer.training is not None
-    assert launch(lib, 17, "consumer").flags == [], "a second consumer neither trains nor maps"
-    assert launch(lib, 17, "producer").training is not None, "another role trains on its own"
+    assert launch(lib, 17, TAG, "consumer").flags == [], "a second consumer neither trains nor maps"
+    assert launch(lib, 17, TAG, "producer").training is not None, "another role trains on its own"
     trainer.finish(1)
-    assert launch(lib, 17, "consumer").training is not None, "a failed trainer lets the next one train"
+    assert launch(lib, 17, TAG, "consumer").training is not None, "a failed trainer lets the next one train"
 
 
 def test_a_failed_killed_or_empty_training_is_not_adopted(tmp_path: Path) -> None:
     lib = _lib(tmp_path)
     for returncode, content in ((1, b"archive"), (-9, b"half"), (0, b""), (None, b"archive")):
-        run = launch(lib, 17, "consumer")
+        run = launch(lib, 17, TAG, "consumer")
         assert run.training is not None
         run.training.write_bytes(content)
         run.finish(returncode)
-        assert not archive_path(lib, 17, "consumer").exists(), (returncode, content)
+        assert not archive_path(lib, TAG, "consumer").exists(), (returncode, content)
         assert not list(lib.parent.glob(".*")), "what it wrote is deleted, its marker released"
 
 
 def test_a_stale_marker_of_a_dead_trainer_expires(tmp_path: Path) -> None:
     lib = _lib(tmp_path)
-    dead = launch(lib, 17, "consumer", now=1000.0)
+    dead = launch(lib, 17, TAG, "consumer", now=1000.0)
     assert dead.marker is not None
     now = dead.marker.stat().st_mtime
-    assert launch(lib, 17, "consumer", now=now + 1).training is None
-    assert launch(lib, 17, "consumer", now=now + java_archive.MARKER_STALE_S + 1).training is not None
+    assert launch(lib, 17, TAG, "consumer", now=now + 1).training is None
+    assert launch(lib, 17, TAG, "consumer", now=now + java_archive.MARKER_STALE_S + 1).training is not None
 
 
 def test_a_java_without_dynamic_archives_gets_no_flag(tmp_path: Path) -> None:
     lib = _lib(tmp_path)
-    run = launch(lib, 11, "consumer")
+    run = launch(lib, 11, TAG, "consumer")
     assert run.flags == [] and run.training is None
     assert not list(lib.parent.iterdir())[1:], "nothing but lib/ is written"
 
 
 def test_finish_is_idempotent_and_a_rebuild_drops_archives(tmp_path: Path) -> None:
     lib = _lib(tmp_path)
-    run = launch(lib, 17, "producer")
+    run = launch(lib, 17, TAG, "producer")
     assert run.training is not None
     run.training.write_bytes(b"x")
     run.finish(0)
     run.finish(0)  # kill() after stop(): nothing more happens
-    assert archive_path(lib, 17, "producer").is_file()
+    assert archive_path(lib, TAG, "producer").is_file()
     java_archive.drop_archives(lib)
-    assert not archive_path(lib, 17, "producer").exists()
+    assert not archive_path(lib, TAG, "producer").exists()
+
+
+def test_another_java_build_gets_an_archive_of_its_own(tmp_path: Path) -> None:
+    """A dynamic archive maps only into the JVM build that made it: a JDK update (a new binary)
+    must not be handed the old archive on every start."""
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_bytes(b"one build")
+    link = tmp_path / "java"
+    link.symlink_to(java)
+    before = java_tag(link, 17)
+    assert before == java_tag(java, 17), "named by the binary a link points to"
+    assert before.startswith("java17-")
+    java.write_bytes(b"the updated build")
+    assert java_tag(link, 17) != before
