@@ -14,7 +14,8 @@ JDK 13+) and writes it when it exits after its close command (``System.exit``); 
 holds exactly the classes a real worker of that role loaded. It is adopted only when that JVM
 exited with status 0 and left a non-empty file; a worker that was killed, failed or wrote
 nothing leaves no archive, and a later worker trains again. One worker trains at a time per
-role (a marker file, taken with ``O_EXCL``; a marker left by a killed process expires).
+role (a marker file holding the pid of the Python process that started the trainer, taken with
+``O_EXCL``; a marker whose process is gone, or older than 10 minutes, is taken over).
 
 Speed must never cost a run: a JVM that finds the archive does not match its class path maps
 nothing and loads classes the usual way (``-Xshare:auto``); its warning goes to the worker's
@@ -94,13 +95,30 @@ class WorkerLaunch:
             self.training = self.marker = None  # finished once
 
 
-def _take_marker(marker: Path, now: float) -> bool:
-    """Whether this process may train (it then holds ``marker``)."""
+def _holder_gone(marker: Path, now: float) -> bool:
+    """Whether ``marker`` was left by a process that is gone (its pid no longer runs) or is
+    older than ``MARKER_STALE_S`` (a pid that was reused)."""
     try:
         if now - marker.stat().st_mtime > MARKER_STALE_S:
-            marker.unlink(missing_ok=True)  # left by a trainer that died
+            return True
+        pid = int(marker.read_text().split()[0])
     except FileNotFoundError:
-        pass
+        return False
+    except (ValueError, IndexError):
+        return True  # half written by a process that died at once
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # runs, as another user
+    return False
+
+
+def _take_marker(marker: Path, now: float) -> bool:
+    """Whether this process may train (it then holds ``marker``)."""
+    if _holder_gone(marker, now):
+        marker.unlink(missing_ok=True)  # left by a trainer that died
     try:
         fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:

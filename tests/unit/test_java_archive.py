@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from harness.clients import java_archive
@@ -47,6 +48,19 @@ def test_a_failed_killed_or_empty_training_is_not_adopted(tmp_path: Path) -> Non
         run.finish(returncode)
         assert not archive_path(lib, TAG, "consumer").exists(), (returncode, content)
         assert not list(lib.parent.glob(".*")), "what it wrote is deleted, its marker released"
+
+
+def test_the_marker_of_a_process_that_is_gone_is_taken_over(tmp_path: Path) -> None:
+    lib = _lib(tmp_path)
+    held = launch(lib, 17, TAG, "consumer")
+    assert held.marker is not None
+    assert launch(lib, 17, TAG, "consumer").training is None, "held by this (running) process"
+    child = subprocess.Popen(["true"])
+    child.wait()  # reaped: its pid runs no more
+    held.marker.write_text(f"{child.pid}\n")
+    assert launch(lib, 17, TAG, "consumer").training is not None
+    held.marker.write_text("")  # a marker half written by a process that died at once
+    assert launch(lib, 17, TAG, "consumer").training is not None
 
 
 def test_a_stale_marker_of_a_dead_trainer_expires(tmp_path: Path) -> None:
