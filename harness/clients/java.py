@@ -75,6 +75,7 @@ from . import java_archive
 from .base import (
     ConsumerListener,
     ConsumerSettings,
+    Outcome,
     PolledRecord,
     PositionChange,
     PositionReason,
@@ -470,7 +471,7 @@ class WorkerProcess:
         from harness.java import find_java
 
         java = find_java()
-        self._archive = java_archive.launch(lib, java.major, java_archive.java_tag(java.executable, java.major), role)
+        self.archive = java_archive.launch(lib, java.major, java_archive.java_tag(java.executable, java.major), role)
         logs = home() / "clients" / NAME / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         self.log_path = logs / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', client_id)}.log"
@@ -480,7 +481,7 @@ class WorkerProcess:
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",  # a short-lived client: fast start beats peak speed
             *java_archive.JVM_LOG_FLAGS,
-            *self._archive.flags,
+            *self.archive.flags,
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
             "-cp",
@@ -499,7 +500,7 @@ class WorkerProcess:
                 close_fds=True,
             )
         except BaseException:
-            self._archive.finish(None)
+            self.archive.finish(None)
             raise
         finally:
             err.close()
@@ -600,7 +601,7 @@ class WorkerProcess:
             except ProcessLookupError:
                 log.debug("java worker %s already gone", self.proc.pid)
             self.proc.wait()
-        self._archive.finish(self.proc.returncode)
+        self.archive.finish(self.proc.returncode)
         for pipe in (self.proc.stdin, self.proc.stdout):
             if pipe is not None:
                 try:
@@ -648,7 +649,10 @@ class JavaProducer:
         with self._lock:
             on_outcome = self._pending.pop(int(line["send"]), None)
         if on_outcome is not None:
-            on_outcome(classify_send_result(line, self._single_attempt))
+            outcome = classify_send_result(line, self._single_attempt)
+            if outcome.outcome is Outcome.OK:
+                self._worker.archive.exercised()  # a write went all the way: a worker worth copying
+            on_outcome(outcome)
 
     def send(self, topic: str, partition: int, value: str, on_outcome: Callable[[SendOutcome], None]) -> None:
         sid = next(self._ids)
@@ -760,7 +764,12 @@ class JavaConsumer:
     def poll(self, timeout_ms: int) -> list[PolledRecord] | TruncationSignal:
         reply = self._call("poll", timeout_ms / 1000 + self._bound_s, timeout_ms=int(timeout_ms))
         signal_ = truncation_of(reply)
-        return signal_ if signal_ is not None else records_of(reply)
+        if signal_ is not None:
+            return signal_
+        records = records_of(reply)
+        if records:
+            self._worker.archive.exercised()  # records fetched and decoded: a worker worth copying
+        return records
 
     def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
         # commitSync waits up to Java's default.api.timeout.ms (60 s)

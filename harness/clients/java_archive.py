@@ -11,9 +11,10 @@ Unlike the brokers' archive (``harness.class_archive``), which a training node m
 cluster starts, a worker's archive is made by *training on first use*: when a role has no
 archive yet, one worker of that role runs with ``-XX:ArchiveClassesAtExit`` (a dynamic archive,
 JDK 13+) and writes it when it exits after its close command (``System.exit``); the archive
-holds exactly the classes a real worker of that role loaded. It is adopted only when that JVM
-exited with status 0 and left a non-empty file; a worker that was killed, failed or wrote
-nothing leaves no archive, and a later worker trains again. One worker trains at a time per
+holds exactly the classes a real worker of that role loaded. It is adopted only when that
+worker did its role's work (``exercised``: records polled, a write acknowledged), its JVM exited
+with status 0 and left a non-empty file; a worker that was only made and closed, was killed,
+failed or wrote nothing leaves no archive, and a later worker trains again. One worker trains at a time per
 role (a marker file holding the pid of the Python process that started the trainer, taken with
 ``O_EXCL``; a marker whose process is gone, or older than 10 minutes, is taken over).
 
@@ -73,6 +74,13 @@ class WorkerLaunch:
     training: Path | None = None
     final: Path | None = None
     marker: Path | None = None
+    worth_keeping: bool = False
+
+    def exercised(self) -> None:
+        """The worker did its role's real work (a consumer decoded fetched records, a producer
+        had a write acknowledged), so it loaded the classes a worker of its role needs: only
+        such a trainer's archive is adopted, not one of a worker that was made and closed."""
+        self.worth_keeping = True
 
     def finish(self, returncode: int | None) -> None:
         """After the worker JVM is gone: adopt its archive when it trained and exited cleanly,
@@ -81,12 +89,14 @@ class WorkerLaunch:
             return
         final = self.final
         try:
-            if returncode == 0 and self.training.is_file() and self.training.stat().st_size > 0:
+            if returncode == 0 and self.worth_keeping and self.training.is_file() and self.training.stat().st_size > 0:
                 os.replace(self.training, final)
                 log.info("java worker class archive ready: %s", final)
             else:
                 self.training.unlink(missing_ok=True)
-                log.debug("java worker class archive not adopted (exit %s)", returncode)
+                log.debug(
+                    "java worker class archive not adopted (exit %s, exercised: %s)", returncode, self.worth_keeping
+                )
         except OSError as exc:
             log.warning("java worker class archive %s: %s", final, exc)
         finally:
@@ -150,11 +160,11 @@ def launch(lib: Path, java_major: int, tag: str, role: str, now: float | None = 
         return WorkerLaunch([])
     now = time.time() if now is None else now
     final = archive_path(lib, tag, role)
+    _sweep_stale(final, now)
     if final.is_file():
         return WorkerLaunch([f"-XX:SharedArchiveFile={final}"])
     marker = final.with_name(f".{final.name}.training")
     if not _take_marker(marker, now):
         return WorkerLaunch([])
-    _sweep_stale(final, now)
     training = final.with_name(f".{final.name}.tmp-{uuid.uuid4().hex[:8]}")
     return WorkerLaunch([f"-XX:ArchiveClassesAtExit={training}"], training, final, marker)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -22,6 +23,7 @@ def test_first_worker_trains_and_a_clean_exit_adopts_its_archive(tmp_path: Path)
     first = launch(lib, 17, TAG, "consumer")
     assert first.training is not None and first.flags == [f"-XX:ArchiveClassesAtExit={first.training}"]
     first.training.write_bytes(b"archive")  # what the JVM writes at its exit
+    first.exercised()
     first.finish(0)
     final = archive_path(lib, TAG, "consumer")
     assert final.read_bytes() == b"archive"
@@ -39,14 +41,17 @@ def test_one_trainer_at_a_time_per_role(tmp_path: Path) -> None:
     assert launch(lib, 17, TAG, "consumer").training is not None, "a failed trainer lets the next one train"
 
 
-def test_a_failed_killed_or_empty_training_is_not_adopted(tmp_path: Path) -> None:
+def test_a_failed_killed_empty_or_idle_training_is_not_adopted(tmp_path: Path) -> None:
     lib = _lib(tmp_path)
-    for returncode, content in ((1, b"archive"), (-9, b"half"), (0, b""), (None, b"archive")):
+    cases = ((1, b"archive", True), (-9, b"half", True), (0, b"", True), (None, b"archive", True))
+    for returncode, content, exercised in (*cases, (0, b"archive", False)):
         run = launch(lib, 17, TAG, "consumer")
         assert run.training is not None
         run.training.write_bytes(content)
+        if exercised:
+            run.exercised()
         run.finish(returncode)
-        assert not archive_path(lib, TAG, "consumer").exists(), (returncode, content)
+        assert not archive_path(lib, TAG, "consumer").exists(), (returncode, content, exercised)
         assert not list(lib.parent.glob(".*")), "what it wrote is deleted, its marker released"
 
 
@@ -84,6 +89,7 @@ def test_finish_is_idempotent_and_a_rebuild_drops_archives(tmp_path: Path) -> No
     run = launch(lib, 17, TAG, "producer")
     assert run.training is not None
     run.training.write_bytes(b"x")
+    run.exercised()
     run.finish(0)
     run.finish(0)  # kill() after stop(): nothing more happens
     assert archive_path(lib, TAG, "producer").is_file()
@@ -104,3 +110,21 @@ def test_another_java_build_gets_an_archive_of_its_own(tmp_path: Path) -> None:
     assert before.startswith("java17-")
     java.write_bytes(b"the updated build")
     assert java_tag(link, 17) != before
+
+
+def test_a_left_over_training_file_is_swept_even_once_an_archive_exists(tmp_path: Path) -> None:
+    """A trainer's JVM orphaned by a killed test process writes its file with nobody to adopt
+    it: after an hour it is deleted by the next worker start, archive or not."""
+    lib = _lib(tmp_path)
+    final = archive_path(lib, TAG, "consumer")
+    final.write_bytes(b"archive")
+    orphan = final.with_name(f".{final.name}.tmp-deadbeef")
+    orphan.write_bytes(b"half")
+    recent = final.with_name(f".{final.name}.tmp-cafecafe")
+    recent.write_bytes(b"being written")
+    now = orphan.stat().st_mtime
+    launch(lib, 17, TAG, "consumer", now=now + java_archive.TMP_STALE_S / 2)
+    assert orphan.exists() and recent.exists(), "younger than an hour: perhaps still being written"
+    os.utime(recent, (now + java_archive.TMP_STALE_S, now + java_archive.TMP_STALE_S))
+    launch(lib, 17, TAG, "consumer", now=now + java_archive.TMP_STALE_S + 1)
+    assert not orphan.exists() and recent.exists()
