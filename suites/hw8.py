@@ -38,6 +38,13 @@ class ZombieReader:
     stall_ms: int  # the consumer's longest stall on the partition during the window
     bound_ms: int  # the window's stall bound
 
+    def __str__(self) -> str:
+        """The line a suite prints for a subtracted zombie reader."""
+        return (
+            f"{HW8}: {self.consumer} read {self.topic}-{self.partition} from its cut-off leader {self.broker}, "
+            f"which kept claiming leadership: longest stall {self.stall_ms} ms (bound {self.bound_ms} ms)"
+        )
+
 
 def zombie_windows(h: HistoryData) -> dict[int, int]:
     """Fault windows (index into ``fault_windows``) that leave a zombie, and its broker: a ``cut``

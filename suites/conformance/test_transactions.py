@@ -27,7 +27,7 @@ from harness.clients import TransactionalClient, get_driver
 from harness.history import read_history
 from harness.history.format import source_of
 from highwater.nemesis import Step
-from suites.hw8 import HW8, without_hw8
+from suites.hw8 import without_hw8
 from suites.scenario import LEADER_FAULT_SECONDS, RUN_OPTIONS, Plan, check_verdicts, describe, run_once, run_plan
 
 _TXN = ("aborted-read", "open-txn-read", "torn-transaction", "lost-write", "uncommitted-read", "poll-skip")
@@ -210,7 +210,7 @@ def test_read_committed_sees_only_whole_committed_transactions(
         verdicts = without_hw10(verdicts, result.dir / "history.jsonl")
     verdicts, zombie = without_hw8(verdicts, result.dir / "history.jsonl")
     for z in zombie:
-        print(f"{HW8}: {z.consumer} stalled {z.stall_ms} ms on {z.topic}-{z.partition} (its cut-off leader {z.broker})")
+        print(z)
     kept = {v.check for v in verdicts}
     must_hold = tuple(c for c in must_hold if c in kept)
     check_verdicts(verdicts, must_hold, f" in run {result.run_id} ({result.dir})")

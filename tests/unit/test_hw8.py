@@ -86,6 +86,9 @@ def test_the_zombie_leaders_rack_consumer_stall_is_explained(tmp_path: Path, par
     kept, readers = without_hw8(verdicts, path)
     assert [(z.consumer, z.partition, z.broker) for z in readers] == [("consumer-0", 0, 1)]
     assert readers[0].stall_ms > readers[0].bound_ms
+    z = readers[0]
+    assert str(z).startswith("HW-8: consumer-0 read ") and f"cut-off leader {z.broker}" in str(z)
+    assert f"longest stall {z.stall_ms} ms (bound {z.bound_ms} ms)" in str(z), "both suites print this line"
     assert not {v.check for v in kept} & set(STALL_CHECKS)
     assert_live(kept)
 
