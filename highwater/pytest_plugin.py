@@ -263,14 +263,20 @@ def healed_for_module(shared: ClusterBackend, request: pytest.FixtureRequest) ->
     assert not left, f"{request.module.__name__} left the shared cluster unhealed: {left}"
 
 
+def module_cluster(
+    request: pytest.FixtureRequest, kafka_version: str, backend: str, broker_config: Mapping[str, str] | None = None
+) -> Iterator[ClusterBackend]:
+    """``shared_cluster`` for the tests of the requesting module, named after it: the body of a
+    module-scoped fixture."""
+    module = request.module
+
+    def uses(item: pytest.Item) -> bool:
+        return getattr(item, "module", None) is module
+
+    yield from shared_cluster(request, kafka_version, backend, uses, _safe(module.__name__), broker_config)
+
+
 @pytest.fixture(scope="module")
 def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) -> Iterator[ClusterBackend]:
     """A 3-broker, 3-rack cluster shared by the tests of one module (``shared_cluster``)."""
-    module = request.module
-    yield from shared_cluster(
-        request,
-        kafka_version,
-        backend,
-        lambda item: getattr(item, "module", None) is module,
-        _safe(module.__name__),
-    )
+    yield from module_cluster(request, kafka_version, backend)

@@ -109,17 +109,9 @@ def probe_cluster(request: pytest.FixtureRequest, kafka_version: str, backend: s
     """One 3-broker / 3-rack cluster with ``BROKER_CONFIG`` for the module (each case takes a
     fresh topic); its logs are kept when a test of the module failed, as the plugin's ``cluster``
     fixture does."""
-    from highwater.pytest_plugin import _safe, shared_cluster
+    from highwater.pytest_plugin import module_cluster
 
-    module = request.module
-    yield from shared_cluster(
-        request,
-        kafka_version,
-        backend,
-        lambda item: getattr(item, "module", None) is module,
-        _safe(module.__name__),
-        BROKER_CONFIG,
-    )
+    yield from module_cluster(request, kafka_version, backend, BROKER_CONFIG)
 
 
 @pytest.fixture
