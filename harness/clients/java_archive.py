@@ -14,9 +14,10 @@ JDK 13+) and writes it when it exits after its close command (``System.exit``); 
 holds exactly the classes a real worker of that role loaded. It is adopted only when that
 worker did its role's work (``exercised``: records polled, a write acknowledged), its JVM exited
 with status 0 and left a non-empty file; a worker that was only made and closed, was killed,
-failed or wrote nothing leaves no archive, and a later worker trains again. One worker trains at a time per
-role (a marker file holding the pid of the Python process that started the trainer, taken with
-``O_EXCL``; a marker whose process is gone, or older than 10 minutes, is taken over).
+failed or wrote nothing leaves no archive, and a later worker trains again. One worker trains
+at a time per role (a marker file holding the pid of the Python process that started the
+trainer, taken with ``O_EXCL``; a marker whose process is gone, or older than 10 minutes, is
+taken over).
 
 Speed must never cost a run: a JVM that finds the archive does not match its class path maps
 nothing and loads classes the usual way (``-Xshare:auto``); its warning goes to the worker's
