@@ -263,8 +263,13 @@ def bare_consume(library: str, bootstrap: list[str], topic: str, records: int) -
     import confluent_kafka
 
     consumer = confluent_kafka.Consumer(
-        {"bootstrap.servers": ",".join(bootstrap), "group.id": f"bare-{topic}", "enable.auto.commit": False}
-        | {"fetch.wait.max.ms": 500, "enable.partition.eof": False}
+        {
+            "bootstrap.servers": ",".join(bootstrap),
+            "group.id": f"bare-{topic}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 500,
+            "enable.partition.eof": False,
+        }
     )
     try:
         t0 = time.monotonic()
