@@ -304,6 +304,13 @@ class FetchSources:
         self._sorted.pop(tp, None)
         return self._by_tp.setdefault(tp, {})
 
+    def _starts(self, tp: Any, by_offset: dict[int, int]) -> list[int]:
+        """``tp``'s fetch offsets, sorted (made once after each change)."""
+        starts = self._sorted.get(tp)
+        if starts is None:
+            starts = self._sorted[tp] = sorted(by_offset)
+        return starts
+
     def note(self, tp: Any, fetch_offset: int, node_id: int) -> None:
         self._changed(tp)[int(fetch_offset)] = int(node_id)
 
@@ -311,9 +318,7 @@ class FetchSources:
         by_offset = self._by_tp.get(tp)
         if not by_offset:
             return None
-        starts = self._sorted.get(tp)
-        if starts is None:
-            starts = self._sorted[tp] = sorted(by_offset)
+        starts = self._starts(tp, by_offset)
         i = bisect.bisect_right(starts, offset)
         return by_offset[starts[i - 1]] if i else None
 
@@ -324,9 +329,7 @@ class FetchSources:
         by_offset = self._by_tp.get(tp)
         if not by_offset or not offsets:
             return [None] * len(offsets)
-        starts = self._sorted.get(tp)
-        if starts is None:
-            starts = self._sorted[tp] = sorted(by_offset)
+        starts = self._starts(tp, by_offset)
         i = bisect.bisect_right(starts, offsets[0])  # starts[i] is the next fetch offset above
         source = by_offset[starts[i - 1]] if i else None
         bound = starts[i] if i < len(starts) else None
