@@ -282,8 +282,8 @@ def bare_consume(library: str, bootstrap: list[str], topic: str, records: int) -
         consumer.close()
 
 
-#: the Python libraries measured alone too (``--bare``), by the driver name they belong to
-BARE = {"kafka-python": "kafka-python", "confluent-kafka": "confluent-kafka"}
+#: the Python libraries also measured alone (``bare_consume``; ``--no-bare`` skips them), by driver name
+BARE_LIBRARIES = ("kafka-python", "confluent-kafka")
 
 
 @dataclass
@@ -350,11 +350,12 @@ def main() -> int:
         f"{args.runs} runs, topics of {PARTITIONS} partitions x RF 3, acks=all, one request in flight",
         flush=True,
     )
-    bare = {} if args.no_bare else {f"{label} bare": d.name for label, d in drivers.items() if d.name in BARE}
+    bare = set() if args.no_bare else {label for label, d in drivers.items() if d.name in BARE_LIBRARIES}
     results: dict[str, Series] = {TOOL: Series()}
-    for label, d in drivers.items():
+    for label in drivers:
         results[label] = Series()
-        results.update({b: Series() for b, name in bare.items() if name == d.name})
+        if label in bare:
+            results[f"{label} bare"] = Series()
     cluster: ClusterBackend = start_backend("local", ClusterSpec(brokers=3, racks=3, kafka_version=version))
     try:
         boot = cluster.bootstrap()
@@ -370,8 +371,9 @@ def main() -> int:
                 s = results[label]
                 timed(s, "produce", label, run, driver_produce, d, boot, topic, args.records, args.value_bytes)
                 timed(s, "consume", label, run, driver_consume, d, boot, topic, args.records)
-                for b in (b for b, name in bare.items() if name == d.name):
-                    timed(results[b], "consume", b, run, bare_consume, BARE[d.name], boot, topic, args.records)
+                if label in bare:
+                    b = f"{label} bare"
+                    timed(results[b], "consume", b, run, bare_consume, d.name, boot, topic, args.records)
     finally:
         cluster.stop()
     ref = results[TOOL]
