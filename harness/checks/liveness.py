@@ -409,9 +409,11 @@ def follower_fetch(h: HistoryData) -> Verdict:
     replica stays in the ISR until fenced): one count per record served from another rack.
     (b) *Moving*: when the observer sees a rack lose its last in-sync replica at t, a consumer of
     that rack that was reading the partition polls a record served by an in-sync replica (or
-    by another rack) within F, judged when records were acknowledged in (t, t + F]; if t falls
-    in a fault window that heals before t + F the move is unjudged (records after a heal do
-    not show that the consumer moved): one count per consumer that did not move.
+    by another rack) within F, judged when records were acknowledged in (t, t + F]; the loss
+    happened between the observer's previous look at the partition and t, and if that span
+    meets a fault window that heals before t + F the move is unjudged (records after a heal do
+    not show that the consumer moved; a frozen broker holds the observer's requests, so a loss
+    of the window may first be seen after its heal): one count per consumer that did not move.
     (c) *Stalls*: during a fault window that cuts off a broker, or in which the observer sees a
     broker leave the ISR, each consumer of that broker's rack that was reading a partition must
     not stall (see the module doc) longer than S; a window not longer than S is unjudged.
@@ -439,7 +441,7 @@ def follower_fetch(h: HistoryData) -> Verdict:
     mkeys = np.array([(m.tp << ROW_SHIFT) | m.row for m in meta], np.int64)
     mmask = np.zeros(len(meta), np.int64)
     since = np.zeros((len(meta), max(nr, 1)), np.int64)
-    losses: list[tuple[int, int, int, int]] = []  # (tp, rack, time, row)
+    losses: list[tuple[int, int, int, int, int]] = []  # (tp, rack, time, row, time of the look before)
     left: list[tuple[int, int]] = []  # (time, broker) a broker observed leaving an ISR
     for i, m in enumerate(meta):
         mask = 0
@@ -455,7 +457,7 @@ def follower_fetch(h: HistoryData) -> Verdict:
             had = same and (mmask[i - 1] >> r) & 1
             since[i, r] = since[i - 1, r] if had and (mask >> r) & 1 else m.time
             if had and not (mask >> r) & 1:
-                losses.append((m.tp, r, m.time, m.row))
+                losses.append((m.tp, r, m.time, m.row, meta[i - 1].time))
 
     p = h.polls
     crack = proc_rack[p.proc] if len(p.proc) else np.zeros(0, np.int64)
@@ -506,8 +508,8 @@ def follower_fetch(h: HistoryData) -> Verdict:
     okm = s.type == OK
     so = np.lexsort((s.time[okm], s.tp[okm]))
     stp, st = s.tp[okm][so], s.time[okm][so]
-    for tp, r, t, row in losses:
-        inside = [w for w in wins if w.start <= t and (w.end is None or t <= w.end)]
+    for tp, r, t, row, before in losses:
+        inside = [w for w in wins if w.start <= t and (w.end is None or before <= w.end)]
         for c in np.nonzero(proc_rack == r)[0]:
             key = (int(c) << 24) | tp
             lo, hi = np.searchsorted(ck_s, key, "left"), np.searchsorted(ck_s, key, "right")

@@ -300,3 +300,41 @@ def test_a_write_of_a_transaction_that_did_not_commit_is_owed_to_no_reader() -> 
     assert committed.valid is False and committed.counts["longest_stall_ms"] >= 2700, committed.counts
     aborted = check("progress", _with_tail_in_a_transaction("abort"))
     assert aborted.valid is True and aborted.counts["longest_stall_ms"] < 100, aborted.counts
+
+
+def _loss_seen_after_the_heal(look_after_heal: bool) -> HistoryBuilder:
+    """Broker 2 (consumer-1's rack) is cut for 3 s and leaves the ISR for good; consumer-1 keeps
+    reading from it. The observer is blind during the fault and first sees the loss 100 ms after
+    the heal; ``look_after_heal``: it also looked 20 ms after the heal and saw broker 2 in sync."""
+    b = HistoryBuilder(header_entries(SMALL), step_ms=0, racks=RACKS)
+    params = {"peer": None, "cuts_off": [2]}
+    heal_at, n = START + 3000, 0
+    b.assign("consumer-1", T, 0, 0)
+    for now in range(TICK, heal_at + 2500, TICK):
+        b.now = now * 1_000_000
+        if now == START:
+            b.event("nemesis", "invoke", "fault", {"kind": "cut", "targets": ["kafka-2"], "params": params})
+            b.event("nemesis", "ok", "fault", {"kind": "cut", "targets": ["kafka-2"], "params": params})
+        if now == heal_at:
+            b.event("nemesis", "invoke", "heal", {"kind": "cut", "targets": ["kafka-2"], "params": params})
+            b.event("nemesis", "ok", "heal", {"kind": "cut", "targets": ["kafka-2"], "params": params})
+        b.send("producer-0", T, 0, f"v{n}", offset=n)
+        b.poll("consumer-1", [(T, 0, n, f"v{n}")], replica=2)
+        n += 1
+        if now < START and now % 100 == 0 or now == heal_at + 20 and look_after_heal:
+            b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=n)
+        elif now >= heal_at + 100 and now % 100 == 0:
+            b.meta(T, 0, leader=1, isr=[1, 3], hw=n)
+    return b
+
+
+def test_a_loss_first_seen_after_the_heal_is_judged_only_if_seen_in_sync_after_it() -> None:
+    """A loss the observer first sees after a heal may have happened during the fault (a frozen
+    broker holds the observer): the move is unjudged. Seen in sync after the heal, the loss is
+    not the fault's, and a consumer that stays on the out-of-sync replica did not move."""
+    blind = check("follower-fetch", _loss_seen_after_the_heal(look_after_heal=False))
+    assert blind.counts["moves_unjudged"] == 1 and blind.counts["moves_judged"] == 0, blind.counts
+    assert blind.counts["stalls"] == 0 and blind.valid is not False, blind.to_json()
+    seen = check("follower-fetch", _loss_seen_after_the_heal(look_after_heal=True))
+    assert seen.valid is False and seen.counts["stalls"] == 1 and seen.counts["moves_judged"] == 1, seen.counts
+    assert [e["kind"] for e in seen.examples if e["kind"] == "no-move-after-isr-loss"] == ["no-move-after-isr-loss"]
