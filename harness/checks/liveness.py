@@ -413,7 +413,9 @@ def follower_fetch(h: HistoryData) -> Verdict:
     happened between the observer's previous look at the partition and t, and if that span
     meets a fault window that heals before t + F the move is unjudged (records after a heal do
     not show that the consumer moved; a frozen broker holds the observer's requests, so a loss
-    of the window may first be seen after its heal): one count per consumer that did not move.
+    of the window may first be seen after its heal); a group member is judged only on a
+    partition it still owns at t, and until the group gives it to another member (unjudged if
+    that comes first): one count per consumer that did not move.
     (c) *Stalls*: during a fault window that cuts off a broker, or in which the observer sees a
     broker leave the ISR, each consumer of that broker's rack that was reading a partition must
     not stall (see the module doc) longer than S; a window not longer than S is unjudged.
@@ -508,13 +510,14 @@ def follower_fetch(h: HistoryData) -> Verdict:
     okm = s.type == OK
     so = np.lexsort((s.time[okm], s.tp[okm]))
     stp, st = s.tp[okm][so], s.time[okm][so]
+    moved_away, moves_at = _moved_away(h)  # a group member is judged only on what it owns
     for tp, r, t, row, before in losses:
         inside = [w for w in wins if w.start <= t and (w.end is None or before <= w.end)]
         for c in np.nonzero(proc_rack == r)[0]:
             key = (int(c) << 24) | tp
             lo, hi = np.searchsorted(ck_s, key, "left"), np.searchsorted(ck_s, key, "right")
             times, mv = t_s[lo:hi], mv_s[lo:hi]
-            if len(times) == 0 or times[0] > t or h.end_time < t + bound:
+            if len(times) == 0 or times[0] > t or h.end_time < t + bound or moved_away(int(c), tp, t):
                 continue
             ack_lo, ack_hi = np.searchsorted(stp, tp, "left"), np.searchsorted(stp, tp, "right")
             acked = st[ack_lo:ack_hi]
@@ -523,8 +526,13 @@ def follower_fetch(h: HistoryData) -> Verdict:
             if any(w.end is not None and w.end < t + bound for w in inside):
                 moves_unjudged += 1  # the heal comes first: what follows it proves nothing
                 continue
+            moved_in = (times > t) & (times <= t + bound) & mv
+            away = moves_at(int(c), tp, t)
+            if away is not None and away < t + bound and not np.any(moved_in & (times <= away)):
+                moves_unjudged += 1  # the group gave the partition to another member first
+                continue
             moves += 1
-            if not np.any((times > t) & (times <= t + bound) & mv):
+            if not np.any(moved_in):
                 stalls += 1
                 add("no-move-after-isr-loss", [row], tp, consumer=h.processes[c], rack=names[r], bound_ms=bound // MS)
 

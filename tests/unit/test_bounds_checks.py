@@ -302,7 +302,7 @@ def test_a_write_of_a_transaction_that_did_not_commit_is_owed_to_no_reader() -> 
     assert aborted.valid is True and aborted.counts["longest_stall_ms"] < 100, aborted.counts
 
 
-def _loss_seen_after_the_heal(look_after_heal: bool) -> HistoryBuilder:
+def loss_seen_after_the_heal(look_after_heal: bool) -> HistoryBuilder:
     """Broker 2 (consumer-1's rack) is cut for 3 s and leaves the ISR for good; consumer-1 keeps
     reading from it. The observer is blind during the fault and first sees the loss 100 ms after
     the heal; ``look_after_heal``: it also looked 20 ms after the heal and saw broker 2 in sync."""
@@ -332,9 +332,9 @@ def test_a_loss_first_seen_after_the_heal_is_judged_only_if_seen_in_sync_after_i
     """A loss the observer first sees after a heal may have happened during the fault (a frozen
     broker holds the observer): the move is unjudged. Seen in sync after the heal, the loss is
     not the fault's, and a consumer that stays on the out-of-sync replica did not move."""
-    blind = check("follower-fetch", _loss_seen_after_the_heal(look_after_heal=False))
+    blind = check("follower-fetch", loss_seen_after_the_heal(look_after_heal=False))
     assert blind.counts["moves_unjudged"] == 1 and blind.counts["moves_judged"] == 0, blind.counts
     assert blind.counts["stalls"] == 0 and blind.valid is not False, blind.to_json()
-    seen = check("follower-fetch", _loss_seen_after_the_heal(look_after_heal=True))
+    seen = check("follower-fetch", loss_seen_after_the_heal(look_after_heal=True))
     assert seen.valid is False and seen.counts["stalls"] == 1 and seen.counts["moves_judged"] == 1, seen.counts
     assert [e["kind"] for e in seen.examples if e["kind"] == "no-move-after-isr-loss"] == ["no-move-after-isr-loss"]

@@ -4,7 +4,8 @@ not its (a member cut off from its coordinator is evicted and its partition move
 
 from __future__ import annotations
 
-from tests.unit.test_bounds_checks import START, T, check, scenario
+from tests.synth.histories import HistoryBuilder
+from tests.unit.test_bounds_checks import START, T, check, loss_seen_after_the_heal, scenario
 
 
 def test_a_group_member_is_not_judged_on_a_partition_that_moved_away() -> None:
@@ -44,3 +45,27 @@ def test_a_partition_that_moves_away_after_the_heal_leaves_its_previous_owner_un
     # a move after the after-heal phase (progress_bound_ms, 1.25 s here) leaves it whole: a stall
     late = check("progress", _moved_after_the_heal(2400))
     assert late.valid is False and any(e["kind"] == "consumer-stalled-after-heal" for e in late.examples)
+
+
+def test_a_move_is_judged_only_until_the_group_gives_the_partition_away() -> None:
+    """follower-fetch (b): the loss is seen 100 ms after the heal, consumer-1 stays on its
+    out-of-sync replica (no move within F = 750 ms). Its partition moving to consumer-0 300 ms
+    after the loss leaves the move unjudged; a move 1 s after it (past F) leaves the stall, and
+    so does a move to a member of another group."""
+
+    def given_away(after_ms: int, group_of_0: str) -> HistoryBuilder:
+        b = loss_seen_after_the_heal(look_after_heal=True)
+        b.header["config"]["consumers"] = {"consumer-0": {"group": group_of_0}, "consumer-1": {"group": "g"}}
+        b.now = (START + 3100 + after_ms) * 1_000_000
+        b.assign("consumer-0", T, 0, None, reason="rebalance")
+        b.events.sort(key=lambda e: (e["time_ns"], e["index"]))
+        for i, ev in enumerate(b.events):
+            ev["index"] = i
+        return b
+
+    soon = check("follower-fetch", given_away(300, "g"))
+    assert soon.counts["stalls"] == 0 and soon.counts["moves_unjudged"] == 1, soon.counts
+    assert soon.valid is not False, soon.to_json()
+    for late in (given_away(1000, "g"), given_away(300, "other")):
+        v = check("follower-fetch", late)
+        assert v.valid is False and v.counts["stalls"] == 1 and v.counts["moves_judged"] == 1, v.counts
