@@ -31,18 +31,20 @@ class ObserverWorker(Worker):
         self._observer = Observer(bootstrap, client_id="highwater-probe", security=security)
 
     def run(self) -> None:
+        partitions = list(range(self.partitions))
         while not self.stopping.is_set():
-            for p in range(self.partitions):
-                # The metadata (leader, ISR) is read first, the offsets after it, and a frozen
-                # broker can hold those reads for a request timeout each: the event is written
-                # seconds later, so it says when the observation began (``observed_ns``).
-                began = self.history.clock_ns()
-                try:
-                    state = self._observer.partition_state(self.topic, p)
-                except Exception as exc:  # noqa: BLE001 - an observation that failed is recorded as such
+            # The metadata (leader, ISR) is read first, the offsets after it, and a frozen broker
+            # can hold those reads for a request timeout: the events are written seconds later,
+            # so they say when the observation began (``observed_ns``).
+            began = self.history.clock_ns()
+            try:
+                states = self._observer.partition_states(self.topic, partitions)
+            except Exception as exc:  # noqa: BLE001 - an observation that failed is recorded as such
+                for p in partitions:
                     self.history.info(self.name, "meta", {"topic": self.topic, "partition": p}, error=exc)
-                    continue
-                self.history.ok(self.name, "meta", {**state.to_event_value(), "observed_ns": began})
+            else:
+                for state in states:
+                    self.history.ok(self.name, "meta", {**state.to_event_value(), "observed_ns": began})
             self.stopping.wait(self.interval)  # the observation period
 
     def close(self) -> None:

@@ -160,7 +160,9 @@ def test_kill_leader_moves_leadership_and_restart_rejoins(cluster: Cluster) -> N
 
 
 def test_pause_and_resume_a_follower(cluster: Cluster) -> None:
-    cluster.create_topic("pause", partitions=1, replication_factor=3)
+    """A frozen follower leaves the ISR; meanwhile one observation of all partitions has every
+    other replica's offsets and none of the frozen one's (its requests time out, all at once)."""
+    cluster.create_topic("pause", partitions=3, replication_factor=3)
     state = cluster.partition_state("pause", 0)
     follower = next(r for r in state.replicas if r != state.leader)
     node = cluster.nodes[follower]
@@ -175,6 +177,11 @@ def test_pause_and_resume_a_follower(cluster: Cluster) -> None:
             f"paused broker {follower} leaves the ISR",
         )
         assert node.is_alive()  # stopped, not dead
+        states = cluster.observer().partition_states("pause", [0, 1, 2])
+        assert [s.partition for s in states] == [0, 1, 2]
+        for s in states:
+            assert set(s.leo) == set(s.replicas) - {follower}, s
+            assert s.leader == follower or s.hw is not None, s
     finally:
         node.resume()
     produce(cluster, "pause", 20)
