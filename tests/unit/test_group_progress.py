@@ -8,32 +8,34 @@ from tests.synth.histories import HistoryBuilder
 from tests.unit.test_bounds_checks import START, T, check, loss_seen_after_the_heal, scenario
 
 
-def test_a_group_member_is_not_judged_on_a_partition_that_moved_away() -> None:
-    b = scenario(3000, after_heal_reads=False)  # consumer-1 reads nothing after the heal
-    group = {"consumer-0": {"group": "g"}, "consumer-1": {"group": "g"}}
-    b.header["config"]["consumers"] = group
-    assert check("progress", b).valid is False  # the partition is still consumer-1's (its assign came last)
-    b.now = (START + 1500) * 1_000_000  # during the fault, the partition moves to consumer-0
-    b.assign("consumer-0", T, 0, None, reason="rebalance")
-    b.events.sort(key=lambda e: (e["time_ns"], e["index"]))
-    for i, ev in enumerate(b.events):
-        ev["index"] = i
-    assert check("progress", b).valid is True
-    del b.header["config"]["consumers"]  # without groups every consumer is judged on all it read
-    assert check("progress", b).valid is False
-
-
-def _moved_after_the_heal(after_ms: int):  # type: ignore[no-untyped-def]
-    """consumer-1 reads nothing after the heal; ``after_ms`` after the heal its partition moves
-    to consumer-0 (a rebalance once the frozen group coordinator came back)."""
-    b = scenario(3000, after_heal_reads=False)
-    b.header["config"]["consumers"] = {"consumer-0": {"group": "g"}, "consumer-1": {"group": "g"}}
-    b.now = (START + 3000 + after_ms) * 1_000_000
+def give_to_consumer_0(b: HistoryBuilder, at_ms: int) -> HistoryBuilder:
+    """``b`` with consumer-0 positioned on the partition ``at_ms`` into the history (a
+    rebalance), the events in time order again."""
+    b.now = at_ms * 1_000_000
     b.assign("consumer-0", T, 0, None, reason="rebalance")
     b.events.sort(key=lambda e: (e["time_ns"], e["index"]))
     for i, ev in enumerate(b.events):
         ev["index"] = i
     return b
+
+
+def test_a_group_member_is_not_judged_on_a_partition_that_moved_away() -> None:
+    b = scenario(3000, after_heal_reads=False)  # consumer-1 reads nothing after the heal
+    group = {"consumer-0": {"group": "g"}, "consumer-1": {"group": "g"}}
+    b.header["config"]["consumers"] = group
+    assert check("progress", b).valid is False  # the partition is still consumer-1's (its assign came last)
+    give_to_consumer_0(b, START + 1500)  # during the fault, the partition moves to consumer-0
+    assert check("progress", b).valid is True
+    del b.header["config"]["consumers"]  # without groups every consumer is judged on all it read
+    assert check("progress", b).valid is False
+
+
+def _moved_after_the_heal(after_ms: int) -> HistoryBuilder:
+    """consumer-1 reads nothing after the heal; ``after_ms`` after the heal its partition moves
+    to consumer-0 (a rebalance once the frozen group coordinator came back)."""
+    b = scenario(3000, after_heal_reads=False)
+    b.header["config"]["consumers"] = {"consumer-0": {"group": "g"}, "consumer-1": {"group": "g"}}
+    return give_to_consumer_0(b, START + 3000 + after_ms)
 
 
 def test_a_partition_that_moves_away_after_the_heal_leaves_its_previous_owner_unjudged() -> None:
@@ -56,12 +58,7 @@ def test_a_move_is_judged_only_until_the_group_gives_the_partition_away() -> Non
     def given_away(after_ms: int, group_of_0: str) -> HistoryBuilder:
         b = loss_seen_after_the_heal(look_after_heal=True)
         b.header["config"]["consumers"] = {"consumer-0": {"group": group_of_0}, "consumer-1": {"group": "g"}}
-        b.now = (START + 3100 + after_ms) * 1_000_000
-        b.assign("consumer-0", T, 0, None, reason="rebalance")
-        b.events.sort(key=lambda e: (e["time_ns"], e["index"]))
-        for i, ev in enumerate(b.events):
-            ev["index"] = i
-        return b
+        return give_to_consumer_0(b, START + 3100 + after_ms)
 
     soon = check("follower-fetch", given_away(300, "g"))
     assert soon.counts["stalls"] == 0 and soon.counts["moves_unjudged"] == 1, soon.counts
