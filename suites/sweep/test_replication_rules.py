@@ -59,18 +59,19 @@ ASSERTIONS = {
 #: on it (HW-9; follower-cut-hw on Kafka 4.4.0 with confluent-kafka 2.16.1: 16.9 s, bound 13.5 s)
 HW9_SCENARIOS = ("follower-cut-hw",)
 
-CANDIDATE_PAUSED_FOLLOWER = pytest.mark.xfail(
+#: HW-11 (README, Findings): kafka-python sends its metadata refreshes to the frozen broker. Its
+#: strict xfail is tests/integration/test_findings_by_client.py (Kafka's 5-minute metadata age);
+#: here the 5 s metadata age usually finds a healthy broker first, so it strikes now and then
+HW11_PAUSED_FOLLOWER = pytest.mark.xfail(
     strict=False,
     reason=(
-        "FINDING CANDIDATE (kafka-python 3.0.12), seen on 4.4.0 and on 4.3.1: the frozen broker also led partition 2; "
+        "FINDING HW-11 (kafka-python 3.0.12), seen on 4.4.0 and on 4.3.1: the frozen broker also led partition 2; "
         "after its leadership moved (8.2 s) the rack consumer kept sending metadata and fetch requests to the frozen "
-        "broker (RequestTimedOutError again and again) and read nothing of p2 until the heal (23.9 s > 23.5 s). "
-        "(The isr-stability false positive once seen here, an observer hung on the frozen broker, is fixed: a "
-        "follower is convicted only by an observation past the leave bound.) "
-        "In the 2026-11-25 sweep (3.3.2 to 4.4.0, one run each) it failed this way on 4.3.1 (23.5 s > 23.5 s) and "
-        "passed on the 11 others; on 4.4.0 it passed 3 of 3 runs on 2026-11-25 (evening). Java and confluent-kafka "
-        "are not marked: they passed it in the sweep on every release they ran. "
-        "Repro: .venv/bin/pytest suites/sweep -k follower-pause --runxfail"
+        "broker (RequestTimedOutError again and again) and read nothing of p2 until the heal (23.9 s > 23.5 s): "
+        "KafkaManager.least_loaded_node prefers a broker it holds no connection to over brokers carrying its "
+        "fetches. In the 2026-11-25 sweep (3.3.2 to 4.4.0, one run each) it failed this way on 4.3.1 and passed on "
+        "the 11 others; on 4.4.0 it passed 3 of 3 runs. Java and confluent-kafka are not marked: they keep the "
+        "promise (HW-11's test). Repro: .venv/bin/pytest tests/integration/test_findings_by_client.py -k hw11 -s"
     ),
 )
 
@@ -81,7 +82,7 @@ def test_replication_rule(request, cluster, profile, campaign, results_root, rep
         expect_hw9(request)
     if scenario == "follower-pause" and RUN_OPTIONS.get().client.startswith("kafka-python"):
         # only kafka-python was seen failing this way: on the other clients it is a plain test
-        request.applymarker(CANDIDATE_PAUSED_FOLLOWER)
+        request.applymarker(HW11_PAUSED_FOLLOWER)
     plan = PLANS[f"sweep/{scenario}"]
     result = run_plan(
         cluster,

@@ -29,7 +29,7 @@ from harness.clients import (
 from harness.cluster import Cluster
 from harness.lifecycle import accepts_connection
 from harness.toxiproxy import ByteCounters
-from harness.waiting import wait_until, wait_until_steady
+from harness.waiting import WaitTimeout, wait_until, wait_until_steady
 
 from .kafka_util import BackgroundProducer, produce
 
@@ -307,3 +307,145 @@ def test_hw5_new_clients_bootstrap_past_a_paused_server(cluster: Cluster, client
             ]
     print(f"{client}: {len(failures)} of {HW5_PRODUCERS} producers failed with broker {paused} paused: {failures[:3]}")
     assert not failures, f"{len(failures)} of {HW5_PRODUCERS} new producers failed: {failures[:3]}"
+
+
+#: client -> the finding it shows for HW-11 (absent: the client keeps the promise)
+HW11_BREAKS = {
+    "kafka-python": "HW-11: kafka-python sends the metadata refresh that should find a frozen leader's successor to "
+    "the frozen broker (KafkaManager.least_loaded_node ranks a broker it has no connection to, no request in flight, "
+    "above connected brokers that carry the consumer's long-poll fetches; the Java client prefers any ready "
+    "connection), so it waits a second request timeout before it reads the partition again",
+}
+#: Kafka's default metadata.max.age.ms, in every client: no periodic refresh comes to the rescue
+#: before the consumer's fetch to the frozen broker times out
+HW11_METADATA_MAX_AGE_MS = 300_000
+HW11_REQUEST_TIMEOUT_S = ConsumerSettings.request_timeout_ms / 1000
+#: consumers per client: a kafka-python consumer escaped the second request timeout in one run of
+#: four (its metadata refresh met a broker between two fetches), all of four in none of them
+HW11_CONSUMERS = 4
+
+
+class _Reads:
+    """A consumer polled in a thread, and when it read each partition."""
+
+    def __init__(self, consumer: Any) -> None:
+        import threading
+
+        self.consumer = consumer
+        self.times: list[tuple[float, int]] = []  # (monotonic time, partition) of every record
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                polled = self.consumer.poll(200)
+            except Exception:  # noqa: BLE001 - a failed poll is retried, as the workloads do
+                continue
+            if isinstance(polled, list | tuple):
+                now = time.monotonic()
+                self.times += [(now, r.partition) for r in polled]
+
+    def first(self, partition: int, after: float) -> float | None:
+        return next((t for t, p in self.times if p == partition and t > after), None)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.consumer.close()
+
+
+@pytest.mark.parametrize("client", every_client(HW11_BREAKS))
+def test_hw11_consumer_reads_a_frozen_leader_s_partition_from_its_successor(cluster: Cluster, client: str) -> None:
+    """Liveness when a leader freezes (SIGSTOP: its kernel accepts connections, nothing answers)
+    and its partition moves: with Kafka's default metadata.max.age.ms, a consumer of three
+    partitions reads the moved one again within half a request timeout of the later of its hung
+    fetch timing out (the pause + request.timeout.ms) and the new leader's first acknowledged
+    record. The frozen broker may cost a consumer one request timeout, not two."""
+    driver = get_driver(client)
+    topic = f"hw11-{client}"
+    cluster.create_topic(topic, partitions=3, replication_factor=3)
+    frozen = cluster.partition_state(topic, 0, offsets=False).leader
+    # the writer is librdkafka's producer whichever client reads: any producer would do, as the
+    # deadline counts from its first acknowledgement by the new leader
+    writer = get_driver("confluent-kafka").producer(
+        ProducerSettings(bootstrap=cluster.bootstrap(), client_id=f"hw11-writer-{client}", acks=1)
+    )
+    acked: list[float] = []
+
+    def on_outcome(o: SendOutcome) -> None:
+        if o.outcome is Outcome.OK:
+            acked.append(time.monotonic())
+
+    tps = [TopicPartition(topic, p) for p in range(3)]
+    readers = []
+    for i in range(HW11_CONSUMERS):
+        consumer = driver.consumer(
+            ConsumerSettings(
+                bootstrap=cluster.bootstrap(),
+                client_id=f"hw11-{client}-{i}",
+                metadata_max_age_ms=HW11_METADATA_MAX_AGE_MS,
+            ),
+            _Quiet(),
+        )
+        consumer.assign(tps)
+        for tp in tps:
+            consumer.seek_to_beginning(tp)
+        readers.append(_Reads(consumer))
+    try:
+        with Injector(cluster) as nemesis:
+            n = 0
+
+            def write(until: Any) -> Any:
+                nonlocal n
+                writer.send(topic, 0, f"hw11-{n}", on_outcome)
+                n += 1
+                return until()
+
+            wait_until(
+                lambda: write(lambda: all(r.first(0, 0.0) for r in readers)),
+                30,
+                f"every {client} consumer reads partition 0",
+                interval=0.05,
+            )
+            paused = time.monotonic()
+            nemesis.apply(parse_fault(f"pause --target broker:{frozen}"))
+            wait_until(
+                lambda: write(lambda: cluster.partition_state(topic, 0, offsets=False).leader not in (frozen, -1)),
+                30,
+                f"partition 0's leadership leaves the frozen broker {frozen}",
+                interval=0.05,
+            )
+            moved = time.monotonic()
+            wait_until(
+                lambda: write(lambda: any(t > moved for t in acked)),
+                30,
+                "a write acknowledged by the new leader",
+                interval=0.05,
+            )
+            first_ack = min(t for t in acked if t > moved)
+            deadline = max(first_ack, paused + HW11_REQUEST_TIMEOUT_S) + HW11_REQUEST_TIMEOUT_S / 2
+            try:  # waited for past the deadline, so that the figures say how late a late read was
+                wait_until(
+                    lambda: write(lambda: all(r.first(0, moved) for r in readers)),
+                    deadline + 20 - time.monotonic(),
+                    f"every {client} consumer reads partition 0 from its new leader",
+                    interval=0.05,
+                )
+            except WaitTimeout:
+                pass  # the figures below say which consumers did not
+            reads = [r.first(0, moved) for r in readers]
+    finally:
+        for r in readers:
+            r.close()
+        writer.close(5)
+    late = [t for t in reads if t is None or t > deadline]
+    figures = (
+        f"{client}: broker {frozen} frozen at 0 s, leadership moved {moved - paused:.1f} s, first write acknowledged "
+        f"by the new leader {first_ack - paused:.1f} s, deadline {deadline - paused:.1f} s; its {len(reads)} "
+        "consumers read partition 0 again at "
+        + ", ".join(f"{t - paused:.1f} s" if t is not None else f"> {deadline + 20 - paused:.0f} s" for t in reads)
+    )
+    print(figures)
+    assert not late, figures
