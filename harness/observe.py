@@ -232,41 +232,17 @@ class Observer:
         return self.partition_states(topic, [partition], offsets=offsets)[0]
 
     def partition_states(self, topic: str, partitions: list[int], *, offsets: bool = True) -> list[PartitionState]:
-        """The state of each of ``partitions`` of ``topic``: one Metadata answer, then the HW from
-        each leader and every replica's LEO, one ListOffsets per broker for all its partitions,
-        all in flight at once. A frozen or cut-off broker then holds an observation for one
-        request timeout, not one per partition and replica (asked one by one, three partitions
-        on a frozen broker were seen every 10-15 s, and an ISR change it caused after its heal)."""
+        """The state of each of ``partitions`` of ``topic``: one Metadata answer, then (``offsets``)
+        the HW from each leader and every replica's LEO, all in flight at once (``_offsets``). A
+        frozen or cut-off broker then holds an observation for one request timeout, not one per
+        partition and replica (asked one by one, three partitions on a frozen broker were seen
+        every 10-15 s, and an ISR change it caused first after its heal)."""
         by_index = {p["partition_index"]: p for p in self.topic_partitions(topic)}
         missing = [p for p in partitions if p not in by_index]
         if missing:
             raise KeyError(f"{topic} has no partition {missing[0]}")
         metas = [by_index[p] for p in partitions]
-        hw: dict[int, int] = {}
-        leo: dict[int, dict[int, int]] = {p: {} for p in partitions}
-        if offsets:
-            asks: list[tuple[int, int, list[int]]] = []  # (broker, replica_id, partitions)
-            leaders: dict[int, list[int]] = {}
-            hosts: dict[int, list[int]] = {}
-            for m in metas:
-                if int(m["leader_id"]) >= 0:
-                    leaders.setdefault(int(m["leader_id"]), []).append(m["partition_index"])
-                for replica in m["replica_nodes"]:
-                    hosts.setdefault(int(replica), []).append(m["partition_index"])
-            asks += [(b, CONSUMER_REPLICA_ID, ps) for b, ps in leaders.items()]
-            asks += [(b, DEBUGGING_REPLICA_ID, ps) for b, ps in hosts.items()]
-            answers = self._send_all([(b, _list_offsets(topic, ps, rid, LATEST_TIMESTAMP)) for b, rid, ps in asks])
-            for (broker, rid, _), answer in zip(asks, answers):
-                # a dying leader or a dead or cut replica has no answer: its offsets stay unknown
-                if isinstance(answer, BaseException):
-                    continue
-                for part in answer.topics[0].partitions:
-                    if part.error_code != 0:
-                        continue
-                    if rid == CONSUMER_REPLICA_ID:
-                        hw[part.partition_index] = int(part.offset)
-                    else:
-                        leo[part.partition_index][broker] = int(part.offset)
+        hw, leo = self._offsets(topic, metas) if offsets else ({}, {})
         return [
             PartitionState(
                 topic=topic,
@@ -276,10 +252,40 @@ class Observer:
                 replicas=tuple(int(r) for r in m["replica_nodes"]),
                 isr=tuple(int(r) for r in m["isr_nodes"]),
                 hw=hw.get(m["partition_index"]),
-                leo=leo[m["partition_index"]],
+                leo=leo.get(m["partition_index"], {}),
             )
             for m in metas
         ]
+
+    def _offsets(self, topic: str, metas: list[dict[str, Any]]) -> tuple[dict[int, int], dict[int, dict[int, int]]]:
+        """The HW of each partition of ``metas`` from its leader and every replica's LEO (partition
+        -> broker -> offset): one ListOffsets per broker and kind for all its partitions, all in
+        flight at once. A dying leader or a dead or cut replica has no answer: its offsets are
+        left out."""
+        asks: list[tuple[int, int, list[int]]] = []  # (broker, replica_id, partitions)
+        leaders: dict[int, list[int]] = {}
+        hosts: dict[int, list[int]] = {}
+        for m in metas:
+            if int(m["leader_id"]) >= 0:
+                leaders.setdefault(int(m["leader_id"]), []).append(m["partition_index"])
+            for replica in m["replica_nodes"]:
+                hosts.setdefault(int(replica), []).append(m["partition_index"])
+        asks += [(b, CONSUMER_REPLICA_ID, ps) for b, ps in leaders.items()]
+        asks += [(b, DEBUGGING_REPLICA_ID, ps) for b, ps in hosts.items()]
+        answers = self._send_all([(b, _list_offsets(topic, ps, rid, LATEST_TIMESTAMP)) for b, rid, ps in asks])
+        hw: dict[int, int] = {}
+        leo: dict[int, dict[int, int]] = {}
+        for (broker, rid, _), answer in zip(asks, answers):
+            if isinstance(answer, BaseException):
+                continue
+            for part in answer.topics[0].partitions:
+                if part.error_code != 0:
+                    continue
+                if rid == CONSUMER_REPLICA_ID:
+                    hw[part.partition_index] = int(part.offset)
+                else:
+                    leo.setdefault(part.partition_index, {})[broker] = int(part.offset)
+        return hw, leo
 
     def _send_all(self, requests: list[tuple[int, Any]]) -> list[Any]:
         """Each (broker, request) sent at once, then each answer awaited: the answers, or the
