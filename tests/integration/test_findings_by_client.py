@@ -7,6 +7,7 @@ its finding; a client that keeps it passes."""
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -331,8 +332,6 @@ class _Reads:
     """A consumer polled in a thread, and when it read each partition."""
 
     def __init__(self, consumer: Any) -> None:
-        import threading
-
         self.consumer = consumer
         self.times: list[tuple[float, int]] = []  # (monotonic time, partition) of every record
         self._stop = threading.Event()
@@ -400,6 +399,8 @@ def test_hw11_consumer_reads_a_frozen_leader_s_partition_from_its_successor(clus
             n = 0
 
             def write(until: Any) -> Any:
+                """One record more to partition 0, then ``until()``: every wait below keeps the
+                writer writing, so that the new leader has records to acknowledge and serve."""
                 nonlocal n
                 writer.send(topic, 0, f"hw11-{n}", on_outcome)
                 n += 1
