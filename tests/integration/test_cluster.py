@@ -161,7 +161,8 @@ def test_kill_leader_moves_leadership_and_restart_rejoins(cluster: Cluster) -> N
 
 def test_pause_and_resume_a_follower(cluster: Cluster) -> None:
     """A frozen follower leaves the ISR; meanwhile one observation of all partitions has every
-    other replica's offsets and none of the frozen one's (its requests time out, all at once)."""
+    other replica's log end offset and none of the frozen one's (its requests time out, all at
+    once)."""
     cluster.create_topic("pause", partitions=3, replication_factor=3)
     state = cluster.partition_state("pause", 0)
     follower = next(r for r in state.replicas if r != state.leader)
@@ -180,8 +181,9 @@ def test_pause_and_resume_a_follower(cluster: Cluster) -> None:
         states = cluster.observer().partition_states("pause", [0, 1, 2])
         assert [s.partition for s in states] == [0, 1, 2]
         for s in states:
+            # (no claim on the HW: a leader elected moments ago answers ListOffsets with
+            # OFFSET_NOT_AVAILABLE until its high watermark is established, KIP-207)
             assert set(s.leo) == set(s.replicas) - {follower}, s
-            assert s.leader == follower or s.hw is not None, s
     finally:
         node.resume()
     produce(cluster, "pause", 20)
