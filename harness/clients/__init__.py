@@ -12,9 +12,12 @@ client: the default Kafka release's ``kafka-clients``); a versioned client is in
 its own place in the cache (``~/.cache/highwater/clients/<name>/<version>``), so several
 versions live side by side.
 
-To add a client: write ``harness/clients/<lib>.py`` with a class that satisfies ``ClientDriver``
-(and its ``ProducerDriver`` / ``ConsumerDriver``), keep every import and quirk of the library in
-that module, and register a factory ``(version or None) -> driver`` here.
+Every client runs in worker processes of its own, speaking the one worker protocol
+(``harness.clients.worker``, ``docs/adding-a-client.md``): the Python clients through
+``clients/python/highwater_worker.py`` on the interpreter of their version's virtual
+environment (``harness.clients.python``), the Java client through ``clients/java``. To add a
+client: write its worker (``clients/<kind>/``), a ``WorkerLauncher`` that starts it, and
+register a factory ``(version or None) -> driver`` here.
 """
 
 from __future__ import annotations
@@ -46,22 +49,15 @@ from .base import (
 
 
 def _kafka_python(version: str | None) -> ClientDriver:
-    from .kafka_python import KafkaPythonDriver
+    from .python import python_driver
 
-    if version is not None and version != KafkaPythonDriver().version:
-        # kafka-python is the library the harness itself is built on (admin, observers); a second
-        # version cannot live beside it in one process
-        raise UnknownClientError(
-            f"kafka-python {version} asked for, but highwater runs on kafka-python {KafkaPythonDriver().version} "
-            "(only the installed version can be tested)"
-        )
-    return KafkaPythonDriver()
+    return python_driver("kafka-python", version)
 
 
 def _confluent_kafka(version: str | None) -> ClientDriver:
-    from .librdkafka import ConfluentKafkaDriver
+    from .python import python_driver
 
-    return ConfluentKafkaDriver(version)
+    return python_driver("confluent-kafka", version)
 
 
 def _java(version: str | None) -> ClientDriver:

@@ -69,10 +69,32 @@ def test_client_specs_name_a_client_and_optionally_its_version() -> None:
         parse_client_specs(" , ")
 
 
-def test_kafka_python_can_only_be_the_installed_version() -> None:
-    assert get_driver(f"kafka-python=={kafka.__version__}").version == kafka.__version__
-    with pytest.raises(UnknownClientError, match="only the installed version"):
-        get_driver("kafka-python==2.0.2")
+def test_any_kafka_python_version_runs_in_a_virtual_environment_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The installed version runs its workers on the harness's interpreter; another one on its
+    own venv's (made once), never in the harness's process."""
+    import sys
+
+    from harness.clients import python as pyclients
+
+    assert get_driver(f"kafka-python=={kafka.__version__}").launcher.python == Path(sys.executable)  # type: ignore[attr-defined]
+    made: list[tuple[str, str]] = []
+
+    def fake_venv(dist: str, version: str, progress: Callable[[str], None] = print) -> Path:
+        made.append((dist, version))
+        return tmp_path / dist / version / "bin" / "python"
+
+    monkeypatch.setattr(pyclients, "ensure_venv", fake_venv)
+    driver = get_driver("kafka-python==3.0.5")
+    assert (driver.name, driver.version, client_label(driver)) == ("kafka-python", "3.0.5", "kafka-python 3.0.5")
+    assert driver.launcher.python == tmp_path / "kafka-python" / "3.0.5" / "bin" / "python"  # type: ignore[attr-defined]
+    assert made == [("kafka-python", "3.0.5")]
+    for bad, says in [("kafka-python==1.4.7", "too old"), ("confluent-kafka==2.0.2", "too old")]:
+        with pytest.raises(UnknownClientError, match=says) as err:
+            get_driver(bad)
+        assert "\n" not in str(err.value)
+    assert made == [("kafka-python", "3.0.5")]  # refused before anything was installed
 
 
 def test_unknown_client_is_one_clear_line() -> None:

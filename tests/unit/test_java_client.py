@@ -24,17 +24,13 @@ from harness.clients import (
 )
 from harness.clients.java import (
     JavaClientError,
-    classify_send_result,
     consumer_properties,
     ensure_worker,
-    parse_line,
-    position_of,
     producer_properties,
-    records_of,
     security_properties,
     source_digest,
-    truncation_of,
 )
+from harness.clients.worker import classify_send_result, parse_line, position_of, records_of, truncation_of
 from harness.security import ClientSecurity
 
 FILES = {"/c/cert.pem": "CERT", "/c/key.pem": "KEY"}

@@ -17,18 +17,22 @@ from harness.clients import (
 )
 from harness.clients.java import (
     JavaClientError,
-    JavaConsumer,
     JavaDriver,
     JavaGroupMetadata,
-    JavaTransactionalProducer,
-    offsets_line,
     producer_properties,
 )
 from harness.clients.kafka_python import KafkaPythonConsumer, KafkaPythonDriver, KafkaPythonTransactionalProducer
 from harness.clients.librdkafka import ConfluentConsumer, ConfluentKafkaDriver, ConfluentTransactionalProducer
+from harness.clients.worker import (
+    GroupMetadata,
+    WorkerConsumer,
+    WorkerDriver,
+    WorkerTransactionalProducer,
+    offsets_line,
+)
 
-CONSUMERS = [KafkaPythonConsumer, ConfluentConsumer, JavaConsumer]
-TXN_PRODUCERS = [KafkaPythonTransactionalProducer, ConfluentTransactionalProducer, JavaTransactionalProducer]
+CONSUMERS = [KafkaPythonConsumer, ConfluentConsumer, WorkerConsumer]
+TXN_PRODUCERS = [KafkaPythonTransactionalProducer, ConfluentTransactionalProducer, WorkerTransactionalProducer]
 
 
 def _methods(protocol: type) -> dict[str, inspect.Signature]:
@@ -53,7 +57,9 @@ def test_every_transactional_producer_has_the_protocols_methods(impl: type) -> N
         assert list(inspect.signature(getattr(impl, name)).parameters) == list(signature.parameters), name
 
 
-@pytest.mark.parametrize("driver", [KafkaPythonDriver, ConfluentKafkaDriver, JavaDriver], ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "driver", [KafkaPythonDriver, ConfluentKafkaDriver, WorkerDriver, JavaDriver], ids=lambda c: c.__name__
+)
 def test_every_driver_makes_transactional_producers(driver: type) -> None:
     assert callable(getattr(driver, "transactional_producer", None))
 
@@ -70,6 +76,14 @@ def test_a_java_transactional_producer_is_idempotent_with_its_id() -> None:
         "true",
         "7000",
     )
+
+
+def test_opaque_group_metadata_travels_between_the_workers() -> None:
+    """librdkafka's group metadata is its own serialized form: carried as hex, unchanged."""
+    reply = {"group_id": "g", "generation_id": -1, "member_id": "", "opaque": "00ff10"}
+    metadata = GroupMetadata.of_reply(reply)
+    assert metadata.opaque == "00ff10" and GroupMetadata.of_reply(metadata.to_line()) == metadata
+    assert "opaque" not in GroupMetadata("g", 1, "m").to_line()
 
 
 def test_java_group_metadata_travels_between_the_workers() -> None:
@@ -91,8 +105,8 @@ def test_java_offsets_are_listed_per_partition() -> None:
 
 
 def test_java_offsets_need_a_java_consumers_group_metadata() -> None:
-    producer = object.__new__(JavaTransactionalProducer)  # no worker: refused before any command
-    with pytest.raises(TypeError, match="Java consumer's group_metadata"):
+    producer = object.__new__(WorkerTransactionalProducer)  # no worker: refused before any command
+    with pytest.raises(TypeError, match="worker consumer's group_metadata"):
         producer.send_offsets_to_transaction({TopicPartition("a", 0): 1}, "a-group-id", 5.0)
 
 

@@ -193,6 +193,7 @@ public final class Worker {
     }
     ObjectNode ready = reply(0);
     ready.put("version", kafkaClientsVersion());
+    ready.put("protocol", 1); // the worker protocol version (docs/adding-a-client.md)
     emit(ready);
     String line;
     while ((line = in.readLine()) != null) {

@@ -1,0 +1,247 @@
+"""The worker of a Python client under test: one producer or one consumer, driven over the
+worker protocol (``docs/adding-a-client.md``) on stdin/stdout.
+
+It runs in a process of its own, with the interpreter of the client version's virtual
+environment (``harness.clients.python``), so the kafka-python the harness itself uses for its
+observer and admin is never the one under test, and two versions of one client can run side by
+side. The library's adaptation is the in-process driver of ``harness/clients/`` (``kafka_python``,
+``librdkafka``): it is imported *here*, in the worker, never in the harness process; this file
+only turns its calls and callbacks into protocol lines.
+
+The first line names the role and carries ``{"client": <dist>, "settings": <ProducerSettings or
+ConsumerSettings as a dict>}``; the reply is ``{"id": 0, "ok": true, "version", "protocol"}``.
+Every later command is answered with ``{"id", "ok": true, ...}`` or ``{"id", "error": "Class:
+message"}``; send outcomes come as ``{"send": id, "outcome", "offset", "error"}`` from the
+library's thread; position changes as ``{"event": "position", ...}`` before the reply of the
+command during which the library made them.
+
+The worker ends at the end of its stdin, after ``close``, and within half a second of its
+parent's death (a watchdog thread), so it never outlives the test process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # the harness's pure modules: the driver protocol and the drivers
+
+from harness.clients.base import (  # noqa: E402 - after the path above
+    ConsumerSettings,
+    PositionChange,
+    ProducerSettings,
+    SendOutcome,
+    TopicPartition,
+    TruncationSignal,
+)
+from harness.clients.worker import PROTOCOL, parts_of  # noqa: E402
+from harness.security import ClientSecurity  # noqa: E402
+
+_OUT = sys.stdout.buffer
+_OUT_LOCK = threading.Lock()
+
+
+def emit(line: dict[str, Any]) -> None:
+    data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
+    with _OUT_LOCK:
+        _OUT.write(data)
+        _OUT.flush()
+
+
+def error_text(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def watch_parent() -> None:
+    """Exit at once when the parent is gone (re-parented): a ``kill -9`` of the test process."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                print(f"highwater worker: parent {parent} is gone, exiting", file=sys.stderr, flush=True)
+                os._exit(3)
+
+    threading.Thread(target=watch, name="highwater-watchdog", daemon=True).start()
+
+
+# --- the library ----------------------------------------------------------------------------
+
+
+def make_driver(client: str) -> Any:
+    """The in-process driver of the library this environment has (one version: this venv's)."""
+    if client == "kafka-python":
+        from harness.clients.kafka_python import KafkaPythonDriver
+
+        return KafkaPythonDriver()
+    if client == "confluent-kafka":
+        from harness.clients.librdkafka import ConfluentKafkaDriver
+
+        return ConfluentKafkaDriver(None)
+    raise ValueError(f"no Python worker for client {client!r}")
+
+
+def group_metadata_line(client: str, metadata: Any, settings: ConsumerSettings) -> dict[str, Any]:
+    """A library's group metadata as the protocol carries it between workers."""
+    if client == "confluent-kafka":  # librdkafka's serialized form: opaque, carried as hex
+        return {"group_id": settings.group_id, "generation_id": -1, "member_id": "", "opaque": bytes(metadata).hex()}
+    return {
+        "group_id": metadata.group_id,
+        "generation_id": metadata.generation_id,
+        "member_id": metadata.member_id,
+        "group_instance_id": metadata.group_instance_id,
+    }
+
+
+def group_metadata_of(client: str, line: dict[str, Any]) -> Any:
+    """The library's group metadata from a ``group_metadata_line``."""
+    if client == "confluent-kafka":
+        return bytes.fromhex(str(line["opaque"]))
+    from kafka.structs import ConsumerGroupMetadata
+
+    return ConsumerGroupMetadata(
+        line["group_id"], int(line["generation_id"]), line["member_id"], line.get("group_instance_id")
+    )
+
+
+def settings_of(role: str, raw: dict[str, Any]) -> ProducerSettings | ConsumerSettings:
+    fields = {**raw, "bootstrap": tuple(raw["bootstrap"]), "security": ClientSecurity(**raw["security"])}
+    return ProducerSettings(**fields) if role == "producer" else ConsumerSettings(**fields)
+
+
+def _tp(cmd: dict[str, Any]) -> TopicPartition:
+    return TopicPartition(str(cmd["topic"]), int(cmd["partition"]))
+
+
+def _offsets(cmd: dict[str, Any]) -> dict[TopicPartition, int]:
+    return {_tp(o): int(o["offset"]) for o in cmd["offsets"]}
+
+
+# --- the roles ------------------------------------------------------------------------------
+
+
+class Producer:
+    def __init__(self, client: str, driver: Any, settings: ProducerSettings) -> None:
+        self.client = client
+        self.producer = (
+            driver.transactional_producer(settings) if settings.transactional_id else driver.producer(settings)
+        )
+
+    def send(self, cmd: dict[str, Any]) -> None:
+        sid = cmd["id"]
+
+        def outcome(o: SendOutcome) -> None:
+            error = None if o.error is None else o.error if isinstance(o.error, str) else error_text(o.error)
+            emit({"send": sid, "outcome": o.outcome.value, "offset": o.offset, "error": error})
+
+        try:
+            self.producer.send(cmd["topic"], int(cmd["partition"]), cmd["value"], outcome)
+        except Exception as exc:  # noqa: BLE001 - a send that raised has an unknown outcome
+            emit({"send": sid, "outcome": "info", "error": error_text(exc)})
+
+    def handle(self, op: str, cmd: dict[str, Any]) -> dict[str, Any]:
+        timeout_s = int(cmd.get("timeout_ms", 0)) / 1000
+        p = self.producer
+        if op == "flush":
+            p.flush(timeout_s)
+        elif op == "close":
+            p.close(timeout_s)
+        elif op == "init_transactions":
+            p.init_transactions(timeout_s)
+        elif op == "begin_transaction":
+            p.begin_transaction()
+        elif op == "commit_transaction":
+            p.commit_transaction(timeout_s)
+        elif op == "abort_transaction":
+            p.abort_transaction(timeout_s)
+        elif op == "send_offsets":
+            p.send_offsets_to_transaction(_offsets(cmd), group_metadata_of(self.client, cmd["group"]), timeout_s)
+        else:
+            raise ValueError(f"unknown producer op {op!r}")
+        return {}
+
+
+class Consumer:
+    def __init__(self, client: str, driver: Any, settings: ConsumerSettings) -> None:
+        self.client = client
+        self.settings = settings
+        self.consumer = driver.consumer(settings, self)
+
+    def on_position_change(self, change: PositionChange) -> None:
+        emit({"event": "position", **change.to_event_value()})
+
+    def handle(self, op: str, cmd: dict[str, Any]) -> dict[str, Any]:
+        c = self.consumer
+        if op == "poll":
+            polled = c.poll(int(cmd["timeout_ms"]))
+            if isinstance(polled, TruncationSignal):
+                divergent = [
+                    {"topic": tp.topic, "partition": tp.partition, "offset": o} for tp, o in polled.divergent.items()
+                ]
+                error = polled.error if isinstance(polled.error, str) else error_text(polled.error)
+                return {"truncation": divergent, "error": error}
+            return {"parts": parts_of(polled)}
+        if op == "assign":
+            c.assign([_tp(p) for p in cmd["partitions"]])
+        elif op == "subscribe":
+            c.subscribe(list(cmd["topics"]))
+        elif op == "seek":
+            c.seek(_tp(cmd), int(cmd["offset"]))
+        elif op == "seek_to_beginning":
+            c.seek_to_beginning(_tp(cmd))
+        elif op == "commit":
+            c.commit(_offsets(cmd) if "offsets" in cmd else None)
+        elif op == "group_metadata":
+            return group_metadata_line(self.client, c.group_metadata(), self.settings)
+        elif op == "close":
+            c.close()
+        else:
+            raise ValueError(f"unknown consumer op {op!r}")
+        return {}
+
+
+def main() -> int:
+    watch_parent()
+    stdin = sys.stdin.buffer
+    first = json.loads(stdin.readline() or b"{}")
+    role, config = first.get("role"), first.get("config") or {}
+    try:
+        client = str(config["client"])
+        driver = make_driver(client)
+        settings = settings_of(role, config["settings"])
+        worker: Producer | Consumer = (
+            Producer(client, driver, settings)  # type: ignore[arg-type]
+            if role == "producer"
+            else Consumer(client, driver, settings)  # type: ignore[arg-type]
+        )
+    except Exception as exc:  # noqa: BLE001 - a refused configuration is the first reply
+        emit({"id": 0, "error": error_text(exc)})
+        return 1
+    emit({"id": 0, "ok": True, "version": str(driver.version), "protocol": PROTOCOL})
+    for raw in stdin:
+        cmd = json.loads(raw)
+        op = cmd.get("op")
+        if op == "send":
+            worker.send(cmd)  # type: ignore[union-attr]
+            continue
+        try:
+            reply = {"id": cmd["id"], "ok": True, **worker.handle(op, cmd)}
+        except Exception as exc:  # noqa: BLE001 - every failure is the command's reply
+            reply = {"id": cmd["id"], "error": error_text(exc)}
+        emit(reply)
+        if op == "close":
+            break
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Python clients under test (kafka-python, confluent-kafka), each in a worker process.
+
+A Python client runs in ``clients/python/highwater_worker.py``, started with the interpreter of
+the client version asked for, so the kafka-python the harness itself uses (observer, admin, raw
+protocol requests) is never the one under test and several versions run side by side:
+
+- without a version, or with the version installed with highwater (``pyproject.toml``), the
+  worker runs on the harness's own interpreter (a process of its own all the same);
+- any other version gets a virtual environment of its own in the cache,
+  ``<cache>/clients/<dist>/<version>/venv``, made once (``python -m venv --without-pip``, then
+  the harness's pip installs ``<dist>==<version>`` into it), marked complete only when pip
+  succeeded; concurrent makers of one version wait on a lock. A version PyPI does not have is
+  one line (``UnknownClientError``), before any test starts.
+
+The worker imports the harness's pure modules (the driver protocol, the library's in-process
+driver) from this repository (``PYTHONPATH``); nothing else of the harness's environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.errors import SetupError
+from harness.paths import home
+
+from .base import ConsumerSettings, ProducerSettings, UnknownClientError
+from .pyversions import installed_version
+from .worker import Launch, WorkerDriver
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = ROOT / "clients" / "python" / "highwater_worker.py"
+_MARKER = ".highwater-complete"  # written last: a venv without it is an interrupted install
+_VERSION = re.compile(r"^[0-9][A-Za-z0-9.+!-]*$")
+
+#: the oldest release of each Python client its driver supports (older ones are refused in one
+#: line): confluent-kafka's per-record leader epochs and KIP-320 came with 2.1.0 (librdkafka
+#: 2.1.0); kafka-python's consumer took its current fetcher shape (the methods its driver
+#: wraps: resets, KIP-320 validation, fetch responses) in 2.0.2
+OLDEST: dict[str, tuple[int, ...]] = {"confluent-kafka": (2, 1, 0), "kafka-python": (2, 0, 2)}
+
+Progress = Callable[[str], None]
+
+
+def _to_stderr(line: str) -> None:
+    print(f"highwater: {line}", file=sys.stderr, flush=True)
+
+
+def _release(version: str) -> tuple[int, ...]:
+    parts: list[int] = []
+    for part in version.split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)
+
+
+def venv_dir(dist: str, version: str) -> Path:
+    return home() / "clients" / dist / version / "venv"
+
+
+def ensure_venv(dist: str, version: str, progress: Progress = _to_stderr) -> Path:
+    """The interpreter of a virtual environment holding ``dist==version`` (made first if
+    needed; idempotent; one line if PyPI has no such version)."""
+    root = venv_dir(dist, version)
+    python = root / "bin" / "python"
+    if (root / _MARKER).is_file():
+        return python
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / ".venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (root / _MARKER).is_file():
+            return python
+        progress(f"installing {dist}=={version} into its own virtual environment (once): {root}")
+        started = time.monotonic()
+        shutil.rmtree(root, ignore_errors=True)  # an interrupted install
+        try:
+            subprocess.run(
+                [sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, capture_output=True, timeout=120
+            )
+            pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-input"]
+            done = subprocess.run([*pip, f"{dist}=={version}"], capture_output=True, text=True, timeout=900)
+            if done.returncode != 0:
+                lines = done.stderr.strip().splitlines() or ["(no output)"]
+                if any("No matching distribution" in line for line in lines):
+                    raise UnknownClientError(
+                        f"{dist} {version} is not on PyPI (or not for Python {sys.version_info[0]}.{sys.version_info[1]})"
+                    )
+                raise SetupError(f"cannot install {dist}=={version}: {lines[-1]}")
+            (root / _MARKER).write_text(f"{dist}=={version}\n")
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            if not any(root.parent.iterdir()):
+                root.parent.rmdir()  # a version that could not be installed leaves nothing behind
+            raise
+        progress(f"{dist} {version} installed in {time.monotonic() - started:.0f} s")
+    return python
+
+
+class PythonLauncher:
+    """Starts ``clients/python/highwater_worker.py`` on ``python`` for the client ``dist``."""
+
+    kind = "python"
+
+    def __init__(self, dist: str, python: Path) -> None:
+        self.dist = dist
+        self.python = python
+
+    def _config(self, settings: ProducerSettings | ConsumerSettings) -> dict[str, Any]:
+        return {"client": self.dist, "settings": dataclasses.asdict(settings)}
+
+    def producer_config(self, settings: ProducerSettings) -> dict[str, Any]:
+        return self._config(settings)
+
+    def consumer_config(self, settings: ConsumerSettings) -> dict[str, Any]:
+        return self._config(settings)
+
+    def launch(self, role: str, client_id: str) -> Launch:
+        log_path = home() / "clients" / self.dist / "logs" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', client_id)}.log"
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1"}
+        argv = [str(self.python), str(WORKER), f"--highwater-client={client_id}"]
+        return Launch(argv, log_path, env=env)
+
+
+def python_driver(dist: str, version: str | None, progress: Progress = _to_stderr) -> WorkerDriver:
+    """The driver of Python client ``dist`` at ``version`` (None: the one installed with
+    highwater), its producers and consumers each a worker process."""
+    installed = installed_version(dist)
+    if version is not None and not _VERSION.match(version):
+        raise UnknownClientError(f"bad {dist} version {version!r}")
+    oldest = OLDEST.get(dist)
+    if version is not None and oldest is not None and _release(version) < oldest:
+        raise UnknownClientError(f"{dist} {version} is too old: its driver needs {'.'.join(map(str, oldest))} or later")
+    if version is None or version == installed:
+        if installed is None:
+            raise SetupError(f"{dist} is not installed with highwater (run `make install`)")
+        return WorkerDriver(dist, installed, PythonLauncher(dist, Path(sys.executable)))
+    return WorkerDriver(dist, version, PythonLauncher(dist, ensure_venv(dist, version, progress)))

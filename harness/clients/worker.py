@@ -1,0 +1,742 @@
+"""The one worker protocol: every client under test runs in a worker process of its own.
+
+A *worker* is a small program kept in this repository (``clients/<kind>/``) that drives one
+client library and speaks JSON lines on stdin/stdout; its stderr (the library's log) goes to a
+log file. The harness side is generic: ``WorkerDriver`` makes ``WorkerProducer`` /
+``WorkerConsumer`` objects that satisfy the driver protocols of ``harness.clients.base`` for
+*any* worker, given a ``WorkerLauncher`` that knows how to start one (the JVM command line of
+the Java worker, the virtual environment of a Python client's version) and how to write a
+client's settings into the first line. Everything specific to a library lives in its worker.
+
+The messages are described in ``docs/adding-a-client.md`` (version ``PROTOCOL``); the pure
+parts (``parse_line``, ``records_of``, ``parts_of``, ``truncation_of``, ``position_of``,
+``classify_send_result``) are unit-tested, and ``tests/integration/test_workload.py`` runs the
+driver contract on every worker.
+
+Workers are processes of ours: each is in a registry (``live_workers``) while it runs, which the
+client faults use (``kill``, ``freeze``, ``thaw``: SIGKILL, SIGSTOP, SIGCONT); an ``atexit`` hook
+kills and reaps any worker still open when Python exits; and every worker ends itself at the end
+of its stdin and within half a second of its parent's death, so neither Ctrl-C nor a ``kill -9``
+of the test process leaves one behind. A worker that dies while in use (a fault, a crash) makes
+every later request raise ``WorkerGone`` at once, and a producer's sends still without an
+outcome end ``info`` right then: nothing waits for a process that is gone.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import logging
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from harness.errors import HighwaterError
+
+from .base import (
+    ConsumerListener,
+    ConsumerSettings,
+    Outcome,
+    PolledRecord,
+    PositionChange,
+    PositionReason,
+    ProducerSettings,
+    SendOutcome,
+    TopicPartition,
+    TruncationSignal,
+)
+
+#: the protocol version a worker announces in its ready line; a mismatch is refused
+PROTOCOL = 1
+
+log = logging.getLogger(__name__)
+
+
+class WorkerError(HighwaterError):
+    """A worker refused a command (the message is the library's ``"Class: message"``) or did
+    not answer in time."""
+
+
+class WorkerGone(WorkerError):
+    """The worker process exited (killed by a fault, crashed, or closed)."""
+
+
+# --- lines ----------------------------------------------------------------------------------
+
+#: broker errors (the exception's simple name, as a worker reports it in ``error_class``) that
+#: prove the broker did not append: each is returned before the write is applied
+DEFINITE_REJECTIONS = frozenset(
+    {
+        "RecordTooLargeException",
+        "RecordBatchTooLargeException",
+        "InvalidTopicException",
+        "TopicAuthorizationException",
+        "InvalidRequiredAcksException",
+    }
+)
+
+
+def classify_send_result(line: Mapping[str, Any], single_attempt: bool) -> SendOutcome:
+    """A worker's send outcome line. A worker that classifies its library's errors itself
+    states ``outcome`` (``ok`` / ``fail`` / ``info``); otherwise: ``ok`` with its offset;
+    ``fail`` when the send failed before it was handed to the library's network layer
+    (``sync``: nothing was sent), or for a definite rejection when there was one attempt only
+    (an earlier attempt may have been written); ``info`` for everything else."""
+    stated = line.get("outcome")
+    error = str(line.get("error") or "unknown error")
+    if stated is not None:
+        outcome = Outcome(stated)
+        if outcome is Outcome.OK:
+            return SendOutcome.ok(int(line["offset"]))
+        return SendOutcome.fail(error) if outcome is Outcome.FAIL else SendOutcome.info(error)
+    if line.get("offset") is not None:
+        return SendOutcome.ok(int(line["offset"]))
+    if line.get("sync") is True:
+        return SendOutcome.fail(error)
+    simple = str(line.get("error_class") or "").rsplit(".", 1)[-1]
+    if single_attempt and simple in DEFINITE_REJECTIONS:
+        return SendOutcome.fail(error)
+    return SendOutcome.info(error)
+
+
+def parse_line(text: str) -> dict[str, Any] | None:
+    """One line of a worker's stdout as a JSON object; None for anything else (logged)."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        log.warning("worker: not a protocol line: %.200s", text)
+        return None
+    if not isinstance(value, dict):
+        log.warning("worker: not a protocol object: %.200s", text)
+        return None
+    return value
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _runs(flat: Sequence[Any]) -> tuple[list[Any], list[int]]:
+    """A run-length list ``[value, count, value, count, ...]`` as its values and counts."""
+    if len(flat) % 2:
+        raise WorkerError(f"a malformed run-length list in a poll reply: {len(flat)} items")
+    return list(flat[0::2]), [int(n) for n in flat[1::2]]
+
+
+def records_of(reply: Mapping[str, Any]) -> list[PolledRecord]:
+    """The records of a poll reply: one entry per partition with records, ``{"topic",
+    "partition", "replica", "offsets": [first, count, ...], "values": [...], "epochs": [epoch or
+    null, count, ...]}``; offsets and leader epochs come as runs (of consecutive offsets, of one
+    epoch), one value a record. A partition whose records came from two replicas is two
+    entries. Raises ``WorkerError`` when the runs do not cover the values exactly."""
+    out: list[PolledRecord] = []
+    for part in reply.get("parts") or ():
+        topic, partition, replica = str(part["topic"]), int(part["partition"]), _opt_int(part.get("replica"))
+        values = part["values"]
+        firsts, lengths = _runs(part["offsets"])
+        epochs, counts = _runs(part["epochs"])
+        if sum(lengths) != len(values) or sum(counts) != len(values):
+            raise WorkerError(
+                f"a malformed poll reply for {topic}-{partition}: {len(values)} values, offsets for "
+                f"{sum(lengths)}, epochs for {sum(counts)}"
+            )
+        firsts = [int(f) for f in firsts]
+        offsets = itertools.chain.from_iterable(range(f, f + n) for f, n in zip(firsts, lengths))
+        leader_epochs = itertools.chain.from_iterable(map(itertools.repeat, map(_opt_int, epochs), counts))
+        out.extend(
+            map(
+                PolledRecord,
+                itertools.repeat(topic),
+                itertools.repeat(partition),
+                offsets,
+                values,
+                leader_epochs,
+                itertools.repeat(replica),
+            )
+        )
+    return out
+
+
+def parts_of(records: Sequence[PolledRecord]) -> list[dict[str, Any]]:
+    """The ``parts`` of a poll reply for ``records`` (the inverse of ``records_of``; what a
+    worker written in Python sends): consecutive records of one partition and replica share an
+    entry, offsets as runs of consecutive offsets, leader epochs as runs of one epoch."""
+    parts: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    for r in records:
+        if current is None or (current["topic"], current["partition"], current["replica"]) != (
+            r.topic,
+            r.partition,
+            r.replica,
+        ):
+            current = {"topic": r.topic, "partition": r.partition, "replica": r.replica, "offsets": [], "values": []}
+            current["epochs"] = []
+            parts.append(current)
+        offsets, epochs = current["offsets"], current["epochs"]
+        if offsets and offsets[-2] + offsets[-1] == r.offset:
+            offsets[-1] += 1
+        else:
+            offsets += [r.offset, 1]
+        if epochs and epochs[-2] == r.leader_epoch:
+            epochs[-1] += 1
+        else:
+            epochs += [r.leader_epoch, 1]
+        current["values"].append(r.value)
+    return parts
+
+
+def truncation_of(reply: Mapping[str, Any]) -> TruncationSignal | None:
+    """A poll reply's truncation signal (KIP-320, left to us), if it carries one."""
+    divergent = reply.get("truncation")
+    if divergent is None:
+        return None
+    return TruncationSignal(
+        {TopicPartition(str(d["topic"]), int(d["partition"])): _opt_int(d.get("offset")) for d in divergent},
+        str(reply.get("error") or "LogTruncation"),
+    )
+
+
+def position_of(event: Mapping[str, Any]) -> PositionChange:
+    """A worker's ``position`` event."""
+    return PositionChange(
+        str(event["topic"]), int(event["partition"]), _opt_int(event.get("offset")), PositionReason(event["reason"])
+    )
+
+
+def offsets_line(offsets: Mapping[TopicPartition, int]) -> list[dict[str, Any]]:
+    """Offsets per partition as ``commit`` and ``send_offsets`` list them."""
+    return [{"topic": tp.topic, "partition": tp.partition, "offset": int(o)} for tp, o in offsets.items()]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadata:
+    """A consumer's group metadata as of its last join (KIP-447: the coordinator fences a stale
+    member by it): what a transactional producer's ``send_offsets`` needs, carried from the
+    consumer's worker to the producer's."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+    opaque: str | None = None  # a library's own serialized form (librdkafka's), hex; else None
+
+    @classmethod
+    def of_reply(cls, reply: Mapping[str, Any]) -> GroupMetadata:
+        instance, opaque = reply.get("group_instance_id"), reply.get("opaque")
+        return cls(
+            str(reply["group_id"]),
+            int(reply["generation_id"]),
+            str(reply["member_id"]),
+            None if instance is None else str(instance),
+            None if opaque is None else str(opaque),
+        )
+
+    def to_line(self) -> dict[str, Any]:
+        line: dict[str, Any] = {
+            "group_id": self.group_id,
+            "generation_id": self.generation_id,
+            "member_id": self.member_id,
+            "group_instance_id": self.group_instance_id,
+        }
+        if self.opaque is not None:
+            line["opaque"] = self.opaque
+        return line
+
+
+# --- starting a worker ----------------------------------------------------------------------
+
+
+def _nothing(*_: Any) -> None:
+    return None
+
+
+@dataclass
+class Launch:
+    """How to start one worker process: its command line and environment, where its stderr
+    goes, and hooks the launcher wants called (the Java worker's class-data archive keeps track
+    of a worker that exercised the client, and of how it exited)."""
+
+    argv: list[str]
+    log_path: Path
+    env: Mapping[str, str] | None = None
+    on_exit: Callable[[int | None], None] = _nothing
+    on_exercised: Callable[[], None] = _nothing
+
+
+class WorkerLauncher(Protocol):
+    """What differs between workers, on the harness side: how to start one and how a client's
+    settings are written in its first line."""
+
+    @property
+    def kind(self) -> str:
+        """The worker's language, for messages (``java``, ``python``)."""
+        ...
+
+    def launch(self, role: str, client_id: str) -> Launch: ...
+
+    def producer_config(self, settings: ProducerSettings) -> dict[str, Any]: ...
+
+    def consumer_config(self, settings: ConsumerSettings) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """Who a worker is, for client faults: its client id, role, and for a consumer its rack and
+    group."""
+
+    client_id: str
+    role: str  # producer, consumer
+    client: str  # the client label, "<name> <version>"
+    rack: str | None = None
+    group_id: str | None = None
+
+
+# --- the worker process ---------------------------------------------------------------------
+
+_LIVE: set[WorkerProcess] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    """Workers never closed (an interrupted test): killed and reaped before Python exits."""
+    for worker in live_workers():
+        worker.kill()
+
+
+def live_workers() -> list[WorkerProcess]:
+    """Every worker process of ours still running (or frozen), oldest first."""
+    with _LIVE_LOCK:
+        return sorted(_LIVE, key=lambda w: w.started)
+
+
+class WorkerProcess:
+    """One worker: writes commands, reads its lines on a thread. Send outcomes go to ``on_send``
+    (on the reader thread); replies and events wait in a queue for ``request``; ``on_exit`` is
+    called once on the reader thread when the process's stdout ends (it exited)."""
+
+    REPLY_MARGIN_S = 30.0  # how much longer than the command's own bound a reply may take
+
+    def __init__(
+        self,
+        launch: Launch,
+        info: WorkerInfo,
+        config: Mapping[str, Any],
+        on_send: Callable[[dict[str, Any]], None],
+        on_exit: Callable[[str], None] = _nothing,
+    ) -> None:
+        self.info = info
+        self.launch = launch
+        self.log_path = launch.log_path
+        self.started = time.monotonic()
+        self.frozen = False
+        self.killed_by: str | None = None  # set by a client fault: why the worker died
+        launch.log_path.parent.mkdir(parents=True, exist_ok=True)
+        err: IO[bytes] = open(launch.log_path, "ab")
+        try:
+            self.proc = subprocess.Popen(
+                launch.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=None if launch.env is None else dict(launch.env),
+                start_new_session=True,  # a terminal's Ctrl-C reaches us, and we close it in order
+                close_fds=True,
+            )
+        except BaseException:
+            launch.on_exit(None)
+            raise
+        finally:
+            err.close()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        self.on_send = on_send
+        self.on_exit = on_exit
+        self._replies: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._ids = itertools.count(1)
+        self._write_lock = threading.Lock()
+        self._finished = False
+        self._reader = threading.Thread(target=self._read, name=f"{info.client_id}-worker", daemon=True)
+        self._reader.start()
+        self._request_lock = threading.Lock()  # one command at a time: replies are matched in order
+        try:
+            ready = self._write_and_wait(0, {"role": info.role, "config": dict(config)}, 120.0, None)
+        except BaseException:
+            self.kill()  # a refused configuration: the worker is exiting; reap it
+            raise
+        protocol = int(ready.get("protocol", PROTOCOL))
+        if protocol != PROTOCOL:
+            self.kill()
+            raise WorkerError(
+                f"the worker speaks protocol {protocol}, the harness {PROTOCOL}; its log: {self.log_path}"
+            )
+        self.version = str(ready.get("version", ""))
+
+    @property
+    def pid(self) -> int:
+        return int(self.proc.pid)
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            for raw in self.proc.stdout:
+                line = parse_line(raw.decode(errors="replace"))
+                if line is None:
+                    continue
+                if "send" in line:
+                    self.on_send(line)
+                else:
+                    self._replies.put(line)
+        except (OSError, ValueError) as exc:  # the pipe closed under us by kill()
+            log.debug("worker %s: stdout: %s", self.pid, exc)
+        self._replies.put({"eof": True})
+        self.on_exit(self.exit_reason())
+
+    def exit_reason(self) -> str:
+        """Why the worker is gone, as the history says it: the fault that killed it, or its exit."""
+        if self.killed_by:
+            return self.killed_by
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return f"the worker closed its output but did not exit; its log: {self.log_path}"
+        how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        return f"the {self.info.client} worker {how}; its log: {self.log_path}"
+
+    def write(self, line: Mapping[str, Any]) -> None:
+        """One command; raises ``WorkerGone`` when the worker is gone."""
+        assert self.proc.stdin is not None
+        data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
+        with self._write_lock:
+            try:
+                self.proc.stdin.write(data)
+                self.proc.stdin.flush()
+            except (BrokenPipeError, ValueError, OSError) as exc:
+                raise WorkerGone(f"{self.exit_reason()} ({exc})") from exc
+
+    def request(
+        self,
+        op: str,
+        timeout_s: float,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        margin_s: float = REPLY_MARGIN_S,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """Send a command and wait up to ``timeout_s + margin_s`` for its reply (a frozen worker
+        adds the time it stays frozen); events seen meanwhile go to ``on_event`` in the order
+        the worker wrote them."""
+        with self._request_lock:
+            cid = next(self._ids)
+            return self._write_and_wait(cid, {"id": cid, "op": op, **fields}, timeout_s + margin_s, on_event)
+
+    def _write_and_wait(
+        self, cid: int, line: Mapping[str, Any], timeout_s: float, on_event: Callable[[dict[str, Any]], None] | None
+    ) -> dict[str, Any]:
+        self.write(line)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                got = self._replies.get(timeout=max(left, 0.05))
+            except queue.Empty:
+                if self.frozen:  # a client fault holds it: the reply comes after the thaw
+                    deadline = time.monotonic() + timeout_s
+                    continue
+                if left > 0:
+                    continue
+                raise WorkerError(
+                    f"the {self.info.client} worker did not answer {line.get('op', 'start')} within "
+                    f"{timeout_s:.0f} s; its log: {self.log_path}"
+                ) from None
+            if got.get("eof"):
+                self._replies.put(got)  # every later request sees it too
+                raise WorkerGone(self.exit_reason())
+            if "event" in got:
+                if on_event is not None:
+                    on_event(got)
+                continue
+            if got.get("id") != cid:
+                continue  # the late reply of a request that timed out
+            if "error" in got and "truncation" not in got:
+                raise WorkerError(str(got["error"]))
+            return got
+
+    # --- faults and teardown
+
+    def _signal(self, sig: signal.Signals) -> bool:
+        if self.proc.poll() is not None:
+            return False
+        try:
+            os.kill(self.proc.pid, sig)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def freeze(self) -> bool:
+        """SIGSTOP (a long GC pause, as the brokers and the group see it); False if gone."""
+        self.frozen = self._signal(signal.SIGSTOP)
+        return self.frozen
+
+    def thaw(self) -> bool:
+        """SIGCONT after ``freeze``; False if gone."""
+        self.frozen = False
+        return self._signal(signal.SIGCONT)
+
+    def crash(self, reason: str) -> bool:
+        """SIGKILL now, from a fault; the owner learns it from the next request (``WorkerGone``
+        with ``reason``) and still closes it. False if it was already gone."""
+        self.killed_by = reason
+        self.frozen = False
+        return self._signal(signal.SIGKILL)
+
+    def stop(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for the worker to exit (after its close command), then kill
+        it; reaped either way."""
+        if self.frozen:
+            self.thaw()
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            log.warning("worker %s did not exit within %.0f s: killing it", self.proc.pid, timeout_s)
+        self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL (if still running) and reap."""
+        if self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                log.debug("worker %s already gone", self.proc.pid)
+            self.proc.wait()
+        if not self._finished:
+            self._finished = True
+            self.launch.on_exit(self.proc.returncode)
+        self._reader.join(timeout=5)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError as exc:  # a broken pipe on close: the process is gone anyway
+                    log.debug("closing a pipe of worker %s: %s", self.proc.pid, exc)
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+
+
+# --- the generic driver ---------------------------------------------------------------------
+
+
+@dataclass
+class WorkerDriver:
+    """A client driver whose producers and consumers are worker processes started by
+    ``launcher``. ``name`` and ``version`` are the client's (the history's ``client``)."""
+
+    name: str
+    version: str
+    launcher: WorkerLauncher
+    transactions: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)  # what the library reports about itself
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.version}"
+
+    def producer(self, settings: ProducerSettings) -> WorkerProducer:
+        return WorkerProducer(self, settings)
+
+    def consumer(self, settings: ConsumerSettings, listener: ConsumerListener) -> WorkerConsumer:
+        return WorkerConsumer(self, settings, listener)
+
+    def transactional_producer(self, settings: ProducerSettings) -> WorkerTransactionalProducer:
+        if not settings.transactional_id:
+            raise WorkerError("a transactional producer needs ProducerSettings.transactional_id")
+        return WorkerTransactionalProducer(self, settings)
+
+
+class WorkerProducer:
+    def __init__(self, driver: WorkerDriver, settings: ProducerSettings) -> None:
+        self.settings = settings
+        self._single_attempt = settings.retries == 0 and not settings.idempotence
+        self._pending: dict[int, Callable[[SendOutcome], None]] = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._closed = False
+        launch = driver.launcher.launch("producer", settings.client_id)
+        info = WorkerInfo(settings.client_id, "producer", driver.label)
+        config = driver.launcher.producer_config(settings)
+        self._worker = WorkerProcess(launch, info, config, self._outcome, self._exited)
+
+    @property
+    def process(self) -> WorkerProcess:
+        return self._worker
+
+    def _outcome(self, line: dict[str, Any]) -> None:
+        with self._lock:
+            on_outcome = self._pending.pop(int(line["send"]), None)
+        if on_outcome is not None:
+            outcome = classify_send_result(line, self._single_attempt)
+            if outcome.outcome is Outcome.OK:
+                self._worker.launch.on_exercised()  # a write went all the way
+            on_outcome(outcome)
+
+    def _exited(self, reason: str) -> None:
+        """The worker is gone: every send still without an outcome may have been written."""
+        self._end_pending(f"WorkerGone: {reason}")
+
+    def _end_pending(self, error: str) -> None:
+        with self._lock:
+            left, self._pending = self._pending, {}
+        for on_outcome in left.values():
+            on_outcome(SendOutcome.info(error))
+
+    def send(self, topic: str, partition: int, value: str, on_outcome: Callable[[SendOutcome], None]) -> None:
+        sid = next(self._ids)
+        with self._lock:
+            self._pending[sid] = on_outcome
+        try:
+            self._worker.write({"id": sid, "op": "send", "topic": topic, "partition": partition, "value": value})
+        except WorkerError:
+            with self._lock:
+                self._pending.pop(sid, None)  # raising means no outcome callback
+            raise
+
+    def flush(self, timeout_s: float) -> None:
+        """The wait for the flush's reply has our bound; outcomes come before the reply."""
+        try:
+            self._worker.request("flush", max(timeout_s, 0.0), None, margin_s=0.0, timeout_ms=int(timeout_s * 1000))
+        except WorkerError as exc:
+            log.info("%s: flush: %s", self.settings.client_id, exc)
+
+    def close(self, timeout_s: float) -> None:
+        """Close within ``timeout_s`` (the library aborts what is left, with outcomes), stop the
+        worker; sends still without an outcome then end ``info``."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._worker.request("close", timeout_s, None, timeout_ms=int(timeout_s * 1000))
+        except WorkerError as exc:
+            log.warning("%s: close: %s", self.settings.client_id, exc)
+        finally:
+            self._worker.stop(10.0)
+            self._end_pending("WorkerGone: the worker exited before the outcome")
+
+
+class WorkerTransactionalProducer(WorkerProducer):
+    """Transactions over a worker. Each call raises ``WorkerError`` (the library's error,
+    ``"Class: message"``) when it did not succeed, including when it did not complete within
+    ``timeout_s`` (the worker answers by then; the reply wait adds ``REPLY_MARGIN_S`` for the
+    pipe only)."""
+
+    REPLY_MARGIN_S = 5.0
+
+    def _txn(self, op: str, timeout_s: float, **fields: Any) -> None:
+        timeout_s = max(timeout_s, 0.0)
+        self._worker.request(
+            op, timeout_s, None, margin_s=self.REPLY_MARGIN_S, timeout_ms=int(timeout_s * 1000), **fields
+        )
+
+    def init_transactions(self, timeout_s: float) -> None:
+        self._txn("init_transactions", timeout_s)
+
+    def begin_transaction(self) -> None:
+        self._worker.request("begin_transaction", 0.0, None, margin_s=self.REPLY_MARGIN_S)
+
+    def commit_transaction(self, timeout_s: float) -> None:
+        self._txn("commit_transaction", timeout_s)
+
+    def abort_transaction(self, timeout_s: float) -> None:
+        self._txn("abort_transaction", timeout_s)
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, int], group_metadata: object, timeout_s: float
+    ) -> None:
+        if not isinstance(group_metadata, GroupMetadata):
+            raise TypeError(f"send_offsets needs a worker consumer's group_metadata(), not {group_metadata!r}")
+        self._txn("send_offsets", timeout_s, offsets=offsets_line(offsets), group=group_metadata.to_line())
+
+
+class WorkerConsumer:
+    def __init__(self, driver: WorkerDriver, settings: ConsumerSettings, listener: ConsumerListener) -> None:
+        self.settings = settings
+        self.listener = listener
+        self._closed = False
+        launch = driver.launcher.launch("consumer", settings.client_id)
+        info = WorkerInfo(settings.client_id, "consumer", driver.label, settings.client_rack, settings.group_id)
+        config = driver.launcher.consumer_config(settings)
+        self._worker = WorkerProcess(launch, info, config, self._no_send)
+        # a command may block in the library for a request (a commit, a metadata lookup)
+        self._bound_s = settings.request_timeout_ms / 1000
+
+    @property
+    def process(self) -> WorkerProcess:
+        return self._worker
+
+    @staticmethod
+    def _no_send(line: dict[str, Any]) -> None:
+        log.warning("a consumer worker sent a send outcome: %s", line)
+
+    def _event(self, event: dict[str, Any]) -> None:
+        if event.get("event") == "position":
+            self.listener.on_position_change(position_of(event))
+
+    def _call(self, op: str, bound_s: float, **fields: Any) -> dict[str, Any]:
+        return self._worker.request(op, bound_s, self._event, **fields)
+
+    @staticmethod
+    def _tp(tp: TopicPartition) -> dict[str, Any]:
+        return {"topic": tp.topic, "partition": tp.partition}
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        self._call("assign", self._bound_s, partitions=[self._tp(tp) for tp in partitions])
+
+    def subscribe(self, topics: Sequence[str]) -> None:
+        self._call("subscribe", self._bound_s, topics=list(topics))
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._call("seek", self._bound_s, offset=int(offset), **self._tp(tp))
+
+    def seek_to_beginning(self, tp: TopicPartition) -> None:
+        self._call("seek_to_beginning", self._bound_s, **self._tp(tp))
+
+    def poll(self, timeout_ms: int) -> list[PolledRecord] | TruncationSignal:
+        reply = self._call("poll", timeout_ms / 1000 + self._bound_s, timeout_ms=int(timeout_ms))
+        signal_ = truncation_of(reply)
+        if signal_ is not None:
+            return signal_
+        records = records_of(reply)
+        if records:
+            self._worker.launch.on_exercised()  # records fetched and decoded
+        return records
+
+    def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
+        # a synchronous commit may wait up to the library's API timeout (Java: 60 s)
+        if offsets is None:
+            self._call("commit", 60.0)
+            return
+        self._call("commit", 60.0, offsets=offsets_line(offsets))
+
+    def group_metadata(self) -> GroupMetadata:
+        """The consumer's group metadata as of its last join."""
+        return GroupMetadata.of_reply(self._call("group_metadata", self._bound_s))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._call("close", 10.0)
+        except WorkerError as exc:
+            log.warning("%s: close: %s", self.settings.client_id, exc)
+        finally:
+            self._worker.stop(10.0)
