@@ -43,6 +43,8 @@ def refusal(backend: object, faults: Iterable[FaultKind | FaultSpec]) -> Capabil
     """The error for the first fault ``backend`` cannot apply, or None if it can apply all."""
     for fault in faults:
         kind = fault.kind if isinstance(fault, FaultSpec) else fault
+        if kind.is_client:
+            continue  # client workers are processes of ours on every backend
         need: Capability = kind.capability
         if not has_capability(backend, need):
             return CapabilityError(

@@ -27,11 +27,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from faults import clients
 from faults.capability import check_capabilities
 from faults.common import FaultError
 from faults.conflicts import check_no_conflicts
 from faults.scope import resolve_link_fault
 from faults.spec import FaultKind, FaultSpec
+from faults.target import ClientTarget
 from harness.backend import ClusterBackend, LinkControl, NodeState, ProcessControl
 from harness.topology import Link
 from harness.waiting import wait_until
@@ -168,7 +170,7 @@ class Injector:
             self._undo(fault)  # leave nothing half-applied
             raise FaultError(f"applying {spec} failed: {type(exc).__name__}: {exc}") from exc
         self._record("ok", "fault", fault.event_value())
-        if spec.kind not in (FaultKind.RESTART, FaultKind.ROLLING_RESTART):
+        if spec.kind not in (FaultKind.RESTART, FaultKind.ROLLING_RESTART, FaultKind.CLIENT_RESTART):
             self.active[fault.id] = fault
         return fault
 
@@ -179,6 +181,8 @@ class Injector:
                 topo, spec, self.view, seed=self.seed, default_partition=self.default_partition
             )
             fault.parties = tuple(sorted(parties))
+        elif isinstance(spec.target, ClientTarget):
+            fault.nodes = clients.resolve(spec.target)
         else:
             parties = spec.target.resolve(topo, self.view, seed=self.seed, default_partition=self.default_partition)
             fault.nodes = tuple(sorted(parties))
@@ -214,8 +218,20 @@ class Injector:
                 )
                 fault.toxics.append((link, name))
 
+    def _apply_client(self, fault: ActiveFault) -> None:
+        kind, ids = fault.spec.kind, fault.nodes
+        if kind is FaultKind.CLIENT_FREEZE:
+            clients.freeze(ids)
+            return
+        clients.kill(ids, f"{fault.id} ({kind.cli})")
+        if kind is FaultKind.CLIENT_RESTART:
+            clients.restart(ids)
+
     def _apply_process(self, fault: ActiveFault) -> None:
         kind = fault.spec.kind
+        if kind.is_client:
+            self._apply_client(fault)
+            return
         control = self._processes()
         nodes = [control.node(name) for name in fault.nodes]
         if kind is FaultKind.KILL:
@@ -275,7 +291,11 @@ class Injector:
                         log.warning("enabling %s failed: %s", link.proxy_name, exc)
             control.ensure_links_healthy(fault.links, TOXIC_PREFIX)
             return
-        if spec.kind in (FaultKind.KILL, FaultKind.STOP):
+        if spec.kind is FaultKind.CLIENT_FREEZE:
+            clients.thaw(fault.nodes)
+        elif spec.kind is FaultKind.CLIENT_KILL:
+            clients.restart(fault.nodes)
+        elif spec.kind in (FaultKind.KILL, FaultKind.STOP):
             processes = self._processes()
             for name in fault.nodes:
                 node = processes.node(name)
@@ -310,6 +330,7 @@ class Injector:
             ]
         if isinstance(self.cluster, ProcessControl):
             steps.append(("revive nodes", self._revive_nodes))
+        steps.append(("thaw client workers", clients.thaw_all))
         for what, step in steps:
             try:
                 step()

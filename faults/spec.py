@@ -33,6 +33,13 @@ Kinds and their params (Toxiproxy attribute names and units; defaults in :data:`
 
   A link fault needs a backend with link control (``harness.backend.LinkControl``).
 
+* Client faults act on the worker processes of the clients under test (``faults.clients``):
+  ``client_kill`` (SIGKILL; on heal the workload starts the client again), ``client_freeze``
+  (SIGSTOP, SIGCONT on heal: a long GC pause as the group coordinator sees it),
+  ``client_restart`` (SIGKILL and started again at once). Their targets are client selectors:
+  ``client:<client id>``, ``consumers[:<rack>]``, ``producers``, ``group:<group id>``. They
+  need no backend capability.
+
 * Process faults act on the target's node processes: ``kill`` (SIGKILL, restarted on heal),
   ``stop`` (SIGTERM, clean, restarted on heal), ``pause`` (SIGSTOP, SIGCONT on heal),
   ``restart`` (clean: SIGTERM else SIGKILL, then start at once), ``rolling_restart`` (each
@@ -69,6 +76,9 @@ class FaultKind(str, Enum):
     PAUSE = "pause"
     RESTART = "restart"
     ROLLING_RESTART = "rolling_restart"
+    CLIENT_KILL = "client_kill"
+    CLIENT_FREEZE = "client_freeze"
+    CLIENT_RESTART = "client_restart"
 
     @classmethod
     def parse(cls, text: str) -> FaultKind:
@@ -95,6 +105,11 @@ class FaultKind(str, Enum):
         return not self.is_link
 
     @property
+    def is_client(self) -> bool:
+        """A fault on the worker processes of the clients under test (``faults.clients``)."""
+        return self in CLIENT_FAULT_KINDS
+
+    @property
     def capability(self) -> Capability:
         """What the backend must be able to do for this fault (see ``faults.capability``)."""
         return Capability.LINK_CONTROL if self.is_link else Capability.PROCESS_CONTROL
@@ -111,6 +126,11 @@ LINK_KINDS = frozenset(
         FaultKind.SLICER,
     }
 )
+
+
+#: faults on client processes: they need no backend capability (workers are processes of ours
+#: on every backend)
+CLIENT_FAULT_KINDS = frozenset({FaultKind.CLIENT_KILL, FaultKind.CLIENT_FREEZE, FaultKind.CLIENT_RESTART})
 
 
 class Flow(str, Enum):
@@ -182,6 +202,9 @@ PARAMS: dict[FaultKind, tuple[Param, ...]] = {
         Param("interval", float, 10.0, "seconds between nodes"),
         Param("clean", bool, True, "SIGTERM instead of SIGKILL"),
     ),
+    FaultKind.CLIENT_KILL: (),
+    FaultKind.CLIENT_FREEZE: (),
+    FaultKind.CLIENT_RESTART: (),
 }
 
 
@@ -233,6 +256,12 @@ class FaultSpec:
                 raise FaultError(f"{k.cli} is a process fault and takes no {', '.join(extras)}")
             if self.target.kind in LINK_ONLY:
                 raise FaultError(f"{k.cli} acts on processes; target {self.target} is not a process")
+            if k.is_client != (self.target.kind is TargetKind.CLIENT):
+                raise FaultError(
+                    f"{k.cli} acts on client workers: its target is client:<id>, consumers[:<rack>], producers or group:<id>"
+                    if k.is_client
+                    else f"{k.cli} acts on Kafka nodes; {self.target} names client workers (use client-kill, client-freeze, client-restart)"
+                )
             return
         if k is FaultKind.CUT and (self.direction is not None or self.toxicity is not None):
             raise FaultError(

@@ -17,6 +17,10 @@ String syntax (what ``--target`` / ``--peer`` accept; ``str(target)`` renders it
 ``rack:<rack>``                     every broker in ``rack``
 ``clients:<rack>``                  link faults only: the clients of ``rack`` (``clients@<rack>``)
 ``all``                             link faults only, as ``--peer``: every node and client party
+``client:<client id>``              client faults only: the worker of that producer or consumer
+``consumers[:<rack>]``              client faults only: every consumer worker (of ``rack``)
+``producers``                       client faults only: every producer worker
+``group:<group id>``                client faults only: every member worker of that group
 ==================================  ===============================================================
 
 Topic names use Kafka's legal characters ``[A-Za-z0-9._-]``, so ``:``, ``@`` and ``/`` are safe
@@ -68,6 +72,16 @@ class TargetKind(str, Enum):
     RACK = "rack"
     CLIENTS = "clients"
     ALL = "all"
+    # client processes (the workers of the clients under test), for client faults
+    CLIENT = "client"
+    CONSUMERS = "consumers"
+    PRODUCERS = "producers"
+    GROUP = "group"
+
+
+#: the selectors of client processes (``client:<client id>``, ``consumers[:<rack>]``,
+#: ``producers``, ``group:<group id>``): only client faults take them, and only they
+CLIENT_KINDS = frozenset({TargetKind.CLIENT, TargetKind.CONSUMERS, TargetKind.PRODUCERS, TargetKind.GROUP})
 
 
 # Kinds that name parties that are not processes (or a shape, for bridge).
@@ -75,7 +89,7 @@ LINK_ONLY = frozenset({TargetKind.CLIENTS, TargetKind.ALL, TargetKind.BRIDGE})
 SYNTAX = (
     "broker:<id>, node:<name>, leader:<topic>/<partition>, follower-in:<rack>[@<topic>/<partition>],"
     " coordinator:<txn|group>/<id>, controller, controllers, brokers, minority[:<seed>], bridge[:<seed>], rack:<rack>,"
-    " clients:<rack>, all"
+    " clients:<rack>, all; for client faults: client:<client id>, consumers[:<rack>], producers, group:<group id>"
 )
 
 
@@ -447,6 +461,28 @@ class AllTarget(_Selector):
         return all_parties(topology)
 
 
+@dataclass(frozen=True)
+class ClientTarget(_Selector):
+    """Client faults only: worker processes of the clients under test, chosen by ``what``
+    (``client``, ``consumers``, ``producers``, ``group``) and ``arg`` (a client id, a rack, a
+    group id). Resolved against the live workers when the fault is applied
+    (``faults.clients.select``), never against the topology."""
+
+    what: TargetKind
+    arg: str | None = None
+    kind: ClassVar[Literal[TargetKind.CLIENT]] = TargetKind.CLIENT
+
+    def __str__(self) -> str:
+        return self.what.value if self.arg is None else f"{self.what.value}:{self.arg}"
+
+    def validate(self, topology: Topology) -> None:
+        if self.what is TargetKind.CONSUMERS and self.arg is not None:
+            check_client_rack(topology, self.arg)
+
+    def _parties(self, topology: Topology) -> frozenset[str]:
+        return frozenset({f"client-process@{self}"})  # never a node: conflicts only with itself
+
+
 #: A target selector: one of the classes above, told apart by ``kind`` (or ``isinstance``).
 Target: TypeAlias = (
     BrokerTarget
@@ -462,6 +498,7 @@ Target: TypeAlias = (
     | RackTarget
     | ClientsTarget
     | AllTarget
+    | ClientTarget
 )
 
 
@@ -483,6 +520,12 @@ def parse_target(text: str) -> Target:
         TargetKind.BROKERS: BrokersTarget(),
         TargetKind.ALL: AllTarget(),
     }
+    if kind in CLIENT_KINDS:
+        if kind in (TargetKind.CONSUMERS, TargetKind.PRODUCERS) and not sep:
+            return ClientTarget(kind)
+        if kind is TargetKind.PRODUCERS or not _RACK.fullmatch(arg):
+            raise bad(f"expected {_EXAMPLES.get(kind, kind.value)}")
+        return ClientTarget(kind, arg)
     if kind in bare:
         if sep:
             raise bad(f"{kind.value} takes no argument")
@@ -537,4 +580,8 @@ _EXAMPLES = {
     TargetKind.COORDINATOR: "coordinator:txn/hw-producer-0",
     TargetKind.RACK: "rack:rack-b",
     TargetKind.CLIENTS: "clients:rack-b",
+    TargetKind.CLIENT: "client:consumer-0",
+    TargetKind.CONSUMERS: "consumers or consumers:rack-b",
+    TargetKind.PRODUCERS: "producers",
+    TargetKind.GROUP: "group:my-group",
 }

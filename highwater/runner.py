@@ -66,6 +66,9 @@ class RunSpec:
     rate: float = 100.0  # per producer, sends/s
     value_size: int = 0  # bytes per value (0: just the unique id)
     consumer_mode: str = "assign"
+    # subscribe mode: the members' session timeout (None: the client's default); a scenario that
+    # freezes or kills a member sets it short, so the group evicts it within the run
+    session_timeout_ms: int | None = None
     # KIP-98: producers write transactions of ``txn_records`` sends, a seeded share aborted
     transactional: bool = False
     txn_records: int = 4
@@ -283,6 +286,7 @@ def execute_run(
                 client_rack=rack,
                 group_id=group,
                 isolation_level=spec.isolation_of(i, len(cluster.topo.racks)),
+                session_timeout_ms=spec.session_timeout_ms,
             ),
             client=spec.client,
             security=cluster.client_security,

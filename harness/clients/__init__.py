@@ -46,6 +46,7 @@ from .base import (
     UnknownClientError,
     client_label,
 )
+from .worker import WorkerError, WorkerGone, take_restart
 
 
 def _kafka_python(version: str | None) -> ClientDriver:
@@ -143,6 +144,9 @@ __all__ = [
     "TransactionalProducerDriver",
     "TruncationSignal",
     "UnknownClientError",
+    "WorkerError",
+    "WorkerGone",
+    "take_restart",
     "client_label",
     "client_names",
     "get_driver",

@@ -179,6 +179,9 @@ class ConsumerSettings:
     fetch_max_wait_ms: int = 500  # how long a broker may hold a fetch with no data
     security: ClientSecurity = PLAINTEXT  # TLS/SASL, as the cluster asks (harness.security)
     isolation_level: str = "read_uncommitted"  # or "read_committed" (KIP-98)
+    # a group member silent this long is evicted (None: the library's default, 45 s for Java and
+    # librdkafka, 10 s for kafka-python); a group scenario that freezes a member sets it
+    session_timeout_ms: int | None = None
     # The checks' time bounds are derived from these defaults (RunSpec.header_config), so a
     # driver must apply every one of them, not its library's own defaults.
 

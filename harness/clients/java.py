@@ -174,6 +174,8 @@ def consumer_properties(settings: ConsumerSettings, read: Callable[[str], str] =
         props["group.id"] = settings.group_id
     if settings.client_rack:
         props["client.rack"] = settings.client_rack
+    if settings.session_timeout_ms is not None:
+        props["session.timeout.ms"] = str(int(settings.session_timeout_ms))
     return props
 
 

@@ -182,6 +182,8 @@ class KafkaPythonConsumer:
         self.settings = settings
         self.listener = listener
         extra: dict[str, Any] = {"client_rack": settings.client_rack} if settings.client_rack else {}
+        if settings.session_timeout_ms is not None:
+            extra["session_timeout_ms"] = int(settings.session_timeout_ms)
         self._consumer = KafkaConsumer(
             bootstrap_servers=list(settings.bootstrap),
             client_id=settings.client_id,

@@ -365,6 +365,8 @@ def consumer_config(settings: ConsumerSettings) -> dict[str, Any]:
     }
     if settings.client_rack:
         conf["client.rack"] = settings.client_rack
+    if settings.session_timeout_ms is not None:
+        conf["session.timeout.ms"] = int(settings.session_timeout_ms)
     return conf
 
 

@@ -321,6 +321,24 @@ def live_workers() -> list[WorkerProcess]:
         return sorted(_LIVE, key=lambda w: w.started)
 
 
+_RESTARTS: set[str] = set()  # client ids whose owner should start a new worker (a healed kill)
+
+
+def request_restart(client_id: str) -> None:
+    """Ask the owner of ``client_id``'s dead worker to start it again (a client fault's heal)."""
+    with _LIVE_LOCK:
+        _RESTARTS.add(client_id)
+
+
+def take_restart(client_id: str) -> bool:
+    """True once if a restart of ``client_id`` was asked for (its owner then starts a new worker)."""
+    with _LIVE_LOCK:
+        if client_id in _RESTARTS:
+            _RESTARTS.discard(client_id)
+            return True
+        return False
+
+
 class WorkerProcess:
     """One worker: writes commands, reads its lines on a thread. Send outcomes go to ``on_send``
     (on the reader thread); replies and events wait in a queue for ``request``; ``on_exit`` is

@@ -7,6 +7,8 @@ import logging
 import threading
 from typing import Any, Protocol
 
+from harness.clients import take_restart
+
 log = logging.getLogger(__name__)
 
 
@@ -42,6 +44,16 @@ class Worker:
 
     def close(self) -> None:
         """Release clients; called once when ``run`` ends, on every path."""
+
+    def await_restart(self) -> bool:
+        """After this workload's client worker died (a client fault, a crash): wait until a
+        restart of it is asked for (``faults.clients``: the heal of a ``client_kill``), True, or
+        the run ends, False. A dead application sends and reads nothing meanwhile."""
+        while not self.stopping.is_set():
+            if take_restart(self.name):
+                return True
+            self.stopping.wait(0.1)  # polled: the heal comes from the fault thread
+        return False
 
     def start(self) -> Worker:
         self._thread.start()

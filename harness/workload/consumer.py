@@ -35,6 +35,7 @@ from harness.clients import (
     PositionReason,
     TopicPartition,
     TruncationSignal,
+    WorkerGone,
     resolve_driver,
 )
 from harness.security import PLAINTEXT, ClientSecurity
@@ -56,6 +57,7 @@ class ConsumerConfig:
     isolation_level: str = "read_uncommitted"  # or "read_committed" (KIP-98)
     # subscribe mode: commit after every poll (an exactly-once copy commits inside its transaction)
     commit_after_poll: bool = True
+    session_timeout_ms: int | None = None  # subscribe mode: None is the client's default
 
 
 class ConsumerWorker(Worker):
@@ -73,20 +75,20 @@ class ConsumerWorker(Worker):
         self.records_read = 0
         self.client = resolve_driver(client)
         subscribe = config.mode == "subscribe"
-        self.consumer = self.client.consumer(
-            ConsumerSettings(
-                bootstrap=bootstrap,
-                client_id=name,
-                client_rack=config.client_rack,
-                group_id=config.group_id if subscribe else None,
-                auto_commit=False,  # subscribe mode commits after each poll, recorded
-                auto_offset_reset="earliest",
-                max_poll_records=config.max_poll_records,
-                isolation_level=config.isolation_level,
-                security=security,
-            ),
-            self,
+        self._next: dict[TopicPartition, int] = {}  # after the last record returned, per partition
+        self.settings = ConsumerSettings(
+            bootstrap=bootstrap,
+            client_id=name,
+            client_rack=config.client_rack,
+            group_id=config.group_id if subscribe else None,
+            auto_commit=False,  # subscribe mode commits after each poll, recorded
+            auto_offset_reset="earliest",
+            max_poll_records=config.max_poll_records,
+            isolation_level=config.isolation_level,
+            security=security,
+            session_timeout_ms=config.session_timeout_ms,
         )
+        self.consumer = self.client.consumer(self.settings, self)
 
     def on_position_change(self, change: PositionChange) -> None:
         """The driver's report of a move the client made on its own (``ConsumerListener``)."""
@@ -98,15 +100,29 @@ class ConsumerWorker(Worker):
     def run(self) -> None:
         cfg = self.config
         tps = [TopicPartition(cfg.topic, p) for p in range(cfg.partitions)]
-        if cfg.mode == "subscribe":
-            self.consumer.subscribe([cfg.topic])
-        else:
-            self.consumer.assign(tps)
-            for tp in tps:
-                self.consumer.seek(tp, 0)
-                self.record_position(PositionChange(tp.topic, tp.partition, 0, PositionReason.ASSIGN))
+        self._start(tps)
         while not self.stopping.is_set():
             self.poll_once()
+
+    def _start(self, tps: Sequence[TopicPartition]) -> None:
+        """Subscribe, or assign ``tps`` from where this consumer stopped (the start at first)."""
+        if self.config.mode == "subscribe":
+            self.consumer.subscribe([self.config.topic])
+            return
+        self.consumer.assign(tps)
+        for tp in tps:
+            offset = self._next.get(tp, 0)
+            self.consumer.seek(tp, offset)
+            self.record_position(PositionChange(tp.topic, tp.partition, offset, PositionReason.ASSIGN))
+
+    def _restart_after_death(self) -> None:
+        """The worker died: once a restart is asked for, a new consumer with the same settings
+        (a group member rejoins; an assign-mode consumer resumes after its last record)."""
+        if not self.await_restart():
+            return
+        self.close()
+        self.consumer = self.client.consumer(self.settings, self)
+        self._start([TopicPartition(self.config.topic, p) for p in range(self.config.partitions)])
 
     def poll_once(self) -> int:
         return len(self.poll_records())
@@ -116,6 +132,10 @@ class ConsumerWorker(Worker):
         signal, which are recorded and handled here)."""
         try:
             polled = self.consumer.poll(self.config.poll_timeout_ms)
+        except WorkerGone as exc:  # its last polls are what it reported before it died
+            self.history.info(self.name, "poll", None, error=exc)
+            self._restart_after_death()
+            return ()
         except Exception as exc:  # noqa: BLE001 - recorded; the consumer keeps going
             self.history.info(self.name, "poll", None, error=exc)
             self.stopping.wait(0.2)  # back off before the next poll
@@ -126,6 +146,8 @@ class ConsumerWorker(Worker):
         if polled:
             self.history.ok(self.name, "poll", {"records": [r.to_event_value() for r in polled]})
             self.records_read += len(polled)
+            for r in polled:
+                self._next[TopicPartition(r.topic, r.partition)] = r.offset + 1
             if self.config.mode == "subscribe" and self.config.group_id and self.config.commit_after_poll:
                 self._commit(polled)
         return polled

@@ -23,6 +23,7 @@ from harness.clients import (
     ProducerDriver,
     ProducerSettings,
     SendOutcome,
+    WorkerGone,
     resolve_driver,
 )
 from harness.security import PLAINTEXT, ClientSecurity
@@ -112,6 +113,11 @@ class ProducerWorker(Worker):
         try:
             assert self._producer is not None, "a send needs a producer"
             self._producer.send(topic, partition, value, lambda outcome: self._on_outcome(op, outcome))
+        except WorkerGone as exc:  # killed: this send is unknown; a new producer once restarted
+            self.history.info(self.name, "send", op, error=exc)
+            if self.await_restart():
+                self.close()
+                self._producer = self._make_producer()
         except Exception as exc:  # noqa: BLE001 - recorded; unknown outcome
             self.history.info(self.name, "send", op, error=exc)
 

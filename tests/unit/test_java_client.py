@@ -95,6 +95,7 @@ def test_every_setting_reaches_the_properties(settings_type: type) -> None:
         "transactional_id": "t-1",
         "transaction_timeout_ms": 5555,
         "isolation_level": "read_committed",
+        "session_timeout_ms": 6000,
     }
     for field in dataclasses.fields(settings_type):
         assert field.name in changed, f"a new setting {field.name}: map it and add it here"
