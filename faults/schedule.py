@@ -17,7 +17,8 @@ Targets drawn: ``broker:<id>``, ``rack:<rack>``, ``minority:<seed>`` and ``bridg
 ``follower-in:<rack>@<tp>`` for each partition in ``config.partitions``, ``coordinator:group/<id>``
 for each group in ``config.groups`` (ids, not placeholders: a schedule is drawn before the run
 and replayed as is; no groups, no such target, and the draws of every other schedule unchanged),
-``brokers`` for rolling restarts, and ``clients:<rack> --peer broker:<id>`` (or, with groups,
+``brokers`` for rolling restarts, ``consumers:<rack>`` or ``group:<id>`` for client faults (drawn
+only where the mix weighs them), and ``clients:<rack> --peer broker:<id>`` (or, with groups,
 ``--peer coordinator:group/<id>``) for link faults. Cuts are one-way (``--flow in``/``out``) one
 time in three.
 """
@@ -38,6 +39,7 @@ from faults.target import (
     BrokersTarget,
     BrokerTarget,
     ClientsTarget,
+    ClientTarget,
     ControllerTarget,
     CoordinatorTarget,
     FollowerInTarget,
@@ -45,6 +47,7 @@ from faults.target import (
     MinorityTarget,
     RackTarget,
     Target,
+    TargetKind,
     parse_target,
 )
 from harness.topology import Topology
@@ -64,6 +67,11 @@ DEFAULT_MIX: tuple[tuple[str, float], ...] = (
     ("pause", 2.0),
     ("restart", 1.0),
     ("rolling_restart", 0.5),
+    # client faults: drawn only where a mix weighs them (weight 0 keeps every seeded schedule
+    # drawn before they existed what it was: a zero weight never moves rng.choices' pick)
+    ("client_kill", 0.0),
+    ("client_freeze", 0.0),
+    ("client_restart", 0.0),
 )
 
 
@@ -284,6 +292,11 @@ def _draw_target(
     """A (target, peer) for ``kind``, or None if the drawn target shape is impossible here."""
     if kind is FaultKind.ROLLING_RESTART:
         return BrokersTarget(), None
+    if kind.is_client:
+        # a rack's consumers, or with groups a group's members (the workers of the run's clients)
+        shapes: list[Target] = [ClientTarget(TargetKind.CONSUMERS, r) for r in topology.client_racks]
+        shapes += [ClientTarget(TargetKind.GROUP, g) for g in config.groups]
+        return rng.choice(shapes), None
     pool = _LINK_TARGETS if kind.is_link else _PROCESS_TARGETS
     if config.groups:  # appended only then: a schedule without groups draws as before
         pool = (*pool, "coordinator")

@@ -12,6 +12,8 @@ from pathlib import Path
 from harness.backend import DEFAULT_BACKEND, get_backend
 from harness.clients import DEFAULT_CLIENT, client_names, parse_client_specs
 
+from .console import progress
+from .preflight import preflight, split_versions
 from .pytest_runs import PytestRun
 
 
@@ -57,7 +59,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
     get_backend(args.backend)  # an unknown backend or client fails here, in one line, before pytest starts
-    parse_client_specs(args.client)
+    clients = parse_client_specs(args.client)
     if args.backend == "external" and args.cluster_file is None:
         from harness.external import cluster_file_from_env
 
@@ -66,6 +68,9 @@ def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
         from harness.external import load_cluster_file
 
         load_cluster_file(args.cluster_file)  # a malformed file fails here, in one line
+    kafka_versions = split_versions(args.kafka_version or [])
+    # a release that does not exist, or a client version that cannot be installed: one line, no pytest
+    preflight(kafka_versions, clients, backend=args.backend, progress=progress)
     extra = ["--cluster-file", str(Path(args.cluster_file).resolve())] if args.cluster_file is not None else []
     if args.keep_topics:
         extra.append("--keep-topics")
@@ -75,7 +80,7 @@ def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
         profile=args.profile,
         backend=args.backend,
         client=args.client,
-        kafka_versions=list(args.kafka_version or []),
+        kafka_versions=kafka_versions,
         seed=args.seed,
         results=args.results,
         extra=extra,

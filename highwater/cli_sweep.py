@@ -1,6 +1,6 @@
-"""``highwater sweep`` (suites across a range of Kafka releases, resumable) and ``highwater
-bisect`` (the release where a scenario's verdict changes). The logic lives in
-``highwater.sweep`` and ``highwater.bisect``; this module gives them real releases and pytest."""
+"""``highwater sweep`` (suites across a range of Kafka releases or client versions, resumable)
+and ``highwater bisect`` (the version where a scenario's verdict changes). The logic lives in
+``highwater.sweep`` and ``highwater.bisect``; this module gives them real versions and pytest."""
 
 from __future__ import annotations
 
@@ -10,48 +10,105 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.backend import DEFAULT_BACKEND, get_backend
-from harness.clients import DEFAULT_CLIENT, parse_client_spec, parse_client_specs
-from harness.distribution import SetupError, ensure_kafka, parse_version, published_versions
+from harness.clients import DEFAULT_CLIENT, ClientSpec, parse_client_spec, parse_client_specs
+from harness.distribution import (
+    MIN_VERSION,
+    SetupError,
+    check_supported,
+    default_version,
+    ensure_kafka,
+    published_versions,
+)
 from harness.errors import HighwaterError
 
 from .bisect import BisectError, Probe, bisect, report_lines
+from .preflight import preflight
 from .pytest_runs import PytestRun
 from .sweep import (
     STATE_FILE,
+    SweepError,
     load_or_start,
     newest_patches,
     parse_range,
+    parse_version_list,
+    recorded_plan,
     releases_in_range,
     run_sweep,
+    select_versions,
+    selection_text,
     summary_lines,
+    version_key,
 )
 
 #: what a sweep runs unless told otherwise: the conformance suites (short, one promise each)
 DEFAULT_SWEEP_TESTS = ["suites/conformance", "suites/sweep"]
 PYPI_JSON = "https://pypi.org/pypi/{name}/json"
 
+#: The oldest version of each client library its driver supports: the drivers' own floors
+#: (``harness.clients.python.OLDEST``, ``harness.clients.java.OLDEST``; a unit test keeps them
+#: equal). The driver refuses older ones itself; these let a sweep or bisect refuse them in one
+#: line before anything is installed or run.
+#: confluent-kafka: per-record leader epochs and KIP-320 came with librdkafka 2.1.0.
+CONFLUENT_KAFKA_OLDEST = (2, 1, 0)
+#: kafka-python: the floor of the kafka-python driver's KIP-320 support, as the driver sets it (the
+#: release from which the consumer has the shape its driver wraps: resets, position validation,
+#: fetch responses). It is the oldest version the driver *runs*, not where kafka-python's KIP-320
+#: begins: its PyPI description lists "Log-Truncation detection (KIP-320)" under "What's New in
+#: 3.0", and its CHANGES.md has leader epochs in ListOffsets v4 / Fetch v10 from 2.1.0 only, so
+#: on 2.0.2 .. 2.x expect KIP-320 verdicts to fail for a missing feature (not run here yet).
+KAFKA_PYTHON_OLDEST = (2, 0, 2)
+#: java: Kafka's own kafka-clients, as old as the oldest Kafka release highwater runs (KRaft)
+JAVA_OLDEST = MIN_VERSION
+_OLDEST: dict[str, tuple[int, ...]] = {
+    "confluent-kafka": CONFLUENT_KAFKA_OLDEST,
+    "kafka-python": KAFKA_PYTHON_OLDEST,
+    "java": JAVA_OLDEST,
+}
+#: the clients whose versions are PyPI's releases
+PYPI_CLIENTS = ("kafka-python", "confluent-kafka")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("sweep", help="run suites on every Kafka release in a range (resumable), into one campaign")
-    s.add_argument("tests", nargs="*", help="pytest node ids or paths (default: suites/conformance)")
-    s.add_argument("--kafka-versions", required=True, help="LOW..HIGH, e.g. 3.3.1..newest or 3.5.0..3.9.1")
+    s = sub.add_parser(
+        "sweep",
+        help="run suites on every Kafka release (or client version) in a range (resumable), into one campaign",
+    )
+    s.add_argument("tests", nargs="*", help="pytest node ids or paths (default: suites/conformance suites/sweep)")
+    s.add_argument(
+        "--over",
+        choices=["kafka", "client"],
+        default="kafka",
+        help="sweep Kafka releases (default) or versions of the --client library against one Kafka release",
+    )
+    s.add_argument(
+        "--kafka-versions", default=None, help="Kafka releases LOW..HIGH, e.g. 3.3.1..newest or 3.5.0..3.9.1"
+    )
+    s.add_argument(
+        "--versions",
+        default=None,
+        help="the versions to sweep, comma-separated (Kafka releases, or with --over client)",
+    )
+    s.add_argument("--from", dest="low", default=None, metavar="A", help="a range of published versions from A ...")
+    s.add_argument("--to", dest="high", default=None, metavar="B", help="... to B (default: the newest)")
     s.add_argument(
         "--newest-patch-only",
         action="store_true",
         help="only the newest patch release of each minor line in the range (default: every release)",
     )
+    s.add_argument("--kafka-version", default=None, help="with --over client: the Kafka release (default: newest)")
     _common(s)
     s.add_argument("--campaign", default=None, help="campaign name; the same name resumes an interrupted sweep")
     s.set_defaults(func=cmd_sweep)
-    b = sub.add_parser("bisect", help="find the first release where a scenario's verdict changes")
+    b = sub.add_parser("bisect", help="find the first version where a scenario's verdict changes")
     b.add_argument("scenario", help="a suite test's node id, e.g. 'suites/conformance/test_kip320.py::test_x'")
-    b.add_argument("--good", required=True, help="a release where the scenario passes")
-    b.add_argument("--bad", required=True, help="a release where it fails (may be older than --good: a fix)")
-    b.add_argument("--runs", type=int, default=3, help="runs per probed release, seeded (default: 3)")
+    b.add_argument("--good", required=True, help="a version where the scenario passes")
+    b.add_argument("--bad", required=True, help="a version where it fails (may be older than --good: a fix)")
+    b.add_argument("--runs", type=int, default=3, help="runs per probed version, seeded (default: 3)")
     b.add_argument(
         "--over",
         choices=["kafka", "client"],
@@ -66,7 +123,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="ci", choices=["ci", "nightly"])
     p.add_argument("--backend", default=DEFAULT_BACKEND, help=f"(default: {DEFAULT_BACKEND})")
-    p.add_argument("--client", default=DEFAULT_CLIENT, help=f"client spec(s) (default: {DEFAULT_CLIENT})")
+    p.add_argument(
+        "--client",
+        default=DEFAULT_CLIENT,
+        help=f"client spec(s) (default: {DEFAULT_CLIENT}); with --over client, the library's name alone",
+    )
     p.add_argument("--seed", type=int, default=None, help="seed of the runs' schedules")
     p.add_argument("--results", default="results")
 
@@ -75,43 +136,158 @@ def _say(msg: str) -> None:
     print(f"highwater: {msg}", file=sys.stderr, flush=True)
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
-    get_backend(args.backend)
-    parse_client_specs(args.client)
-    low, high = parse_range(args.kafka_versions)
-    releases = releases_in_range(published_versions(), low, high)
+@dataclass(frozen=True)
+class SweepAxis:
+    """What a sweep varies, one version per cell: the versions, how the state file names the
+    sweep (``plan``), how a version is made ready (``prepare``: raises ``HighwaterError`` to
+    skip it) and which client and Kafka release a cell runs."""
+
+    what: str  # a version in progress lines: "release" (Kafka) or the client's name
+    versions: list[str]
+    plan: dict[str, object]
+    prepare: Callable[[str], None]
+    client: Callable[[str], str]
+    kafka: Callable[[str], list[str]]
+    summary: str  # "12 releases", "3 kafka-python versions on Kafka 4.4.0"
+
+
+def _no_range_options(args: argparse.Namespace) -> bool:
+    return args.versions is None and args.low is None and args.high is None
+
+
+def kafka_axis(args: argparse.Namespace) -> SweepAxis:
+    """A sweep over Kafka releases (the default): the suites on each, with ``--client``."""
+    if args.kafka_version is not None:
+        raise SweepError(
+            "--kafka-version is for --over client; a Kafka sweep's releases are --kafka-versions LOW..HIGH, "
+            "--versions A,B or --from A --to B"
+        )
+    clients = parse_client_specs(args.client)
+    if args.kafka_versions is not None:
+        if not _no_range_options(args):
+            raise SweepError("give the releases once: --kafka-versions LOW..HIGH, --versions A,B or --from A --to B")
+        low, high = parse_range(args.kafka_versions)
+        releases = releases_in_range(published_versions(), low, high)
+        selection = args.kafka_versions
+    else:
+        listed = parse_version_list(args.versions) if args.versions is not None else None
+        releases = select_versions(
+            published_versions(),
+            listed,
+            args.low,
+            args.high,
+            floor=MIN_VERSION,
+            what="Kafka",
+            why="the first release with production KRaft",
+        )
+        selection = selection_text(listed, args.low, args.high)
     if args.newest_patch_only:
         releases = newest_patches(releases)
-    tests = args.tests or DEFAULT_SWEEP_TESTS
-    campaign = args.campaign or f"sweep-{args.profile}-{time.strftime('%Y%m%dT%H%M%S')}"
+    preflight((), clients, backend=args.backend, progress=_say)  # every client installable, before any run
     plan: dict[str, object] = {
-        "range": args.kafka_versions,
+        "range": selection,
         "newest_patch_only": args.newest_patch_only,
-        "tests": list(tests),
+        "tests": list(args.tests or DEFAULT_SWEEP_TESTS),
         "client": args.client,
         "profile": args.profile,
         "backend": args.backend,
         "seed": args.seed,
     }
-    state_path = Path(args.results) / campaign / STATE_FILE
-    state = load_or_start(state_path, plan, releases)
-    _say(
-        f"sweep {campaign}: {len(state.releases)} releases ({', '.join(state.releases)}), {len(state.pending())} to run"
+    return SweepAxis(
+        what="release",
+        versions=releases,
+        plan=plan,
+        prepare=_prepare_kafka,
+        client=lambda _release: str(args.client),
+        kafka=lambda release: [release],
+        summary=f"{len(releases)} releases",
     )
 
-    def run_release(release: str) -> int:
+
+def library_of(text: str, over: str = "sweep") -> ClientSpec:
+    """``--client`` of a sweep or bisect over client versions: one library, without a version
+    (the versions are the sweep's ``--versions`` or range, the bisect's ``--good`` and ``--bad``)."""
+    if "," in text:
+        raise SweepError(f"--over client {over}s one client library: --client NAME, not {text!r}")
+    spec = parse_client_spec(text)
+    if spec.version is not None:
+        versions = "--good and --bad" if over == "bisect" else "--versions or --from/--to"
+        raise SweepError(f"with --over client the versions are {versions}: --client {spec.name}, not --client {text}")
+    return spec
+
+
+def client_axis(args: argparse.Namespace, state_path: Path) -> SweepAxis:
+    """A sweep over versions of one client library against one Kafka release."""
+    if args.kafka_versions is not None:
+        raise SweepError(
+            "--kafka-versions is the range of a Kafka sweep; with --over client give --versions A,B or "
+            "--from A --to B (client versions) and --kafka-version V"
+        )
+    spec = library_of(args.client)
+    listed = parse_version_list(args.versions, spec.name) if args.versions is not None else None
+    versions = select_versions(
+        client_versions(spec.name),
+        listed,
+        args.low,
+        args.high,
+        floor=oldest_driven(spec.name) or (0,),
+        what=spec.name,
+        why="the oldest its driver supports",
+    )
+    if args.newest_patch_only:
+        versions = newest_patches(versions)
+    # the Kafka release: as asked, else the one a resumed sweep ran on, else the newest now
+    recorded = recorded_plan(state_path) or {}
+    kafka = args.kafka_version or (
+        str(recorded["kafka_version"]) if recorded.get("over") == "client" and recorded.get("kafka_version") else None
+    )
+    kafka = kafka or default_version(_say)
+    preflight([kafka], (), backend=args.backend, progress=_say)  # the release exists (and is assembled)
+    plan: dict[str, object] = {
+        "over": "client",
+        "client": spec.name,
+        "versions": selection_text(listed, args.low, args.high),
+        "newest_patch_only": args.newest_patch_only,
+        "kafka_version": kafka,
+        "tests": list(args.tests or DEFAULT_SWEEP_TESTS),
+        "profile": args.profile,
+        "backend": args.backend,
+        "seed": args.seed,
+    }
+    return SweepAxis(
+        what=spec.name,
+        versions=versions,
+        plan=plan,
+        prepare=lambda v: preflight((), [ClientSpec(spec.name, v)], progress=_say),  # installs it
+        client=lambda v: str(ClientSpec(spec.name, v)),
+        kafka=lambda _v: [kafka],
+        summary=f"{len(versions)} {spec.name} versions on Kafka {kafka}",
+    )
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    get_backend(args.backend)
+    tests = args.tests or DEFAULT_SWEEP_TESTS
+    swept = f"{library_of(args.client).name}-" if args.over == "client" else ""
+    campaign = args.campaign or f"sweep-{swept}{args.profile}-{time.strftime('%Y%m%dT%H%M%S')}"
+    state_path = Path(args.results) / campaign / STATE_FILE
+    axis = client_axis(args, state_path) if args.over == "client" else kafka_axis(args)
+    state = load_or_start(state_path, axis.plan, axis.versions)
+    _say(f"sweep {campaign}: {axis.summary} ({', '.join(state.releases)}), {len(state.pending())} to run")
+
+    def run_version(version: str) -> int:
         return PytestRun(
             tests=tests,
             campaign=campaign,
             profile=args.profile,
             backend=args.backend,
-            client=args.client,
-            kafka_versions=[release],
+            client=axis.client(version),
+            kafka_versions=axis.kafka(version),
             seed=args.seed,
             results=args.results,
         ).call()
 
-    state = run_sweep(state, state_path, _prepare_kafka, run_release, _say)
+    state = run_sweep(state, state_path, axis.prepare, run_version, _say, what=axis.what)
     for line in summary_lines(state):
         print(line)
     print(f"report: highwater report {Path(args.results) / campaign}")
@@ -122,33 +298,38 @@ def _prepare_kafka(version: str) -> None:
     ensure_kafka(version, _say)
 
 
+def pypi_versions(name: str) -> list[str]:
+    """The stable releases (``X.Y.Z``, no pre-releases) of a PyPI project that can still be
+    installed (some file not yanked), oldest first."""
+    try:
+        with urllib.request.urlopen(PYPI_JSON.format(name=name), timeout=20) as resp:
+            releases = json.load(resp)["releases"]
+        stable = []
+        for version, files in releases.items():
+            try:
+                version_key(version)
+            except SweepError:
+                continue
+            if any(not f.get("yanked", False) for f in files):
+                stable.append(version)
+    except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SetupError(f"cannot list {name} versions on PyPI: {exc}") from exc
+    return sorted(stable, key=version_key)
+
+
 def client_versions(name: str) -> list[str]:
     """Published versions of a client library, oldest first: Kafka's Java client is released
-    with every Kafka release; confluent-kafka's are PyPI's."""
+    with every Kafka release; kafka-python's and confluent-kafka's are PyPI's."""
     if name == "java":
         return published_versions()
-    if name == "confluent-kafka":
-        try:
-            with urllib.request.urlopen(PYPI_JSON.format(name=name), timeout=20) as resp:
-                releases = json.load(resp)["releases"]
-        except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
-            raise SetupError(f"cannot list {name} versions on PyPI: {exc}") from exc
-        stable = [v for v in releases if v.count(".") == 2 and v.replace(".", "").isdigit()]
-        return sorted(stable, key=parse_version)
-    raise BisectError(f"client {name!r} has one installable version here; bisect over Kafka releases instead")
+    if name in PYPI_CLIENTS:
+        return pypi_versions(name)
+    raise BisectError(f"no version list is known for client {name!r}; sweep or bisect over Kafka releases instead")
 
 
 def oldest_driven(name: str) -> tuple[int, ...] | None:
     """The oldest version of a client library its driver accepts (None: no limit known)."""
-    if name == "confluent-kafka":
-        from harness.clients.librdkafka import OLDEST as rdkafka_oldest
-
-        return rdkafka_oldest
-    if name == "java":
-        from harness.clients.java import OLDEST as java_oldest
-
-        return java_oldest
-    return None
+    return _OLDEST.get(name)
 
 
 def check_driven(name: str, versions: Sequence[str]) -> None:
@@ -158,18 +339,19 @@ def check_driven(name: str, versions: Sequence[str]) -> None:
     if oldest is None:
         return
     for v in versions:
-        if parse_version(v) < oldest:
+        if version_key(v, name) < oldest:
             raise BisectError(
                 f"{name} {v} is older than its driver supports ({'.'.join(map(str, oldest))}): "
                 "choose --good and --bad from there on"
             )
 
 
-def search_order(all_versions: list[str], good: str, bad: str) -> list[str]:
+def search_order(all_versions: list[str], good: str, bad: str, what: str = "") -> list[str]:
     """The versions from ``good`` to ``bad`` inclusive, in the direction of the search."""
     for v in (good, bad):
         if v not in all_versions:
-            raise BisectError(f"{v} is not a published version (newest: {', '.join(all_versions[-3:])})")
+            name = f"{what} {v}" if what else v
+            raise BisectError(f"{name} is not a published version (newest: {', '.join(all_versions[-3:])})")
     lo, hi = sorted((all_versions.index(good), all_versions.index(bad)))
     span = all_versions[lo : hi + 1]
     return span if span[0] == good else list(reversed(span))
@@ -179,14 +361,42 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     get_backend(args.backend)
     if args.runs < 1:
         raise BisectError("--runs must be at least 1")
-    client = parse_client_spec(args.client)
-    versions = client_versions(client.name) if args.over == "client" else published_versions()
+    # everything checked before any run: the ends exist and are supported, the client installs,
+    # the Kafka release of a client bisect exists (assembled now)
     if args.over == "client":
-        check_driven(client.name, [args.good, args.bad])
-    order = search_order(versions, args.good, args.bad)
+        library = library_of(args.client, "bisect")
+        check_driven(library.name, [args.good, args.bad])
+        order = search_order(client_versions(library.name), args.good, args.bad, library.name)
+        kafka = args.kafka_version or default_version(_say)
+        preflight([kafka], (), backend=args.backend, progress=_say)
+        on = f" on Kafka {kafka}"
+
+        def prepare(version: str) -> None:
+            preflight((), [ClientSpec(library.name, version)], progress=_say)  # installs it
+
+        def cell(version: str) -> tuple[str, list[str]]:
+            return str(ClientSpec(library.name, version)), [kafka]
+    else:
+        if args.kafka_version is not None:
+            raise BisectError("--kafka-version is for --over client; bisecting Kafka releases, they are --good..--bad")
+        client = parse_client_spec(args.client)
+        for end in (args.good, args.bad):
+            check_supported(end)
+        order = search_order(published_versions(), args.good, args.bad, "Kafka")
+        preflight((), [client], backend=args.backend, progress=_say)
+        on = ""
+
+        def prepare(version: str) -> None:
+            ensure_kafka(version, _say)
+
+        def cell(version: str) -> tuple[str, list[str]]:
+            return str(client), [version]
+
     campaign = f"bisect-{time.strftime('%Y%m%dT%H%M%S')}"
     base_seed = args.seed if args.seed is not None else 1
-    _say(f"bisect {args.scenario} over {len(order)} {args.over} versions, {args.runs} runs each; campaign {campaign}")
+    _say(
+        f"bisect {args.scenario} over {len(order)} {args.over} versions{on}, {args.runs} runs each; campaign {campaign}"
+    )
 
     def judge(version: str) -> Probe:
         t = time.monotonic()
@@ -195,15 +405,12 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         return probe
 
     def judge_runs(version: str) -> Probe:
-        if args.over == "kafka":
-            kafka = [version]
-            try:
-                ensure_kafka(version, _say)
-            except HighwaterError as exc:
-                _say(f"{version} cannot be assembled ({exc}); set aside")
-                return Probe(version, runs=0, failed=0, unknown=1)
-        else:
-            kafka = [args.kafka_version] if args.kafka_version else []
+        try:  # assemble the release, or install the client version; set aside when it cannot be
+            prepare(version)
+        except HighwaterError as exc:
+            _say(f"{version} cannot be {'assembled' if args.over == 'kafka' else 'installed'} ({exc}); set aside")
+            return Probe(version, runs=0, failed=0, unknown=1)
+        client_spec, kafka_versions = cell(version)
         failed = unknown = 0
         for i in range(args.runs):
             code = PytestRun(
@@ -211,8 +418,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
                 campaign=campaign,
                 profile=args.profile,
                 backend=args.backend,
-                client=f"{client.name}=={version}" if args.over == "client" else str(client),
-                kafka_versions=kafka,
+                client=client_spec,
+                kafka_versions=kafka_versions,
                 seed=base_seed + i,
                 results=args.results,
                 extra=("--runxfail", "-q"),

@@ -16,6 +16,10 @@
   a conftest makes a package- or session-scoped fixture of ``shared_cluster`` and a module-scoped
   ``cluster`` of ``healed_for_module`` (as ``suites/`` and ``tests/integration`` do).
 
+At session start, before collection, every Kafka release and client asked for (``--kafka-version``,
+``--client``, ``--client-rotation``) is made ready once (``highwater.preflight``); one that cannot
+be is a usage error, one line, and no test runs.
+
 The fixtures are typed by the backend protocols (``ClusterBackend``); a test that needs link or
 process control asks for it (``isinstance(cluster, LinkControl)``) or lets a fault be refused.
 """
@@ -38,8 +42,11 @@ from harness.backend import (
     start_backend,
     unhealed,
 )
-from harness.clients import DEFAULT_CLIENT, UnknownClientError, client_names, parse_client_specs
+from harness.clients import DEFAULT_CLIENT, ClientSpec, UnknownClientError, client_names, parse_client_specs
 from harness.config import ClusterSpec
+from harness.errors import HighwaterError
+
+from .preflight import preflight, split_versions
 
 ClusterFactory = Callable[..., ClusterBackend]
 
@@ -112,7 +119,6 @@ def pytest_configure(config: pytest.Config) -> None:
         if not cluster_file:
             raise pytest.UsageError("backend 'external' needs --cluster-file FILE (docs/external-clusters.md)")
     if cluster_file is not None:
-        from harness.errors import HighwaterError
         from harness.external import ENV_CLUSTER_FILE, ENV_KEEP_TOPICS, load_cluster_file
 
         try:
@@ -122,11 +128,34 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[ENV_CLUSTER_FILE] = os.path.abspath(cluster_file)  # the backend factory reads it
         if config.getoption("--keep-topics"):
             os.environ[ENV_KEEP_TOPICS] = "1"
+    requested_and_rotated_clients(config)  # a bad spec: one line at once (the rest waits for the session)
+
+
+def requested_and_rotated_clients(config: pytest.Config) -> list[ClientSpec]:
+    """Every client spec of ``--client`` and ``--client-rotation``; a bad one is a usage error."""
     try:
-        parse_client_specs(config.getoption("--client"))
+        specs = parse_client_specs(config.getoption("--client"))
         if config.getoption("--client-rotation"):
-            parse_client_specs(config.getoption("--client-rotation"))
+            specs += parse_client_specs(config.getoption("--client-rotation"))
     except UnknownClientError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return specs
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Before collection and before any test: every Kafka release and client asked for must be
+    usable (``highwater.preflight``: assembled, installed or built now, once), else one line
+    and pytest's usage-error exit (4)."""
+    config = session.config
+    try:
+        preflight(
+            requested_versions(config),
+            requested_and_rotated_clients(config),
+            backend=config.getoption("--backend"),
+            progress=_progress,
+        )
+    except HighwaterError as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
@@ -146,8 +175,7 @@ def _safe(nodeid: str) -> str:
 
 
 def requested_versions(config: pytest.Config) -> list[str]:
-    raw = config.getoption("--kafka-version") or [os.environ.get("HIGHWATER_KAFKA_VERSION", "")]
-    return [v.strip() for item in raw for v in item.split(",") if v.strip()]
+    return split_versions(config.getoption("--kafka-version") or [os.environ.get("HIGHWATER_KAFKA_VERSION", "")])
 
 
 def rotated_client(node: pytest.Item, rotation: str | None, default: str) -> str:

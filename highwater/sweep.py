@@ -6,6 +6,11 @@ assembled is skipped with one line: its artifacts are incomplete), and runs the 
 a child pytest (``highwater.pytest_runs``), all into one campaign, so one report shows every
 release side by side.
 
+``highwater sweep --over client --client NAME --versions A,B`` (or ``--from A --to B``) does the
+same across versions of a client library (PyPI's for the Python clients, Kafka's releases of
+``kafka-clients`` for Java) against one Kafka release: each version is installed (skipped with
+one line when it cannot be) and is one column of the report (client ``"<name> <version>"``).
+
 A sweep is many hours of runs, so it is resumable: its state (``sweep.json`` in the campaign
 directory) records each release's outcome as soon as it is known, and a sweep started again
 with the same ``--campaign`` runs only the releases not yet recorded. A release interrupted
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -64,6 +70,76 @@ def releases_in_range(published: Sequence[str], low: str, high: str | None) -> l
     if not chosen:
         raise SweepError(f"no published release in {low}..{high or 'newest'}")
     return sorted(set(chosen), key=parse_version)
+
+
+def version_key(text: str, what: str = "Kafka") -> tuple[int, int, int]:
+    """``MAJOR.MINOR.PATCH`` as a sortable tuple; one line for anything else."""
+    m = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", text.strip())
+    if not m:
+        raise SweepError(f"bad {what} version {text!r}: expected MAJOR.MINOR.PATCH, e.g. 3.0.12")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def _dotted(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
+
+
+def parse_version_list(text: str, what: str = "Kafka") -> list[str]:
+    """``--versions A,B,C``: the versions as given, each ``MAJOR.MINOR.PATCH``."""
+    versions = [v.strip() for v in text.split(",") if v.strip()]
+    if not versions:
+        raise SweepError(f"no version in --versions {text!r}")
+    for v in versions:
+        version_key(v, what)
+    return versions
+
+
+def select_versions(
+    published: Sequence[str],
+    listed: Sequence[str] | None = None,
+    low: str | None = None,
+    high: str | None = None,
+    *,
+    floor: tuple[int, ...] = (0,),
+    what: str = "Kafka",
+    why: str = "the oldest supported",
+) -> list[str]:
+    """The versions a sweep runs, oldest first: either ``listed`` (each must be published and no
+    older than ``floor``), or the published versions from ``low`` to ``high`` (either may be
+    None: from ``floor``, to the newest; ``high`` may be ``newest``), never older than ``floor``.
+    ``published`` is the stable versions the registry lists (Maven Central, PyPI)."""
+    if listed is not None and (low is not None or high is not None):
+        raise SweepError("give the versions once: --versions A,B,... or a range --from A [--to B]")
+    if listed is not None:
+        for v in listed:
+            key = version_key(v, what)
+            if v not in published:
+                newest = ", ".join(reversed(list(published)[-5:]))
+                raise SweepError(f"{what} {v} is not a published version (newest: {newest})")
+            if key < floor:
+                raise SweepError(f"{what} {v} is older than {_dotted(floor)}, {why}")
+        return sorted(set(listed), key=version_key)
+    if low is None and high is None:
+        raise SweepError("say which versions to sweep: --versions A,B,... or a range --from A [--to B]")
+    lo = version_key(low, what) if low is not None else floor
+    hi = version_key(high, what) if high is not None and high != "newest" else None
+    if hi is not None and hi < lo:
+        raise SweepError(f"bad {what} range {low}..{high}: {high} is older than {low}")
+    start = max(lo, floor)
+    chosen = [v for v in published if version_key(v, what) >= start and (hi is None or version_key(v, what) <= hi)]
+    if not chosen:
+        raise SweepError(
+            f"no published {what} version in {low or _dotted(floor)}..{high or 'newest'} "
+            f"(from {_dotted(floor)} on, {why})"
+        )
+    return sorted(set(chosen), key=lambda v: version_key(v, what))
+
+
+def selection_text(listed: Sequence[str] | None, low: str | None, high: str | None) -> str:
+    """How the versions were asked for, as a sweep's plan records it."""
+    if listed is not None:
+        return ",".join(listed)
+    return f"{low or ''}..{high or 'newest'}"
 
 
 def newest_patches(releases: Sequence[str]) -> list[str]:
@@ -161,6 +237,17 @@ def load_or_start(path: Path, plan: dict[str, object], releases: list[str]) -> S
     return state
 
 
+def recorded_plan(path: Path) -> dict[str, object] | None:
+    """The plan of the sweep state in ``path``, None if there is none or it cannot be read (then
+    ``load_or_start`` says why)."""
+    try:
+        data = json.loads(path.read_text())
+        plan = data["plan"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return dict(plan) if isinstance(plan, dict) else None
+
+
 def eta_seconds(durations: Sequence[float], remaining: int) -> float | None:
     """Remaining time from the median duration of the releases done so far (None before any)."""
     return statistics.median(durations) * remaining if durations else None
@@ -184,34 +271,36 @@ def run_sweep(
     run_release: RunRelease,
     say: Callable[[str], None],
     now: Callable[[], float] = time.monotonic,
+    what: str = "release",
 ) -> SweepState:
     """Run every pending release, recording each outcome as soon as it is known. Stops (and
-    returns) at an interrupted child run (exit code 2), leaving that release pending."""
+    returns) at an interrupted child run (exit code 2), leaving that release pending. ``what``
+    names a version in the progress lines (``release``; a client's name in a client sweep)."""
     started = now()
     total = len(state.releases)
     for release in state.pending():
         index = state.releases.index(release) + 1
         done = [o.seconds for o in state.outcomes.values() if o.status is not ReleaseStatus.SKIPPED]
         say(
-            f"release {index} of {total} ({release}): elapsed {clock(now() - started)}, "
+            f"{what} {index} of {total} ({release}): elapsed {clock(now() - started)}, "
             f"ETA {clock(eta_seconds(done, len(state.pending())))}"
         )
         t0 = now()
         try:
             prepare(release)
         except HighwaterError as exc:
-            say(f"release {release} skipped: {exc}")
+            say(f"{what} {release} skipped: {exc}")
             state.outcomes[release] = ReleaseOutcome(release, ReleaseStatus.SKIPPED, None, now() - t0, str(exc))
             state.save(state_path)
             continue
         code = run_release(release)
         if code == 2:
-            say(f"release {release} interrupted; run the same command again to resume")
+            say(f"{what} {release} interrupted; run the same command again to resume")
             return state
         outcome = ReleaseOutcome(release, status_of_exit(code), code, now() - t0)
         state.outcomes[release] = outcome
         state.save(state_path)
-        say(f"release {release}: {outcome.status.value} in {clock(outcome.seconds)}")
+        say(f"{what} {release}: {outcome.status.value} in {clock(outcome.seconds)}")
     return state
 
 

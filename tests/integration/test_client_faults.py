@@ -58,15 +58,15 @@ def test_group_members_frozen_and_killed_keep_every_promise(cluster: Cluster, tm
         ("client_freeze", ["consumer-1"]),
         ("client_kill", ["consumer-2"]),
     ]
-    killed_at = faults[1]["time"]
-    death = [e for e in events if e["process"] == "consumer-2" and e["type"] == "info" and e["time"] >= killed_at]
+    killed_at = faults[1]["time_ns"]
+    death = [e for e in events if e["process"] == "consumer-2" and e["type"] == "info" and e["time_ns"] >= killed_at]
     assert death and "WorkerGone" in str(death[0]["error"]) and "client-kill" in str(death[0]["error"]), death[:3]
     # the frozen member lost its partitions to the others while it was frozen, and both came back
     rebalances = [e for e in events if e["f"] == "assign" and e["value"]["reason"] == "rebalance"]
-    assert {e["process"] for e in rebalances if e["time"] > faults[0]["time"]} >= {"consumer-0"}
+    assert {e["process"] for e in rebalances if e["time_ns"] > faults[0]["time_ns"]} >= {"consumer-0"}
     for member in ("consumer-1", "consumer-2"):
         back = [e for e in events if e["process"] == member and e["f"] == "poll" and e["type"] == "ok"]
-        assert back and back[-1]["time"] > killed_at, f"{member} read nothing after the faults"
+        assert back and back[-1]["time_ns"] > killed_at, f"{member} read nothing after the faults"
     assert not [w for w in live_workers() if w.info.client_id.startswith("consumer-")]
 
 
@@ -118,7 +118,10 @@ sys.stdin.read()
 def test_a_killed_harness_leaves_no_worker(cluster: Cluster, client: str) -> None:
     """The test process dies by SIGKILL: its Python worker ends itself within a second."""
     child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, client, ",".join(cluster.bootstrap())], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", _CHILD, client, ",".join(cluster.bootstrap())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert child.stdout is not None
     pid = int(child.stdout.readline())

@@ -1,9 +1,14 @@
-"""The bisect search and its confidence, with judges that stand in for runs (pure logic)."""
+"""The bisect search and its confidence, with judges that stand in for runs (pure logic), and what
+``highwater bisect`` refuses before any run."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
+from highwater import cli, cli_sweep, preflight
 from highwater.bisect import BisectError, Judgement, Probe, bisect, report_lines, runs_for
 from highwater.cli_sweep import search_order
 
@@ -94,3 +99,78 @@ def test_probe_judgement() -> None:
 def test_search_order_refuses_unpublished_versions() -> None:
     with pytest.raises(BisectError, match="9.9.9 is not a published version"):
         search_order(VERSIONS, "9.9.9", "3.3.0")
+
+
+# -- highwater bisect: what is refused before any run, and a client bisect's cells -----------------
+
+
+class Runs:
+    """Stands in for installing, assembling and the child pytest runs."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, failing_from: tuple[int, ...] = (3, 0, 9)) -> None:
+        self.argvs: list[list[str]] = []
+        self.kafka: list[str] = []
+        self.drivers: list[str] = []
+        self.failing_from = failing_from
+        monkeypatch.setattr(preflight, "ensure_kafka", lambda v, progress=None: self.kafka.append(v))
+        monkeypatch.setattr(preflight, "get_driver", lambda spec: self.drivers.append(str(spec)))
+        monkeypatch.setattr(cli_sweep, "default_version", lambda progress=None: "4.4.0")
+        monkeypatch.setattr(cli_sweep, "pypi_versions", lambda name: ["2.0.1", "2.0.2", "3.0.5", "3.0.9", "3.0.12"])
+        monkeypatch.setattr(subprocess, "call", self.call)
+
+    def call(self, argv: list[str], **_: object) -> int:
+        self.argvs.append(list(argv))
+        version = argv[argv.index("--client") + 1].split("==")[1]
+        return int(tuple(map(int, version.split("."))) >= self.failing_from)
+
+
+def test_a_kafka_python_bisect_runs_each_probed_version_on_one_kafka_release(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = Runs(monkeypatch)
+    argv = ["bisect", "X::y", "--over", "client", "--client", "kafka-python", "--good", "2.0.2", "--bad", "3.0.12"]
+    assert cli.main([*argv, "--runs", "1", "--results", str(tmp_path)]) == 0
+    assert runs.kafka == ["4.4.0"]  # the newest release, assembled before any run
+    clients = [a[a.index("--client") + 1] for a in runs.argvs]
+    assert clients[:2] == ["kafka-python==2.0.2", "kafka-python==3.0.12"]  # both ends first
+    assert runs.drivers == clients  # each version installed before its runs
+    assert {a[a.index("--kafka-version") + 1] for a in runs.argvs} == {"4.4.0"}
+    out, err = capsys.readouterr()
+    assert "over 4 client versions on Kafka 4.4.0, 1 runs each" in err
+    assert out.splitlines()[0] == "first release with the bad verdict: 3.0.9 (last good: 3.0.5)"
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["--over", "client", "--client", "kafka-python", "--good", "2.0.1", "--bad", "3.0.12"],
+            "kafka-python 2.0.1 is older than its driver supports (2.0.2): choose --good and --bad from there on",
+        ),
+        (
+            ["--over", "client", "--client", "kafka-python", "--good", "2.0.2", "--bad", "3.0.11"],
+            "kafka-python 3.0.11 is not a published version (newest: 3.0.5, 3.0.9, 3.0.12)",
+        ),
+        (
+            ["--over", "client", "--client", "kafka-python==3.0.5", "--good", "2.0.2", "--bad", "3.0.12"],
+            "with --over client the versions are --good and --bad: --client kafka-python, not --client kafka-python==3.0.5",
+        ),
+        (
+            ["--good", "3.9.1", "--bad", "4.4.0", "--kafka-version", "4.4.0"],
+            "--kafka-version is for --over client; bisecting Kafka releases, they are --good..--bad",
+        ),
+        (
+            ["--good", "3.2.3", "--bad", "4.4.0"],
+            "Kafka 3.2.3 is older than 3.3.1, the first release with production KRaft; highwater runs KRaft clusters only",
+        ),
+        (["--good", "3.9.1", "--bad", "9.9.9"], "Kafka 9.9.9 is not a published version (newest: 3.9.1, 4.3.1, 4.4.0)"),
+    ],
+)
+def test_a_bad_bisect_is_one_line_before_anything_is_installed_or_run(
+    argv: list[str], line: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = Runs(monkeypatch)
+    monkeypatch.setattr(cli_sweep, "published_versions", lambda: ["3.2.3", "3.9.1", "4.3.1", "4.4.0"])
+    assert cli.main(["bisect", "X::y", *argv, "--results", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"highwater: error: {line}"]
+    assert runs.argvs == [] and runs.drivers == [] and runs.kafka == []

@@ -104,8 +104,17 @@ def test_mix_is_respected() -> None:
 def test_default_mix_covers_every_kind() -> None:
     conf = ScheduleConfig(length=1500, duration=(1, 3), gap=(0, 2), partitions=("hw/0",))
     kinds = {f.spec.kind for f in Schedule.generate(T, 11, conf).faults}
-    assert kinds == set(FaultKind)
+    assert kinds == {k for k in FaultKind if not k.is_client}  # client kinds weigh 0 by default
     assert {k for k, _ in DEFAULT_MIX} == {k.value for k in FaultKind}
+
+
+def test_a_mix_with_client_faults_draws_client_targets() -> None:
+    mix = {"client_kill": 1.0, "client_freeze": 1.0, "client_restart": 1.0}
+    conf = ScheduleConfig(length=600, duration=(1, 3), gap=(0, 2), mix=mix, groups=("g",))
+    faults = Schedule.generate(T, 5, conf).faults
+    assert {f.spec.kind for f in faults} == {k for k in FaultKind if k.is_client}
+    targets = {str(f.spec.target) for f in faults}
+    assert "group:g" in targets and any(t.startswith("consumers:") for t in targets), targets
 
 
 def test_small_and_dedicated_topologies() -> None:

@@ -1,13 +1,18 @@
-"""Sweep planning, state and resumption, with stand-ins for assembling and running (pure logic)."""
+"""Sweep planning, state and resumption, version lists and ranges (Kafka releases and client
+versions), and ``highwater sweep --over client``, with stand-ins for PyPI, installing and running."""
 
 from __future__ import annotations
 
+import io
 import json
+import subprocess
+import urllib.error
 from pathlib import Path
 
 import pytest
 
 from harness.distribution import SetupError
+from highwater import cli, cli_sweep, preflight
 from highwater.sweep import (
     ReleaseStatus,
     SweepError,
@@ -17,9 +22,13 @@ from highwater.sweep import (
     load_or_start,
     newest_patches,
     parse_range,
+    parse_version_list,
     releases_in_range,
     run_sweep,
+    select_versions,
+    selection_text,
     summary_lines,
+    version_key,
 )
 
 PUBLISHED = ["3.2.3", "3.3.1", "3.3.2", "3.4.0", "3.9.1", "4.0.0", "4.4.0"]
@@ -124,3 +133,312 @@ def test_cli_says_a_bad_range_in_one_line(capsys: pytest.CaptureFixture[str]) ->
     assert capsys.readouterr().err.strip().splitlines() == [
         "highwater: error: bad release range '3.3..newest': expected LOW..HIGH, e.g. 3.3.1..newest or 3.3.1..3.9.1"
     ]
+
+
+# -- version lists and ranges (Kafka releases and client versions alike) ----------------------------
+
+KP = ["1.4.7", "2.0.1", "2.0.2", "2.2.21", "3.0.4", "3.0.5", "3.0.9", "3.0.10", "3.0.12"]
+
+
+def test_a_version_list_must_be_published_and_supported() -> None:
+    assert select_versions(KP, ["3.0.12", "3.0.5", "3.0.5"], floor=(2, 0, 2), what="kafka-python") == [
+        "3.0.5",
+        "3.0.12",
+    ]
+    with pytest.raises(SweepError) as err:
+        select_versions(KP, ["3.0.5", "3.0.11"], floor=(2, 0, 2), what="kafka-python")
+    assert (
+        str(err.value) == "kafka-python 3.0.11 is not a published version (newest: 3.0.12, 3.0.10, 3.0.9, 3.0.5, 3.0.4)"
+    )
+    with pytest.raises(SweepError) as err:
+        select_versions(KP, ["2.0.1"], floor=(2, 0, 2), what="kafka-python", why="the oldest its driver supports")
+    assert str(err.value) == "kafka-python 2.0.1 is older than 2.0.2, the oldest its driver supports"
+
+
+def test_a_range_is_resolved_against_the_published_versions_from_the_floor_on() -> None:
+    # numeric order (3.0.10 after 3.0.9), bounds need not be published themselves
+    assert select_versions(KP, low="3.0.5", high="3.0.11", floor=(2, 0, 2)) == ["3.0.5", "3.0.9", "3.0.10"]
+    assert select_versions(KP, low="3.0.9", floor=(2, 0, 2)) == ["3.0.9", "3.0.10", "3.0.12"]
+    assert select_versions(KP, low="3.0.9", high="newest", floor=(2, 0, 2)) == ["3.0.9", "3.0.10", "3.0.12"]
+    assert select_versions(KP, low="1.0.0", high="2.2.21", floor=(2, 0, 2)) == ["2.0.2", "2.2.21"]  # from the floor
+    assert select_versions(KP, high="2.2.21", floor=(2, 0, 2)) == ["2.0.2", "2.2.21"]
+    assert select_versions(PUBLISHED, low="3.0.0", high="3.9.1", floor=(3, 3, 1)) == [
+        "3.3.1",
+        "3.3.2",
+        "3.4.0",
+        "3.9.1",
+    ]
+    with pytest.raises(SweepError, match=r"no published kafka-python version in 1.0.0..2.0.1 \(from 2.0.2 on"):
+        select_versions(KP, low="1.0.0", high="2.0.1", floor=(2, 0, 2), what="kafka-python")
+    with pytest.raises(SweepError, match="bad kafka-python range 3.0.9..3.0.5: 3.0.5 is older than 3.0.9"):
+        select_versions(KP, low="3.0.9", high="3.0.5", what="kafka-python")
+
+
+@pytest.mark.parametrize(
+    ("listed", "low", "high", "message"),
+    [
+        (None, None, None, "say which versions to sweep: --versions A,B,... or a range --from A [--to B]"),
+        (["3.0.5"], "3.0.4", None, "give the versions once: --versions A,B,... or a range --from A [--to B]"),
+        (None, "3.0", None, "bad kafka-python version '3.0': expected MAJOR.MINOR.PATCH, e.g. 3.0.12"),
+        (["3.0.5rc1"], None, None, "bad kafka-python version '3.0.5rc1': expected MAJOR.MINOR.PATCH, e.g. 3.0.12"),
+    ],
+)
+def test_a_bad_selection_is_one_line(listed: list[str] | None, low: str | None, high: str | None, message: str) -> None:
+    with pytest.raises(SweepError) as err:
+        select_versions(KP, listed, low, high, what="kafka-python")
+    assert str(err.value) == message
+
+
+def test_version_lists_and_their_plan_text() -> None:
+    assert parse_version_list(" 3.0.5, 3.0.12 ,", "kafka-python") == ["3.0.5", "3.0.12"]
+    with pytest.raises(SweepError, match="no version in --versions ','"):
+        parse_version_list(",")
+    assert version_key("3.0.10") > version_key("3.0.9")
+    assert selection_text(["3.0.5", "3.0.12"], None, None) == "3.0.5,3.0.12"
+    assert selection_text(None, "3.0.5", None) == "3.0.5..newest"
+    assert selection_text(None, None, "3.0.5") == "..3.0.5"
+
+
+# -- client versions from PyPI -------------------------------------------------------------------
+
+
+def pypi(monkeypatch: pytest.MonkeyPatch, releases: dict[str, list[dict[str, object]]]) -> list[str]:
+    """Stands in for PyPI's JSON API; returns the URLs asked for."""
+    asked: list[str] = []
+
+    def urlopen(url: str, timeout: float = 0) -> io.BytesIO:
+        asked.append(url)
+        return io.BytesIO(json.dumps({"info": {}, "releases": releases}).encode())
+
+    monkeypatch.setattr(cli_sweep.urllib.request, "urlopen", urlopen)
+    return asked
+
+
+FILE: dict[str, object] = {"filename": "x.whl", "yanked": False}
+
+
+def test_kafka_python_versions_are_pypis_stable_installable_releases(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = pypi(
+        monkeypatch,
+        {
+            "3.0.10": [FILE],
+            "3.0.9": [FILE],
+            "3.0.0rc1": [FILE],  # a pre-release
+            "2.0.2": [FILE],
+            "1.4.7": [FILE],
+            "3.0.3": [],  # no files: nothing to install
+            "3.0.8": [{**FILE, "yanked": True}],
+            "2.0.0.dev1": [FILE],
+        },
+    )
+    assert cli_sweep.client_versions("kafka-python") == ["1.4.7", "2.0.2", "3.0.9", "3.0.10"]
+    assert asked == ["https://pypi.org/pypi/kafka-python/json"]
+    assert cli_sweep.oldest_driven("kafka-python") == cli_sweep.KAFKA_PYTHON_OLDEST == (2, 0, 2)
+
+
+def test_an_unreachable_pypi_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    def urlopen(url: str, timeout: float = 0) -> io.BytesIO:
+        raise urllib.error.URLError("no route to host")
+
+    monkeypatch.setattr(cli_sweep.urllib.request, "urlopen", urlopen)
+    with pytest.raises(SetupError) as err:
+        cli_sweep.client_versions("confluent-kafka")
+    assert str(err.value) == "cannot list confluent-kafka versions on PyPI: <urlopen error no route to host>"
+
+
+def test_java_versions_are_kafkas_releases(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli_sweep, "published_versions", lambda: ["3.9.1", "4.4.0"])
+    assert cli_sweep.client_versions("java") == ["3.9.1", "4.4.0"]
+
+
+# -- highwater sweep --over client -----------------------------------------------------------------
+
+
+class Cells:
+    """Stands in for preparing and running: the preflight's installs and the child pytest runs."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, codes: dict[str, int] | None = None) -> None:
+        self.argvs: list[list[str]] = []
+        self.kafka: list[str] = []
+        self.drivers: list[str] = []
+        self.codes = codes or {}
+        monkeypatch.setattr(preflight, "ensure_kafka", lambda v, progress=None: self.kafka.append(v))
+        monkeypatch.setattr(preflight, "get_driver", self.driver)
+        monkeypatch.setattr(cli_sweep, "default_version", lambda progress=None: "4.4.0")
+        monkeypatch.setattr(subprocess, "call", self.call)
+
+    def driver(self, spec: object) -> None:
+        self.drivers.append(str(spec))
+        if str(spec) == "kafka-python==3.0.9":
+            raise SetupError("cannot install kafka-python==3.0.9: no matching distribution")
+
+    def call(self, argv: list[str], **_: object) -> int:
+        self.argvs.append(list(argv))
+        return self.codes.get(self.option(argv, "--client"), 0)
+
+    @staticmethod
+    def option(argv: list[str], name: str) -> str:
+        return argv[argv.index(name) + 1]
+
+
+def _sweep(tmp_path: Path, *argv: str) -> int:
+    return cli.main(["sweep", "--over", "client", *argv, "--results", str(tmp_path), "--campaign", "c"])
+
+
+def test_a_client_sweep_runs_each_version_on_one_kafka_release_into_one_campaign(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pypi(monkeypatch, {v: [FILE] for v in KP})
+    cells = Cells(monkeypatch, codes={"kafka-python==3.0.10": 1})
+    rc = _sweep(tmp_path, "--client", "kafka-python", "--from", "3.0.5", "--kafka-version", "4.3.1", "suites/sweep")
+    assert rc == 0
+    assert cells.kafka == ["4.3.1"]  # the Kafka release, assembled up front
+    assert [Cells.option(a, "--client") for a in cells.argvs] == [
+        "kafka-python==3.0.5",
+        "kafka-python==3.0.10",
+        "kafka-python==3.0.12",
+    ]  # 3.0.9 could not be installed: skipped
+    assert {Cells.option(a, "--kafka-version") for a in cells.argvs} == {"4.3.1"}
+    assert {Cells.option(a, "--campaign") for a in cells.argvs} == {"c"}
+    assert all(a[a.index("-p") + 2].endswith("suites/sweep") for a in cells.argvs)
+    state = json.loads((tmp_path / "c" / "sweep.json").read_text())
+    assert state["plan"] == {
+        "over": "client",
+        "client": "kafka-python",
+        "versions": "3.0.5..newest",
+        "newest_patch_only": False,
+        "kafka_version": "4.3.1",
+        "tests": ["suites/sweep"],
+        "profile": "ci",
+        "backend": "local",
+        "seed": None,
+    }
+    assert {r: o["status"] for r, o in state["outcomes"].items()} == {
+        "3.0.5": "passed",
+        "3.0.9": "skipped",
+        "3.0.10": "failed",
+        "3.0.12": "passed",
+    }
+    out, err = capsys.readouterr()
+    assert "highwater: sweep c: 4 kafka-python versions on Kafka 4.3.1 (3.0.5, 3.0.9, 3.0.10, 3.0.12), 4 to run" in err
+    assert "highwater: kafka-python 3.0.9 skipped: cannot install kafka-python==3.0.9: no matching distribution" in err
+    assert out.splitlines()[-2] == "2 passed, 1 failed, 1 skipped, 0 pending"
+
+
+def test_a_resumed_client_sweep_keeps_its_kafka_release(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pypi(monkeypatch, {v: [FILE] for v in KP})
+    cells = Cells(monkeypatch, codes={"kafka-python==3.0.12": 2})  # interrupted
+    assert _sweep(tmp_path, "--client", "kafka-python", "--versions", "3.0.5,3.0.12") == 2
+    assert {Cells.option(a, "--kafka-version") for a in cells.argvs} == {"4.4.0"}  # the newest then
+    # a day later the newest is 4.5.0, but the same command resumes on the sweep's release
+    monkeypatch.setattr(cli_sweep, "default_version", lambda progress=None: "4.5.0")
+    cells.argvs.clear()
+    cells.codes.clear()
+    assert _sweep(tmp_path, "--client", "kafka-python", "--versions", "3.0.5,3.0.12") == 0
+    assert [(Cells.option(a, "--client"), Cells.option(a, "--kafka-version")) for a in cells.argvs] == [
+        ("kafka-python==3.0.12", "4.4.0")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["--client", "kafka-python==3.0.5", "--versions", "3.0.5"],
+            "with --over client the versions are --versions or --from/--to: --client kafka-python, "
+            "not --client kafka-python==3.0.5",
+        ),
+        (
+            ["--client", "kafka-python,java", "--versions", "3.0.5"],
+            "--over client sweeps one client library: --client NAME, not 'kafka-python,java'",
+        ),
+        (
+            ["--client", "kafka-python", "--kafka-versions", "3.3.1..newest"],
+            "--kafka-versions is the range of a Kafka sweep; with --over client give --versions A,B or "
+            "--from A --to B (client versions) and --kafka-version V",
+        ),
+        (
+            ["--client", "kafka-python", "--versions", "2.0.1,3.0.5"],
+            "kafka-python 2.0.1 is older than 2.0.2, the oldest its driver supports",
+        ),
+        (["--client", "kafka-python"], "say which versions to sweep: --versions A,B,... or a range --from A [--to B]"),
+        (
+            ["--client", "nope", "--versions", "1.0.0"],
+            "unknown client 'nope' (known: kafka-python, confluent-kafka, java)",
+        ),
+    ],
+)
+def test_a_bad_client_sweep_is_one_line_before_anything_runs(
+    argv: list[str], line: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pypi(monkeypatch, {v: [FILE] for v in KP})
+    cells = Cells(monkeypatch)
+    assert _sweep(tmp_path, *argv) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"highwater: error: {line}"]
+    assert cells.argvs == [] and cells.drivers == [] and not (tmp_path / "c").exists()
+
+
+def test_a_kafka_sweep_takes_a_version_list_or_range_too(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli_sweep, "published_versions", lambda: PUBLISHED)
+    monkeypatch.setattr(cli_sweep, "ensure_kafka", lambda v, progress=None: None)
+    cells = Cells(monkeypatch)
+    base = ["sweep", "--client", "java", "--results", str(tmp_path)]
+    assert cli.main([*base, "--campaign", "a", "--from", "3.9.0", "--to", "4.0.0"]) == 0
+    assert [Cells.option(a, "--kafka-version") for a in cells.argvs] == ["3.9.1", "4.0.0"]
+    assert {Cells.option(a, "--client") for a in cells.argvs} == {"java"} and cells.drivers == ["java"]
+    assert json.loads((tmp_path / "a" / "sweep.json").read_text())["plan"]["range"] == "3.9.0..4.0.0"
+    cells.argvs.clear()
+    assert cli.main([*base, "--campaign", "b", "--versions", "4.4.0,3.3.2"]) == 0
+    assert [Cells.option(a, "--kafka-version") for a in cells.argvs] == ["3.3.2", "4.4.0"]
+    capsys.readouterr()
+    for argv, line in [
+        (["--versions", "3.2.3"], "Kafka 3.2.3 is older than 3.3.1, the first release with production KRaft"),
+        (["--kafka-versions", "3.3.1..newest", "--versions", "4.4.0"], "give the releases once: --kafka-versions"),
+        (["--versions", "4.4.0", "--kafka-version", "4.4.0"], "--kafka-version is for --over client;"),
+    ]:
+        assert cli.main([*base, "--campaign", "z", *argv]) == 2
+        (err,) = capsys.readouterr().err.strip().splitlines()
+        assert err.startswith(f"highwater: error: {line}")
+    assert not (tmp_path / "z").exists()
+
+
+def test_sweep_argument_parsing() -> None:
+    args = cli.build_parser().parse_args(
+        [
+            "sweep",
+            "--over",
+            "client",
+            "--client",
+            "kafka-python",
+            "--versions",
+            "3.0.5,3.0.12",
+            "--kafka-version",
+            "4.3.1",
+            "t.py",
+        ]
+    )
+    assert (args.over, args.client, args.versions, args.kafka_version, args.tests) == (
+        "client",
+        "kafka-python",
+        "3.0.5,3.0.12",
+        "4.3.1",
+        ["t.py"],
+    )
+    args = cli.build_parser().parse_args(["sweep", "--from", "3.0.5", "--to", "3.0.12", "--newest-patch-only"])
+    assert (args.over, args.low, args.high, args.newest_patch_only, args.kafka_versions) == (
+        "kafka",
+        "3.0.5",
+        "3.0.12",
+        True,
+        None,
+    )
+
+
+def test_the_floors_are_the_drivers_own() -> None:
+    from harness.clients import java, python
+
+    assert cli_sweep.oldest_driven("kafka-python") == python.OLDEST["kafka-python"]
+    assert cli_sweep.oldest_driven("confluent-kafka") == python.OLDEST["confluent-kafka"]
+    assert cli_sweep.oldest_driven("java") == java.OLDEST

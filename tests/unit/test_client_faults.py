@@ -1,0 +1,78 @@
+"""Client faults as data and their selection among live workers (no process needed), and the
+pure parts of the one worker protocol."""
+
+from __future__ import annotations
+
+import pytest
+
+from faults.clients import select
+from faults.common import FaultError
+from faults.spec import FaultKind, parse_fault
+from faults.target import ClientTarget, TargetKind, parse_target
+from harness.clients import PolledRecord, SendOutcome
+from harness.clients.worker import WorkerInfo, classify_send_result, parts_of, records_of
+
+WORKERS = [
+    WorkerInfo("producer-0", "producer", "kafka-python 3.0.12"),
+    WorkerInfo("consumer-0", "consumer", "kafka-python 3.0.12", "rack-a", "g"),
+    WorkerInfo("consumer-1", "consumer", "kafka-python 3.0.12", "rack-b", "g"),
+    WorkerInfo("reader", "consumer", "kafka-python 3.0.12", "rack-b", None),
+]
+
+
+@pytest.mark.parametrize(
+    "text, chosen",
+    [
+        ("client:consumer-1", ["consumer-1"]),
+        ("client:nobody", []),
+        ("consumers", ["consumer-0", "consumer-1", "reader"]),
+        ("consumers:rack-b", ["consumer-1", "reader"]),
+        ("producers", ["producer-0"]),
+        ("group:g", ["consumer-0", "consumer-1"]),
+    ],
+)
+def test_client_selectors_name_the_workers_they_say(text: str, chosen: list[str]) -> None:
+    target = parse_target(text)
+    assert isinstance(target, ClientTarget) and str(target) == text
+    assert select(target, WORKERS) == chosen
+
+
+def test_client_faults_take_client_targets_and_only_they() -> None:
+    spec = parse_fault("client-freeze --target group:g")
+    assert (
+        spec.kind is FaultKind.CLIENT_FREEZE and spec.kind.is_client and str(spec) == "client-freeze --target group:g"
+    )
+    for bad, says in [
+        ("client-kill --target broker:1", "client workers"),
+        ("kill --target client:consumer-0", "names client workers"),
+        ("client-kill --target client:consumer-0 --peer broker:1", "takes no --peer"),
+    ]:
+        with pytest.raises(FaultError, match=says) as err:
+            parse_fault(bad)
+        assert "\n" not in str(err.value)
+    with pytest.raises(FaultError, match="malformed"):
+        parse_target("group:")
+    assert parse_target("consumers").what is TargetKind.CONSUMERS
+
+
+def test_poll_replies_round_trip_through_their_runs() -> None:
+    records = [
+        PolledRecord("t", 0, 5, "a", 1, 2),
+        PolledRecord("t", 0, 6, "b", 1, 2),
+        PolledRecord("t", 0, 8, None, 2, 2),  # a gap (compaction, a transaction marker)
+        PolledRecord("t", 0, 9, "d", 2, 3),  # another replica: its own entry
+        PolledRecord("t", 1, 0, "e", None, None),
+    ]
+    parts = parts_of(records)
+    assert [p["offsets"] for p in parts] == [[5, 2, 8, 1], [9, 1], [0, 1]]
+    assert parts[0]["epochs"] == [1, 2, 2, 1]
+    assert records_of({"parts": parts}) == records
+
+
+def test_a_worker_that_classifies_its_outcomes_is_taken_at_its_word() -> None:
+    assert classify_send_result({"send": 1, "outcome": "ok", "offset": 7}, True) == SendOutcome.ok(7)
+    assert classify_send_result({"send": 1, "outcome": "fail", "error": "E: x"}, False) == SendOutcome.fail("E: x")
+    assert classify_send_result({"send": 1, "outcome": "info", "error": "E: y"}, True) == SendOutcome.info("E: y")
+    # without a stated outcome, the rule for workers that report where a send failed
+    assert classify_send_result({"send": 1, "error": "T: z", "sync": True}, False).outcome.value == "fail"
+    assert classify_send_result({"send": 1, "error": "T: z"}, False).outcome.value == "info"
