@@ -78,6 +78,7 @@ from .base import (
 )
 from .base import FetchSources as BaseFetchSources
 from .pyversions import import_version
+from .pyversions import release as _release
 
 DIST = "confluent-kafka"
 
@@ -116,16 +117,6 @@ def error_text(error: Any) -> str:
 
 #: the oldest confluent-kafka the driver supports: Message.leader_epoch() and KIP-320
 OLDEST = (2, 1, 0)
-
-
-def _release(version: str) -> tuple[int, ...]:
-    """``"2.3.0"`` -> ``(2, 3, 0)``; a part that is not a number ends it (``2.3.0rc1`` -> 2.3)."""
-    parts: list[int] = []
-    for part in version.split("."):
-        if not part.isdigit():
-            break
-        parts.append(int(part))
-    return tuple(parts)
 
 
 def library_version(ck: ModuleType) -> str:

@@ -35,6 +35,7 @@ from harness.paths import home
 
 from .base import ConsumerSettings, ProducerSettings, UnknownClientError
 from .pyversions import installed_version
+from .pyversions import release as _release
 from .worker import Launch, WorkerDriver
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,15 +54,6 @@ Progress = Callable[[str], None]
 
 def _to_stderr(line: str) -> None:
     print(f"highwater: {line}", file=sys.stderr, flush=True)
-
-
-def _release(version: str) -> tuple[int, ...]:
-    parts: list[int] = []
-    for part in version.split("."):
-        if not part.isdigit():
-            break
-        parts.append(int(part))
-    return tuple(parts)
 
 
 def venv_dir(dist: str, version: str) -> Path:

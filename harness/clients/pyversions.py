@@ -26,6 +26,16 @@ from harness.paths import home
 _MARKER = ".highwater-installed"  # written last: a directory without it is an interrupted install
 
 
+def release(version: str) -> tuple[int, ...]:
+    """``"2.3.0"`` -> ``(2, 3, 0)``; a part that is not a number ends it (``2.3.0rc1`` -> 2.3)."""
+    parts: list[int] = []
+    for part in version.split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)
+
+
 def version_dir(dist: str, version: str) -> Path:
     """Where ``dist==version`` lives in the cache."""
     return home() / "clients" / dist / version
