@@ -40,8 +40,8 @@ the ``LogTruncationException`` is a ``TruncationSignal``.
 argument and block up to ``max.block.ms`` each; the worker runs them on a thread of their own
 and answers by the deadline the driver gives (calling init, commit and abort again on Java's
 ``TimeoutException`` while time is left: Java documents them as safe to retry), so a call never
-waits longer than its ``timeout_s``. ``JavaConsumer.group_metadata`` is a ``JavaGroupMetadata``
-of the consumer's ``groupMetadata()``; the producer's worker rebuilds Java's
+waits longer than its ``timeout_s``. A Java consumer's ``group_metadata`` is a ``GroupMetadata``
+(``harness.clients.worker``) of the consumer's ``groupMetadata()``; the producer's worker rebuilds Java's
 ``ConsumerGroupMetadata`` from it (KIP-447: the coordinator fences a stale member by it).
 """
 
@@ -65,7 +65,7 @@ from harness.security import ClientSecurity
 
 from . import java_archive
 from .base import ConsumerSettings, ProducerSettings, UnknownClientError
-from .worker import GroupMetadata, Launch, WorkerDriver, WorkerError
+from .worker import Launch, WorkerDriver
 
 NAME = "java"
 OLDEST = (3, 3, 1)  # the oldest Kafka release highwater runs (KRaft); the client is as old
@@ -179,12 +179,6 @@ def consumer_properties(settings: ConsumerSettings, read: Callable[[str], str] =
     return props
 
 
-# --- the protocol's pure parts live in worker.py (one protocol for every worker) -----------
-
-JavaClientError = WorkerError  # the name older code and tests use
-JavaGroupMetadata = GroupMetadata
-
-
 # --- building the worker --------------------------------------------------------------------
 
 
@@ -291,8 +285,6 @@ class JavaLauncher:
     """Starts the Java worker of one ``kafka-clients`` version: one JVM per producer or
     consumer, mapping the class-data archive of its role (``java_archive``)."""
 
-    kind = "java"
-
     def __init__(self, lib: Path) -> None:
         self.lib = lib
 
@@ -332,4 +324,3 @@ class JavaDriver(WorkerDriver):
     def __init__(self, version: str | None = None, progress: Progress = _to_stderr) -> None:
         resolved = version if version is not None else default_version()
         super().__init__(NAME, resolved, JavaLauncher(ensure_worker(resolved, progress)))
-        self.lib = self.launcher.lib if isinstance(self.launcher, JavaLauncher) else None

@@ -101,8 +101,6 @@ def ensure_venv(dist: str, version: str, progress: Progress = _to_stderr) -> Pat
 class PythonLauncher:
     """Starts ``clients/python/highwater_worker.py`` on ``python`` for the client ``dist``."""
 
-    kind = "python"
-
     def __init__(self, dist: str, python: Path) -> None:
         self.dist = dist
         self.python = python

@@ -35,7 +35,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -52,6 +52,7 @@ from .base import (
     SendOutcome,
     TopicPartition,
     TruncationSignal,
+    client_label,
 )
 
 #: the protocol version a worker announces in its ready line; a mismatch is refused
@@ -277,11 +278,6 @@ class Launch:
 class WorkerLauncher(Protocol):
     """What differs between workers, on the harness side: how to start one and how a client's
     settings are written in its first line."""
-
-    @property
-    def kind(self) -> str:
-        """The worker's language, for messages (``java``, ``python``)."""
-        ...
 
     def launch(self, role: str, client_id: str) -> Launch: ...
 
@@ -562,12 +558,6 @@ class WorkerDriver:
     name: str
     version: str
     launcher: WorkerLauncher
-    transactions: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)  # what the library reports about itself
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} {self.version}"
 
     def producer(self, settings: ProducerSettings) -> WorkerProducer:
         return WorkerProducer(self, settings)
@@ -590,7 +580,7 @@ class WorkerProducer:
         self._ids = itertools.count(1)
         self._closed = False
         launch = driver.launcher.launch("producer", settings.client_id)
-        info = WorkerInfo(settings.client_id, "producer", driver.label)
+        info = WorkerInfo(settings.client_id, "producer", client_label(driver))
         config = driver.launcher.producer_config(settings)
         self._worker = WorkerProcess(launch, info, config, self._outcome, self._exited)
 
@@ -690,7 +680,7 @@ class WorkerConsumer:
         self.listener = listener
         self._closed = False
         launch = driver.launcher.launch("consumer", settings.client_id)
-        info = WorkerInfo(settings.client_id, "consumer", driver.label, settings.client_rack, settings.group_id)
+        info = WorkerInfo(settings.client_id, "consumer", client_label(driver), settings.client_rack, settings.group_id)
         config = driver.launcher.consumer_config(settings)
         self._worker = WorkerProcess(launch, info, config, self._no_send)
         # a command may block in the library for a request (a commit, a metadata lookup)

@@ -23,14 +23,13 @@ from harness.clients import (
     parse_client_spec,
 )
 from harness.clients.java import (
-    JavaClientError,
     consumer_properties,
     ensure_worker,
     producer_properties,
     security_properties,
     source_digest,
 )
-from harness.clients.worker import classify_send_result, parse_line, position_of, records_of, truncation_of
+from harness.clients.worker import WorkerError, classify_send_result, parse_line, position_of, records_of, truncation_of
 from harness.security import ClientSecurity
 
 FILES = {"/c/cert.pem": "CERT", "/c/key.pem": "KEY"}
@@ -228,7 +227,7 @@ def test_poll_replies_become_records_or_a_truncation_signal() -> None:
     ],
 )
 def test_malformed_poll_replies_are_errors_not_misattributed_records(part: dict[str, Any]) -> None:
-    with pytest.raises(JavaClientError, match="malformed"):
+    with pytest.raises(WorkerError, match="malformed"):
         records_of({"id": 1, "ok": True, "parts": [{"topic": "t", "partition": 0, "replica": 1, **part}]})
 
 

@@ -15,18 +15,14 @@ from harness.clients import (
     TopicPartition,
     TransactionalProducerDriver,
 )
-from harness.clients.java import (
-    JavaClientError,
-    JavaDriver,
-    JavaGroupMetadata,
-    producer_properties,
-)
+from harness.clients.java import JavaDriver, producer_properties
 from harness.clients.kafka_python import KafkaPythonConsumer, KafkaPythonDriver, KafkaPythonTransactionalProducer
 from harness.clients.librdkafka import ConfluentConsumer, ConfluentKafkaDriver, ConfluentTransactionalProducer
 from harness.clients.worker import (
     GroupMetadata,
     WorkerConsumer,
     WorkerDriver,
+    WorkerError,
     WorkerTransactionalProducer,
     offsets_line,
 )
@@ -88,11 +84,11 @@ def test_opaque_group_metadata_travels_between_the_workers() -> None:
 
 def test_java_group_metadata_travels_between_the_workers() -> None:
     reply = {"id": 4, "ok": True, "group_id": "g", "generation_id": 3, "member_id": "m-1", "group_instance_id": None}
-    metadata = JavaGroupMetadata.of_reply(reply)
-    assert metadata == JavaGroupMetadata("g", 3, "m-1", None)
+    metadata = GroupMetadata.of_reply(reply)
+    assert metadata == GroupMetadata("g", 3, "m-1", None)
     assert metadata.to_line() == {"group_id": "g", "generation_id": 3, "member_id": "m-1", "group_instance_id": None}
-    static = JavaGroupMetadata.of_reply({**reply, "group_instance_id": "i-1"})
-    assert static.group_instance_id == "i-1" and JavaGroupMetadata.of_reply(static.to_line()) == static
+    static = GroupMetadata.of_reply({**reply, "group_instance_id": "i-1"})
+    assert static.group_instance_id == "i-1" and GroupMetadata.of_reply(static.to_line()) == static
     with pytest.raises(AttributeError):  # frozen
         metadata.generation_id = 4  # type: ignore[misc]
 
@@ -112,5 +108,5 @@ def test_java_offsets_need_a_java_consumers_group_metadata() -> None:
 
 def test_a_java_transactional_producer_needs_an_id() -> None:
     driver = object.__new__(JavaDriver)  # no build: refused before a worker starts
-    with pytest.raises(JavaClientError, match="transactional_id"):
+    with pytest.raises(WorkerError, match="transactional_id"):
         driver.transactional_producer(ProducerSettings(["b:1"], "p"))
