@@ -16,6 +16,8 @@ from pathlib import Path
 
 from harness.backend import DEFAULT_BACKEND, get_backend
 from harness.clients import DEFAULT_CLIENT, ClientSpec, parse_client_spec, parse_client_specs
+from harness.clients.java import OLDEST as JAVA_OLDEST
+from harness.clients.python import OLDEST as PYTHON_OLDEST
 from harness.distribution import (
     MIN_VERSION,
     SetupError,
@@ -49,26 +51,12 @@ from .sweep import (
 DEFAULT_SWEEP_TESTS = ["suites/conformance", "suites/sweep"]
 PYPI_JSON = "https://pypi.org/pypi/{name}/json"
 
-#: The oldest version of each client library its driver supports: the drivers' own floors
-#: (``harness.clients.python.OLDEST``, ``harness.clients.java.OLDEST``; a unit test keeps them
-#: equal). The driver refuses older ones itself; these let a sweep or bisect refuse them in one
-#: line before anything is installed or run.
-#: confluent-kafka: per-record leader epochs and KIP-320 came with librdkafka 2.1.0.
-CONFLUENT_KAFKA_OLDEST = (2, 1, 0)
-#: kafka-python: the floor of the kafka-python driver's KIP-320 support, as the driver sets it (the
-#: release from which the consumer has the shape its driver wraps: resets, position validation,
-#: fetch responses). It is the oldest version the driver *runs*, not where kafka-python's KIP-320
-#: begins: its PyPI description lists "Log-Truncation detection (KIP-320)" under "What's New in
-#: 3.0", and its CHANGES.md has leader epochs in ListOffsets v4 / Fetch v10 from 2.1.0 only, so
-#: on 2.0.2 .. 2.x expect KIP-320 verdicts to fail for a missing feature (not run here yet).
-KAFKA_PYTHON_OLDEST = (2, 0, 2)
-#: java: Kafka's own kafka-clients, as old as the oldest Kafka release highwater runs (KRaft)
-JAVA_OLDEST = MIN_VERSION
-_OLDEST: dict[str, tuple[int, ...]] = {
-    "confluent-kafka": CONFLUENT_KAFKA_OLDEST,
-    "kafka-python": KAFKA_PYTHON_OLDEST,
-    "java": JAVA_OLDEST,
-}
+#: The oldest version of each client library its driver supports: the drivers' own floors (why
+#: each is where it is: ``harness.clients.python.OLDEST``, ``harness.clients.java.OLDEST``).
+#: The driver refuses older ones itself; these let a sweep or bisect refuse them in one line
+#: before anything is installed or run.
+_OLDEST: dict[str, tuple[int, ...]] = {**PYTHON_OLDEST, "java": JAVA_OLDEST}
+KAFKA_PYTHON_OLDEST = _OLDEST["kafka-python"]
 #: the clients whose versions are PyPI's releases
 PYPI_CLIENTS = ("kafka-python", "confluent-kafka")
 

@@ -86,7 +86,7 @@ def make_driver(client: str) -> Any:
     if client == "confluent-kafka":
         from harness.clients.librdkafka import ConfluentKafkaDriver
 
-        return ConfluentKafkaDriver(None)
+        return ConfluentKafkaDriver()
     raise ValueError(f"no Python worker for client {client!r}")
 
 

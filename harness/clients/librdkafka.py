@@ -1,7 +1,7 @@
 """The confluent-kafka (librdkafka) driver. Every import and quirk of confluent-kafka lives here.
 
-The library is imported when the driver is made (``pyversions``), so a requested version can be
-put on ``sys.path`` first; ``ConfluentKafkaDriver(None)`` is the version installed with highwater.
+It runs inside the Python client worker (``clients/python/highwater_worker.py``), on the
+interpreter of the version under test; the library is imported when the driver is made.
 
 **Producer.** Settings map one to one (``acks``, ``enable.idempotence``, ``retries``,
 ``request.timeout.ms``, ``delivery.timeout.ms`` = ``message.timeout.ms``, ``linger.ms``,
@@ -74,11 +74,9 @@ from .base import (
     SendOutcome,
     TopicPartition,
     TruncationSignal,
-    UnknownClientError,
 )
 from .base import FetchSources as BaseFetchSources
-from .pyversions import import_version
-from .pyversions import release as _release
+from .pyversions import import_library
 
 DIST = "confluent-kafka"
 
@@ -116,9 +114,6 @@ def error_text(error: Any) -> str:
 
 
 #: the oldest confluent-kafka the driver supports: Message.leader_epoch() and KIP-320
-OLDEST = (2, 1, 0)
-
-
 def library_version(ck: ModuleType) -> str:
     """confluent-kafka's version: ``version()`` is a ``(str, int)`` tuple up to 2.x releases
     and a plain string in later ones; ``__version__`` where it exists."""
@@ -129,13 +124,9 @@ def library_version(ck: ModuleType) -> str:
 class ConfluentKafkaDriver:
     name = DIST
 
-    def __init__(self, version: str | None = None) -> None:
-        if version is not None and _release(version) < OLDEST:
-            raise UnknownClientError(
-                f"confluent-kafka {version} is too old: the driver needs {'.'.join(map(str, OLDEST))} or later "
-                "(per-record leader epochs and KIP-320 came with librdkafka 2.1.0)"
-            )
-        self.ck: ModuleType = import_version("confluent_kafka", DIST, version)
+    def __init__(self) -> None:
+        """The library of this environment (its version floor is ``harness.clients.python.OLDEST``)."""
+        self.ck: ModuleType = import_library("confluent_kafka", DIST)
         self.version: str = library_version(self.ck)
 
     @property
