@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 
+def error_text(exc: BaseException) -> str:
+    """An exception as the history and the worker protocol write it: ``"Class: message"``, or
+    the class alone when the message is empty."""
+    text = str(exc)
+    return f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
+
+
 class HighwaterError(Exception):
     """Base of every error the CLI prints as one line (no traceback)."""
 

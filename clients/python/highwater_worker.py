@@ -42,6 +42,7 @@ from harness.clients.base import (  # noqa: E402 - after the path above
     TruncationSignal,
 )
 from harness.clients.worker import PROTOCOL, parts_of  # noqa: E402
+from harness.errors import error_text  # noqa: E402
 from harness.security import ClientSecurity  # noqa: E402
 
 _OUT = sys.stdout.buffer
@@ -53,11 +54,6 @@ def emit(line: dict[str, Any]) -> None:
     with _OUT_LOCK:
         _OUT.write(data)
         _OUT.flush()
-
-
-def error_text(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def watch_parent() -> None:

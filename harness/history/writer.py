@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from harness.errors import error_text
+
 from .format import EVENT_TYPES, FORMAT
 
 
@@ -73,7 +75,7 @@ class HistoryWriter:
         if error is not None and type in ("invoke", "ok"):
             raise ValueError(f"an {type} event carries no error")
         if isinstance(error, BaseException):
-            error = f"{error.__class__.__name__}: {error}" if str(error) else error.__class__.__name__
+            error = error_text(error)
         with self._lock:
             event = {
                 "index": self._next_index,
