@@ -98,17 +98,18 @@ class ConsumerWorker(Worker):
         self.history.ok(self.name, change.f, change.to_event_value())
 
     def run(self) -> None:
-        cfg = self.config
-        tps = [TopicPartition(cfg.topic, p) for p in range(cfg.partitions)]
-        self._start(tps)
+        self._start()
         while not self.stopping.is_set():
             self.poll_once()
 
-    def _start(self, tps: Sequence[TopicPartition]) -> None:
-        """Subscribe, or assign ``tps`` from where this consumer stopped (the start at first)."""
-        if self.config.mode == "subscribe":
-            self.consumer.subscribe([self.config.topic])
+    def _start(self) -> None:
+        """Subscribe, or assign the topic's partitions from where this consumer stopped (the
+        start at first)."""
+        cfg = self.config
+        if cfg.mode == "subscribe":
+            self.consumer.subscribe([cfg.topic])
             return
+        tps = [TopicPartition(cfg.topic, p) for p in range(cfg.partitions)]
         self.consumer.assign(tps)
         for tp in tps:
             offset = self._next.get(tp, 0)
@@ -122,7 +123,7 @@ class ConsumerWorker(Worker):
             return
         self.close()
         self.consumer = self.client.consumer(self.settings, self)
-        self._start([TopicPartition(self.config.topic, p) for p in range(self.config.partitions)])
+        self._start()
 
     def poll_once(self) -> int:
         return len(self.poll_records())
