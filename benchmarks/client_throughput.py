@@ -18,17 +18,21 @@ is in (the tool: its own "records/sec"); consuming from the first poll after ass
 the beginning until N records (the tool: ``fetch.nMsg.sec``, which leaves out its group join).
 Prints every run, then medians and the ratio highwater / perf tool per client (the goal: no
 worse than 0.5, i.e. within 2x). The Python libraries are also measured alone (``<client> bare``
-rows: the same settings, no driver, no history; ``--no-bare`` skips them), which separates what
-highwater adds from what the library costs. Keep N large enough (default 50,000) that
-connecting and the first fetch do not dominate: at 20,000 records a fast consumer finishes in a
-fraction of a second and its rate mostly measures start-up. The Java client (``java``) runs in
+rows: the same settings, no worker, no driver, no history; ``--no-bare`` skips them; only for
+the version installed with highwater, as they run in this interpreter), produce and consume, and
+a last table gives each client through its worker / the bare library (the goal: >= 0.8): what
+highwater adds, apart from what the library costs. Keep N large enough (default 200,000) that
+connecting and the first fetch do not dominate: librdkafka fetches up to 100,000 records per
+partition ahead of the application (``queued.min.messages``), so at 50,000 records a bare
+confluent-kafka consumer reads from its own queue and its rate mostly measures how soon the
+fetches began. The Java client (``java``) runs in
 highwater's JVM worker (``harness.clients.java``), so its figures include the worker's JSON-lines
 protocol (a line per send and per outcome, every polled record encoded by the JVM and decoded by
 Python) and a fresh JVM per producer and consumer, which maps the worker's class archive
 (``harness.clients.java_archive``) once the first worker of its role made it: the first run of
 a fresh cache trains it and is slower.
 
-    .venv/bin/python benchmarks/client_throughput.py [--records 50000] [--runs 3]
+    .venv/bin/python benchmarks/client_throughput.py [--records 200000] [--runs 3]
         [--value-bytes 100] [--clients kafka-python,java] [--kafka-version V] [--no-bare]
 """
 
@@ -63,6 +67,7 @@ from harness.clients import (  # noqa: E402
     client_names,
     get_driver,
 )
+from harness.clients.pyversions import installed_version  # noqa: E402
 from harness.config import ClusterSpec  # noqa: E402
 from harness.distribution import default_version, ensure_kafka  # noqa: E402
 from harness.java import find_java  # noqa: E402
@@ -171,6 +176,21 @@ class _NoMoves:
         pass
 
 
+def bench_producer_settings(bootstrap: list[str], topic: str) -> ProducerSettings:
+    """highwater's producer workload defaults (``ProducerConfig``), as the drivers get them."""
+    return ProducerSettings(
+        bootstrap=bootstrap,
+        client_id=f"bench-{topic}",
+        acks="all",
+        idempotence=False,
+        retries=3,
+        request_timeout_ms=5000,
+        delivery_timeout_ms=20000,
+        linger_ms=2,
+        max_in_flight=1,
+    )
+
+
 def driver_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records: int, size: int) -> float:
     """records/s through the driver: from the first send until every outcome arrived."""
     values = [f"v{i}:".ljust(size, ".") for i in range(records)]
@@ -184,19 +204,7 @@ def driver_produce(driver: ClientDriver, bootstrap: list[str], topic: str, recor
             if sum(outcomes.values()) == records:
                 done.set()
 
-    producer = driver.producer(  # highwater's producer workload defaults (ProducerConfig)
-        ProducerSettings(
-            bootstrap=bootstrap,
-            client_id=f"bench-{topic}",
-            acks="all",
-            idempotence=False,
-            retries=3,
-            request_timeout_ms=5000,
-            delivery_timeout_ms=20000,
-            linger_ms=2,
-            max_in_flight=1,
-        )
-    )
+    producer = driver.producer(bench_producer_settings(bootstrap, topic))
     try:
         t0 = time.monotonic()
         for i, v in enumerate(values):
@@ -235,6 +243,63 @@ def driver_consume(driver: ClientDriver, bootstrap: list[str], topic: str, recor
     finally:
         consumer.close()
     return got / elapsed
+
+
+def bare_produce(library: str, bootstrap: list[str], topic: str, records: int, size: int) -> float:
+    """records/s of the Python library alone: the producer the driver would make (the same
+    settings), ``records`` sends to the partitions in turn, timed until every delivery report
+    is in; no worker, no history."""
+    settings = bench_producer_settings(bootstrap, topic)
+    values = [f"v{i}:".ljust(size, ".").encode() for i in range(records)]
+    if library == "kafka-python":
+        import kafka
+
+        producer = kafka.KafkaProducer(
+            bootstrap_servers=bootstrap,
+            acks="all",
+            enable_idempotence=False,
+            retries=settings.retries,
+            linger_ms=settings.linger_ms,
+            request_timeout_ms=settings.request_timeout_ms,
+            delivery_timeout_ms=settings.delivery_timeout_ms,
+            max_in_flight_requests_per_connection=settings.max_in_flight,
+        )
+        try:
+            t0 = time.monotonic()
+            futures = [producer.send(topic, value=v, partition=i % PARTITIONS) for i, v in enumerate(values)]
+            producer.flush(60.0)
+            failed = sum(1 for f in futures if not f.succeeded())
+            elapsed = time.monotonic() - t0
+        finally:
+            producer.close(10.0)
+    else:
+        import confluent_kafka
+
+        from harness.clients.librdkafka import producer_config
+
+        producer = confluent_kafka.Producer(producer_config(settings))
+        errors: list[object] = []
+
+        def report(err: object, _msg: object) -> None:
+            if err is not None:
+                errors.append(err)
+
+        t0 = time.monotonic()
+        for i, v in enumerate(values):
+            while True:
+                try:
+                    producer.produce(topic, v, partition=i % PARTITIONS, on_delivery=report)
+                    break
+                except BufferError:  # the local queue is full: serve delivery reports, then retry
+                    producer.poll(0.05)
+            producer.poll(0)
+        if producer.flush(60.0):
+            raise RuntimeError("delivery reports still missing 60 s after the last send")
+        failed = len(errors)
+        elapsed = time.monotonic() - t0
+    if failed:
+        raise RuntimeError(f"{failed} of {records} sends failed")
+    return records / elapsed
 
 
 def bare_consume(library: str, bootstrap: list[str], topic: str, records: int) -> float:
@@ -282,8 +347,14 @@ def bare_consume(library: str, bootstrap: list[str], topic: str, records: int) -
         consumer.close()
 
 
-#: the Python libraries also measured alone (``bare_consume``; ``--no-bare`` skips them), by driver name
+#: the Python libraries also measured alone (``bare_produce``, ``bare_consume``), by driver name
 BARE_LIBRARIES = ("kafka-python", "confluent-kafka")
+
+
+def _bare_measurable(driver: ClientDriver) -> bool:
+    """A Python library at the version installed with highwater: the one this interpreter
+    imports for its bare rows (a worker of another version runs in a venv of its own)."""
+    return driver.name in BARE_LIBRARIES and installed_version(driver.name) == driver.version
 
 
 @dataclass
@@ -332,14 +403,12 @@ def fmt_ratio(xs: list[float], ref: list[float]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--records", type=int, default=50000)
+    ap.add_argument("--records", type=int, default=200000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--value-bytes", type=int, default=100)
     ap.add_argument("--clients", default=",".join(client_names()), help="comma-separated client specs")
     ap.add_argument("--kafka-version", default=None)
-    ap.add_argument(
-        "--no-bare", action="store_true", help="skip the Python libraries' own consume rate (without highwater)"
-    )
+    ap.add_argument("--no-bare", action="store_true", help="skip the Python libraries' own rates (without highwater)")
     args = ap.parse_args()
     version = args.kafka_version or default_version()
     dist = ensure_kafka(version)
@@ -350,7 +419,7 @@ def main() -> int:
         f"{args.runs} runs, topics of {PARTITIONS} partitions x RF 3, acks=all, one request in flight",
         flush=True,
     )
-    bare = set() if args.no_bare else {label for label, d in drivers.items() if d.name in BARE_LIBRARIES}
+    bare = set() if args.no_bare else {label for label, d in drivers.items() if _bare_measurable(d)}
     results: dict[str, Series] = {TOOL: Series()}
     for label in drivers:
         results[label] = Series()
@@ -374,6 +443,10 @@ def main() -> int:
                 if label in bare:
                     b = f"{label} bare"
                     timed(results[b], "consume", b, run, bare_consume, d.name, boot, topic, args.records)
+                    bare_topic = f"bare-{i}-{run}"
+                    cluster.create_topic(bare_topic, partitions=PARTITIONS, replication_factor=3)
+                    produce_args = (d.name, boot, bare_topic, args.records, args.value_bytes)
+                    timed(results[b], "produce", b, run, bare_produce, *produce_args)
     finally:
         cluster.stop()
     ref = results[TOOL]
@@ -385,6 +458,12 @@ def main() -> int:
         print(f"{label:28} {fmt_rate(s.produce):>22} {pr:>6} {fmt_rate(s.consume):>22} {cr:>6}")
         for e in s.errors:
             print(f"  {label}: {e}")
+    if bare:
+        print("\nthrough highwater's worker / the bare library (goal >= 0.8)")
+        print(f"{'client':28} {'produce':>8} {'consume':>8}")
+        for label in sorted(bare):
+            s, b = results[label], results[f"{label} bare"]
+            print(f"{label:28} {fmt_ratio(s.produce, b.produce):>8} {fmt_ratio(s.consume, b.consume):>8}")
     return 1 if any(s.errors for s in results.values()) else 0
 
 

@@ -45,15 +45,55 @@ from harness.clients.worker import PROTOCOL, parts_of  # noqa: E402
 from harness.errors import error_text  # noqa: E402
 from harness.security import ClientSecurity  # noqa: E402
 
-_OUT = sys.stdout.buffer
+# The protocol gets a descriptor of its own and descriptor 1 becomes the log's (stderr), so a
+# library or a C extension printing to stdout writes to the worker's log, never into the protocol
+_OUT = os.fdopen(os.dup(1), "wb", buffering=1 << 16)
+os.dup2(2, 1)
 _OUT_LOCK = threading.Lock()
+_UNFLUSHED = threading.Event()  # send outcomes are queued for the flusher thread
+_OUTCOMES: list[list[Any]] = []  # [id, outcome, offset, error] for the next ``sends`` line
+
+
+def _write_outcomes() -> None:
+    """The queued send outcomes as one ``sends`` line into the buffer (under ``_OUT_LOCK``)."""
+    global _OUTCOMES
+    if _OUTCOMES:
+        queued, _OUTCOMES = _OUTCOMES, []
+        _OUT.write((json.dumps({"sends": queued}, separators=(",", ":")) + "\n").encode())
 
 
 def emit(line: dict[str, Any]) -> None:
+    """One protocol line (a reply or an event: someone waits for it), written at once, after
+    the send outcomes queued before it (a flush's outcomes come before its reply)."""
     data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
     with _OUT_LOCK:
+        _write_outcomes()
         _OUT.write(data)
         _OUT.flush()
+
+
+def emit_outcome(sid: int, outcome: str, offset: int | None, error: str | None) -> None:
+    """Queue a send outcome for ``flush_outcomes``: the outcomes of one produce response go out
+    as one line and one write to the pipe, not a line and a write each."""
+    with _OUT_LOCK:
+        _OUTCOMES.append([sid, outcome, offset, error])
+        if not _UNFLUSHED.is_set():
+            _UNFLUSHED.set()
+
+
+def flush_outcomes() -> None:
+    """The flusher thread: writes the queued outcomes as soon as it runs (at once when the
+    library's thread is idle, within the interpreter's switch interval when it is busy)."""
+    while True:
+        _UNFLUSHED.wait()
+        with _OUT_LOCK:
+            _UNFLUSHED.clear()
+            try:
+                _write_outcomes()
+                _OUT.flush()
+            except OSError as exc:  # the harness closed our output: it is gone or killing us
+                print(f"highwater worker: output closed ({exc})", file=sys.stderr, flush=True)
+                return
 
 
 def watch_parent() -> None:
@@ -132,17 +172,15 @@ class Producer:
             driver.transactional_producer(settings) if settings.transactional_id else driver.producer(settings)
         )
 
-    def send(self, cmd: dict[str, Any]) -> None:
-        sid = cmd["id"]
-
+    def send(self, sid: int, topic: str, partition: int, value: str) -> None:
         def outcome(o: SendOutcome) -> None:
             error = None if o.error is None else o.error if isinstance(o.error, str) else error_text(o.error)
-            emit({"send": sid, "outcome": o.outcome.value, "offset": o.offset, "error": error})
+            emit_outcome(sid, o.outcome.value, o.offset, error)
 
         try:
-            self.producer.send(cmd["topic"], int(cmd["partition"]), cmd["value"], outcome)
+            self.producer.send(topic, partition, value, outcome)
         except Exception as exc:  # noqa: BLE001 - a send that raised has an unknown outcome
-            emit({"send": sid, "outcome": "info", "error": error_text(exc)})
+            emit_outcome(sid, "info", None, error_text(exc))
 
     def handle(self, op: str, cmd: dict[str, Any]) -> dict[str, Any]:
         timeout_s = int(cmd.get("timeout_ms", 0)) / 1000
@@ -207,6 +245,7 @@ class Consumer:
 
 def main() -> int:
     watch_parent()
+    threading.Thread(target=flush_outcomes, name="highwater-flush", daemon=True).start()
     stdin = sys.stdin.buffer
     first = json.loads(stdin.readline() or b"{}")
     role, config = first.get("role"), first.get("config") or {}
@@ -222,12 +261,16 @@ def main() -> int:
     except Exception as exc:  # noqa: BLE001 - a refused configuration is the first reply
         emit({"id": 0, "error": error_text(exc)})
         return 1
-    emit({"id": 0, "ok": True, "version": str(driver.version), "protocol": PROTOCOL})
+    emit({"id": 0, "ok": True, "version": str(driver.version), "protocol": PROTOCOL, "batches": True})
     for raw in stdin:
-        cmd = json.loads(raw)
+        cmd = json.loads(raw.decode())  # str, not bytes: json.loads skips guessing the encoding
         op = cmd.get("op")
+        if op == "sends":  # a batch: [id, topic, partition, value] each
+            for sid, topic, partition, value in cmd["sends"]:
+                worker.send(sid, topic, partition, value)  # type: ignore[union-attr]
+            continue
         if op == "send":
-            worker.send(cmd)  # type: ignore[union-attr]
+            worker.send(cmd["id"], cmd["topic"], int(cmd["partition"]), cmd["value"])  # type: ignore[union-attr]
             continue
         try:
             reply = {"id": cmd["id"], "ok": True, **worker.handle(op, cmd)}

@@ -5,7 +5,9 @@ is imported only when that client is asked for. ``client_names()`` lists what ``
 accepts; ``get_driver(spec)`` gives the driver or one clear line for an unknown name.
 
 A *client spec* names a client and, optionally, its version: ``kafka-python``,
-``confluent-kafka==2.3.0``, ``java:3.9.1`` (``==`` and ``:`` are the same separator).
+``confluent-kafka==2.3.0``, ``java:3.9.1`` (``==`` and ``:`` are the same separator), or a
+local build of a Python client, ``kafka-python@/path/to/checkout`` (a source tree or a wheel;
+the path is made absolute when parsed).
 ``parse_client_specs("kafka-python,java:3.9.1")`` splits the comma-separated list that
 ``--client`` takes. Without a version a client is the one installed with highwater (the Java
 client: the default Kafka release's ``kafka-clients``); a versioned client is installed into
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import NamedTuple
 
 from .base import (
@@ -74,16 +77,35 @@ CLIENTS: dict[str, Callable[[str | None], ClientDriver]] = {
     "java": _java,
 }
 
-_SPEC = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_.-]*?)(?:(?:==|:)(?P<version>[0-9][A-Za-z0-9_.+-]*))?$")
+#: client name -> driver factory of a local build at a path (the Python clients; the Java client
+#: names a build published to the local Maven repository by its version)
+LOCAL_BUILDS: dict[str, Callable[[Path], ClientDriver]] = {
+    "kafka-python": lambda path: _local("kafka-python", path),
+    "confluent-kafka": lambda path: _local("confluent-kafka", path),
+}
+
+
+def _local(dist: str, path: Path) -> ClientDriver:
+    from .python import local_driver
+
+    return local_driver(dist, path)
+
+
+_SPEC = re.compile(
+    r"^(?P<name>[A-Za-z][A-Za-z0-9_.-]*?)(?:(?:==|:)(?P<version>[0-9][A-Za-z0-9_.+-]*)|@(?P<path>[^,]+))?$"
+)
 
 
 class ClientSpec(NamedTuple):
-    """A client and the version asked for (None: the default one)."""
+    """A client and the version asked for (None: the default one), or the path of a local build."""
 
     name: str
     version: str | None = None
+    path: str | None = None
 
     def __str__(self) -> str:
+        if self.path is not None:
+            return f"{self.name}@{self.path}"
         return self.name if self.version is None else f"{self.name}=={self.version}"
 
 
@@ -97,10 +119,17 @@ def parse_client_spec(text: str) -> ClientSpec:
     unknown name. The version is checked when the driver is made (it may need installing)."""
     m = _SPEC.match(text.strip())
     if m is None:
-        raise UnknownClientError(f"bad client {text!r}: expected NAME, NAME==VERSION or NAME:VERSION")
+        raise UnknownClientError(f"bad client {text!r}: expected NAME, NAME==VERSION, NAME:VERSION or NAME@PATH")
     name = m.group("name")
     if name not in CLIENTS:
         raise UnknownClientError(f"unknown client {name!r} (known: {', '.join(client_names())})")
+    if m.group("path") is not None:
+        if name not in LOCAL_BUILDS:
+            raise UnknownClientError(
+                f"a local build of {name} is named by its version once published to the local Maven "
+                f"repository (--client {name}:4.5.0-SNAPSHOT), not by a path"
+            )
+        return ClientSpec(name, path=str(Path(m.group("path")).expanduser().resolve()))
     return ClientSpec(name, m.group("version"))
 
 
@@ -116,6 +145,8 @@ def get_driver(spec: str | ClientSpec) -> ClientDriver:
     """The driver of a client spec (``"java:3.9.1"``); ``UnknownClientError`` (one line) for an
     unknown name or a bad spec."""
     parsed = parse_client_spec(spec) if isinstance(spec, str) else spec
+    if parsed.path is not None:
+        return LOCAL_BUILDS[parsed.name](Path(parsed.path))
     return CLIENTS[parsed.name](parsed.version)
 
 

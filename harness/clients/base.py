@@ -326,21 +326,24 @@ class FetchSources:
         return by_offset[starts[i - 1]] if i else None
 
     def sources_of(self, tp: Any, offsets: Sequence[int]) -> list[int | None]:
-        """``source_of`` for each of ``offsets``, which ascend (one partition's records of a
-        poll): one bisect for the first, then a walk over the fetch offsets, instead of one
-        bisect per record."""
+        """``source_of`` for each of ``offsets`` (one partition's records of a poll, which
+        ascend): one bisect for the first, then a walk over the fetch offsets, instead of one
+        bisect per record. An offset below its predecessor (never seen; a seek back within one
+        batch would make it) is looked up afresh."""
         by_offset = self._by_tp.get(tp)
         if not by_offset or not offsets:
             return [None] * len(offsets)
         starts = self._starts(tp, by_offset)
         i = bisect.bisect_right(starts, offsets[0])  # starts[i] is the next fetch offset above
         source = by_offset[starts[i - 1]] if i else None
+        low = starts[i - 1] if i else None  # the fetch offset ``source`` came from
         bound = starts[i] if i < len(starts) else None
         out: list[int | None] = []
         for offset in offsets:
-            if bound is not None and offset >= bound:
-                i = bisect.bisect_right(starts, offset, i)
-                source = by_offset[starts[i - 1]]
+            if (bound is not None and offset >= bound) or (low is not None and offset < low):
+                i = bisect.bisect_right(starts, offset)
+                source = by_offset[starts[i - 1]] if i else None
+                low = starts[i - 1] if i else None
                 bound = starts[i] if i < len(starts) else None
             out.append(source)
         return out

@@ -59,6 +59,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
 from types import ModuleType
 from typing import Any
 
@@ -433,8 +434,13 @@ class ConfluentConsumer:
         self._start_assignment(deadline)
         remaining = max(deadline - time.monotonic(), 0.0)
         messages = self._consumer.consume(num_messages=self.settings.max_poll_records, timeout=remaining)
-        records: list[PolledRecord] = []
-        last: dict[TopicPartition, int] = {}
+        # consecutive messages of one partition form a run, kept as columns: a run's sources
+        # come from one walk (``sources_of``) and its records are made in one ``map``
+        runs: list[tuple[TopicPartition, list[int], list[str | None], list[int | None]]] = []
+        key: tuple[str, int] | None = None
+        offsets: list[int] = []
+        values: list[str | None] = []
+        epochs: list[int | None] = []
         outcome: TruncationSignal | Exception | None = None
         for msg in messages:
             err = msg.error()
@@ -444,22 +450,20 @@ class ConfluentConsumer:
                     found = self.ck.KafkaException(err)
                 outcome = _first_or_merged(outcome, found)
                 continue
-            tp = TopicPartition(msg.topic(), msg.partition())
+            if key != (msg.topic(), msg.partition()):
+                key = (msg.topic(), msg.partition())
+                offsets, values, epochs = [], [], []
+                runs.append((TopicPartition(*key), offsets, values, epochs))
             value = msg.value()
             epoch = msg.leader_epoch()
-            records.append(
-                PolledRecord(
-                    tp.topic,
-                    tp.partition,
-                    msg.offset(),
-                    value.decode() if isinstance(value, bytes) else value,
-                    epoch if epoch is not None and epoch >= 0 else None,
-                    self.sources.source_of(tp, msg.offset()),
-                )
-            )
-            last[tp] = msg.offset()
-        for tp, offset in last.items():
-            self.sources.forget_below(tp, offset)
+            offsets.append(msg.offset())
+            values.append(value.decode() if isinstance(value, bytes) else value)
+            epochs.append(epoch if epoch is not None and epoch >= 0 else None)
+        records: list[PolledRecord] = []
+        for tp, offsets, values, epochs in runs:
+            sources = self.sources.sources_of(tp, offsets)
+            records.extend(map(PolledRecord, repeat(tp.topic), repeat(tp.partition), offsets, values, epochs, sources))
+            self.sources.forget_below(tp, offsets[-1])
         if outcome is not None:
             if records:
                 self._deferred = outcome  # after the records, as it happened

@@ -10,7 +10,11 @@ protocol requests) is never the one under test and several versions run side by 
   ``<cache>/clients/<dist>/<version>/venv``, made once (``python -m venv --without-pip``, then
   the harness's pip installs ``<dist>==<version>`` into it), marked complete only when pip
   succeeded; concurrent makers of one version wait on a lock. A version PyPI does not have is
-  one line (``UnknownClientError``), before any test starts.
+  one line (``UnknownClientError``), before any test starts;
+- a local build (``kafka-python@/path/to/checkout`` or ``@/path/to/dist.whl``) gets a virtual
+  environment per path, ``<cache>/clients/<dist>/local/<hash of the path>/venv``, installed
+  again whenever the source tree or wheel changed, so a run always tests the code as it is now;
+  its version is what the build reports, marked ``+local.<hash>``.
 
 The worker imports the harness's pure modules (the driver protocol, the library's in-process
 driver) from this repository (``PYTHONPATH``); nothing else of the harness's environment.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -66,39 +71,102 @@ def venv_dir(dist: str, version: str) -> Path:
 def ensure_venv(dist: str, version: str, progress: Progress = _to_stderr) -> Path:
     """The interpreter of a virtual environment holding ``dist==version`` (made first if
     needed; idempotent; one line if PyPI has no such version)."""
-    root = venv_dir(dist, version)
+    return _ensure(venv_dir(dist, version), f"{dist}=={version}", f"{dist}=={version}", progress)
+
+
+def _ensure(root: Path, requirement: str, stamp: str, progress: Progress) -> Path:
+    """The interpreter of the virtual environment ``root`` with ``requirement`` installed by
+    pip, made first unless its marker already says ``stamp`` (an interrupted or outdated one is
+    made again); concurrent makers wait on a lock."""
     python = root / "bin" / "python"
-    if (root / _MARKER).is_file():
+    marker = root / _MARKER
+    if marker.is_file() and marker.read_text().strip() == stamp:
         return python
     root.parent.mkdir(parents=True, exist_ok=True)
     with open(root.parent / ".venv.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (root / _MARKER).is_file():
+        if marker.is_file() and marker.read_text().strip() == stamp:
             return python
-        progress(f"installing {dist}=={version} into its own virtual environment (once): {root}")
+        progress(f"installing {requirement} into its own virtual environment: {root}")
         started = time.monotonic()
-        shutil.rmtree(root, ignore_errors=True)  # an interrupted install
+        shutil.rmtree(root, ignore_errors=True)  # an interrupted install, or an outdated build
         try:
             subprocess.run(
                 [sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, capture_output=True, timeout=120
             )
             pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-input"]
-            done = subprocess.run([*pip, f"{dist}=={version}"], capture_output=True, text=True, timeout=900)
+            done = subprocess.run([*pip, requirement], capture_output=True, text=True, timeout=900)
             if done.returncode != 0:
                 lines = done.stderr.strip().splitlines() or ["(no output)"]
                 if any("No matching distribution" in line for line in lines):
                     raise UnknownClientError(
-                        f"{dist} {version} is not on PyPI (or not for Python {sys.version_info[0]}.{sys.version_info[1]})"
+                        f"{requirement.replace('==', ' ')} is not on PyPI "
+                        f"(or not for Python {sys.version_info[0]}.{sys.version_info[1]})"
                     )
-                raise SetupError(f"cannot install {dist}=={version}: {lines[-1]}")
-            (root / _MARKER).write_text(f"{dist}=={version}\n")
+                raise SetupError(f"cannot install {requirement}: {lines[-1]}")
+            marker.write_text(f"{stamp}\n")
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             if not any(root.parent.iterdir()):
                 root.parent.rmdir()  # a version that could not be installed leaves nothing behind
             raise
-        progress(f"{dist} {version} installed in {time.monotonic() - started:.0f} s")
+        progress(f"{requirement} installed in {time.monotonic() - started:.0f} s")
     return python
+
+
+# --- local builds ---------------------------------------------------------------------------
+
+#: what a source tree's fingerprint leaves out: version control, caches and build output, which
+#: change without the client changing (and would make every run reinstall it)
+_NOT_SOURCE = frozenset({".git", ".hg", "__pycache__", "build", "dist", ".tox", ".nox", ".venv", ".eggs"})
+
+
+def source_fingerprint(path: Path) -> str:
+    """What a local build is, for knowing when to reinstall it: a wheel's content hash, or for
+    a source tree the hash of every file's relative path, size and modification time (not the
+    files' bytes: a checkout of thousands of files is walked in milliseconds)."""
+    digest = hashlib.sha256()
+    if path.is_file():
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+    for parent, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if d not in _NOT_SOURCE and not d.endswith(".egg-info"))
+        for name in sorted(files):
+            st = os.stat(os.path.join(parent, name))
+            digest.update(
+                f"{os.path.relpath(os.path.join(parent, name), path)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode()
+            )
+    return digest.hexdigest()
+
+
+def local_build(dist: str, path: Path, progress: Progress = _to_stderr) -> tuple[Path, str]:
+    """The interpreter of a virtual environment holding the local build of ``dist`` at ``path``
+    (a source tree pip can build, or a wheel), and the version it reports with a
+    ``+local.<key>`` mark (``<key>``: the path's hash, so two checkouts of one version are told
+    apart). Installed again whenever the build changed (``source_fingerprint``)."""
+    if not path.exists():
+        raise UnknownClientError(f"{dist} local build {path}: no such file or directory")
+    if path.is_file() and path.suffix != ".whl":
+        raise UnknownClientError(f"{dist} local build {path}: neither a source tree nor a wheel (.whl)")
+    key = hashlib.sha256(str(path).encode()).hexdigest()[:8]
+    python = _ensure(home() / "clients" / dist / "local" / key / "venv", str(path), source_fingerprint(path), progress)
+    found = subprocess.run(
+        [str(python), "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if found.returncode != 0:
+        raise UnknownClientError(f"{path} installs no {dist} (pip installed something else)")
+    version = found.stdout.strip()
+    oldest = OLDEST.get(dist)
+    if oldest is not None and _release(version) < oldest:
+        raise UnknownClientError(
+            f"{dist} {version} at {path} is too old: its driver needs {'.'.join(map(str, oldest))} or later"
+        )
+    return python, f"{version}{'.' if '+' in version else '+'}local.{key}"
 
 
 class PythonLauncher:
@@ -122,6 +190,12 @@ class PythonLauncher:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1"}
         argv = [str(self.python), str(WORKER), f"--highwater-client={client_id}"]
         return Launch(argv, log_path, env=env)
+
+
+def local_driver(dist: str, path: Path, progress: Progress = _to_stderr) -> WorkerDriver:
+    """The driver of a local build of Python client ``dist`` (``local_build``)."""
+    python, version = local_build(dist, path, progress)
+    return WorkerDriver(dist, version, PythonLauncher(dist, python))
 
 
 def python_driver(dist: str, version: str | None, progress: Progress = _to_stderr) -> WorkerDriver:

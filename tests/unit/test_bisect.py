@@ -156,6 +156,10 @@ def test_a_kafka_python_bisect_runs_each_probed_version_on_one_kafka_release(
             "with --over client the versions are --good and --bad: --client kafka-python, not --client kafka-python==3.0.5",
         ),
         (
+            ["--over", "client", "--client", "kafka-python@/src/kafka-python", "--good", "2.0.2", "--bad", "3.0.12"],
+            "--over client bisects released versions of a library, not a local build: --client kafka-python",
+        ),
+        (
             ["--good", "3.9.1", "--bad", "4.4.0", "--kafka-version", "4.4.0"],
             "--kafka-version is for --over client; bisecting Kafka releases, they are --good..--bad",
         ),

@@ -97,6 +97,57 @@ def test_any_kafka_python_version_runs_in_a_virtual_environment_of_its_own(
     assert made == [("kafka-python", "3.0.5")]  # refused before anything was installed
 
 
+def test_a_local_build_is_named_by_its_path_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``NAME@PATH`` names a local build of a Python client; the path is made absolute so the
+    spec means the same in a child process; the Java client's local builds go by version."""
+    monkeypatch.chdir(tmp_path)
+    spec = parse_client_spec("kafka-python@checkout")
+    assert spec == ClientSpec("kafka-python", None, str(tmp_path / "checkout"))
+    assert str(spec) == f"kafka-python@{tmp_path / 'checkout'}" and parse_client_spec(str(spec)) == spec
+    assert parse_client_specs(f"kafka-python@{tmp_path}/a.whl,kafka-python") == [
+        ClientSpec("kafka-python", path=str(tmp_path / "a.whl")),
+        ClientSpec("kafka-python"),
+    ]
+    with pytest.raises(UnknownClientError, match="local Maven repository") as err:
+        parse_client_spec("java@/src/kafka")
+    assert "\n" not in str(err.value)
+    for bad, says in [
+        ("kafka-python@nowhere", "no such file or directory"),
+        ("confluent-kafka@setup.cfg", "neither a source tree nor a wheel"),
+    ]:
+        (tmp_path / "setup.cfg").write_text("[metadata]\n")
+        with pytest.raises(UnknownClientError, match=says) as err:
+            get_driver(bad)
+        assert "\n" not in str(err.value)
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_source_trees_fingerprint_follows_its_sources_only(tmp_path: Path) -> None:
+    """A local build is installed again when its sources change (a file edited, added or
+    removed), not when only version control, caches or build output do."""
+    from harness.clients.python import source_fingerprint
+
+    tree = tmp_path / "client"
+    (tree / "kafka").mkdir(parents=True)
+    (tree / "kafka" / "consumer.py").write_text("A = 1\n")
+    (tree / "pyproject.toml").write_text("[project]\n")
+    first = source_fingerprint(tree)
+    for noise in (".git/index", "kafka/__pycache__/consumer.pyc", "build/lib/x.py", "kafka_python.egg-info/PKG-INFO"):
+        (tree / noise).parent.mkdir(parents=True, exist_ok=True)
+        (tree / noise).write_text("noise")
+    assert source_fingerprint(tree) == first
+    (tree / "kafka" / "consumer.py").write_text("A = 22\n")  # edited (another size)
+    edited = source_fingerprint(tree)
+    assert edited != first
+    (tree / "kafka" / "fetcher.py").write_text("")
+    assert source_fingerprint(tree) not in (first, edited)
+    wheel = tmp_path / "kafka_python-3.0.12-py2.py3-none-any.whl"
+    wheel.write_bytes(b"PK one")
+    one = source_fingerprint(wheel)
+    wheel.write_bytes(b"PK two")
+    assert source_fingerprint(wheel) != one
+
+
 def test_unknown_client_is_one_clear_line() -> None:
     with pytest.raises(UnknownClientError) as err:
         get_driver("kafka-java")

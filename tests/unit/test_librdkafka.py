@@ -336,6 +336,9 @@ def test_sources_of_a_run_of_offsets_agree_with_one_lookup_each() -> None:
     assert sources.sources_of(tp, offsets) == expected
     assert sources.sources_of(tp, [7, 8]) == [3, 3]
     assert sources.sources_of(tp, []) == []
+    # out of order (a seek back inside one batch): each offset still gets its own fetch's broker
+    back = [11, 12, 3, 4, 0, 31, 5]
+    assert sources.sources_of(tp, back) == [sources.source_of(tp, o) for o in back] == [1, 1, 1, 1, None, 2, 2]
 
 
 class _Recording:
