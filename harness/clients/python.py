@@ -50,12 +50,11 @@ _VERSION = re.compile(r"^[0-9][A-Za-z0-9.+!-]*$")
 
 #: the oldest release of each Python client its driver supports (older ones are refused in one
 #: line, here and by sweeps and bisects): confluent-kafka's per-record leader epochs and KIP-320
-#: came with 2.1.0 (librdkafka 2.1.0). kafka-python 2.0.2 is the oldest release the driver is
-#: let *run*, not where kafka-python's KIP-320 begins: its PyPI description lists "Log-Truncation
-#: detection (KIP-320)" under "What's New in 3.0" and its CHANGES.md has leader epochs in
-#: ListOffsets v4 / Fetch v10 from 2.1.0 only, so on 2.0.2 .. 2.x expect KIP-320 verdicts to
-#: fail for a missing feature (not run here yet)
-OLDEST: dict[str, tuple[int, ...]] = {"confluent-kafka": (2, 1, 0), "kafka-python": (2, 0, 2)}
+#: came with 2.1.0 (librdkafka 2.1.0); kafka-python's truncation detection (KIP-320) with 3.0.0,
+#: and with it the Fetcher internals the driver hooks to see position resets and epoch
+#: validations (tried on Kafka 4.4.0: 2.0.2 and 2.1.0 lack ``_reset_offset_if_needed``, 2.2.0
+#: and 2.3.0 ``_handle_offset_for_leader_epoch_response``; 3.0.0 reads records with epochs)
+OLDEST: dict[str, tuple[int, ...]] = {"confluent-kafka": (2, 1, 0), "kafka-python": (3, 0, 0)}
 
 Progress = Callable[[str], None]
 
@@ -71,19 +70,21 @@ def venv_dir(dist: str, version: str) -> Path:
 def ensure_venv(dist: str, version: str, progress: Progress = _to_stderr) -> Path:
     """The interpreter of a virtual environment holding ``dist==version`` (made first if
     needed; idempotent; one line if PyPI has no such version)."""
-    return _ensure(venv_dir(dist, version), f"{dist}=={version}", f"{dist}=={version}", progress)
+    return _ensure(dist, venv_dir(dist, version), f"{dist}=={version}", f"{dist}=={version}", progress)
 
 
-def _ensure(root: Path, requirement: str, stamp: str, progress: Progress) -> Path:
+def _ensure(dist: str, root: Path, requirement: str, stamp: str, progress: Progress) -> Path:
     """The interpreter of the virtual environment ``root`` with ``requirement`` installed by
     pip, made first unless its marker already says ``stamp`` (an interrupted or outdated one is
-    made again); concurrent makers wait on a lock."""
+    made again). Concurrent makers wait on the client's one lock file (``<cache>/clients/<dist>/
+    .install.lock``, kept: a lock file inside ``root``'s directory would outlive a refused
+    version there)."""
     python = root / "bin" / "python"
     marker = root / _MARKER
     if marker.is_file() and marker.read_text().strip() == stamp:
         return python
     root.parent.mkdir(parents=True, exist_ok=True)
-    with open(root.parent / ".venv.lock", "w") as lock:
+    with open(home() / "clients" / dist / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if marker.is_file() and marker.read_text().strip() == stamp:
             return python
@@ -151,7 +152,8 @@ def local_build(dist: str, path: Path, progress: Progress = _to_stderr) -> tuple
     if path.is_file() and path.suffix != ".whl":
         raise UnknownClientError(f"{dist} local build {path}: neither a source tree nor a wheel (.whl)")
     key = hashlib.sha256(str(path).encode()).hexdigest()[:8]
-    python = _ensure(home() / "clients" / dist / "local" / key / "venv", str(path), source_fingerprint(path), progress)
+    root = home() / "clients" / dist / "local" / key / "venv"
+    python = _ensure(dist, root, str(path), source_fingerprint(path), progress)
     found = subprocess.run(
         [str(python), "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"],
         capture_output=True,

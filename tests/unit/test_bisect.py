@@ -115,7 +115,7 @@ class Runs:
         monkeypatch.setattr(preflight, "ensure_kafka", lambda v, progress=None: self.kafka.append(v))
         monkeypatch.setattr(preflight, "get_driver", lambda spec: self.drivers.append(str(spec)))
         monkeypatch.setattr(cli_sweep, "default_version", lambda progress=None: "4.4.0")
-        monkeypatch.setattr(cli_sweep, "pypi_versions", lambda name: ["2.0.1", "2.0.2", "3.0.5", "3.0.9", "3.0.12"])
+        monkeypatch.setattr(cli_sweep, "pypi_versions", lambda name: ["2.3.3", "3.0.0", "3.0.5", "3.0.9", "3.0.12"])
         monkeypatch.setattr(subprocess, "call", self.call)
 
     def call(self, argv: list[str], **_: object) -> int:
@@ -128,11 +128,11 @@ def test_a_kafka_python_bisect_runs_each_probed_version_on_one_kafka_release(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     runs = Runs(monkeypatch)
-    argv = ["bisect", "X::y", "--over", "client", "--client", "kafka-python", "--good", "2.0.2", "--bad", "3.0.12"]
+    argv = ["bisect", "X::y", "--over", "client", "--client", "kafka-python", "--good", "3.0.0", "--bad", "3.0.12"]
     assert cli.main([*argv, "--runs", "1", "--results", str(tmp_path)]) == 0
     assert runs.kafka == ["4.4.0"]  # the newest release, assembled before any run
     clients = [a[a.index("--client") + 1] for a in runs.argvs]
-    assert clients[:2] == ["kafka-python==2.0.2", "kafka-python==3.0.12"]  # both ends first
+    assert clients[:2] == ["kafka-python==3.0.0", "kafka-python==3.0.12"]  # both ends first
     assert runs.drivers == clients  # each version installed before its runs
     assert {a[a.index("--kafka-version") + 1] for a in runs.argvs} == {"4.4.0"}
     out, err = capsys.readouterr()
@@ -144,19 +144,19 @@ def test_a_kafka_python_bisect_runs_each_probed_version_on_one_kafka_release(
     ("argv", "line"),
     [
         (
-            ["--over", "client", "--client", "kafka-python", "--good", "2.0.1", "--bad", "3.0.12"],
-            "kafka-python 2.0.1 is older than its driver supports (2.0.2): choose --good and --bad from there on",
+            ["--over", "client", "--client", "kafka-python", "--good", "2.3.3", "--bad", "3.0.12"],
+            "kafka-python 2.3.3 is older than its driver supports (3.0.0): choose --good and --bad from there on",
         ),
         (
-            ["--over", "client", "--client", "kafka-python", "--good", "2.0.2", "--bad", "3.0.11"],
+            ["--over", "client", "--client", "kafka-python", "--good", "3.0.0", "--bad", "3.0.11"],
             "kafka-python 3.0.11 is not a published version (newest: 3.0.5, 3.0.9, 3.0.12)",
         ),
         (
-            ["--over", "client", "--client", "kafka-python==3.0.5", "--good", "2.0.2", "--bad", "3.0.12"],
+            ["--over", "client", "--client", "kafka-python==3.0.5", "--good", "3.0.0", "--bad", "3.0.12"],
             "with --over client the versions are --good and --bad: --client kafka-python, not --client kafka-python==3.0.5",
         ),
         (
-            ["--over", "client", "--client", "kafka-python@/src/kafka-python", "--good", "2.0.2", "--bad", "3.0.12"],
+            ["--over", "client", "--client", "kafka-python@/src/kafka-python", "--good", "3.0.0", "--bad", "3.0.12"],
             "--over client bisects released versions of a library, not a local build: --client kafka-python",
         ),
         (

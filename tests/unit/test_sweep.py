@@ -233,7 +233,7 @@ def test_kafka_python_versions_are_pypis_stable_installable_releases(monkeypatch
     )
     assert cli_sweep.client_versions("kafka-python") == ["1.4.7", "2.0.2", "3.0.9", "3.0.10"]
     assert asked == ["https://pypi.org/pypi/kafka-python/json"]
-    assert cli_sweep.oldest_driven("kafka-python") == cli_sweep.KAFKA_PYTHON_OLDEST == (2, 0, 2)
+    assert cli_sweep.oldest_driven("kafka-python") == cli_sweep.KAFKA_PYTHON_OLDEST == (3, 0, 0)
 
 
 def test_an_unreachable_pypi_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -359,7 +359,7 @@ def test_a_resumed_client_sweep_keeps_its_kafka_release(monkeypatch: pytest.Monk
         ),
         (
             ["--client", "kafka-python", "--versions", "2.0.1,3.0.5"],
-            "kafka-python 2.0.1 is older than 2.0.2, the oldest its driver supports",
+            "kafka-python 2.0.1 is older than 3.0.0, the oldest its driver supports",
         ),
         (["--client", "kafka-python"], "say which versions to sweep: --versions A,B,... or a range --from A [--to B]"),
         (

@@ -18,7 +18,7 @@ import pytest
 from harness.clients.base import Outcome, ProducerSettings, SendOutcome
 from harness.clients.worker import Launch, WorkerDriver, WorkerGone
 
-_PEER = r'''
+_PEER = r"""
 import json, os, sys
 batches = sys.argv[1] == "batches"
 die_after = int(sys.argv[2])
@@ -48,7 +48,7 @@ for raw in sys.stdin:
     print(json.dumps({"id": cmd["id"], "ok": True}), flush=True)
     if cmd["op"] == "close":
         break
-'''
+"""
 
 
 class _Peer:
