@@ -86,6 +86,17 @@ DEFINITE_REJECTIONS = frozenset(
 )
 
 
+def stated_outcome(outcome: str, offset: int | None, error: str | None) -> SendOutcome:
+    """The outcome a worker stated (``ok`` with its offset, ``fail``, ``info``). Compared as
+    strings, not looked up as ``Outcome``: this runs once per record written."""
+    if outcome == "ok":
+        return SendOutcome.ok(int(offset))  # type: ignore[arg-type]
+    if outcome not in ("fail", "info"):
+        raise WorkerError(f"a send outcome {outcome!r}: expected ok, fail or info")
+    text = str(error or "unknown error")
+    return SendOutcome.fail(text) if outcome == "fail" else SendOutcome.info(text)
+
+
 def classify_send_result(line: Mapping[str, Any], single_attempt: bool) -> SendOutcome:
     """A worker's send outcome line. A worker that classifies its library's errors itself
     states ``outcome`` (``ok`` / ``fail`` / ``info``); otherwise: ``ok`` with its offset;
@@ -93,12 +104,9 @@ def classify_send_result(line: Mapping[str, Any], single_attempt: bool) -> SendO
     (``sync``: nothing was sent), or for a definite rejection when there was one attempt only
     (an earlier attempt may have been written); ``info`` for everything else."""
     stated = line.get("outcome")
-    error = str(line.get("error") or "unknown error")
     if stated is not None:
-        outcome = Outcome(stated)
-        if outcome is Outcome.OK:
-            return SendOutcome.ok(int(line["offset"]))
-        return SendOutcome.fail(error) if outcome is Outcome.FAIL else SendOutcome.info(error)
+        return stated_outcome(stated, line.get("offset"), line.get("error"))
+    error = str(line.get("error") or "unknown error")
     if line.get("offset") is not None:
         return SendOutcome.ok(int(line["offset"]))
     if line.get("sync") is True:
@@ -344,6 +352,7 @@ def take_restart(client_id: str) -> bool:
 
 class WorkerProcess:
     """One worker: writes commands, reads its lines on a thread. Send outcomes go to ``on_send``
+    (a batch of them to ``on_sends`` when given)
     (on the reader thread); replies and events wait in a queue for ``request``; ``on_exit`` is
     called once on the reader thread when the process's stdout ends (it exited)."""
 
@@ -356,6 +365,7 @@ class WorkerProcess:
         config: Mapping[str, Any],
         on_send: Callable[[dict[str, Any]], None],
         on_exit: Callable[[str], None] = _nothing,
+        on_sends: Callable[[list[list[Any]]], None] | None = None,
     ) -> None:
         self.info = info
         self.launch = launch
@@ -383,6 +393,7 @@ class WorkerProcess:
         with _LIVE_LOCK:
             _LIVE.add(self)
         self.on_send = on_send
+        self.on_sends = on_sends
         self.on_exit = on_exit
         self._replies: queue.Queue[dict[str, Any]] = queue.Queue()
         self._ids = itertools.count(1)
@@ -425,8 +436,11 @@ class WorkerProcess:
                 if "send" in line:
                     self.on_send(line)
                 elif "sends" in line:  # a batch of outcomes: [id, outcome, offset, error] each
-                    for sid, outcome, offset, error in line["sends"]:
-                        self.on_send({"send": sid, "outcome": outcome, "offset": offset, "error": error})
+                    if self.on_sends is not None:
+                        self.on_sends(line["sends"])
+                    else:
+                        for sid, outcome, offset, error in line["sends"]:
+                            self.on_send({"send": sid, "outcome": outcome, "offset": offset, "error": error})
                 else:
                     self._replies.put(line)
         except (OSError, ValueError) as exc:  # the pipe closed under us by kill()
@@ -655,7 +669,7 @@ class WorkerProducer:
         launch = driver.launcher.launch("producer", settings.client_id)
         info = WorkerInfo(settings.client_id, "producer", client_label(driver))
         config = driver.launcher.producer_config(settings)
-        self._worker = WorkerProcess(launch, info, config, self._outcome, self._exited)
+        self._worker = WorkerProcess(launch, info, config, self._outcome, self._exited, self._outcomes)
 
     @property
     def process(self) -> WorkerProcess:
@@ -669,6 +683,18 @@ class WorkerProducer:
             if outcome.outcome is Outcome.OK:
                 self._worker.launch.on_exercised()  # a write went all the way
             on_outcome(outcome)
+
+    def _outcomes(self, batch: list[list[Any]]) -> None:
+        """A batch of stated outcomes, ``[id, outcome, offset, error]`` each, in order."""
+        with self._lock:
+            answered = [(self._pending.pop(int(sid), None), o, offset, error) for sid, o, offset, error in batch]
+        written = False
+        for on_outcome, o, offset, error in answered:
+            if on_outcome is not None:
+                written = written or o == "ok"
+                on_outcome(stated_outcome(o, offset, error))
+        if written:
+            self._worker.launch.on_exercised()  # a write went all the way
 
     def _exited(self, reason: str) -> None:
         """The worker is gone: every send still without an outcome may have been written."""

@@ -10,7 +10,7 @@ from faults.common import FaultError
 from faults.spec import FaultKind, parse_fault
 from faults.target import ClientTarget, TargetKind, parse_target
 from harness.clients import PolledRecord, SendOutcome
-from harness.clients.worker import WorkerInfo, classify_send_result, parts_of, records_of
+from harness.clients.worker import WorkerError, WorkerInfo, classify_send_result, parts_of, records_of, stated_outcome
 
 WORKERS = [
     WorkerInfo("producer-0", "producer", "kafka-python 3.0.12"),
@@ -76,3 +76,8 @@ def test_a_worker_that_classifies_its_outcomes_is_taken_at_its_word() -> None:
     # without a stated outcome, the rule for workers that report where a send failed
     assert classify_send_result({"send": 1, "error": "T: z", "sync": True}, False).outcome.value == "fail"
     assert classify_send_result({"send": 1, "error": "T: z"}, False).outcome.value == "info"
+    # a batch states its outcomes the same way; anything but ok / fail / info is the worker's error
+    assert stated_outcome("ok", 9, None) == SendOutcome.ok(9)
+    assert stated_outcome("info", None, None) == SendOutcome.info("unknown error")
+    with pytest.raises(WorkerError, match="'maybe'"):
+        stated_outcome("maybe", None, "E")
