@@ -199,6 +199,8 @@ def step_cuts_off(step: Step) -> bool:
     """Whether the fault cuts a broker off (what the checks' ``cuts_off`` means): a process
     fault, or a cut/timeout with no narrower peer or flow (``faults.inject.ActiveFault``)."""
     words = step.fault.split()
+    if step.kind.is_client:  # a client's worker: its targets name no broker (``_cut_set``)
+        return False
     if step.kind.is_process:
         return True
     return step.kind.value in ("cut", "timeout") and "--peer" not in words and "--flow" not in words
@@ -352,6 +354,15 @@ PLANS: dict[str, Plan] = {
             what="cut F1 until it leaves the ISR and the HW passes its LEO by 100 (and 20 s); kill F2 and L; "
             "unclean-elect F1 (heal its cut); at least 4 s (and 20 s since the kills); restart L and F2 "
             "(the steps are held until conditions, at least this long)",
+        ),
+        Plan(
+            "groups",
+            "member-restart",
+            (Step(4, "client-kill --target client:consumer-1", 4),),
+            (*_DURABILITY, "rebalance-skip", "commit-ahead", "commit-regression"),
+            run_seconds=24,
+            what="a group member killed (its session expires) and started again (it rejoins): "
+            "the group returns every acknowledged record, no move skips a committed one",
         ),
         *SWEEP_PLANS,
     ]

@@ -16,7 +16,7 @@ import pytest
 from harness.checks import run_checks
 from harness.checks.data import from_events
 from harness.checks.verdict import Verdict
-from suites.conformance import test_durability, test_kafka4485, test_kip207, test_kip320
+from suites.conformance import test_durability, test_groups, test_kafka4485, test_kip207, test_kip320
 from suites.conformance import test_kip392_fetching as kip392
 from suites.scenario import KIP392_FAULTS, PLANS
 from suites.sweep import test_replication_rules as sweep
@@ -393,6 +393,42 @@ def test_unclean_truncation_twin_reset_instead_of_kip320(tmp_path: Path) -> None
     fails(lambda: test_kip320.assert_every_consumer_detects_through_kip320(out))
 
 
+def test_group_twin_a_partition_never_read_again() -> None:
+    """The group scenario's own assertion reads sends, polls and final reads only, so a
+    generated history of the same shape (three consumers, three partitions) judges it: clean,
+    every acknowledged record was returned; its twin, kafka-python #3131's shape, where nothing
+    of partition 1 is returned after the first third of the run (a member kept it across a
+    rebalance and never fetched it again), fails it, naming the partition."""
+    g = generate(PLANS["durability/leader-kill"], partitions=3)
+    test_groups.assert_group_read_everything(g.events)
+    cut = (
+        min(e["time_ns"] for e in g.events)
+        + (max(e["time_ns"] for e in g.events) - min(e["time_ns"] for e in g.events)) // 3
+    )
+    twin = copy.deepcopy(g.events)
+    for e in twin:
+        if e["f"] == "poll" and e["type"] == "ok" and e["time_ns"] > cut:
+            e["value"]["records"] = [r for r in e["value"]["records"] if r["partition"] != 1]
+    msg = fails(lambda: test_groups.assert_group_read_everything(twin))
+    assert "per partition: {1: " in msg
+    # look-alikes it passes: a record the final log lacks is lost-write's, not unread
+    lost = copy.deepcopy(g.events)
+    final1 = next(e for e in lost if e["f"] == "final-read" and e["value"]["partition"] == 1)
+    assert test_groups.unread_by_group(lost)["unread"] == []
+    sent = next(e for e in lost if e["f"] == "send" and e["type"] == "ok" and e["value"]["partition"] == 1)
+    for e in lost:
+        if e["f"] == "final-read" and e["value"]["partition"] == 1:
+            e["value"]["records"] = [r for r in e["value"]["records"] if r[0] != sent["value"]["offset"]]
+        if e["f"] == "poll" and e["type"] == "ok":
+            e["value"]["records"] = [
+                r for r in e["value"]["records"] if (r["partition"], r["offset"]) != (1, sent["value"]["offset"])
+            ]
+    assert final1 and test_groups.unread_by_group(lost)["unread"] == []
+    # and a history without a final read of a partition is not judged there
+    unfinished = [e for e in g.events if not (e["f"] == "final-read" and e["value"]["partition"] == 2)]
+    assert "no final read of" in fails(lambda: test_groups.assert_group_read_everything(unfinished))
+
+
 def test_every_conformance_scenario_has_a_broken_twin() -> None:
     """The twins above cover every plan (a new scenario needs a twin here)."""
     covered = {
@@ -403,6 +439,7 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         "kip-207/leader-kills",
         *(f"durability/{s}" for s in test_durability.SCENARIOS),
         "kip-320/unclean-truncation",
+        "groups/member-restart",
         *(f"sweep/{s}" for s in sweep.SCENARIOS),
     }
     assert covered == set(PLANS)

@@ -1,0 +1,34 @@
+"""A client-version bisect on real clusters: ``highwater bisect --over client`` over three
+kafka-python releases, each installed into its own virtual environment and judged by a real run
+of the group scenario (``suites/conformance/test_groups.py``), finds where kafka-python #3131
+(a member's retained partitions never fetched again after an eager rebalance) was fixed: 3.0.8
+fails, 3.0.9 passes. The bisect prints its boundary on stdout and writes its campaign."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCENARIO = "suites/conformance/test_groups.py::test_every_partition_is_read_through_a_member_restart"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bisect_over_kafka_python_releases_finds_the_fix(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "highwater.cli", "bisect", SCENARIO, "--over", "client"]
+    argv += ["--client", "kafka-python", "--good", "3.0.9", "--bad", "3.0.7", "--runs", "1"]
+    argv += ["--results", str(tmp_path)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()  # the probes' pytest lines, then the bisect's report
+    assert "first release with the bad verdict: 3.0.8 (last good: 3.0.9)" in lines, done.stdout
+    assert "probed 3 of 3 versions" in done.stdout, done.stdout
+    assert "3.0.8: bad (1 of 1 runs failed" in done.stderr and "3.0.9: good (0 of 1 runs failed" in done.stderr
+    (campaign,) = tmp_path.iterdir()  # bisect-<time>
+    manifests = [json.loads(p.read_text()) for p in campaign.glob("*/run.json")]
+    assert sorted({m.get("client") for m in manifests}) == [
+        "kafka-python 3.0.7",
+        "kafka-python 3.0.8",
+        "kafka-python 3.0.9",
+    ], manifests
