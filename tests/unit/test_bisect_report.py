@@ -40,8 +40,8 @@ def test_report_without_span_is_unchanged() -> None:
         ("confluent-kafka", ["2.0.2", "2.16.1"], "2.0.2"),
         ("java", ["3.3.1", "4.4.0"], None),
         ("java", ["4.4.0", "3.2.3"], "3.2.3"),
-        ("kafka-python", ["2.0.2", "3.0.12"], None),
-        ("kafka-python", ["3.0.12", "2.0.1"], "2.0.1"),
+        ("kafka-python", ["3.0.0", "3.0.12"], None),
+        ("kafka-python", ["3.0.12", "2.3.3"], "2.3.3"),
     ],
 )
 def test_client_versions_older_than_the_driver_are_refused_before_any_run(
