@@ -199,7 +199,9 @@ def library_of(text: str, over: str = "sweep") -> ClientSpec:
         raise SweepError(f"--over client {over}s one client library: --client NAME, not {text!r}")
     spec = parse_client_spec(text)
     if spec.path is not None:
-        raise SweepError(f"--over client {over}s released versions of a library, not a local build: --client {spec.name}")
+        raise SweepError(
+            f"--over client {over}s released versions of a library, not a local build: --client {spec.name}"
+        )
     if spec.version is not None:
         versions = "--good and --bad" if over == "bisect" else "--versions or --from/--to"
         raise SweepError(f"with --over client the versions are {versions}: --client {spec.name}, not --client {text}")

@@ -359,7 +359,7 @@ PLANS: dict[str, Plan] = {
             "groups",
             "member-restart",
             (Step(4, "client-kill --target client:consumer-1", 4),),
-            (*_DURABILITY, "rebalance-skip", "commit-ahead", "commit-regression"),
+            (*_DURABILITY, "group-delivery", "rebalance-skip", "commit-ahead", "commit-regression"),
             run_seconds=24,
             what="a group member killed (its session expires) and started again (it rejoins): "
             "the group returns every acknowledged record, no move skips a committed one",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.checks.copy import copy_exactly_once
 from harness.checks.data import HistoryData, from_events, load
-from harness.checks.groups import commit_ahead, commit_regression, rebalance_skip
+from harness.checks.groups import commit_ahead, commit_regression, group_delivery, rebalance_skip
 from harness.checks.liveness import follower_fetch, isr_stability, progress
 from harness.checks.raw import on_events, when_idempotent
 from harness.checks.reads import nonmonotonic_poll, poll_skip, truncation_undetected, uncommitted_read
@@ -61,6 +61,7 @@ CHECKS: dict[str, Check] = {
     "commit-ahead": on_events(commit_ahead),
     "commit-regression": on_events(commit_regression),
     "rebalance-skip": on_events(rebalance_skip),
+    "group-delivery": on_events(group_delivery),
     "copy-exactly-once": on_events(copy_exactly_once),
 }
 
@@ -97,6 +98,7 @@ NEEDS: dict[str, Needs] = {
     "commit-ahead": _needs(_C, _P),
     "commit-regression": _needs(_C),
     "rebalance-skip": _needs(_C, _P),
+    "group-delivery": _needs(_C, _S, _P, _F),
     "copy-exactly-once": _needs(_X, _C, _F),
 }
 assert NEEDS.keys() == CHECKS.keys(), "every check declares its inputs"

@@ -279,3 +279,104 @@ def commit_ahead(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]])
     if commits == 0 or not seen:
         return Verdict("commit-ahead", NOT_APPLICABLE)
     return Verdict("commit-ahead", count == 0, {"commits": commits, "ahead": count}, bad)
+
+
+def _last_stable_offsets(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], int]:
+    """Per partition with a transaction still open at the final read, its first record's offset
+    (the lowest over the replicas read): a read_committed consumer returns nothing at or above
+    it until the transaction ends."""
+    out: dict[tuple[str, int], int] = {}
+    for ev in events:
+        v = ev.get("value") or {}
+        if ev.get("f") != "final-read" or ev.get("type") != "ok" or not v.get("open"):
+            continue
+        tp = (str(v.get("topic")), int(v.get("partition") or 0))
+        first = min(int(r[0]) for r in v["open"])
+        out[tp] = min(first, out.get(tp, first))
+    return out
+
+
+def group_delivery(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
+    """group-delivery: a consumer group never returned an acknowledged record that the final log
+    holds, on a topic the group reads (at-least-once delivery, judged at the end of the run).
+
+    For each group (members: the processes naming it in ``config.consumers.<name>.group``), the
+    topics it reads are those its members recorded a poll record, ``assign`` or ``seek`` on. A
+    record is owed to the group when a ``send`` on such a topic ended ``ok`` at offset o and the
+    most complete final read of its partition holds the same value at o (committed data: records
+    of aborted or open transactions are not listed there, so never owed, nor anything at or above
+    the first record of a transaction still open, which read_committed consumers wait on); it is
+    unread when no
+    member's ``ok`` poll returned (topic, partition, o). Records the final log lacks are
+    lost-write's; one found at another offset is inconsistent-offsets'. A partition without a
+    final read is not judged (``unjudged``). The run settles before its final read (consumers
+    catch up to the high watermarks, ``highwater.runner``), so an unread record is one the group
+    stopped delivering: a partition a member kept across a rebalance and never fetched again
+    (kafka-python #3131), a move past uncommitted records, a member that hangs. Counted:
+    ``owed``, ``unread``, ``unjudged`` (partitions). Examples: group, topic, partition, offset,
+    value, and ``unread_here`` (that partition's unread records). An exactly-once copy's group
+    (``config.copy.group``) is copy-exactly-once's to judge: what its copiers owe stops at the
+    group's committed offset. Not applicable when no consumer names another group or no group
+    member read anything.
+    """
+    config = header.get("config") or {}
+    copy_group = (config.get("copy") or {}).get("group")
+    members: dict[str, set[str]] = {}
+    for p in config.get("consumers") or {}:
+        g = group_of(config, p)
+        if g and g != copy_group:
+            members.setdefault(g, set()).add(p)
+    if not members:
+        return Verdict("group-delivery", NOT_APPLICABLE)
+    group_of_member = {m: g for g, ms in members.items() for m in ms}
+    topics: dict[str, set[str]] = {}
+    returned: dict[str, set[tuple[str, int, int]]] = {}
+    acked: list[tuple[str, int, int, str | None]] = []
+    for ev in events:
+        f, v, proc = ev.get("f"), ev.get("value") or {}, str(ev.get("process"))
+        if f == "send" and ev.get("type") == "ok" and type(v.get("offset")) is int:
+            acked.append(
+                (str(v.get("topic")), int(v.get("partition") or 0), v["offset"], value_text(v.get("value"))[0])
+            )
+            continue
+        group = group_of_member.get(proc)
+        if group is None:
+            continue
+        if f == "poll" and ev.get("type") == "ok":
+            got = returned.setdefault(group, set())
+            for r in v.get("records") or ():
+                got.add((str(r["topic"]), int(r["partition"]), int(r["offset"])))
+                topics.setdefault(group, set()).add(str(r["topic"]))
+        elif f in ("assign", "seek") and v.get("topic") is not None:
+            topics.setdefault(group, set()).add(str(v["topic"]))
+    if not topics:
+        return Verdict("group-delivery", NOT_APPLICABLE)
+    finals = final_logs(events)
+    stable = _last_stable_offsets(events)
+    owed = 0
+    unjudged: set[tuple[str, int]] = set()
+    unread: list[dict[str, Any]] = []
+    for group in sorted(topics):
+        got = returned.get(group, set())
+        for topic, partition, offset, value in acked:
+            if topic not in topics[group]:
+                continue
+            log = finals.get((topic, partition))
+            if log is None:
+                unjudged.add((topic, partition))
+                continue
+            if offset not in log or log[offset] != value or offset >= stable.get((topic, partition), offset + 1):
+                continue
+            owed += 1
+            if (topic, partition, offset) not in got:
+                unread.append(
+                    {"group": group, "topic": topic, "partition": partition, "offset": offset, "value": value}
+                )
+    per_partition: dict[tuple[str, str, int], int] = {}
+    for u in unread:
+        k = (u["group"], u["topic"], u["partition"])
+        per_partition[k] = per_partition.get(k, 0) + 1
+    examples = [{**u, "unread_here": per_partition[(u["group"], u["topic"], u["partition"])]} for u in unread]
+    examples = examples[:MAX_EXAMPLES]
+    counts = {"owed": owed, "unread": len(unread), "unjudged": len(unjudged)}
+    return Verdict("group-delivery", not unread, counts, examples)

@@ -22,6 +22,7 @@ NOT_APPLICABLE_WITHOUT_TXN_COMMITS_OR_IDEMPOTENCE = (
     "commit-ahead",
     "commit-regression",
     "rebalance-skip",
+    "group-delivery",
     "copy-exactly-once",
 )
 

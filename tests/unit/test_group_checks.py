@@ -1,8 +1,8 @@
-"""commit-regression: its anomaly is found; a regression asked for by a seek passes."""
+"""The group checks (commit-regression, rebalance-skip, commit-ahead, group-delivery): each anomaly is found; look-alikes pass."""
 
 from __future__ import annotations
 
-from harness.checks.groups import commit_ahead, commit_regression, rebalance_skip
+from harness.checks.groups import commit_ahead, commit_regression, group_delivery, rebalance_skip
 from harness.checks.verdict import NOT_APPLICABLE
 from tests.synth.txn import Events, header
 
@@ -130,3 +130,74 @@ def test_new_owner_beyond_an_unknown_commit_is_a_skip() -> None:
     v = rebalance_skip(header(consumers=_GROUPED), _moved_after_unknown_commit(13).events)
     assert v.valid is False and v.counts == {"moves": 1, "skips": 1}
     assert v.examples[0]["committed"] == 10 and v.examples[0]["possibly_committed"] == 12
+
+
+# group-delivery: at least once, judged at the end ---------------------------------------------
+
+
+def _delivered(*, stuck: bool = False) -> Events:
+    """Two members read partitions 0 and 1; with ``stuck``, nothing of partition 1 after
+    offset 1 is returned (kafka-python #3131: a member kept it across a rebalance and never
+    fetched it again), though the final log holds it."""
+    e = Events()
+    for p in (0, 1):
+        for o in range(4):
+            e.send("producer-0", f"v{p}-{o}", o, partition=p)
+    e.poll("consumer-0", [(0, "v0-0"), (1, "v0-1"), (2, "v0-2"), (3, "v0-3")], partition=0)
+    e.poll("consumer-1", [(0, "v1-0"), (1, "v1-1")] + ([] if stuck else [(2, "v1-2"), (3, "v1-3")]), partition=1)
+    e.final([(o, f"v0-{o}") for o in range(4)], partition=0)
+    return e.final([(o, f"v1-{o}") for o in range(4)], partition=1)
+
+
+def test_records_a_group_never_returned_are_undelivered() -> None:
+    v = group_delivery(header(consumers=_GROUPED), _delivered(stuck=True).events)
+    assert v.valid is False and v.counts == {"owed": 8, "unread": 2, "unjudged": 0}
+    assert [(x["partition"], x["offset"], x["unread_here"]) for x in v.examples] == [(1, 2, 2), (1, 3, 2)]
+
+
+def test_every_record_returned_by_some_member_is_delivered() -> None:
+    v = group_delivery(header(consumers=_GROUPED), _delivered().events)
+    assert v.valid is True and v.counts == {"owed": 8, "unread": 0, "unjudged": 0}
+
+
+def test_group_delivery_look_alikes_pass() -> None:
+    """Not owed: a record the final log lacks (lost-write's), one whose value sits at another
+    offset (inconsistent-offsets'), a send that did not end ok, a topic the group does not read;
+    a partition without a final read is not judged; returned by a consumer outside the group
+    does not count as delivered to it."""
+    e = _delivered()
+    e.send("producer-0", "lost", 4, partition=0)  # acked, not in the final log
+    e.send("producer-0", "moved", 5, partition=0)  # acked at 5, final log has it at 6
+    e.send("producer-0", "unknown", None, outcome="info", partition=0)
+    e.send("producer-0", "elsewhere", 0, topic="other")  # a topic no member reads
+    e.send("producer-0", "no-final", 0, partition=2)  # consumer-1 reads partition 2, no final read
+    e.poll("consumer-1", [], partition=2)
+    e.add("consumer-1", "ok", "assign", {"topic": "t", "partition": 2, "offset": 0, "reason": "assign"})
+    e.final([(o, f"v0-{o}") for o in range(4)] + [(6, "moved")], partition=0)
+    v = group_delivery(header(consumers=_GROUPED), e.events)
+    assert v.valid is True and v.counts == {"owed": 8, "unread": 0, "unjudged": 1}
+    outsider = _delivered(stuck=True).poll("observer-x", [(2, "v1-2"), (3, "v1-3")], partition=1)
+    assert group_delivery(header(consumers=_GROUPED), outsider.events).counts["unread"] == 2
+
+
+def test_group_delivery_without_a_group_is_not_applicable() -> None:
+    assert group_delivery(header(), _delivered(stuck=True).events).valid == NOT_APPLICABLE
+
+
+def test_an_exactly_once_copys_group_is_left_to_copy_exactly_once() -> None:
+    h = header(consumers={"copier-0": {"group": "cg"}})
+    h["config"]["copy"] = {"source": "t", "sink": "s", "group": "cg"}
+    stuck = _delivered(stuck=True)
+    stuck.poll("copier-0", [(0, "v1-0")], partition=1)
+    assert group_delivery(h, stuck.events).valid == NOT_APPLICABLE
+
+
+def test_records_behind_a_transaction_still_open_are_not_owed() -> None:
+    """A transaction open at the final read (offset 2 of partition 1) holds read_committed
+    consumers at its first record: the committed records after it are not owed yet."""
+    e = _delivered(stuck=True)
+    for ev in e.events:
+        if ev["f"] == "final-read" and ev["value"]["partition"] == 1:
+            ev["value"]["open"] = [[2, "open-txn"]]
+    v = group_delivery(header(consumers=_GROUPED), e.events)
+    assert v.valid is True and v.counts["owed"] == 6
