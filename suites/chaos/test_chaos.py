@@ -6,7 +6,7 @@ rack-aware consumers run, then every check. Each seed is one run in
 group in subscribe mode (offsets committed after every poll, each commit recorded), its schedule
 also drawing the group's coordinator (``coordinator:group/<group>``) as a target and as the peer
 of a clients cut, with windows longer than the session timeout, and judges the group checks
-(commit-ahead, commit-regression, rebalance-skip) with the durability checks."""
+(commit-ahead, commit-regression, rebalance-skip, group-delivery) with the durability checks."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ GROUP_WINDOW = (50.0, 56.0)
 GROUP_SEEDS = {"ci": (161,), "nightly": (161, 14, 58)}
 GROUP_SECONDS = {"ci": 80.0}
 _DURABILITY = ("lost-write", "uncommitted-read", "poll-skip")
-_GROUP = ("commit-ahead", "commit-regression", "rebalance-skip")
+_GROUP = ("commit-ahead", "commit-regression", "rebalance-skip", "group-delivery")
 
 
 def _seeds(config: pytest.Config, seeds: dict[str, tuple[int, ...]] | None = None) -> list[int]:
