@@ -338,3 +338,29 @@ def test_a_loss_first_seen_after_the_heal_is_judged_only_if_seen_in_sync_after_i
     seen = check("follower-fetch", loss_seen_after_the_heal(look_after_heal=True))
     assert seen.valid is False and seen.counts["stalls"] == 1 and seen.counts["moves_judged"] == 1, seen.counts
     assert [e["kind"] for e in seen.examples if e["kind"] == "no-move-after-isr-loss"] == ["no-move-after-isr-loss"]
+
+
+def test_a_read_from_another_rack_right_after_a_heal_of_everything_is_not_misrouted() -> None:
+    """The run's final heal of everything resets and verifies every link, which can close a
+    consumer's connection to its rack replica: a record from the leader within G of it is not
+    counted (a Java consumer's, CI 2026-11-26); the same record later than G after it is."""
+
+    def with_heal_all(gap_ms: int) -> HistoryBuilder:
+        b = scenario(3000)
+        last = max(i for i, e in enumerate(b.events) if e["process"] == "consumer-1" and e["f"] == "poll")
+        poll = b.events[last]
+        poll["value"]["records"][0]["replica"] = 1  # the leader, rack a: another rack's broker
+        at = poll["time_ns"] - gap_ms * 1_000_000
+        heal = [
+            {"index": 0, "time_ns": at, "process": "nemesis", "type": t, "f": "heal", "error": None}
+            | {"value": {"kind": "all", "targets": [], "params": {}}}
+            for t in ("invoke", "ok")
+        ]
+        b.events = sorted(b.events + heal, key=lambda e: (e["time_ns"], e["index"]))
+        for i, e in enumerate(b.events):
+            e["index"] = i
+        return b
+
+    assert check("follower-fetch", with_heal_all(100)).valid is True
+    late = check("follower-fetch", with_heal_all(2000))  # G is 750 ms here
+    assert late.valid is False and late.counts["misrouted"] == 1
