@@ -14,17 +14,20 @@ calls take (``knows_brokers`` reads its metadata cache the same way).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
-from kafka.errors import for_code
+from kafka.errors import RequestTimedOutError, for_code
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
 from .security import PLAINTEXT, ClientSecurity
 from .waiting import wait_until
+
+log = logging.getLogger(__name__)
 
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
@@ -222,7 +225,15 @@ class Observer:
         return int(found.node_id)
 
     def topic_partitions(self, topic: str) -> list[dict[str, Any]]:
-        topics = self.admin.describe_topics([topic])
+        """One Metadata answer for ``topic``. The admin sends it to an idle connected broker
+        picked at random, and a frozen broker's connection looks idle: a request that timed
+        out there is asked once more, when the admin has closed that connection and picks
+        another broker (CI 2026-11-26: the observer's one-off look during a paused follower)."""
+        try:
+            topics = self.admin.describe_topics([topic])
+        except RequestTimedOutError as exc:
+            log.info("describe %s timed out (%s); asking another broker", topic, exc)
+            topics = self.admin.describe_topics([topic])
         if not topics or topics[0].get("error_code", 0) != 0:
             code = topics[0].get("error_code") if topics else "?"
             raise for_code(code if isinstance(code, int) else -1)(f"describe {topic}")
