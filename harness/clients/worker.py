@@ -352,8 +352,8 @@ def take_restart(client_id: str) -> bool:
 
 class WorkerProcess:
     """One worker: writes commands, reads its lines on a thread. Send outcomes go to ``on_send``
-    (a batch of them to ``on_sends`` when given)
-    (on the reader thread); replies and events wait in a queue for ``request``; ``on_exit`` is
+    on the reader thread (a batch of them to ``on_sends`` when given); replies and events wait
+    in a queue for ``request``; ``on_exit`` is
     called once on the reader thread when the process's stdout ends (it exited)."""
 
     REPLY_MARGIN_S = 30.0  # how much longer than the command's own bound a reply may take
