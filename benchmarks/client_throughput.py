@@ -254,16 +254,9 @@ def bare_produce(library: str, bootstrap: list[str], topic: str, records: int, s
     if library == "kafka-python":
         import kafka
 
-        producer = kafka.KafkaProducer(
-            bootstrap_servers=bootstrap,
-            acks="all",
-            enable_idempotence=False,
-            retries=settings.retries,
-            linger_ms=settings.linger_ms,
-            request_timeout_ms=settings.request_timeout_ms,
-            delivery_timeout_ms=settings.delivery_timeout_ms,
-            max_in_flight_requests_per_connection=settings.max_in_flight,
-        )
+        from harness.clients.kafka_python import producer_config as kafka_python_config
+
+        producer = kafka.KafkaProducer(**kafka_python_config(settings))
         try:
             t0 = time.monotonic()
             futures = [producer.send(topic, value=v, partition=i % PARTITIONS) for i, v in enumerate(values)]

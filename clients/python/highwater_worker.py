@@ -41,7 +41,7 @@ from harness.clients.base import (  # noqa: E402 - after the path above
     TopicPartition,
     TruncationSignal,
 )
-from harness.clients.worker import PROTOCOL, parts_of  # noqa: E402
+from harness.clients.worker import PROTOCOL, GroupMetadata, encode_line, parts_of  # noqa: E402
 from harness.errors import error_text  # noqa: E402
 from harness.security import ClientSecurity  # noqa: E402
 
@@ -59,13 +59,13 @@ def _write_outcomes() -> None:
     global _OUTCOMES
     if _OUTCOMES:
         queued, _OUTCOMES = _OUTCOMES, []
-        _OUT.write((json.dumps({"sends": queued}, separators=(",", ":")) + "\n").encode())
+        _OUT.write(encode_line({"sends": queued}))
 
 
 def emit(line: dict[str, Any]) -> None:
     """One protocol line (a reply or an event: someone waits for it), written at once, after
     the send outcomes queued before it (a flush's outcomes come before its reply)."""
-    data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
+    data = encode_line(line)
     with _OUT_LOCK:
         _write_outcomes()
         _OUT.write(data)
@@ -129,13 +129,10 @@ def make_driver(client: str) -> Any:
 def group_metadata_line(client: str, metadata: Any, settings: ConsumerSettings) -> dict[str, Any]:
     """A library's group metadata as the protocol carries it between workers."""
     if client == "confluent-kafka":  # librdkafka's serialized form: opaque, carried as hex
-        return {"group_id": settings.group_id, "generation_id": -1, "member_id": "", "opaque": bytes(metadata).hex()}
-    return {
-        "group_id": metadata.group_id,
-        "generation_id": metadata.generation_id,
-        "member_id": metadata.member_id,
-        "group_instance_id": metadata.group_instance_id,
-    }
+        return GroupMetadata(str(settings.group_id), -1, "", opaque=bytes(metadata).hex()).to_line()
+    return GroupMetadata(
+        metadata.group_id, metadata.generation_id, metadata.member_id, metadata.group_instance_id
+    ).to_line()
 
 
 def group_metadata_of(client: str, line: dict[str, Any]) -> Any:

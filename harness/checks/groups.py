@@ -7,6 +7,7 @@ the outcome of their transaction.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,16 @@ def group_of(config: Mapping[str, Any], process: str) -> str | None:
     own = (config.get("consumers") or {}).get(process) or {}
     g = own.get("group")
     return g if isinstance(g, str) else None
+
+
+def groups_of(config: Mapping[str, Any]) -> dict[str, set[str]]:
+    """Each group named in ``config.consumers`` and the consumers naming it."""
+    out: dict[str, set[str]] = {}
+    for p in config.get("consumers") or {}:
+        g = group_of(config, p)
+        if g:
+            out.setdefault(g, set()).add(p)
+    return out
 
 
 def settled_commits(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -246,11 +257,7 @@ def commit_ahead(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]])
     """
     events = settled_commits(events)
     config = header.get("config") or {}
-    members: dict[str, set[str]] = {}
-    for p in config.get("consumers") or {}:
-        g = group_of(config, p)
-        if g:
-            members.setdefault(g, set()).add(p)
+    members = groups_of(config)
     for ev in events:
         if ev.get("f") == "commit" and (ev.get("value") or {}).get("group"):
             members.setdefault(ev["value"]["group"], set()).add(str(ev.get("process")))
@@ -320,12 +327,10 @@ def group_delivery(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
     member read anything.
     """
     config = header.get("config") or {}
+    members = groups_of(config)
     copy_group = (config.get("copy") or {}).get("group")
-    members: dict[str, set[str]] = {}
-    for p in config.get("consumers") or {}:
-        g = group_of(config, p)
-        if g and g != copy_group:
-            members.setdefault(g, set()).add(p)
+    if isinstance(copy_group, str):
+        members.pop(copy_group, None)  # copy-exactly-once judges it
     if not members:
         return Verdict("group-delivery", NOT_APPLICABLE)
     group_of_member = {m: g for g, ms in members.items() for m in ms}
@@ -372,10 +377,7 @@ def group_delivery(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
                 unread.append(
                     {"group": group, "topic": topic, "partition": partition, "offset": offset, "value": value}
                 )
-    per_partition: dict[tuple[str, str, int], int] = {}
-    for u in unread:
-        k = (u["group"], u["topic"], u["partition"])
-        per_partition[k] = per_partition.get(k, 0) + 1
+    per_partition = Counter((u["group"], u["topic"], u["partition"]) for u in unread)
     examples = [{**u, "unread_here": per_partition[(u["group"], u["topic"], u["partition"])]} for u in unread]
     examples = examples[:MAX_EXAMPLES]
     counts = {"owed": owed, "unread": len(unread), "unjudged": len(unjudged)}

@@ -72,30 +72,35 @@ class KafkaPythonDriver:
         return KafkaPythonTransactionalProducer(settings)
 
 
+def producer_config(settings: ProducerSettings) -> dict[str, Any]:
+    """``KafkaProducer``'s keyword arguments for ``settings`` (the driver's and the benchmark's
+    bare library's producer: the same settings by construction)."""
+    txn: dict[str, Any] = {}
+    if settings.transactional_id:
+        txn = {
+            "transactional_id": settings.transactional_id,
+            "transaction_timeout_ms": settings.transaction_timeout_ms,
+        }
+    return {
+        "bootstrap_servers": list(settings.bootstrap),
+        "client_id": settings.client_id,
+        "acks": settings.acks if str(settings.acks) == "all" else int(settings.acks),  # 0, 1 or "all"
+        "enable_idempotence": settings.idempotence or bool(settings.transactional_id),
+        "retries": settings.retries,
+        "linger_ms": settings.linger_ms,
+        "request_timeout_ms": settings.request_timeout_ms,
+        "delivery_timeout_ms": settings.delivery_timeout_ms,
+        "max_in_flight_requests_per_connection": settings.max_in_flight,
+        "max_block_ms": settings.max_block_ms,
+        **settings.security.as_kafka_python(),
+        **txn,
+    }
+
+
 class KafkaPythonProducer:
     def __init__(self, settings: ProducerSettings) -> None:
         self.settings = settings
-        acks: str | int = settings.acks if str(settings.acks) == "all" else int(settings.acks)  # 0, 1 or "all"
-        txn: dict[str, Any] = {}
-        if settings.transactional_id:
-            txn = {
-                "transactional_id": settings.transactional_id,
-                "transaction_timeout_ms": settings.transaction_timeout_ms,
-            }
-        self._producer = KafkaProducer(
-            bootstrap_servers=list(settings.bootstrap),
-            client_id=settings.client_id,
-            acks=acks,
-            enable_idempotence=settings.idempotence or bool(settings.transactional_id),
-            retries=settings.retries,
-            linger_ms=settings.linger_ms,
-            request_timeout_ms=settings.request_timeout_ms,
-            delivery_timeout_ms=settings.delivery_timeout_ms,
-            max_in_flight_requests_per_connection=settings.max_in_flight,
-            max_block_ms=settings.max_block_ms,
-            **settings.security.as_kafka_python(),
-            **txn,
-        )
+        self._producer = KafkaProducer(**producer_config(settings))
 
     def send(self, topic: str, partition: int, value: str, on_outcome: Callable[[SendOutcome], None]) -> None:
         try:

@@ -114,7 +114,6 @@ def error_text(error: Any) -> str:
         return f"{type(error).__name__}: {error}"
 
 
-#: the oldest confluent-kafka the driver supports: Message.leader_epoch() and KIP-320
 def library_version(ck: ModuleType) -> str:
     """confluent-kafka's version: ``version()`` is a ``(str, int)`` tuple up to 2.x releases
     and a plain string in later ones; ``__version__`` where it exists."""
@@ -450,8 +449,9 @@ class ConfluentConsumer:
                     found = self.ck.KafkaException(err)
                 outcome = _first_or_merged(outcome, found)
                 continue
-            if key != (msg.topic(), msg.partition()):
-                key = (msg.topic(), msg.partition())
+            here = (msg.topic(), msg.partition())
+            if here != key:
+                key = here
                 offsets, values, epochs = [], [], []
                 runs.append((TopicPartition(*key), offsets, values, epochs))
             value = msg.value()

@@ -59,6 +59,13 @@ OLDEST: dict[str, tuple[int, ...]] = {"confluent-kafka": (2, 1, 0), "kafka-pytho
 Progress = Callable[[str], None]
 
 
+def check_floor(dist: str, version: str, what: str) -> None:
+    """Refuse (one line naming ``what``) a version of ``dist`` older than its driver supports."""
+    oldest = OLDEST.get(dist)
+    if oldest is not None and _release(version) < oldest:
+        raise UnknownClientError(f"{what} is too old: its driver needs {'.'.join(map(str, oldest))} or later")
+
+
 def _to_stderr(line: str) -> None:
     print(f"highwater: {line}", file=sys.stderr, flush=True)
 
@@ -163,11 +170,7 @@ def local_build(dist: str, path: Path, progress: Progress = _to_stderr) -> tuple
     if found.returncode != 0:
         raise UnknownClientError(f"{path} installs no {dist} (pip installed something else)")
     version = found.stdout.strip()
-    oldest = OLDEST.get(dist)
-    if oldest is not None and _release(version) < oldest:
-        raise UnknownClientError(
-            f"{dist} {version} at {path} is too old: its driver needs {'.'.join(map(str, oldest))} or later"
-        )
+    check_floor(dist, version, f"{dist} {version} at {path}")
     return python, f"{version}{'.' if '+' in version else '+'}local.{key}"
 
 
@@ -206,9 +209,8 @@ def python_driver(dist: str, version: str | None, progress: Progress = _to_stder
     installed = installed_version(dist)
     if version is not None and not _VERSION.match(version):
         raise UnknownClientError(f"bad {dist} version {version!r}")
-    oldest = OLDEST.get(dist)
-    if version is not None and oldest is not None and _release(version) < oldest:
-        raise UnknownClientError(f"{dist} {version} is too old: its driver needs {'.'.join(map(str, oldest))} or later")
+    if version is not None:
+        check_floor(dist, version, f"{dist} {version}")
     if version is None or version == installed:
         if installed is None:
             raise SetupError(f"{dist} is not installed with highwater (run `make install`)")

@@ -9,7 +9,7 @@ the Java worker, the virtual environment of a Python client's version) and how t
 client's settings into the first line. Everything specific to a library lives in its worker.
 
 The messages are described in ``docs/adding-a-client.md`` (version ``PROTOCOL``); the pure
-parts (``parse_line``, ``records_of``, ``parts_of``, ``truncation_of``, ``position_of``,
+parts (``encode_line``, ``parse_line``, ``records_of``, ``parts_of``, ``truncation_of``, ``position_of``,
 ``classify_send_result``) are unit-tested, and ``tests/integration/test_workload.py`` runs the
 driver contract on every worker.
 
@@ -115,6 +115,11 @@ def classify_send_result(line: Mapping[str, Any], single_attempt: bool) -> SendO
     if single_attempt and simple in DEFINITE_REJECTIONS:
         return SendOutcome.fail(error)
     return SendOutcome.info(error)
+
+
+def encode_line(value: Mapping[str, Any]) -> bytes:
+    """One protocol line, as the harness and a Python worker write it: compact JSON and a newline."""
+    return (json.dumps(value, separators=(",", ":")) + "\n").encode()
 
 
 def parse_line(text: str) -> dict[str, Any] | None:
@@ -402,7 +407,7 @@ class WorkerProcess:
         self._flusher: threading.Thread | None = None
         self._batches = False  # the worker takes ``sends`` lines (its ready reply says so)
         self._queued: list[list[Any]] = []  # sends for the next ``sends`` line
-        self._queued_bytes: list[str] = []  # ``send`` lines, for a worker without batches
+        self._queued_lines: list[bytes] = []  # ``send`` lines, for a worker without batches
         self._gone = False  # its output ended: it exited
         self._finished = False
         self._reader = threading.Thread(target=self._read, name=f"{info.client_id}-worker", daemon=True)
@@ -464,7 +469,7 @@ class WorkerProcess:
         """One command, after the sends queued before it; raises ``WorkerGone`` when the worker
         is gone."""
         assert self.proc.stdin is not None
-        data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
+        data = encode_line(line)
         with self._write_lock:
             try:
                 self._write_queued()
@@ -484,7 +489,7 @@ class WorkerProcess:
                 self._queued.append([sid, topic, partition, value])
             else:
                 line = {"id": sid, "op": "send", "topic": topic, "partition": partition, "value": value}
-                self._queued_bytes.append(json.dumps(line, separators=(",", ":")))
+                self._queued_lines.append(encode_line(line))
             if not self._unflushed.is_set():
                 self._start_flusher()
                 self._unflushed.set()
@@ -496,10 +501,10 @@ class WorkerProcess:
         assert self.proc.stdin is not None
         if self._queued:
             queued, self._queued = self._queued, []
-            self.proc.stdin.write((json.dumps({"op": "sends", "sends": queued}, separators=(",", ":")) + "\n").encode())
-        if self._queued_bytes:
-            lines, self._queued_bytes = self._queued_bytes, []
-            self.proc.stdin.write(("\n".join(lines) + "\n").encode())
+            self.proc.stdin.write(encode_line({"op": "sends", "sends": queued}))
+        if self._queued_lines:
+            lines, self._queued_lines = self._queued_lines, []
+            self.proc.stdin.write(b"".join(lines))
 
     def _start_flusher(self) -> None:
         if self._flusher is None:
