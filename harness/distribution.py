@@ -130,6 +130,19 @@ def _missing_artifact(output: str) -> str | None:
     return m.group(1) if m else None
 
 
+def check_published(version: str) -> None:
+    """``version`` is a KRaft release Maven Central lists (nothing fetched). Unchecked when the
+    list cannot be had: Maven then gives the verdict."""
+    check_supported(version)
+    try:
+        published = published_versions()
+    except SetupError:
+        return
+    if version not in published:
+        newest = ", ".join(reversed(published[-5:]))
+        raise UnknownKafkaVersion(f"Kafka {version} is not on Maven Central (newest: {newest})")
+
+
 def ensure_kafka(version: str, progress: Progress = _quiet) -> KafkaDistribution:
     """Return the cached distribution of ``version``, assembling it first if needed (idempotent)."""
     check_supported(version)
@@ -140,13 +153,7 @@ def ensure_kafka(version: str, progress: Progress = _quiet) -> KafkaDistribution
     with _DirLock(kafka_root() / f".{version}.lock"):
         if (root / ".complete").exists():
             return KafkaDistribution(version, libs)
-        try:
-            published = published_versions()
-        except SetupError:
-            published = []  # let Maven give the verdict
-        if published and version not in published:
-            newest = ", ".join(reversed(published[-5:]))
-            raise UnknownKafkaVersion(f"Kafka {version} is not on Maven Central (newest: {newest})")
+        check_published(version)
         progress(f"assembling Kafka {version} from Maven Central into {root}")
         root.mkdir(parents=True, exist_ok=True)
         (root / "pom.xml").write_text(_POM.format(version=version))

@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from harness.clients import ClientSpec, get_driver, parse_client_spec
-from harness.distribution import UnknownKafkaVersion, check_supported, ensure_kafka, published_versions
-from harness.errors import SetupError
+from harness.distribution import check_published, ensure_kafka
 
 Progress = Callable[[str], None]
 
@@ -37,19 +36,6 @@ def split_versions(raw: Iterable[str]) -> list[str]:
             if v.strip() and v.strip() not in out:
                 out.append(v.strip())
     return out
-
-
-def check_published(version: str) -> None:
-    """``version`` is a KRaft release Maven Central lists (not fetched). Unchecked when Maven
-    Central cannot be asked: the run will say."""
-    check_supported(version)
-    try:
-        published = published_versions()
-    except SetupError:
-        return
-    if version not in published:
-        newest = ", ".join(reversed(published[-5:]))
-        raise UnknownKafkaVersion(f"Kafka {version} is not on Maven Central (newest: {newest})")
 
 
 def preflight(

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import distribution
 from harness.clients import ClientSpec
 from harness.distribution import UnknownKafkaVersion
 from harness.errors import SetupError
@@ -174,7 +175,7 @@ def test_run_prepares_each_release_and_client_once_then_starts_pytest(monkeypatc
 
 def test_preflight_with_an_external_cluster_only_looks_the_release_up(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(preflight, "ensure_kafka", lambda *a, **k: pytest.fail("nothing to assemble"))
-    monkeypatch.setattr(preflight, "published_versions", lambda: ["3.9.1", "4.3.1", "4.4.0"])
+    monkeypatch.setattr(distribution, "published_versions", lambda: ["3.9.1", "4.3.1", "4.4.0"])
     preflight.preflight(["4.3.1"], backend="external")
     with pytest.raises(UnknownKafkaVersion) as err:
         preflight.preflight(["9.9.9"], backend="external")
