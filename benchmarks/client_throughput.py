@@ -70,6 +70,7 @@ from harness.clients import (  # noqa: E402
 from harness.clients.pyversions import installed_version  # noqa: E402
 from harness.config import ClusterSpec  # noqa: E402
 from harness.distribution import default_version, ensure_kafka  # noqa: E402
+from harness.gcpasses import streaming  # noqa: E402
 from harness.java import find_java  # noqa: E402
 from harness.paths import home  # noqa: E402
 
@@ -370,8 +371,14 @@ def make_drivers(names: list[str]) -> dict[str, ClientDriver]:
 
 
 def timed(series: Series, what: str, label: str, run: int, fn: Callable[..., float], *args: Any) -> None:
+    """One measurement, printed; a driver's with the collector setting of a run's workload
+    phase (``harness.gcpasses.streaming``), a bare library's with the interpreter's defaults."""
     try:
-        v = fn(*args)
+        if fn in (driver_produce, driver_consume):
+            with streaming():
+                v = fn(*args)
+        else:
+            v = fn(*args)
     except Exception as e:  # noqa: BLE001 -- one failed measurement must not lose the others
         series.errors.append(f"run {run} {what}: {type(e).__name__}: {e}")
         print(f"  run {run} {label:28} {what:8} FAILED: {type(e).__name__}: {str(e)[:200]}", flush=True)

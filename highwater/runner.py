@@ -37,6 +37,7 @@ from harness.checks.bounds import Settings
 from harness.checks.verdict import Input, Verdict
 from harness.clients import DEFAULT_CLIENT, client_label, get_driver
 from harness.errors import HighwaterError
+from harness.gcpasses import streaming
 from harness.history import HistoryWriter
 from harness.manifest import ClusterShape, NemesisRecord, Racks, RunManifest, RunStats, iso_utc
 from harness.toxiproxy import ByteCounters
@@ -306,44 +307,45 @@ def execute_run(
     injector = Injector(cluster, history, seed=seed, default_partition=(spec.topic, 0))
     client_bytes_before = _client_bytes(cluster)
     crashed: BaseException | None = None
-    try:
-        for w in [observer, *consumers, *producers]:
-            w.start()
-        phases.mark("setup")
-        progress(f"{run_id}: workload running for {spec.duration:.0f}s")
-        t_end = time.monotonic() + spec.duration
-        if nemesis is not None:
-            nemesis(injector, cluster, spec)
-        while time.monotonic() < t_end:
-            time.sleep(min(0.5, max(0.0, t_end - time.monotonic())))  # the workload's duration
-        for p in producers:
-            p.stop()
-        phases.mark("workload")
-    except BaseException as exc:
-        crashed = exc
-        raise
-    finally:
+    with streaming():  # fewer collector passes while records stream (harness.gcpasses)
         try:
-            injector.heal_all()
-            phases.mark("heal")
-        finally:
+            for w in [observer, *consumers, *producers]:
+                w.start()
+            phases.mark("setup")
+            progress(f"{run_id}: workload running for {spec.duration:.0f}s")
+            t_end = time.monotonic() + spec.duration
+            if nemesis is not None:
+                nemesis(injector, cluster, spec)
+            while time.monotonic() < t_end:
+                time.sleep(min(0.5, max(0.0, t_end - time.monotonic())))  # the workload's duration
             for p in producers:
                 p.stop()
-            if crashed is None:
-                _settle(cluster, spec, consumers, producers, progress, out / "threads.txt")
-                phases.mark("settle")
-            for w in [*consumers, observer]:
-                w.stop()
-            # Consumers are closed, so their bytes are being counted; the final read would add its own.
-            client_bytes_after = wait_until_steady(
-                lambda: _client_bytes(cluster), CLIENT_BYTES_QUIET_S, 15, "the client byte counters"
-            )
-            if crashed is None:
-                progress(f"{run_id}: final read")
-                for topic in [spec.topic] if sink is None else [spec.topic, sink]:
-                    final_read(cluster.bootstrap(), history, topic, spec.partitions, cluster.client_security)
-                phases.mark("final_read")
-            history.close()
+            phases.mark("workload")
+        except BaseException as exc:
+            crashed = exc
+            raise
+        finally:
+            try:
+                injector.heal_all()
+                phases.mark("heal")
+            finally:
+                for p in producers:
+                    p.stop()
+                if crashed is None:
+                    _settle(cluster, spec, consumers, producers, progress, out / "threads.txt")
+                    phases.mark("settle")
+                for w in [*consumers, observer]:
+                    w.stop()
+                # Consumers are closed, so their bytes are being counted; the final read would add its own.
+                client_bytes_after = wait_until_steady(
+                    lambda: _client_bytes(cluster), CLIENT_BYTES_QUIET_S, 15, "the client byte counters"
+                )
+                if crashed is None:
+                    progress(f"{run_id}: final read")
+                    for topic in [spec.topic] if sink is None else [spec.topic, sink]:
+                        final_read(cluster.bootstrap(), history, topic, spec.partitions, cluster.client_security)
+                    phases.mark("final_read")
+                history.close()
     run_stats = RunStats(
         producers={p.name: p.stats() for p in [*producers, *(c for c in consumers if isinstance(c, CopyWorker))]},
         consumers={c.name: c.records_read for c in consumers},

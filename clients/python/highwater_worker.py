@@ -43,6 +43,7 @@ from harness.clients.base import (  # noqa: E402 - after the path above
 )
 from harness.clients.worker import PROTOCOL, GroupMetadata, encode_line, parts_of  # noqa: E402
 from harness.errors import error_text  # noqa: E402
+from harness.gcpasses import set_streaming  # noqa: E402
 from harness.security import ClientSecurity  # noqa: E402
 
 # The protocol gets a descriptor of its own and descriptor 1 becomes the log's (stderr), so a
@@ -241,6 +242,7 @@ class Consumer:
 
 
 def main() -> int:
+    set_streaming()  # fewer collector passes: each send's callback lives until its outcome
     watch_parent()
     threading.Thread(target=flush_outcomes, name="highwater-flush", daemon=True).start()
     stdin = sys.stdin.buffer

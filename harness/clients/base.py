@@ -56,10 +56,11 @@ class Outcome(str, Enum):
     INFO = "info"  # unknown: it may have happened
 
 
-@dataclass(frozen=True, slots=True)
-class SendOutcome:
+class SendOutcome(NamedTuple):
     """The outcome of one send. ``offset`` is set for ``OK`` (the offset the broker acknowledged);
-    ``error`` for ``FAIL`` and ``INFO``."""
+    ``error`` for ``FAIL`` and ``INFO``. A named tuple, not a frozen dataclass: one is made per
+    record written (in the worker and again in the harness), and a frozen dataclass took 1.3 us
+    to make, a tuple 0.3 us."""
 
     outcome: Outcome
     offset: int | None = None
@@ -67,15 +68,18 @@ class SendOutcome:
 
     @classmethod
     def ok(cls, offset: int) -> SendOutcome:
-        return cls(Outcome.OK, offset=int(offset))
+        return _new_tuple(cls, (Outcome.OK, int(offset), None))
 
     @classmethod
     def fail(cls, error: BaseException | str) -> SendOutcome:
-        return cls(Outcome.FAIL, error=error)
+        return _new_tuple(cls, (Outcome.FAIL, None, error))
 
     @classmethod
     def info(cls, error: BaseException | str) -> SendOutcome:
-        return cls(Outcome.INFO, error=error)
+        return _new_tuple(cls, (Outcome.INFO, None, error))
+
+
+_new_tuple = tuple.__new__  # a named tuple's fields in one call, without its __new__'s keywords
 
 
 class PolledRecord(NamedTuple):

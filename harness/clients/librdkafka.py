@@ -204,13 +204,15 @@ class ConfluentProducer:
             else:
                 on_outcome(classify_delivery_error(err.name(), single, error_text(err)))
 
-        deadline = time.monotonic() + self.settings.max_block_ms / 1000
+        deadline = None  # set at the first full queue: most sends never need one
         while True:
             try:
-                self._producer.produce(topic, value=value.encode(), partition=partition, on_delivery=delivered)
+                self._producer.produce(topic, value.encode(), partition=partition, on_delivery=delivered)
                 return
             except BufferError as exc:  # queue full: wait for room like Java's max.block.ms
-                if time.monotonic() >= deadline:
+                if deadline is None:
+                    deadline = time.monotonic() + self.settings.max_block_ms / 1000
+                elif time.monotonic() >= deadline:
                     on_outcome(SendOutcome.fail(exc))  # nothing was queued
                     return
                 self._producer.poll(0.05)  # serve reports (frees room) while waiting
