@@ -70,11 +70,18 @@ def _java(version: str | None) -> ClientDriver:
     return JavaDriver(version)
 
 
+def _kafkajs(version: str | None) -> ClientDriver:
+    from .node import kafkajs_driver
+
+    return kafkajs_driver(version)
+
+
 #: client name -> driver factory, given the version asked for (None: the default one)
 CLIENTS: dict[str, Callable[[str | None], ClientDriver]] = {
     "kafka-python": _kafka_python,
     "confluent-kafka": _confluent_kafka,
     "java": _java,
+    "kafkajs": _kafkajs,
 }
 
 #: client name -> driver factory of a local build at a path (the Python clients; the Java client

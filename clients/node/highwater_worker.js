@@ -1,0 +1,668 @@
+'use strict'
+/*
+ * highwater's worker for kafkajs: one producer or one consumer, driven over the worker protocol
+ * (docs/adding-a-client.md, version 1) on stdin/stdout; stderr is the log (kafkajs's own lines).
+ *
+ * kafkajs is resolved through NODE_PATH: the tree of the version under test in the cache
+ * (harness/clients/node.py installs it with npm), so several versions run side by side.
+ *
+ * What kafkajs does not tell an application, and how this worker learns it:
+ * - the broker that served a batch: ConsumerGroup#fetch(nodeId) is wrapped and its batches are
+ *   tagged with the node id (kafkajs 2.x fetches from each node on its own; KIP-392's preferred
+ *   read replica is followed inside that method);
+ * - an offset reset (OFFSET_OUT_OF_RANGE: kafkajs goes back to its `fromBeginning` policy, and
+ *   commits -1/-2 to the group, even without auto-commit): OffsetManager#setDefaultOffset is
+ *   wrapped and reported as a `reset` position change whose offset is not known yet;
+ * - leader epochs: each message's batchContext.partitionLeaderEpoch.
+ * kafkajs has no KIP-320 (no OffsetForLeaderEpoch, currentLeaderEpoch always -1): a consumer
+ * never reports a truncation.
+ *
+ * kafkajs consumes only in groups. `assign` is emulated with a private group of one member
+ * (`<group or "highwater-assign">.<client id>`) whose assigner hands it exactly the partitions
+ * asked for; kafkajs goes back to the committed offsets at every rejoin (it rejoins on its own
+ * after a leader change), so an assign-mode consumer seeks each partition back to its own
+ * position after each join, as `assign` would have kept it.
+ */
+
+const readline = require('readline')
+const crypto = require('crypto')
+const fs = require('fs')
+
+const PROTOCOL = 1
+// Library code that prints must not corrupt the protocol: console output goes to the log.
+for (const name of ['log', 'info', 'debug', 'warn']) console[name] = (...args) => console.error(...args)
+
+const kafkajs = require('kafkajs')
+const { Kafka, logLevel, AssignerProtocol } = kafkajs
+const VERSION = require('kafkajs/package.json').version
+const ConsumerGroup = require('kafkajs/src/consumer/consumerGroup')
+const OffsetManager = require('kafkajs/src/consumer/offsetManager')
+
+// --- output ---------------------------------------------------------------------------------
+
+let outcomes = [] // [id, outcome, offset, error] for the next `sends` line
+let outcomesScheduled = false
+
+function writeLine (value) {
+  process.stdout.write(JSON.stringify(value) + '\n')
+}
+
+function flushOutcomes () {
+  outcomesScheduled = false
+  if (outcomes.length) {
+    const batch = outcomes
+    outcomes = []
+    writeLine({ sends: batch })
+  }
+}
+
+function outcome (sid, kind, offset, error) {
+  outcomes.push([sid, kind, offset, error])
+  if (!outcomesScheduled) {
+    outcomesScheduled = true
+    setImmediate(flushOutcomes) // the outcomes of one response go out as one line
+  }
+}
+
+/** A reply or an event: after every outcome before it (a flush's outcomes precede its reply). */
+function emit (value) {
+  flushOutcomes()
+  writeLine(value)
+}
+
+function errorText (err) {
+  if (err === null || err === undefined) return 'Error: unknown error'
+  const name = err.name || (err.constructor && err.constructor.name) || 'Error'
+  const type = err.type ? `${err.type}: ` : ''
+  const cause = err.cause || err.originalError
+  const why = cause && cause !== err ? ` (caused by ${cause.name || 'Error'}: ${cause.type ? cause.type + ': ' : ''}${cause.message})` : ''
+  return `${name}: ${type}${err.message}${why}`
+}
+
+function log (level, message) {
+  process.stderr.write(`${new Date().toISOString()} ${level} highwater-worker: ${message}\n`)
+}
+
+/** Rejects with a TimeoutException after `ms` unless `promise` settles first. */
+function within (promise, ms, what) {
+  let timer
+  const deadline = new Promise((resolve, reject) => {
+    timer = setTimeout(() => {
+      const err = new Error(`${what} did not complete within ${ms} ms`)
+      err.name = 'TimeoutException'
+      reject(err)
+    }, Math.max(ms, 0))
+  })
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer))
+}
+
+// --- settings -------------------------------------------------------------------------------
+
+function kafkaLogger () {
+  return ({ namespace, level, log: entry }) => {
+    const { message, timestamp, logger, ...extra } = entry
+    const name = logLevel[level] || level
+    process.stderr.write(`${timestamp} ${name} [${namespace}] ${message} ${JSON.stringify(extra)}\n`)
+  }
+}
+
+function securityOf (security) {
+  const out = {}
+  if (!security || security.protocol === 'PLAINTEXT') return out
+  if (security.protocol.endsWith('SSL')) {
+    const ssl = { rejectUnauthorized: true }
+    if (security.ssl_cafile) ssl.ca = [fs.readFileSync(security.ssl_cafile, 'utf8')]
+    if (security.ssl_certfile) ssl.cert = fs.readFileSync(security.ssl_certfile, 'utf8')
+    if (security.ssl_keyfile) ssl.key = fs.readFileSync(security.ssl_keyfile, 'utf8')
+    else if (security.ssl_certfile) ssl.key = ssl.cert // one PEM file holding both
+    if (security.ssl_password) ssl.passphrase = security.ssl_password
+    if (security.ssl_check_hostname === false) ssl.checkServerIdentity = () => undefined
+    out.ssl = ssl
+  }
+  if (security.protocol.startsWith('SASL_')) {
+    out.sasl = {
+      mechanism: String(security.sasl_mechanism).toLowerCase(),
+      username: security.sasl_username,
+      password: security.sasl_password
+    }
+  }
+  return out
+}
+
+function kafkaOf (settings, retries, maxRetryTime) {
+  return new Kafka({
+    clientId: settings.client_id,
+    brokers: settings.bootstrap,
+    requestTimeout: settings.request_timeout_ms,
+    retry: { retries, maxRetryTime },
+    logLevel: logLevel.INFO,
+    logCreator: kafkaLogger,
+    ...securityOf(settings.security)
+  })
+}
+
+// --- the producer ---------------------------------------------------------------------------
+
+/** Broker errors that prove the broker did not append (each is returned before the write). */
+const DEFINITE_REJECTIONS = new Set([
+  'MESSAGE_TOO_LARGE',
+  'RECORD_LIST_TOO_LARGE',
+  'INVALID_TOPIC_EXCEPTION',
+  'TOPIC_AUTHORIZATION_FAILED',
+  'INVALID_REQUIRED_ACKS'
+])
+
+class ProducerRole {
+  constructor (settings) {
+    this.settings = settings
+    this.acks = settings.acks === 'all' ? -1 : Number(settings.acks)
+    this.singleAttempt = Number(settings.retries) === 0 && !settings.idempotence
+    this.transactional = Boolean(settings.transactional_id)
+    // kafkajs has no delivery timeout: its retries stop after maxRetryTime, the closest bound
+    this.kafka = kafkaOf(settings, Number(settings.retries), settings.delivery_timeout_ms)
+    this.producer = this.kafka.producer({
+      idempotent: Boolean(settings.idempotence || this.transactional),
+      maxInFlightRequests: this.transactional ? 1 : Number(settings.max_in_flight),
+      transactionalId: settings.transactional_id || undefined,
+      transactionTimeout: settings.transaction_timeout_ms,
+      allowAutoTopicCreation: false
+    })
+    this.connected = false
+    this.txn = null
+    this.queues = new Map() // "topic\0partition" -> {topic, partition, pending: [[id, value]], busy}
+    this.inFlight = 0
+    this.idle = [] // resolvers waiting for inFlight to reach 0
+  }
+
+  async start () {
+    if (!this.transactional) { // a transactional producer connects in init_transactions
+      await this.producer.connect()
+      this.connected = true
+    }
+  }
+
+  send (sid, topic, partition, value) {
+    const key = `${topic}\u0000${partition}`
+    let queue = this.queues.get(key)
+    if (!queue) {
+      queue = { topic, partition: Number(partition), pending: [], busy: false }
+      this.queues.set(key, queue)
+    }
+    queue.pending.push([sid, value])
+    this.inFlight++
+    if (!queue.busy) this.drain(queue)
+  }
+
+  /** One request at a time per partition, carrying every send queued meanwhile (a linger of
+   * its own): offsets are then the partition's base offset plus each record's index. */
+  async drain (queue) {
+    queue.busy = true
+    while (queue.pending.length) {
+      const batch = queue.pending.splice(0, 10000)
+      try {
+        if (!this.connected) throw Object.assign(new Error('the producer is not connected'), { name: 'IllegalStateError' })
+        const target = this.txn || this.producer
+        const result = await target.send({
+          topic: queue.topic,
+          acks: this.acks,
+          timeout: this.settings.request_timeout_ms,
+          messages: batch.map(([, value]) => ({ value, partition: queue.partition }))
+        })
+        const mine = (result || []).find(r => r.topicName === queue.topic && Number(r.partition) === queue.partition)
+        if (!mine) { // acks=0: nothing is acknowledged, no offset is known
+          for (const [sid] of batch) outcome(sid, 'ok', -1, null)
+        } else {
+          const base = Number(mine.baseOffset)
+          batch.forEach(([sid], i) => outcome(sid, 'ok', base + i, null))
+        }
+      } catch (err) {
+        const definite = err && err.name === 'KafkaJSProtocolError' && DEFINITE_REJECTIONS.has(err.type)
+        const kind = (definite && this.singleAttempt) || (err && err.name === 'IllegalStateError') ? 'fail' : 'info'
+        const text = errorText(err)
+        for (const [sid] of batch) outcome(sid, kind, null, text)
+      }
+      this.inFlight -= batch.length
+    }
+    queue.busy = false
+    if (this.inFlight === 0) this.idle.splice(0).forEach(resolve => resolve())
+  }
+
+  sendsDone () {
+    return this.inFlight === 0 ? Promise.resolve() : new Promise(resolve => this.idle.push(resolve))
+  }
+
+  async handle (op, cmd) {
+    const timeoutMs = Number(cmd.timeout_ms || 0)
+    switch (op) {
+      case 'flush':
+        await within(this.sendsDone(), timeoutMs, 'flush').catch(err => log('WARN', errorText(err)))
+        return {}
+      case 'close':
+        await within(this.sendsDone(), timeoutMs, 'close').catch(err => log('WARN', errorText(err)))
+        await within(this.producer.disconnect(), 5000, 'disconnect').catch(err => log('WARN', errorText(err)))
+        for (const queue of this.queues.values()) {
+          for (const [sid] of queue.pending.splice(0)) outcome(sid, 'info', null, 'Error: the producer closed before the outcome')
+        }
+        return {}
+      case 'init_transactions':
+        await within(this.producer.connect(), timeoutMs, 'init_transactions')
+        this.connected = true
+        return {}
+      case 'begin_transaction':
+        this.txn = await within(this.producer.transaction(), 5000, 'begin_transaction')
+        return {}
+      case 'commit_transaction':
+        await within(this.sendsDone().then(() => this.active().commit()), timeoutMs, 'commit_transaction')
+        this.txn = null
+        return {}
+      case 'abort_transaction':
+        await within(this.sendsDone().then(() => this.active().abort()), timeoutMs, 'abort_transaction')
+        this.txn = null
+        return {}
+      case 'send_offsets': {
+        const topics = new Map()
+        for (const o of cmd.offsets) {
+          if (!topics.has(o.topic)) topics.set(o.topic, [])
+          topics.get(o.topic).push({ partition: Number(o.partition), offset: String(o.offset) })
+        }
+        // kafkajs sends the group id only (TxnOffsetCommit v1): no generation, no member id, so
+        // the coordinator cannot fence a stale member (KIP-447)
+        const offsets = { consumerGroupId: cmd.group.group_id, topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })) }
+        await within(this.active().sendOffsets(offsets), timeoutMs, 'send_offsets')
+        return {}
+      }
+      default:
+        throw new Error(`unknown producer op ${op}`)
+    }
+  }
+
+  active () {
+    if (!this.txn) throw Object.assign(new Error('no transaction is open'), { name: 'IllegalStateError' })
+    return this.txn
+  }
+}
+
+// --- the consumer ---------------------------------------------------------------------------
+
+const ASSIGN_GROUP = 'highwater-assign'
+
+/** An assigner that gives the group's first member exactly `wanted` ({topic: [partitions]}). */
+function fixedAssigner (wanted) {
+  return () => ({
+    name: 'HighwaterAssign',
+    version: 0,
+    async assign ({ members }) {
+      return members.map(({ memberId }, i) => ({
+        memberId,
+        memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 0, assignment: i === 0 ? wanted : {} })
+      }))
+    },
+    protocol ({ topics }) {
+      return { name: 'HighwaterAssign', metadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics }) }
+    }
+  })
+}
+
+const keyOf = (topic, partition) => `${topic}\u0000${partition}`
+
+// One consumer of this process: the wrappers below report to it.
+let current = null
+
+const fetchOf = ConsumerGroup.prototype.fetch
+ConsumerGroup.prototype.fetch = async function (nodeId) {
+  const batches = await fetchOf.call(this, nodeId)
+  for (const batch of batches || []) batch.highwaterNode = Number(nodeId)
+  return batches
+}
+
+const setDefaultOffsetOf = OffsetManager.prototype.setDefaultOffset
+OffsetManager.prototype.setDefaultOffset = async function ({ topic, partition }) {
+  if (current) current.resetByLibrary(topic, Number(partition))
+  return setDefaultOffsetOf.apply(this, arguments)
+}
+
+class ConsumerRole {
+  constructor (settings) {
+    this.settings = settings
+    this.kafka = kafkaOf(settings, 5, 30000)
+    this.mode = null // 'assign' or 'subscribe'
+    this.topics = []
+    this.wanted = {} // assign mode: topic -> partitions
+    this.groupId = settings.group_id
+    this.consumer = null
+    this.running = false
+    this.joins = 0
+    this.memberId = ''
+    this.assigned = new Set() // keys of the partitions assigned now
+    this.positions = new Map() // key -> the next offset to return
+    this.seeks = new Map() // key -> an offset to seek to once the group is joined
+    this.batches = [] // {batch, taken, done, resolveOffset}
+    this.waiting = null // a poll waiting for a batch
+    this.events = [] // position events for the next reply
+    this.admin = null
+    current = this
+  }
+
+  async start () {}
+
+  makeConsumer () {
+    const s = this.settings
+    const assign = this.mode === 'assign'
+    const groupId = assign ? `${s.group_id || ASSIGN_GROUP}.${s.client_id}` : s.group_id
+    const session = s.session_timeout_ms || 30000
+    const options = {
+      groupId,
+      rackId: s.client_rack || undefined,
+      sessionTimeout: session,
+      heartbeatInterval: Math.max(100, Math.min(3000, Math.floor(session / 3))),
+      maxWaitTimeInMs: s.fetch_max_wait_ms,
+      metadataMaxAge: s.metadata_max_age_ms,
+      readUncommitted: s.isolation_level !== 'read_committed',
+      allowAutoTopicCreation: false
+    }
+    if (assign) options.partitionAssigners = [fixedAssigner(this.wanted)]
+    this.consumer = this.kafka.consumer(options)
+    this.consumer.on(this.consumer.events.GROUP_JOIN, e => this.joined(e.payload))
+    this.consumer.on(this.consumer.events.CRASH, e => log('ERROR', `consumer crashed: ${errorText(e.payload.error)} (restart: ${e.payload.restart})`))
+  }
+
+  joined ({ memberId, memberAssignment }) {
+    this.joins++
+    this.memberId = memberId
+    const now = new Set()
+    for (const [topic, partitions] of Object.entries(memberAssignment || {})) {
+      for (const p of partitions) now.add(keyOf(topic, p))
+    }
+    this.assigned = now
+    this.dropBatches(() => true) // fetched in the old generation: kafkajs fetches again
+    if (this.mode === 'assign') {
+      // kafkajs went back to the committed offsets (none: the reset policy): back to ours
+      for (const key of now) {
+        const to = this.seeks.has(key) ? this.seeks.get(key) : this.positions.get(key)
+        if (to !== undefined) this.seekNow(key, to)
+      }
+      this.seeks.clear()
+      return
+    }
+    for (const key of now) { // a new assignment: where each partition starts is not known yet
+      const [topic, partition] = key.split('\u0000')
+      this.positions.delete(key)
+      this.events.push({ event: 'position', topic, partition: Number(partition), offset: null, reason: 'rebalance' })
+    }
+    this.wake()
+  }
+
+  resetByLibrary (topic, partition) {
+    const key = keyOf(topic, partition)
+    this.positions.delete(key)
+    this.dropBatches(b => keyOf(b.batch.topic, b.batch.partition) === key)
+    this.events.push({ event: 'position', topic, partition, offset: null, reason: 'reset' })
+    this.wake()
+  }
+
+  seekNow (key, offset) {
+    const [topic, partition] = key.split('\u0000')
+    this.consumer.seek({ topic, partition: Number(partition), offset: String(offset) })
+    this.positions.set(key, offset)
+    this.dropBatches(b => keyOf(b.batch.topic, b.batch.partition) === key)
+  }
+
+  dropBatches (which) {
+    const keep = []
+    for (const b of this.batches) {
+      if (which(b)) b.done()
+      else keep.push(b)
+    }
+    this.batches = keep
+  }
+
+  wake () {
+    if (this.waiting) {
+      const w = this.waiting
+      this.waiting = null
+      w()
+    }
+  }
+
+  /** eachBatch: the batch waits here until polls have taken its records (kafkajs fetches
+   * again from that broker after every batch of its last fetch was handled). */
+  onBatch ({ batch, resolveOffset, heartbeat, isStale }) {
+    if (isStale() || !batch.messages.length) return Promise.resolve()
+    return new Promise(resolve => {
+      const beat = setInterval(() => heartbeat().catch(() => {}), 1000)
+      this.batches.push({ batch, taken: 0, resolveOffset, isStale, done: () => { clearInterval(beat); resolve() } })
+      this.wake()
+    })
+  }
+
+  async ensureRunning () {
+    if (this.running) return
+    if (!this.mode) throw new Error('poll before assign or subscribe')
+    this.makeConsumer()
+    await this.consumer.connect()
+    const fromBeginning = this.settings.auto_offset_reset !== 'latest'
+    await this.consumer.subscribe({ topics: this.topics, fromBeginning })
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 1,
+      eachBatch: payload => this.onBatch(payload)
+    })
+    this.running = true
+  }
+
+  take (max) {
+    const parts = []
+    let room = max
+    while (room > 0 && this.batches.length) {
+      const b = this.batches[0]
+      if (b.isStale()) { this.batches.shift(); b.done(); continue }
+      const { topic, partition } = b.batch
+      const key = keyOf(topic, partition)
+      const messages = b.batch.messages.slice(b.taken, b.taken + room)
+      b.taken += messages.length
+      room -= messages.length
+      const offsets = []
+      const epochs = []
+      const values = []
+      let expected = null
+      let epochRun = null
+      for (const m of messages) {
+        const offset = Number(m.offset)
+        if (offset === expected) offsets[offsets.length - 1]++
+        else offsets.push(offset, 1)
+        expected = offset + 1
+        const ctx = m.batchContext
+        const epoch = ctx && ctx.partitionLeaderEpoch >= 0 ? ctx.partitionLeaderEpoch : null
+        if (epochRun !== null && epochs[epochRun] === epoch) epochs[epochRun + 1]++
+        else { epochRun = epochs.length; epochs.push(epoch, 1) }
+        values.push(m.value === null ? null : m.value.toString('utf8'))
+      }
+      if (messages.length) {
+        const last = messages[messages.length - 1].offset
+        b.resolveOffset(last)
+        this.positions.set(key, Number(last) + 1)
+        parts.push({ topic, partition, replica: b.batch.highwaterNode ?? null, offsets, values, epochs })
+      }
+      if (b.taken >= b.batch.messages.length) { this.batches.shift(); b.done() }
+    }
+    return parts
+  }
+
+  async poll (timeoutMs) {
+    await this.ensureRunning()
+    if (!this.batches.length && !this.events.length) {
+      await new Promise(resolve => {
+        const timer = setTimeout(() => { this.waiting = null; resolve() }, timeoutMs)
+        this.waiting = () => { clearTimeout(timer); resolve() }
+      })
+    }
+    this.writeEvents()
+    return { parts: this.take(this.settings.max_poll_records) }
+  }
+
+  writeEvents () {
+    for (const e of this.events.splice(0)) emit(e)
+  }
+
+  /** An admin client of this consumer's own (log starts, assign-mode commits), kept open. */
+  async adminClient () {
+    if (!this.admin) {
+      const admin = this.kafka.admin()
+      await admin.connect()
+      this.admin = admin
+    }
+    return this.admin
+  }
+
+  async lowOffset (topic, partition) {
+    const admin = await this.adminClient()
+    const found = (await admin.fetchTopicOffsets(topic)).find(o => Number(o.partition) === partition)
+    if (!found) throw new Error(`no partition ${topic}-${partition}`)
+    return Number(found.low)
+  }
+
+  /** Offsets committed for the group, as an assign-mode consumer commits them (outside any
+   * generation: the group named in the settings has no members, the private one does). */
+  async commitOutsideGroup (offsets) {
+    if (!this.settings.group_id) throw new Error('commit needs a group id')
+    const admin = await this.adminClient()
+    const byTopic = new Map()
+    for (const o of offsets) {
+      if (!byTopic.has(o.topic)) byTopic.set(o.topic, [])
+      byTopic.get(o.topic).push({ partition: o.partition, offset: o.offset })
+    }
+    for (const [topic, partitions] of byTopic) await admin.setOffsets({ groupId: this.settings.group_id, topic, partitions })
+  }
+
+  async seek (topic, partition, offset) {
+    const key = keyOf(topic, partition)
+    if (this.running && this.assigned.has(key)) this.seekNow(key, offset)
+    else {
+      this.seeks.set(key, offset)
+      this.positions.set(key, offset)
+    }
+  }
+
+  async handle (op, cmd) {
+    switch (op) {
+      case 'assign': {
+        this.mode = 'assign'
+        this.wanted = {}
+        for (const p of cmd.partitions) (this.wanted[p.topic] = this.wanted[p.topic] || []).push(Number(p.partition))
+        this.topics = Object.keys(this.wanted)
+        return {}
+      }
+      case 'subscribe':
+        if (!this.settings.group_id) throw new Error('subscribe needs a group id')
+        this.mode = 'subscribe'
+        this.topics = cmd.topics.map(String)
+        return {}
+      case 'seek':
+        await this.seek(cmd.topic, Number(cmd.partition), Number(cmd.offset))
+        return {}
+      case 'seek_to_beginning': {
+        // kafkajs's own "beginning" (-2) without auto-commit fetches from offset 0, not the log
+        // start: the log start is looked up and sought explicitly, and reported where it landed
+        const partition = Number(cmd.partition)
+        const low = await this.lowOffset(cmd.topic, partition)
+        await this.seek(cmd.topic, partition, low)
+        emit({ event: 'position', topic: cmd.topic, partition, offset: low, reason: 'reset' })
+        return {}
+      }
+      case 'poll':
+        return this.poll(Number(cmd.timeout_ms))
+      case 'commit': {
+        const offsets = cmd.offsets
+          ? cmd.offsets.map(o => ({ topic: o.topic, partition: Number(o.partition), offset: String(o.offset) }))
+          : [...this.positions].filter(([key]) => this.assigned.has(key)).map(([key, offset]) => {
+              const [topic, partition] = key.split('\u0000')
+              return { topic, partition: Number(partition), offset: String(offset) }
+            })
+        if (!offsets.length) return {}
+        if (this.mode === 'assign') await this.commitOutsideGroup(offsets)
+        else if (!this.running) throw new Error('commit before the consumer joined its group')
+        else await this.consumer.commitOffsets(offsets)
+        this.writeEvents()
+        return {}
+      }
+      case 'group_metadata':
+        // kafkajs exposes no generation id; its transactions send the group id only
+        return { group_id: this.settings.group_id, generation_id: -1, member_id: this.memberId, group_instance_id: null }
+      case 'close':
+        this.dropBatches(() => true)
+        if (this.admin) await within(this.admin.disconnect(), 5000, 'close').catch(err => log('WARN', errorText(err)))
+        if (this.consumer) await within(this.consumer.disconnect(), 10000, 'close').catch(err => log('WARN', errorText(err)))
+        return {}
+      default:
+        throw new Error(`unknown consumer op ${op}`)
+    }
+  }
+}
+
+// --- the process ----------------------------------------------------------------------------
+
+function watchParent () {
+  const parent = process.ppid
+  setInterval(() => {
+    if (process.ppid !== parent) {
+      log('INFO', `parent ${parent} is gone, exiting`)
+      process.exit(3)
+    }
+  }, 500).unref()
+}
+
+async function main () {
+  watchParent()
+  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity })
+  let role = null
+  let chain = Promise.resolve() // commands run one at a time, in order
+  let started = false
+  lines.on('line', raw => {
+    if (!raw.trim()) return
+    const cmd = JSON.parse(raw)
+    if (!started) {
+      started = true
+      chain = chain.then(async () => {
+        try {
+          const config = cmd.config || {}
+          if (config.client !== 'kafkajs') throw new Error(`no Node.js worker for client ${config.client}`)
+          role = cmd.role === 'producer' ? new ProducerRole(config.settings) : new ConsumerRole(config.settings)
+          await role.start()
+          emit({ id: 0, ok: true, version: VERSION, protocol: PROTOCOL, batches: true })
+        } catch (err) {
+          emit({ id: 0, error: errorText(err) })
+          process.exit(1)
+        }
+      })
+      return
+    }
+    // Sends start at once, never behind a command that waits (the harness sends only once the
+    // ready reply came, so the role exists; a command is written after the sends before it)
+    if (cmd.op === 'sends') {
+      for (const [sid, topic, partition, value] of cmd.sends) role.send(sid, topic, partition, value)
+      return
+    }
+    if (cmd.op === 'send') {
+      role.send(cmd.id, cmd.topic, cmd.partition, cmd.value)
+      return
+    }
+    chain = chain.then(async () => {
+      let reply
+      try {
+        reply = { id: cmd.id, ok: true, ...(await role.handle(cmd.op, cmd)) }
+      } catch (err) {
+        reply = { id: cmd.id, error: errorText(err) }
+      }
+      emit(reply)
+      if (cmd.op === 'close') {
+        flushOutcomes()
+        process.stdout.write('', () => process.exit(0))
+      }
+    })
+  })
+  lines.on('close', () => { chain.then(() => { flushOutcomes(); process.exit(0) }) })
+}
+
+process.on('unhandledRejection', err => log('ERROR', `unhandled: ${errorText(err)}`))
+main()
