@@ -18,7 +18,7 @@
  * never reports a truncation.
  *
  * kafkajs consumes only in groups. `assign` is emulated with a private group of one member
- * (`<group or "highwater-assign">.<client id>`) whose assigner hands it exactly the partitions
+ * (`<group or "highwater-assign">.<client id>.<random>`) whose assigner hands it exactly the partitions
  * asked for; kafkajs goes back to the committed offsets at every rejoin (it rejoins on its own
  * after a leader change), so an assign-mode consumer seeks each partition back to its own
  * position after each join, as `assign` would have kept it.
@@ -348,7 +348,9 @@ class ConsumerRole {
   makeConsumer () {
     const s = this.settings
     const assign = this.mode === 'assign'
-    const groupId = assign ? `${s.group_id || ASSIGN_GROUP}.${s.client_id}` : s.group_id
+    // a fresh private group per worker: nothing committed to it (kafkajs's own resets commit
+    // -1/-2) outlives this process, and a restarted client does not wait for its old member
+    const groupId = assign ? `${s.group_id || ASSIGN_GROUP}.${s.client_id}.${crypto.randomBytes(4).toString('hex')}` : s.group_id
     const session = s.session_timeout_ms || 30000
     const options = {
       groupId,

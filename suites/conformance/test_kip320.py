@@ -281,9 +281,38 @@ def _scenario(
     return outcome
 
 
+#: HW-12: kafkajs has no KIP-320 at all, so neither test can pass on it
+FINDING_HW12 = pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "FINDING HW-12: kafkajs 2.2.4 never implemented KIP-320 (no OffsetForLeaderEpoch request, Fetch "
+        "sends current_leader_epoch -1, Metadata only up to v6 so it knows no leader epochs): a consumer that "
+        "read records an unclean election truncated is never told. Beyond the new log end it gets "
+        "OFFSET_OUT_OF_RANGE and resets to its fromBeginning policy (to offset 0 with earliest: the whole log "
+        "before the divergence point re-read; with latest the new records at the truncated offsets are "
+        "skipped); inside the new log it would read on silently past them (by its source; not seen here, "
+        "where every position was beyond the new log end). Measured: each of the 3 consumers that read "
+        "truncated records reset to offset 0, 1-2 resets each, and read again 25 s later. "
+        "Repro: .venv/bin/pytest suites/conformance/test_kip320.py --client kafkajs --runxfail"
+    ),
+)
+
+
+def expect_hw12(request: pytest.FixtureRequest) -> None:
+    if RUN_OPTIONS.get().client.startswith("kafkajs"):
+        request.applymarker(FINDING_HW12)
+
+
 def test_unclean_election_truncation_is_detected_by_consumers(
-    cluster_factory, kafka_version: str, profile: Profile, campaign: str, results_root: Path, repro: str
+    request: pytest.FixtureRequest,
+    cluster_factory,
+    kafka_version: str,
+    profile: Profile,
+    campaign: str,
+    results_root: Path,
+    repro: str,
 ) -> None:
+    expect_hw12(request)
     out = _scenario(cluster_factory, kafka_version, profile, campaign, results_root, repro)
     assert_truncation_detected(out)
 
@@ -323,5 +352,6 @@ def test_finding_every_consumer_detects_truncation_through_kip320(
     KIP-320 was written for."""
     if RUN_OPTIONS.get().client.startswith("kafka-python"):
         request.applymarker(FINDING_HW6)
+    expect_hw12(request)
     out = _scenario(cluster_factory, kafka_version, profile, campaign, results_root, repro)
     assert_every_consumer_detects_through_kip320(out)

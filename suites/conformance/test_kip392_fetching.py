@@ -17,7 +17,7 @@ from harness.checks.verdict import Verdict
 from harness.cluster import Cluster
 from harness.waiting import wait_until
 from harness.workload.final_read import _fetch
-from suites.findings import expect_hw9
+from suites.findings import expect_hw9, expect_hw13
 from suites.scenario import KIP392_FAULTS, PLANS, assert_verdicts, check_verdicts, run_plan
 
 
@@ -78,6 +78,8 @@ def test_consumer_moves_when_its_replica_leaves_the_isr_and_returns(
 ) -> None:  # type: ignore[no-untyped-def]
     if how in HW9_FAULTS:
         expect_hw9(request)
+    if how == "killed":
+        expect_hw13(request)
     result = run_plan(
         cluster,
         PLANS[f"kip-392/replica-{how}"],
