@@ -17,6 +17,7 @@ from pathlib import Path
 from harness.backend import DEFAULT_BACKEND, get_backend
 from harness.clients import DEFAULT_CLIENT, ClientSpec, parse_client_spec, parse_client_specs
 from harness.clients.java import OLDEST as JAVA_OLDEST
+from harness.clients.node import OLDEST as KAFKAJS_OLDEST
 from harness.clients.python import OLDEST as PYTHON_OLDEST
 from harness.distribution import (
     MIN_VERSION,
@@ -55,10 +56,13 @@ PYPI_JSON = "https://pypi.org/pypi/{name}/json"
 #: each is where it is: ``harness.clients.python.OLDEST``, ``harness.clients.java.OLDEST``).
 #: The driver refuses older ones itself; these let a sweep or bisect refuse them in one line
 #: before anything is installed or run.
-_OLDEST: dict[str, tuple[int, ...]] = {**PYTHON_OLDEST, "java": JAVA_OLDEST}
+_OLDEST: dict[str, tuple[int, ...]] = {**PYTHON_OLDEST, "java": JAVA_OLDEST, "kafkajs": KAFKAJS_OLDEST}
 KAFKA_PYTHON_OLDEST = _OLDEST["kafka-python"]
 #: the clients whose versions are PyPI's releases
 PYPI_CLIENTS = ("kafka-python", "confluent-kafka")
+#: the clients whose versions are the npm registry's releases
+NPM_CLIENTS = ("kafkajs",)
+NPM_JSON = "https://registry.npmjs.org/{name}"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -309,13 +313,35 @@ def pypi_versions(name: str) -> list[str]:
     return sorted(stable, key=version_key)
 
 
+def npm_versions(name: str) -> list[str]:
+    """The stable releases (``X.Y.Z``, no pre-releases) of an npm package that are not
+    deprecated, oldest first."""
+    try:
+        with urllib.request.urlopen(NPM_JSON.format(name=name), timeout=20) as resp:
+            published = json.load(resp)["versions"]
+        stable = []
+        for version, meta in published.items():
+            try:
+                version_key(version)
+            except SweepError:
+                continue
+            if not meta.get("deprecated"):
+                stable.append(version)
+    except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SetupError(f"cannot list {name} versions on the npm registry: {exc}") from exc
+    return sorted(stable, key=version_key)
+
+
 def client_versions(name: str) -> list[str]:
     """Published versions of a client library, oldest first: Kafka's Java client is released
-    with every Kafka release; kafka-python's and confluent-kafka's are PyPI's."""
+    with every Kafka release; kafka-python's and confluent-kafka's are PyPI's, kafkajs's the
+    npm registry's."""
     if name == "java":
         return published_versions()
     if name in PYPI_CLIENTS:
         return pypi_versions(name)
+    if name in NPM_CLIENTS:
+        return npm_versions(name)
     raise BisectError(f"no version list is known for client {name!r}; sweep or bisect over Kafka releases instead")
 
 

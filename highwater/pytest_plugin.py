@@ -182,14 +182,20 @@ def rotated_client(node: pytest.Item, rotation: str | None, default: str) -> str
     """The client a test runs on: with ``--client-rotation`` and a ``client_rotation(param,
     values)`` marker, the one at the position of the test's ``param`` value in ``values``
     (modulo the rotation's length), so that every test judging one scenario (and a run cached
-    per scenario and client) agrees; otherwise ``default``, the session's client."""
+    per scenario and client) agrees; otherwise ``default``, the session's client. The marker's
+    ``first=<client>`` starts the turn at that client of the rotation (a suite of fewer
+    scenarios than clients then leaves out another client than the last one)."""
     marker = node.get_closest_marker("client_rotation")
     callspec = getattr(node, "callspec", None)
     if not rotation or marker is None or callspec is None:
         return default
     clients = [c.strip() for c in rotation.split(",") if c.strip()]
+    if not clients:
+        return default
     param, values = marker.args
-    return clients[list(values).index(callspec.params[param]) % len(clients)] if clients else default
+    first = marker.kwargs.get("first")
+    start = next((i for i, c in enumerate(clients) if c.split("=")[0].split(":")[0] == first), 0)
+    return clients[(start + list(values).index(callspec.params[param])) % len(clients)]
 
 
 def requested_clients(config: pytest.Config) -> list[str]:

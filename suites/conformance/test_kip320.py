@@ -303,7 +303,15 @@ def expect_hw12(request: pytest.FixtureRequest) -> None:
         request.applymarker(FINDING_HW12)
 
 
+#: make test (--client-rotation) runs the scenario once, on kafkajs: the client without KIP-320
+#: (HW-12); every client runs it with --client
+ROTATION = pytest.mark.client_rotation("scenario", ["unclean-truncation"], first="kafkajs")
+
+
+@ROTATION
+@pytest.mark.parametrize("scenario", ["unclean-truncation"])
 def test_unclean_election_truncation_is_detected_by_consumers(
+    scenario: str,
     request: pytest.FixtureRequest,
     cluster_factory,
     kafka_version: str,
@@ -335,7 +343,10 @@ FINDING_HW6 = pytest.mark.xfail(
 )
 
 
+@ROTATION
+@pytest.mark.parametrize("scenario", ["unclean-truncation"])
 def test_finding_every_consumer_detects_truncation_through_kip320(
+    scenario: str,
     request: pytest.FixtureRequest,
     cluster_factory,
     kafka_version: str,

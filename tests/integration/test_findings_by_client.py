@@ -47,11 +47,17 @@ HW1_BREAKS = {
 }
 
 
+#: clients these findings are not yet judged on: kafkajs (five tests of ~20 s each would pass
+#: make test's budget; its findings are HW-12 and HW-13, in the suites)
+NOT_YET = frozenset({"kafkajs"})
+
+
 def every_client(breaks: dict[str, str]) -> list[Any]:
     """Every client as a test parameter; those in ``breaks`` a strict xfail naming their finding."""
     return [
         pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=f"FINDING {breaks[c]}")) if c in breaks else c
         for c in client_names()
+        if c not in NOT_YET
     ]
 
 

@@ -24,7 +24,7 @@ from highwater import cli, cli_run, cli_sweep, preflight
 def test_cli_refuses_an_unknown_client_in_one_line(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([command, "--client", "nope"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "highwater: error: unknown client 'nope' (known: kafka-python, confluent-kafka, java)"
+        "highwater: error: unknown client 'nope' (known: kafka-python, confluent-kafka, java, kafkajs)"
     ]
 
 

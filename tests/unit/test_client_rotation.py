@@ -39,6 +39,15 @@ def test_scenarios_take_the_clients_in_turn() -> None:
     assert got == ["kafka-python", "confluent-kafka", "java", "kafka-python"]
 
 
+def test_a_turn_can_start_at_a_named_client() -> None:
+    marker = pytest.mark.client_rotation("scenario", SCENARIOS[:3], first="kafkajs").mark
+    rotation = "kafka-python,confluent-kafka,java,kafkajs==2.2.4"
+    got = [rotated_client(_Node({"scenario": s}, marker), rotation, "session") for s in SCENARIOS[:3]]  # type: ignore[arg-type]
+    assert got == ["kafkajs==2.2.4", "kafka-python", "confluent-kafka"]
+    unknown = pytest.mark.client_rotation("scenario", SCENARIOS[:3], first="nobody").mark
+    assert rotated_client(_Node({"scenario": "leader-kill"}, unknown), rotation, "session") == "kafka-python"  # type: ignore[arg-type]
+
+
 def test_the_session_client_without_rotation_marker_or_parameters() -> None:
     assert rotated_client(_Node({"scenario": "leader-pause"}), None, "session") == "session"  # type: ignore[arg-type]
     assert rotated_client(_Node({"scenario": "leader-pause"}, marker=None), ROTATION, "s") == "s"  # type: ignore[arg-type]
