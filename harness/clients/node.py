@@ -91,7 +91,9 @@ def ensure_tree(version: str, progress: Progress = _to_stderr) -> Path:
     if not _VERSION.match(version):
         raise UnknownClientError(f"bad kafkajs version {version!r}")
     if release(version) < OLDEST:
-        raise UnknownClientError(f"kafkajs {version} is too old: its worker needs {'.'.join(map(str, OLDEST))} or later")
+        raise UnknownClientError(
+            f"kafkajs {version} is too old: its worker needs {'.'.join(map(str, OLDEST))} or later"
+        )
     root = tree_dir(version)
     marker, stamp = root / _MARKER, _stamp(version)
     if marker.is_file() and marker.read_text().strip() == stamp:
