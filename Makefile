@@ -36,6 +36,12 @@ system-packages:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null ) \
 	    || echo "== highwater: chromium not installed; the browser test will be skipped"; }
+	@# kafkajs under test: Node.js and npm (Debian's nodejs and npm where node is absent).
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
+	  echo "== highwater: installing Debian's nodejs and npm (kafkajs worker)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm >/dev/null ) \
+	    || echo "== highwater: nodejs not installed; --client kafkajs will be refused"; }
 	@# The compose backend: Debian's docker engine, debootstrap (local images, no registry) and
 	@# docker-compose (the rendered file is validated with it); dockerd is started, detached, when
 	@# no daemon answers (bridge and iptables off: containers use host networking on 127.x).

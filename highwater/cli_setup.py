@@ -1,12 +1,15 @@
 """``highwater setup``: assemble Kafka distributions, build Toxiproxy and the Java client worker
-(for the default Kafka release's ``kafka-clients``) into the cache."""
+(for the default Kafka release's ``kafka-clients``) and install the pinned kafkajs (where Node.js
+is found) into the cache."""
 
 from __future__ import annotations
 
 import argparse
 
 from harness.clients.java import ensure_worker
+from harness.clients.node import ensure_tree, find_node, pinned_version
 from harness.distribution import default_version, ensure_kafka, installed_versions
+from harness.errors import SetupError
 from harness.java import find_java
 from harness.paths import home
 from harness.toxiproxy import ensure_toxiproxy
@@ -34,6 +37,11 @@ def run(args: argparse.Namespace) -> int:
     # the Java client under test (--client java) is the default release's kafka-clients
     worker = ensure_worker(default_version(progress), progress)
     progress(f"Java client worker ready ({worker})")
+    try:  # kafkajs under test (--client kafkajs): its pinned version's tree, when Node.js is here
+        find_node()
+        progress(f"kafkajs {pinned_version()} ready ({ensure_tree(pinned_version(), progress)})")
+    except SetupError as exc:
+        progress(f"{exc}: --client kafkajs will be refused")
     binary = ensure_toxiproxy(progress)
     progress(f"Toxiproxy ready ({binary})")
     progress(f"cache: {home()}; installed Kafka versions: {', '.join(installed_versions())}")

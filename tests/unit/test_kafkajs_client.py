@@ -1,0 +1,81 @@
+"""The kafkajs client's pure parts on the harness side (``harness.clients.node``): the pinned
+version, refusals before npm runs, what a tree's marker records, and the worker's environment.
+The worker itself is proved on a real cluster by the driver contract tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.clients import UnknownClientError, parse_client_spec
+from harness.clients import node as kafkajs
+from harness.errors import SetupError
+from highwater import cli_sweep
+
+
+def test_the_pinned_version_is_the_lock_files() -> None:
+    lock = json.loads((kafkajs.PACKAGE / "package-lock.json").read_text())
+    assert lock["packages"]["node_modules/kafkajs"]["version"] == kafkajs.pinned_version()
+    assert lock["packages"][""]["dependencies"]["kafkajs"] == kafkajs.pinned_version()
+
+
+@pytest.mark.parametrize(
+    "version, message",
+    [
+        ("2.2", "bad kafkajs version '2.2'"),
+        ("latest", "bad kafkajs version 'latest'"),
+        ("1.16.0", "kafkajs 1.16.0 is too old: its worker needs 2.0.0 or later"),
+    ],
+)
+def test_a_bad_or_too_old_version_is_one_line_and_installs_nothing(
+    version: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HIGHWATER_HOME", str(tmp_path))
+    with pytest.raises(UnknownClientError) as raised:
+        kafkajs.ensure_tree(version)
+    assert str(raised.value) == message
+    assert not any(tmp_path.iterdir())
+
+
+def test_without_node_the_client_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kafkajs.shutil, "which", lambda name: None)
+    with pytest.raises(SetupError, match="kafkajs needs Node.js"):
+        kafkajs.find_node()
+
+
+def test_the_pinned_trees_stamp_follows_its_lock_file_and_others_their_version() -> None:
+    pinned = kafkajs._stamp(kafkajs.pinned_version())
+    assert pinned.startswith(f"kafkajs@{kafkajs.pinned_version()} lock ")
+    assert kafkajs._stamp("2.1.0") == "kafkajs@2.1.0"
+
+
+def test_the_worker_gets_its_tree_and_never_node_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("NODE_ENV", "test")  # kafkajs would load other retry defaults
+    monkeypatch.setenv("HIGHWATER_HOME", str(tmp_path))
+    launch = kafkajs.NodeLauncher("/usr/bin/node", tmp_path / "2.2.4" / "node_modules").launch("consumer", "c/1 x")
+    assert launch.argv == ["/usr/bin/node", str(kafkajs.WORKER), "--highwater-client=c/1 x"]
+    assert launch.env is not None and "NODE_ENV" not in launch.env
+    assert launch.env["NODE_PATH"] == str(tmp_path / "2.2.4" / "node_modules")
+    assert launch.log_path == tmp_path / "clients" / "kafkajs" / "logs" / "c_1_x.log"
+
+
+def test_kafkajs_specs_parse_and_versions_come_from_the_npm_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse_client_spec("kafkajs==2.1.0").version == "2.1.0"
+
+    class _Response:
+        def __enter__(self) -> _Response:
+            return self
+
+        def __exit__(self, *_: object) -> None:
+            return None
+
+        def read(self) -> bytes:
+            versions = {"2.2.4": {}, "2.0.0": {}, "2.3.0-beta.1": {}, "1.9.0": {"deprecated": "use 1.9.1"}}
+            return json.dumps({"versions": versions}).encode()
+
+    monkeypatch.setattr(cli_sweep.urllib.request, "urlopen", lambda url, timeout: _Response())
+    assert cli_sweep.client_versions("kafkajs") == ["2.0.0", "2.2.4"]
+    with pytest.raises(cli_sweep.BisectError, match="older than its driver supports"):
+        cli_sweep.check_driven("kafkajs", ["1.16.0", "2.2.4"])
