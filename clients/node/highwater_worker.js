@@ -305,6 +305,28 @@ function fixedAssigner (wanted) {
 
 const keyOf = (topic, partition) => `${topic}\u0000${partition}`
 
+/** One entry of a poll reply (docs/adding-a-client.md, "Poll replies"): kafkajs messages of one
+ * partition served by `replica`, offsets as runs of consecutive offsets, leader epochs (each
+ * message's batchContext.partitionLeaderEpoch; -1 or none is null) as runs of one epoch. */
+function partOf (topic, partition, replica, messages) {
+  const offsets = []
+  const epochs = []
+  const values = []
+  let expected = null
+  for (const m of messages) {
+    const offset = Number(m.offset)
+    if (offset === expected) offsets[offsets.length - 1]++
+    else offsets.push(offset, 1)
+    expected = offset + 1
+    const ctx = m.batchContext
+    const epoch = ctx && ctx.partitionLeaderEpoch >= 0 ? ctx.partitionLeaderEpoch : null
+    if (epochs.length && epochs[epochs.length - 2] === epoch) epochs[epochs.length - 1]++
+    else epochs.push(epoch, 1)
+    values.push(m.value === null ? null : m.value.toString('utf8'))
+  }
+  return { topic, partition, replica, offsets, values, epochs }
+}
+
 // One consumer of this process: the wrappers below report to it.
 let current = null
 
@@ -464,27 +486,11 @@ class ConsumerRole {
       const messages = b.batch.messages.slice(b.taken, b.taken + room)
       b.taken += messages.length
       room -= messages.length
-      const offsets = []
-      const epochs = []
-      const values = []
-      let expected = null
-      let epochRun = null
-      for (const m of messages) {
-        const offset = Number(m.offset)
-        if (offset === expected) offsets[offsets.length - 1]++
-        else offsets.push(offset, 1)
-        expected = offset + 1
-        const ctx = m.batchContext
-        const epoch = ctx && ctx.partitionLeaderEpoch >= 0 ? ctx.partitionLeaderEpoch : null
-        if (epochRun !== null && epochs[epochRun] === epoch) epochs[epochRun + 1]++
-        else { epochRun = epochs.length; epochs.push(epoch, 1) }
-        values.push(m.value === null ? null : m.value.toString('utf8'))
-      }
       if (messages.length) {
         const last = messages[messages.length - 1].offset
         b.resolveOffset(last)
         this.positions.set(key, Number(last) + 1)
-        parts.push({ topic, partition, replica: b.batch.highwaterNode ?? null, offsets, values, epochs })
+        parts.push(partOf(topic, partition, b.batch.highwaterNode ?? null, messages))
       }
       if (b.taken >= b.batch.messages.length) { this.batches.shift(); b.done() }
     }
@@ -666,5 +672,9 @@ async function main () {
   lines.on('close', () => { chain.then(() => { flushOutcomes(); process.exit(0) }) })
 }
 
-process.on('unhandledRejection', err => log('ERROR', `unhandled: ${errorText(err)}`))
-main()
+if (require.main === module) {
+  process.on('unhandledRejection', err => log('ERROR', `unhandled: ${errorText(err)}`))
+  main()
+} else {
+  module.exports = { partOf, errorText, within } // the pure parts, for tests/unit/test_kafkajs_client.py
+}

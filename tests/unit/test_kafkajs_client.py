@@ -5,12 +5,16 @@ The worker itself is proved on a real cluster by the driver contract tests."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from harness.clients import UnknownClientError, parse_client_spec
+from harness.clients import PolledRecord, UnknownClientError, parse_client_spec
 from harness.clients import node as kafkajs
+from harness.clients.worker import parts_of, records_of
 from harness.errors import SetupError
 from highwater import cli_sweep
 
@@ -79,3 +83,57 @@ def test_kafkajs_specs_parse_and_versions_come_from_the_npm_registry(monkeypatch
     assert cli_sweep.client_versions("kafkajs") == ["2.0.0", "2.2.4"]
     with pytest.raises(cli_sweep.BisectError, match="older than its driver supports"):
         cli_sweep.check_driven("kafkajs", ["1.16.0", "2.2.4"])
+
+
+_PARTS_SCRIPT = """
+const { partOf, errorText } = require(process.argv[1])
+const input = JSON.parse(require('fs').readFileSync(0, 'utf8'))
+const messages = input.records.map(r => ({
+  offset: String(r.offset),
+  value: r.value === null ? null : Buffer.from(r.value, 'utf8'),
+  batchContext: r.epoch === undefined ? undefined : { partitionLeaderEpoch: r.epoch }
+}))
+const cause = Object.assign(new Error('Not enough in-sync replicas'), { name: 'KafkaJSProtocolError', type: 'NOT_ENOUGH_REPLICAS' })
+const retries = Object.assign(new Error('Not enough in-sync replicas'), { name: 'KafkaJSNumberOfRetriesExceeded', cause })
+process.stdout.write(JSON.stringify({ part: partOf('t', 2, input.replica, messages), error: errorText(retries) }))
+"""
+
+
+def _worker_parts(records: list[dict[str, Any]], replica: int | None) -> dict[str, Any]:
+    node, _ = kafkajs.find_node()
+    modules = kafkajs.ensure_tree(kafkajs.pinned_version())
+    env = {**os.environ, "NODE_PATH": str(modules)}
+    done = subprocess.run(
+        [node, "-e", _PARTS_SCRIPT, str(kafkajs.WORKER)],
+        input=json.dumps({"records": records, "replica": replica}),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
+    )
+    return dict(json.loads(done.stdout))
+
+
+def test_the_node_workers_poll_entries_read_back_as_the_records_it_was_given() -> None:
+    """The JavaScript encoder of poll replies against the harness's decoder (``records_of``):
+    gaps in offsets, an epoch change, a batch without an epoch (-1) and a null value."""
+    records = [
+        {"offset": 5, "value": "a", "epoch": 3},
+        {"offset": 6, "value": "b", "epoch": 3},
+        {"offset": 9, "value": None, "epoch": 4},  # a gap (compaction, a control record)
+        {"offset": 10, "value": "d", "epoch": -1},  # no epoch in the batch
+        {"offset": 11, "value": "é", "epoch": 4},
+    ]
+    got = _worker_parts(records, 2)
+    assert got["part"]["offsets"] == [5, 2, 9, 3]
+    assert got["part"]["epochs"] == [3, 2, 4, 1, None, 1, 4, 1]
+    back = records_of({"parts": [got["part"]]})
+    epochs = [None if r["epoch"] < 0 else r["epoch"] for r in records]
+    expected = [PolledRecord("t", 2, r["offset"], r["value"], e, 2) for r, e in zip(records, epochs)]
+    assert back == expected
+    assert parts_of(expected) == [got["part"]]
+    assert got["error"] == (
+        "KafkaJSNumberOfRetriesExceeded: Not enough in-sync replicas "
+        "(caused by KafkaJSProtocolError: NOT_ENOUGH_REPLICAS: Not enough in-sync replicas)"
+    )
