@@ -30,7 +30,8 @@ highwater's JVM worker (``harness.clients.java``), so its figures include the wo
 protocol (a line per send and per outcome, every polled record encoded by the JVM and decoded by
 Python) and a fresh JVM per producer and consumer, which maps the worker's class archive
 (``harness.clients.java_archive``) once the first worker of its role made it: the first run of
-a fresh cache trains it and is slower.
+a fresh cache trains it and is slower. kafkajs (``kafkajs``) runs in highwater's Node.js worker
+(``clients/node``); it has no bare row.
 
     .venv/bin/python benchmarks/client_throughput.py [--records 200000] [--runs 3]
         [--value-bytes 100] [--clients kafka-python,java] [--kafka-version V] [--no-bare]

@@ -244,10 +244,17 @@ class ProducerRole {
           for (const [sid] of queue.pending.splice(0)) outcome(sid, 'info', null, 'Error: the producer closed before the outcome')
         }
         return {}
-      case 'init_transactions':
-        await within(this.producer.connect(), timeoutMs, 'init_transactions')
-        this.connected = true
+      case 'init_transactions': {
+        // kafkajs asks the coordinator for its producer id (fencing an older instance) at its
+        // first transaction(); an empty transaction ends locally, without EndTxn
+        const init = async () => {
+          await this.producer.connect()
+          this.connected = true
+          await (await this.producer.transaction()).abort()
+        }
+        await within(init(), timeoutMs, 'init_transactions')
         return {}
+      }
       case 'begin_transaction':
         this.txn = await within(this.producer.transaction(), 5000, 'begin_transaction')
         return {}

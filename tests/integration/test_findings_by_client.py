@@ -52,12 +52,13 @@ HW1_BREAKS = {
 NOT_YET = frozenset({"kafkajs"})
 
 
-def every_client(breaks: dict[str, str]) -> list[Any]:
-    """Every client as a test parameter; those in ``breaks`` a strict xfail naming their finding."""
+def every_client(breaks: dict[str, str], also: frozenset[str] = frozenset()) -> list[Any]:
+    """Every client (but those ``NOT_YET`` judged, unless in ``also``) as a test parameter;
+    those in ``breaks`` a strict xfail naming their finding."""
     return [
         pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=f"FINDING {breaks[c]}")) if c in breaks else c
         for c in client_names()
-        if c not in NOT_YET
+        if c not in NOT_YET or c in also
     ]
 
 
@@ -120,10 +121,13 @@ HW10_BREAKS = {
     "kafka-python": "HW-10: kafka-python commits a transaction one of whose records expired unsent "
     "(a failed batch leaves the transaction manager in its ready state: Sender._dispatch_error makes no "
     "transition for a retriable error whose retries or delivery timeout ran out)",
+    "kafkajs": "HW-15: kafkajs commits a transaction one of whose sends failed for good "
+    "(KafkaJSNumberOfRetriesExceeded): a failed send leaves its transaction manager in its transaction, "
+    "and EndTxn(COMMIT) succeeds without the record",
 }
 
 
-@pytest.mark.parametrize("client", every_client(HW10_BREAKS))
+@pytest.mark.parametrize("client", every_client(HW10_BREAKS, also=frozenset({"kafkajs"})))
 def test_hw10_a_transaction_whose_send_failed_does_not_commit(cluster: Cluster, client: str) -> None:
     """KIP-98 atomicity: a transaction is all or nothing, so when one of its records could not be
     written (its partition leader unreachable from the producer until the delivery timeout), the
@@ -460,3 +464,81 @@ def test_hw11_consumer_reads_a_frozen_leader_s_partition_from_its_successor(clus
     )
     print(figures)
     assert not late, figures
+
+
+#: client -> the finding it shows for HW-14 (absent: the client keeps the promise)
+HW14_BREAKS = {
+    "kafkajs": "HW-14: kafkajs's filterAbortedMessages steps into at most one aborted transaction per "
+    "record, so when a fetch's list of aborted transactions holds one that began earlier, a "
+    "read_committed consumer returns the first record of the next one",
+}
+
+
+#: the clients it runs on: kafkajs, and Java's as the second client (make test's budget)
+HW14_CLIENTS = ("java", "kafkajs")
+
+
+@pytest.mark.parametrize(
+    "client",
+    [c for c in every_client(HW14_BREAKS, also=frozenset({"kafkajs"})) if getattr(c, "values", [c])[0] in HW14_CLIENTS],
+)
+def test_hw14_read_committed_never_returns_an_aborted_record(cluster: Cluster, client: str) -> None:
+    """KIP-98: a read_committed consumer never returns a record of an aborted transaction. Two
+    producers' transactions overlap in one partition (A's first record, then B's two) and both
+    abort; a third transaction commits a last record. A consumer that starts at B's first record
+    fetches them in one response whose aborted-transaction list names A (begun before the fetch
+    offset) and B: it must return the committed record only. Java's consumer is the second client
+    beside kafkajs (make test's budget: the Python clients are not run here)."""
+    driver = get_driver(client)
+    assert isinstance(driver, TransactionalClient)
+    topic = f"hw14-{client}"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    producers = [
+        driver.transactional_producer(
+            ProducerSettings(cluster.bootstrap(), f"hw14-{client}-{i}", transactional_id=f"hw14-{client}-{i}")
+        )
+        for i in range(2)
+    ]
+    offsets: dict[str, int] = {}
+
+    def send(p: Any, value: str) -> None:
+        got: list[SendOutcome] = []
+        p.send(topic, 0, value, got.append)
+        p.flush(10)
+        outcome = wait_until(lambda: got[0] if got else None, 15, f"the outcome of {value}")
+        assert outcome.outcome is Outcome.OK, outcome
+        offsets[value] = int(outcome.offset)
+
+    try:
+        for p in producers:
+            p.init_transactions(20)
+            p.begin_transaction()
+        a, b = producers
+        send(a, "a-aborted")
+        send(b, "b-aborted-1")
+        send(b, "b-aborted-2")
+        a.abort_transaction(20)
+        b.abort_transaction(20)
+        a.begin_transaction()
+        send(a, "committed")
+        a.commit_transaction(20)
+    finally:
+        for p in producers:
+            p.close(5)
+    assert offsets["a-aborted"] < offsets["b-aborted-1"] < offsets["b-aborted-2"] < offsets["committed"]
+
+    consumer = driver.consumer(
+        ConsumerSettings(cluster.bootstrap(), f"hw14-{client}-reader", isolation_level="read_committed"), _Quiet()
+    )
+    tp = TopicPartition(topic, 0)
+    read: list[str] = []
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, offsets["b-aborted-1"])
+        deadline = time.monotonic() + 30
+        while "committed" not in read and time.monotonic() < deadline:
+            polled = consumer.poll(500)
+            read += [str(r.value) for r in polled] if isinstance(polled, list) else []
+    finally:
+        consumer.close()
+    assert read == ["committed"], f"{client} read_committed returned {read}"
