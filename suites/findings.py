@@ -26,21 +26,23 @@ def expect_hw9(request: pytest.FixtureRequest) -> None:
         request.applymarker(FINDING_HW9)
 
 
-#: HW-13: a kafkajs consumer crashes when a broker it talks to dies, and restarts after a backoff
+#: HW-13: a kafkajs consumer crashes when a broker it talks to dies, and restarts after a backoff.
+#: Not strict: the stall passed its bound in 3 runs of 4 (kafkajs's retry times are randomized),
+#: so a passing run is no change of behaviour
 FINDING_HW13 = pytest.mark.xfail(
-    strict=True,
+    strict=False,
     reason=(
         "FINDING HW-13 (kafkajs 2.2.4): when a broker dies, a kafkajs consumer's requests to it fail "
         "(ECONNRESET through its proxy), its retries (5, kafkajs's default) run out within ~12 s, and the "
         "consumer crashes (KafkaJSNumberOfRetriesExceeded: Closed connection), leaves its group and restarts "
         "only after a backoff of 12-13 s, then rejoins: the rack consumer of an unaffected rack stalls 15-25 s "
-        "(progress: a stall past its bound), where the Java consumer goes on reading its own replica. "
-        "See README, Findings."
+        "(progress: a stall past its bound, 3 runs of 4), where the Java consumer goes on reading its own "
+        "replica. See README, Findings."
     ),
 )
 
 
 def expect_hw13(request: pytest.FixtureRequest) -> None:
-    """Mark this test a strict xfail for HW-13 when the session's client is kafkajs."""
+    """Mark this test an xfail (not strict) for HW-13 when the session's client is kafkajs."""
     if RUN_OPTIONS.get().client.startswith("kafkajs"):
         request.applymarker(FINDING_HW13)
