@@ -13,6 +13,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.backend import DEFAULT_BACKEND, get_backend
 from harness.clients import DEFAULT_CLIENT, ClientSpec, parse_client_spec, parse_client_specs
@@ -294,42 +295,43 @@ def _prepare_kafka(version: str) -> None:
     ensure_kafka(version, _say)
 
 
-def pypi_versions(name: str) -> list[str]:
-    """The stable releases (``X.Y.Z``, no pre-releases) of a PyPI project that can still be
-    installed (some file not yanked), oldest first."""
+def _stable_releases(url: str, what: str, pick: Callable[[dict[str, Any]], dict[str, bool]]) -> list[str]:
+    """The stable ``X.Y.Z`` releases in a registry's JSON document at ``url``, oldest first:
+    ``pick`` maps the document to each version and whether it can still be installed."""
     try:
-        with urllib.request.urlopen(PYPI_JSON.format(name=name), timeout=20) as resp:
-            releases = json.load(resp)["releases"]
+        with urllib.request.urlopen(url, timeout=20) as resp:
+            usable = pick(json.load(resp))
         stable = []
-        for version, files in releases.items():
+        for version, ok in usable.items():
             try:
                 version_key(version)
             except SweepError:
                 continue
-            if any(not f.get("yanked", False) for f in files):
+            if ok:
                 stable.append(version)
     except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise SetupError(f"cannot list {name} versions on PyPI: {exc}") from exc
+        raise SetupError(f"cannot list {what}: {exc}") from exc
     return sorted(stable, key=version_key)
+
+
+def pypi_versions(name: str) -> list[str]:
+    """The stable releases (``X.Y.Z``, no pre-releases) of a PyPI project that can still be
+    installed (some file not yanked), oldest first."""
+    return _stable_releases(
+        PYPI_JSON.format(name=name),
+        f"{name} versions on PyPI",
+        lambda doc: {v: any(not f.get("yanked", False) for f in files) for v, files in doc["releases"].items()},
+    )
 
 
 def npm_versions(name: str) -> list[str]:
     """The stable releases (``X.Y.Z``, no pre-releases) of an npm package that are not
     deprecated, oldest first."""
-    try:
-        with urllib.request.urlopen(NPM_JSON.format(name=name), timeout=20) as resp:
-            published = json.load(resp)["versions"]
-        stable = []
-        for version, meta in published.items():
-            try:
-                version_key(version)
-            except SweepError:
-                continue
-            if not meta.get("deprecated"):
-                stable.append(version)
-    except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise SetupError(f"cannot list {name} versions on the npm registry: {exc}") from exc
-    return sorted(stable, key=version_key)
+    return _stable_releases(
+        NPM_JSON.format(name=name),
+        f"{name} versions on the npm registry",
+        lambda doc: {v: not meta.get("deprecated") for v, meta in doc["versions"].items()},
+    )
 
 
 def client_versions(name: str) -> list[str]:

@@ -369,6 +369,7 @@ class ConsumerRole {
     this.waiting = null // a poll waiting for a batch
     this.events = [] // position events for the next reply
     this.admin = null
+    this.stopped = null // why kafkajs stopped this consumer for good (a crash it does not restart)
     current = this
   }
 
@@ -394,7 +395,11 @@ class ConsumerRole {
     if (assign) options.partitionAssigners = [fixedAssigner(this.wanted)]
     this.consumer = this.kafka.consumer(options)
     this.consumer.on(this.consumer.events.GROUP_JOIN, e => this.joined(e.payload))
-    this.consumer.on(this.consumer.events.CRASH, e => log('ERROR', `consumer crashed: ${errorText(e.payload.error)} (restart: ${e.payload.restart})`))
+    this.consumer.on(this.consumer.events.CRASH, e => {
+      log('ERROR', `consumer crashed: ${errorText(e.payload.error)} (restart: ${e.payload.restart})`)
+      // kafkajs gave up on this consumer: every later poll says so, never a silent stop
+      if (!e.payload.restart) this.stopped = `the kafkajs consumer stopped after a crash: ${errorText(e.payload.error)}`
+    })
   }
 
   joined ({ memberId, memberAssignment }) {
@@ -467,18 +472,26 @@ class ConsumerRole {
   }
 
   async ensureRunning () {
+    if (this.stopped) throw Object.assign(new Error(this.stopped), { name: 'KafkaJSConsumerStopped' })
     if (this.running) return
     if (!this.mode) throw new Error('poll before assign or subscribe')
     this.makeConsumer()
-    await this.consumer.connect()
-    const fromBeginning = this.settings.auto_offset_reset !== 'latest'
-    await this.consumer.subscribe({ topics: this.topics, fromBeginning })
-    await this.consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: 1,
-      eachBatch: payload => this.onBatch(payload)
-    })
+    try {
+      await this.consumer.connect()
+      const fromBeginning = this.settings.auto_offset_reset !== 'latest'
+      await this.consumer.subscribe({ topics: this.topics, fromBeginning })
+      await this.consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: 1,
+        eachBatch: payload => this.onBatch(payload)
+      })
+    } catch (err) { // the next poll starts over with a new consumer; this one lets go of its connections
+      const failed = this.consumer
+      this.consumer = null
+      await within(failed.disconnect(), 5000, 'disconnect').catch(e => log('WARN', errorText(e)))
+      throw err
+    }
     this.running = true
   }
 

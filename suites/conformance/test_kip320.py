@@ -51,6 +51,7 @@ from harness.observe import DEBUGGING_REPLICA_ID
 from harness.waiting import wait_until
 from highwater.profiles import Profile
 from highwater.runner import RunResult, RunSpec, execute_run
+from suites.findings import expect_hw12
 from suites.scenario import KIP320_WINDOW_SECONDS, PLANS, RUN_OPTIONS
 
 TOPIC = "kip320"
@@ -281,48 +282,26 @@ def _scenario(
     return outcome
 
 
-#: HW-12: kafkajs has no KIP-320 at all, so neither test can pass on it
-FINDING_HW12 = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "FINDING HW-12: kafkajs 2.2.4 never implemented KIP-320 (no OffsetForLeaderEpoch request, Fetch "
-        "sends current_leader_epoch -1, Metadata only up to v6 so it knows no leader epochs): a consumer that "
-        "read records an unclean election truncated is never told. Beyond the new log end it gets "
-        "OFFSET_OUT_OF_RANGE and resets to its fromBeginning policy (to offset 0 with earliest: the whole log "
-        "before the divergence point re-read; with latest the new records at the truncated offsets are "
-        "skipped); inside the new log it would read on silently past them (by its source; not seen here, "
-        "where every position was beyond the new log end). Measured: each of the 3 consumers that read "
-        "truncated records reset to offset 0, 1-2 resets each, and read again 25 s later. "
-        "Repro: .venv/bin/pytest suites/conformance/test_kip320.py --client kafkajs --runxfail"
-    ),
-)
-
-
-def expect_hw12(request: pytest.FixtureRequest) -> None:
-    if RUN_OPTIONS.get().client.startswith("kafkajs"):
-        request.applymarker(FINDING_HW12)
-
-
 #: make test (--client-rotation) runs the scenario once, on kafkajs: the client without KIP-320
 #: (HW-12); every client runs it with --client
 ROTATION = pytest.mark.client_rotation("scenario", ["unclean-truncation"], first="kafkajs")
 
 
+@pytest.fixture
+def outcome(
+    cluster_factory, kafka_version: str, profile: Profile, campaign: str, results_root: Path, repro: str
+) -> Outcome:  # type: ignore[no-untyped-def]
+    """The scenario's run for this test's client (one per client and seed: ``_scenario``)."""
+    return _scenario(cluster_factory, kafka_version, profile, campaign, results_root, repro)
+
+
 @ROTATION
 @pytest.mark.parametrize("scenario", ["unclean-truncation"])
 def test_unclean_election_truncation_is_detected_by_consumers(
-    scenario: str,
-    request: pytest.FixtureRequest,
-    cluster_factory,
-    kafka_version: str,
-    profile: Profile,
-    campaign: str,
-    results_root: Path,
-    repro: str,
+    scenario: str, request: pytest.FixtureRequest, outcome: Outcome
 ) -> None:
     expect_hw12(request)
-    out = _scenario(cluster_factory, kafka_version, profile, campaign, results_root, repro)
-    assert_truncation_detected(out)
+    assert_truncation_detected(outcome)
 
 
 #: HW-6 is kafka-python's (librdkafka finds the divergence point for every consumer: README,
@@ -346,14 +325,7 @@ FINDING_HW6 = pytest.mark.xfail(
 @ROTATION
 @pytest.mark.parametrize("scenario", ["unclean-truncation"])
 def test_finding_every_consumer_detects_truncation_through_kip320(
-    scenario: str,
-    request: pytest.FixtureRequest,
-    cluster_factory,
-    kafka_version: str,
-    profile: Profile,
-    campaign: str,
-    results_root: Path,
-    repro: str,
+    scenario: str, request: pytest.FixtureRequest, outcome: Outcome
 ) -> None:
     """KIP-320's promise is stronger than "the consumer moved back": a consumer that read
     records an unclean election truncated must find the divergence point with
@@ -364,5 +336,4 @@ def test_finding_every_consumer_detects_truncation_through_kip320(
     if RUN_OPTIONS.get().client.startswith("kafka-python"):
         request.applymarker(FINDING_HW6)
     expect_hw12(request)
-    out = _scenario(cluster_factory, kafka_version, profile, campaign, results_root, repro)
-    assert_every_consumer_detects_through_kip320(out)
+    assert_every_consumer_detects_through_kip320(outcome)
