@@ -169,6 +169,14 @@ def test_offsets_sent_to_a_transaction_commit_and_abort_with_it(cluster: Cluster
     print(f"{client}: {time.monotonic() - started:.1f} s")
 
 
+#: clients whose library may give up on the commit itself before the deadline, and why (a raise
+#: then comes from the library, not from the deadline, and cannot be retried)
+GIVES_UP_FIRST = {
+    "kafkajs": "kafkajs's retries of EndTxn on a refused connection (3, from 300 ms, doubling) end in "
+    "1.5-2.5 s, and a failed commit leaves its transaction COMMITTING, which nothing can retry",
+}
+
+
 @pytest.mark.parametrize(
     "client, timeout_s",
     # Java's own bound is max.block.ms (5 s): a longer timeout is kept by calling again
@@ -203,4 +211,7 @@ def test_a_commit_behind_an_unreachable_coordinator_keeps_its_deadline(
     finally:
         producer.close(5)
     print(f"{client}: the commit raised after {took:.1f} s: {raised.value}")
-    assert timeout_s - 0.1 <= took < timeout_s + 2.0, took
+    assert took < timeout_s + 2.0, took
+    if client in GIVES_UP_FIRST and "did not complete within" not in str(raised.value):
+        return  # the library's own answer, before the deadline: GIVES_UP_FIRST says why
+    assert timeout_s - 0.1 <= took, took
