@@ -34,7 +34,7 @@ def set_streaming() -> None:
 def streaming() -> Iterator[None]:
     """The streaming threshold for the block (a run's workload), the previous one after it."""
     before = gc.get_threshold()
-    gc.set_threshold(STREAMING, before[1], before[2])
+    set_streaming()
     try:
         yield
     finally:

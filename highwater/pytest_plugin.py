@@ -42,7 +42,14 @@ from harness.backend import (
     start_backend,
     unhealed,
 )
-from harness.clients import DEFAULT_CLIENT, ClientSpec, UnknownClientError, client_names, parse_client_specs
+from harness.clients import (
+    DEFAULT_CLIENT,
+    ClientSpec,
+    UnknownClientError,
+    client_names,
+    parse_client_spec,
+    parse_client_specs,
+)
 from harness.config import ClusterSpec
 from harness.errors import HighwaterError
 
@@ -194,7 +201,7 @@ def rotated_client(node: pytest.Item, rotation: str | None, default: str) -> str
         return default
     param, values = marker.args
     first = marker.kwargs.get("first")
-    start = next((i for i, c in enumerate(clients) if c.split("=")[0].split(":")[0] == first), 0)
+    start = next((i for i, c in enumerate(clients) if parse_client_spec(c).name == first), 0)
     return clients[(start + list(values).index(callspec.params[param])) % len(clients)]
 
 

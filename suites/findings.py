@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from harness.clients import UnknownClientError, parse_client_spec
 from suites.scenario import RUN_OPTIONS
 
 
@@ -22,8 +23,11 @@ class ClientFinding:
     mark: pytest.MarkDecorator
 
     def expect(self, request: pytest.FixtureRequest) -> None:
-        running = RUN_OPTIONS.get().client
-        if running == self.client or running.startswith((f"{self.client}=", f"{self.client}:", f"{self.client}@")):
+        try:
+            running = parse_client_spec(RUN_OPTIONS.get().client).name
+        except UnknownClientError:  # no client of ours, so not this finding's
+            return
+        if running == self.client:
             request.applymarker(self.mark)
 
 

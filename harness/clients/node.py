@@ -18,7 +18,6 @@ parent's death, like every worker (``harness.clients.worker``).
 
 from __future__ import annotations
 
-import dataclasses
 import fcntl
 import hashlib
 import json
@@ -30,14 +29,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from harness.errors import SetupError
 from harness.paths import home
 
-from .base import ConsumerSettings, ProducerSettings, UnknownClientError
+from .base import UnknownClientError
 from .pyversions import release
-from .worker import Launch, WorkerDriver
+from .worker import Launch, NeutralSettingsConfig, WorkerDriver
 
 NAME = "kafkajs"
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,6 +116,12 @@ def ensure_tree(version: str, progress: Progress = _to_stderr) -> Path:
     return root / "node_modules"
 
 
+def _without_node_env() -> dict[str, str]:
+    """This process's environment without ``NODE_ENV``: with ``test`` kafkajs loads other retry
+    defaults, so neither npm nor a worker inherits it."""
+    return {k: v for k, v in os.environ.items() if k != "NODE_ENV"}
+
+
 def _npm_install(npm: str, root: Path, version: str) -> None:
     flags = ["--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
     if version == pinned_version():
@@ -128,8 +132,7 @@ def _npm_install(npm: str, root: Path, version: str) -> None:
         manifest = {"name": "highwater-kafkajs", "private": True, "dependencies": {NAME: version}}
         (root / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
         cmd = [npm, "install", *flags]
-    env = {k: v for k, v in os.environ.items() if k != "NODE_ENV"}
-    done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600, env=env)
+    done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600, env=_without_node_env())
     if done.returncode != 0:
         text = (done.stderr or done.stdout).strip()
         if "ETARGET" in text or "No matching version" in text or "E404" in text:
@@ -138,27 +141,18 @@ def _npm_install(npm: str, root: Path, version: str) -> None:
         raise SetupError(f"cannot install kafkajs {version} with npm: {last}")
 
 
-class NodeLauncher:
+class NodeLauncher(NeutralSettingsConfig):
     """Starts the kafkajs worker on ``node`` with the tree ``modules`` on its module path."""
+
+    client = NAME
 
     def __init__(self, node: str, modules: Path) -> None:
         self.node = node
         self.modules = modules
 
-    def _config(self, settings: ProducerSettings | ConsumerSettings) -> dict[str, Any]:
-        return {"client": NAME, "settings": dataclasses.asdict(settings)}
-
-    def producer_config(self, settings: ProducerSettings) -> dict[str, Any]:
-        return self._config(settings)
-
-    def consumer_config(self, settings: ConsumerSettings) -> dict[str, Any]:
-        return self._config(settings)
-
     def launch(self, role: str, client_id: str) -> Launch:
         log_path = home() / "clients" / NAME / "logs" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', client_id)}.log"
-        # NODE_ENV=test makes kafkajs load other retry defaults: the worker never inherits it
-        env = {k: v for k, v in os.environ.items() if k != "NODE_ENV"}
-        env["NODE_PATH"] = str(self.modules)
+        env = {**_without_node_env(), "NODE_PATH": str(self.modules)}
         argv = [self.node, str(WORKER), f"--highwater-client={client_id}"]
         return Launch(argv, log_path, env=env)
 

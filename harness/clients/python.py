@@ -22,7 +22,6 @@ driver) from this repository (``PYTHONPATH``); nothing else of the harness's env
 
 from __future__ import annotations
 
-import dataclasses
 import fcntl
 import hashlib
 import os
@@ -33,15 +32,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from harness.errors import SetupError
 from harness.paths import home
 
-from .base import ConsumerSettings, ProducerSettings, UnknownClientError
+from .base import UnknownClientError
 from .pyversions import installed_version
 from .pyversions import release as _release
-from .worker import Launch, WorkerDriver
+from .worker import Launch, NeutralSettingsConfig, WorkerDriver
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "clients" / "python" / "highwater_worker.py"
@@ -174,21 +172,12 @@ def local_build(dist: str, path: Path, progress: Progress = _to_stderr) -> tuple
     return python, f"{version}{'.' if '+' in version else '+'}local.{key}"
 
 
-class PythonLauncher:
+class PythonLauncher(NeutralSettingsConfig):
     """Starts ``clients/python/highwater_worker.py`` on ``python`` for the client ``dist``."""
 
     def __init__(self, dist: str, python: Path) -> None:
-        self.dist = dist
+        self.dist = self.client = dist
         self.python = python
-
-    def _config(self, settings: ProducerSettings | ConsumerSettings) -> dict[str, Any]:
-        return {"client": self.dist, "settings": dataclasses.asdict(settings)}
-
-    def producer_config(self, settings: ProducerSettings) -> dict[str, Any]:
-        return self._config(settings)
-
-    def consumer_config(self, settings: ConsumerSettings) -> dict[str, Any]:
-        return self._config(settings)
 
     def launch(self, role: str, client_id: str) -> Launch:
         log_path = home() / "clients" / self.dist / "logs" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', client_id)}.log"

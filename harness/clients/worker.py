@@ -25,6 +25,7 @@ outcome end ``info`` right then: nothing waits for a process that is gone.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import itertools
 import json
 import logging
@@ -304,6 +305,23 @@ class WorkerLauncher(Protocol):
     def producer_config(self, settings: ProducerSettings) -> dict[str, Any]: ...
 
     def consumer_config(self, settings: ConsumerSettings) -> dict[str, Any]: ...
+
+
+class NeutralSettingsConfig:
+    """The first line's ``config`` of a worker that takes the library-neutral settings as they
+    are, ``{"client": <name>, "settings": <ProducerSettings or ConsumerSettings as a dict>}`` (the
+    Python and Node.js workers): ``client`` names the library."""
+
+    client: str
+
+    def _config(self, settings: ProducerSettings | ConsumerSettings) -> dict[str, Any]:
+        return {"client": self.client, "settings": dataclasses.asdict(settings)}
+
+    def producer_config(self, settings: ProducerSettings) -> dict[str, Any]:
+        return self._config(settings)
+
+    def consumer_config(self, settings: ConsumerSettings) -> dict[str, Any]:
+        return self._config(settings)
 
 
 @dataclass(frozen=True)
