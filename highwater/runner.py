@@ -36,6 +36,7 @@ from harness.checks import overall, run_all_checks
 from harness.checks.bounds import Settings
 from harness.checks.verdict import Input, Verdict
 from harness.clients import DEFAULT_CLIENT, client_label, get_driver
+from harness.clients.worker import copy_worker_logs, worker_logs_mark
 from harness.errors import HighwaterError
 from harness.gcpasses import streaming
 from harness.history import HistoryWriter
@@ -273,6 +274,7 @@ def execute_run(
         nemesis=nemesis_record,
     )
     manifest.write(out / "run.json")
+    log_mark = worker_logs_mark()  # the client workers started from here on are this run's
     # Producers have no rack (they always write to the leader); one consumer per broker rack.
     producers = [_producer(spec, i, cluster, history, seed) for i in range(spec.producers)]
     consumers: list[ConsumerWorker | CopyWorker] = [
@@ -336,6 +338,7 @@ def execute_run(
                     phases.mark("settle")
                 for w in [*consumers, observer]:
                     w.stop()
+                copy_worker_logs(log_mark, out / "logs" / "clients")  # the libraries' own account of the run
                 # Consumers are closed, so their bytes are being counted; the final read would add its own.
                 client_bytes_after = wait_until_steady(
                     lambda: _client_bytes(cluster), CLIENT_BYTES_QUIET_S, 15, "the client byte counters"

@@ -296,6 +296,47 @@ class Launch:
     on_exercised: Callable[[], None] = _nothing
 
 
+@dataclass(frozen=True)
+class WorkerLog:
+    """The part of a log file one worker wrote: launchers append every worker of a client id to
+    one file in the cache, so a run's share of it starts at ``start``."""
+
+    path: Path
+    start: int
+
+
+_LOGS: list[WorkerLog] = []  # every worker this process started, in order (appends are atomic)
+
+
+def worker_logs_mark() -> int:
+    """A mark to pass to ``copy_worker_logs``: the workers started from now on are the run's."""
+    return len(_LOGS)
+
+
+def copy_worker_logs(mark: int, dest: Path) -> list[Path]:
+    """Copy what each worker started since ``mark`` wrote to its log into ``dest``, one file per
+    worker (a client id started again, as after a restart fault, gets ``.2``, ``.3``...): the
+    run's results then hold the client libraries' own account of it. A log that cannot be read
+    is named in a line of its own file rather than failing the run that asked."""
+    copied: list[Path] = []
+    seen: dict[str, int] = {}
+    logs = _LOGS[mark:]
+    for i, log in enumerate(logs):
+        n = seen[log.path.stem] = seen.get(log.path.stem, 0) + 1
+        target = dest / (f"{log.path.stem}.log" if n == 1 else f"{log.path.stem}.{n}.log")
+        # a worker's part ends where the next worker of its client id (its restart) begins
+        end = next((later.start for later in logs[i + 1 :] if later.path == log.path), None)
+        dest.mkdir(parents=True, exist_ok=True)
+        try:
+            with open(log.path, "rb") as src, open(target, "wb") as out:
+                src.seek(log.start)
+                out.write(src.read() if end is None else src.read(max(0, end - log.start)))
+        except OSError as e:
+            target.write_text(f"highwater: could not copy {log.path} from byte {log.start}: {e}\n")
+        copied.append(target)
+    return copied
+
+
 class WorkerLauncher(Protocol):
     """What differs between workers, on the harness side: how to start one and how a client's
     settings are written in its first line."""
@@ -398,6 +439,7 @@ class WorkerProcess:
         self.killed_by: str | None = None  # set by a client fault: why the worker died
         launch.log_path.parent.mkdir(parents=True, exist_ok=True)
         err: IO[bytes] = open(launch.log_path, "ab")
+        _LOGS.append(WorkerLog(launch.log_path, err.tell()))
         try:
             self.proc = subprocess.Popen(
                 launch.argv,
