@@ -95,8 +95,8 @@ def test_consumer_moves_when_its_replica_leaves_the_isr_and_returns(
     run = json.loads((result.dir / "run.json").read_text())
     try:
         assert_consumer_moves(result.verdicts, how)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n(results: {result.dir}; repro: {run.get('repro')})") from None
+    except AssertionError as exc:  # the same kind (TimedChecksOnly stays itself), with where to look
+        raise type(exc)(f"{exc}\n(results: {result.dir}; repro: {run.get('repro')})") from None
 
 
 def test_hw_propagation_to_followers_is_measured(cluster: Cluster, campaign: str, results_root: Path) -> None:

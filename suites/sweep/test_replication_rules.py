@@ -99,4 +99,4 @@ def test_replication_rule(request, cluster, profile, campaign, results_root, rep
     try:
         ASSERTIONS[scenario](result.verdicts)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}\n(results: {result.dir}; repro: {repro})") from None
+        raise type(exc)(f"{exc}\n(results: {result.dir}; repro: {repro})") from None
