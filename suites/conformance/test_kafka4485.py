@@ -5,10 +5,12 @@ ISR once and comes back once after the slowdown ends. The schedules are
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from harness.checks.verdict import Verdict
 from harness.history import read_history
+from highwater.runner import RunResult
 from suites.findings import expect_hw9
 from suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
 
@@ -28,7 +30,15 @@ def isr_transitions(history: Path, topic: str, partition: int) -> list[tuple[str
         if last is not None:
             out += [("leave", b) for b in sorted(last - isr)] + [("join", b) for b in sorted(isr - last)]
         last = isr
+    # no observation at all would make "no churn" true of any run: a wrong topic name is an error
+    assert last is not None, f"no ISR observation of {topic}/{partition} in {history}"
     return out
+
+
+def run_topic(result: RunResult) -> str:
+    """The topic the run used: the scenario's, with the client's suffix on any client but the
+    default one (``suites.scenario.client_topic``)."""
+    return str(json.loads((result.dir / "run.json").read_text())["spec"]["topic"])
 
 
 def acked_sends(history: Path) -> int:
@@ -77,7 +87,10 @@ def test_keeping_up_under_many_small_requests_means_no_isr_churn(
     )
     assert_verdicts(result, must_hold=p.must_hold)
     assert_no_isr_churn(
-        result.verdicts, result.dir / "history.jsonl", "k4485", 0.5 * PRODUCERS * rate * p.duration(profile.run_seconds)
+        result.verdicts,
+        result.dir / "history.jsonl",
+        run_topic(result),
+        0.5 * PRODUCERS * rate * p.duration(profile.run_seconds),
     )
 
 
@@ -95,4 +108,4 @@ def test_slowed_follower_leaves_once_and_returns_once(request, cluster, profile,
         partitions=1,
     )
     assert_verdicts(result, must_hold=p.must_hold)
-    assert_leaves_once_returns_once(result.verdicts, result.dir / "history.jsonl", "k4485slow")
+    assert_leaves_once_returns_once(result.verdicts, result.dir / "history.jsonl", run_topic(result))

@@ -250,6 +250,14 @@ def test_high_rate_twin_isr_churns(tmp_path: Path) -> None:
     assert "isr-stability: False" in msg
 
 
+def test_isr_churn_of_a_topic_never_observed_is_an_error_not_a_pass(tmp_path: Path) -> None:
+    """A client's suffix missing from the topic name once made "no churn" hold of every run."""
+    g = generate(PLANS["kafka-4485/high-rate-small"])
+    clean = write(tmp_path, "clean", g.header, g.events)
+    msg = fails(lambda: test_kafka4485.assert_no_isr_churn(verdicts_of(g.header, g.events), clean, TOPIC + "-x", 0))
+    assert "no ISR observation" in msg
+
+
 @pytest.mark.parametrize("mutate, expect", [(stays_out, "isr-stability: False"), (never_leaves, "[]")])
 def test_slowed_follower_twins(tmp_path: Path, mutate: Callable[[Events], Events], expect: str) -> None:
     g = generate(PLANS["kafka-4485/slowed-follower"])
