@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from kafka import KafkaAdminClient
 
 from faults.inject import Injector
 from faults.spec import parse_fault
@@ -544,3 +545,75 @@ def test_hw14_read_committed_never_returns_an_aborted_record(cluster: Cluster, c
     finally:
         consumer.close()
     assert read == ["committed"], f"{client} read_committed returned {read}"
+
+
+HW16_BREAKS = {
+    "kafkajs": "HW-16: kafkajs's consumer.commitOffsets resolves without committing while its consumer is "
+    "not running (crashed and waiting to restart, kafkajs's Runner#commitOffsets returns early)",
+}
+
+#: as HW-14: make test runs it on kafkajs alone; the Java client is the second client beside it
+HW16_CLIENTS = ("java", "kafkajs")
+#: how long the coordinator stays cut off while commits are tried: kafkajs's consumer exhausts its
+#: retries and crashes within ~15 s; a client that keeps the promise raises on every try
+HW16_CUT_S = 45.0
+
+
+def _committed(cluster: Cluster, group: str, tp: TopicPartition) -> int | None:
+    """The group's committed offset of ``tp``, read by the harness's own admin client (through
+    the no-rack proxies, which the test's cut leaves alone)."""
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap(), client_id=f"{group}-admin")
+    try:
+        found = admin.list_group_offsets({group: None})[group]
+    finally:
+        admin.close()
+    return next((int(m.offset) for t, m in found.items() if (t.topic, t.partition) == tp and m.offset >= 0), None)
+
+
+@pytest.mark.parametrize(
+    "client",
+    [c for c in every_client(HW16_BREAKS, also=frozenset({"kafkajs"})) if getattr(c, "values", [c])[0] in HW16_CLIENTS],
+)
+def test_hw16_a_commit_that_returned_is_committed(cluster: Cluster, client: str) -> None:
+    """A consumer's synchronous commit returns only once the group's coordinator stored the
+    offsets (``ConsumerDriver.commit``: it raises when the commit failed or its outcome is
+    unknown). A group member whose link to the coordinator is cut commits a rising offset once a
+    second; every commit that returns must be found in the group afterwards."""
+    driver = get_driver(client)
+    topic, group, rack = f"hw16-{client}", f"hw16-{client}-group", cluster.topo.racks[0]
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    produce(cluster, topic, 50)
+    tp = TopicPartition(topic, 0)
+    consumer = driver.consumer(
+        ConsumerSettings(cluster.bootstrap(rack), f"hw16-{client}", client_rack=rack, group_id=group), _Quiet()
+    )
+    returned: list[int] = []  # offsets whose commit returned while the coordinator was cut off
+    raised: list[str] = []
+    try:
+        consumer.subscribe([topic])
+        wait_until(lambda: _polled_any(consumer), 30, f"{client}'s first records in group {group}")
+        consumer.commit({tp: 1})
+        assert _committed(cluster, group, tp) == 1, "the commit before the cut was not stored"
+        with Injector(cluster) as nemesis:
+            nemesis.apply(parse_fault(f"cut --target clients:{rack} --peer coordinator:group/{group}"))
+            deadline, offset = time.monotonic() + HW16_CUT_S, 2
+            while time.monotonic() < deadline and not returned:
+                try:
+                    consumer.commit({tp: offset})
+                    returned.append(offset)
+                except Exception as exc:  # noqa: BLE001 - a commit that says it failed keeps the promise
+                    raised.append(f"{type(exc).__name__}: {str(exc)[:120]}")
+                offset += 1
+                time.sleep(1.0)  # a commit a second, as an application's loop would
+            stored = _committed(cluster, group, tp)
+    finally:
+        consumer.close()
+    print(f"{client}: {len(raised)} commit(s) raised ({raised[:2]}), {returned} returned; the group holds {stored}")
+    assert not returned or (stored is not None and stored >= max(returned)), (
+        f"{client}: commit({returned}) returned while cut off from the coordinator, but the group holds {stored}"
+    )
+
+
+def _polled_any(consumer: Any) -> bool:
+    polled = consumer.poll(500)
+    return isinstance(polled, list) and len(polled) > 0
