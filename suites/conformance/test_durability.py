@@ -10,7 +10,7 @@ import pytest
 
 from harness.checks.verdict import Verdict
 from highwater.runner import RunResult
-from suites.findings import expect_hw9
+from suites.findings import expect_hw9, expect_hw17
 from suites.hw8 import without_hw8
 from suites.scenario import PLANS, TIMED_CHECKS, TimedChecksOnly, check_verdicts, describe, run_once, run_plan
 
@@ -90,6 +90,8 @@ def test_consumers_keep_up_under_leader_faults(
 ) -> None:
     if scenario in HW9_SCENARIOS:
         expect_hw9(request)
+    if scenario == "leader-pause":
+        expect_hw17(request)
     result = _run(cluster, profile, campaign, results_root, repro, scenario, kafka_version)
     try:
         verdicts, zombie = without_hw8(result.verdicts, result.dir / "history.jsonl")
