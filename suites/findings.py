@@ -103,7 +103,27 @@ HW17 = ClientFinding(
     ),
 )
 
+#: HW-14 and HW-13 as the transactions suite meets them on kafkajs. Not strict (aborted
+#: transactions must overlap in one fetch), and not limited to timed checks: HW-14's aborted reads
+#: are reported by aborted-read, uncommitted-read and truncation-undetected, and a member still
+#: rejoining when the run ends leaves records undelivered (group-delivery)
+KAFKAJS_TRANSACTIONS = ClientFinding(
+    "kafkajs",
+    pytest.mark.xfail(
+        strict=False,
+        reason=(
+            "FINDINGS HW-14 and HW-13 (kafkajs 2.2.4): read_committed consumers return records of aborted "
+            "transactions (aborted-read; the same records are uncommitted-read's and truncation-undetected's: "
+            "the final log lacks them), 5-8 per run in coordinators-kill and coordinators-cut-pause (2026-11-26); "
+            "after the group coordinator's broker is killed and restarted, a member keeps heartbeating and "
+            "committing to it through NOT_COORDINATOR answers for 5 s and then takes 12.6 s to rejoin, so a "
+            "partition goes unread to the end of the run (group-delivery, progress). See README, Findings."
+        ),
+    ),
+)
+
 expect_hw9 = HW9.expect
 expect_hw12 = HW12.expect
 expect_hw13 = HW13.expect
 expect_hw17 = HW17.expect
+expect_kafkajs_transactions = KAFKAJS_TRANSACTIONS.expect

@@ -20,6 +20,7 @@ import numpy as np
 from harness.checks.data import HistoryData, cached, load
 from harness.checks.liveness import MS, Stall, fault_stall_outcome, fault_windows, window_stall_bound, window_stalls
 from harness.checks.verdict import MAX_EXAMPLES, Verdict
+from suites.scenario import TimedChecksOnly
 
 HW8 = "HW-8"
 #: the checks whose consumer stalls HW-8 can explain
@@ -155,11 +156,12 @@ def unexplained(verdicts: list[Verdict], h: HistoryData) -> list[str]:
 
 def without_hw8(verdicts: list[Verdict], history: Path) -> tuple[list[Verdict], list[ZombieReader]]:
     """The verdicts without progress and follower-fetch when HW-8 explains every violation they
-    report (``unexplained``; the history is read only then), and the zombie readers; an
-    AssertionError naming what is not explained otherwise."""
+    report (``unexplained``; the history is read only then), and the zombie readers; a
+    ``TimedChecksOnly`` error naming what is not explained otherwise."""
     if all(v.valid is not False for v in verdicts if v.check in STALL_CHECKS):
         return verdicts, []
     h = load(history)
     why = unexplained(verdicts, h)
-    assert not why, "liveness violations beyond HW-8:\n  " + "\n  ".join(why)
+    if why:  # timed checks only (STALL_CHECKS): a client's slowness finding may expect it
+        raise TimedChecksOnly("liveness violations beyond HW-8:\n  " + "\n  ".join(why))
     return [v for v in verdicts if v.check not in STALL_CHECKS], cached(h, "hw8.zombie_readers", zombie_readers)

@@ -84,11 +84,12 @@ CLIENTS: dict[str, Callable[[str | None], ClientDriver]] = {
     "kafkajs": _kafkajs,
 }
 
-#: client name -> driver factory of a local build at a path (the Python clients; the Java client
+#: client name -> driver factory of a local build at a path (the Python clients, kafkajs; the Java client
 #: names a build published to the local Maven repository by its version)
 LOCAL_BUILDS: dict[str, Callable[[Path], ClientDriver]] = {
     "kafka-python": lambda path: _local("kafka-python", path),
     "confluent-kafka": lambda path: _local("confluent-kafka", path),
+    "kafkajs": lambda path: _local_kafkajs(path),
 }
 
 
@@ -96,6 +97,12 @@ def _local(dist: str, path: Path) -> ClientDriver:
     from .python import local_driver
 
     return local_driver(dist, path)
+
+
+def _local_kafkajs(path: Path) -> ClientDriver:
+    from .node import kafkajs_local_driver
+
+    return kafkajs_local_driver(path)
 
 
 _SPEC = re.compile(

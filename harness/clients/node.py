@@ -157,6 +157,49 @@ class NodeLauncher(NeutralSettingsConfig):
         return Launch(argv, log_path, env=env)
 
 
+def local_tree(path: Path) -> tuple[Path, str]:
+    """A tree whose kafkajs is the checkout at ``path`` (``--client kafkajs@PATH``), and the
+    version to report: the checkout's own, marked ``+local.<hash of the path>``.
+
+    The tree's ``kafkajs`` is a symbolic link to the checkout, not a copy: kafkajs has no runtime
+    dependencies and no build step (its ``index.js`` loads ``src/``), so each run tests the code as
+    it is now, with nothing to reinstall after an edit. Anything that is not a kafkajs checkout the
+    worker can drive is one line (``UnknownClientError``) before any test starts."""
+    path = path.expanduser().resolve()
+    try:
+        meta = json.loads((path / "package.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise UnknownClientError(f"{path} is not a kafkajs checkout: no readable package.json ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("name") != NAME:
+        name = meta.get("name") if isinstance(meta, dict) else None
+        raise UnknownClientError(f"{path} holds the package {name!r}, not kafkajs")
+    version = str(meta.get("version") or "0")
+    if release(version) < OLDEST:
+        raise UnknownClientError(
+            f"the kafkajs at {path} is {version}: its worker needs {'.'.join(map(str, OLDEST))} or later"
+        )
+    main = str(meta.get("main") or "index.js")
+    if not (path / main).exists():
+        raise UnknownClientError(f"{path} is not a kafkajs checkout: its main file {main} is missing")
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:8]
+    modules = home() / "clients" / NAME / "local" / digest / "node_modules"
+    modules.mkdir(parents=True, exist_ok=True)
+    link = modules / NAME
+    if not (link.is_symlink() and link.resolve() == path):
+        staged = modules / f".{NAME}.{os.getpid()}"
+        staged.unlink(missing_ok=True)
+        staged.symlink_to(path, target_is_directory=True)
+        staged.replace(link)  # atomic: a concurrent run sees the old link or the new one
+    return modules, f"{version}+local.{digest}"
+
+
+def kafkajs_local_driver(path: Path) -> WorkerDriver:
+    """The driver of the kafkajs checkout at ``path`` (``local_tree``)."""
+    node, _ = find_node()
+    modules, version = local_tree(path)
+    return WorkerDriver(NAME, version, NodeLauncher(node, modules))
+
+
 def kafkajs_driver(version: str | None, progress: Progress = _to_stderr) -> WorkerDriver:
     """The driver of kafkajs ``version`` (None: the one pinned in ``clients/node/package.json``),
     its producers and consumers each a Node.js worker process."""

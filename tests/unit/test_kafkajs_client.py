@@ -137,3 +137,53 @@ def test_the_node_workers_poll_entries_read_back_as_the_records_it_was_given() -
         "KafkaJSNumberOfRetriesExceeded: Not enough in-sync replicas "
         "(caused by KafkaJSProtocolError: NOT_ENOUGH_REPLICAS: Not enough in-sync replicas)"
     )
+
+
+def checkout(tmp_path: Path, name: str = "kafkajs", version: str = "2.2.4", main: bool = True) -> Path:
+    tree = tmp_path / "src" / "kafkajs"
+    tree.mkdir(parents=True)
+    (tree / "package.json").write_text(json.dumps({"name": name, "version": version, "main": "index.js"}))
+    if main:
+        (tree / "index.js").write_text("module.exports = require('./src')\n")
+    return tree
+
+
+def test_a_local_checkout_is_linked_into_a_tree_and_named_by_its_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HIGHWATER_HOME", str(tmp_path / "home"))
+    tree = checkout(tmp_path)
+    modules, version = kafkajs.local_tree(tree)
+    assert (modules / "kafkajs").resolve() == tree.resolve()  # a link: each run sees the code as it is now
+    assert version.startswith("2.2.4+local.")
+    again, same = kafkajs.local_tree(tree)
+    assert (again, same) == (modules, version)
+    assert parse_client_spec(f"kafkajs@{tree}").path == str(tree.resolve())
+
+
+@pytest.mark.parametrize(
+    "kind, message",
+    [
+        ("not a package", "is not a kafkajs checkout: no readable package.json"),
+        ("another package", "holds the package 'kafka-node', not kafkajs"),
+        ("too old", "is 1.16.0: its worker needs 2.0.0 or later"),
+        ("no main file", "its main file index.js is missing"),
+    ],
+)
+def test_what_is_no_kafkajs_checkout_is_one_line(
+    kind: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HIGHWATER_HOME", str(tmp_path / "home"))
+    if kind == "not a package":
+        tree = tmp_path / "empty"
+        tree.mkdir()
+    else:
+        tree = checkout(
+            tmp_path,
+            name="kafka-node" if kind == "another package" else "kafkajs",
+            version="1.16.0" if kind == "too old" else "2.2.4",
+            main=kind != "no main file",
+        )
+    with pytest.raises(UnknownClientError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        kafkajs.local_tree(tree)
+    assert not (tmp_path / "home" / "clients").exists()
