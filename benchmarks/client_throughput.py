@@ -19,7 +19,7 @@ the beginning until N records (the tool: ``fetch.nMsg.sec``, which leaves out it
 Prints every run, then medians and the ratio highwater / perf tool per client (the goal: no
 worse than 0.5, i.e. within 2x). The Python libraries are also measured alone (``<client> bare``
 rows: the same settings, no worker, no driver, no history; ``--no-bare`` skips them; only for
-the version installed with highwater, as they run in this interpreter), produce and consume, and
+the version installed with highwater, as they run in this interpreter; kafkajs too), produce and consume, and
 a last table gives each client through its worker / the bare library (the goal: >= 0.8): what
 highwater adds, apart from what the library costs. Keep N large enough (default 200,000) that
 connecting and the first fetch do not dominate: librdkafka fetches up to 100,000 records per
@@ -31,7 +31,8 @@ protocol (a line per send and per outcome, every polled record encoded by the JV
 Python) and a fresh JVM per producer and consumer, which maps the worker's class archive
 (``harness.clients.java_archive``) once the first worker of its role made it: the first run of
 a fresh cache trains it and is slower. kafkajs (``kafkajs``) runs in highwater's Node.js worker
-(``clients/node``); it has no bare row.
+(``clients/node``); its bare rows run ``benchmarks/kafkajs_bare.js`` on the same kafkajs tree
+(its consume figure includes a group join on both sides: kafkajs has no assign).
 
     .venv/bin/python benchmarks/client_throughput.py [--records 200000] [--runs 3]
         [--value-bytes 100] [--clients kafka-python,java] [--kafka-version V] [--no-bare]
@@ -40,6 +41,8 @@ a fresh cache trains it and is slower. kafkajs (``kafkajs``) runs in highwater's
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
 import shutil
 import statistics
@@ -68,6 +71,7 @@ from harness.clients import (  # noqa: E402
     client_names,
     get_driver,
 )
+from harness.clients.node import ensure_tree, find_node  # noqa: E402
 from harness.clients.pyversions import installed_version  # noqa: E402
 from harness.config import ClusterSpec  # noqa: E402
 from harness.distribution import default_version, ensure_kafka  # noqa: E402
@@ -247,10 +251,33 @@ def driver_consume(driver: ClientDriver, bootstrap: list[str], topic: str, recor
     return got / elapsed
 
 
-def bare_produce(library: str, bootstrap: list[str], topic: str, records: int, size: int) -> float:
-    """records/s of the Python library alone: the producer the driver would make (the same
+def kafkajs_bare(version: str, args: dict[str, Any]) -> float:
+    """records/s of kafkajs ``version`` alone (``benchmarks/kafkajs_bare.js``, on the cache's tree
+    of that version): the worker's settings, no worker protocol, no history."""
+    node, _ = find_node()
+    env = {**os.environ, "NODE_PATH": str(ensure_tree(version))}
+    env.pop("NODE_ENV", None)  # as for the worker: "test" loads other retry defaults
+    done = subprocess.run(
+        [node, str(Path(__file__).with_name("kafkajs_bare.js")), json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    if done.returncode != 0:
+        # the script's one line of error first, then the stack
+        raise RuntimeError((done.stderr.strip().splitlines() or ["(no output)"])[0])
+    return float(json.loads(done.stdout.strip().splitlines()[-1])["rate"])
+
+
+def bare_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records: int, size: int) -> float:
+    """records/s of the library alone: the producer the driver would make (the same
     settings), ``records`` sends to the partitions in turn, timed until every delivery report
     is in; no worker, no history."""
+    library = driver.name
+    if library == "kafkajs":
+        args = {"mode": "produce", "bootstrap": bootstrap, "topic": topic, "records": records, "size": size}
+        return kafkajs_bare(driver.version, {**args, "partitions": PARTITIONS})
     settings = bench_producer_settings(bootstrap, topic)
     values = [f"v{i}:".ljust(size, ".").encode() for i in range(records)]
     if library == "kafka-python":
@@ -297,10 +324,15 @@ def bare_produce(library: str, bootstrap: list[str], topic: str, records: int, s
     return records / elapsed
 
 
-def bare_consume(library: str, bootstrap: list[str], topic: str, records: int) -> float:
-    """records/s of the Python library alone (no highwater driver, no history): the same
+def bare_consume(driver: ClientDriver, bootstrap: list[str], topic: str, records: int) -> float:
+    """records/s of the library alone (no highwater driver, no history): the same
     settings, assign + seek to the log start, then ``records`` records with their values read.
     Next to the driver's figure it says what highwater adds and what the library costs."""
+    library = driver.name
+    if library == "kafkajs":
+        return kafkajs_bare(
+            driver.version, {"mode": "consume", "bootstrap": bootstrap, "topic": topic, "records": records}
+        )
     tps = range(PARTITIONS)
     got = 0
     if library == "kafka-python":
@@ -347,8 +379,11 @@ BARE_LIBRARIES = ("kafka-python", "confluent-kafka")
 
 
 def _bare_measurable(driver: ClientDriver) -> bool:
-    """A Python library at the version installed with highwater: the one this interpreter
-    imports for its bare rows (a worker of another version runs in a venv of its own)."""
+    """kafkajs at any version (its bare rows run on that version's tree), or a Python library at
+    the version installed with highwater: the one this interpreter imports for its bare rows (a
+    worker of another version runs in a venv of its own)."""
+    if driver.name == "kafkajs":
+        return True
     return driver.name in BARE_LIBRARIES and installed_version(driver.name) == driver.version
 
 
@@ -409,7 +444,7 @@ def main() -> int:
     ap.add_argument("--value-bytes", type=int, default=100)
     ap.add_argument("--clients", default=",".join(client_names()), help="comma-separated client specs")
     ap.add_argument("--kafka-version", default=None)
-    ap.add_argument("--no-bare", action="store_true", help="skip the Python libraries' own rates (without highwater)")
+    ap.add_argument("--no-bare", action="store_true", help="skip the libraries' own rates (without highwater)")
     args = ap.parse_args()
     version = args.kafka_version or default_version()
     dist = ensure_kafka(version)
@@ -443,10 +478,10 @@ def main() -> int:
                 timed(s, "consume", label, run, driver_consume, d, boot, topic, args.records)
                 if label in bare:
                     b = f"{label} bare"
-                    timed(results[b], "consume", b, run, bare_consume, d.name, boot, topic, args.records)
+                    timed(results[b], "consume", b, run, bare_consume, d, boot, topic, args.records)
                     bare_topic = f"bare-{i}-{run}"
                     cluster.create_topic(bare_topic, partitions=PARTITIONS, replication_factor=3)
-                    produce_args = (d.name, boot, bare_topic, args.records, args.value_bytes)
+                    produce_args = (d, boot, bare_topic, args.records, args.value_bytes)
                     timed(results[b], "produce", b, run, bare_produce, *produce_args)
     finally:
         cluster.stop()

@@ -152,6 +152,22 @@ const DEFINITE_REJECTIONS = new Set([
   'INVALID_REQUIRED_ACKS'
 ])
 
+const BATCH_RECORDS = 10000
+const BATCH_BYTES = 512 * 1024
+
+/** How many of the queued [id, value] sends go into the next request (at least one). */
+function batchLength (pending) {
+  let bytes = 0
+  let n = 0
+  while (n < pending.length && n < BATCH_RECORDS) {
+    const value = pending[n][1]
+    bytes += value == null ? 0 : Buffer.byteLength(String(value))
+    if (n > 0 && bytes > BATCH_BYTES) break
+    n++
+  }
+  return n
+}
+
 class ProducerRole {
   constructor (settings) {
     this.settings = settings
@@ -193,12 +209,13 @@ class ProducerRole {
     if (!queue.busy) this.drain(queue)
   }
 
-  /** One request at a time per partition, carrying every send queued meanwhile (a linger of
-   * its own): offsets are then the partition's base offset plus each record's index. */
+  /** One request at a time per partition, carrying the sends queued meanwhile (a linger of
+   * its own; at most BATCH_RECORDS records and about BATCH_BYTES of values, below the broker's
+   * 1 MB message.max.bytes): offsets are then the partition's base offset plus each record's index. */
   async drain (queue) {
     queue.busy = true
     while (queue.pending.length) {
-      const batch = queue.pending.splice(0, 10000)
+      const batch = queue.pending.splice(0, batchLength(queue.pending))
       try {
         if (!this.connected) throw Object.assign(new Error('the producer is not connected'), { name: 'IllegalStateError' })
         const target = this.txn || this.producer
@@ -696,5 +713,5 @@ if (require.main === module) {
   process.on('unhandledRejection', err => log('ERROR', `unhandled: ${errorText(err)}`))
   main()
 } else {
-  module.exports = { partOf, errorText, within } // the pure parts, for tests/unit/test_kafkajs_client.py
+  module.exports = { partOf, errorText, within, batchLength } // the pure parts, for tests/unit/test_kafkajs_client.py
 }

@@ -187,3 +187,28 @@ def test_what_is_no_kafkajs_checkout_is_one_line(
     with pytest.raises(UnknownClientError, match=message.replace("(", r"\(").replace(")", r"\)")):
         kafkajs.local_tree(tree)
     assert not (tmp_path / "home" / "clients").exists()
+
+
+_BATCH_SCRIPT = """
+const { batchLength } = require(process.argv[1])
+const sizes = JSON.parse(require('fs').readFileSync(0, 'utf8'))
+process.stdout.write(JSON.stringify(sizes.map(([n, bytes]) =>
+  batchLength(Array.from({ length: n }, (_, i) => [i, 'x'.repeat(bytes)])))))
+"""
+
+
+def test_the_node_workers_produce_requests_stay_below_the_brokers_message_limit() -> None:
+    """A partition's queued sends go out in requests of at most 10,000 records and ~512 KiB of
+    values (Kafka's message.max.bytes is 1 MB: 10,000 records of 110 B in one batch were refused
+    as MESSAGE_TOO_LARGE), and a record larger than that still goes alone."""
+    node, _ = kafkajs.find_node()
+    done = subprocess.run(
+        [node, "-e", _BATCH_SCRIPT, str(kafkajs.WORKER)],
+        input=json.dumps([[3, 100], [20000, 10], [20000, 110], [2, 600 * 1024]]),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NODE_PATH": str(kafkajs.ensure_tree(kafkajs.pinned_version()))},
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(done.stdout) == [3, 10000, 512 * 1024 // 110, 1]
