@@ -31,6 +31,12 @@ class ClientFinding:
             request.applymarker(self.mark)
 
 
+def stall_finding(client: str, reason: str) -> ClientFinding:
+    """A finding about a client's slowness that strikes in most runs, not all: a non-strict
+    xfail for ``TimedChecksOnly`` alone, so any other broken check still fails the test."""
+    return ClientFinding(client, pytest.mark.xfail(strict=False, raises=TimedChecksOnly, reason=reason))
+
+
 #: HW-9: librdkafka keeps reading a follower that left the ISR but still answers
 HW9 = ClientFinding(
     "confluent-kafka",
@@ -69,37 +75,29 @@ HW12 = ClientFinding(
 #: Not strict: the stall passed its bound in 3 runs of 4 (kafkajs's retry times are randomized),
 #: so a passing run is no change of behaviour. Only a run that broke timed checks alone is this
 #: finding (KIP-392's killed replica, KIP-207's leader kills)
-HW13 = ClientFinding(
+HW13 = stall_finding(
     "kafkajs",
-    pytest.mark.xfail(
-        strict=False,
-        raises=TimedChecksOnly,  # a stall: any other broken check still fails the test
-        reason=(
-            "FINDING HW-13 (kafkajs 2.2.4): when a broker dies, a kafkajs consumer's requests to it fail "
-            "(ECONNRESET through its proxy), its retries (5, kafkajs's default) run out within ~12 s, and the "
-            "consumer crashes (KafkaJSNumberOfRetriesExceeded: Closed connection), leaves its group and restarts "
-            "only after a backoff of 12-13 s, then rejoins: the rack consumer of an unaffected rack stalls 15-25 s "
-            "(progress: a stall past its bound, 3 runs of 4), where the Java consumer goes on reading its own "
-            "replica. See README, Findings."
-        ),
+    (
+        "FINDING HW-13 (kafkajs 2.2.4): when a broker dies, a kafkajs consumer's requests to it fail "
+        "(ECONNRESET through its proxy), its retries (5, kafkajs's default) run out within ~12 s, and the "
+        "consumer crashes (KafkaJSNumberOfRetriesExceeded: Closed connection), leaves its group and restarts "
+        "only after a backoff of 12-13 s, then rejoins: the rack consumer of an unaffected rack stalls 15-25 s "
+        "(progress: a stall past its bound, 3 runs of 4), where the Java consumer goes on reading its own "
+        "replica. See README, Findings."
     ),
 )
 
 #: HW-17: a kafkajs consumer's metadata refresh that picks a frozen broker blocks all its fetches.
 #: Not strict: kafkajs picks the broker at random among those it is connected to (2 runs of 2)
-HW17 = ClientFinding(
+HW17 = stall_finding(
     "kafkajs",
-    pytest.mark.xfail(
-        strict=False,
-        raises=TimedChecksOnly,  # a stall: any other broken check still fails the test
-        reason=(
-            "FINDING HW-17 (kafkajs 2.2.4): a metadata refresh goes to a random broker kafkajs is connected to "
-            "(BrokerPool#findConnectedBroker), a frozen one included, and every fetcher of the consumer waits for "
-            "that one shared refresh (Cluster#refreshMetadataIfNecessary) until its request timeout (10 s): the "
-            "rack consumer of the paused leader's rack reads no partition at all, its healthy leaders' included, "
-            "for 12-18 s (follower-fetch: no move within 7.5 s of the ISR loss), where Java's picks the least "
-            "loaded node. See README, Findings."
-        ),
+    (
+        "FINDING HW-17 (kafkajs 2.2.4): a metadata refresh goes to a random broker kafkajs is connected to "
+        "(BrokerPool#findConnectedBroker), a frozen one included, and every fetcher of the consumer waits for "
+        "that one shared refresh (Cluster#refreshMetadataIfNecessary) until its request timeout (10 s): the "
+        "rack consumer of the paused leader's rack reads no partition at all, its healthy leaders' included, "
+        "for 12-18 s (follower-fetch: no move within 7.5 s of the ISR loss), where Java's picks the least "
+        "loaded node. See README, Findings."
     ),
 )
 
