@@ -448,6 +448,31 @@ def _split_options(words: Sequence[str], allowed: Sequence[str], kind: FaultKind
     return opts
 
 
+#: what the options every link fault takes mean (``kind_help``)
+_COMMON_HELP = {
+    "target": "SELECTOR  whom to fault (broker:<id>, leader:<topic>/<p>, rack:<rack>, clients:<rack>, ...)",
+    "peer": "SELECTOR  the other end of the links (default: every node not targeted; all: clients too)",
+    "flow": "both|out|in  which links by who initiates them (default: both)",
+    "direction": "upstream|downstream|both  which way the toxic acts on the bytes (default: downstream)",
+    "toxicity": "F  the share of connections the toxic applies to, 0-1 (default: 1)",
+    "listener": "L[,L]  only links of these listeners",
+}
+
+
+def kind_help(kind: FaultKind | None = None) -> str:
+    """What ``highwater fault apply KIND --help`` prints: the kind's options, each with its unit
+    and default (``PARAMS``), or with no kind the list of kinds."""
+    if kind is None:
+        kinds = ", ".join(k.cli for k in FaultKind)
+        return f"usage: highwater fault apply KIND --target SELECTOR [options] [--duration S]\nkinds: {kinds}\n"
+    common = _COMMON if kind.is_link else ("target",)
+    lines = [f"usage: highwater fault apply {kind.cli} --target SELECTOR [options] [--duration S]", "options:"]
+    lines += [f"  --{name} {_COMMON_HELP[name]}" for name in common]
+    lines += [f"  --{_opt(p.name)} {p.type.__name__.upper()}  {p.unit} (default: {p.default})" for p in PARAMS[kind]]
+    lines.append("  --duration S  heal after S seconds (default: in place until 'highwater fault heal')")
+    return "\n".join(lines) + "\n"
+
+
 def parse_command(argv: str | Sequence[str]) -> FaultCommand:
     """Parse ``KIND --target ... [--duration S]`` (a string or a list of words)."""
     words = shlex.split(argv) if isinstance(argv, str) else list(argv)

@@ -1,4 +1,8 @@
-"""The ``highwater`` command. Subcommands live in small modules that register themselves here."""
+"""highwater: chaos and conformance runs on real Kafka clusters, their checks and reports.
+
+Start with `highwater setup` (Kafka and Toxiproxy into the cache), then `highwater run` (suites
+via pytest) or `highwater campaign` (the chaos campaign and its HTML report); `highwater check`
+judges a history, `highwater report` a results tree. `highwater COMMAND --help` for each."""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
+from importlib import metadata
+from typing import Any
 
 from harness.errors import HighwaterError
 
@@ -26,8 +32,50 @@ SUBCOMMAND_MODULES = (
 )
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions as written, and every option's default after its help, unless the help
+    already says it or there is none to say (None, False, an empty list)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            text
+            and "default" not in text
+            and action.option_strings
+            and default not in (None, False, [], argparse.SUPPRESS)
+            and not isinstance(action, argparse._VersionAction)
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose subcommands' parsers (made by ``add_parser``, of this class)
+    all show their defaults."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def version() -> str:
+    try:
+        return metadata.version("highwater")
+    except metadata.PackageNotFoundError:  # a checkout used without installing it
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="highwater", description=__doc__)
+    parser = Parser(
+        prog="highwater",
+        description=__doc__,
+        epilog="Exit status. check, report, replay: 0 every check held, 1 a violation, 2 a verdict that could not "
+        "be judged (unknown never counts as valid) or unreadable input. run, campaign: pytest's (0 every test "
+        "passed, 1 a test failed, 5 no test collected). Every command: 2 for bad input refused before anything "
+        "started or a harness error, 130 when interrupted.",
+    )
+    parser.add_argument("--version", action="version", version=f"highwater {version()}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug output")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in SUBCOMMAND_MODULES:

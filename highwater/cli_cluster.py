@@ -40,10 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--timeout", type=float, default=600, help="seconds to wait for readiness (incl. setup)")
     up.set_defaults(func=cmd_up)
     st = csub.add_parser("status", help="show running clusters")
-    st.add_argument("--name", default=None)
+    st.add_argument("--name", default=None, help="one cluster (default: every cluster that is up)")
     st.set_defaults(func=cmd_status)
     down = csub.add_parser("down", help="stop a cluster started with up")
-    down.add_argument("--name", default="manual")
+    down.add_argument("--name", default="manual", help="the cluster (as given to 'cluster up')")
     down.set_defaults(func=cmd_down)
     serve = csub.add_parser("_serve", help=argparse.SUPPRESS)
     add_spec_args(serve)
@@ -60,13 +60,17 @@ def add_backend_arg(p: argparse.ArgumentParser) -> None:
 
 def add_spec_args(p: argparse.ArgumentParser) -> None:
     add_backend_arg(p)
-    p.add_argument("--name", default="manual", help="name of the cluster (default: manual)")
-    p.add_argument("--brokers", type=int, default=3)
-    p.add_argument("--racks", type=int, default=3)
+    p.add_argument("--name", default="manual", help="name of the cluster")
+    p.add_argument("--brokers", type=int, default=3, help="broker nodes")
+    p.add_argument("--racks", type=int, default=3, help="racks (broker.rack), brokers dealt to them in turn")
     p.add_argument("--controllers", type=int, default=0, help="dedicated controllers (0: combined mode)")
-    p.add_argument("--kafka-version", default=None)
-    p.add_argument("--base-port", type=int, default=None)
-    p.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument(
+        "--kafka-version", default=None, help="a Kafka release from Maven Central (default: the newest stable one)"
+    )
+    p.add_argument("--base-port", type=int, default=None, help="the first listener port (default: a free range)")
+    p.add_argument(
+        "--broker-config", action="append", default=[], metavar="KEY=VALUE", help="a broker setting, repeatable"
+    )
     add_limit_args(p)
 
 

@@ -31,10 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     compose = sub.add_parser("compose", help="docker-compose files for a highwater cluster")
     csub = compose.add_subparsers(dest="compose_command", metavar="ACTION", required=True)
     r = csub.add_parser("render", help="write a docker-compose.yml (host networking, one proxy per link)")
-    r.add_argument("--brokers", type=int, default=3)
-    r.add_argument("--racks", type=int, default=3)
-    r.add_argument("--controllers", type=int, default=0)
-    r.add_argument("--kafka-version", metavar="V", default=None)
+    r.add_argument("--brokers", type=int, default=3, help="broker containers")
+    r.add_argument("--racks", type=int, default=3, help="racks (broker.rack), brokers dealt to them in turn")
+    r.add_argument("--controllers", type=int, default=0, help="dedicated controllers (0: combined mode)")
+    r.add_argument(
+        "--kafka-version", metavar="V", default=None, help="Kafka version (default: the newest stable release)"
+    )
     r.add_argument(
         "--image",
         metavar="IMAGE",
@@ -46,10 +48,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="default: Shopify's official image, or highwater/toxiproxy:<version> when only that is here",
     )
     r.add_argument("--slot", type=int, default=40, help="address slot: nodes live on 127.(100+slot).x.y")
-    r.add_argument("--base-port", type=int, default=19092)
+    r.add_argument("--base-port", type=int, default=19092, help="the first listener port")
     r.add_argument("--name", default="hw-compose", help="cluster id: compose project and label value")
     add_limit_args(r)
-    r.add_argument("-o", "--output", required=True, type=Path)
+    r.add_argument("-o", "--output", required=True, type=Path, help="the docker-compose.yml to write")
     r.set_defaults(func=run_render)
 
 

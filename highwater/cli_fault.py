@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("words", nargs=argparse.REMAINDER, help="KIND --target SEL [--peer SEL] [...]")
     ap.set_defaults(func=cmd_apply)
     hp = fsub.add_parser("heal", help="heal every fault: proxies reset, paused/stopped nodes back")
-    hp.add_argument("--name", default="manual")
+    hp.add_argument("--name", default="manual", help="the cluster (as given to 'cluster up')")
     hp.add_argument("--cluster-file", default=None, help="an external cluster (docs/external-clusters.md) instead")
     hp.set_defaults(func=cmd_heal)
 
@@ -59,8 +59,12 @@ def _attach(name: str, cluster_file: str | None = None) -> ClusterBackend:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     from faults.inject import Injector
-    from faults.spec import parse_command
+    from faults.spec import FaultKind, kind_help, parse_command
 
+    if any(w in ("-h", "--help") for w in args.words):  # help for the kind named, if any
+        named = [w for w in args.words if not w.startswith("-")][:1]
+        print(kind_help(FaultKind.parse(named[0]) if named else None), end="")
+        return 0
     command = parse_command(args.words)  # bad input fails before touching the cluster
     cluster = _attach(args.name, args.cluster_file)
     try:

@@ -29,7 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", default="ci", choices=["ci", "nightly"])
+    p.add_argument(
+        "--profile", default="ci", choices=["ci", "nightly"], help="run lengths, rates and seeds (highwater.profiles)"
+    )
     p.add_argument(
         "--backend",
         default=DEFAULT_BACKEND,
@@ -54,7 +56,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--kafka-version", action="append", default=None, help="repeatable or comma-separated")
     p.add_argument("--campaign", default=None, help="campaign name (default: <profile>-<timestamp>)")
-    p.add_argument("--results", default="results")
+    p.add_argument("--results", default="results", help="where campaigns and their runs are written")
 
 
 def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:

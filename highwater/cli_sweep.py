@@ -114,7 +114,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", default="ci", choices=["ci", "nightly"])
+    p.add_argument(
+        "--profile", default="ci", choices=["ci", "nightly"], help="run lengths, rates and seeds (highwater.profiles)"
+    )
     p.add_argument("--backend", default=DEFAULT_BACKEND, help=f"(default: {DEFAULT_BACKEND})")
     p.add_argument(
         "--client",
@@ -122,7 +124,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         help=f"client spec(s) (default: {DEFAULT_CLIENT}); with --over client, the library's name alone",
     )
     p.add_argument("--seed", type=int, default=None, help="seed of the runs' schedules")
-    p.add_argument("--results", default="results")
+    p.add_argument("--results", default="results", help="where campaigns and their runs are written")
 
 
 def _say(msg: str) -> None:

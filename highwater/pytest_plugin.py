@@ -116,6 +116,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: needs a real Kafka cluster (slow)")
+    config.addinivalue_line(
+        "markers",
+        "client_rotation(param, values, first=None): with --client-rotation, the n-th value of param "
+        "runs on the n-th client (starting at first)",
+    )
     try:
         get_backend(config.getoption("--backend"))
     except BackendError as exc:

@@ -3,7 +3,10 @@ tests that share one scenario's run agree on its client; unmarked tests keep the
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,3 +64,23 @@ def test_each_client_gets_its_own_topic_and_the_default_keeps_its_name() -> None
     assert client_topic("dur-leader-kill", "java:3.9.1") == "dur-leader-kill-java-3-9-1"
     once = client_topic("t", "confluent-kafka==2.3.0")
     assert once == "t-confluent-kafka-2-3-0" and client_topic(once, "confluent-kafka==2.3.0") == once
+
+
+def test_a_project_with_strict_markers_can_use_the_rotation_marker(tmp_path: Path) -> None:
+    """The plugin registers every marker it reads: outside this repository (no pyproject.toml
+    listing them) ``--strict-markers`` accepts ``client_rotation``."""
+    (tmp_path / "test_rotated.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.client_rotation('x', [1, 2])\n"
+        "@pytest.mark.parametrize('x', [1, 2])\n"
+        "def test_x(x):\n"
+        "    assert x\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--strict-markers", "-q", "-p", "no:cacheprovider", "test_rotated.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
