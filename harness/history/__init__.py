@@ -6,12 +6,14 @@ Split by concern; every name is importable from ``harness.history`` as before:
   ``event_problem``), ``HistoryError``/``LineError``, record values as text (``value_text``);
 * :mod:`harness.history.writer`: ``HistoryWriter`` (one flushed JSON line per event);
 * :mod:`harness.history.reader`: ``read_history`` and ``History`` (strict or lenient);
-* :mod:`harness.history.parquet`: the Parquet codec (``PARQUET_SCHEMA``, ``to_parquet``,
+* :mod:`harness.history.convert`: ``to_parquet`` and ``read_parquet`` (whole files);
+* :mod:`harness.history.parquet`: the Parquet codec (``PARQUET_SCHEMA``,
   ``rows_to_events``; the layout is described there).
 """
 
 from __future__ import annotations
 
+from .convert import read_parquet, to_parquet
 from .format import (
     EVENT_FIELDS,
     EVENT_TYPES,
@@ -32,10 +34,8 @@ from .parquet import (
     HOT_KEYS,
     PARQUET_SCHEMA,
     RECORD_TYPE,
-    read_parquet,
     read_parquet_header,
     rows_to_events,
-    to_parquet,
 )
 from .reader import History, read_history
 from .writer import HistoryWriter

@@ -1,5 +1,5 @@
-"""The Parquet codec of ``highwater.history/1``: JSON Lines to Parquet and Parquet rows back to
-events.
+"""The Parquet codec of ``highwater.history/1``: events to Parquet columns and Parquet rows back
+to events (converting a whole file, which also reads histories, is ``harness.history.convert``).
 
 Layout: fixed schema ``PARQUET_SCHEMA``, one row per event, row order = file order.
 The header is stored as JSON in the schema metadata key ``highwater.header``. Columns:
@@ -36,8 +36,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .format import HistoryError, LineError, check_header, opt_int, text_value, value_text
-from .reader import History, read_history
+from .format import HistoryError, check_header, opt_int, text_value, value_text
 
 HEADER_METADATA_KEY = b"highwater.header"
 
@@ -92,7 +91,7 @@ def _fits(key: str, x: Any) -> bool:
     return isinstance(x, str) if key == "topic" else type(x) is int
 
 
-def _event_columns(events: list[dict[str, Any]]) -> pa.RecordBatch:
+def event_columns(events: list[dict[str, Any]]) -> pa.RecordBatch:
     cols: dict[str, list[Any]] = {name: [] for name in PARQUET_SCHEMA.names}
     for ev in events:
         for k in ("index", "time_ns", "process", "type", "f", "error"):
@@ -174,41 +173,6 @@ def _records_column(f: str, recs: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def to_parquet(
-    jsonl: str | Path, parquet: str | Path, *, lenient: bool = False, batch_events: int = 50_000
-) -> list[LineError]:
-    """Convert a JSON Lines history to Parquet (schema ``PARQUET_SCHEMA``), streaming.
-
-    Returns the skipped lines' errors (lenient mode); strict mode raises on the first one.
-    """
-    hist = read_history(jsonl, lenient=lenient)
-    meta = {HEADER_METADATA_KEY: json.dumps(hist.header).encode()}
-    schema = PARQUET_SCHEMA.with_metadata(meta)
-    out = Path(parquet)
-    tmp = out.with_name(out.name + ".tmp")
-    with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-        batch: list[dict[str, Any]] = []
-        n_records = 0
-        for ev in hist:
-            if batch and (ev["f"] == "final-read") != (batch[-1]["f"] == "final-read"):
-                # Final reads get row groups of their own: Parquet readers that want only them
-                # (the report's reference-replica and committed-log passes) skip every other
-                # row group by its dictionary of ``f`` instead of decoding the polls' records.
-                writer.write_batch(_event_columns(batch).replace_schema_metadata(meta))
-                batch, n_records = [], 0
-            batch.append(ev)
-            v = ev["value"]
-            if isinstance(v, dict) and isinstance(v.get("records"), list):
-                n_records += len(v["records"])
-            if len(batch) >= batch_events or n_records >= 4 * batch_events:
-                writer.write_batch(_event_columns(batch).replace_schema_metadata(meta))
-                batch, n_records = [], 0
-        if batch:
-            writer.write_batch(_event_columns(batch).replace_schema_metadata(meta))
-    tmp.replace(out)
-    return list(hist.errors)
-
-
 def read_parquet_header(path: str | Path) -> dict[str, Any]:
     try:
         md = pq.read_schema(path).metadata or {}
@@ -221,11 +185,6 @@ def read_parquet_header(path: str | Path) -> dict[str, Any]:
         return check_header(json.loads(raw))
     except ValueError as e:
         raise HistoryError(f"bad header metadata: {e}", path=path) from e
-
-
-def read_parquet(path: str | Path) -> History:
-    """Open a Parquet history; iterating it yields the original events."""
-    return read_history(Path(path))
 
 
 def rows_to_events(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .format import HistoryError, LineError, check_header, event_problem
+from .parquet import iter_parquet, read_parquet_header
 
 
 @dataclass
@@ -29,8 +30,6 @@ class History:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         if self.path.suffix == ".parquet":
-            from .parquet import iter_parquet
-
             yield from iter_parquet(self.path)
             return
         self.errors.clear()
@@ -46,8 +45,6 @@ def read_history(path: str | Path, *, lenient: bool = False) -> History:
     """
     p = Path(path)
     if p.suffix == ".parquet":
-        from .parquet import read_parquet_header
-
         return History(p, read_parquet_header(p), lenient)
     try:
         with open(p, "rb") as fh:
