@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.checks.data import HistoryData, cached, load
+from harness.checks.data import HistoryData, cached
 from harness.checks.liveness import MS, Stall, fault_stall_outcome, fault_windows, window_stall_bound, window_stalls
+from harness.checks.loading import load
 from harness.checks.verdict import MAX_EXAMPLES, Verdict
 from suites.scenario import TimedChecksOnly
 

@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from harness.checks.copy import copy_exactly_once
-from harness.checks.data import HistoryData, from_events, load
+from harness.checks.data import HistoryData, from_events
 from harness.checks.groups import commit_ahead, commit_regression, group_delivery, rebalance_skip
 from harness.checks.liveness import follower_fetch, isr_stability, progress
+from harness.checks.loading import load
 from harness.checks.raw import on_events, when_idempotent
 from harness.checks.reads import nonmonotonic_poll, poll_skip, truncation_undetected, uncommitted_read
 from harness.checks.replicas import hw_regression, replica_divergence
