@@ -183,7 +183,7 @@ def main() -> int:
         rows = []
         for fmt, path, scan in (("jsonl", jsonl, SCAN_JSONL), ("parquet", parquet, SCAN_PARQUET)):
             s_sec, s_mib, _ = measure([py, "-c", scan, str(path)])
-            c_sec, c_mib, rc = measure([py, "-m", "highwater.cli_check", "check", str(path), "--json"])
+            c_sec, c_mib, rc = measure([py, "-m", "highwater.cli", "check", str(path), "--json"])
             rows.append((fmt, "scan", s_sec, s_mib, None, None))
             rows.append((fmt, "check", c_sec, c_mib, c_sec / s_sec, rc))
         print(f"\n{'format':<8} {'step':<6} {'seconds':>8} {'events/s':>12} {'peak MiB':>9} {'x scan':>7} {'exit':>5}")

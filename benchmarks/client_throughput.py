@@ -58,7 +58,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.backend import ClusterBackend, start_backend  # noqa: E402
+from harness.backend import ClusterBackend
+from harness.backends import start_backend  # noqa: E402
 from harness.clients import (  # noqa: E402
     ClientDriver,
     ConsumerSettings,

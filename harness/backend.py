@@ -1,5 +1,6 @@
-"""What a cluster backend is: one protocol every backend implements, capability protocols for
-what only some can do, and the registry that maps ``--backend NAME`` to a factory.
+"""What a cluster backend is: one protocol every backend implements, and capability protocols
+for what only some can do (the registry that maps ``--backend NAME`` to a factory is
+``harness.backends``, above the backends, which import this module).
 
 * :class:`ClusterBackend` (every backend): its name, the shape it runs (``spec``, ``topo``:
   nodes, roles, racks, client racks), ``broker_ids``/``rack_of``, ``kafka_version``,
@@ -18,21 +19,19 @@ runtime-checkable) or :func:`has_capability`; faults declare theirs (``FaultKind
 and are refused before a run starts when the backend lacks it (``faults.capability``).
 
 The local backend (:class:`harness.cluster.Cluster`) implements all three. A new backend
-registers a :class:`BackendEntry` with :func:`register_backend`; ``--backend`` on ``highwater
-cluster up``, ``run``, ``campaign`` and the pytest plugin looks names up with
-:func:`get_backend`.
+registers a ``harness.backends.BackendEntry`` with ``register_backend``; ``--backend`` on
+``highwater cluster up``, ``run``, ``campaign`` and the pytest plugin looks names up with
+``harness.backends.get_backend``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .config import ClusterSpec
-from .errors import HighwaterError
 from .security import ClientSecurity
 from .topology import Link, Topology
 
@@ -41,8 +40,6 @@ if TYPE_CHECKING:
     from .toxiproxy import ByteCounters
 
 Progress = Callable[[str], None]
-
-DEFAULT_BACKEND = "local"
 
 
 class NodeState(str, Enum):
@@ -229,116 +226,6 @@ def capabilities(backend: object) -> frozenset[Capability]:
 
 def backend_name(backend: object) -> str:
     return str(getattr(backend, "backend_name", type(backend).__name__))
-
-
-# -- the registry ---------------------------------------------------------------------------------
-
-
-class BackendError(HighwaterError, ValueError):
-    """An unknown backend name, or a backend asked for something it cannot do."""
-
-
-@dataclass(frozen=True)
-class BackendEntry:
-    name: str
-    description: str
-    #: start (or connect to) a cluster of ``spec``; returns it ready for clients
-    start: Callable[[ClusterSpec, Progress | None], ClusterBackend]
-    #: a handle on a cluster this backend keeps up in another process (``highwater cluster up``
-    #: then ``highwater fault``), from the directory it recorded; None: cannot be kept up
-    attach: Callable[[Path, Progress | None], ClusterBackend] | None = None
-    #: applies ``ClusterSpec.broker_cpus``/``broker_memory``; a backend that cannot refuses them
-    resource_limits: bool = False
-
-    def check_spec(self, spec: ClusterSpec) -> None:
-        """A one-line :class:`BackendError` for what this backend cannot run (before any I/O)."""
-        if spec.has_limits and not self.resource_limits:
-            raise BackendError(f"cpu/memory limits need the compose backend (backend {self.name!r} cannot apply them)")
-
-
-_REGISTRY: dict[str, BackendEntry] = {}
-
-
-def register_backend(entry: BackendEntry) -> None:
-    _REGISTRY[entry.name] = entry
-
-
-def backend_names() -> Sequence[str]:
-    return sorted(_REGISTRY)
-
-
-def get_backend(name: str) -> BackendEntry:
-    """The entry for ``name``, or a one-line :class:`BackendError` naming the known ones."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise BackendError(f"unknown backend {name!r} (known: {', '.join(backend_names())})") from None
-
-
-def start_backend(name: str, spec: ClusterSpec, progress: Progress | None = None) -> ClusterBackend:
-    entry = get_backend(name)
-    entry.check_spec(spec)
-    return entry.start(spec, progress)
-
-
-def _start_local(spec: ClusterSpec, progress: Progress | None) -> ClusterBackend:
-    from .cluster import Cluster  # cluster.py imports this module
-
-    return Cluster(spec, progress).start()
-
-
-def _attach_local(cluster_dir: Path, progress: Progress | None) -> ClusterBackend:
-    from .cluster import Cluster
-
-    return Cluster.attach(cluster_dir, progress)
-
-
-register_backend(
-    BackendEntry(
-        "local",
-        "KRaft nodes as local JVMs from Maven jars, every link behind its own Toxiproxy proxy",
-        _start_local,
-        _attach_local,
-    )
-)
-
-
-def _start_compose(spec: ClusterSpec, progress: Progress | None) -> ClusterBackend:
-    from .compose.backend import start_compose  # imports the docker SDK: only when asked for
-
-    return start_compose(spec, progress)
-
-
-def _attach_compose(cluster_dir: Path, progress: Progress | None) -> ClusterBackend:
-    from .compose.backend import ComposeCluster
-
-    return ComposeCluster.attach(cluster_dir, progress)
-
-
-register_backend(
-    BackendEntry(
-        "compose",
-        "the same model in containers (docker SDK, host networking on 127.x, a Toxiproxy container)",
-        _start_compose,
-        _attach_compose,
-        resource_limits=True,
-    )
-)
-
-
-def _start_external(spec: ClusterSpec, progress: Progress | None) -> ClusterBackend:
-    from .external import connect  # external.py imports this module
-
-    return connect(spec, progress)
-
-
-register_backend(
-    BackendEntry(
-        "external",
-        "a cluster highwater did not start, described by --cluster-file (docs/external-clusters.md)",
-        _start_external,
-    )
-)
 
 
 def unhealed(c: ClusterBackend) -> list[str]:

@@ -115,14 +115,3 @@ def _print_text(
     if skipped:
         out.write(f"not applicable ({len(skipped)}): {', '.join(skipped)}\n")
     out.write(f"overall: {({True: 'valid', False: 'VIOLATED'}).get(valid, 'unknown')}\n")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m highwater.cli_check check ...``: the ``highwater`` CLI itself."""
-    from highwater.cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

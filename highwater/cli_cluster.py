@@ -16,7 +16,8 @@ import threading
 import time
 from pathlib import Path
 
-from harness.backend import DEFAULT_BACKEND, BackendEntry, ProcessControl, get_backend, start_backend
+from harness.backend import ProcessControl
+from harness.backends import DEFAULT_BACKEND, BackendEntry, get_backend, start_backend
 from harness.cluster import check_spec
 from harness.config import ClusterSpec, parse_cpus
 from harness.errors import ClusterError

@@ -12,7 +12,8 @@ import argparse
 import time
 from pathlib import Path
 
-from harness.backend import DEFAULT_BACKEND, ClusterBackend, get_backend
+from harness.backend import ClusterBackend
+from harness.backends import DEFAULT_BACKEND, get_backend
 from harness.errors import ClusterError
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faults.schedule import Schedule
-from harness.backend import get_backend, start_backend
+from harness.backends import get_backend, start_backend
 from harness.clients import get_driver
 from harness.config import ClusterSpec
 from harness.errors import HighwaterError

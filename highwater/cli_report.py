@@ -93,14 +93,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"highwater report: {len(data.disagreements)} Spark/Python disagreement(s): harness bug", file=sys.stderr)
     print(f"highwater report: wrote {out / 'report.html'}, {out / 'summary.json'}, {out / 'junit.xml'}")
     return exit_code(data.valid)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m highwater.cli_report report ...``: the ``highwater`` CLI itself."""
-    from highwater.cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.backend import DEFAULT_BACKEND, get_backend
+from harness.backends import DEFAULT_BACKEND, get_backend
 from harness.clients import DEFAULT_CLIENT, client_names, parse_client_specs
 
 from .console import progress

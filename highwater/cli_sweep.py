@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.backend import DEFAULT_BACKEND, get_backend
+from harness.backends import DEFAULT_BACKEND, get_backend
 from harness.clients import DEFAULT_CLIENT, ClientSpec, parse_client_spec, parse_client_specs
 from harness.clients.java import OLDEST as JAVA_OLDEST
 from harness.clients.node import OLDEST as KAFKAJS_OLDEST

@@ -33,15 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.backend import (
-    DEFAULT_BACKEND,
-    BackendError,
-    ClusterBackend,
-    get_backend,
-    heal,
-    start_backend,
-    unhealed,
-)
+from harness.backend import ClusterBackend, heal, unhealed
+from harness.backends import DEFAULT_BACKEND, BackendError, get_backend, start_backend
 from harness.clients import (
     DEFAULT_CLIENT,
     ClientSpec,

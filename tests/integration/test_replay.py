@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from faults.schedule import Schedule, ScheduleConfig
-from harness.backend import start_backend
+from harness.backends import start_backend
 from harness.config import ClusterSpec
 from harness.history import read_history
 from harness.manifest import RunManifest

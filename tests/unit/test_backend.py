@@ -22,18 +22,15 @@ from faults.inject import Injector
 from faults.schedule import Schedule, ScheduleConfig, ScheduledFault, topology_summary
 from faults.spec import FaultKind, parse_fault
 from harness.backend import (
-    DEFAULT_BACKEND,
-    BackendError,
     Capability,
     ClusterBackend,
     ControlledNode,
     LinkControl,
     NodeState,
     ProcessControl,
-    backend_names,
     capabilities,
-    get_backend,
 )
+from harness.backends import DEFAULT_BACKEND, BackendError, backend_names, get_backend
 from harness.cluster import Cluster
 from harness.config import ClusterSpec
 from harness.errors import HighwaterError

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from harness.history import to_parquet
-from highwater.cli_check import main, register, run
+from highwater.cli import main
+from highwater.cli_check import register, run
 from tests.synth.histories import HistoryBuilder
 from tests.unit.test_checks import TXN_AND_GROUP
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from harness.backend import BackendError, NodeState, get_backend, start_backend
+from harness.backend import NodeState
+from harness.backends import BackendError, get_backend, start_backend
 from harness.cluster_state import spec_from_state, topology_from_state
 from harness.compose.backend import check_engine_fits, limit_args, node_state
 from harness.compose.render import RenderInput, limits_block, render

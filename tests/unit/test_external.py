@@ -9,7 +9,8 @@ import pytest
 
 from faults.capability import CapabilityError, check_capabilities
 from faults.spec import FaultKind
-from harness.backend import LinkControl, ProcessControl, get_backend
+from harness.backend import LinkControl, ProcessControl
+from harness.backends import get_backend
 from harness.config import NO_RACK, ClusterSpec
 from harness.external import (
     ENV_KEEP_TOPICS,

@@ -71,3 +71,99 @@ def test_the_layer_test_sees_an_upward_import(tmp_path: Path) -> None:
     bad = tmp_path / "m.py"
     bad.write_text("import os\nfrom highwater.runner import RunSpec\n")
     assert "highwater.runner" in imported_modules(bad)
+
+
+#: the packages whose modules must import no module that imports them back (directly or around a loop)
+PACKAGES = ("harness", "faults", "reports", "highwater", "suites")
+
+
+def module_names(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for package in packages:
+        for f in sorted((root / package).rglob("*.py")):
+            parts = list(f.relative_to(root).with_suffix("").parts)
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
+    return out
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports, at the top or inside a function (a lazy import
+    closes a loop as surely as any). ``from pkg import sub`` counts the submodule only, not what
+    ``pkg/__init__.py`` holds; relative imports are resolved."""
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(here[: len(here) - node.level + 1] + ([base] if base else []))
+                subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules]
+                targets = subs if len(subs) == len(node.names) else [base, *subs]
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    deps.add(target)
+        graph[name] = deps
+    return graph
+
+
+def import_loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    loops: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                group = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    group.append(w)
+                    if w == v:
+                        break
+                if len(group) > 1:
+                    loops.append(sorted(group))
+    return loops
+
+
+def test_no_import_loops() -> None:
+    assert import_loops(import_graph(module_names())) == []
+
+
+def test_the_loop_test_sees_a_planted_loop(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "registry.py").write_text("def get():\n    from pkg.backend import Backend\n    return Backend\n")
+    (pkg / "backend.py").write_text("from . import registry\n\nclass Backend:\n    pass\n")
+    (pkg / "leaf.py").write_text("from pkg.backend import Backend\n")
+    assert import_loops(import_graph(module_names(tmp_path, ("pkg",)))) == [["pkg.backend", "pkg.registry"]]

@@ -25,7 +25,8 @@ from harness.checks import (
     run_checks,
 )
 from harness.checks.verdict import Verdict, merge_valid, overall_valid
-from highwater.cli_check import main, run
+from highwater.cli import main
+from highwater.cli_check import run
 from tests.synth.histories import HistoryBuilder
 from tests.unit.test_checks import TXN_AND_GROUP
 
