@@ -20,11 +20,11 @@ from harness.checks.data import HistoryData, from_events
 from harness.checks.groups import commit_ahead, commit_regression, group_delivery, rebalance_skip
 from harness.checks.liveness import follower_fetch, isr_stability, progress
 from harness.checks.loading import load
-from harness.checks.raw import on_events, when_idempotent
+from harness.checks.raw import on_events
 from harness.checks.reads import nonmonotonic_poll, poll_skip, truncation_undetected, uncommitted_read
 from harness.checks.replicas import hw_regression, replica_divergence
 from harness.checks.torn import torn_transaction
-from harness.checks.txn import aborted_read, nonmonotonic_send, open_txn_read
+from harness.checks.txn import aborted_read, open_txn_read
 from harness.checks.verdict import (
     NOT_APPLICABLE,
     UNKNOWN,
@@ -35,7 +35,7 @@ from harness.checks.verdict import (
     merge_valid,
     overall_valid,
 )
-from harness.checks.writes import duplicate, inconsistent_offsets, lost_write, unseen
+from harness.checks.writes import duplicate, inconsistent_offsets, lost_write, nonmonotonic_send, unseen
 
 Check = Callable[[HistoryData], Verdict]
 
@@ -58,7 +58,7 @@ CHECKS: dict[str, Check] = {
     "aborted-read": on_events(aborted_read),
     "open-txn-read": on_events(open_txn_read),
     "torn-transaction": on_events(torn_transaction),
-    "nonmonotonic-send": when_idempotent(nonmonotonic_send),
+    "nonmonotonic-send": nonmonotonic_send,
     "commit-ahead": on_events(commit_ahead),
     "commit-regression": on_events(commit_regression),
     "rebalance-skip": on_events(rebalance_skip),

@@ -44,6 +44,11 @@ def is_truncation(text: str | None) -> bool:
     return isinstance(text, str) and _TRUNC.search(text) is not None
 
 
+def idempotent(config: Mapping[str, Any]) -> bool:
+    """Whether a header's config says the producers were idempotent."""
+    return bool(config.get("idempotence") or config.get("enable_idempotence"))
+
+
 def vid_of(v: Any) -> int:
     """Value id for the JSON Lines path: 0 means "no value" (null cannot identify a write)."""
     if type(v) is not str:
@@ -66,6 +71,33 @@ class Sends:
     offset: np.ndarray  # -1 when unknown
     vid: np.ndarray  # 0 when no value
     invokes: int = 0
+    #: per completion, the row of the first invoke of the same (process, value), -1 when none;
+    #: filled only for idempotent histories (nonmonotonic-send orders acks by it), else None
+    invoke_row: np.ndarray | None = None
+
+
+def match_invokes(
+    inv_row: np.ndarray, inv_proc: np.ndarray, inv_vid: np.ndarray, proc: np.ndarray, vid: np.ndarray
+) -> np.ndarray:
+    """For each completion (``proc``, ``vid``), the row of the first invoke with the same process
+    and value id, -1 when there is none: a sort and a binary search, no per-event objects. The
+    (process, value) pair is folded into one 64-bit key (a collision, ~2^-64 per pair, would at
+    worst misplace one ack in nonmonotonic-send's order)."""
+    if len(proc) == 0:
+        return np.zeros(0, np.int64)
+    if len(inv_row) == 0:
+        return np.full(len(proc), -1, np.int64)
+
+    def key(p: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return (v.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ p.astype(np.uint64)
+
+    ik = key(inv_proc, inv_vid)
+    order = np.argsort(ik, kind="stable")  # stable: equal keys stay in file order
+    keys, first = np.unique(ik[order], return_index=True)
+    first_row = inv_row[order][first]
+    ck = key(proc, vid)
+    at = np.minimum(np.searchsorted(keys, ck), len(keys) - 1)
+    return np.where(keys[at] == ck, first_row[at], -1).astype(np.int64)
 
 
 @dataclass
@@ -273,7 +305,11 @@ class ParquetSource(EventSource):
 class _Builder:
     """Accumulates compact columns while events stream by (typed arrays, not objects)."""
 
-    def __init__(self) -> None:
+    def __init__(self, track_invokes: bool = False) -> None:
+        #: keep each send invoke's row, process and value id (``Sends.invoke_row``): only
+        #: idempotent histories need them, so the others do not pay for them
+        self.track_invokes = track_invokes
+        self.inv = {k: array(t) for k, t in _INVOKE_COLS}
         self.proc_ids: dict[str, int] = {}
         self.tp_ids: dict[tuple[str, int], int] = {}
         self.proc_first: list[int] = []
@@ -319,6 +355,10 @@ class _Builder:
         if f == "send":
             if typ == INVOKE:
                 self.invokes += 1
+                if self.track_invokes:
+                    self.inv["row"].append(row)
+                    self.inv["proc"].append(proc)
+                    self.inv["vid"].append(vid_of((v or {}).get("value")))
                 return
             if v is None:
                 v = {}
@@ -451,13 +491,21 @@ class _Builder:
         ls = int(log_start) if type(log_start) is int else (int(offs[0]) if len(offs) else 0)
         self.finals.append(FinalLog(row, tp, replica, hw, ls, offs, vids))
 
+    def sends(self, sends: Sends) -> Sends:
+        """``sends`` with its ``invoke_row`` when invokes were tracked (the invoke columns freed)."""
+        if self.track_invokes:
+            inv = {k: _np(self.inv[k], t) for k, t in _INVOKE_COLS}
+            sends.invoke_row = match_invokes(inv["row"], inv["proc"], inv["vid"], sends.proc, sends.vid)
+            self.inv = {k: array(t) for k, t in _INVOKE_COLS}
+        return sends
+
     def build(self, header: dict[str, Any], source: EventSource | None, line_errors: list[LineError]) -> HistoryData:
         s, r, p = self.s, self.r, self.p
         return HistoryData(
             header=header,
             processes=list(self.proc_ids),
             tps=list(self.tp_ids),
-            sends=Sends(**{k: _np(s[k], t) for k, t in _SEND_COLS}, invokes=self.invokes),
+            sends=self.sends(Sends(**{k: _np(s[k], t) for k, t in _SEND_COLS}, invokes=self.invokes)),
             polls=PollRecords(**{k: _np(r[k], t) for k, t in _POLL_COLS}),
             positions=Positions(**{k: _np(p[k], t) for k, t in _POS_COLS}),
             poll_errors=self.poll_errors,
@@ -475,6 +523,7 @@ class _Builder:
 
 
 _SEND_COLS = (("row", "q"), ("time", "q"), ("proc", "i"), ("type", "b"), ("tp", "i"), ("offset", "q"), ("vid", "q"))
+_INVOKE_COLS = (("row", "q"), ("proc", "i"), ("vid", "q"))
 _POLL_COLS = (
     ("row", "q"),
     ("time", "q"),
@@ -504,7 +553,7 @@ def _opt_int(v: Any) -> int | None:
 def from_events(header: Mapping[str, Any], events: Sequence[dict[str, Any]]) -> HistoryData:
     """Build from in-memory events (tests, small tools). Events are validated like lines."""
     hdr = check_header(dict(header))
-    b = _Builder()
+    b = _Builder(track_invokes=idempotent(hdr.get("config") or {}))
     for row, ev in enumerate(events):
         problem = event_problem(ev)
         if problem is not None:
@@ -523,6 +572,8 @@ __all__ = [
     "FaultEvent",
     "FinalLog",
     "from_events",
+    "idempotent",
+    "match_invokes",
     "is_truncation",
     "vid_of",
     "OK",

@@ -8,7 +8,7 @@ import json
 from array import array
 from pathlib import Path
 
-from harness.checks.data import HistoryData, JsonlSource, _Builder, _np
+from harness.checks.data import HistoryData, JsonlSource, _Builder, _np, idempotent
 from harness.checks.parquet_load import load_parquet
 from harness.history import LineError, event_problem, read_history, read_parquet_header
 
@@ -24,7 +24,7 @@ def load(path: str | Path) -> HistoryData:
 
 def _load_jsonl(path: Path) -> HistoryData:
     header = read_history(path).header  # validates the header line
-    b = _Builder()
+    b = _Builder(track_invokes=idempotent(header.get("config") or {}))
     errors: list[LineError] = []
     starts = array("q")
     loads = json.loads

@@ -32,6 +32,8 @@ from harness.checks.data import (
     PollRecords,
     Sends,
     _Builder,
+    idempotent,
+    match_invokes,
 )
 
 _COLUMNS = [
@@ -94,7 +96,8 @@ class _Interner:
 
 
 def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
-    b = _Builder()
+    b = _Builder(track_invokes=idempotent(header.get("config") or {}))
+    invokes: dict[str, list[np.ndarray]] = {"row": [], "proc": []}  # their values: value_chunks
     intern = _Interner(b)
     pf = pq.ParquetFile(path, pre_buffer=False)
     sends: dict[str, list[np.ndarray]] = {k: [] for k, _ in _SEND_COLS}
@@ -117,6 +120,12 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
         is_send = pc.equal(f, "send").to_numpy(zero_copy_only=False)
         is_invoke = pc.equal(typ, "invoke").to_numpy(zero_copy_only=False)
         b.invokes += int(np.count_nonzero(is_send & is_invoke))
+        m = is_send & is_invoke
+        if b.track_invokes and m.any():
+            invokes["row"].append(rows[m])
+            invokes["proc"].append(procs[m])
+            value_chunks.append(_local_encode(pc.filter(batch.column("value"), pa.array(m))))
+            kinds.append("invoke")
 
         m = is_send & ~is_invoke
         if m.any():
@@ -176,7 +185,7 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
 
     vids = _encode_values(value_chunks)
     value_chunks.clear()  # the per-batch dictionaries are no longer needed
-    by_kind: dict[str, list[np.ndarray]] = {"send": [], "poll": [], "final": []}
+    by_kind: dict[str, list[np.ndarray]] = {"send": [], "poll": [], "final": [], "invoke": []}
     for k, v in zip(kinds, vids):
         by_kind[k].append(v)
     del vids
@@ -188,6 +197,15 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
     polls["vid"] = by_kind.pop("poll")
     data = b.build(header, ParquetSource(path), [])
     data.sends = Sends(**_cat_all(sends, _SEND_COLS), invokes=b.invokes)
+    if b.track_invokes:
+        inv_vid = by_kind.pop("invoke")
+        data.sends.invoke_row = match_invokes(
+            _cat(invokes["row"], "q"),
+            _cat(invokes["proc"], "i"),
+            _cat(inv_vid, "q"),
+            data.sends.proc,
+            data.sends.vid,
+        )
     data.polls = PollRecords(**_cat_all(polls, _POLL_COLS))
     return data
 

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from harness.checks.data import HistoryData, cached
-from harness.checks.txn import idempotent, isolation_of, txn_ends
-from harness.checks.verdict import NOT_APPLICABLE, Verdict
+from harness.checks.txn import isolation_of, txn_ends
+from harness.checks.verdict import Verdict
 from harness.history.format import value_text
 
 EventCheck = Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], Verdict]
@@ -40,22 +40,6 @@ def on_events(fn: EventCheck) -> Callable[[HistoryData], Verdict]:
 
     def check(h: HistoryData) -> Verdict:
         return fn(h.header, raw_events(h))
-
-    check.__name__ = fn.__name__
-    check.__doc__ = fn.__doc__
-    return check
-
-
-def when_idempotent(fn: EventCheck) -> Callable[[HistoryData], Verdict]:
-    """Like ``on_events``, but a history whose producers were not idempotent is not read back:
-    the check does not apply to it (its docstring says so)."""
-    inner = on_events(fn)
-
-    def check(h: HistoryData) -> Verdict:
-        if not idempotent(h.config):
-            name = fn.__name__.replace("_", "-")
-            return Verdict(name, NOT_APPLICABLE, notes=["not applicable: producers were not idempotent"])
-        return inner(h)
 
     check.__name__ = fn.__name__
     check.__doc__ = fn.__doc__

@@ -1,5 +1,5 @@
 """Transaction checks over raw ``highwater.history/1`` events: ``aborted-read``,
-``open-txn-read`` and ``nonmonotonic-send`` (registered in ``harness.checks``), and
+``open-txn-read`` (registered in ``harness.checks``), and
 ``txn_ends``, how each transaction surely ended, which the group checks and ``TxnView`` share.
 """
 
@@ -173,69 +173,3 @@ def open_txn_read(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]
                     }
                 )
     return Verdict("open-txn-read", count == 0, {"txn-reads": judged, "open-txn-reads": count}, bad)
-
-
-def idempotent(config: Mapping[str, Any]) -> bool:
-    """Whether the header's config says the producers were idempotent."""
-    return bool(config.get("idempotence") or config.get("enable_idempotence"))
-
-
-def nonmonotonic_send(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
-    """nonmonotonic-send: with idempotence on, one producer's acknowledged offsets on one
-    partition go backwards in the order the sends were invoked.
-
-    Only ``ok`` sends with an offset are judged (``info``/``fail`` carry no acknowledged offset);
-    order is the order of the sends' invoke events per (process, topic, partition). Counted:
-    ``acked`` (judged sends), ``backwards`` (acks whose offset is below the highest offset acked
-    for an earlier-invoked send of the same producer and partition). Examples: process, topic,
-    partition, value, offset, previous_max. Not applicable when the header says idempotence is
-    off (``config.idempotence`` / ``config.enable_idempotence``) or there are no acked sends.
-    """
-    config = header.get("config") or {}
-    if not idempotent(config):
-        return Verdict("nonmonotonic-send", NOT_APPLICABLE)
-    order: dict[tuple[str, str], int] = {}  # (process, value text) -> invoke rank
-    acks: list[tuple[int, str, str, int, str, int]] = []
-    for ev in events:
-        if ev.get("f") != "send":
-            continue
-        v = ev.get("value") or {}
-        text = value_text(v.get("value"))[0] or ""
-        key = (str(ev.get("process")), text)
-        if ev.get("type") == "invoke":
-            order.setdefault(key, len(order))
-        elif ev.get("type") == "ok" and type(v.get("offset")) is int:
-            acks.append(
-                (
-                    order.get(key, len(order)),
-                    key[0],
-                    str(v.get("topic")),
-                    int(v.get("partition") or 0),
-                    text,
-                    v["offset"],
-                )
-            )
-    if not acks:
-        return Verdict("nonmonotonic-send", NOT_APPLICABLE)
-    acks.sort()
-    high: dict[tuple[str, str, int], int] = {}
-    count = 0
-    bad: list[dict[str, Any]] = []
-    for _, proc, topic, part, text, off in acks:
-        k = (proc, topic, part)
-        prev = high.get(k)
-        if prev is not None and off < prev:
-            count += 1
-            if len(bad) < MAX_EXAMPLES:
-                bad.append(
-                    {
-                        "process": proc,
-                        "topic": topic,
-                        "partition": part,
-                        "value": text,
-                        "offset": off,
-                        "previous_max": prev,
-                    }
-                )
-        high[k] = off if prev is None else max(prev, off)
-    return Verdict("nonmonotonic-send", count == 0, {"acked": len(acks), "backwards": count}, bad)

@@ -1,4 +1,5 @@
-"""Checks on what producers wrote: lost-write, unseen, duplicate, inconsistent-offsets.
+"""Checks on what producers wrote: lost-write, unseen, duplicate, inconsistent-offsets,
+nonmonotonic-send.
 
 They are defined so that one physical anomaly is reported by one check: a poll that disagrees
 with the committed final log is an uncommitted-read (not an inconsistent offset), an
@@ -8,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.checks.data import FAIL, INFO, OK, HistoryData
+from harness.checks.data import FAIL, INFO, OK, HistoryData, idempotent
 from harness.checks.derived import NOAUTH, example, okey, pick, poll_status, reference
 from harness.checks.raw import COMMITTED, NOT_COMMITTED, UNDECIDED, txn_view
-from harness.checks.verdict import UNKNOWN, Verdict, decide
+from harness.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict, decide
+from harness.history.format import value_text
 
 
 def _in_final(h: HistoryData, vids: np.ndarray) -> np.ndarray:
@@ -254,3 +256,58 @@ def _read_at_acked_offset(h: HistoryData, acks: np.ndarray) -> np.ndarray:
     acked = zip(okey(s.tp[idx], s.offset[idx]).tolist(), s.vid[idx].tolist())
     out[idx] = [k in seen for k in acked]
     return out
+
+
+#: added to a (producer, partition) group's offsets so that one running maximum over the sorted
+#: acks never carries a maximum from one group into the next (offsets stay far below it)
+_GROUP_STRIDE = 1 << 40
+
+
+def nonmonotonic_send(h: HistoryData) -> Verdict:
+    """nonmonotonic-send: with idempotence on, one producer's acknowledged offsets on one
+    partition go backwards in the order the sends were invoked.
+
+    Only ``ok`` sends with an offset are judged (``info``/``fail`` carry no acknowledged offset);
+    order is the order of the sends' invoke events (the first invoke of the same process and
+    value; an ack without one is placed at its own row) per (process, topic, partition), equal
+    places by offset. Counted: ``acked`` (judged sends), ``backwards`` (acks whose offset is below
+    the highest offset acked for an earlier-invoked send of the same producer and partition).
+    Examples: process, topic, partition, value, offset, previous_max. Not applicable when the
+    header says idempotence is off (``config.idempotence`` / ``config.enable_idempotence``) or
+    there are no acked sends."""
+    s = h.sends
+    if not idempotent(h.config):
+        return Verdict("nonmonotonic-send", NOT_APPLICABLE, notes=["not applicable: producers were not idempotent"])
+    judged = np.nonzero((s.type == OK) & (s.offset >= 0) & (s.tp >= 0))[0]
+    if len(judged) == 0:
+        return Verdict("nonmonotonic-send", NOT_APPLICABLE)
+    invoked = s.invoke_row if s.invoke_row is not None else np.full(len(s.row), -1, np.int64)
+    rank = np.where(invoked[judged] >= 0, invoked[judged], s.row[judged])
+    proc, tp, off = s.proc[judged].astype(np.int64), s.tp[judged].astype(np.int64), s.offset[judged]
+    order = np.lexsort((off, rank, tp, proc))
+    proc, tp, off, judged = proc[order], tp[order], off[order], judged[order]
+    same = np.zeros(len(off), bool)
+    same[1:] = (proc[1:] == proc[:-1]) & (tp[1:] == tp[:-1])
+    group = np.cumsum(~same)  # one number per (producer, partition), in sorted order
+    running = np.maximum.accumulate(off + group * _GROUP_STRIDE)
+    previous = np.empty_like(running)
+    previous[0] = -1
+    previous[1:] = running[:-1] - group[1:] * _GROUP_STRIDE
+    back = np.nonzero(same & (off < previous))[0]
+    examples = []
+    if len(back):
+        shown = back[:MAX_EXAMPLES]
+        events = h.source.fetch([int(r) for r in s.row[judged[shown]]]) if h.source is not None else []
+        for i, ev in zip(shown.tolist(), events):
+            topic, partition = h.tps[int(tp[i])]
+            examples.append(
+                {
+                    "process": h.proc_name(int(proc[i])),
+                    "topic": topic,
+                    "partition": partition,
+                    "value": value_text((ev.get("value") or {}).get("value"))[0] or "",
+                    "offset": int(off[i]),
+                    "previous_max": int(previous[i]),
+                }
+            )
+    return Verdict("nonmonotonic-send", len(back) == 0, {"acked": len(judged), "backwards": len(back)}, examples)

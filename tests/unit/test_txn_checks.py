@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from harness.checks.txn import aborted_read, nonmonotonic_send, open_txn_read
-from harness.checks.verdict import NOT_APPLICABLE
+from pathlib import Path
+from typing import Any
+
+from harness.checks.data import from_events
+from harness.checks.txn import aborted_read, open_txn_read
+from harness.checks.verdict import NOT_APPLICABLE, Verdict
+from harness.checks.writes import nonmonotonic_send
 from harness.history.format import check_header, event_problem
 from tests.synth.txn import Events, header
 
@@ -73,21 +78,54 @@ def _idem() -> dict[str, object]:
     return {"format": "highwater.history/1", "config": {"idempotence": True}}
 
 
+def nonmonotonic(hdr: dict[str, Any], events: list[dict[str, Any]]) -> Verdict:
+    return nonmonotonic_send(from_events(hdr, events))
+
+
 def test_backwards_ack_is_found() -> None:
     e = Events().send("producer-0", "v1", 5).send("producer-0", "v2", 4)
-    v = nonmonotonic_send(_idem(), e.events)
+    v = nonmonotonic(_idem(), e.events)
     assert v.valid is False and v.counts == {"acked": 2, "backwards": 1}
     assert v.examples[0]["value"] == "v2" and v.examples[0]["previous_max"] == 5
 
 
 def test_other_producer_or_partition_is_not_backwards() -> None:
     e = Events().send("producer-0", "v1", 5).send("producer-1", "v2", 4).send("producer-0", "v3", 0, partition=1)
-    assert nonmonotonic_send(_idem(), e.events).valid is True
+    assert nonmonotonic(_idem(), e.events).valid is True
 
 
 def test_idempotence_off_is_not_applicable() -> None:
     e = Events().send("producer-0", "v1", 5).send("producer-0", "v2", 4)
-    assert nonmonotonic_send(header(), e.events).valid == NOT_APPLICABLE
+    assert nonmonotonic(header(), e.events).valid == NOT_APPLICABLE
+
+
+def _two_in_flight(first_acked_at: int, second_acked_at: int) -> list[dict[str, Any]]:
+    """v1 then v2 invoked, both in flight; v2's ack arrives first."""
+    e = Events()
+    for value in ("v1", "v2"):
+        e.add("producer-0", "invoke", "send", {"topic": "t", "partition": 0, "key": None, "value": value})
+    e.add(
+        "producer-0",
+        "ok",
+        "send",
+        {"topic": "t", "partition": 0, "key": None, "value": "v2", "offset": second_acked_at},
+    )
+    e.add(
+        "producer-0", "ok", "send", {"topic": "t", "partition": 0, "key": None, "value": "v1", "offset": first_acked_at}
+    )
+    return e.events
+
+
+def test_order_is_the_invokes_not_the_acks() -> None:
+    """v1 was invoked first but landed after v2: backwards, although the acks' own order rises."""
+    v = nonmonotonic(_idem(), _two_in_flight(first_acked_at=5, second_acked_at=4))
+    assert v.valid is False and v.counts == {"acked": 2, "backwards": 1}
+    assert (v.examples[0]["value"], v.examples[0]["offset"], v.examples[0]["previous_max"]) == ("v2", 4, 5)
+
+
+def test_acks_arriving_out_of_order_for_rising_offsets_are_fine() -> None:
+    """The look-alike: acks out of file order, offsets rising in invoke order."""
+    assert nonmonotonic(_idem(), _two_in_flight(first_acked_at=4, second_acked_at=5)).valid is True
 
 
 def test_txn_ends_says_only_what_is_sure() -> None:
@@ -99,3 +137,21 @@ def test_txn_ends_says_only_what_is_sure() -> None:
     ends = txn_ends(e.events)
     assert {t: ok for t, (ok, _) in ends.items()} == {"c": True, "a": False, "f": False, "x": False, "late": True}
     assert ends["c"][1] == e.events[1]["time_ns"] and ends["late"][1] == e.events[-1]["time_ns"]
+
+
+def test_json_lines_and_parquet_order_the_acks_by_the_same_invokes(tmp_path: Path) -> None:
+    """Both loaders find each ack's invoke (``Sends.invoke_row``): the same verdict either way,
+    and the rows are those of the invokes in the file."""
+    from harness.checks.loading import load
+    from harness.history import to_parquet
+    from tests.synth.histories import HistoryBuilder
+
+    b = HistoryBuilder(config={"idempotence": True})
+    b.events = [dict(ev) for ev in _two_in_flight(first_acked_at=5, second_acked_at=4)]
+    src = b.write(tmp_path / "h.jsonl")
+    to_parquet(src, tmp_path / "h.parquet")
+    for h in (load(src), load(tmp_path / "h.parquet")):
+        assert h.sends.invoke_row is not None and h.sends.invoke_row.tolist() == [1, 0]  # v2's ack, then v1's
+        v = nonmonotonic_send(h)
+        assert v.valid is False and v.counts == {"acked": 2, "backwards": 1}
+        assert v.examples[0]["value"] == "v2"
