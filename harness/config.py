@@ -155,7 +155,7 @@ def fast_failure_defaults(brokers: int) -> dict[str, str]:
 
 #: since this release (KIP-853) a KRaft follower fetches from the leader at the endpoint the leader
 #: *advertises*; without an advertised controller listener that is the bound address, which
-#: bypasses the link's proxy (README, Findings, HW-8)
+#: bypasses the link's proxy (docs/findings.md, HW-8)
 ADVERTISED_CONTROLLER_SINCE = (3, 9)
 
 

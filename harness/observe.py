@@ -153,7 +153,7 @@ class Observer:
 
         A plain Metadata request rather than ``KafkaAdminClient.describe_cluster()``, which
         raises ``KeyError: 'endpoint_type'`` on Kafka 3.3-3.6 (DescribeCluster v0 has no such
-        field; kafka-python 3.0.12 pops it unconditionally): README, Findings, HW-2."""
+        field; kafka-python 3.0.12 pops it unconditionally): docs/findings.md, HW-2."""
         from kafka.protocol.metadata import MetadataRequest
 
         manager = self.admin._manager
@@ -167,7 +167,7 @@ class Observer:
     def leader_named_by(self, node_id: int, topic: str, partition: int) -> tuple[int, int]:
         """(leader id, leader epoch) of ``topic``-``partition`` as broker ``node_id`` tells its
         clients in a Metadata answer: its own metadata image, which can be stale (a broker cut
-        off from the controller keeps the image it had, README, Findings, HW-8)."""
+        off from the controller keeps the image it had, docs/findings.md, HW-8)."""
         from kafka.protocol.metadata import MetadataRequest
 
         req = MetadataRequest(

@@ -8,7 +8,7 @@ A run writes ``results/<campaign>/<run_id>/``:
   client bytes, stats, verdict, repro), written at the start and completed at the end,
 - ``logs/`` (broker and Toxiproxy logs) when the run found a violation or crashed,
 - ``threads.txt`` when consumers were still behind STALL_DUMP_AFTER_S into settling: every
-  Python thread's stack at that moment (where a stuck client waits; see README, HW-7).
+  Python thread's stack at that moment (where a stuck client waits; see docs/findings.md, HW-7).
 
 The client (workloads), the fault injector, the schedule and the checks are separate parts; this
 module only sequences them, and its ``finally`` always heals and always closes the history.

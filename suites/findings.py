@@ -1,4 +1,4 @@
-"""Findings that suites meet, as one pytest mark each (README, Findings). A suite applies the
+"""Findings that suites meet, as one pytest mark each (docs/findings.md). A suite applies the
 mark to the runs of the client that shows the finding, so the test is an xfail there (strict:
 CI turns red when the behaviour changes; not strict for a finding that strikes in most runs
 only) and a plain test on every other client."""
@@ -46,7 +46,7 @@ HW9 = ClientFinding(
             "FINDING HW-9 (librdkafka 2.16.0): the preferred-replica lease is fixed at 5 minutes "
             "(rdkafka_fetcher.c, rd_kafka_toppar_fetch_decide), so the rack consumer of a follower that left the "
             "ISR but still answers (cut off from replication, or slowed) keeps fetching from it (follower-fetch: "
-            "no-move-after-isr-loss; progress: a stall past its bound). See README, Findings."
+            "no-move-after-isr-loss; progress: a stall past its bound). See docs/findings.md."
         ),
     ),
 )
@@ -83,7 +83,7 @@ HW13 = stall_finding(
         "consumer crashes (KafkaJSNumberOfRetriesExceeded: Closed connection), leaves its group and restarts "
         "only after a backoff of 12-13 s, then rejoins: the rack consumer of an unaffected rack stalls 15-25 s "
         "(progress: a stall past its bound, 3 runs of 4), where the Java consumer goes on reading its own "
-        "replica. See README, Findings."
+        "replica. See docs/findings.md."
     ),
 )
 
@@ -97,7 +97,7 @@ HW17 = stall_finding(
         "that one shared refresh (Cluster#refreshMetadataIfNecessary) until its request timeout (10 s): the "
         "rack consumer of the paused leader's rack reads no partition at all, its healthy leaders' included, "
         "for 12-18 s (follower-fetch: no move within 7.5 s of the ISR loss), where Java's picks the least "
-        "loaded node. See README, Findings."
+        "loaded node. See docs/findings.md."
     ),
 )
 
@@ -115,7 +115,7 @@ KAFKAJS_TRANSACTIONS = ClientFinding(
             "the final log lacks them), 5-8 per run in coordinators-kill and coordinators-cut-pause (2026-11-26); "
             "after the group coordinator's broker is killed and restarted, a member keeps heartbeating and "
             "committing to it through NOT_COORDINATOR answers for 5 s and then takes 12.6 s to rejoin, so a "
-            "partition goes unread to the end of the run (group-delivery, progress). See README, Findings."
+            "partition goes unread to the end of the run (group-delivery, progress). See docs/findings.md."
         ),
     ),
 )

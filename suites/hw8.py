@@ -1,4 +1,4 @@
-"""HW-8 (README, Findings): a partition leader cut off from every other node but not from its
+"""HW-8 (docs/findings.md): a partition leader cut off from every other node but not from its
 clients keeps telling them that it leads (Kafka has no leader lease; the broker's part is
 ``tests/integration/test_finding_hw8.py``, a strict xfail). A consumer reading from it gets no
 error, only no new records, until a Metadata answer from another broker moves it, so its stall

@@ -13,7 +13,7 @@ report KIP-320 truncation seeks, and ``_handle_fetch_response`` to note which br
 each fetch at each fetch offset. A record's ``replica`` is the broker whose fetch at the
 greatest fetch offset <= its offset came last: the client's view; the network-level truth is in
 Toxiproxy's byte counters. (Asking for the preferred read replica at poll time would be wrong
-with kafka-python 3.0.12, which clears it after every follower response: README, Findings,
+with kafka-python 3.0.12, which clears it after every follower response: docs/findings.md,
 HW-4.)
 """
 
@@ -264,7 +264,7 @@ class KafkaPythonConsumer:
 
     def subscribe(self, topics: Sequence[str]) -> None:
         self._consumer.subscribe(list(topics), listener=_Rebalances(self.listener))
-        # HW-7 (README, Findings): a leader whose first assignment predates its first metadata
+        # HW-7 (docs/findings.md): a leader whose first assignment predates its first metadata
         # of the topic re-joins on the metadata change, and kafka-python 3.0.12 can lose that
         # join's result and stall until evicted. Fetching the metadata now (a blocking Metadata
         # request; the coordinator's snapshot is updated from it) lets the first assignment see

@@ -48,7 +48,7 @@ def test_each_rack_reads_from_its_own_replica(cluster, profile, campaign, result
         value_size=1000,
     )
     # Records are 1 KB so the payload dominates what crosses the proxies; the request overhead of
-    # kafka-python's leader/follower ping-pong (README, Findings, HW-4) stays a few percent.
+    # kafka-python's leader/follower ping-pong (docs/findings.md, HW-4) stays a few percent.
     run = json.loads((result.dir / "run.json").read_text())
     bytes_by_rack = {rack: run["client_bytes"][rack] for rack in cluster.topo.racks}
     assert_verdicts(result, must_hold=p.must_hold)

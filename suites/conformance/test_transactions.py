@@ -89,7 +89,7 @@ PLANS = {
         ),
     )
 }
-#: HW-10 and HW-15 (README, Findings): kafka-python and kafkajs commit a transaction one of whose
+#: HW-10 and HW-15 (docs/findings.md): kafka-python and kafkajs commit a transaction one of whose
 #: records failed for good. Their deterministic repros are strict xfails
 #: (tests/integration/test_findings_by_client.py); here they strike when a fault outlasts the
 #: delivery timeout (kafkajs: its retries), so their losses are subtracted, exactly, and

@@ -59,7 +59,7 @@ ASSERTIONS = {
 #: on it (HW-9; follower-cut-hw on Kafka 4.4.0 with confluent-kafka 2.16.1: 16.9 s, bound 13.5 s)
 HW9_SCENARIOS = ("follower-cut-hw",)
 
-#: HW-11 (README, Findings): kafka-python sends its metadata refreshes to the frozen broker. Its
+#: HW-11 (docs/findings.md): kafka-python sends its metadata refreshes to the frozen broker. Its
 #: strict xfail is tests/integration/test_findings_by_client.py (Kafka's 5-minute metadata age);
 #: here the 5 s metadata age usually finds a healthy broker first, so it strikes now and then
 HW11_PAUSED_FOLLOWER = pytest.mark.xfail(

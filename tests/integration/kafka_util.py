@@ -29,7 +29,7 @@ NOT_APPLICABLE_WITHOUT_TXN_COMMITS_OR_IDEMPOTENCE = (
 
 def live_bootstrap(cluster: Cluster, rack: str | None = None) -> list[str]:
     """Bootstrap servers of brokers that are running, not paused: kafka-python 3.0.12 spends its
-    whole bootstrap timeout on one unresponsive server (README, Findings, HW-5)."""
+    whole bootstrap timeout on one unresponsive server (docs/findings.md, HW-5)."""
     servers = cluster.bootstrap(rack)
     return [s for s, b in zip(servers, cluster.topo.brokers) if cluster.nodes[b.node_id].state.value == "running"]
 

@@ -139,7 +139,7 @@ def test_rack_client_moves_off_a_killed_preferred_replica(cluster: Cluster) -> N
 
 @pytest.mark.xfail(
     strict=True,
-    reason="FINDING HW-1 (the broker's, every client): see README Findings and "
+    reason="FINDING HW-1 (the broker's, every client): see docs/findings.md and "
     "test_findings_by_client.py::test_hw1_consumer_cut_off_from_its_preferred_replica_keeps_reading",
 )
 def test_finding_rack_client_cut_off_from_its_follower_keeps_consuming(cluster: Cluster) -> None:

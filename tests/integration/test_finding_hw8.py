@@ -1,4 +1,4 @@
-"""HW-8 (README, Findings), the broker's part, asked of the brokers themselves: no client library
+"""HW-8 (docs/findings.md), the broker's part, asked of the brokers themselves: no client library
 is involved, only Metadata requests sent to one broker at a time through the client proxies.
 
 A partition leader cut off from every other node (replication and controller links, both ways)

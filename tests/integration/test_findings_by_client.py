@@ -1,7 +1,7 @@
 """Findings re-judged on every client: is a behaviour one library's, or the broker's?
 
 Each test states a promise once and runs it through each client's driver (``harness.clients``),
-so the README's Findings can say "kafka-python only", "shared" or "a broker behaviour" from a
+so the docs/findings.md can say "kafka-python only", "shared" or "a broker behaviour" from a
 run rather than from reading code. A client that breaks the promise is a strict xfail naming
 its finding; a client that keeps it passes."""
 
@@ -477,7 +477,7 @@ HW14_BREAKS = {
 
 
 #: make test runs it on kafkajs alone (its budget); Java's client passed it beside kafkajs
-#: (README, HW-14), and `--client`-free runs of this module take it as a parameter:
+#: (docs/findings.md, HW-14), and `--client`-free runs of this module take it as a parameter:
 #: `pytest tests/integration/test_findings_by_client.py -k "hw14 and java"`
 HW14_CLIENTS = ("java", "kafkajs")
 

@@ -116,7 +116,7 @@ HW7_LATENCY_MS = 250
         "SyncGroup response: from the next poll on need_rejoin() is False, so join_group_async never "
         "awaits the finished task again; the leader stays REBALANCING with heartbeats disabled, "
         "on_partitions_assigned never runs, and the coordinator evicts it after session_timeout_ms. "
-        "See README, Findings."
+        "See docs/findings.md."
     ),
 )
 def test_finding_hw7_leader_rejoining_on_a_metadata_change_takes_its_assignment(cluster: Cluster) -> None:
