@@ -1,8 +1,13 @@
-"""A client-version bisect on real clusters: ``highwater bisect --over client`` over three
+"""A client-version bisect on real clusters: ``highwater bisect --over client`` over two
 kafka-python releases, each installed into its own virtual environment and judged by a real run
 of the group scenario (``suites/conformance/test_groups.py``), finds where kafka-python #3131
 (a member's retained partitions never fetched again after an eager rebalance) was fixed: 3.0.8
-fails, 3.0.9 passes. The bisect prints its boundary on stdout and writes its campaign."""
+fails, 3.0.9 passes. The bisect prints its boundary on stdout and writes its campaign.
+
+Two releases, not three (3.0.7 too, as it was until 2026-11-26): each probe is a cluster and a
+28 s scenario, and make test's budget paid for HW-16 with the third; the search between the ends
+is the unit tests' (``tests/unit/test_bisect.py``), the machinery end to end (a virtual
+environment per release, runs, verdicts, the boundary) is this test's."""
 
 from __future__ import annotations
 
@@ -17,18 +22,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_bisect_over_kafka_python_releases_finds_the_fix(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "highwater.cli", "bisect", SCENARIO, "--over", "client"]
-    argv += ["--client", "kafka-python", "--good", "3.0.9", "--bad", "3.0.7", "--runs", "1"]
+    argv += ["--client", "kafka-python", "--good", "3.0.9", "--bad", "3.0.8", "--runs", "1"]
     argv += ["--results", str(tmp_path)]
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()  # the probes' pytest lines, then the bisect's report
     assert "first release with the bad verdict: 3.0.8 (last good: 3.0.9)" in lines, done.stdout
-    assert "probed 3 of 3 versions" in done.stdout, done.stdout
+    assert "probed 2 of 2 versions" in done.stdout, done.stdout
     assert "3.0.8: bad (1 of 1 runs failed" in done.stderr and "3.0.9: good (0 of 1 runs failed" in done.stderr
     (campaign,) = tmp_path.iterdir()  # bisect-<time>
     manifests = [json.loads(p.read_text()) for p in campaign.glob("*/run.json")]
-    assert sorted({m.get("client") for m in manifests}) == [
-        "kafka-python 3.0.7",
-        "kafka-python 3.0.8",
-        "kafka-python 3.0.9",
-    ], manifests
+    assert sorted({m.get("client") for m in manifests}) == ["kafka-python 3.0.8", "kafka-python 3.0.9"], manifests
