@@ -12,7 +12,7 @@ partition), converts it to Parquet, then times, each in a fresh subprocess so pe
 Prints seconds, events/s, peak RSS and check/scan ratio. Targets (issue 3): check within 5x
 of scan, peak memory under 2 GiB.
 
-    python benchmarks/check_throughput.py [--events N] [--dir DIR] [--keep]
+    python benchmarks/check_throughput.py [--events N] [--transactions] [--dir DIR] [--keep]
 """
 
 from __future__ import annotations
@@ -32,9 +32,14 @@ BATCH = 5  # records per poll
 META_EVERY = 200  # writes between observer rounds (one meta event per partition)
 
 
-def generate(path: Path, events: int) -> int:
-    """Write a valid history of about ``events`` events; returns the exact count."""
+def generate(path: Path, events: int, transactions: bool = False) -> int:
+    """Write a valid history of about ``events`` events; returns the exact count. With
+    ``transactions``: every write is a transaction of its own (begin, the send, a committed
+    commit), the consumers are one group reading committed data, and each poll is followed by a
+    group commit of the next offset (so the transaction and group checks have work)."""
     per_write = 2 + 2 / BATCH + TOPICS * PARTS / META_EVERY / (TOPICS * PARTS)
+    if transactions:
+        per_write += 3 + 2 / BATCH
     writes = int(events / per_write)
     tps = [(f"topic-{t}", p) for t in range(TOPICS) for p in range(PARTS)]
     counts = [0] * len(tps)
@@ -43,11 +48,18 @@ def generate(path: Path, events: int) -> int:
     t = 0
     out = open(path, "w", encoding="utf-8")  # noqa: SIM115
     w = out.write
+    txn_config = (
+        ',"transactional":true,"isolation_level":"read_committed","consumers":{'
+        + ",".join(f'"consumer-{c}":{{"group":"bench-group"}}' for c in range(CONSUMERS))
+        + "}"
+        if transactions
+        else ""
+    )
     w(
         '{"format":"highwater.history/1","run_id":"bench","kafka_version":"4.1.0",'
         '"client":"synthetic","config":{"acks":"all","idempotence":true,'
         '"unclean_leader_election":false,"min_insync_replicas":2,"progress_bound_ms":60000,'
-        '"follower_fetch_grace_ms":0},"racks":{"brokers":{"1":"rack-0","2":"rack-1","3":"rack-2"},'
+        '"follower_fetch_grace_ms":0' + txn_config + '},"racks":{"brokers":{"1":"rack-0","2":"rack-1","3":"rack-2"},'
         '"clients":{' + ",".join(f'"consumer-{c}":"rack-{c % 3}"' for c in range(CONSUMERS)) + "}}}\n"
     )
 
@@ -69,8 +81,19 @@ def generate(path: Path, events: int) -> int:
         topic, p = tps[j]
         o = counts[j]
         val = f"{j}-{o}"
-        ev("producer-0", "invoke", "send", f'{{"topic":"{topic}","partition":{p},"key":null,"value":"{val}"}}')
-        ev("producer-0", "ok", "send", f'{{"topic":"{topic}","partition":{p},"key":null,"value":"{val}","offset":{o}}}')
+        txn = f',"txn":"producer-0#{i}"' if transactions else ""
+        if transactions:
+            ev("producer-0", "ok", "txn", f'{{"op":"begin","txn":"producer-0#{i}"}}')
+        ev("producer-0", "invoke", "send", f'{{"topic":"{topic}","partition":{p},"key":null,"value":"{val}"{txn}}}')
+        ev(
+            "producer-0",
+            "ok",
+            "send",
+            f'{{"topic":"{topic}","partition":{p},"key":null,"value":"{val}","offset":{o}{txn}}}',
+        )
+        if transactions:
+            ev("producer-0", "invoke", "txn", f'{{"op":"commit","txn":"producer-0#{i}"}}')
+            ev("producer-0", "ok", "txn", f'{{"op":"commit","txn":"producer-0#{i}"}}')
         counts[j] = o + 1
         if counts[j] - polled[j] >= BATCH:
             c = j % CONSUMERS
@@ -83,6 +106,10 @@ def generate(path: Path, events: int) -> int:
             ev(f"consumer-{c}", "invoke", "poll", "null")
             ev(f"consumer-{c}", "ok", "poll", f'{{"records":[{recs}]}}')
             polled[j] = b
+            if transactions:
+                commit = f'{{"group":"bench-group","topic":"{topic}","partition":{p},"offset":{b}}}'
+                ev(f"consumer-{c}", "invoke", "commit", commit)
+                ev(f"consumer-{c}", "ok", "commit", commit)
         if i % (META_EVERY * len(tps)) == 0:
             for k, (tp_t, tp_p) in enumerate(tps):
                 ev(
@@ -143,6 +170,11 @@ def measure(argv: list[str]) -> tuple[float, float, int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=10_000_000)
+    ap.add_argument(
+        "--transactions",
+        action="store_true",
+        help="every write a committed transaction, the consumers one group committing after each poll",
+    )
     ap.add_argument("--dir", type=Path, default=None, help="work directory (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
     ap.add_argument(
@@ -162,7 +194,7 @@ def main() -> int:
             print(f"reusing {n:,} events in {work}")
         else:
             t0 = time.perf_counter()
-            n = generate(jsonl, args.events)
+            n = generate(jsonl, args.events, args.transactions)
             print(
                 f"generated {n:,} events ({jsonl.stat().st_size / 2**20:,.0f} MiB JSONL) "
                 f"in {time.perf_counter() - t0:.1f} s"
