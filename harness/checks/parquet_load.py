@@ -119,8 +119,8 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
         typ = batch.column("type")
         is_send = pc.equal(f, "send").to_numpy(zero_copy_only=False)
         is_invoke = pc.equal(typ, "invoke").to_numpy(zero_copy_only=False)
-        b.invokes += int(np.count_nonzero(is_send & is_invoke))
         m = is_send & is_invoke
+        b.invokes += int(np.count_nonzero(m))
         if b.track_invokes and m.any():
             invokes["row"].append(rows[m])
             invokes["proc"].append(procs[m])
