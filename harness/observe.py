@@ -17,13 +17,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
-from kafka.errors import RequestTimedOutError, for_code
+from kafka.errors import KafkaError, for_code
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
+from .errors import ClusterError
 from .security import PLAINTEXT, ClientSecurity
 from .waiting import wait_until
 
@@ -96,6 +97,7 @@ class Observer:
             metadata_max_age_ms=2000,
             **security.as_kafka_python(),
         )
+        self._unanswered: set[int] = set()  # brokers whose last request failed (topic_partitions)
 
     def close(self) -> None:
         self.admin.close()
@@ -225,19 +227,44 @@ class Observer:
         return int(found.node_id)
 
     def topic_partitions(self, topic: str) -> list[dict[str, Any]]:
-        """One Metadata answer for ``topic``. The admin sends it to an idle connected broker
-        picked at random, and a frozen broker's connection looks idle: a request that timed
-        out there is asked once more, when the admin has closed that connection and picks
-        another broker (CI 2026-11-26: the observer's one-off look during a paused follower)."""
-        try:
+        """One Metadata answer for ``topic``, asked of one broker at a time: those that have not
+        timed out on this observer first, the next one when a broker does not answer.
+
+        Not ``KafkaAdminClient.describe_topics``: it sends to the broker kafka-python ranks least
+        loaded, and that ranking puts a broker it has no connection to first (HW-11), so after a
+        request to a frozen broker timed out and its connection was closed, the next request went
+        to the same frozen broker (CI 2026-11-26: a 15 s wait ran out on two 5 s timeouts)."""
+        from kafka.protocol.metadata import MetadataRequest
+
+        req = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False
+        )
+        known = sorted(int(b.node_id) for b in self.admin._manager.cluster.brokers())  # see module docstring
+        if not known:  # nothing bootstrapped yet: the admin asks a bootstrap server
             topics = self.admin.describe_topics([topic])
-        except RequestTimedOutError as exc:
-            log.info("describe %s timed out (%s); asking another broker", topic, exc)
-            topics = self.admin.describe_topics([topic])
+        else:
+            topics = self._ask_in_turn(sorted(known, key=lambda b: b in self._unanswered), req)["topics"]
         if not topics or topics[0].get("error_code", 0) != 0:
             code = topics[0].get("error_code") if topics else "?"
             raise for_code(code if isinstance(code, int) else -1)(f"describe {topic}")
         return sorted(topics[0]["partitions"], key=lambda p: p["partition_index"])
+
+    def _ask_in_turn(self, brokers: list[int], request: Any) -> dict[str, Any]:
+        """The answer (as a dict) of the first of ``brokers`` that answers ``request``; a broker
+        that fails is remembered in ``_unanswered`` (asked last next time) until it answers."""
+        failure: KafkaError | None = None
+        for broker in brokers:
+            try:
+                answer = self.send_to(broker, request)
+            except KafkaError as exc:  # timed out, disconnected, unknown id: the next broker
+                log.info("broker %d did not answer %s (%s); asking the next", broker, type(request).__name__, exc)
+                self._unanswered.add(broker)
+                failure = exc
+                continue
+            self._unanswered.discard(broker)
+            return cast(dict[str, Any], answer.to_dict())
+        assert failure is not None  # brokers is never empty
+        raise failure
 
     def partition_state(self, topic: str, partition: int, *, offsets: bool = True) -> PartitionState:
         return self.partition_states(topic, [partition], offsets=offsets)[0]
@@ -325,6 +352,20 @@ class Observer:
         self, name: str, partitions: int, replication_factor: int, config: dict[str, str] | None = None
     ) -> None:
         self.admin.create_topics([NewTopic(name, partitions, replication_factor, topic_configs=config or {})])
+
+    def set_group_config(self, group: str, configs: dict[str, str]) -> None:
+        """Set ``configs`` of consumer group ``group`` (KIP-848's dynamic group configs, Kafka
+        4.0+: IncrementalAlterConfigs on a GROUP resource); one clear error if the broker refuses."""
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        res = self.admin.alter_configs(
+            [ConfigResource(ConfigResourceType.GROUP, group, dict(configs))], raise_on_unknown=False, incremental=True
+        )
+        refused = [
+            f"{name}: {outcome}" for by_name in res.values() for name, outcome in by_name.items() if outcome != "OK"
+        ]
+        if refused:  # kafka-python gives each resource "OK" or the error as text
+            raise ClusterError(f"the broker refused group config {configs} for {'; '.join(refused)}")
 
     def describe_broker_config(self, broker_id: int, key: str) -> str | None:
         """The value broker ``broker_id`` reports for ``key`` (None if it reports none)."""

@@ -36,6 +36,7 @@ from harness.checks import overall, run_all_checks
 from harness.checks.bounds import Settings
 from harness.checks.verdict import Input, Verdict
 from harness.clients import DEFAULT_CLIENT, client_label, get_driver
+from harness.clients.groups import GroupProtocolError, group_configs, group_protocol_refusal
 from harness.clients.worker import copy_worker_logs, worker_logs_mark
 from harness.errors import HighwaterError
 from harness.gcpasses import streaming
@@ -71,6 +72,10 @@ class RunSpec:
     # subscribe mode: the members' session timeout (None: the client's default); a scenario that
     # freezes or kills a member sets it short, so the group evicts it within the run
     session_timeout_ms: int | None = None
+    # subscribe mode: the consumers' group protocol (harness.clients.groups: "classic" or KIP-848's
+    # "consumer") and, with "consumer", the server-side assignor (None: the broker's first)
+    group_protocol: str = "classic"
+    group_remote_assignor: str | None = None
     # KIP-98: producers write transactions of ``txn_records`` sends, a seeded share aborted
     transactional: bool = False
     txn_records: int = 4
@@ -104,6 +109,8 @@ class RunSpec:
             "unclean_leader_election": self.unclean_leader_election,
             "min_insync_replicas": self.min_insync_replicas,
             "replication_factor": self.replication_factor,
+            "group_protocol": self.group_protocol,
+            **({"group_remote_assignor": self.group_remote_assignor} if self.group_remote_assignor else {}),
             **header_entries(settings),
         }
 
@@ -209,7 +216,13 @@ def execute_run(
     # the run's topic as the cluster names it (an external cluster file may give a prefix)
     spec = replace(spec, topic=cluster.topic_name(spec.topic))
     phases = PhaseClock()
-    label = client_label(get_driver(spec.client))
+    driver = get_driver(spec.client)
+    label = client_label(driver)
+    refused = group_protocol_refusal(
+        driver.name, driver.version, cluster.kafka_version, spec.group_protocol, spec.group_remote_assignor
+    )
+    if refused is not None:  # before anything starts, as a bad fault is
+        raise GroupProtocolError(refused)
     nemesis_record = describe_nemesis(nemesis)
     seed = run_seed(spec, nemesis_record)  # a seed that contradicts the schedule's is refused here
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{spec.scenario}-{uuid.uuid4().hex[:6]}"
@@ -229,6 +242,8 @@ def execute_run(
         "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)},
     }
     group = spec.group_id()
+    if group is not None and spec.group_protocol == "consumer" and spec.session_timeout_ms is not None:
+        cluster.observer().set_group_config(group, group_configs(spec.session_timeout_ms))
     header_config = {**spec.header_config(cluster), "consumers": spec.consumer_config(len(cluster.topo.racks), group)}
     if sink is not None:
         header_config["copy"] = spec.copy_config(sink)
@@ -290,6 +305,8 @@ def execute_run(
                 group_id=group,
                 isolation_level=spec.isolation_of(i, len(cluster.topo.racks)),
                 session_timeout_ms=spec.session_timeout_ms,
+                group_protocol=spec.group_protocol,
+                group_remote_assignor=spec.group_remote_assignor,
             ),
             client=spec.client,
             security=cluster.client_security,
@@ -497,10 +514,17 @@ def _settle(
                 "the consumers' reads of a transactional topic",
             )
             return
-        if spec.consumer_mode == "subscribe":  # one group: each partition is read by one member
+        if spec.consumer_mode == "subscribe":  # one group: each partition is read by one member at a time
+            # per partition, not a sum of records read: a rebalance re-delivers what was read but
+            # not committed, and the duplicates would count for records still unread
+            members = [c for c in consumers if isinstance(c, ConsumerWorker)]
             done, what = (
-                (lambda: sum(c.records_read for c in consumers) >= total),
-                f"the group has read the {total} committed records",
+                (
+                    lambda: all(
+                        max((c.read_past(spec.topic, p) for c in members), default=0) >= hw for p, hw in enumerate(hws)
+                    )
+                ),
+                f"the group has read every partition up to its high watermark ({total} records)",
             )
         else:
             done, what = (

@@ -231,6 +231,11 @@ LEADER_FAULT_SECONDS = 20
 KIP320_WINDOW_SECONDS = 20
 #: a paused broker leaves requests hanging: consumer_stall_hang_bound_ms plus the margin
 PAUSE_SECONDS = 29
+#: the groups suite's members have a 6 s session timeout (GROUP_SESSION_MS): a member frozen this
+#: long is evicted, one frozen for GROUP_PAUSE_SECONDS (a GC pause) is not
+GROUP_SESSION_MS = 6000
+GROUP_FREEZE_SECONDS = 9
+GROUP_PAUSE_SECONDS = 3
 SLOW_FOLLOWER = (
     "latency --target broker:{follower} --peer broker:{leader} --flow out --listener replication --latency 8000"
 )
@@ -363,6 +368,20 @@ PLANS: dict[str, Plan] = {
             run_seconds=24,
             what="a group member killed (its session expires) and started again (it rejoins): "
             "the group returns every acknowledged record, no move skips a committed one",
+        ),
+        Plan(
+            "groups",
+            "member-faults",
+            (
+                Step(4, "client-kill --target client:consumer-1", 4),
+                Step(4, "client-freeze --target client:consumer-2", GROUP_FREEZE_SECONDS),
+                Step(2, "client-freeze --target client:consumer-0", GROUP_PAUSE_SECONDS),
+            ),
+            (*_DURABILITY, "group-delivery", "rebalance-skip", "commit-ahead", "commit-regression"),
+            run_seconds=4 + 4 + 4 + GROUP_FREEZE_SECONDS + 2 + GROUP_PAUSE_SECONDS + 6,
+            what="one member killed and started again, one frozen past the group's session timeout (evicted: "
+            "it must find itself fenced when it thaws), one frozen for less (a GC pause: it stays): the group "
+            "returns every acknowledged record, no move skips a committed one, no commit goes ahead or back",
         ),
         *SWEEP_PLANS,
     ]

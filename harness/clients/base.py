@@ -186,6 +186,11 @@ class ConsumerSettings:
     # a group member silent this long is evicted (None: the library's default, 45 s for Java and
     # librdkafka, 10 s for kafka-python); a group scenario that freezes a member sets it
     session_timeout_ms: int | None = None
+    # KIP-848: "classic" (JoinGroup/SyncGroup, the members' assignor) or "consumer" (the group
+    # coordinator assigns, ConsumerGroupHeartbeat); with "consumer" the session timeout and the
+    # heartbeat interval are the group's (a group config the runner sets), not the client's
+    group_protocol: str = "classic"
+    group_remote_assignor: str | None = None  # "consumer" only: "uniform" or "range" (None: the broker's first)
     # The checks' time bounds are derived from these defaults (RunSpec.header_config), so a
     # driver must apply every one of them, not its library's own defaults.
 

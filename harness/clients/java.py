@@ -174,7 +174,12 @@ def consumer_properties(settings: ConsumerSettings, read: Callable[[str], str] =
         props["group.id"] = settings.group_id
     if settings.client_rack:
         props["client.rack"] = settings.client_rack
-    if settings.session_timeout_ms is not None:
+    if settings.group_protocol != "classic":
+        # KIP-848: the session timeout is the group's; Java refuses session.timeout.ms with it
+        props["group.protocol"] = settings.group_protocol
+        if settings.group_remote_assignor:
+            props["group.remote.assignor"] = settings.group_remote_assignor
+    elif settings.session_timeout_ms is not None:
         props["session.timeout.ms"] = str(int(settings.session_timeout_ms))
     return props
 

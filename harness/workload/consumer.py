@@ -58,6 +58,8 @@ class ConsumerConfig:
     # subscribe mode: commit after every poll (an exactly-once copy commits inside its transaction)
     commit_after_poll: bool = True
     session_timeout_ms: int | None = None  # subscribe mode: None is the client's default
+    group_protocol: str = "classic"  # subscribe mode: or KIP-848's "consumer" (harness.clients.groups)
+    group_remote_assignor: str | None = None
 
 
 class ConsumerWorker(Worker):
@@ -87,6 +89,8 @@ class ConsumerWorker(Worker):
             isolation_level=config.isolation_level,
             security=security,
             session_timeout_ms=config.session_timeout_ms,
+            group_protocol=config.group_protocol if subscribe else "classic",
+            group_remote_assignor=config.group_remote_assignor if subscribe else None,
         )
         self.consumer = self.client.consumer(self.settings, self)
 
@@ -124,6 +128,11 @@ class ConsumerWorker(Worker):
         self.close()
         self.consumer = self.client.consumer(self.settings, self)
         self._start()
+
+    def read_past(self, topic: str, partition: int) -> int:
+        """The offset after the last record of ``topic``-``partition`` this consumer returned (0:
+        none yet)."""
+        return self._next.get(TopicPartition(topic, partition), 0)
 
     def poll_once(self) -> int:
         return len(self.poll_records())

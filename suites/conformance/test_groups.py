@@ -12,14 +12,28 @@ ones.
 kafka-python 3.0.0 .. 3.0.8 break it: a member that kept a partition across a rebalance never
 fetched it again when a rebalance listener was set (kafka-python #3131, fixed in 3.0.9); the
 scenario is what ``tests/integration/test_client_bisect.py`` bisects kafka-python over.
+
+``member-faults`` runs the group under both rebalance protocols (``harness.clients.groups``):
+``classic`` and KIP-848's ``consumer`` (the group coordinator assigns; the group's session
+timeout is a group config). One member is killed and started again, one frozen past the
+session timeout (evicted; it must find itself fenced when it thaws), one frozen for less (a GC
+pause: it keeps its partitions). A client without the consumer protocol is skipped with the one
+line that says so.
 """
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from harness.checks.verdict import Verdict
-from suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
+from harness.clients import get_driver
+from harness.clients.groups import group_protocol_refusal
+from suites.scenario import GROUP_SESSION_MS, PLANS, RUN_OPTIONS, assert_verdicts, check_verdicts, run_plan
 
 PLAN = PLANS["groups/member-restart"]
+FAULTS = PLANS["groups/member-faults"]
 
 
 def assert_group_delivered(verdicts: list[Verdict]) -> None:
@@ -42,8 +56,39 @@ def test_every_partition_is_read_through_a_member_restart(cluster, profile, camp
         topic="groups-restart",
         partitions=3,
         consumer_mode="subscribe",
-        session_timeout_ms=6000,
+        session_timeout_ms=GROUP_SESSION_MS,
         settle_timeout=10.0,
     )
     assert_verdicts(result, must_hold=PLAN.must_hold)
+    assert_group_delivered(result.verdicts)
+
+
+# make test (--client-rotation kafka-python,confluent-kafka,java,kafkajs): classic on kafka-python,
+# consumer on Java; the None holds confluent-kafka's turn, which runs neither
+@pytest.mark.client_rotation("protocol", ["classic", None, "consumer"])
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_members_killed_and_frozen_lose_nothing(  # type: ignore[no-untyped-def]
+    cluster, profile, campaign, results_root, repro, protocol
+) -> None:
+    driver = get_driver(RUN_OPTIONS.get().client)
+    refused = group_protocol_refusal(driver.name, driver.version, cluster.kafka_version, protocol)
+    if refused is not None:
+        pytest.skip(refused)
+    result = run_plan(
+        cluster,
+        FAULTS,
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        topic=f"groups-faults-{protocol}",
+        partitions=3,
+        consumer_mode="subscribe",
+        session_timeout_ms=GROUP_SESSION_MS,
+        group_protocol=protocol,
+        settle_timeout=10.0,
+    )
+    with (result.dir / "history.jsonl").open() as history:  # the header says which protocol it judged
+        assert json.loads(history.readline())["config"]["group_protocol"] == protocol
+    assert_verdicts(result, must_hold=FAULTS.must_hold)
     assert_group_delivered(result.verdicts)

@@ -14,7 +14,8 @@ from faults.spec import FaultSpec, parse_fault
 from harness.cluster import Cluster
 from harness.history import HistoryWriter
 from harness.lifecycle import accepts_connection
-from harness.observe import PartitionState
+from harness.observe import Observer, PartitionState
+from harness.waiting import wait_until
 
 from .kafka_util import BackgroundProducer, consume_all, produce
 
@@ -176,6 +177,24 @@ def test_bad_fault_requests_get_one_clear_error_and_leave_the_cluster_healed(clu
     ]
     refused = [e for e in events if e["f"] == "fault" and e["type"] == "fail"]
     assert "9" in refused[0]["error"] and str(err.value) in refused[1]["error"]
+
+
+def test_the_observer_answers_while_the_broker_it_asks_first_is_frozen(cluster: Cluster) -> None:
+    """The harness's own Metadata look goes on to the next broker when one does not answer, and
+    asks that one last afterwards; kafka-python's admin would ask the frozen broker again, as
+    the broker it has no connection to (HW-11; CI 2026-11-26)."""
+    cluster.create_topic("fobserve", partitions=2, replication_factor=3)
+    cluster.partition_state("fobserve", 0, offsets=False)  # every broker has heard of it
+    frozen = min(cluster.broker_ids)  # asked first by a fresh observer
+    with Observer(cluster.bootstrap(), request_timeout_ms=1000) as observer, Injector(cluster) as nemesis:
+        assert observer.knows_brokers(set(cluster.broker_ids)) or wait_until(
+            lambda: observer.knows_brokers(set(cluster.broker_ids)), 10, "the observer knows every broker"
+        )
+        nemesis.apply(parse_fault(f"pause --target broker:{frozen}"))
+        for _ in range(3):
+            assert [p["partition_index"] for p in observer.topic_partitions("fobserve")] == [0, 1]
+        assert observer._unanswered == {frozen}  # asked first, then set aside (asked last)
+    healed(cluster, "fobserve")
 
 
 def test_heal_all_recreates_a_wedged_proxy(cluster: Cluster) -> None:

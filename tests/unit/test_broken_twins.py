@@ -402,7 +402,8 @@ def test_unclean_truncation_twin_reset_instead_of_kip320(tmp_path: Path) -> None
 
 
 def test_group_twin_a_partition_never_read_again() -> None:
-    """The group scenario's own assertion on group-delivery: clean, two members returned every
+    """The group scenarios' own assertion on group-delivery (member-restart's and member-faults',
+    on either group protocol): clean, two members returned every
     acknowledged record; its twin, kafka-python #3131's shape, where nothing of partition 1 is
     returned after offset 1 (a member kept it across a rebalance and never fetched it again),
     fails it; so does a run that owed nothing."""
@@ -443,6 +444,7 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         *(f"durability/{s}" for s in test_durability.SCENARIOS),
         "kip-320/unclean-truncation",
         "groups/member-restart",
+        "groups/member-faults",  # the same assertion as member-restart's (test_group_twin_...)
         *(f"sweep/{s}" for s in sweep.SCENARIOS),
     }
     assert covered == set(PLANS)

@@ -1,0 +1,72 @@
+"""KIP-848's group protocol as each client and Kafka release has it (harness.clients.groups), and
+how the Java and librdkafka drivers ask for it."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.clients import ConsumerSettings
+from harness.clients.groups import group_configs, group_protocol_refusal
+from harness.clients.java import consumer_properties
+from harness.clients.librdkafka import consumer_config
+
+
+@pytest.mark.parametrize(
+    ("client", "version", "kafka"),
+    [("java", "4.0.0", "4.0.0"), ("java", "4.4.0", "4.4.0"), ("confluent-kafka", "2.12.0", "4.1.1")],
+)
+def test_the_consumer_protocol_where_client_and_release_have_it(client: str, version: str, kafka: str) -> None:
+    assert group_protocol_refusal(client, version, kafka, "consumer") is None
+    assert group_protocol_refusal(client, version, kafka, "consumer", "range") is None
+
+
+@pytest.mark.parametrize(
+    ("client", "version", "kafka", "says"),
+    [
+        ("kafka-python", "3.0.12", "4.4.0", "kafka-python 3.0.12 has only the classic group protocol"),
+        ("kafkajs", "2.2.4", "4.4.0", "kafkajs 2.2.4 has only the classic group protocol"),
+        ("java", "3.9.1", "4.4.0", "java 3.9.1 has no generally available KIP-848 consumer protocol (since java 4.0)"),
+        ("confluent-kafka", "2.11.1", "4.4.0", "since confluent-kafka 2.12"),
+        (
+            "java",
+            "4.4.0",
+            "3.9.1",
+            "Kafka 3.9.1 has no generally available KIP-848 consumer protocol (since Kafka 4.0)",
+        ),
+    ],
+)
+def test_the_consumer_protocol_refused_in_one_line(client: str, version: str, kafka: str, says: str) -> None:
+    why = group_protocol_refusal(client, version, kafka, "consumer")
+    assert why is not None and says in why and "\n" not in why
+
+
+def test_classic_everywhere_and_bad_names_refused() -> None:
+    assert group_protocol_refusal("kafka-python", "3.0.12", "3.3.1", "classic") is None
+    assert "unknown group protocol 'eager'" in str(group_protocol_refusal("java", "4.4.0", "4.4.0", "eager"))
+    assert "needs group.protocol=consumer" in str(group_protocol_refusal("java", "4.4.0", "4.4.0", "classic", "range"))
+    assert "one of uniform, range" in str(group_protocol_refusal("java", "4.4.0", "4.4.0", "consumer", "sticky"))
+
+
+def test_the_group_s_session_timeout_and_a_heartbeat_within_it() -> None:
+    assert group_configs(6000) == {"consumer.session.timeout.ms": "6000", "consumer.heartbeat.interval.ms": "2000"}
+    assert group_configs(45000)["consumer.heartbeat.interval.ms"] == "3000"
+
+
+def _settings(**kw: object) -> ConsumerSettings:
+    return ConsumerSettings(bootstrap=["127.0.0.1:9092"], client_id="c", group_id="g", session_timeout_ms=6000, **kw)  # type: ignore[arg-type]
+
+
+def test_java_and_librdkafka_ask_for_the_consumer_protocol_without_a_session_timeout() -> None:
+    """Both clients refuse session.timeout.ms with group.protocol=consumer: the group has it."""
+    java = consumer_properties(_settings(group_protocol="consumer", group_remote_assignor="range"))
+    assert java["group.protocol"] == "consumer" and java["group.remote.assignor"] == "range"
+    assert "session.timeout.ms" not in java
+    rd = consumer_config(_settings(group_protocol="consumer"))
+    assert rd["group.protocol"] == "consumer" and "session.timeout.ms" not in rd and "group.remote.assignor" not in rd
+
+
+def test_classic_keeps_the_member_s_session_timeout() -> None:
+    java = consumer_properties(_settings())
+    assert java["session.timeout.ms"] == "6000" and "group.protocol" not in java
+    rd = consumer_config(_settings())
+    assert rd["session.timeout.ms"] == 6000 and "group.protocol" not in rd
