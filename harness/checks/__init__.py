@@ -20,6 +20,7 @@ from harness.checks.data import HistoryData, from_events
 from harness.checks.groups import commit_ahead, commit_regression, group_delivery, rebalance_skip
 from harness.checks.liveness import follower_fetch, isr_stability, progress
 from harness.checks.loading import load
+from harness.checks.ownership import exclusive_read
 from harness.checks.raw import on_events
 from harness.checks.reads import nonmonotonic_poll, poll_skip, truncation_undetected, uncommitted_read
 from harness.checks.replicas import hw_regression, replica_divergence
@@ -63,6 +64,7 @@ CHECKS: dict[str, Check] = {
     "commit-regression": on_events(commit_regression),
     "rebalance-skip": on_events(rebalance_skip),
     "group-delivery": on_events(group_delivery),
+    "exclusive-read": exclusive_read,
     "copy-exactly-once": on_events(copy_exactly_once),
 }
 
@@ -100,6 +102,7 @@ NEEDS: dict[str, Needs] = {
     "commit-regression": _needs(_C),
     "rebalance-skip": _needs(_C, _P),
     "group-delivery": _needs(_C, _S, _P, _F),
+    "exclusive-read": _needs(_C, _P),
     "copy-exactly-once": _needs(_X, _C, _F),
 }
 assert NEEDS.keys() == CHECKS.keys(), "every check declares its inputs"

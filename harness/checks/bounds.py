@@ -48,6 +48,12 @@ Bounds:
   it after a heal (a send stuck on a faulted broker times out after Rp and is retried; a consumer
   refreshes its routing within M), and no gap outside faults is longer.
 
+* ``member_fence_grace_ms`` = Rc + Hc + K, Hc = 3000 (a group member's heartbeat interval: the
+  classic clients' default, and the most ``harness.clients.groups.group_configs`` gives a
+  consumer-protocol group): after a fault that let the group fence a member unawares ends, the
+  member hears it at its next heartbeat, answered within a request timeout; until then it may
+  return records of a partition already given to another member. Judges exclusive-read.
+
 A fault window judged by a bound must last at least ``required_window_ms(bound)`` = bound +
 max(``MARGIN_MIN_MS``, ``MARGIN_RATIO``·bound); a check asked to judge a shorter window says
 unknown for it.
@@ -142,7 +148,11 @@ BOUND_USERS: dict[str, tuple[str, ...]] = {
     "consumer_stall_bound_ms": ("follower-fetch", "progress"),
     "consumer_stall_hang_bound_ms": ("follower-fetch", "progress"),
     "progress_bound_ms": ("progress",),
+    "member_fence_grace_ms": ("exclusive-read",),
 }
+
+#: a group member's heartbeat interval (``member_fence_grace_ms``)
+MEMBER_HEARTBEAT_MS = 3000
 
 #: fault kinds that leave a client's requests hanging (until its request timeout)
 HANGING_KINDS = frozenset({"pause", "timeout"})
@@ -195,6 +205,12 @@ def derive(s: Settings) -> dict[str, Bound]:
             f"{shrink_c} + {move_c} + {Rc}",
         ),
         Bound("progress_bound_ms", Rp + M + W + K, f"producer request.timeout.ms + {move_f}", f"{Rp} + {move_c}"),
+        Bound(
+            "member_fence_grace_ms",
+            Rc + MEMBER_HEARTBEAT_MS + K,
+            "consumer request.timeout.ms + member heartbeat interval + slack",
+            f"{Rc} + {MEMBER_HEARTBEAT_MS} + {K}",
+        ),
     ]
     return {b.name: b for b in out}
 

@@ -38,6 +38,7 @@ def test_fast_failure_settings_give_bounds_of_seconds() -> None:
         "consumer_stall_bound_ms": 13500,
         "consumer_stall_hang_bound_ms": 23500,
         "progress_bound_ms": 12500,
+        "member_fence_grace_ms": 15000,
     }
     assert set(ms) == set(BOUND_USERS)
 

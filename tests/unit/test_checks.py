@@ -78,6 +78,7 @@ TXN_AND_GROUP = {
     "commit-regression",
     "rebalance-skip",
     "group-delivery",
+    "exclusive-read",
     "copy-exactly-once",
 }
 
