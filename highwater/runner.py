@@ -32,8 +32,9 @@ from typing import Any
 from faults.capability import check_capabilities, declared_faults
 from faults.inject import Injector
 from harness.backend import ClusterBackend, LinkControl, backend_name
-from harness.checks import overall, run_all_checks
+from harness.checks import load, overall, run_all_checks
 from harness.checks.bounds import Settings
+from harness.checks.group_measures import GROUP_MEASURES, group_measures
 from harness.checks.verdict import Input, Verdict
 from harness.clients import DEFAULT_CLIENT, client_label, get_driver
 from harness.clients.groups import GroupProtocolError, group_configs, group_protocol_refusal
@@ -377,7 +378,11 @@ def execute_run(
         for rack in after
         if rack in client_bytes_before
     }
-    verdicts = run_all_checks(out / "history.jsonl")
+    judged = load(out / "history.jsonl")
+    verdicts = run_all_checks(judged)
+    measures = group_measures(judged)
+    if measures is not None:  # what the report compares across group protocols
+        _write_json(out / GROUP_MEASURES, measures.to_json())
     valid = overall(verdicts)
     phases.mark("checks")
     run_stats = replace(run_stats, phases=phases.seconds)

@@ -23,6 +23,7 @@ from harness.checks import CHECKS
 from harness.checks.verdict import MAX_EXAMPLES, merge_valid, overall_valid
 from harness.history import rows_to_events
 from harness.policy import allowed
+from reports.groups import group_rows
 from reports.layout import RunInfo, ensure_parquet, load_runs
 from reports.releases import release_view
 from reports.run_cache import RunCache
@@ -76,6 +77,7 @@ class ReportData:
     disagreements: list[dict[str, Any]]
     errors: list[str] = field(default_factory=list)
     releases: dict[str, Any] = field(default_factory=dict)  # reports.releases.release_view
+    groups: list[dict[str, Any]] = field(default_factory=list)  # reports.groups.group_rows
 
     @property
     def valid(self) -> bool | str:
@@ -226,6 +228,7 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
         trends=_trends(run_rows),
         disagreements=disagreements,
         releases=release_view(run_rows),
+        groups=group_rows(runs),
     )
 
 

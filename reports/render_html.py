@@ -107,6 +107,7 @@ def render(data: ReportData) -> str:
         _failures(data),
         _timelines(data),
         _fetch(data),
+        _groups(data),
         _trends(data),
         _versions(data),
         _disagreements(data),
@@ -127,7 +128,7 @@ def _header(d: ReportData) -> str:
         f"but could not settle; it never counts as valid. Not applicable means the history does "
         f"not carry the check's inputs at all (the check did not run).</p>"
         "<nav><a href='#matrix'>Matrix</a><a href='#releases'>Releases</a><a href='#runs-sec'>Runs</a><a href='#failures'>Failures</a>"
-        "<a href='#timelines'>Timelines</a><a href='#fetch'>Follower fetching</a>"
+        "<a href='#timelines'>Timelines</a><a href='#fetch'>Follower fetching</a><a href='#groups'>Groups</a>"
         "<a href='#trends'>Trends</a><a href='#versions'>Versions &amp; config</a></nav>"
     )
 
@@ -536,6 +537,27 @@ def _fetch(d: ReportData) -> str:
         "where run.json has them.</p><table id='fetch-table'><tr><th>run</th><th>consumer</th>"
         "<th>rack</th><th>records</th><th>same-rack share</th><th>cross-rack records</th>"
         f"<th>cross-rack bytes</th><th>records by replica</th></tr>{rows}</table>"
+    )
+
+
+def _groups(d: ReportData) -> str:
+    if not d.groups:
+        return "<h2 id='groups'>Consumer groups</h2><p>No group runs.</p>"
+    rows = "".join(
+        f"<tr><td>{escape(g['scenario'])}</td><td>{escape(g['kafka_version'])}</td><td>{escape(g['client'])}</td>"
+        f"<td>{escape(g['group_protocol'])}</td><td>{g['runs']}</td><td>{g['duplicates']}</td>"
+        f"<td>{g['longest_stall_ms']}</td>"
+        f"<td>{'never' if g['slowest_resume_ms'] is None else g['slowest_resume_ms'] if g['resumes'] else '-'}</td></tr>"
+        for g in d.groups
+    )
+    return (
+        "<h2 id='groups'>Consumer groups: classic and KIP-848 side by side</h2><p class='small'>Per scenario, "
+        "release, client and group protocol: the most records one run's group returned twice, the longest "
+        "any member went without a record (its own kill or freeze left out), and the longest a faulted "
+        "member's partition went unread until some member read it again (never: not within the run).</p>"
+        "<table id='groups-table'><tr><th>scenario</th><th>Kafka</th><th>client</th><th>protocol</th><th>runs</th>"
+        "<th>duplicates (max)</th><th>longest member stall (ms)</th><th>slowest resume after a member fault (ms)</th>"
+        f"</tr>{rows}</table>"
     )
 
 

@@ -1,0 +1,62 @@
+"""The report's comparison of consumer group protocols: each group run's measures
+(``harness.checks.group_measures``, written by the runner as ``group-measures.json``), gathered
+per scenario, Kafka release, client and group protocol, so classic and KIP-848's consumer
+protocol stand side by side on the same scenario.
+
+Plain Python, not Spark: one small JSON file per group run."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from harness.checks.group_measures import GROUP_MEASURES
+from reports.layout import RunInfo
+
+
+def _measures(r: RunInfo) -> dict[str, Any] | None:
+    path = r.path / GROUP_MEASURES
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        r.problems.append(f"{GROUP_MEASURES} unreadable: {exc}")
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def group_rows(runs: list[RunInfo]) -> list[dict[str, Any]]:
+    """One row per (suite/scenario, Kafka release, client, group protocol) with group runs:
+    ``runs``, ``duplicates`` (the most of one run), ``longest_stall_ms`` (the longest of any
+    member in any run, its own faults left out), ``slowest_resume_ms`` (the longest a faulted
+    member's partition went unread; None when one never was read again, ``resumes`` 0 when no
+    member was faulted)."""
+    acc: dict[tuple[str, str, str, str], dict[str, Any]] = defaultdict(
+        lambda: {"runs": 0, "duplicates": 0, "longest_stall_ms": 0, "slowest_resume_ms": 0, "resumes": 0}
+    )
+    never: set[tuple[str, str, str, str]] = set()
+    for r in runs:
+        m = _measures(r)
+        if m is None:
+            continue
+        key = (f"{r.suite}/{r.scenario}", r.kafka_version, r.client, str(m.get("group_protocol", "classic")))
+        row = acc[key]
+        row["runs"] += 1
+        row["duplicates"] = max(row["duplicates"], int(m.get("duplicates", 0)))
+        row["longest_stall_ms"] = max([row["longest_stall_ms"], *map(int, (m.get("longest_stall_ms") or {}).values())])
+        for resume in m.get("resumes") or []:
+            row["resumes"] += 1
+            if resume.get("resume_ms") is None:
+                never.add(key)
+            else:
+                row["slowest_resume_ms"] = max(row["slowest_resume_ms"], int(resume["resume_ms"]))
+    out = []
+    for key in sorted(acc):
+        scenario, kafka, client, protocol = key
+        row = {"scenario": scenario, "kafka_version": kafka, "client": client, "group_protocol": protocol, **acc[key]}
+        if key in never:
+            row["slowest_resume_ms"] = None
+        out.append(row)
+    return out
