@@ -377,7 +377,15 @@ PLANS: dict[str, Plan] = {
                 Step(4, "client-freeze --target client:consumer-2", GROUP_FREEZE_SECONDS),
                 Step(2, "client-freeze --target client:consumer-0", GROUP_PAUSE_SECONDS),
             ),
-            (*_DURABILITY, "group-delivery", "rebalance-skip", "commit-ahead", "commit-regression", "exclusive-read"),
+            (
+                *_DURABILITY,
+                "group-delivery",
+                "rebalance-skip",
+                "commit-ahead",
+                "commit-regression",
+                "exclusive-read",
+                "rebalance-rewind",
+            ),
             run_seconds=4 + 4 + 4 + GROUP_FREEZE_SECONDS + 2 + GROUP_PAUSE_SECONDS + 6,
             what="one member killed and started again, one frozen past the group's session timeout (evicted: "
             "it must find itself fenced when it thaws), one frozen for less (a GC pause: it stays): the group "

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.checks.copy import copy_exactly_once
 from harness.checks.data import HistoryData, from_events
-from harness.checks.groups import commit_ahead, commit_regression, group_delivery, rebalance_skip
+from harness.checks.groups import commit_ahead, commit_regression, group_delivery, rebalance_rewind, rebalance_skip
 from harness.checks.liveness import follower_fetch, isr_stability, progress
 from harness.checks.loading import load
 from harness.checks.ownership import exclusive_read
@@ -63,6 +63,7 @@ CHECKS: dict[str, Check] = {
     "commit-ahead": on_events(commit_ahead),
     "commit-regression": on_events(commit_regression),
     "rebalance-skip": on_events(rebalance_skip),
+    "rebalance-rewind": on_events(rebalance_rewind),
     "group-delivery": on_events(group_delivery),
     "exclusive-read": exclusive_read,
     "copy-exactly-once": on_events(copy_exactly_once),
@@ -101,6 +102,7 @@ NEEDS: dict[str, Needs] = {
     "commit-ahead": _needs(_C, _P),
     "commit-regression": _needs(_C),
     "rebalance-skip": _needs(_C, _P),
+    "rebalance-rewind": _needs(_C, _P),
     "group-delivery": _needs(_C, _S, _P, _F),
     "exclusive-read": _needs(_C, _P),
     "copy-exactly-once": _needs(_X, _C, _F),

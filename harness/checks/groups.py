@@ -140,31 +140,22 @@ def _final_offsets(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int],
     return {tp: sorted(log) for tp, log in final_logs(events).items()}
 
 
-def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
-    """rebalance-skip: after a partition moved to another member, its new owner's first position
-    lies beyond the group's last committed offset (records nobody in the group consumed).
+#: a move of a partition to another group member: (group, topic, partition), the new owner, its
+#: first position, the group's last ok commit before the move, whether the position was given by
+#: the assign (else: the first record returned), the highest offset possibly committed by then
+Move = tuple[tuple[str, str, int], str, int, int, bool, int]
 
-    A move is an ``assign`` of a partition to a group member (``config.consumers.<name>.group``)
-    other than the member that last had it assigned, judged against the group's last ``ok``
-    commit for the partition before it (by ``time_ns``). The first position is the assign's
-    offset; when the client could not say it (offset null, as in a rebalance callback), it is
-    the offset of the first record the new owner returned from the partition before its next
-    assign. A first position ``p`` beyond the committed offset ``c`` is a skip when the final
-    read's committed log holds a record in ``[c, p)`` (offsets there may be transaction markers
-    or aborted data, which no one can read); without a final read of the partition, only a known
-    assign offset is judged, by ``p > c``. Moves without a first position or without an earlier
-    ok commit are not judged. A commit whose outcome is unknown (``info``: e.g. its response was
-    lost in a fault) may have been applied: from its invoke on, its offset counts as possibly
-    committed, and a first position is judged against the highest of the last ok commit and
-    those (``possibly_committed`` in the example). Counted: ``moves`` (judged moves),
-    ``skips``. Examples: group, topic, partition, process, position, committed, skipped
-    (committed records in between, or null), possibly_committed. Not applicable when no
-    consumer names a group.
-    """
+
+def _moves(
+    header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]
+) -> tuple[list[Move], dict[tuple[str, int], list[int]]] | None:
+    """Every move of a partition between group members with its first position and the
+    commits before it (see rebalance-skip), and the final read's committed offsets per
+    partition; None when no consumer names a group."""
     events = settled_commits(events)
     config = header.get("config") or {}
     if not any(group_of(config, p) for p in (config.get("consumers") or {})):
-        return Verdict("rebalance-skip", NOT_APPLICABLE)
+        return None
     finals = _final_offsets(events)
 
     def commit_key(ev: Mapping[str, Any]) -> tuple[str, str, str, int, int] | None:
@@ -186,7 +177,7 @@ def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
     # moves waiting for their first position: (process, topic, partition) -> (group key, committed, possibly)
     waiting: dict[tuple[str, str, int], tuple[tuple[str, str, int], int, int]] = {}
     # key, process, position, committed, known, possibly committed (at the move)
-    moves: list[tuple[tuple[str, str, int], str, int, int, bool, int]] = []
+    moves: list[Move] = []
     for ev in sorted(events, key=lambda e: (int(e.get("time_ns", 0)), int(e.get("index", 0)))):
         f, v, proc = ev.get("f"), ev.get("value") or {}, str(ev.get("process"))
         if f == "commit" and ev.get("type") == "ok" and type(v.get("offset")) is int:
@@ -218,6 +209,34 @@ def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
             moves.append((key, proc, v["offset"], committed[key], True, hi))
         else:
             waiting[pk] = (key, committed[key], hi)
+    return moves, finals
+
+
+def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
+    """rebalance-skip: after a partition moved to another member, its new owner's first position
+    lies beyond the group's last committed offset (records nobody in the group consumed).
+
+    A move is an ``assign`` of a partition to a group member (``config.consumers.<name>.group``)
+    other than the member that last had it assigned, judged against the group's last ``ok``
+    commit for the partition before it (by ``time_ns``). The first position is the assign's
+    offset; when the client could not say it (offset null, as in a rebalance callback), it is
+    the offset of the first record the new owner returned from the partition before its next
+    assign. A first position ``p`` beyond the committed offset ``c`` is a skip when the final
+    read's committed log holds a record in ``[c, p)`` (offsets there may be transaction markers
+    or aborted data, which no one can read); without a final read of the partition, only a known
+    assign offset is judged, by ``p > c``. Moves without a first position or without an earlier
+    ok commit are not judged. A commit whose outcome is unknown (``info``: e.g. its response was
+    lost in a fault) may have been applied: from its invoke on, its offset counts as possibly
+    committed, and a first position is judged against the highest of the last ok commit and
+    those (``possibly_committed`` in the example). Counted: ``moves`` (judged moves),
+    ``skips``. Examples: group, topic, partition, process, position, committed, skipped
+    (committed records in between, or null), possibly_committed. Not applicable when no
+    consumer names a group.
+    """
+    found = _moves(header, events)
+    if found is None:
+        return Verdict("rebalance-skip", NOT_APPLICABLE)
+    moves, finals = found
     count = judged = 0
     bad: list[dict[str, Any]] = []
     for key, proc, pos, c, known, hi in moves:
@@ -242,6 +261,48 @@ def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
                     }
                 )
     return Verdict("rebalance-skip", count == 0, {"moves": judged, "skips": count}, bad)
+
+
+def rebalance_rewind(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
+    """rebalance-rewind: after a partition moved to another member, its new owner's first
+    position lies below the group's last ``ok`` commit before the move: it re-delivers records
+    the group had consumed *and committed*, beyond the duplicates a move may bring (those
+    consumed but not committed). The mirror of rebalance-skip, over the same moves and first
+    positions. A first position ``p`` below the committed offset ``c`` is a rewind when the final
+    read's committed log holds a record in ``[p, c)``; without a final read of the partition,
+    only a known assign offset is judged, by ``p < c``. A commit whose outcome is unknown never
+    raises ``c`` (it may not have been applied). Counted: ``moves`` (judged moves), ``rewinds``,
+    ``rewound`` (committed records re-delivered). Examples: group, topic, partition, process,
+    position, committed, rewound (records, or null). Not applicable when no consumer names a group.
+    """
+    found = _moves(header, events)
+    if found is None:
+        return Verdict("rebalance-rewind", NOT_APPLICABLE)
+    moves, finals = found
+    judged = count = total = 0
+    bad: list[dict[str, Any]] = []
+    for key, proc, pos, c, known, _ in moves:
+        offs = finals.get((key[1], key[2]))
+        if offs is None and not known:
+            continue
+        judged += 1
+        rewound = None if offs is None else bisect_left(offs, c) - bisect_left(offs, pos)
+        if (rewound > 0) if rewound is not None else pos < c:
+            count += 1
+            total += rewound or 0
+            if len(bad) < MAX_EXAMPLES:
+                bad.append(
+                    {
+                        "group": key[0],
+                        "topic": key[1],
+                        "partition": key[2],
+                        "process": proc,
+                        "position": pos,
+                        "committed": c,
+                        "rewound": rewound,
+                    }
+                )
+    return Verdict("rebalance-rewind", count == 0, {"moves": judged, "rewinds": count, "rewound": total}, bad)
 
 
 def commit_ahead(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:

@@ -313,6 +313,7 @@ EVENT_CHECK_TESTS = {
     "commit-ahead": "test_group_checks.py",
     "commit-regression": "test_group_checks.py",
     "rebalance-skip": "test_group_checks.py",
+    "rebalance-rewind": "test_group_checks.py",
     "group-delivery": "test_group_checks.py",
     "exclusive-read": "test_exclusive_read.py",
     "copy-exactly-once": "test_copy_check.py",

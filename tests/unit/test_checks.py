@@ -77,6 +77,7 @@ TXN_AND_GROUP = {
     "commit-ahead",
     "commit-regression",
     "rebalance-skip",
+    "rebalance-rewind",
     "group-delivery",
     "exclusive-read",
     "copy-exactly-once",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.checks.groups import commit_ahead, commit_regression, group_delivery, rebalance_skip
+from harness.checks.groups import commit_ahead, commit_regression, group_delivery, rebalance_rewind, rebalance_skip
 from harness.checks.verdict import NOT_APPLICABLE
 from tests.synth.txn import Events, header
 
@@ -201,3 +201,35 @@ def test_records_behind_a_transaction_still_open_are_not_owed() -> None:
             ev["value"]["open"] = [[2, "open-txn"]]
     v = group_delivery(header(consumers=_GROUPED), e.events)
     assert v.valid is True and v.counts["owed"] == 6
+
+
+# rebalance-rewind ------------------------------------------------------------------------------
+
+
+def test_new_owner_before_committed_is_a_rewind() -> None:
+    """The new owner starts at 7 although the group committed 10: three committed records again."""
+    e = _moved_to(7).final([(o, f"v{o}") for o in range(12)])
+    v = rebalance_rewind(header(consumers=_GROUPED), e.events)
+    assert v.valid is False and v.counts == {"moves": 1, "rewinds": 1, "rewound": 3}
+    assert (v.examples[0]["position"], v.examples[0]["committed"], v.examples[0]["rewound"]) == (7, 10, 3)
+    # without a final read a known position is judged by the offsets alone
+    bare = rebalance_rewind(header(consumers=_GROUPED), _moved_to(7).events)
+    assert bare.valid is False and bare.counts == {"moves": 1, "rewinds": 1, "rewound": 0}
+
+
+def test_new_owner_at_committed_or_over_markers_only_is_no_rewind() -> None:
+    assert rebalance_rewind(header(consumers=_GROUPED), _moved_to(10).events).valid is True
+    # offsets 7-9 hold no committed record (markers, aborted data): nothing re-delivered
+    e = _moved_to(7).final([(o, f"v{o}") for o in (*range(7), 10, 11)])
+    assert rebalance_rewind(header(consumers=_GROUPED), e.events).valid is True
+    assert rebalance_rewind(header(), _moved_to(7).events).valid == NOT_APPLICABLE
+
+
+def test_an_unknown_commit_never_raises_what_a_rewind_is_judged_by() -> None:
+    """A commit of 12 whose outcome is unknown may not have been applied: starting at 10 is fine."""
+    e = _commit(Events(), "consumer-0", 10)
+    v = {"group": "g", "topic": "t", "partition": 0, "offset": 12}
+    e.add("consumer-0", "invoke", "commit", v).add("consumer-0", "info", "commit", v, "Timeout")
+    e = e.add("consumer-0", "ok", "assign", {"topic": "t", "partition": 0, "offset": 0, "reason": "assign"})
+    e = e.add("consumer-1", "ok", "assign", {"topic": "t", "partition": 0, "offset": 10, "reason": "assign"})
+    assert rebalance_rewind(header(consumers=_GROUPED), e.events).valid is True
