@@ -57,18 +57,39 @@ def settled_commits(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, An
     return out
 
 
+def commit_invokes(events: Sequence[Mapping[str, Any]]) -> dict[int, int]:
+    """The invoke time of each completed ``commit`` (``ok``/``info``/``fail``), by the completion's
+    ``index``: the latest commit invoke of the same process before it (a member commits one at a
+    time)."""
+    last: dict[str, int] = {}
+    out: dict[int, int] = {}
+    for ev in sorted(events, key=lambda e: int(e.get("index", 0))):
+        if ev.get("f") != "commit":
+            continue
+        proc = str(ev.get("process"))
+        if ev.get("type") == "invoke":
+            last[proc] = int(ev.get("time_ns", 0))
+        elif proc in last:
+            out[int(ev.get("index", -1))] = last.pop(proc)
+    return out
+
+
 def commit_regression(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
     """commit-regression: a group's committed offset for a partition went backwards (successful
     commits in real-time order) with no seek or reset asking for it.
 
-    Successful commits are ``ok`` ``commit`` events, ordered by completion (``time_ns``). A
-    regression from offset ``hi`` to ``o < hi`` is asked for when, after the ``ok`` of the commit
-    that reached ``hi`` and before this one's ``ok``, a member of the group (by
-    ``config.consumers.<name>.group``, or a commit by that process for the group) recorded a
-    ``seek``/``assign`` on the partition to an offset ``<= o``. ``info``/``fail`` commits are never
-    counted as committed. Counted: ``commits`` (ok commits), ``regressions``. Examples: group,
-    topic, partition, offset, previous (the highest earlier committed offset), process.
-    Not applicable when there is no ok commit.
+    Successful commits are ``ok`` ``commit`` events, ordered by completion (``time_ns``). A commit
+    to ``o`` after one that reached ``hi > o`` is a regression only if it was invoked after that
+    one's ``ok``: a commit invoked earlier was in flight at the same time, and the coordinator may
+    have applied it first (a member frozen between sending a commit and reading its answer
+    reports its ``ok`` long after later commits of the partition's next owner; counted as
+    ``concurrent``, and the baseline stays ``hi``). A regression is asked for when, after the
+    ``ok`` of the commit that reached ``hi`` and before this one's ``ok``, a member of the group
+    (by ``config.consumers.<name>.group``, or a commit by that process for the group) recorded a
+    ``seek``/``assign`` on the partition to an offset ``<= o``. ``info``/``fail`` commits are
+    never counted as committed. Counted: ``commits`` (ok commits), ``regressions``,
+    ``concurrent``. Examples: group, topic, partition, offset, previous (the highest earlier
+    committed offset), process. Not applicable when there is no ok commit.
     """
     events = settled_commits(events)
     config = header.get("config") or {}
@@ -76,9 +97,10 @@ def commit_regression(header: Mapping[str, Any], events: Sequence[Mapping[str, A
     for ev in events:
         if ev.get("f") == "commit" and (ev.get("value") or {}).get("group"):
             members.setdefault(ev["value"]["group"], set()).add(str(ev.get("process")))
+    invoked = commit_invokes(events)
     high: dict[tuple[str, str, int], tuple[int, int]] = {}  # key -> (offset, ok time)
     seeks: dict[tuple[str, int], list[tuple[int, str, int]]] = {}  # (topic, part) -> (time, proc, off)
-    commits = count = 0
+    commits = count = concurrent = 0
     bad: list[dict[str, Any]] = []
     for ev in sorted(events, key=lambda e: (int(e.get("time_ns", 0)), int(e.get("index", 0)))):
         f, v = ev.get("f"), ev.get("value") or {}
@@ -92,6 +114,9 @@ def commit_regression(header: Mapping[str, Any], events: Sequence[Mapping[str, A
         group, topic, part, off = str(v.get("group")), str(v.get("topic")), int(v.get("partition") or 0), v["offset"]
         key, t = (group, topic, part), int(ev["time_ns"])
         prev = high.get(key)
+        if prev is not None and off < prev[0] and invoked.get(int(ev.get("index", -1)), t) < prev[1]:
+            concurrent += 1  # in flight when the higher one completed: it may have been applied first
+            continue
         if prev is not None and off < prev[0]:
             who = members.get(group, set())
             asked = any(
@@ -116,7 +141,9 @@ def commit_regression(header: Mapping[str, Any], events: Sequence[Mapping[str, A
             high[key] = (off, t)
     if commits == 0:
         return Verdict("commit-regression", NOT_APPLICABLE)
-    return Verdict("commit-regression", count == 0, {"commits": commits, "regressions": count}, bad)
+    return Verdict(
+        "commit-regression", count == 0, {"commits": commits, "regressions": count, "concurrent": concurrent}, bad
+    )
 
 
 def final_logs(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], dict[int, str | None]]:
@@ -174,17 +201,24 @@ def _moves(
     owner: dict[tuple[str, str, int], str] = {}
     committed: dict[tuple[str, str, int], int] = {}
     possibly: dict[tuple[str, str, int], int] = {}  # the highest offset of an info commit invoked so far
+    inflight: dict[tuple[str, str, int], dict[str, int]] = {}  # commits sent, not answered yet: process -> offset
     # moves waiting for their first position: (process, topic, partition) -> (group key, committed, possibly)
     waiting: dict[tuple[str, str, int], tuple[tuple[str, str, int], int, int]] = {}
     # key, process, position, committed, known, possibly committed (at the move)
     moves: list[Move] = []
     for ev in sorted(events, key=lambda e: (int(e.get("time_ns", 0)), int(e.get("index", 0)))):
         f, v, proc = ev.get("f"), ev.get("value") or {}, str(ev.get("process"))
+        if f == "commit" and ev.get("type") != "invoke":  # its answer: no longer in flight
+            ck = commit_key(ev)
+            if ck is not None:
+                inflight.get(ck[1:4], {}).pop(ck[0], None)
         if f == "commit" and ev.get("type") == "ok" and type(v.get("offset")) is int:
             committed[(str(v.get("group")), str(v.get("topic")), int(v.get("partition") or 0))] = v["offset"]
             continue
         if f == "commit" and ev.get("type") == "invoke":
             ck = commit_key(ev)
+            if ck is not None:  # the coordinator may apply it from now on, before its answer is seen
+                inflight.setdefault(ck[1:4], {})[ck[0]] = ck[4]
             if ck is not None and ck in unknown:  # outcome unknown: may be applied from now on
                 possibly[ck[1:4]] = max(possibly.get(ck[1:4], ck[4]), ck[4])
             continue
@@ -204,7 +238,7 @@ def _moves(
         prev, owner[key] = owner.get(key), proc
         if prev is None or prev == proc or key not in committed:
             continue
-        hi = max(committed[key], possibly.get(key, committed[key]))
+        hi = max(committed[key], possibly.get(key, committed[key]), *inflight.get(key, {}).values())
         if type(v.get("offset")) is int:
             moves.append((key, proc, v["offset"], committed[key], True, hi))
         else:
@@ -227,8 +261,9 @@ def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
     assign offset is judged, by ``p > c``. Moves without a first position or without an earlier
     ok commit are not judged. A commit whose outcome is unknown (``info``: e.g. its response was
     lost in a fault) may have been applied: from its invoke on, its offset counts as possibly
-    committed, and a first position is judged against the highest of the last ok commit and
-    those (``possibly_committed`` in the example). Counted: ``moves`` (judged moves),
+    committed; so does a commit still in flight at the move (sent, its answer not seen yet: a
+    member frozen between the two); a first position is judged against the highest of the last
+    ok commit and those (``possibly_committed`` in the example). Counted: ``moves`` (judged moves),
     ``skips``. Examples: group, topic, partition, process, position, committed, skipped
     (committed records in between, or null), possibly_committed. Not applicable when no
     consumer names a group.

@@ -15,8 +15,21 @@ def _commit(e: Events, proc: str, off: int) -> Events:
 def test_unasked_regression_is_found() -> None:
     e = _commit(_commit(Events(), "consumer-0", 10), "consumer-0", 7)
     v = commit_regression(header(), e.events)
-    assert v.valid is False and v.counts == {"commits": 2, "regressions": 1}
+    assert v.valid is False and v.counts == {"commits": 2, "regressions": 1, "concurrent": 0}
     assert v.examples[0]["offset"] == 7 and v.examples[0]["previous"] == 10
+
+
+def test_a_lower_commit_in_flight_while_the_higher_one_completed_is_no_regression() -> None:
+    """A member frozen between sending its commit of 406 and reading the answer: the partition's
+    next owner commits 706 meanwhile; the frozen member's ok arrives last, but its commit may have
+    been applied first (Java, member-faults, 2026-11-26). Invoked after the 706 ok, it would be one."""
+    v = {"group": "g", "topic": "t", "partition": 0, "offset": 406}
+    e = Events().add("consumer-2", "invoke", "commit", v)
+    e = _commit(e, "consumer-1", 706).add("consumer-2", "ok", "commit", v)
+    got = commit_regression(header(), e.events)
+    assert got.valid is True and got.counts == {"commits": 2, "regressions": 0, "concurrent": 1}
+    # the baseline stays 706: a later commit of 500 is judged against it
+    assert commit_regression(header(), _commit(e, "consumer-1", 500).events).counts["regressions"] == 1
 
 
 def test_regression_after_a_seek_asking_for_it_is_fine() -> None:
@@ -53,6 +66,22 @@ def test_new_owner_beyond_committed_is_a_skip() -> None:
 
 def test_new_owner_exactly_at_committed_is_fine() -> None:
     assert rebalance_skip(header(consumers=_GROUPED), _moved_to(10).events).valid is True
+
+
+def test_a_commit_in_flight_at_the_move_may_have_been_applied() -> None:
+    """consumer-0 sent a commit of 12 and froze before its answer; consumer-1, given the
+    partition, starts at 12: no skip (Java, member-faults, 2026-11-26); a commit of 12 answered
+    with a failure before the move leaves 10 as all that may be committed."""
+    v = {"group": "g", "topic": "t", "partition": 0, "offset": 12}
+    e = Events().add("consumer-0", "ok", "assign", {"topic": "t", "partition": 0, "offset": 0, "reason": "assign"})
+    e = _commit(e, "consumer-0", 10).add("consumer-0", "invoke", "commit", v)
+    moved = e.add("consumer-1", "ok", "assign", {"topic": "t", "partition": 0, "offset": 12, "reason": "assign"})
+    got = rebalance_skip(header(consumers=_GROUPED), moved.add("consumer-0", "ok", "commit", v).events)
+    assert got.valid is True and got.counts == {"moves": 1, "skips": 0}
+    e = Events().add("consumer-0", "ok", "assign", {"topic": "t", "partition": 0, "offset": 0, "reason": "assign"})
+    e = _commit(e, "consumer-0", 10).add("consumer-0", "invoke", "commit", v).add("consumer-0", "fail", "commit", v)
+    e = e.add("consumer-1", "ok", "assign", {"topic": "t", "partition": 0, "offset": 12, "reason": "assign"})
+    assert rebalance_skip(header(consumers=_GROUPED), e.events).counts["skips"] == 1
 
 
 def test_no_groups_is_not_applicable() -> None:
