@@ -23,14 +23,16 @@ CLIENT_ROTATION ?= kafka-python,confluent-kafka,java,kafkajs
 # kafkajs's shows the finding in ~25 s: `make test DESELECT=` runs them too.
 # The groups suite's member-restart run (kafka-python, ~50 s) gave its place to member-faults on
 # both group protocols: its kill and restart is member-faults' first step, and the client bisect
-# plays member-restart itself.
+# plays member-restart itself. Transactions v1 against v2 (two Java runs, ~2 min) run in the nightly
+# profile and campaigns: `make test DESELECT=` runs them too.
 FINDINGS := tests/integration/test_findings_by_client.py
 DESELECT ?= --deselect suites/chaos/test_chaos.py \
   --deselect '$(FINDINGS)::test_hw1_consumer_cut_off_from_its_preferred_replica_keeps_reading[confluent-kafka]' \
   --deselect '$(FINDINGS)::test_hw11_consumer_reads_a_frozen_leader_s_partition_from_its_successor[confluent-kafka]' \
   --deselect '$(FINDINGS)::test_hw14_read_committed_never_returns_an_aborted_record[java]' \
   --deselect '$(FINDINGS)::test_hw16_a_commit_that_returned_is_committed[java]' \
-  --deselect suites/conformance/test_groups.py::test_every_partition_is_read_through_a_member_restart
+  --deselect suites/conformance/test_groups.py::test_every_partition_is_read_through_a_member_restart \
+  --deselect suites/conformance/test_transactions.py::test_transactions_v1_and_v2_through_faults_on_the_producer_s_links
 
 .PHONY: install system-packages lint test unit suites campaign
 

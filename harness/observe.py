@@ -353,6 +353,23 @@ class Observer:
     ) -> None:
         self.admin.create_topics([NewTopic(name, partitions, replication_factor, topic_configs=config or {})])
 
+    def feature_level(self, name: str) -> int:
+        """The cluster's finalized level of feature ``name`` (KIP-584; 0 when not finalized)."""
+        found = self.admin.describe_features().get(name) or {}
+        finalized = found.get("finalized")
+        return int(finalized[1]) if finalized else 0
+
+    def set_feature_level(self, name: str, level: int) -> None:
+        """Finalize feature ``name`` at ``level`` (UpdateFeatures to the controller: an upgrade,
+        or a safe downgrade); one clear error if the cluster refuses."""
+        current = self.feature_level(name)
+        if current == level:
+            return
+        how = "UPGRADE" if level > current else "SAFE_DOWNGRADE"
+        answer = self.admin.update_features({name: (how, level)}).get(name)
+        if answer != "OK":
+            raise ClusterError(f"the cluster refused {name}={level} (from {current}): {answer}")
+
     def set_group_config(self, group: str, configs: dict[str, str]) -> None:
         """Set ``configs`` of consumer group ``group`` (KIP-848's dynamic group configs, Kafka
         4.0+: IncrementalAlterConfigs on a GROUP resource); one clear error if the broker refuses."""

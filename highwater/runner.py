@@ -38,6 +38,14 @@ from harness.checks.group_measures import GROUP_MEASURES, group_measures
 from harness.checks.verdict import Input, Verdict
 from harness.clients import DEFAULT_CLIENT, client_label, get_driver
 from harness.clients.groups import GroupProtocolError, group_configs, group_protocol_refusal
+from harness.clients.txnversion import (
+    TRANSACTION_VERSION,
+    TransactionVersionError,
+    transaction_version_refusal,
+)
+from harness.clients.txnversion import (
+    has_feature as has_transaction_version,
+)
 from harness.clients.worker import copy_worker_logs, worker_logs_mark
 from harness.errors import HighwaterError
 from harness.gcpasses import streaming
@@ -77,6 +85,9 @@ class RunSpec:
     # "consumer") and, with "consumer", the server-side assignor (None: the broker's first)
     group_protocol: str = "classic"
     group_remote_assignor: str | None = None
+    # transactional runs: the cluster's transaction.version for the run (harness.clients.txnversion:
+    # 1 or 2, KIP-890; None: as the cluster has it), restored after the run
+    transaction_version: int | None = None
     # KIP-98: producers write transactions of ``txn_records`` sends, a seeded share aborted
     transactional: bool = False
     txn_records: int = 4
@@ -224,6 +235,12 @@ def execute_run(
     )
     if refused is not None:  # before anything starts, as a bad fault is
         raise GroupProtocolError(refused)
+    if spec.transaction_version is not None:
+        refused = transaction_version_refusal(
+            driver.name, driver.version, cluster.kafka_version, spec.transaction_version
+        )
+        if refused is not None:
+            raise TransactionVersionError(refused)
     nemesis_record = describe_nemesis(nemesis)
     seed = run_seed(spec, nemesis_record)  # a seed that contradicts the schedule's is refused here
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{spec.scenario}-{uuid.uuid4().hex[:6]}"
@@ -246,6 +263,7 @@ def execute_run(
     if group is not None and spec.group_protocol == "consumer" and spec.session_timeout_ms is not None:
         cluster.observer().set_group_config(group, group_configs(spec.session_timeout_ms))
     header_config = {**spec.header_config(cluster), "consumers": spec.consumer_config(len(cluster.topo.racks), group)}
+    tv_before = _hold_transaction_version(cluster, spec, header_config)
     if sink is not None:
         header_config["copy"] = spec.copy_config(sink)
     # The inputs this run sets out to record: if one is missing (a crash before the final read),
@@ -367,6 +385,8 @@ def execute_run(
                         final_read(cluster.bootstrap(), history, topic, spec.partitions, cluster.client_security)
                     phases.mark("final_read")
                 history.close()
+                if tv_before is not None and tv_before != spec.transaction_version:
+                    _restore_transaction_version(cluster, tv_before, progress)
     run_stats = RunStats(
         producers={p.name: p.stats() for p in [*producers, *(c for c in consumers if isinstance(c, CopyWorker))]},
         consumers={c.name: c.records_read for c in consumers},
@@ -554,6 +574,28 @@ def _settle(
         wait_until(caught_up, spec.settle_timeout, what)
     except Exception as exc:  # noqa: BLE001 - the checks judge what happened; note it and go on
         progress(f"settling incomplete: {exc}")
+
+
+def _hold_transaction_version(cluster: ClusterBackend, spec: RunSpec, header: dict[str, Any]) -> int | None:
+    """For a transactional run on a cluster with the transaction.version feature: set the
+    spec's level (if it names one), write the level the run has into the header
+    (``transaction_version``), and return the level to restore afterwards (None: nothing to)."""
+    if not (spec.transactional or spec.copiers) or not has_transaction_version(cluster.kafka_version):
+        return None
+    observer = cluster.observer()
+    before = observer.feature_level(TRANSACTION_VERSION)
+    if spec.transaction_version is not None:
+        observer.set_feature_level(TRANSACTION_VERSION, spec.transaction_version)
+    header["transaction_version"] = observer.feature_level(TRANSACTION_VERSION)
+    return before
+
+
+def _restore_transaction_version(cluster: ClusterBackend, level: int, progress: Callable[[str], None]) -> None:
+    """Give the cluster back the transaction.version it had before the run; say so if it refuses."""
+    try:
+        cluster.observer().set_feature_level(TRANSACTION_VERSION, level)
+    except Exception as exc:  # noqa: BLE001 - the run's verdicts stand; the next run sets its own
+        progress(f"transaction.version not restored to {level}: {exc}")
 
 
 def describe_nemesis(nemesis: Nemesis | None) -> NemesisRecord:

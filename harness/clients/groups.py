@@ -34,7 +34,8 @@ class GroupProtocolError(HighwaterError):
     """A group protocol (or assignor) the client or the Kafka release does not have."""
 
 
-def _release(version: str) -> tuple[int, int] | None:
+def release(version: str) -> tuple[int, int] | None:
+    """(major, minor) of a version string ("4.4.0", "2.12.0rc1"), None if it has none."""
     m = re.match(r"(\d+)\.(\d+)", version)
     return (int(m.group(1)), int(m.group(2))) if m else None
 
@@ -55,13 +56,13 @@ def group_protocol_refusal(
     since = CONSUMER_PROTOCOL_SINCE.get(client)
     if since is None:
         return f"{client} {client_version} has only the classic group protocol (no KIP-848 consumer protocol)"
-    have = _release(client_version)
+    have = release(client_version)
     if have is None or have < since:
         return (
             f"{client} {client_version} has no generally available KIP-848 consumer protocol "
             f"(since {client} {since[0]}.{since[1]})"
         )
-    kafka = _release(kafka_version)
+    kafka = release(kafka_version)
     if kafka is None or kafka < KAFKA_CONSUMER_PROTOCOL_SINCE:
         return (
             f"Kafka {kafka_version} has no generally available KIP-848 consumer protocol "

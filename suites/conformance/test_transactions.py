@@ -17,6 +17,7 @@ durability checks (``docs/checks.md``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ import pytest
 from harness.checks.txn import txn_ends
 from harness.checks.verdict import Verdict
 from harness.clients import TransactionalClient, get_driver, parse_client_spec
+from harness.clients.txnversion import transaction_version_refusal
 from harness.history import read_history
 from harness.history.format import source_of
 from highwater.nemesis import Step
@@ -89,6 +91,26 @@ PLANS = {
         ),
     )
 }
+#: transactions v1 and v2 (KIP-890, ``transaction.version``) side by side: the producers' own links
+#: to their transaction coordinator slowed, then cut, then their links to partition 0's leader
+#: cut (the "no-rack" clients' proxies: producers, not the rack consumers); each held 8 s, past
+#: the producer's request timeout (5 s) and within its delivery timeout (20 s)
+PRODUCER_LINK_SECONDS = 8
+PRODUCER_LINKS = Plan(
+    "transactions",
+    "producer-links",
+    (
+        Step(3, "latency --target coordinator:txn/{txn} --peer clients:no-rack --flow in --latency 2000", 8),
+        Step(2, "cut --target coordinator:txn/{txn} --peer clients:no-rack --flow in", PRODUCER_LINK_SECONDS),
+        Step(2, "cut --target leader:{topic}/0 --peer clients:no-rack --flow in", PRODUCER_LINK_SECONDS),
+    ),
+    _TXN,
+    run_seconds=3 + 8 + 2 + PRODUCER_LINK_SECONDS + 2 + PRODUCER_LINK_SECONDS + 6,
+    what="transactional producers whose links to their transaction coordinator are slowed, then cut, then whose "
+    "links to a partition leader are cut, on transaction.version 1 and 2: no aborted read, no torn transaction, "
+    "no lost committed write",
+)
+
 #: HW-10 and HW-15 (docs/findings.md): kafka-python and kafkajs commit a transaction one of whose
 #: records failed for good. Their deterministic repros are strict xfails
 #: (tests/integration/test_findings_by_client.py); here they strike when a fault outlasts the
@@ -231,3 +253,48 @@ def test_read_committed_sees_only_whole_committed_transactions(
         copied = sum(result.stats["producers"][c].get("copied", 0) for c in result.stats["producers"])
         assert copied > 0 and by["copy-exactly-once"].counts["judged"] > 0, by["copy-exactly-once"]
         assert by["commit-ahead"].counts["commits"] > 0
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_transactions_v1_and_v2_through_faults_on_the_producer_s_links(  # type: ignore[no-untyped-def]
+    cluster, profile, campaign, results_root, repro, kafka_version, version
+) -> None:
+    """The same transactional workload and faults on each transaction.version (nightly: make
+    test leaves it out); a client or release without v2 is skipped with the line that says so."""
+    client = RUN_OPTIONS.get().client
+    driver = get_driver(client)
+    if not isinstance(driver, TransactionalClient):
+        pytest.skip(f"{client} has no transactional producer in highwater yet")
+    refused = transaction_version_refusal(driver.name, driver.version, cluster.kafka_version, version)
+    if refused is not None:
+        pytest.skip(refused)
+    result = run_once(
+        kafka_version,
+        f"transactions/producer-links-v{version}",
+        lambda: run_plan(
+            cluster,
+            PRODUCER_LINKS,
+            profile=profile,
+            campaign=campaign,
+            results_root=results_root,
+            repro=repro,
+            acks="all",
+            min_insync_replicas=2,
+            topic=f"txn-links-v{version}",
+            transactional=True,
+            transaction_version=version,
+            isolation_level="read_committed",
+            read_uncommitted_consumers=1,
+        ),
+    )
+    with (result.dir / "history.jsonl").open() as history:  # the header says which version it judged
+        config = json.loads(history.readline())["config"]
+    assert config.get("transaction_version", 1) == version, config.get("transaction_version")
+    stats = result.stats["producers"]
+    assert sum(p["committed"] for p in stats.values()) > 0 and sum(p["aborted"] for p in stats.values()) > 0, stats
+    verdicts = result.verdicts
+    name = parse_client_spec(client).name
+    if name in COMMITS_AFTER_FAILED_SEND:
+        verdicts = without_hw10(verdicts, result.dir / "history.jsonl", COMMITS_AFTER_FAILED_SEND[name], name)
+    kept = {v.check for v in verdicts}
+    check_verdicts(verdicts, tuple(c for c in PRODUCER_LINKS.must_hold if c in kept), f" in run {result.run_id}")

@@ -70,3 +70,20 @@ def test_classic_keeps_the_member_s_session_timeout() -> None:
     assert java["session.timeout.ms"] == "6000" and "group.protocol" not in java
     rd = consumer_config(_settings())
     assert rd["session.timeout.ms"] == 6000 and "group.protocol" not in rd
+
+
+# transactions v1 and v2 (harness.clients.txnversion) --------------------------------------------
+
+
+def test_transactions_v2_only_where_client_and_release_have_it() -> None:
+    from harness.clients.txnversion import has_feature, transaction_version_refusal
+
+    assert transaction_version_refusal("java", "4.4.0", "4.4.0", 2) is None
+    for client, version in (("java", "3.9.1"), ("confluent-kafka", "2.16.1"), ("kafka-python", "3.0.12")):
+        why = transaction_version_refusal(client, version, "4.4.0", 2)
+        assert why is not None and f"{client} {version} speaks transactions v1 only" in why and "\n" not in why
+    assert "Kafka 3.9.1 has no transactions v2" in str(transaction_version_refusal("java", "4.4.0", "3.9.1", 2))
+    # v1 is what every client and release speaks; the feature to set exists from 4.0
+    assert all(transaction_version_refusal(c, "1.0.0", "3.3.1", 1) is None for c in ("java", "kafkajs"))
+    assert "unknown transaction.version 3" in str(transaction_version_refusal("java", "4.4.0", "4.4.0", 3))
+    assert has_feature("4.0.0") and not has_feature("3.9.1")
