@@ -369,6 +369,31 @@ class Observer:
         answer = self.admin.update_features({name: (how, level)}).get(name)
         if answer != "OK":
             raise ClusterError(f"the cluster refused {name}={level} (from {current}): {answer}")
+        # the controller has it; each broker learns it from the metadata log, and a client takes
+        # the level of the broker it asks (ApiVersions): every broker must tell it first
+        brokers = {int(b.node_id) for b in self.admin._manager.cluster.brokers()}  # see module docstring
+        wait_until(
+            lambda: (lambda got: set(got) == brokers and set(got.values()) == {level})(self.feature_levels(name)),
+            15.0,
+            f"every broker reports {name}={level}",
+            interval=0.2,
+        )
+
+    def feature_levels(self, name: str) -> dict[int, int]:
+        """Each known broker's finalized level of feature ``name`` from its own ApiVersions answer
+        (0: not finalized; a broker that did not answer is left out)."""
+        from kafka.protocol.metadata import ApiVersionsRequest
+
+        brokers = sorted(int(b.node_id) for b in self.admin._manager.cluster.brokers())  # see module docstring
+        ask = ApiVersionsRequest(client_software_name="highwater", client_software_version="0", min_version=3)
+        answers = self._send_all([(b, ask) for b in brokers])
+        out: dict[int, int] = {}
+        for broker, answer in zip(brokers, answers):
+            if isinstance(answer, BaseException):
+                continue
+            levels = {f.name: int(f.max_version_level) for f in (answer.finalized_features or [])}
+            out[broker] = levels.get(name, 0)
+        return out
 
     def set_group_config(self, group: str, configs: dict[str, str]) -> None:
         """Set ``configs`` of consumer group ``group`` (KIP-848's dynamic group configs, Kafka

@@ -23,6 +23,7 @@ line that says so.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -76,7 +77,7 @@ def test_members_killed_and_frozen_lose_nothing(  # type: ignore[no-untyped-def]
         pytest.skip(refused)
     result = run_plan(
         cluster,
-        FAULTS,
+        dataclasses.replace(FAULTS, scenario=f"{FAULTS.scenario}-{protocol}"),  # a column of its own in the report
         profile=profile,
         campaign=campaign,
         results_root=results_root,

@@ -17,6 +17,7 @@ durability checks (``docs/checks.md``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -273,7 +274,7 @@ def test_transactions_v1_and_v2_through_faults_on_the_producer_s_links(  # type:
         f"transactions/producer-links-v{version}",
         lambda: run_plan(
             cluster,
-            PRODUCER_LINKS,
+            dataclasses.replace(PRODUCER_LINKS, scenario=f"{PRODUCER_LINKS.scenario}-tv{version}"),  # own report column
             profile=profile,
             campaign=campaign,
             results_root=results_root,

@@ -66,7 +66,9 @@ def _run_dir(tmp_path: Path, name: str, measures: GroupMeasures | None, client: 
     d.mkdir()
     if measures is not None:
         (d / GROUP_MEASURES).write_text(json.dumps(measures.to_json()))
-    return RunInfo(0, "c", name, d, suite="groups", scenario="member-faults", kafka_version="4.4.0", client=client)
+    # the suite names a scenario run on each protocol after it (one row pair in the report)
+    scenario = f"member-faults-{measures.group_protocol}" if measures else "member-faults"
+    return RunInfo(0, "c", name, d, suite="groups", scenario=scenario, kafka_version="4.4.0", client=client)
 
 
 def test_the_report_puts_the_protocols_side_by_side(tmp_path: Path) -> None:
@@ -85,6 +87,7 @@ def test_the_report_puts_the_protocols_side_by_side(tmp_path: Path) -> None:
     (bad / GROUP_MEASURES).write_text("{oops")
     runs.append(RunInfo(0, "c", "e", bad, suite="groups", scenario="member-faults"))
     rows = group_rows(runs)
+    assert {r["scenario"] for r in rows} == {"groups/member-faults"}
     assert [(r["group_protocol"], r["runs"], r["duplicates"], r["slowest_resume_ms"], r["resumes"]) for r in rows] == [
         ("classic", 1, 7, 0, 0),
         ("consumer", 2, 1, None, 2),
