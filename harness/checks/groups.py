@@ -283,19 +283,22 @@ def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
         if (skipped > 0) if skipped is not None else pos > hi:
             count += 1
             if len(bad) < MAX_EXAMPLES:
-                bad.append(
-                    {
-                        "group": key[0],
-                        "topic": key[1],
-                        "partition": key[2],
-                        "process": proc,
-                        "position": pos,
-                        "committed": c,
-                        "skipped": skipped,
-                        "possibly_committed": hi,
-                    }
-                )
+                bad.append(_move_example(key, proc, pos, c, skipped=skipped, possibly_committed=hi))
     return Verdict("rebalance-skip", count == 0, {"moves": judged, "skips": count}, bad)
+
+
+def _move_example(key: tuple[str, str, int], proc: str, position: int, committed: int, **extra: Any) -> dict[str, Any]:
+    """The example of a judged move (rebalance-skip, rebalance-rewind)."""
+    group, topic, partition = key
+    return {
+        "group": group,
+        "topic": topic,
+        "partition": partition,
+        "process": proc,
+        "position": position,
+        "committed": committed,
+        **extra,
+    }
 
 
 def rebalance_rewind(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
@@ -326,17 +329,7 @@ def rebalance_rewind(header: Mapping[str, Any], events: Sequence[Mapping[str, An
             count += 1
             total += rewound or 0
             if len(bad) < MAX_EXAMPLES:
-                bad.append(
-                    {
-                        "group": key[0],
-                        "topic": key[1],
-                        "partition": key[2],
-                        "process": proc,
-                        "position": pos,
-                        "committed": c,
-                        "rewound": rewound,
-                    }
-                )
+                bad.append(_move_example(key, proc, pos, c, rewound=rewound))
     return Verdict("rebalance-rewind", count == 0, {"moves": judged, "rewinds": count, "rewound": total}, bad)
 
 

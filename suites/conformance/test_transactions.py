@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,6 +92,15 @@ PLANS = {
             "committed record copied once, no aborted record copied, the copy group's offsets never ahead or back",
         ),
     )
+}
+#: the suite's workload: transactional producers, acks=all on two in-sync replicas, read_committed
+#: consumers and one read_uncommitted beside them
+TXN_WORKLOAD: dict[str, Any] = {
+    "acks": "all",
+    "min_insync_replicas": 2,
+    "transactional": True,
+    "isolation_level": "read_committed",
+    "read_uncommitted_consumers": 1,
 }
 #: transactions v1 and v2 (KIP-890, ``transaction.version``) side by side: the producers' own links
 #: to their transaction coordinator slowed, then cut, then their links to partition 0's leader
@@ -218,12 +228,8 @@ def test_read_committed_sees_only_whole_committed_transactions(
             campaign=campaign,
             results_root=results_root,
             repro=repro,
-            acks="all",
-            min_insync_replicas=2,
             topic=f"txn-{scenario}",
-            transactional=True,
-            isolation_level="read_committed",
-            read_uncommitted_consumers=1,
+            **TXN_WORKLOAD,
             consumer_mode=MODES[scenario],
             copiers=COPIERS.get(scenario, 0),
             **OVERRIDES.get(scenario, {}),
@@ -279,13 +285,9 @@ def test_transactions_v1_and_v2_through_faults_on_the_producer_s_links(  # type:
             campaign=campaign,
             results_root=results_root,
             repro=repro,
-            acks="all",
-            min_insync_replicas=2,
             topic=f"txn-links-v{version}",
-            transactional=True,
             transaction_version=version,
-            isolation_level="read_committed",
-            read_uncommitted_consumers=1,
+            **TXN_WORKLOAD,
         ),
     )
     with (result.dir / "history.jsonl").open() as history:  # the header says which version it judged
