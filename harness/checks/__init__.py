@@ -18,6 +18,7 @@ from pathlib import Path
 from harness.checks.copy import copy_exactly_once
 from harness.checks.data import HistoryData, from_events
 from harness.checks.groups import commit_ahead, commit_regression, group_delivery, rebalance_rewind, rebalance_skip
+from harness.checks.latency import follower_latency
 from harness.checks.liveness import follower_fetch, isr_stability, progress
 from harness.checks.loading import load
 from harness.checks.ownership import exclusive_read
@@ -53,6 +54,7 @@ CHECKS: dict[str, Check] = {
     "hw-regression": hw_regression,
     "truncation-undetected": truncation_undetected,
     "follower-fetch": follower_fetch,
+    "follower-latency": follower_latency,
     "isr-stability": isr_stability,
     "progress": progress,
     # transactions and consumer groups: few events, judged over the events themselves
@@ -93,6 +95,7 @@ NEEDS: dict[str, Needs] = {
     "hw-regression": _needs(_M),
     "truncation-undetected": _needs(_P, _F),
     "follower-fetch": _needs(_R, _P, _M),
+    "follower-latency": _needs(_R, _S, _P, _M),
     "isr-stability": _needs(_M),
     "progress": _needs(frozenset({_S, _P})),
     "aborted-read": _needs(_T, _S, _P),

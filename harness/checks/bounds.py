@@ -48,6 +48,14 @@ Bounds:
   it after a heal (a send stuck on a faulted broker times out after Rp and is retried; a consumer
   refreshes its routing within M), and no gap outside faults is longer.
 
+* ``follower_latency_bound_ms`` = W / 4: how much later, at the median, a record served by an
+  in-sync follower may reach its consumer than one served by the leader. A follower answers a
+  consumer's waiting fetch as soon as its high watermark makes records readable (KIP-392: no
+  unnecessary delay to the propagation), which costs one follower fetch round, tens of ms; a
+  follower that holds the fetch to its timeout instead (KAFKA-14334, Kafka 3.3.1) adds a wait
+  spread over [0, W], W/2 at the median. W/4 lies between the two with a margin both ways; no
+  slack is added (the noise a slack absorbs is what a median leaves out). Judges
+  follower-latency.
 * ``member_fence_grace_ms`` = Rc + Hc + K, Hc = 3000 (a group member's heartbeat interval: the
   classic clients' default, and the most ``harness.clients.groups.group_configs`` gives a
   consumer-protocol group): after a fault that let the group fence a member unawares ends, the
@@ -149,6 +157,7 @@ BOUND_USERS: dict[str, tuple[str, ...]] = {
     "consumer_stall_hang_bound_ms": ("follower-fetch", "progress"),
     "progress_bound_ms": ("progress",),
     "member_fence_grace_ms": ("exclusive-read",),
+    "follower_latency_bound_ms": ("follower-latency",),
 }
 
 #: a group member's heartbeat interval (``member_fence_grace_ms``)
@@ -205,6 +214,7 @@ def derive(s: Settings) -> dict[str, Bound]:
             f"{shrink_c} + {move_c} + {Rc}",
         ),
         Bound("progress_bound_ms", Rp + M + W + K, f"producer request.timeout.ms + {move_f}", f"{Rp} + {move_c}"),
+        Bound("follower_latency_bound_ms", W // 4, "consumer fetch.max.wait.ms / 4", f"{W} / 4"),
         Bound(
             "member_fence_grace_ms",
             Rc + MEMBER_HEARTBEAT_MS + K,

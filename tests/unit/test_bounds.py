@@ -39,6 +39,7 @@ def test_fast_failure_settings_give_bounds_of_seconds() -> None:
         "consumer_stall_hang_bound_ms": 23500,
         "progress_bound_ms": 12500,
         "member_fence_grace_ms": 15000,
+        "follower_latency_bound_ms": 125,
     }
     assert set(ms) == set(BOUND_USERS)
 
@@ -52,7 +53,11 @@ def test_each_bound_follows_its_settings() -> None:
     longer_session = derive(Settings(**{**FAST.__dict__, "broker_session_timeout_ms": 9000}))
     assert longer_session["isr_leave_bound_ms"].ms == 9000 + 500 + 1000 + 2000  # fencing now dominates
     more_slack = derive(Settings(**{**FAST.__dict__, "bound_slack_ms": 3000}))
-    assert all(more_slack[n].ms - base[n].ms == 1000 for n in base)
+    # every bound of a single event carries the slack; a bound on a median does not
+    assert all(more_slack[n].ms - base[n].ms == 1000 for n in base if n != "follower_latency_bound_ms")
+    assert more_slack["follower_latency_bound_ms"] == base["follower_latency_bound_ms"]
+    longer_wait = derive(Settings(**{**FAST.__dict__, "consumer_fetch_max_wait_ms": 1000}))
+    assert longer_wait["follower_latency_bound_ms"].ms == 250
 
 
 def test_formulas_name_the_settings_and_show_the_numbers() -> None:

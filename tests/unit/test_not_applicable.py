@@ -44,7 +44,9 @@ KINDS = {
     Input.COMMITS: {"commit"},
 }
 #: the checks a plain history (no racks, meta, transactions or group commits) cannot run
-PLAIN_SKIPPED = [c for c in CHECKS if c in {"hw-regression", "follower-fetch", "isr-stability"} | TXN_AND_GROUP]
+PLAIN_SKIPPED = [
+    c for c in CHECKS if c in {"hw-regression", "follower-fetch", "follower-latency", "isr-stability"} | TXN_AND_GROUP
+]
 
 
 def plain(n: int = 6, *, lost: bool = False) -> HistoryBuilder:

@@ -1,0 +1,122 @@
+"""``follower-latency``: records served by an in-sync follower reach the consumer no later, at the
+median, than ``follower_latency_bound_ms`` after records served by the leader (KIP-392: fetching
+from a follower adds no unnecessary delay to the high watermark's propagation).
+
+A record's *latency* is the time from its send's acknowledgement (``ok``: with acks=all the
+leader's high watermark has passed it) to the poll that returned it; it is *leader-served* when
+the broker that served it (``replica``) led the partition then (the observer's last ``meta``
+before the poll), *follower-served* when that broker was another replica in the ISR then. Only
+quiet records are judged: neither the acknowledgement nor the poll falls inside a fault window or
+less than ``progress_bound_ms`` after one (records resume within it), nor in the run's first
+``follower_fetch_grace_ms`` (consumers find their replica), nor after the last acknowledged send
+(a consumer catching up reads old records). The verdict compares the two medians; with fewer than
+``MIN_SAMPLES`` quiet records of either kind there is nothing to compare (valid, judged nothing:
+``extra_us`` absent), a history without
+racks, acknowledgements or ``meta`` is not applicable, and so is a transactional one (a
+read_committed record is readable when its transaction ends, which this does not time).
+
+Counted: ``leader_records``, ``follower_records``, ``leader_median_us``, ``follower_median_us``,
+``extra_us`` (the difference), ``bound_us``.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+import numpy as np
+
+from harness.checks.data import OK, HistoryData
+from harness.checks.liveness import MS, bound_ns, fault_windows
+from harness.checks.verdict import NOT_APPLICABLE, Verdict
+
+CHECK = "follower-latency"
+#: quiet records of each kind the medians need
+MIN_SAMPLES = 100
+US = 1000
+
+
+def _acks(h: HistoryData) -> dict[int, int]:
+    """The first ``ok`` time of each acknowledged value (by value id)."""
+    s = h.sends
+    ok = np.nonzero((s.type == OK) & (s.vid != 0))[0]
+    out: dict[int, int] = {}
+    for i in ok.tolist():
+        out.setdefault(int(s.vid[i]), int(s.time[i]))
+    return out
+
+
+def _leadership(h: HistoryData) -> dict[int, tuple[list[int], list[tuple[int, frozenset[int]]]]]:
+    """Per partition: the observer's meta times, and the leader and ISR each saw."""
+    out: dict[int, tuple[list[int], list[tuple[int, frozenset[int]]]]] = {}
+    for m in sorted((m for m in h.meta if m.leader is not None), key=lambda m: m.time):
+        times, seen = out.setdefault(m.tp, ([], []))
+        times.append(m.time)
+        seen.append((int(m.leader if m.leader is not None else -1), m.isr or frozenset()))
+    return out
+
+
+def follower_latency(h: HistoryData) -> Verdict:
+    """follower-latency: see the module doc."""
+    if not (h.header.get("racks") or {}).get("clients") or not h.meta:
+        return Verdict(CHECK, NOT_APPLICABLE, notes=["needs racks and meta"])
+    if h.config.get("transactional"):
+        return Verdict(CHECK, NOT_APPLICABLE, notes=["transactional: records are readable when their transaction ends"])
+    acks = _acks(h)
+    if not acks:
+        return Verdict(CHECK, NOT_APPLICABLE, notes=["no acknowledged send"])
+    quiet_after = bound_ns(h, "progress_bound_ms")
+    start = min(h.proc_first_time.tolist() or [0]) + bound_ns(h, "follower_fetch_grace_ms")
+    last_ack = max(acks.values())
+    busy = [(w.start, (w.end if w.end is not None else h.end_time) + quiet_after) for w in fault_windows(h)]
+    leadership = _leadership(h)
+    p = h.polls
+    kinds: dict[str, list[int]] = {"leader": [], "follower": []}
+    for i in np.nonzero(p.replica >= 0)[0].tolist():
+        acked = acks.get(int(p.vid[i]))
+        polled = int(p.time[i])
+        if acked is None or acked < start or polled > last_ack:
+            continue
+        if any(a <= polled and acked <= b for a, b in busy):
+            continue
+        times, seen = leadership.get(int(p.tp[i]), ([], []))
+        k = bisect_right(times, polled)
+        if not k:
+            continue
+        leader, isr = seen[k - 1]
+        replica = int(p.replica[i])
+        if replica == leader:
+            kinds["leader"].append(polled - acked)
+        elif replica in isr:
+            kinds["follower"].append(polled - acked)
+    bound = bound_ns(h, "follower_latency_bound_ms")
+    counts = {
+        "leader_records": len(kinds["leader"]),
+        "follower_records": len(kinds["follower"]),
+        "bound_us": bound // US,
+    }
+    if min(len(v) for v in kinds.values()) < MIN_SAMPLES:  # no medians to compare: nothing judged
+        return Verdict(
+            CHECK,
+            True,
+            counts,
+            notes=[f"not judged: fewer than {MIN_SAMPLES} quiet records of the leader or a follower"],
+        )
+    leader_median = int(np.median(kinds["leader"]))
+    follower_median = int(np.median(kinds["follower"]))
+    extra = follower_median - leader_median
+    counts |= {
+        "leader_median_us": leader_median // US,
+        "follower_median_us": follower_median // US,
+        "extra_us": extra // US,
+    }
+    examples = []
+    if extra > bound:
+        examples.append(
+            {
+                "kind": "follower-served-later",
+                "leader_median_ms": round(leader_median / MS, 1),
+                "follower_median_ms": round(follower_median / MS, 1),
+                "bound_ms": bound // MS,
+            }
+        )
+    return Verdict(CHECK, extra <= bound, counts, examples)
