@@ -14,6 +14,8 @@ key                                    what
 ``broker_session_timeout_ms`` (Ss)     broker ``broker.session.timeout.ms`` (fencing)
 ``broker_heartbeat_interval_ms`` (Hb)  broker ``broker.heartbeat.interval.ms``
 ``replica_socket_timeout_ms`` (Rs)     broker ``replica.socket.timeout.ms``
+``replica_fetch_wait_max_ms`` (Wr)     broker ``replica.fetch.wait.max.ms`` (how long a leader
+                                       holds a follower's fetch with nothing new)
 ``consumer_metadata_max_age_ms`` (M)   consumer ``metadata.max.age.ms`` (kafka-python also
                                        keeps a preferred read replica that long, HW-1)
 ``consumer_fetch_max_wait_ms`` (W)     consumer ``fetch.max.wait.ms``
@@ -48,14 +50,16 @@ Bounds:
   it after a heal (a send stuck on a faulted broker times out after Rp and is retried; a consumer
   refreshes its routing within M), and no gap outside faults is longer.
 
-* ``follower_latency_bound_ms`` = W / 4: how much later, at the median, a record served by an
-  in-sync follower may reach its consumer than one served by the leader. A follower answers a
-  consumer's waiting fetch as soon as its high watermark makes records readable (KIP-392: no
-  unnecessary delay to the propagation), which costs one follower fetch round, tens of ms; a
-  follower that holds the fetch to its timeout instead (KAFKA-14334, Kafka 3.3.1) adds a wait
-  spread over [0, W], W/2 at the median. W/4 lies between the two with a margin both ways; no
-  slack is added (the noise a slack absorbs is what a median leaves out). Judges
-  follower-latency.
+* ``follower_latency_bound_ms`` = W / 4, plus, in the check, min(Wr, I) with I the median time
+  between two acknowledged records of the partition: how much later, at the median, a record
+  served by an in-sync follower may reach its consumer than one served by the leader. The
+  follower learns the high watermark that makes a record readable in the answer to its next
+  fetch, which the leader returns with the next record or after Wr (it does not answer early on
+  a high watermark change, KAFKA-9952): min(Wr, I). The follower then answers the consumer's
+  waiting fetch at once (KIP-392: no unnecessary delay), one fetch round, a few ms; a follower
+  that holds that fetch to its timeout instead (KAFKA-14334, Kafka 3.3.1) adds a wait spread
+  over [0, W], W/2 at the median. W/4 lies between the two with a margin both ways; no slack is
+  added (the noise a slack absorbs is what a median leaves out). Judges follower-latency.
 * ``member_fence_grace_ms`` = Rc + Hc + K, Hc = 3000 (a group member's heartbeat interval: the
   classic clients' default, and the most ``harness.clients.groups.group_configs`` gives a
   consumer-protocol group): after a fault that let the group fence a member unawares ends, the
@@ -86,6 +90,7 @@ class Settings:
     broker_session_timeout_ms: int = 9_000
     broker_heartbeat_interval_ms: int = 2_000
     replica_socket_timeout_ms: int = 30_000
+    replica_fetch_wait_max_ms: int = 500
     consumer_metadata_max_age_ms: int = 300_000
     consumer_fetch_max_wait_ms: int = 500
     consumer_request_timeout_ms: int = 30_000
@@ -125,6 +130,7 @@ class Settings:
             broker_session_timeout_ms=b("broker.session.timeout.ms", d.broker_session_timeout_ms),
             broker_heartbeat_interval_ms=b("broker.heartbeat.interval.ms", d.broker_heartbeat_interval_ms),
             replica_socket_timeout_ms=b("replica.socket.timeout.ms", d.replica_socket_timeout_ms),
+            replica_fetch_wait_max_ms=b("replica.fetch.wait.max.ms", d.replica_fetch_wait_max_ms),
             consumer_metadata_max_age_ms=int(c.get("metadata_max_age_ms", d.consumer_metadata_max_age_ms)),
             consumer_fetch_max_wait_ms=int(c.get("fetch_max_wait_ms", d.consumer_fetch_max_wait_ms)),
             consumer_request_timeout_ms=int(c.get("request_timeout_ms", d.consumer_request_timeout_ms)),

@@ -1,6 +1,10 @@
 """``follower-latency``: records served by an in-sync follower reach the consumer no later, at the
-median, than ``follower_latency_bound_ms`` after records served by the leader (KIP-392: fetching
-from a follower adds no unnecessary delay to the high watermark's propagation).
+median, than B after records served by the leader (KIP-392: fetching from a follower adds no
+unnecessary delay to the high watermark's propagation). B = ``follower_latency_bound_ms`` +
+min(Wr, I): the follower learns a new high watermark in the answer to its next fetch, which the
+leader returns with the next record or after ``replica.fetch.wait.max.ms`` (Wr), so at the median
+I, the median time between two acknowledged records of a partition, or Wr on a quiet one
+(``harness.checks.bounds`` gives the reasoning).
 
 A record's *latency* is the time from its send's acknowledgement (``ok``: with acks=all the
 leader's high watermark has passed it) to the poll that returned it; it is *leader-served* when
@@ -16,7 +20,7 @@ racks, acknowledgements or ``meta`` is not applicable, and so is a transactional
 read_committed record is readable when its transaction ends, which this does not time).
 
 Counted: ``leader_records``, ``follower_records``, ``leader_median_us``, ``follower_median_us``,
-``extra_us`` (the difference), ``bound_us``.
+``extra_us`` (the difference), ``interval_us`` (I), ``bound_us`` (B).
 """
 
 from __future__ import annotations
@@ -33,6 +37,19 @@ CHECK = "follower-latency"
 #: quiet records of each kind the medians need
 MIN_SAMPLES = 100
 US = 1000
+
+
+def _interval(h: HistoryData) -> int:
+    """I: the median time between two consecutive acknowledgements on one partition (ns; a run
+    without two on any partition: no interval, a large value)."""
+    s = h.sends
+    ok = (s.type == OK) & (s.tp >= 0)
+    gaps: list[np.ndarray] = []
+    for tp in np.unique(s.tp[ok]).tolist():
+        times = np.sort(s.time[ok & (s.tp == tp)])
+        if len(times) > 1:
+            gaps.append(np.diff(times))
+    return int(np.median(np.concatenate(gaps))) if gaps else 1 << 62
 
 
 def _acks(h: HistoryData) -> dict[int, int]:
@@ -88,7 +105,8 @@ def follower_latency(h: HistoryData) -> Verdict:
             kinds["leader"].append(polled - acked)
         elif replica in isr:
             kinds["follower"].append(polled - acked)
-    bound = bound_ns(h, "follower_latency_bound_ms")
+    interval = _interval(h)
+    bound = bound_ns(h, "follower_latency_bound_ms") + min(bound_ns(h, "replica_fetch_wait_max_ms", 500), interval)
     counts = {
         "leader_records": len(kinds["leader"]),
         "follower_records": len(kinds["follower"]),
@@ -108,6 +126,7 @@ def follower_latency(h: HistoryData) -> Verdict:
         "leader_median_us": leader_median // US,
         "follower_median_us": follower_median // US,
         "extra_us": extra // US,
+        "interval_us": min(interval, 1 << 40) // US,
     }
     examples = []
     if extra > bound:
