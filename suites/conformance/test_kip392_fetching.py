@@ -132,10 +132,11 @@ def test_hw_propagation_to_followers_is_measured(cluster: Cluster, campaign: str
     }
     out = results_root / campaign / "measurements"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "hw-propagation.json").write_text(
+    # one file per release (a campaign over several releases keeps each; a second run of one replaces it)
+    (out / f"hw-propagation-{cluster.kafka_version}.json").write_text(
         json.dumps(
             {
-                "kafka_version": cluster.kafka.version,  # type: ignore[union-attr]
+                "kafka_version": cluster.kafka_version,
                 "followers": figures,
             },
             indent=2,
