@@ -22,7 +22,9 @@ NOT_APPLICABLE_WITHOUT_TXN_COMMITS_OR_IDEMPOTENCE = (
     "commit-ahead",
     "commit-regression",
     "rebalance-skip",
+    "rebalance-rewind",
     "group-delivery",
+    "exclusive-read",
     "copy-exactly-once",
 )
 
