@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 
 from harness.checks.verdict import Verdict
 from harness.clients import get_driver
 from harness.clients.groups import group_protocol_refusal
+from harness.history import read_history
 from suites.scenario import GROUP_SESSION_MS, PLANS, RUN_OPTIONS, assert_verdicts, check_verdicts, run_plan
 
 PLAN = PLANS["groups/member-restart"]
@@ -64,9 +66,10 @@ def test_every_partition_is_read_through_a_member_restart(cluster, profile, camp
     assert_group_delivered(result.verdicts)
 
 
-# make test (--client-rotation kafka-python,confluent-kafka,java,kafkajs): classic on kafka-python,
-# consumer on Java; the None holds confluent-kafka's turn, which runs neither
-@pytest.mark.client_rotation("protocol", ["classic", None, "consumer"])
+# make test (--client-rotation kafka-python,confluent-kafka,java,kafkajs): classic on confluent-kafka,
+# consumer on Java; the None holds kafka-python's turn (its group members are killed and restarted
+# in the client bisect, tests/integration/test_client_bisect.py)
+@pytest.mark.client_rotation("protocol", [None, "classic", "consumer"])
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_members_killed_and_frozen_lose_nothing(  # type: ignore[no-untyped-def]
     cluster, profile, campaign, results_root, repro, protocol
@@ -93,3 +96,21 @@ def test_members_killed_and_frozen_lose_nothing(  # type: ignore[no-untyped-def]
         assert json.loads(history.readline())["config"]["group_protocol"] == protocol
     assert_verdicts(result, must_hold=FAULTS.must_hold)
     assert_group_delivered(result.verdicts)
+    assert_members_faulted_and_back(list(read_history(result.dir / "history.jsonl")))
+
+
+def assert_members_faulted_and_back(events: list[dict[str, Any]]) -> None:
+    """The history shows the faults as planned, the killed member's death (its worker gone, said
+    in its next event), and every member reading again after the last fault."""
+    faults = [e for e in events if e["process"] == "nemesis" and e["f"] == "fault" and e["type"] == "ok"]
+    assert [(e["value"]["kind"], e["value"]["targets"]) for e in faults] == [
+        ("client_kill", ["consumer-1"]),
+        ("client_freeze", ["consumer-2"]),
+        ("client_freeze", ["consumer-0"]),
+    ]
+    killed_at, last = faults[0]["time_ns"], faults[-1]["time_ns"]
+    death = [e for e in events if e["process"] == "consumer-1" and e["type"] == "info" and e["time_ns"] >= killed_at]
+    assert death and "WorkerGone" in str(death[0]["error"]) and "client-kill" in str(death[0]["error"]), death[:3]
+    for member in ("consumer-0", "consumer-1", "consumer-2"):
+        back = [e for e in events if e["process"] == member and e["f"] == "poll" and e["type"] == "ok"]
+        assert back and back[-1]["time_ns"] > last, f"{member} read nothing after the faults"
