@@ -51,6 +51,18 @@ HW9 = ClientFinding(
     ),
 )
 
+#: HW-9 where a transaction coordinator is cut off (the transactions suite's coordinators-cut-pause):
+#: the cut broker is a rack's in-sync follower of some partition too, and librdkafka reads it on. The
+#: 10 s window keeps follower-fetch unjudged in most runs, not all (when the observer sees the ISR
+#: shrink within 2.5 s, the move is judged): a non-strict xfail for the timed checks alone
+HW9_COORDINATOR_CUT = stall_finding(
+    "confluent-kafka",
+    "FINDING HW-9 (librdkafka 2.16.0): the transaction coordinator cut off from every other node is also a "
+    "follower in a rack consumer's rack; librdkafka keeps its 5-minute preferred-replica lease on it after it "
+    "left the ISR (follower-fetch: no-move-after-isr-loss, judged when the ISR shrink is seen early; CI "
+    "2026-11-26). See docs/findings.md.",
+)
+
 #: HW-12: kafkajs has no KIP-320 at all (the KIP-320 suite's tests cannot pass on it)
 HW12 = ClientFinding(
     "kafkajs",

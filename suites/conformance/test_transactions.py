@@ -31,7 +31,7 @@ from harness.clients.txnversion import transaction_version_refusal
 from harness.history import read_history
 from harness.history.format import source_of
 from highwater.nemesis import Step
-from suites.findings import expect_kafkajs_transactions
+from suites.findings import HW9_COORDINATOR_CUT, expect_kafkajs_transactions
 from suites.hw8 import without_hw8
 from suites.scenario import LEADER_FAULT_SECONDS, RUN_OPTIONS, Plan, check_verdicts, describe, run_once, run_plan
 
@@ -218,6 +218,8 @@ def test_read_committed_sees_only_whole_committed_transactions(
     # HW-14's aborted reads strike in any scenario, HW-13's stalls where a broker dies: one mark,
     # since pytest applies only the first xfail mark that matches
     expect_kafkajs_transactions(request)
+    if scenario == "coordinators-cut-pause":
+        HW9_COORDINATOR_CUT.expect(request)
     result = run_once(
         kafka_version,
         f"transactions/{scenario}",
