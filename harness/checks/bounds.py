@@ -50,8 +50,8 @@ Bounds:
   it after a heal (a send stuck on a faulted broker times out after Rp and is retried; a consumer
   refreshes its routing within M), and no gap outside faults is longer.
 
-* ``follower_latency_bound_ms`` = W / 4, plus, in the check, min(Wr, I) with I the median time
-  between two acknowledged records of the partition: how much later, at the median, a record
+* ``follower_latency_bound_ms`` = W / 4, plus, in the check, min(Wr, I) with I the mean time
+  between two acknowledged records of a partition: how much later, at the median, a record
   served by an in-sync follower may reach its consumer than one served by the leader. The
   follower learns the high watermark that makes a record readable in the answer to its next
   fetch, which the leader returns with the next record or after Wr (it does not answer early on
