@@ -25,8 +25,6 @@ Counted: ``leader_records``, ``follower_records``, ``leader_median_us``, ``follo
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 import numpy as np
 
 from harness.checks.data import OK, HistoryData
@@ -56,23 +54,33 @@ def _interval(h: HistoryData) -> int:
     return spans // counts if counts else 1 << 62
 
 
-def _acks(h: HistoryData) -> dict[int, int]:
-    """The first ``ok`` time of each acknowledged value (by value id)."""
+def _acks(h: HistoryData) -> tuple[np.ndarray, np.ndarray]:
+    """The acknowledged value ids, sorted, and the first ``ok`` time of each."""
     s = h.sends
-    ok = np.nonzero((s.type == OK) & (s.vid != 0))[0]
-    out: dict[int, int] = {}
-    for i in ok.tolist():
-        out.setdefault(int(s.vid[i]), int(s.time[i]))
-    return out
+    ok = (s.type == OK) & (s.vid != 0)
+    vids, times = s.vid[ok], s.time[ok]
+    order = np.lexsort((times, vids))
+    vids, times = vids[order], times[order]
+    first = np.ones(len(vids), bool)
+    first[1:] = vids[1:] != vids[:-1]
+    return vids[first], times[first]
 
 
-def _leadership(h: HistoryData) -> dict[int, tuple[list[int], list[tuple[int, frozenset[int]]]]]:
-    """Per partition: the observer's meta times, and the leader and ISR each saw."""
-    out: dict[int, tuple[list[int], list[tuple[int, frozenset[int]]]]] = {}
+def _served_by(h: HistoryData, tp: np.ndarray, polled: np.ndarray, replica: np.ndarray) -> np.ndarray:
+    """Per record: 1 if ``replica`` led its partition at ``polled`` (the observer's last meta
+    before), 2 if it was another replica in the ISR then, 0 otherwise or when no meta came before."""
+    out = np.zeros(len(tp), np.int8)
+    seen: dict[int, list[tuple[int, int, frozenset[int]]]] = {}
     for m in sorted((m for m in h.meta if m.leader is not None), key=lambda m: m.time):
-        times, seen = out.setdefault(m.tp, ([], []))
-        times.append(m.time)
-        seen.append((int(m.leader if m.leader is not None else -1), m.isr or frozenset()))
+        seen.setdefault(m.tp, []).append((m.time, int(m.leader or 0), m.isr or frozenset()))
+    for part, obs in seen.items():
+        rows = np.nonzero(tp == part)[0]
+        k = np.searchsorted(np.array([t for t, _, _ in obs], np.int64), polled[rows], side="right")
+        for j, (_, leader, isr) in enumerate(obs):  # the records this observation covers
+            mine = rows[k == j + 1]
+            out[mine] = np.where(replica[mine] == leader, 1, np.where(np.isin(replica[mine], list(isr)), 2, 0)).astype(
+                np.int8
+            )
     return out
 
 
@@ -82,33 +90,24 @@ def follower_latency(h: HistoryData) -> Verdict:
         return Verdict(CHECK, NOT_APPLICABLE, notes=["needs racks and meta"])
     if h.config.get("transactional"):
         return Verdict(CHECK, NOT_APPLICABLE, notes=["transactional: records are readable when their transaction ends"])
-    acks = _acks(h)
-    if not acks:
+    ack_vid, ack_time = _acks(h)
+    if not len(ack_vid):
         return Verdict(CHECK, NOT_APPLICABLE, notes=["no acknowledged send"])
     quiet_after = bound_ns(h, "progress_bound_ms")
     start = min(h.proc_first_time.tolist() or [0]) + bound_ns(h, "follower_fetch_grace_ms")
-    last_ack = max(acks.values())
-    busy = [(w.start, (w.end if w.end is not None else h.end_time) + quiet_after) for w in fault_windows(h)]
-    leadership = _leadership(h)
     p = h.polls
-    kinds: dict[str, list[int]] = {"leader": [], "follower": []}
-    for i in np.nonzero(p.replica >= 0)[0].tolist():
-        acked = acks.get(int(p.vid[i]))
-        polled = int(p.time[i])
-        if acked is None or acked < start or polled > last_ack:
-            continue
-        if any(a <= polled and acked <= b for a, b in busy):
-            continue
-        times, seen = leadership.get(int(p.tp[i]), ([], []))
-        k = bisect_right(times, polled)
-        if not k:
-            continue
-        leader, isr = seen[k - 1]
-        replica = int(p.replica[i])
-        if replica == leader:
-            kinds["leader"].append(polled - acked)
-        elif replica in isr:
-            kinds["follower"].append(polled - acked)
+    candidates = np.nonzero(p.replica >= 0)[0]
+    at = np.minimum(np.searchsorted(ack_vid, p.vid[candidates]), len(ack_vid) - 1)
+    matched = ack_vid[at] == p.vid[candidates]  # records whose send was acknowledged
+    served, acked = candidates[matched], ack_time[at[matched]]
+    polled = p.time[served]
+    keep = (acked >= start) & (polled <= int(ack_time.max()))
+    for w in fault_windows(h):  # quiet records only
+        keep &= ~((w.start <= polled) & (acked <= (w.end if w.end is not None else h.end_time) + quiet_after))
+    served, acked, polled = served[keep], acked[keep], polled[keep]
+    kind = _served_by(h, p.tp[served], polled, p.replica[served])
+    latency = polled - acked
+    kinds = {"leader": latency[kind == 1], "follower": latency[kind == 2]}
     interval = _interval(h)
     bound = bound_ns(h, "follower_latency_bound_ms") + min(bound_ns(h, "replica_fetch_wait_max_ms", 500), interval)
     counts = {
