@@ -108,13 +108,16 @@ class Observer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _broker_ids(self) -> list[int]:
+        """The brokers this client can address by id, from its metadata cache (see module docstring)."""
+        return sorted(int(b.node_id) for b in self.admin._manager.cluster.brokers())
+
     def knows_brokers(self, ids: set[int]) -> bool:
         """Whether this client can address every broker in ``ids`` by id (``send_to``); asks
         for a metadata refresh when it cannot yet."""
-        cluster = self.admin._manager.cluster  # see module docstring
-        if ids <= {int(b.node_id) for b in cluster.brokers()}:
+        if ids <= set(self._broker_ids()):
             return True
-        cluster.request_update()
+        self.admin._manager.cluster.request_update()  # see module docstring
         return False
 
     def answers(self, node_id: int) -> bool:
@@ -239,7 +242,7 @@ class Observer:
         req = MetadataRequest(
             topics=[MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False
         )
-        known = sorted(int(b.node_id) for b in self.admin._manager.cluster.brokers())  # see module docstring
+        known = self._broker_ids()
         if not known:  # nothing bootstrapped yet: the admin asks a bootstrap server
             topics = self.admin.describe_topics([topic])
         else:
@@ -371,9 +374,14 @@ class Observer:
             raise ClusterError(f"the cluster refused {name}={level} (from {current}): {answer}")
         # the controller has it; each broker learns it from the metadata log, and a client takes
         # the level of the broker it asks (ApiVersions): every broker must tell it first
-        brokers = {int(b.node_id) for b in self.admin._manager.cluster.brokers()}  # see module docstring
+        brokers = set(self._broker_ids())
+
+        def everywhere() -> bool:
+            got = self.feature_levels(name)
+            return set(got) == brokers and set(got.values()) == {level}
+
         wait_until(
-            lambda: (lambda got: set(got) == brokers and set(got.values()) == {level})(self.feature_levels(name)),
+            everywhere,
             15.0,
             f"every broker reports {name}={level}",
             interval=0.2,
@@ -384,7 +392,7 @@ class Observer:
         (0: not finalized; a broker that did not answer is left out)."""
         from kafka.protocol.metadata import ApiVersionsRequest
 
-        brokers = sorted(int(b.node_id) for b in self.admin._manager.cluster.brokers())  # see module docstring
+        brokers = self._broker_ids()
         ask = ApiVersionsRequest(client_software_name="highwater", client_software_version="0", min_version=3)
         answers = self._send_all([(b, ask) for b in brokers])
         out: dict[int, int] = {}

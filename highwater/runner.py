@@ -263,7 +263,7 @@ def execute_run(
     if group is not None and spec.group_protocol == "consumer" and spec.session_timeout_ms is not None:
         cluster.observer().set_group_config(group, group_configs(spec.session_timeout_ms))
     header_config = {**spec.header_config(cluster), "consumers": spec.consumer_config(len(cluster.topo.racks), group)}
-    tv_before = _hold_transaction_version(cluster, spec, header_config)
+    tv_restore = _hold_transaction_version(cluster, spec, header_config)
     if sink is not None:
         header_config["copy"] = spec.copy_config(sink)
     # The inputs this run sets out to record: if one is missing (a crash before the final read),
@@ -385,8 +385,8 @@ def execute_run(
                         final_read(cluster.bootstrap(), history, topic, spec.partitions, cluster.client_security)
                     phases.mark("final_read")
                 history.close()
-                if tv_before is not None and tv_before != spec.transaction_version:
-                    _restore_transaction_version(cluster, tv_before, progress)
+                if tv_restore is not None:
+                    _restore_transaction_version(cluster, tv_restore, progress)
     run_stats = RunStats(
         producers={p.name: p.stats() for p in [*producers, *(c for c in consumers if isinstance(c, CopyWorker))]},
         consumers={c.name: c.records_read for c in consumers},
@@ -579,15 +579,16 @@ def _settle(
 def _hold_transaction_version(cluster: ClusterBackend, spec: RunSpec, header: dict[str, Any]) -> int | None:
     """For a transactional run on a cluster with the transaction.version feature: set the
     spec's level (if it names one), write the level the run has into the header
-    (``transaction_version``), and return the level to restore afterwards (None: nothing to)."""
+    (``transaction_version``), and return the level to restore afterwards (None: the run did
+    not change it)."""
     if not (spec.transactional or spec.copiers) or not has_transaction_version(cluster.kafka_version):
         return None
     observer = cluster.observer()
     before = observer.feature_level(TRANSACTION_VERSION)
-    if spec.transaction_version is not None:
-        observer.set_feature_level(TRANSACTION_VERSION, spec.transaction_version)
-    header["transaction_version"] = observer.feature_level(TRANSACTION_VERSION)
-    return before
+    wanted = before if spec.transaction_version is None else spec.transaction_version
+    observer.set_feature_level(TRANSACTION_VERSION, wanted)  # waits until every broker reports it
+    header["transaction_version"] = wanted
+    return before if wanted != before else None
 
 
 def _restore_transaction_version(cluster: ClusterBackend, level: int, progress: Callable[[str], None]) -> None:

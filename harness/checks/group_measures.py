@@ -28,7 +28,6 @@ from harness.checks.liveness import MS, fault_windows
 
 #: the file of a run's directory that holds its measures (written by the runner, read by the report)
 GROUP_MEASURES = "group-measures.json"
-CLIENT_FAULTS = frozenset({"client_kill", "client_freeze", "client_restart"})
 
 
 @dataclass(frozen=True)
@@ -76,12 +75,12 @@ def group_measures(h: HistoryData) -> GroupMeasures | None:
     if not members:
         return None
     p = h.polls
-    windows = [w for w in fault_windows(h) if (w.kind or "").replace("-", "_") in CLIENT_FAULTS]
+    windows = [w for w in fault_windows(h) if w.on_clients]
     stalls: dict[str, int] = {}
     for proc in members:
         name = h.proc_name(proc)
         times = np.unique(p.time[p.proc == proc])
-        own = [(w.start, w.back if w.back is not None else h.end_time) for w in windows if name in map(str, w.targets)]
+        own = [(w.start, w.until(h.end_time)) for w in windows if name in map(str, w.targets)]
         gaps = [
             int(b - a)
             for a, b in zip(times[:-1].tolist(), times[1:].tolist())

@@ -93,6 +93,10 @@ def _broker_id(t: Any) -> int | None:
     return None
 
 
+#: the kinds of faults on client workers (faults.clients): their targets are client ids
+CLIENT_FAULT_KINDS = frozenset({"client_kill", "client_freeze", "client_restart"})
+
+
 @dataclass
 class Window:
     start: int
@@ -108,6 +112,15 @@ class Window:
     @property
     def back(self) -> int | None:
         return self.healed if self.healed is not None else self.end
+
+    def until(self, end_time: int) -> int:
+        """When the window closed (``back``), or ``end_time`` for one never healed."""
+        return self.back if self.back is not None else end_time
+
+    @property
+    def on_clients(self) -> bool:
+        """A fault on the client workers (``client_kill``/``client_freeze``/``client_restart``)."""
+        return (self.kind or "").replace("-", "_") in CLIENT_FAULT_KINDS
 
 
 def fault_windows(h: HistoryData) -> list[Window]:

@@ -37,7 +37,6 @@ from harness.checks.liveness import MS, Window, bound_ns, fault_windows
 from harness.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
 
 CHECK = "exclusive-read"
-CLIENT_FAULTS = frozenset({"client_kill", "client_freeze", "client_restart"})
 
 
 @dataclass(frozen=True)
@@ -74,10 +73,9 @@ def _assignments(h: HistoryData, proc: int, tp: int) -> tuple[list[int], list[in
 
 def _could_fence(w: Window, member: str, at: int, end_time: int) -> bool:
     """Whether window ``w`` was open at ``at`` and could have fenced ``member`` unawares."""
-    closed = w.back if w.back is not None else end_time
-    if not w.start <= at <= closed:
+    if not w.start <= at <= w.until(end_time):
         return False
-    return (w.kind or "").replace("-", "_") not in CLIENT_FAULTS or member in {str(t) for t in w.targets}
+    return not w.on_clients or member in {str(t) for t in w.targets}
 
 
 def exclusive_read(h: HistoryData) -> Verdict:
@@ -116,7 +114,7 @@ def exclusive_read(h: HistoryData) -> Verdict:
                 other, (taken, taken_row) = max(newer, key=lambda ya: ya[1][0])
                 member = h.proc_name(q.proc)
                 fencing = [w for w in windows if _could_fence(w, member, taken, h.end_time)]
-                if any(q.time <= (w.back if w.back is not None else h.end_time) + grace for w in fencing):
+                if any(q.time <= w.until(h.end_time) + grace for w in fencing):
                     counts["allowed_stale"] += 1
                     continue
                 counts["violations"] += 1

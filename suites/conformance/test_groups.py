@@ -24,7 +24,6 @@ line that says so.
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
 import pytest
@@ -92,11 +91,11 @@ def test_members_killed_and_frozen_lose_nothing(  # type: ignore[no-untyped-def]
         group_protocol=protocol,
         settle_timeout=10.0,
     )
-    with (result.dir / "history.jsonl").open() as history:  # the header says which protocol it judged
-        assert json.loads(history.readline())["config"]["group_protocol"] == protocol
+    history = read_history(result.dir / "history.jsonl")
+    assert history.config["group_protocol"] == protocol  # the header says which protocol it judged
     assert_verdicts(result, must_hold=FAULTS.must_hold)
     assert_group_delivered(result.verdicts)
-    assert_members_faulted_and_back(list(read_history(result.dir / "history.jsonl")))
+    assert_members_faulted_and_back(list(history))
 
 
 def assert_members_faulted_and_back(events: list[dict[str, Any]]) -> None:

@@ -18,7 +18,6 @@ durability checks (``docs/checks.md``)."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -292,8 +291,7 @@ def test_transactions_v1_and_v2_through_faults_on_the_producer_s_links(  # type:
             **TXN_WORKLOAD,
         ),
     )
-    with (result.dir / "history.jsonl").open() as history:  # the header says which version it judged
-        config = json.loads(history.readline())["config"]
+    config = read_history(result.dir / "history.jsonl").config  # the header says which version it judged
     assert config.get("transaction_version", 1) == version, config.get("transaction_version")
     stats = result.stats["producers"]
     assert sum(p["committed"] for p in stats.values()) > 0 and sum(p["aborted"] for p in stats.values()) > 0, stats
