@@ -25,6 +25,13 @@ from harness.checks.ownership import exclusive_read
 from harness.checks.raw import on_events
 from harness.checks.reads import nonmonotonic_poll, poll_skip, truncation_undetected, uncommitted_read
 from harness.checks.replicas import hw_regression, replica_divergence
+from harness.checks.share import (
+    share_delivery,
+    share_delivery_limit,
+    share_exclusive,
+    share_release_redelivered,
+    share_settled_redelivered,
+)
 from harness.checks.torn import torn_transaction
 from harness.checks.txn import aborted_read, open_txn_read
 from harness.checks.verdict import (
@@ -69,6 +76,12 @@ CHECKS: dict[str, Check] = {
     "group-delivery": on_events(group_delivery),
     "exclusive-read": exclusive_read,
     "copy-exactly-once": on_events(copy_exactly_once),
+    # share groups (KIP-932)
+    "share-delivery": share_delivery,
+    "share-exclusive": share_exclusive,
+    "share-settled-redelivered": share_settled_redelivered,
+    "share-delivery-limit": share_delivery_limit,
+    "share-release-redelivered": share_release_redelivered,
 }
 
 #: what a check needs: every group must be carried, a group by any one of its inputs
@@ -80,7 +93,7 @@ def _needs(*groups: Input | frozenset[Input]) -> Needs:
 
 
 _R, _S, _P, _F, _M = Input.RACKS, Input.SENDS, Input.POLLS, Input.FINAL_READS, Input.META
-_T, _C, _X = Input.TXNS, Input.COMMITS, Input.COPY
+_T, _C, _X, _Q = Input.TXNS, Input.COMMITS, Input.COPY, Input.SHARE
 
 #: the inputs each check needs (README's check table, column "needs")
 NEEDS: dict[str, Needs] = {
@@ -109,6 +122,11 @@ NEEDS: dict[str, Needs] = {
     "group-delivery": _needs(_C, _S, _P, _F),
     "exclusive-read": _needs(_C, _P),
     "copy-exactly-once": _needs(_X, _C, _F),
+    "share-delivery": _needs(_Q, _F),
+    "share-exclusive": _needs(_Q),
+    "share-settled-redelivered": _needs(_Q),
+    "share-delivery-limit": _needs(_Q),
+    "share-release-redelivered": _needs(_Q),
 }
 assert NEEDS.keys() == CHECKS.keys(), "every check declares its inputs"
 
@@ -149,6 +167,7 @@ def present_inputs(h: HistoryData) -> frozenset[Input]:
         Input.TXNS: len(h.txn_rows) > 0,
         Input.COMMITS: len(h.commit_rows) > 0,
         Input.COPY: bool(h.config.get("copy")),
+        Input.SHARE: len(h.share_rows) > 0,
     }
     return frozenset(i for i, yes in has.items() if yes) | promised_inputs(h.header)
 

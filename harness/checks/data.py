@@ -36,6 +36,8 @@ from harness.history import (
 
 TYPES = {"invoke": 0, "ok": 1, "fail": 2, "info": 3}
 INVOKE, OK, FAIL, INFO = 0, 1, 2, 3
+#: the event kinds that are few and judged over the events themselves: only their rows are kept
+ROW_NOTED = frozenset({"txn", "commit", "acquire", "ack"})
 _TRUNC = re.compile(r"truncat", re.IGNORECASE)
 
 
@@ -194,6 +196,7 @@ class HistoryData:
     finals: list[FinalLog]
     txn_rows: list[int]  # rows of ``txn`` events (begin/commit/abort of a transaction)
     commit_rows: list[int]  # rows of ``commit`` events (a group's committed offsets)
+    share_rows: list[int]  # rows of ``acquire``/``ack`` events (a share group's deliveries)
     proc_first_time: np.ndarray
     n_events: int
     end_time: int
@@ -323,6 +326,7 @@ class _Builder:
         self.finals: list[FinalLog] = []
         self.txn_rows: list[int] = []
         self.commit_rows: list[int] = []
+        self.share_rows: list[int] = []
         self.n_events = 0
         self.end_time = 0
 
@@ -391,13 +395,13 @@ class _Builder:
         elif f == "final-read":
             if typ == OK:
                 self._final(row, v)
-        elif f in ("txn", "commit"):
+        elif f in ROW_NOTED:
             self.note_row(f, row)
 
     def note_row(self, f: str, row: int) -> None:
-        """Transaction and group-commit events are few: only their rows are kept, and the checks
-        that judge them read them back as events (``harness.checks.raw``)."""
-        (self.txn_rows if f == "txn" else self.commit_rows).append(row)
+        """Transaction, group-commit and share-group events are few: only their rows are kept, and
+        the checks that judge them read them back as events (``harness.checks.raw``)."""
+        (self.txn_rows if f == "txn" else self.commit_rows if f == "commit" else self.share_rows).append(row)
 
     def _poll(self, row: int, t: int, proc: int, recs: list[dict[str, Any]]) -> None:
         n = len(self.r["row"])
@@ -514,6 +518,7 @@ class _Builder:
             finals=self.finals,
             txn_rows=self.txn_rows,
             commit_rows=self.commit_rows,
+            share_rows=self.share_rows,
             proc_first_time=np.array(self.proc_first, dtype=np.int64),
             n_events=self.n_events,
             end_time=self.end_time,

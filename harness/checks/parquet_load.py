@@ -24,6 +24,7 @@ from harness.checks.data import (
     _SEND_COLS,
     FAIL,
     INFO,
+    ROW_NOTED,
     OK,
     TYPES,
     HistoryData,
@@ -278,7 +279,7 @@ def _rare(
     if f == "poll":
         b.poll_errors.append(PollError(row, t, proc, sub["error"][j]))
         return
-    if f in ("txn", "commit"):
+    if f in ROW_NOTED:
         b.note_row(f, row)
         return
     if f == "final-read":

@@ -42,6 +42,7 @@ class Input(str, Enum):
     TXNS = "transactions"  # txn events (a transaction's begin, commit or abort), any outcome
     COMMITS = "commits"  # commit events (offsets committed for a consumer group), any outcome
     COPY = "copy"  # header config.copy: an exactly-once copy ran (its source, sink and group)
+    SHARE = "share"  # acquire/ack events (a share group's deliveries and acknowledgements)
 
     @property
     def label(self) -> str:

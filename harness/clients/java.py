@@ -65,12 +65,14 @@ from harness.security import ClientSecurity
 
 from . import java_archive
 from .base import ConsumerSettings, ProducerSettings, UnknownClientError
+from .share import ShareSettings, share_client_refusal
 from .worker import Launch, WorkerDriver
 
 NAME = "java"
 OLDEST = (3, 3, 1)  # the oldest Kafka release highwater runs (KRaft); the client is as old
 SOURCE = Path(__file__).resolve().parents[2] / "clients" / "java"
 MAIN_CLASS = "highwater.Worker"
+SHARE_SOURCE = "ShareRole.java"  # built only against a client with share groups (harness.clients.share)
 HEAP_MB = 256
 
 log = logging.getLogger(__name__)
@@ -184,6 +186,21 @@ def consumer_properties(settings: ConsumerSettings, read: Callable[[str], str] =
     return props
 
 
+def share_properties(settings: ShareSettings, read: Callable[[str], str] = _read_text) -> dict[str, str]:
+    """The Java share consumer's properties (KIP-932): no offset reset, isolation level or
+    session timeout here; in a share group those are the group's (``ShareGroupSettings``)."""
+    return {
+        "bootstrap.servers": ",".join(settings.bootstrap),
+        "client.id": settings.client_id,
+        "group.id": settings.group_id,
+        "max.poll.records": str(int(settings.max_poll_records)),
+        "request.timeout.ms": str(int(settings.request_timeout_ms)),
+        "metadata.max.age.ms": str(int(settings.metadata_max_age_ms)),
+        "share.acknowledgement.mode": "explicit",  # each record acknowledged with its own kind
+        **security_properties(settings.security, read),
+    }
+
+
 # --- building the worker --------------------------------------------------------------------
 
 
@@ -263,7 +280,10 @@ def ensure_worker(version: str, progress: Progress = _to_stderr) -> Path:
 def _maven_build(mvn: str, version: str, build: Path, staging: Path) -> None:
     """Build the worker from a copy of its sources in ``build``; its jar and every runtime
     dependency end up in ``staging``."""
-    shutil.copytree(SOURCE, build, ignore=shutil.ignore_patterns("target"))
+    # the share consumer's role uses KafkaShareConsumer, which older clients lack: left out of
+    # their builds (the worker then refuses the role in one line)
+    older = share_client_refusal(NAME, version) is not None
+    shutil.copytree(SOURCE, build, ignore=shutil.ignore_patterns("target", *([SHARE_SOURCE] if older else [])))
     args = [mvn, "-B", "-q", "-Dstyle.color=never", f"-Dkafka.version={version}", "package"]
     args += ["dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={staging}"]
     done = subprocess.run(args, cwd=build, capture_output=True, text=True, timeout=1800)
@@ -298,6 +318,9 @@ class JavaLauncher:
 
     def consumer_config(self, settings: ConsumerSettings) -> dict[str, Any]:
         return consumer_properties(settings)
+
+    def share_config(self, settings: ShareSettings) -> dict[str, Any]:
+        return share_properties(settings)
 
     def launch(self, role: str, client_id: str) -> Launch:
         from harness.java import find_java

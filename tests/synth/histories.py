@@ -161,6 +161,31 @@ class HistoryBuilder:
     def heal(self, kind: str | None, targets: Sequence[Any] = ()) -> dict[str, Any]:
         return self.event("nemesis", "info", "heal", {"kind": kind, "targets": list(targets), "params": {}})
 
+    # share groups (KIP-932) -------------------------------------------------------------
+
+    def acquire(
+        self, proc: str, records: Iterable[tuple[str, int, int, Any, int | None]], since_ms: float | None = None
+    ) -> dict[str, Any]:
+        """One share poll that acquired ``records`` (topic, partition, offset, value, delivery
+        count); the poll began ``since_ms`` before now (default: one step)."""
+        since = self.now - (self.step if since_ms is None else int(since_ms * MS))
+        return self.event(proc, "ok", "acquire", {"since_ns": since, "acquired": [list(r) for r in records]})
+
+    def ack(
+        self, proc: str, topic: str, partition: int, offsets: Sequence[int], kinds: Sequence[str] | str
+    ) -> dict[str, Any]:
+        """A share consumer's acknowledgement of ``offsets`` (one kind for all, or one each)."""
+        kinds = [kinds] * len(offsets) if isinstance(kinds, str) else list(kinds)
+        return self.event(
+            proc, "invoke", "ack", {"topic": topic, "partition": partition, "offsets": list(offsets), "kinds": kinds}
+        )
+
+    def acked(
+        self, proc: str, topic: str, partition: int, offsets: Sequence[int], type_: str = "ok", error: str | None = None
+    ) -> dict[str, Any]:
+        """How an acknowledgement ended, as the library reported it."""
+        return self.event(proc, type_, "ack", {"topic": topic, "partition": partition, "offsets": list(offsets)}, error)
+
     def final(
         self,
         topic: str,

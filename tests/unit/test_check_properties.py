@@ -317,6 +317,11 @@ EVENT_CHECK_TESTS = {
     "group-delivery": "test_group_checks.py",
     "exclusive-read": "test_exclusive_read.py",
     "copy-exactly-once": "test_copy_check.py",
+    "share-delivery": "test_share_checks.py",
+    "share-exclusive": "test_share_checks.py",
+    "share-settled-redelivered": "test_share_checks.py",
+    "share-delivery-limit": "test_share_checks.py",
+    "share-release-redelivered": "test_share_checks.py",
     # a median over at least 100 quiet records of each serving replica kind: no small generated
     # history reaches it
     "follower-latency": "test_follower_latency.py",

@@ -81,6 +81,11 @@ TXN_AND_GROUP = {
     "group-delivery",
     "exclusive-read",
     "copy-exactly-once",
+    "share-delivery",
+    "share-exclusive",
+    "share-settled-redelivered",
+    "share-delivery-limit",
+    "share-release-redelivered",
 }
 
 

@@ -42,6 +42,7 @@ KINDS = {
     Input.FAULTS: {"fault", "heal"},
     Input.TXNS: {"txn"},
     Input.COMMITS: {"commit"},
+    Input.SHARE: {"acquire", "ack"},
 }
 #: the checks a plain history (no racks, meta, transactions or group commits) cannot run
 PLAIN_SKIPPED = [
@@ -77,6 +78,7 @@ def full(n: int = 6) -> HistoryBuilder:
             "isolation_level": "read_committed",
             "consumers": {"consumer-0": {"group": "g"}, "copier-0": {"group": "cg"}},
             "copy": {"source": T, "sink": COPY_SINK, "group": "cg"},
+            "share": {"group": "sg", "topic": T, "lock_ms": 5_000, "session_ms": 6_000, "delivery_limit": 3},
         },
         racks=RACKS,
     )
@@ -108,6 +110,15 @@ def full(n: int = 6) -> HistoryBuilder:
     b.send("copier-0", COPY_SINK, 0, "v0@copier-0#0", offset=0, txn="copier-0#0")
     b.commit("copier-0", "cg", T, 0, 1, txn="copier-0#0")
     b.txn("copier-0", "commit", "copier-0#0")
+    # a share group's member reads the committed records: releases v0 once, accepts the rest
+    committed = list(range(n + 3))
+    b.acquire("sharer-0", [(T, 0, i, f"v{i}", 1) for i in committed])
+    b.ack("sharer-0", T, 0, committed, ["release", *["accept"] * (len(committed) - 1)])
+    b.acked("sharer-0", T, 0, committed)
+    b.acquire("sharer-0", [(T, 0, 0, "v0", 2)])
+    b.ack("sharer-0", T, 0, [0], "accept")
+    b.acked("sharer-0", T, 0, [0])
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=n + 6)
     for r in (1, 2, 3):
         b.final(T, 0, r, n + 6, [(i, f"v{i}") for i in range(n + 3)], aborted=[(n + 4, "gone")])
         b.final(COPY_SINK, 0, r, 2, [(0, "v0@copier-0#0")])

@@ -70,7 +70,7 @@ import org.apache.kafka.common.errors.TimeoutException;
  * halts within half a second of its parent's death (the watchdog), so it never outlives the test.
  */
 public final class Worker {
-  private static final ObjectMapper JSON = new ObjectMapper();
+  static final ObjectMapper JSON = new ObjectMapper();
   /** Writes lines straight to the buffered stdout, leaving it open after each line. */
   private static final JsonFactory LINES =
       JsonFactory.builder().disable(StreamWriteFeature.AUTO_CLOSE_TARGET).build();
@@ -183,8 +183,8 @@ public final class Worker {
     Role role;
     try {
       Properties props = properties(hello.get("config"));
-      role = "producer".equals(hello.get("role").asText()) ? new Producer(props) : new Consumer(props);
-    } catch (RuntimeException e) {
+      role = makeRole(hello.get("role").asText(), props);
+    } catch (RuntimeException | ReflectiveOperationException e) {
       ObjectNode r = JSON.createObjectNode();
       r.put("id", 0);
       r.put("error", errorText(e));
@@ -217,6 +217,32 @@ public final class Worker {
     }
     role.close(Duration.ofSeconds(5)); // no-op after a close command
     System.exit(0);
+  }
+
+  static Role makeRole(String name, Properties props) throws ReflectiveOperationException {
+    switch (name) {
+      case "producer":
+        return new Producer(props);
+      case "consumer":
+        return new Consumer(props);
+      case "share_consumer":
+        // built only against kafka-clients 4.2+ (ShareRole.java): loaded by name
+        Class<?> share;
+        try {
+          share = Class.forName("highwater.ShareRole");
+        } catch (ClassNotFoundException e) {
+          throw new UnsupportedOperationException(
+              "share consumers need kafka-clients 4.2 or later, this worker runs " + kafkaClientsVersion());
+        }
+        try {
+          return (Role) share.getDeclaredConstructor(Properties.class).newInstance(props);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+          Throwable cause = e.getCause();
+          throw cause instanceof RuntimeException ? (RuntimeException) cause : new IllegalStateException(cause);
+        }
+      default:
+        throw new IllegalArgumentException("unknown role " + name);
+    }
   }
 
   interface Role {
