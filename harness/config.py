@@ -148,6 +148,16 @@ def fast_failure_defaults(brokers: int) -> dict[str, str]:
         # a classic one (harness.clients.groups.group_configs); unknown before 3.7, and ignored
         "group.consumer.min.session.timeout.ms": "2000",
         "group.consumer.min.heartbeat.interval.ms": "500",
+        # share groups (KIP-932, 4.1+): the same for their session and heartbeat, and for the
+        # acquisition lock (15 s at least by default), so a scenario's lock can expire within a
+        # run; their state topic as small as the offsets topic
+        "group.share.min.session.timeout.ms": "2000",
+        "group.share.min.heartbeat.interval.ms": "500",
+        "group.share.min.record.lock.duration.ms": "1000",
+        "group.share.delivery.count.limit": "3",  # reached within a run by a record released again and again
+        "share.coordinator.state.topic.replication.factor": rf,
+        "share.coordinator.state.topic.min.isr": "1",
+        "share.coordinator.state.topic.num.partitions": "3",
         "num.network.threads": "2",
         "num.io.threads": "2",
         "background.threads": "2",

@@ -80,6 +80,7 @@ def scripted(steps: Sequence[Step]) -> PlannedNemesis:
                 follower=follower,
                 txn=spec.transactional_id(0),
                 group=spec.group_id() or "",
+                share_group=spec.share_group_id() or "",
                 copier_txn=spec.copier_transactional_id(0),
                 copy_group=spec.copy_group(),
             )

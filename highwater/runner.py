@@ -38,6 +38,7 @@ from harness.checks.group_measures import GROUP_MEASURES, group_measures
 from harness.checks.verdict import Input, Verdict
 from harness.clients import DEFAULT_CLIENT, client_label, get_driver
 from harness.clients.groups import GroupProtocolError, group_configs, group_protocol_refusal
+from harness.clients.share import ShareGroupError, ShareGroupSettings, share_refusal
 from harness.clients.txnversion import (
     TRANSACTION_VERSION,
     TransactionVersionError,
@@ -56,6 +57,7 @@ from harness.waiting import wait_until, wait_until_steady
 from harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
 from harness.workload.copy import CopyConfig, CopyWorker
 from harness.workload.final_read import final_read
+from harness.workload.share import AckPolicy, ShareConfig, ShareConsumerWorker, ShareLedger, record_share_state
 from harness.workload.transactions import TransactionalProducerWorker, TransactionConfig
 
 log = logging.getLogger(__name__)
@@ -98,6 +100,13 @@ class RunSpec:
     # (read_committed) and write ``copy_topic()`` in transactions with the offsets inside; a
     # read_committed ``copy-reader`` reads the copy. ``txn_abort_share`` of copies abort.
     copiers: int = 0
+    # consumer_mode "share" (KIP-932): one share group of the consumers (harness.clients.share), its
+    # acquisition lock and session timeout (group configs), and the share of deliveries its
+    # members release (delivered again) or reject (archived) on purpose (harness.workload.share)
+    share_lock_ms: int = 5000
+    share_session_ms: int = 6000
+    share_release: float = 0.1
+    share_reject: float = 0.03
     client: str = DEFAULT_CLIENT  # the client under test: one of harness.clients.client_names()
     duration: float = 20.0  # seconds of workload (faults run inside it)
     settle_timeout: float = 60.0  # after healing: consumers catch up, ISR refills
@@ -138,6 +147,28 @@ class RunSpec:
     def group_id(self) -> str | None:
         """The consumers' group in subscribe mode (``coordinator:group/{group}``), else None."""
         return f"{self.topic}-group" if self.consumer_mode == "subscribe" else None
+
+    def share_group_id(self) -> str | None:
+        """The consumers' share group in share mode (``coordinator:group/{share_group}``), else None."""
+        return f"{self.topic}-share" if self.consumer_mode == "share" else None
+
+    def share_group(self, broker_config: Mapping[str, str], brokers: int) -> ShareGroupSettings | None:
+        """The share group's settings in share mode: its group configs and the bounds the share
+        checks read (the delivery limit is the brokers' ``group.share.delivery.count.limit``)."""
+        group = self.share_group_id()
+        if group is None:
+            return None
+        from harness.config import fast_failure_defaults
+
+        broker = {**fast_failure_defaults(brokers), **dict(broker_config)}
+        return ShareGroupSettings(
+            group,
+            self.topic,
+            lock_ms=self.share_lock_ms,
+            session_ms=self.share_session_ms,
+            heartbeat_ms=min(1000, self.share_session_ms // 3),
+            delivery_limit=int(broker.get("group.share.delivery.count.limit", "5")),
+        )
 
     def copy_topic(self) -> str | None:
         """The exactly-once copy's sink topic, None without copiers."""
@@ -235,6 +266,10 @@ def execute_run(
     )
     if refused is not None:  # before anything starts, as a bad fault is
         raise GroupProtocolError(refused)
+    if spec.consumer_mode == "share":
+        refused = share_refusal(driver.name, driver.version, cluster.kafka_version)
+        if refused is not None:
+            raise ShareGroupError(refused)
     if spec.transaction_version is not None:
         refused = transaction_version_refusal(
             driver.name, driver.version, cluster.kafka_version, spec.transaction_version
@@ -262,13 +297,18 @@ def execute_run(
     group = spec.group_id()
     if group is not None and spec.group_protocol == "consumer" and spec.session_timeout_ms is not None:
         cluster.observer().set_group_config(group, group_configs(spec.session_timeout_ms))
+    share = spec.share_group(cluster.spec.broker_config, cluster.spec.brokers)
+    if share is not None:  # before a member joins: the group reads from the earliest record
+        cluster.observer().set_group_config(share.group, share.group_configs())
     header_config = {**spec.header_config(cluster), "consumers": spec.consumer_config(len(cluster.topo.racks), group)}
+    if share is not None:
+        header_config["share"] = share.header()
     tv_restore = _hold_transaction_version(cluster, spec, header_config)
     if sink is not None:
         header_config["copy"] = spec.copy_config(sink)
     # The inputs this run sets out to record: if one is missing (a crash before the final read),
     # the checks that need it say unknown, not not-applicable.
-    inputs = [Input.RACKS, Input.SENDS, Input.POLLS, Input.META, Input.FINAL_READS]
+    inputs = [Input.RACKS, Input.SENDS, Input.POLLS if share is None else Input.SHARE, Input.META, Input.FINAL_READS]
     inputs += [Input.TXNS] if spec.transactional or spec.copiers else []
     inputs += [Input.COMMITS] if group is not None or spec.copiers else []
     promised = [i.value for i in inputs]
@@ -311,27 +351,43 @@ def execute_run(
     log_mark = worker_logs_mark()  # the client workers started from here on are this run's
     # Producers have no rack (they always write to the leader); one consumer per broker rack.
     producers = [_producer(spec, i, cluster, history, seed) for i in range(spec.producers)]
-    consumers: list[ConsumerWorker | CopyWorker] = [
-        ConsumerWorker(
-            f"consumer-{i}",
-            cluster.bootstrap(rack),
-            history,
-            ConsumerConfig(
-                spec.topic,
-                spec.partitions,
-                mode=spec.consumer_mode,
-                client_rack=rack,
-                group_id=group,
-                isolation_level=spec.isolation_of(i, len(cluster.topo.racks)),
-                session_timeout_ms=spec.session_timeout_ms,
-                group_protocol=spec.group_protocol,
-                group_remote_assignor=spec.group_remote_assignor,
-            ),
-            client=spec.client,
-            security=cluster.client_security,
-        )
-        for i, rack in enumerate(cluster.topo.racks)
-    ]
+    ledger = ShareLedger(share.delivery_limit) if share is not None else None
+    consumers: list[ConsumerWorker | CopyWorker | ShareConsumerWorker]
+    if share is not None and ledger is not None:  # share mode: one share group member per rack
+        consumers = [
+            ShareConsumerWorker(
+                f"consumer-{i}",
+                cluster.bootstrap(rack),
+                history,
+                ShareConfig(spec.topic, share, AckPolicy(spec.share_release, spec.share_reject, seed or 0)),
+                ledger,
+                client=spec.client,
+                security=cluster.client_security,
+            )
+            for i, rack in enumerate(cluster.topo.racks)
+        ]
+    else:
+        consumers = [
+            ConsumerWorker(
+                f"consumer-{i}",
+                cluster.bootstrap(rack),
+                history,
+                ConsumerConfig(
+                    spec.topic,
+                    spec.partitions,
+                    mode=spec.consumer_mode,
+                    client_rack=rack,
+                    group_id=group,
+                    isolation_level=spec.isolation_of(i, len(cluster.topo.racks)),
+                    session_timeout_ms=spec.session_timeout_ms,
+                    group_protocol=spec.group_protocol,
+                    group_remote_assignor=spec.group_remote_assignor,
+                ),
+                client=spec.client,
+                security=cluster.client_security,
+            )
+            for i, rack in enumerate(cluster.topo.racks)
+        ]
     if sink is not None:
         consumers += _copy_workers(spec, sink, cluster, history, seed)
     observer = ObserverWorker(
@@ -370,7 +426,7 @@ def execute_run(
                 for p in producers:
                     p.stop()
                 if crashed is None:
-                    _settle(cluster, spec, consumers, producers, progress, out / "threads.txt")
+                    _settle(cluster, spec, consumers, producers, progress, out / "threads.txt", ledger)
                     phases.mark("settle")
                 for w in [*consumers, observer]:
                     w.stop()
@@ -379,6 +435,16 @@ def execute_run(
                 client_bytes_after = wait_until_steady(
                     lambda: _client_bytes(cluster), CLIENT_BYTES_QUIET_S, 15, "the client byte counters"
                 )
+                if crashed is None and share is not None:  # what the group's state says, after settling
+                    record_share_state(
+                        history,
+                        spec.client,
+                        cluster.bootstrap(),
+                        share.group,
+                        spec.topic,
+                        spec.partitions,
+                        cluster.client_security,
+                    )
                 if crashed is None:
                     progress(f"{run_id}: final read")
                     for topic in [spec.topic] if sink is None else [spec.topic, sink]:
@@ -509,10 +575,11 @@ def dump_thread_stacks(path: Path, why: str) -> None:
 def _settle(
     cluster: ClusterBackend,
     spec: RunSpec,
-    consumers: Sequence[ConsumerWorker | CopyWorker],
+    consumers: Sequence[ConsumerWorker | CopyWorker | ShareConsumerWorker],
     producers: list[ProducerWorker],
     progress: Callable[[str], None],
     stacks_path: Path | None = None,
+    ledger: ShareLedger | None = None,
 ) -> None:
     """After healing: wait until every partition has its full ISR and every consumer has read
     up to the high watermark, so 'unseen' and the final read judge a quiet cluster. Consumers
@@ -539,7 +606,12 @@ def _settle(
                 "the consumers' reads of a transactional topic",
             )
             return
-        if spec.consumer_mode == "subscribe":  # one group: each partition is read by one member at a time
+        if ledger is not None:  # a share group: every record accepted or archived
+            done, what = (
+                lambda: ledger.settled_below(spec.topic, hws),
+                f"the share group has settled (accepted or archived) all {total} records",
+            )
+        elif spec.consumer_mode == "subscribe":  # one group: each partition is read by one member at a time
             # per partition, not a sum of records read: a rebalance re-delivers what was read but
             # not committed, and the duplicates would count for records still unread
             members = [c for c in consumers if isinstance(c, ConsumerWorker)]

@@ -236,6 +236,20 @@ PAUSE_SECONDS = 29
 GROUP_SESSION_MS = 6000
 GROUP_FREEZE_SECONDS = 9
 GROUP_PAUSE_SECONDS = 3
+#: the share-groups suite: the group's acquisition lock (RunSpec.share_lock_ms), a broker killed this
+#: long (its partitions' leaders and the group's coordinator move), a member frozen for less than
+#: the lock (it keeps its records)
+SHARE_LOCK_MS = 5000
+SHARE_BROKER_KILL_SECONDS = 10
+SHARE_PAUSE_SECONDS = 2
+_SHARE = (
+    "lost-write",
+    "share-delivery",
+    "share-exclusive",
+    "share-settled-redelivered",
+    "share-delivery-limit",
+    "share-release-redelivered",
+)
 SLOW_FOLLOWER = (
     "latency --target broker:{follower} --peer broker:{leader} --flow out --listener replication --latency 8000"
 )
@@ -390,6 +404,45 @@ PLANS: dict[str, Plan] = {
             what="one member killed and started again, one frozen past the group's session timeout (evicted: "
             "it must find itself fenced when it thaws), one frozen for less (a GC pause: it stays): the group "
             "returns every acknowledged record, no move skips a committed one, no commit goes ahead or back",
+        ),
+        Plan(
+            "share-groups",
+            "member-coordinator-kill",
+            (
+                Step(3, "client-kill --target client:consumer-1", 4),
+                Step(2, "kill --target coordinator:group/{share_group}", SHARE_BROKER_KILL_SECONDS),
+            ),
+            _SHARE,
+            run_seconds=3 + 4 + 2 + SHARE_BROKER_KILL_SECONDS + 5,
+            what="a share group member killed and started again (the broker releases its records when its "
+            "connections close), then the broker coordinating the group killed and restarted: every record "
+            "accepted or archived, none handed out while another member's lock held, none delivered after "
+            "it was accepted, none past the delivery limit but across a leader change",
+        ),
+        Plan(
+            "share-groups",
+            "member-freezes",
+            (
+                Step(3, "client-freeze --target client:consumer-2", SHARE_LOCK_MS // 1000 + 4),
+                Step(2, "client-freeze --target client:consumer-0", SHARE_PAUSE_SECONDS),
+            ),
+            _SHARE,
+            run_seconds=3 + SHARE_LOCK_MS // 1000 + 4 + 2 + SHARE_PAUSE_SECONDS + 5,
+            what="one member frozen past its acquisition lock (its records come back to the others after the "
+            "lock expires, not before; its late acknowledgements are refused), one frozen for less (it keeps "
+            "them)",
+        ),
+        Plan(
+            "share-groups",
+            "leader-kills",
+            (
+                Step(3, "kill --target leader:{topic}/0", SHARE_BROKER_KILL_SECONDS),
+                Step(2, "kill --target leader:{topic}/1", SHARE_BROKER_KILL_SECONDS),
+            ),
+            _SHARE,
+            run_seconds=3 + 2 * SHARE_BROKER_KILL_SECONDS + 2 + 5,
+            what="two partition leaders killed in turn: a new leader rebuilds the share partition from the "
+            "share coordinator's state; nothing accepted comes back, nothing is lost",
         ),
         *SWEEP_PLANS,
     ]

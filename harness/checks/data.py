@@ -37,7 +37,7 @@ from harness.history import (
 TYPES = {"invoke": 0, "ok": 1, "fail": 2, "info": 3}
 INVOKE, OK, FAIL, INFO = 0, 1, 2, 3
 #: the event kinds that are few and judged over the events themselves: only their rows are kept
-ROW_NOTED = frozenset({"txn", "commit", "acquire", "ack"})
+ROW_NOTED = frozenset({"txn", "commit", "acquire", "ack", "share-state"})
 _TRUNC = re.compile(r"truncat", re.IGNORECASE)
 
 
@@ -196,7 +196,7 @@ class HistoryData:
     finals: list[FinalLog]
     txn_rows: list[int]  # rows of ``txn`` events (begin/commit/abort of a transaction)
     commit_rows: list[int]  # rows of ``commit`` events (a group's committed offsets)
-    share_rows: list[int]  # rows of ``acquire``/``ack`` events (a share group's deliveries)
+    share_rows: list[int]  # rows of ``acquire``/``ack``/``share-state`` events (a share group's)
     proc_first_time: np.ndarray
     n_events: int
     end_time: int

@@ -5,16 +5,26 @@
 What a share consumer records (``harness.workload.share``, docs/history-format.md):
 
 - ``acquire`` ok ``{"since_ns", "acquired": [[topic, partition, offset, value, delivery count
-  or null], ...]}``: the records one poll acquired, ``since_ns`` the history time the poll began
-  (the broker acquired them between then and the event's ``time_ns``);
+  or null], ...]}``: the records one poll returned. The broker acquired them between
+  ``since_ns`` and the event's ``time_ns``, but maybe long before the poll: a share consumer
+  fetches ahead and returns what it fetched at later polls (``since_ns`` is the start of the
+  member's last poll that returned nothing, or of its worker);
 - ``ack`` invoke ``{"topic", "partition", "offsets", "kinds"}`` (``accept``, ``release``,
   ``reject`` per offset) when the consumer acknowledges, and the outcome the library reported
   per partition, ``ack`` ok / fail / info ``{"topic", "partition", "offsets"}``: ``fail`` when
   the broker refused it (the record was no longer this consumer's: its lock expired or the
   broker released it), ``info`` when it may or may not have been applied.
 
-The header's ``config.share`` gives the group, its ``topic`` and the bounds: ``lock_ms`` (the acquisition
-lock's duration), ``delivery_limit`` and ``session_ms`` (the share session timeout).
+The header's ``config.share`` gives the group, its ``topic`` and the bounds: ``lock_ms`` (the
+acquisition lock's duration), ``delivery_limit`` and ``session_ms`` (the share session timeout).
+
+**Ordering deliveries.** Since a delivery may be returned long after the broker made it, the time
+a poll returned does not order two deliveries of a record; the delivery count does. The
+partition's leader counts a delivery when it hands the record out and writes the count down
+with every release, expiry and acknowledgement (its share coordinator's state), and a new
+leader starts from the count written last: so a delivery with a higher count than another was
+made after it (``_later``), whichever broker led. Equal counts are one delivery returned twice,
+or two made on either side of a leader change (the new leader counted from a lower figure).
 """
 
 from __future__ import annotations
@@ -27,11 +37,10 @@ from typing import Any
 from harness.checks.data import HistoryData, cached
 from harness.checks.liveness import fault_windows
 from harness.checks.raw import raw_events
-from harness.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Valid, Verdict, decide
+from harness.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict, decide
 
 #: the faults that end a client's hold on what it acquired at once (its connections close)
 CLIENT_ENDING = frozenset({"client-kill", "client-restart"})
-CLIENT_FREEZE = "client-freeze"
 
 Key = tuple[str, int, int]  # topic, partition, offset
 
@@ -44,7 +53,7 @@ class Acquisition:
     key: Key
     value: Any
     delivery_count: int | None
-    since_ns: int  # the poll began: the broker acquired the record after this
+    since_ns: int  # acquired after this (the member's last empty poll began, or its worker)
     at_ns: int  # the poll returned it: acquired before this
     kind: str | None = None  # the acknowledgement asked for, if any
     acked_ns: int | None = None  # when it was asked for
@@ -69,6 +78,9 @@ class ShareHistory:
     #: (topic, partition) -> [(time, leader epoch)] observed, in time order
     epochs: dict[tuple[str, int], list[tuple[int, int]]] = field(default_factory=dict)
     ends: dict[str, list[int]] = field(default_factory=dict)  # a process's failed polls (its worker died)
+    #: the group's start offset per partition after the run settled (``share-state``): every record
+    #: below it is acknowledged or archived, Kafka says; absent when it could not be read
+    start_offsets: dict[int, int] = field(default_factory=dict)
 
 
 def share_config(header: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -110,6 +122,8 @@ def _read_share_history(h: HistoryData) -> ShareHistory | None:
                     held.kind, held.acked_ns = (str(kinds[i]) if i < len(kinds) else None), t
                 elif held.acked_ns is not None and held.outcome is None:
                     held.outcome, held.done_ns = str(typ), t
+        elif f == "share-state" and typ == "ok" and v.get("topic") == sh.topic:
+            sh.start_offsets[int(v.get("partition") or 0)] = int(v["start_offset"])
         elif f == "final-read" and typ == "ok" and v.get("topic") == sh.topic:
             for off, value in v.get("records") or []:
                 sh.log.setdefault((str(v.get("topic")), int(v.get("partition") or 0), int(off)), value)
@@ -138,24 +152,43 @@ def _example(a: Acquisition, **more: Any) -> dict[str, Any]:
     return {"topic": topic, "partition": part, "offset": off, "process": a.process, **more}
 
 
+def _latest(acqs: Sequence[Acquisition]) -> Acquisition:
+    """The record's latest delivery: the highest delivery count, then the latest returned."""
+    return max(acqs, key=lambda a: (a.delivery_count if a.delivery_count is not None else -1, a.at_ns))
+
+
+def _later(a: Acquisition, b: Acquisition) -> bool | None:
+    """Was ``b`` surely delivered after ``a``? By delivery counts when both are known (see the
+    module's docstring), else by time (``b`` acquired after its ``since_ns``, ``a`` before its
+    ``at_ns``); None when neither tells."""
+    if a.delivery_count is not None and b.delivery_count is not None:
+        return b.delivery_count > a.delivery_count or None
+    return True if b.since_ns >= a.at_ns else None
+
+
 def _archived(sh: ShareHistory, acqs: Sequence[Acquisition]) -> bool:
-    """Delivered ``delivery_limit`` times: whatever the last holder did, the record is now accepted
-    or archived (Kafka archives it instead of delivering it again)."""
-    seen = max((a.delivery_count or 0 for a in acqs), default=0)
-    return max(seen, len(acqs)) >= sh.delivery_limit
+    """Its latest delivery was the ``delivery_limit``-th (by the count the client reported, else
+    by the deliveries seen): whatever its holder did, the record is now accepted or archived."""
+    last = _latest(acqs).delivery_count
+    return (last if last is not None else len(acqs)) >= sh.delivery_limit
 
 
 def share_delivery(h: HistoryData) -> Verdict:
-    """share-delivery: a record of the group's topic (its final read) that no consumer of the share group
-    ever acquired, or whose last delivery was let go without being accepted or archived and was
-    never delivered again by the end of the run.
+    """share-delivery: a record of the group's topic (its final read) that no member ever acquired
+    (``never_delivered``), or that is not settled by the end of the run (``unsettled``).
 
-    A record ends *settled* when an ``accept`` or ``reject`` of it was acknowledged ``ok``, or when
-    it was delivered ``delivery_limit`` times (observed acquisitions, or the delivery count the
-    client reported): Kafka then archives it. A last delivery whose ``accept``/``reject`` outcome
-    is ``info`` may have settled it: counted ``uncertain`` and the verdict is unknown, never ok.
-    Counted: ``records`` (of the log), ``settled``, ``never_delivered``, ``unsettled``,
-    ``uncertain``. Unknown when no consumer recorded any delivery at all."""
+    A record is *settled* when an ``accept`` or ``reject`` of it was acknowledged ``ok``, or it was
+    delivered ``delivery_limit`` times (the count the client reported, else the deliveries
+    seen): Kafka then archives it. Otherwise its fate is weighed against the group's state read
+    after the run settled (``share-state``: every record below a partition's start offset is
+    acknowledged or archived): at or above the start offset, Kafka itself still owes it
+    (``unsettled``); below it, an ``accept``/``reject`` whose outcome is ``info`` may have landed
+    (``settled_by_state``), and with none, Kafka settled a record no member settled
+    (``unexplained``: archived after deliveries nobody saw, e.g. to a member killed mid-poll, or
+    skipped; unknown). Without the state, a record whose ``accept``/``reject`` is ``info`` is
+    ``uncertain`` (unknown) and any other unsettled one a violation. Counted: ``records`` (of the
+    log), ``settled``, ``settled_by_state``, ``never_delivered``, ``unsettled``, ``uncertain``,
+    ``unexplained``. Unknown when no member recorded any delivery at all."""
     sh = read_share_history(h)
     if sh is None:
         return _not_applicable("share-delivery")
@@ -166,53 +199,74 @@ def share_delivery(h: HistoryData) -> Verdict:
             {"records": len(sh.log)},
             notes=["no consumer of the share group recorded a delivery"],
         )
-    never = unsettled = uncertain = settled = 0
+    c = dict.fromkeys(("settled", "settled_by_state", "never_delivered", "unsettled", "uncertain", "unexplained"), 0)
     bad: list[dict[str, Any]] = []
     for key in sorted(sh.log):
         acqs = sh.acquisitions.get(key, [])
         topic, part, off = key
+        start = sh.start_offsets.get(part)
         if not acqs:
-            never += 1
+            c["never_delivered"] += 1
             if len(bad) < MAX_EXAMPLES:
-                bad.append({"topic": topic, "partition": part, "offset": off, "anomaly": "never-delivered"})
+                bad.append(
+                    {
+                        "topic": topic,
+                        "partition": part,
+                        "offset": off,
+                        "anomaly": "never-delivered",
+                        "start_offset": start,
+                    }
+                )
             continue
         if any(a.kind in ("accept", "reject") and a.outcome == "ok" for a in acqs) or _archived(sh, acqs):
-            settled += 1
-        elif acqs[-1].kind in ("accept", "reject") and acqs[-1].outcome in ("info", None):
-            uncertain += 1
-        else:
-            unsettled += 1
-            if len(bad) < MAX_EXAMPLES:
-                last = acqs[-1]
-                bad.append(
-                    _example(last, anomaly="unsettled", deliveries=len(acqs), last_kind=last.kind, outcome=last.outcome)
+            c["settled"] += 1
+            continue
+        maybe = any(a.kind in ("accept", "reject") and a.outcome in ("info", None) and a.acked_ns for a in acqs)
+        if start is not None and off < start:
+            c["settled_by_state" if maybe else "unexplained"] += 1
+            continue
+        if start is None and maybe:
+            c["uncertain"] += 1
+            continue
+        c["unsettled"] += 1
+        if len(bad) < MAX_EXAMPLES:
+            last = _latest(acqs)
+            bad.append(
+                _example(
+                    last,
+                    anomaly="unsettled",
+                    deliveries=len(acqs),
+                    last_kind=last.kind,
+                    outcome=last.outcome,
+                    start_offset=start,
                 )
-    counts = {
-        "records": len(sh.log),
-        "settled": settled,
-        "never_delivered": never,
-        "unsettled": unsettled,
-        "uncertain": uncertain,
-    }
-    return Verdict("share-delivery", decide(never + unsettled, settled, uncertain), counts, bad)
+            )
+    counts = {"records": len(sh.log), **c}
+    notes = (
+        [
+            f"{c['unexplained']} records settled by Kafka that no member settled (archived after unseen deliveries, or skipped)"
+        ]
+        if c["unexplained"]
+        else []
+    )
+    valid = decide(c["never_delivered"] + c["unsettled"], c["settled"], c["uncertain"] + c["unexplained"])
+    return Verdict("share-delivery", valid, counts, bad, notes)
 
 
 def _hold_end(sh: ShareHistory, a: Acquisition) -> int:
     """The latest time by which ``a``'s consumer surely still held the record, had nobody else
     touched it: its lock's expiry (counted from the poll's start, before the broker acquired
-    it), its own acknowledgement, a kill or restart of its worker, a freeze's start plus the
-    session timeout (the group may drop a silent member and release what it held), the death
-    of its worker."""
+    it), its own acknowledgement, a kill or restart of its worker or the death of it (the broker
+    releases a member's records when its connection closes). A freeze ends nothing: Kafka
+    releases a silent member's records when their locks expire, not when the group coordinator
+    drops the member at its session timeout (``SharePartitionManager`` releases on a closed
+    session or connection only)."""
     end = a.since_ns + sh.lock_ms * 1_000_000
     if a.acked_ns is not None:
         end = min(end, a.acked_ns)
     for start, _, kind in sh.client_faults.get(a.process, []):
-        if start < a.since_ns:
-            continue
-        if kind in CLIENT_ENDING:
+        if start >= a.since_ns and kind in CLIENT_ENDING:
             end = min(end, start)
-        elif kind == CLIENT_FREEZE:
-            end = min(end, start + sh.session_ms * 1_000_000)
     for t in sh.ends.get(a.process, []):
         if t >= a.since_ns:
             end = min(end, t)
@@ -239,72 +293,94 @@ def _leader_moved(sh: ShareHistory, key: Key, start: int, end: int) -> bool | No
 
 
 def share_exclusive(h: HistoryData) -> Verdict:
-    """share-exclusive: a record delivered to a consumer while another consumer's acquisition lock
-    on it was surely still valid.
+    """share-exclusive: one record held by two members at once, as Kafka's deliveries show it.
 
-    For two deliveries A then B of one record (B's poll began after A's returned), B is a
-    violation when it returned before A's hold surely ended (``_hold_end``: A's lock expiry
-    counted from A's poll start, A's acknowledgement, a kill of A's worker, a freeze of it plus
-    the session timeout). A leader change of the partition in between hands the records to a
-    new leader, which may hand them out again (allowed: counted ``leader_moved``); so may a
-    broker or network fault, which can close A's connections (counted ``faulted``); without
-    leader epochs observed before and after, the pair is ``unjudged`` and the verdict unknown.
-    Counted: ``records`` (delivered at least once), ``redeliveries``, ``held_twice``, ``leader_moved``, ``faulted``,
-    ``unjudged``."""
+    Two kinds, for any two deliveries A and B of one record (by different members, or by one):
+    ``delivered_twice``, A and B carry the same delivery count and the partition's leader did not
+    change from the earlier ``since_ns`` to the later return (a leader hands each delivery out
+    once; the count goes up with each); ``held_twice``, B's count is higher than A's (B came
+    after A) and B was returned before A's hold surely ended (``_hold_end``: A's lock expiry
+    counted from A's ``since_ns``, A's acknowledgement, a kill of A's worker; not a freeze), with
+    no leader change from A's ``since_ns`` to B's return. A leader change in between hands the
+    records to a new leader that may hand them out again (allowed: ``leader_moved``), and so may
+    a broker or network fault, which can close A's connections (``faulted``); without leader
+    epochs observed around the pair it is ``unjudged`` and the verdict unknown. A member that
+    returns a record after its lock expired (it fetched ahead, then stalled) holds nothing any
+    more: that is no violation, and its acknowledgement fails. Counted: ``records`` (delivered
+    at least once), ``redeliveries``, ``delivered_twice``, ``held_twice``, ``leader_moved``,
+    ``faulted``, ``unjudged``."""
     sh = read_share_history(h)
     if sh is None:
         return _not_applicable("share-exclusive")
-    redelivered = bad_n = moved = faulted = unjudged = 0
+    redelivered = twice = held = moved = faulted = unjudged = 0
     bad: list[dict[str, Any]] = []
     for key, acqs in sorted(sh.acquisitions.items()):
-        for i, b in enumerate(acqs):
-            for a in acqs[:i]:
-                if b.since_ns < a.at_ns or b.at_ns >= _hold_end(sh, a):
-                    continue  # not surely after A, or A's hold may have ended: nothing to judge
-                if any(s <= b.at_ns and (e is None or e >= a.since_ns) for s, e in sh.other_faults):
+        redelivered += len(acqs) - 1
+        for i, x in enumerate(acqs):
+            for y in acqs[i + 1 :]:
+                same = x.delivery_count is not None and x.delivery_count == y.delivery_count
+                if same:
+                    a, b = (x, y) if x.at_ns <= y.at_ns else (y, x)
+                    start = min(a.since_ns, b.since_ns)
+                elif _later(x, y):
+                    a, b, start = x, y, x.since_ns
+                elif _later(y, x):
+                    a, b, start = y, x, y.since_ns
+                else:
+                    continue
+                if not same and b.at_ns >= _hold_end(sh, a):
+                    continue  # A's hold may have ended before B: nothing to judge
+                if any(s <= b.at_ns and (e is None or e >= start) for s, e in sh.other_faults):
                     faulted += 1
                     continue
-                leader = _leader_moved(sh, key, a.since_ns, b.at_ns)
+                leader = _leader_moved(sh, key, start, b.at_ns)
                 if leader is None:
                     unjudged += 1
                 elif leader:
                     moved += 1
                 else:
-                    bad_n += 1
+                    if same:
+                        twice += 1
+                    else:
+                        held += 1
                     if len(bad) < MAX_EXAMPLES:
                         bad.append(
                             _example(
                                 b,
+                                anomaly="delivered-twice" if same else "held-twice",
                                 holder=a.process,
-                                held_since_ns=a.at_ns,
+                                delivery_counts=[a.delivery_count, b.delivery_count],
+                                held_since_ns=a.since_ns,
                                 lock_expiry_ns=a.since_ns + sh.lock_ms * 1_000_000,
                                 delivered_ns=b.at_ns,
                             )
                         )
-        redelivered += len(acqs) - 1
     counts = {
         "records": len(sh.acquisitions),
         "redeliveries": redelivered,
-        "held_twice": bad_n,
+        "delivered_twice": twice,
+        "held_twice": held,
         "leader_moved": moved,
         "faulted": faulted,
         "unjudged": unjudged,
     }
-    valid: Valid = decide(bad_n, len(sh.acquisitions), unjudged)
-    return Verdict("share-exclusive", valid, counts, bad)
+    return Verdict("share-exclusive", decide(twice + held, len(sh.acquisitions), unjudged), counts, bad)
 
 
 def share_settled_redelivered(h: HistoryData) -> Verdict:
     """share-settled-redelivered: a record delivered again after an ``accept`` (or a ``reject``) of
-    it was acknowledged ``ok``: Kafka made the acknowledgement durable before answering it, so
-    the record is settled for good. A delivery whose poll began after the ``ok`` is a violation;
-    one whose poll was already running is counted ``concurrent`` (it may have been acquired
-    first). ``fail``/``info`` acknowledgements settle nothing here. Counted: ``settled`` (ok
-    accepts and rejects), ``redelivered``, ``concurrent``."""
+    it was acknowledged ``ok``. Kafka makes an acknowledgement durable (its share coordinator's
+    state) before answering it, so the record is settled for good: a delivery made after the
+    settled one (``_later``: a higher delivery count; by time when the client gives no count,
+    a delivery whose ``since_ns`` is after the ``ok``) is a violation. A member returning a
+    delivery made before the settled one (it fetched ahead; the count is not higher) is
+    counted ``stale``, as are deliveries whose order cannot be told. ``fail``/``info``
+    acknowledgements settle nothing. Counted: ``settled`` (ok accepts and rejects),
+    ``redelivered``, ``stale``."""
     sh = read_share_history(h)
     if sh is None:
         return _not_applicable("share-settled-redelivered")
-    settled = n = concurrent = 0
+    settled = n = stale = 0
     bad: list[dict[str, Any]] = []
     for acqs in sh.acquisitions.values():
         for a in acqs:
@@ -312,17 +388,26 @@ def share_settled_redelivered(h: HistoryData) -> Verdict:
                 continue
             settled += 1
             for b in acqs:
-                if b is a or b.at_ns <= a.done_ns:
+                if b is a:
                     continue
-                if b.since_ns < a.done_ns:
-                    concurrent += 1
+                counted = a.delivery_count is not None and b.delivery_count is not None
+                after = (b.delivery_count or 0) > (a.delivery_count or 0) if counted else b.since_ns >= a.done_ns
+                if not after:
+                    stale += 1 if b.at_ns > a.done_ns else 0
                     continue
                 n += 1
                 if len(bad) < MAX_EXAMPLES:
                     bad.append(
-                        _example(b, settled_by=a.process, kind=a.kind, settled_ns=a.done_ns, delivered_ns=b.at_ns)
+                        _example(
+                            b,
+                            settled_by=a.process,
+                            kind=a.kind,
+                            delivery_counts=[a.delivery_count, b.delivery_count],
+                            settled_ns=a.done_ns,
+                            delivered_ns=b.at_ns,
+                        )
                     )
-    counts = {"settled": settled, "redelivered": n, "concurrent": concurrent}
+    counts = {"settled": settled, "redelivered": n, "stale": stale}
     return Verdict("share-settled-redelivered", decide(n, settled), counts, bad)
 
 
@@ -330,28 +415,49 @@ def share_delivery_limit(h: HistoryData) -> Verdict:
     """share-delivery-limit: a record delivered more than ``delivery_limit`` times, by the deliveries
     observed (a consumer that died before its poll returned leaves deliveries unobserved, so
     the count is a lower bound) or by a delivery count the client reported above the limit.
-    Counted: ``records`` (delivered at least once), ``over_limit``, ``max_deliveries``."""
+
+    Kafka counts a delivery when it hands the record out but writes the count down only with an
+    acknowledgement or a release (KIP-932: the count "cannot be relied upon to be precise"): a
+    new partition leader starts from the last count written, so a record may go over the limit
+    across a leader change. Such a record is allowed (``leader_moved``) when the partition's
+    observed leader epoch changed between its first and last delivery, and ``unjudged``
+    (unknown) without epochs observed around them. Counted: ``records`` (delivered at least
+    once), ``over_limit``, ``leader_moved``, ``unjudged``, ``max_deliveries``."""
     sh = read_share_history(h)
     if sh is None:
         return _not_applicable("share-delivery-limit")
-    over = most = 0
+    over = most = moved = unjudged = 0
     bad: list[dict[str, Any]] = []
-    for acqs in sh.acquisitions.values():
+    for key, acqs in sh.acquisitions.items():
         reported = max((a.delivery_count or 0 for a in acqs), default=0)
         n = max(len(acqs), reported)
         most = max(most, n)
-        if n > sh.delivery_limit:
+        if n <= sh.delivery_limit:
+            continue
+        leader = _leader_moved(sh, key, acqs[0].since_ns, acqs[-1].at_ns)
+        if leader is None:
+            unjudged += 1
+        elif leader:
+            moved += 1
+        else:
             over += 1
             if len(bad) < MAX_EXAMPLES:
                 bad.append(_example(acqs[-1], deliveries=len(acqs), delivery_count=reported, limit=sh.delivery_limit))
-    counts = {"records": len(sh.acquisitions), "over_limit": over, "max_deliveries": most}
-    return Verdict("share-delivery-limit", decide(over, len(sh.acquisitions)), counts, bad)
+    counts = {
+        "records": len(sh.acquisitions),
+        "over_limit": over,
+        "leader_moved": moved,
+        "unjudged": unjudged,
+        "max_deliveries": most,
+    }
+    return Verdict("share-delivery-limit", decide(over, len(sh.acquisitions), unjudged), counts, bad)
 
 
 def share_release_redelivered(h: HistoryData) -> Verdict:
     """share-release-redelivered: a record released (a ``release`` acknowledged ``ok``) before its
-    ``delivery_limit``-th delivery that was never delivered again by the end of the run (the
-    run settles until every record is settled, so a released record has had its chance).
+    ``delivery_limit``-th delivery that was never delivered again by the end of the run: no
+    later delivery (``_later``: a higher delivery count, or by time without counts). The run
+    settles until every record is settled, so a released record has had its chance.
     Counted: ``released``, ``not_redelivered``."""
     sh = read_share_history(h)
     if sh is None:
@@ -359,15 +465,16 @@ def share_release_redelivered(h: HistoryData) -> Verdict:
     released = n = 0
     bad: list[dict[str, Any]] = []
     for acqs in sh.acquisitions.values():
-        for i, a in enumerate(acqs):
+        for a in acqs:
             if a.kind != "release" or a.outcome != "ok" or a.done_ns is None:
                 continue
-            if max(i + 1, a.delivery_count or 0) >= sh.delivery_limit:
+            count = a.delivery_count if a.delivery_count is not None else acqs.index(a) + 1
+            if count >= sh.delivery_limit:
                 continue  # its last delivery: archived, not delivered again
             released += 1
-            if not any(b.at_ns > a.acked_ns for b in acqs[i + 1 :] if a.acked_ns is not None):
+            if not any(_later(a, b) for b in acqs if b is not a):
                 n += 1
                 if len(bad) < MAX_EXAMPLES:
-                    bad.append(_example(a, released_ns=a.done_ns, deliveries=i + 1))
+                    bad.append(_example(a, released_ns=a.done_ns, delivery_count=count))
     counts = {"released": released, "not_redelivered": n}
     return Verdict("share-release-redelivered", decide(n, released), counts, bad)

@@ -72,7 +72,7 @@ NAME = "java"
 OLDEST = (3, 3, 1)  # the oldest Kafka release highwater runs (KRaft); the client is as old
 SOURCE = Path(__file__).resolve().parents[2] / "clients" / "java"
 MAIN_CLASS = "highwater.Worker"
-SHARE_SOURCE = "ShareRole.java"  # built only against a client with share groups (harness.clients.share)
+SHARE_SOURCES = "Share*.java"  # built only against a client with share groups (harness.clients.share)
 HEAP_MB = 256
 
 log = logging.getLogger(__name__)
@@ -280,10 +280,10 @@ def ensure_worker(version: str, progress: Progress = _to_stderr) -> Path:
 def _maven_build(mvn: str, version: str, build: Path, staging: Path) -> None:
     """Build the worker from a copy of its sources in ``build``; its jar and every runtime
     dependency end up in ``staging``."""
-    # the share consumer's role uses KafkaShareConsumer, which older clients lack: left out of
+    # the share roles use KafkaShareConsumer and the share group admin calls, which older clients lack: left out of
     # their builds (the worker then refuses the role in one line)
     older = share_client_refusal(NAME, version) is not None
-    shutil.copytree(SOURCE, build, ignore=shutil.ignore_patterns("target", *([SHARE_SOURCE] if older else [])))
+    shutil.copytree(SOURCE, build, ignore=shutil.ignore_patterns("target", *([SHARE_SOURCES] if older else [])))
     args = [mvn, "-B", "-q", "-Dstyle.color=never", f"-Dkafka.version={version}", "package"]
     args += ["dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={staging}"]
     done = subprocess.run(args, cwd=build, capture_output=True, text=True, timeout=1800)

@@ -36,9 +36,11 @@ log = logging.getLogger(__name__)
 SHARE_GROUPS_SINCE = (4, 2)
 #: the clients that have a share consumer, and since which of their releases
 SHARE_CLIENTS: dict[str, tuple[int, int]] = {"java": SHARE_GROUPS_SINCE}
-#: the library's error when an acknowledgement reached the broker and was refused: the record was
-#: no longer this consumer's (its lock had expired, or the broker released it): surely not applied
-REFUSED_ACK = "InvalidRecordStateException"
+#: the library's errors for acknowledgements surely not applied: the broker refused them (the
+#: record was no longer this consumer's: its lock had expired, or the broker released it), or no
+#: leader took them (the client completes acknowledgements it could not send to the partition's
+#: leader with this error; a broker that no longer leads applies nothing)
+REFUSED_ACKS = ("InvalidRecordStateException", "NotLeaderOrFollowerException")
 
 
 class ShareGroupError(HighwaterError):
@@ -119,7 +121,7 @@ class AckOutcome:
         """``ok``; ``fail`` when the broker refused them (surely not applied); else ``info``."""
         if self.error is None:
             return "ok"
-        return "fail" if self.error.startswith(REFUSED_ACK) else "info"
+        return "fail" if self.error.startswith(REFUSED_ACKS) else "info"
 
 
 def acquired_of(reply: dict[str, Any]) -> list[AcquiredRecord]:
@@ -247,3 +249,46 @@ class WorkerShareConsumer:
             log.warning("%s: close: %s", self.settings.client_id, exc)
         finally:
             self._worker.stop(10.0)
+
+
+@dataclass(frozen=True)
+class ShareStartOffset:
+    """What a share group's state says of one partition: every record below ``start_offset`` is
+    acknowledged or archived; ``lag`` the records at or above it still to settle (when told)."""
+
+    partition: int
+    start_offset: int
+    lag: int | None
+
+
+def share_start_offsets(
+    driver: WorkerDriver, settings: ShareSettings, topic: str, partitions: int, timeout_s: float = 10.0
+) -> list[ShareStartOffset]:
+    """The share group's start offsets for ``topic`` (``Admin.listShareGroupOffsets``), asked by a
+    worker of the share client's own (the ``share_admin`` role), started and stopped here."""
+    launcher = driver.launcher
+    if not isinstance(launcher, ShareLauncher):
+        raise ShareGroupError(f"the {driver.name} worker has no share group admin")
+    launch = launcher.launch("share_admin", settings.client_id)
+    info = WorkerInfo(settings.client_id, "share_admin", f"{driver.name} {driver.version}", None, settings.group_id)
+    worker = WorkerProcess(launch, info, launcher.share_config(settings), WorkerShareConsumer._no_send)
+    try:
+        reply = worker.request(
+            "start_offsets",
+            timeout_s,
+            None,
+            group=settings.group_id,
+            topic=topic,
+            partitions=partitions,
+            timeout_ms=int(timeout_s * 1000),
+        )
+        return [
+            ShareStartOffset(int(o["partition"]), int(o["start_offset"]), None if o["lag"] is None else int(o["lag"]))
+            for o in reply.get("offsets") or []
+        ]
+    finally:
+        try:
+            worker.request("close", 10.0, None, timeout_ms=5000)
+        except WorkerError as exc:
+            log.info("share admin close: %s", exc)
+        worker.stop(10.0)

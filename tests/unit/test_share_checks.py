@@ -100,6 +100,33 @@ def test_share_delivery_is_unknown_when_the_last_accept_may_not_have_landed() ->
     assert v.valid == UNKNOWN and v.counts["uncertain"] == 1
 
 
+def test_share_delivery_weighs_an_unknown_accept_against_the_group_s_state() -> None:
+    """Below the start offset Kafka says settled: the accept may have landed. At or above it, the
+    group still owes the record, whatever the accept's outcome."""
+    for start, expected, count in ((2, True, "settled_by_state"), (1, False, "unsettled")):
+        b = builder()
+        accepted_once(b, "consumer-0", [0])
+        b.acquire("consumer-1", [("t", 0, 1, "v1", 1)])
+        b.ack("consumer-1", "t", 0, [1], "accept")
+        b.acked("consumer-1", "t", 0, [1], "info", "UnknownServerException: unexpected")
+        b.share_state("g", "t", 0, start)
+        end(b)
+        v = verdict(b, "share-delivery")
+        assert v.valid is expected and v.counts[count] == 1, (start, v)
+
+
+def test_share_delivery_is_unknown_when_kafka_settled_what_no_member_settled() -> None:
+    b = builder()
+    accepted_once(b, "consumer-0", [0])
+    b.acquire("consumer-1", [("t", 0, 1, "v1", 1)])
+    b.ack("consumer-1", "t", 0, [1], "accept")
+    b.acked("consumer-1", "t", 0, [1], "fail", "InvalidRecordStateException: lock expired")
+    b.share_state("g", "t", 0, 2)
+    end(b)
+    v = verdict(b, "share-delivery")
+    assert v.valid == UNKNOWN and v.counts["unexplained"] == 1
+
+
 # share-exclusive ------------------------------------------------------------------------
 
 
@@ -162,11 +189,27 @@ def test_share_exclusive_allows_a_redelivery_across_a_leader_change() -> None:
     assert v.valid is True and v.counts["leader_moved"] == 1
 
 
-def test_share_exclusive_judges_a_frozen_holder_only_until_its_session_could_end() -> None:
+def test_share_exclusive_finds_a_frozen_holder_s_record_handed_out_before_its_lock_expired() -> None:
+    """The group drops a frozen member at its session timeout, but its records stay locked until
+    their locks expire."""
     b = builder(lock_ms=60_000)
     b.acquire("consumer-0", [("t", 0, 0, "v0", 1)])
     b.fault("client-freeze", ["consumer-0"])
-    b.advance(6_500)  # past the 6 s session timeout: the group may have dropped consumer-0
+    b.advance(6_500)  # past the 6 s session timeout, long before the 60 s lock expires
+    b.acquire("consumer-1", [("t", 0, 0, "v0", 2)])
+    b.ack("consumer-1", "t", 0, [0], "accept")
+    b.acked("consumer-1", "t", 0, [0])
+    b.heal("client-freeze", ["consumer-0"])
+    accepted_once(b, "consumer-1", [1])
+    end(b)
+    assert verdict(b, "share-exclusive").valid is False
+
+
+def test_share_exclusive_passes_a_frozen_holder_s_record_handed_out_after_its_lock_expired() -> None:
+    b = builder()
+    b.acquire("consumer-0", [("t", 0, 0, "v0", 1)])
+    b.fault("client-freeze", ["consumer-0"])
+    b.advance(LOCK_MS + 100)
     b.acquire("consumer-1", [("t", 0, 0, "v0", 2)])
     b.ack("consumer-1", "t", 0, [0], "accept")
     b.acked("consumer-1", "t", 0, [0])
@@ -199,17 +242,35 @@ def test_share_settled_redelivered_finds_an_accepted_record_delivered_again() ->
     assert v.valid is False and v.counts["redelivered"] == 1
 
 
-def test_share_settled_redelivered_passes_a_delivery_in_flight_with_the_accept() -> None:
-    """consumer-1's poll began before consumer-0's accept was answered: it may have come first."""
+def test_share_settled_redelivered_passes_a_stale_copy_returned_after_the_accept() -> None:
+    """consumer-1 fetched ahead, stalled past its lock, and returned its delivery (count 1) after
+    consumer-0 got the record again (count 2) and accepted it: no new delivery after the accept."""
     b = builder()
-    b.acquire("consumer-0", [("t", 0, 0, "v0", 1)])
+    b.acquire("consumer-0", [("t", 0, 0, "v0", 2)])
     b.ack("consumer-0", "t", 0, [0], "accept")
     b.acked("consumer-0", "t", 0, [0])
-    b.acquire("consumer-1", [("t", 0, 0, "v0", 2)], since_ms=10)
+    b.acquire("consumer-1", [("t", 0, 0, "v0", 1)], since_ms=LOCK_MS * 3)
+    b.ack("consumer-1", "t", 0, [0], "accept")
+    b.acked("consumer-1", "t", 0, [0], "fail", "InvalidRecordStateException: not acquired")
     accepted_once(b, "consumer-0", [1])
     end(b)
     v = verdict(b, "share-settled-redelivered")
-    assert v.valid is True and v.counts["concurrent"] == 1
+    assert v.valid is True and v.counts["stale"] == 1
+    assert verdict(b, "share-exclusive").valid is True
+
+
+def test_share_exclusive_finds_one_delivery_handed_to_two_members() -> None:
+    b = builder()
+    b.acquire("consumer-0", [("t", 0, 0, "v0", 1)])
+    b.acquire("consumer-1", [("t", 0, 0, "v0", 1)])
+    b.ack("consumer-0", "t", 0, [0], "accept")
+    b.acked("consumer-0", "t", 0, [0])
+    b.ack("consumer-1", "t", 0, [0], "accept")
+    b.acked("consumer-1", "t", 0, [0], "fail", "InvalidRecordStateException: not acquired")
+    accepted_once(b, "consumer-0", [1])
+    end(b)
+    v = verdict(b, "share-exclusive")
+    assert v.valid is False and v.counts["delivered_twice"] == 1
 
 
 def test_share_settled_redelivered_passes_after_a_failed_accept() -> None:
@@ -246,6 +307,23 @@ def test_share_delivery_limit_finds_a_reported_count_over_the_limit() -> None:
     accepted_once(b, "consumer-0", [1])
     end(b)
     assert verdict(b, "share-delivery-limit").valid is False
+
+
+def test_share_delivery_limit_allows_going_over_across_a_leader_change() -> None:
+    """A new leader starts from the last count written down (KIP-932: not precise)."""
+    b = builder()
+    for n in (1, 2, 3):
+        b.acquire("consumer-0", [("t", 0, 0, "v0", n)])
+        b.ack("consumer-0", "t", 0, [0], "release")
+        b.acked("consumer-0", "t", 0, [0])
+    b.meta("t", 0, leader=2, isr=[2, 3], hw=0, epoch=6)
+    b.acquire("consumer-0", [("t", 0, 0, "v0", 3)])
+    b.ack("consumer-0", "t", 0, [0], "accept")
+    b.acked("consumer-0", "t", 0, [0])
+    accepted_once(b, "consumer-0", [1])
+    b.meta("t", 0, leader=2, isr=[2, 3], hw=2, epoch=6)
+    v = verdict(b, "share-delivery-limit")
+    assert v.valid is True and v.counts["leader_moved"] == 1
 
 
 def test_share_delivery_limit_passes_exactly_the_limit() -> None:

@@ -226,13 +226,14 @@ public final class Worker {
       case "consumer":
         return new Consumer(props);
       case "share_consumer":
-        // built only against kafka-clients 4.2+ (ShareRole.java): loaded by name
+      case "share_admin":
+        // built only against kafka-clients 4.2+ (Share*.java): loaded by name
         Class<?> share;
         try {
-          share = Class.forName("highwater.ShareRole");
+          share = Class.forName("share_admin".equals(name) ? "highwater.ShareAdminRole" : "highwater.ShareRole");
         } catch (ClassNotFoundException e) {
           throw new UnsupportedOperationException(
-              "share consumers need kafka-clients 4.2 or later, this worker runs " + kafkaClientsVersion());
+              "share groups need kafka-clients 4.2 or later, this worker runs " + kafkaClientsVersion());
         }
         try {
           return (Role) share.getDeclaredConstructor(Properties.class).newInstance(props);

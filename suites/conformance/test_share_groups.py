@@ -1,0 +1,123 @@
+"""Share groups (KIP-932, queues for Kafka): through member and broker faults, every record is
+accepted or archived, none is held by two members at once, none comes back after it was
+accepted, none goes past the delivery limit but across a leader change.
+
+Three members of one share group (one per rack) read a 3-partition topic. Each acknowledges
+every record it acquires, one by one: most are accepted, a seeded share released (delivered
+again) or rejected (archived), and a record released ``group.share.delivery.count.limit`` times
+is archived by Kafka (``harness.workload.share``). The group's acquisition lock is 5 s
+(``share.record.lock.duration.ms``, a group config the runner sets with the session timeout and
+``share.auto.offset.reset=earliest``). The checks are docs/checks.md's "Share groups".
+
+- ``member-coordinator-kill`` (``make test``, on Kafka's Java client): a member killed and
+  started again, then the broker coordinating the group killed and restarted.
+- ``member-freezes`` and ``leader-kills`` (nightly and campaigns: ``make test`` deselects them):
+  a member frozen past its lock (its records must come back to the others, after the lock and not
+  before) and one frozen for less; two partition leaders killed in turn.
+
+Share groups are generally available from Kafka 4.2, in Kafka's Java client only; any other
+client or an older release is skipped with the one line that says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.checks.verdict import Verdict
+from harness.clients import get_driver
+from harness.clients.share import share_refusal
+from harness.history import read_history
+from suites.scenario import PLANS, RUN_OPTIONS, SHARE_LOCK_MS, assert_verdicts, check_verdicts, run_plan
+
+KILLS = PLANS["share-groups/member-coordinator-kill"]
+NIGHTLY = [PLANS["share-groups/member-freezes"], PLANS["share-groups/leader-kills"]]
+
+
+def _refused(cluster: Any) -> None:
+    driver = get_driver(RUN_OPTIONS.get().client)
+    refused = share_refusal(driver.name, driver.version, cluster.kafka_version)
+    if refused is not None:
+        pytest.skip(refused)
+
+
+def assert_share_judged(verdicts: list[Verdict]) -> None:
+    """The share checks held and judged something: records settled, redeliveries (the releases
+    made on purpose) judged for exclusivity, releases delivered again."""
+    check_verdicts(verdicts, ("share-delivery", "share-exclusive", "share-release-redelivered"))
+    by = {v.check: v for v in verdicts}
+    assert by["share-delivery"].counts["settled"] > 0, by["share-delivery"].counts
+    assert by["share-exclusive"].counts["redeliveries"] > 0, by["share-exclusive"].counts
+    assert by["share-release-redelivered"].counts["released"] > 0, by["share-release-redelivered"].counts
+
+
+def faults_of(events: list[dict[str, Any]]) -> list[tuple[str, list[Any]]]:
+    return [
+        (e["value"]["kind"], e["value"]["targets"])
+        for e in events
+        if e["process"] == "nemesis" and e["f"] == "fault" and e["type"] == "ok"
+    ]
+
+
+@pytest.mark.client_rotation("scenario", ["member-coordinator-kill"], first="java")
+@pytest.mark.parametrize("scenario", ["member-coordinator-kill"])
+def test_share_group_through_a_member_kill_and_a_coordinator_kill(  # type: ignore[no-untyped-def]
+    cluster, profile, campaign, results_root, repro, scenario
+) -> None:
+    _refused(cluster)
+    result = run_plan(
+        cluster, KILLS, profile=profile, campaign=campaign, results_root=results_root, repro=repro,
+        topic="share-kills", partitions=3, consumer_mode="share", share_lock_ms=SHARE_LOCK_MS, settle_timeout=60.0,
+    )  # fmt: skip
+    assert_verdicts(result, must_hold=KILLS.must_hold)
+    assert_share_judged(result.verdicts)
+    events = list(read_history(result.dir / "history.jsonl"))
+    kinds = [k for k, _ in faults_of(events)]
+    assert kinds == ["client_kill", "kill"], kinds
+    killed_at = next(e["time_ns"] for e in events if e["f"] == "fault" and e["value"]["kind"] == "client_kill")
+    death = [e for e in events if e["process"] == "consumer-1" and e["type"] == "info" and e["time_ns"] >= killed_at]
+    assert death and "WorkerGone" in str(death[0]["error"]), death[:3]
+    again = [e for e in events if e["process"] == "consumer-1" and e["f"] == "acquire" and e["time_ns"] > killed_at]
+    assert any(e["type"] == "ok" for e in again), "the killed member never acquired a record after its restart"
+
+
+@pytest.mark.parametrize("plan", NIGHTLY, ids=[p.scenario for p in NIGHTLY])
+def test_share_group_through_freezes_and_leader_kills(  # type: ignore[no-untyped-def]
+    cluster, profile, campaign, results_root, repro, plan
+) -> None:
+    _refused(cluster)
+    result = run_plan(
+        cluster, plan, profile=profile, campaign=campaign, results_root=results_root, repro=repro,
+        topic=f"share-{plan.scenario}", partitions=3, consumer_mode="share", share_lock_ms=SHARE_LOCK_MS,
+        settle_timeout=60.0,
+    )  # fmt: skip
+    assert_verdicts(result, must_hold=plan.must_hold)
+    assert_share_judged(result.verdicts)
+    if plan.scenario == "member-freezes":
+        assert_frozen_member_s_records_came_back(list(read_history(result.dir / "history.jsonl")))
+
+
+def assert_frozen_member_s_records_came_back(events: list[dict[str, Any]]) -> None:
+    """consumer-2 was frozen past its lock holding records (acquired for it, returned to it or
+    still in its client's buffer): after the thaw the broker refused its acknowledgements of
+    some (``ack`` fail), and each of those had gone to another member meanwhile."""
+    frozen_at = next(
+        e["time_ns"]
+        for e in events
+        if e["f"] == "fault" and e["type"] == "ok" and e["value"]["targets"] == ["consumer-2"]
+    )
+    refused = {
+        (e["value"]["topic"], e["value"]["partition"], o)
+        for e in events
+        if e["process"] == "consumer-2" and e["f"] == "ack" and e["type"] == "fail" and e["time_ns"] > frozen_at
+        for o in e["value"]["offsets"]
+    }
+    assert refused, "the frozen member's late acknowledgements were not refused"
+    taken = {
+        (t, p, o)
+        for e in events
+        if e["process"] != "consumer-2" and e["f"] == "acquire" and e["type"] == "ok" and e["time_ns"] > frozen_at
+        for t, p, o, _, _ in e["value"]["acquired"]
+    }
+    assert refused <= taken, f"refused but never delivered to another member: {sorted(refused - taken)[:5]}"
