@@ -99,25 +99,27 @@ def test_share_group_through_freezes_and_leader_kills(  # type: ignore[no-untype
 
 
 def assert_frozen_member_s_records_came_back(events: list[dict[str, Any]]) -> None:
-    """consumer-2 was frozen past its lock holding records (acquired for it, returned to it or
-    still in its client's buffer): after the thaw the broker refused its acknowledgements of
-    some (``ack`` fail), and each of those had gone to another member meanwhile."""
-    frozen_at = next(
-        e["time_ns"]
+    """consumer-2, frozen past its lock, reads again after the thaw. What it held when it froze
+    (records returned to it, or fetched ahead into its buffer) depends on timing:
+    share-exclusive judges that none went to another member before its lock expired, and
+    share-delivery that every one was settled by someone."""
+    frozen = [e for e in events if e["f"] == "fault" and e["type"] == "ok" and e["value"]["targets"] == ["consumer-2"]]
+    thawed = [e for e in events if e["f"] == "heal" and e["type"] == "ok" and e["value"]["targets"] == ["consumer-2"]]
+    assert frozen and thawed, "the freeze of consumer-2 is not in the history"
+    during = [
+        e
         for e in events
-        if e["f"] == "fault" and e["type"] == "ok" and e["value"]["targets"] == ["consumer-2"]
-    )
-    refused = {
-        (e["value"]["topic"], e["value"]["partition"], o)
+        if e["process"] == "consumer-2"
+        and e["f"] == "acquire"
+        and frozen[0]["time_ns"] + 1_000_000_000 < e["time_ns"] < thawed[0]["time_ns"]
+    ]
+    assert not during, "consumer-2 acquired records while frozen"
+    after = [
+        e
         for e in events
-        if e["process"] == "consumer-2" and e["f"] == "ack" and e["type"] == "fail" and e["time_ns"] > frozen_at
-        for o in e["value"]["offsets"]
-    }
-    assert refused, "the frozen member's late acknowledgements were not refused"
-    taken = {
-        (t, p, o)
-        for e in events
-        if e["process"] != "consumer-2" and e["f"] == "acquire" and e["type"] == "ok" and e["time_ns"] > frozen_at
-        for t, p, o, _, _ in e["value"]["acquired"]
-    }
-    assert refused <= taken, f"refused but never delivered to another member: {sorted(refused - taken)[:5]}"
+        if e["process"] == "consumer-2"
+        and e["f"] == "acquire"
+        and e["type"] == "ok"
+        and e["time_ns"] > thawed[0]["time_ns"]
+    ]
+    assert after, "consumer-2 never acquired a record after its thaw"
