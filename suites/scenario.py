@@ -237,10 +237,11 @@ GROUP_SESSION_MS = 6000
 GROUP_FREEZE_SECONDS = 9
 GROUP_PAUSE_SECONDS = 3
 #: the share-groups suite: the group's acquisition lock (RunSpec.share_lock_ms), a broker killed this
-#: long (its partitions' leaders and the group's coordinator move), a member frozen for less than
-#: the lock (it keeps its records)
+#: long (its partitions' leaders and the group's coordinator move; as long as a leader fault, for
+#: the timed checks that judge the cluster's ISR and the producers' progress), a member frozen for
+#: less than the lock (it keeps its records)
 SHARE_LOCK_MS = 5000
-SHARE_BROKER_KILL_SECONDS = 10
+SHARE_BROKER_KILL_SECONDS = LEADER_FAULT_SECONDS  # the timed checks still judge the cluster's ISR and progress
 SHARE_PAUSE_SECONDS = 2
 _SHARE = (
     "lost-write",

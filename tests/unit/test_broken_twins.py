@@ -16,7 +16,14 @@ import pytest
 from harness.checks import run_checks
 from harness.checks.data import from_events
 from harness.checks.verdict import Verdict
-from suites.conformance import test_durability, test_groups, test_kafka4485, test_kip207, test_kip320
+from suites.conformance import (
+    test_durability,
+    test_groups,
+    test_kafka4485,
+    test_kip207,
+    test_kip320,
+    test_share_groups,
+)
 from suites.conformance import test_kip392_fetching as kip392
 from suites.scenario import KIP392_FAULTS, PLANS
 from suites.sweep import test_replication_rules as sweep
@@ -433,6 +440,46 @@ def test_group_twin_a_partition_never_read_again() -> None:
     )
 
 
+def _share_history(redelivered: bool, thawed_reads: bool = True) -> HistoryBuilder:
+    """A clean share-group run in miniature: two members, two records, one released and delivered
+    again, consumer-2 frozen and reading after its thaw; ``redelivered=False`` drops the second
+    delivery of the released record, ``thawed_reads=False`` consumer-2's read after the thaw."""
+    b = HistoryBuilder(
+        {"share": {"group": "g", "topic": "t", "lock_ms": 5000, "session_ms": 6000, "delivery_limit": 3}}
+    )
+    b.meta("t", 0, leader=1, isr=[1, 2, 3], hw=0, epoch=0)
+    b.acquire("consumer-0", [("t", 0, 0, "v0", 1), ("t", 0, 1, "v1", 1)])
+    b.ack("consumer-0", "t", 0, [0, 1], ["accept", "release"])
+    b.acked("consumer-0", "t", 0, [0, 1])
+    b.fault("client_freeze", ["consumer-2"])["type"] = "ok"  # as the injector records an applied fault
+    b.advance(6_000)
+    b.heal("client_freeze", ["consumer-2"])["type"] = "ok"
+    if redelivered:
+        b.acquire("consumer-1", [("t", 0, 1, "v1", 2)])
+        b.ack("consumer-1", "t", 0, [1], "accept")
+        b.acked("consumer-1", "t", 0, [1])
+    if thawed_reads:
+        b.acquire("consumer-2", [("t", 0, 2, "v2", 1)])
+        b.ack("consumer-2", "t", 0, [2], "accept")
+        b.acked("consumer-2", "t", 0, [2])
+    b.meta("t", 0, leader=1, isr=[1, 2, 3], hw=3, epoch=0)
+    b.final("t", 0, 1, 3, [(0, "v0"), (1, "v1"), (2, "v2")])
+    return b
+
+
+def test_share_twin_a_released_record_never_delivered_again() -> None:
+    """The share-groups scenarios' own assertions: clean, every record settled and the released
+    one delivered again; its twin, where the released record never comes back, fails them; so
+    does a frozen member that never reads after its thaw."""
+    clean = _share_history(redelivered=True)
+    test_share_groups.assert_share_judged(run_checks(clean.data()))
+    test_share_groups.assert_frozen_member_s_records_came_back(clean.events)
+    twin = _share_history(redelivered=False)
+    assert "share-delivery: False" in fails(lambda: test_share_groups.assert_share_judged(run_checks(twin.data())))
+    silent = _share_history(redelivered=True, thawed_reads=False)
+    assert "never acquired" in fails(lambda: test_share_groups.assert_frozen_member_s_records_came_back(silent.events))
+
+
 def test_every_conformance_scenario_has_a_broken_twin() -> None:
     """The twins above cover every plan (a new scenario needs a twin here)."""
     covered = {
@@ -446,6 +493,10 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         "groups/member-restart",
         "groups/member-faults",  # the same assertion as member-restart's (test_group_twin_...)
         *(f"sweep/{s}" for s in sweep.SCENARIOS),
+        # the same assertions for the three (test_share_twin_...)
+        "share-groups/member-coordinator-kill",
+        "share-groups/member-freezes",
+        "share-groups/leader-kills",
     }
     assert covered == set(PLANS)
 
