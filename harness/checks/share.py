@@ -78,9 +78,11 @@ class ShareHistory:
     #: (topic, partition) -> [(time, leader epoch)] observed, in time order
     epochs: dict[tuple[str, int], list[tuple[int, int]]] = field(default_factory=dict)
     ends: dict[str, list[int]] = field(default_factory=dict)  # a process's failed polls (its worker died)
-    #: the group's start offset per partition after the run settled (``share-state``): every record
-    #: below it is acknowledged or archived, Kafka says; absent when it could not be read
+    #: the group's state per partition after the run settled (``share-state``): its start offset
+    #: (every record below it is acknowledged or archived, Kafka says; it may trail the last
+    #: acknowledgements) and its lag (how many records Kafka still owes; None: not told)
     start_offsets: dict[int, int] = field(default_factory=dict)
+    lags: dict[int, int | None] = field(default_factory=dict)
 
 
 def share_config(header: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -123,7 +125,9 @@ def _read_share_history(h: HistoryData) -> ShareHistory | None:
                 elif held.acked_ns is not None and held.outcome is None:
                     held.outcome, held.done_ns = str(typ), t
         elif f == "share-state" and typ == "ok" and v.get("topic") == sh.topic:
-            sh.start_offsets[int(v.get("partition") or 0)] = int(v["start_offset"])
+            part = int(v.get("partition") or 0)
+            sh.start_offsets[part] = int(v["start_offset"])
+            sh.lags[part] = v["lag"] if type(v.get("lag")) is int else None
         elif f == "final-read" and typ == "ok" and v.get("topic") == sh.topic:
             for off, value in v.get("records") or []:
                 sh.log.setdefault((str(v.get("topic")), int(v.get("partition") or 0), int(off)), value)
@@ -175,20 +179,21 @@ def _archived(sh: ShareHistory, acqs: Sequence[Acquisition]) -> bool:
 
 def share_delivery(h: HistoryData) -> Verdict:
     """share-delivery: a record of the group's topic (its final read) that no member ever acquired
-    (``never_delivered``), or that is not settled by the end of the run (``unsettled``).
+    (``never_delivered``), or that is not settled by the end of the run (``unsettled``), or a
+    partition whose state still owes records after the run settled (``owed``: its lag).
 
     A record is *settled* when an ``accept`` or ``reject`` of it was acknowledged ``ok``, or it was
     delivered ``delivery_limit`` times (the count the client reported, else the deliveries
     seen): Kafka then archives it. Otherwise its fate is weighed against the group's state read
-    after the run settled (``share-state``: every record below a partition's start offset is
-    acknowledged or archived): at or above the start offset, Kafka itself still owes it
-    (``unsettled``); below it, an ``accept``/``reject`` whose outcome is ``info`` may have landed
-    (``settled_by_state``), and with none, Kafka settled a record no member settled
-    (``unexplained``: archived after deliveries nobody saw, e.g. to a member killed mid-poll, or
-    skipped; unknown). Without the state, a record whose ``accept``/``reject`` is ``info`` is
-    ``uncertain`` (unknown) and any other unsettled one a violation. Counted: ``records`` (of the
-    log), ``settled``, ``settled_by_state``, ``never_delivered``, ``unsettled``, ``uncertain``,
-    ``unexplained``. Unknown when no member recorded any delivery at all."""
+    after the run settled (``share-state``): Kafka settled it when it lies below the partition's
+    start offset or the partition's lag is 0. Then an ``accept``/``reject`` of unknown outcome
+    (``info``) may have landed (``settled_by_state``), and without one Kafka settled a record no
+    member settled (``unexplained``: archived after deliveries nobody saw, e.g. to a member
+    killed mid-poll, or skipped; unknown). When Kafka does not say it settled it, a record with
+    an ``accept``/``reject`` of unknown outcome is ``uncertain`` (unknown) and any other is
+    ``unsettled``. Counted: ``records`` (of the log), ``settled``, ``settled_by_state``,
+    ``never_delivered``, ``unsettled``, ``owed``, ``uncertain``, ``unexplained``. Unknown when no
+    member recorded any delivery at all."""
     sh = read_share_history(h)
     if sh is None:
         return _not_applicable("share-delivery")
@@ -199,12 +204,13 @@ def share_delivery(h: HistoryData) -> Verdict:
             {"records": len(sh.log)},
             notes=["no consumer of the share group recorded a delivery"],
         )
-    c = dict.fromkeys(("settled", "settled_by_state", "never_delivered", "unsettled", "uncertain", "unexplained"), 0)
+    names = ("settled", "settled_by_state", "never_delivered", "unsettled", "uncertain", "unexplained")
+    c = dict.fromkeys(names, 0)
     bad: list[dict[str, Any]] = []
     for key in sorted(sh.log):
         acqs = sh.acquisitions.get(key, [])
         topic, part, off = key
-        start = sh.start_offsets.get(part)
+        start, lag = sh.start_offsets.get(part), sh.lags.get(part)
         if not acqs:
             c["never_delivered"] += 1
             if len(bad) < MAX_EXAMPLES:
@@ -222,10 +228,10 @@ def share_delivery(h: HistoryData) -> Verdict:
             c["settled"] += 1
             continue
         maybe = any(a.kind in ("accept", "reject") and a.outcome in ("info", None) and a.acked_ns for a in acqs)
-        if start is not None and off < start:
+        if (start is not None and off < start) or lag == 0:
             c["settled_by_state" if maybe else "unexplained"] += 1
             continue
-        if start is None and maybe:
+        if maybe:
             c["uncertain"] += 1
             continue
         c["unsettled"] += 1
@@ -239,9 +245,22 @@ def share_delivery(h: HistoryData) -> Verdict:
                     last_kind=last.kind,
                     outcome=last.outcome,
                     start_offset=start,
+                    lag=lag,
                 )
             )
-    counts = {"records": len(sh.log), **c}
+    owed = sum(lag for lag in sh.lags.values() if lag)
+    for part, lag in sorted(sh.lags.items()):
+        if lag and len(bad) < MAX_EXAMPLES:
+            bad.append(
+                {
+                    "topic": sh.topic,
+                    "partition": part,
+                    "anomaly": "owed",
+                    "lag": lag,
+                    "start_offset": sh.start_offsets[part],
+                }
+            )
+    counts = {"records": len(sh.log), **c, "owed": owed}
     notes = (
         [
             f"{c['unexplained']} records settled by Kafka that no member settled (archived after unseen deliveries, or skipped)"
@@ -249,7 +268,7 @@ def share_delivery(h: HistoryData) -> Verdict:
         if c["unexplained"]
         else []
     )
-    valid = decide(c["never_delivered"] + c["unsettled"], c["settled"], c["uncertain"] + c["unexplained"])
+    valid = decide(c["never_delivered"] + c["unsettled"] + owed, c["settled"], c["uncertain"] + c["unexplained"])
     return Verdict("share-delivery", valid, counts, bad, notes)
 
 

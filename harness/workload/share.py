@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,6 +48,9 @@ from .base import HistorySink, Worker
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int, int]  # topic, partition, offset
+#: how long the group's state may take to show a settled run settled, and how often it is read
+STATE_SETTLE_S = 10.0
+STATE_POLL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -262,19 +266,27 @@ def record_share_state(
     partitions: int,
     security: ClientSecurity = PLAINTEXT,
 ) -> None:
-    """After the run settled: the group's start offset per partition, as ``share-state`` events
-    (process ``final``) ``{"group", "topic", "partition", "start_offset", "lag"}``; one ``info``
+    """After the run settled: the group's start offset and lag per partition, as ``share-state``
+    events (process ``final``) ``{"group", "topic", "partition", "start_offset", "lag"}``, read
+    again while some lag is left, up to ``STATE_SETTLE_S``; one ``info``
     with the error when the group's state could not be read. What the share checks weigh an
     acknowledgement of unknown outcome against (docs/checks.md)."""
     driver = resolve_driver(client)
     if not isinstance(driver, WorkerDriver):
         raise TypeError(f"share groups run in a worker; {driver!r} is no worker driver")
     settings = ShareSettings(bootstrap=bootstrap, client_id="share-state", group_id=group, security=security)
-    try:
-        offsets = share_start_offsets(driver, settings, topic, partitions)
-    except Exception as exc:  # noqa: BLE001 - recorded; the checks then cannot use the state
-        history.info("final", "share-state", {"group": group, "topic": topic}, error=exc)
-        return
+    deadline = time.monotonic() + STATE_SETTLE_S
+    while True:
+        try:
+            offsets = share_start_offsets(driver, settings, topic, partitions)
+        except Exception as exc:  # noqa: BLE001 - recorded; the checks then cannot use the state
+            history.info("final", "share-state", {"group": group, "topic": topic}, error=exc)
+            return
+        # a lock that expired on a record's last delivery archives it with a write of its own,
+        # which may still be on its way: read again while Kafka owes anything, up to a deadline
+        if not any(o.lag for o in offsets) or time.monotonic() > deadline:
+            break
+        time.sleep(STATE_POLL_S)
     for o in offsets:
         history.ok(
             "final",

@@ -186,9 +186,11 @@ class HistoryBuilder:
         """How an acknowledgement ended, as the library reported it."""
         return self.event(proc, type_, "ack", {"topic": topic, "partition": partition, "offsets": list(offsets)}, error)
 
-    def share_state(self, group: str, topic: str, partition: int, start_offset: int) -> dict[str, Any]:
-        """The group's start offset for a partition, read after the run settled."""
-        v = {"group": group, "topic": topic, "partition": partition, "start_offset": start_offset, "lag": None}
+    def share_state(
+        self, group: str, topic: str, partition: int, start_offset: int, lag: int | None = None
+    ) -> dict[str, Any]:
+        """The group's start offset and lag for a partition, read after the run settled."""
+        v = {"group": group, "topic": topic, "partition": partition, "start_offset": start_offset, "lag": lag}
         return self.event("final", "ok", "share-state", v)
 
     def final(

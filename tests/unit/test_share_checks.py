@@ -101,18 +101,32 @@ def test_share_delivery_is_unknown_when_the_last_accept_may_not_have_landed() ->
 
 
 def test_share_delivery_weighs_an_unknown_accept_against_the_group_s_state() -> None:
-    """Below the start offset Kafka says settled: the accept may have landed. At or above it, the
-    group still owes the record, whatever the accept's outcome."""
-    for start, expected, count in ((2, True, "settled_by_state"), (1, False, "unsettled")):
+    """Below the start offset Kafka says settled: the accept may have landed. At or above it with
+    a lag left, Kafka still owes a record: the accept did not land."""
+    for start, lag, expected, count in (
+        (2, None, True, "settled_by_state"),
+        (1, 1, False, "owed"),
+        (1, None, UNKNOWN, "uncertain"),
+    ):
         b = builder()
         accepted_once(b, "consumer-0", [0])
         b.acquire("consumer-1", [("t", 0, 1, "v1", 1)])
         b.ack("consumer-1", "t", 0, [1], "accept")
         b.acked("consumer-1", "t", 0, [1], "info", "UnknownServerException: unexpected")
-        b.share_state("g", "t", 0, start)
+        b.share_state("g", "t", 0, start, lag)
         end(b)
         v = verdict(b, "share-delivery")
-        assert v.valid is expected and v.counts[count] == 1, (start, v)
+        assert v.valid == expected and v.counts[count] == 1, (start, v)
+
+
+def test_share_delivery_takes_a_zero_lag_as_kafka_s_word_and_a_lag_as_records_owed() -> None:
+    for lag, expected in ((0, True), (1, False)):
+        b = builder()
+        accepted_once(b, "consumer-0", [0, 1])
+        b.share_state("g", "t", 0, 0, lag)  # a start offset that trails the acknowledgements
+        end(b)
+        v = verdict(b, "share-delivery")
+        assert v.valid is expected and v.counts["owed"] == lag, (lag, v)
 
 
 def test_share_delivery_is_unknown_when_kafka_settled_what_no_member_settled() -> None:
