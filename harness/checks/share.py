@@ -386,6 +386,23 @@ def share_exclusive(h: HistoryData) -> Verdict:
     return Verdict("share-exclusive", decide(twice + held, len(sh.acquisitions), unjudged), counts, bad)
 
 
+def _ignored(acqs: Sequence[Acquisition], a: Acquisition) -> bool:
+    """Was ``a``'s ``ok`` acknowledgement one Kafka ignored? A later delivery of the record (a higher
+    count: ``a``'s lock had ended) was settled ``ok`` before ``a``'s acknowledgement was even sent.
+    Kafka answers an acknowledgement of a record below the group's start offset with success and
+    applies nothing (``SharePartition.acknowledge`` skips such batches)."""
+    return any(
+        c is not a
+        and c.kind in ("accept", "reject")
+        and c.outcome == "ok"
+        and c.done_ns is not None
+        and a.acked_ns is not None
+        and c.done_ns < a.acked_ns
+        and _later(a, c)
+        for c in acqs
+    )
+
+
 def share_settled_redelivered(h: HistoryData) -> Verdict:
     """share-settled-redelivered: a record delivered again after an ``accept`` (or a ``reject``) of
     it was acknowledged ``ok``. Kafka makes an acknowledgement durable (its share coordinator's
@@ -393,17 +410,21 @@ def share_settled_redelivered(h: HistoryData) -> Verdict:
     settled one (``_later``: a higher delivery count; by time when the client gives no count,
     a delivery whose ``since_ns`` is after the ``ok``) is a violation. A member returning a
     delivery made before the settled one (it fetched ahead; the count is not higher) is
-    counted ``stale``, as are deliveries whose order cannot be told. ``fail``/``info``
-    acknowledgements settle nothing. Counted: ``settled`` (ok accepts and rejects),
-    ``redelivered``, ``stale``."""
+    counted ``stale``. An ``ok`` for a delivery whose record a later delivery had already settled
+    before it was sent (``_ignored``: Kafka answers it with success and applies nothing) settles
+    nothing and is counted ``ignored``. ``fail``/``info`` acknowledgements settle nothing.
+    Counted: ``settled`` (ok accepts and rejects), ``redelivered``, ``stale``, ``ignored``."""
     sh = read_share_history(h)
     if sh is None:
         return _not_applicable("share-settled-redelivered")
-    settled = n = stale = 0
+    settled = n = stale = ignored = 0
     bad: list[dict[str, Any]] = []
     for acqs in sh.acquisitions.values():
         for a in acqs:
             if a.kind not in ("accept", "reject") or a.outcome != "ok" or a.done_ns is None:
+                continue
+            if _ignored(acqs, a):
+                ignored += 1
                 continue
             settled += 1
             for b in acqs:
@@ -426,7 +447,7 @@ def share_settled_redelivered(h: HistoryData) -> Verdict:
                             delivered_ns=b.at_ns,
                         )
                     )
-    counts = {"settled": settled, "redelivered": n, "stale": stale}
+    counts = {"settled": settled, "redelivered": n, "stale": stale, "ignored": ignored}
     return Verdict("share-settled-redelivered", decide(n, settled), counts, bad)
 
 

@@ -287,6 +287,23 @@ def test_share_exclusive_finds_one_delivery_handed_to_two_members() -> None:
     assert v.valid is False and v.counts["delivered_twice"] == 1
 
 
+def test_share_settled_redelivered_passes_an_ok_kafka_ignored() -> None:
+    """consumer-2, frozen past its lock, returns its delivery (count 1) and accepts it after
+    consumer-0 got the record again (count 2) and accepted it: Kafka answers the late accept with
+    success and applies nothing; consumer-0's delivery is no redelivery after it."""
+    b = builder()
+    b.acquire("consumer-0", [("t", 0, 0, "v0", 2)])
+    b.ack("consumer-0", "t", 0, [0], "accept")
+    b.acked("consumer-0", "t", 0, [0])
+    b.acquire("consumer-2", [("t", 0, 0, "v0", 1)], since_ms=LOCK_MS * 3)
+    b.ack("consumer-2", "t", 0, [0], "accept")
+    b.acked("consumer-2", "t", 0, [0])
+    accepted_once(b, "consumer-0", [1])
+    end(b)
+    v = verdict(b, "share-settled-redelivered")
+    assert v.valid is True and v.counts["ignored"] == 1 and v.counts["stale"] == 1, v
+
+
 def test_share_settled_redelivered_passes_after_a_failed_accept() -> None:
     b = builder()
     b.acquire("consumer-0", [("t", 0, 0, "v0", 1)])
