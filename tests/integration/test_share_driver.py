@@ -80,3 +80,44 @@ def test_share_consumer_accepts_releases_and_rejects_as_kafka_promises(cluster: 
     # after all six were settled), while the lag counts what is still owed, exactly
     (state,) = share_start_offsets(driver, settings, topic, 1)
     assert state.partition == 0 and 3 <= state.start_offset <= COUNT and state.lag == 0, state
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HW-18 (docs/findings.md): Kafka answers an acknowledgement of a record another member "
+    "has since settled with success, and applies nothing",
+)
+def test_finding_hw18_a_late_acknowledgement_is_refused(cluster: Cluster) -> None:
+    """A member acquires a record and sits on it past its 2 s lock; another member gets it (delivery
+    count 2) and accepts it. The first member's accept then comes too late: the record is no
+    longer its. The client's documentation has the commit callback report an
+    InvalidRecordStateException then; Kafka answers with success."""
+    driver = get_driver("java")
+    refused = share_refusal(driver.name, driver.version, cluster.kafka_version)
+    if refused is not None:
+        pytest.skip(refused)
+    assert isinstance(driver, WorkerDriver)
+    topic, group = "share-late-ack", "share-late-ack-group"
+    produce_through_driver(driver, cluster, topic, 1, "share-late-ack-producer")
+    cluster.observer().set_group_config(group, ShareGroupSettings(group, topic, lock_ms=2000).group_configs())
+    late: list[AckOutcome] = []
+    on_time: list[AckOutcome] = []
+    first = WorkerShareConsumer(driver, ShareSettings(cluster.bootstrap(), "share-late-ack-0", group), late.append)
+    second = WorkerShareConsumer(driver, ShareSettings(cluster.bootstrap(), "share-late-ack-1", group), on_time.append)
+    try:
+        first.subscribe([topic])
+        (held,) = _acquire(first, 1, 40)
+        assert held.delivery_count == 1
+        second.subscribe([topic])
+        (again,) = _acquire(second, 1, 30)  # after the first member's lock expired
+        assert (again.offset, again.delivery_count) == (0, 2)
+        second.acknowledge([(again, AckKind.ACCEPT)])
+        second.commit(15)
+        assert [o.outcome for o in on_time] == ["ok"], on_time
+        first.acknowledge([(held, AckKind.ACCEPT)])
+        first.commit(15)
+        assert late and late[-1].offsets == (0,), late
+        assert late[-1].outcome == "fail", f"the late accept was answered {late[-1]}"
+    finally:
+        first.close()
+        second.close()
