@@ -27,6 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 from harness.errors import HighwaterError
 from harness.security import PLAINTEXT, ClientSecurity
 
+from .base import client_label
 from .groups import release
 from .worker import WorkerDriver, WorkerError, WorkerInfo, WorkerProcess
 
@@ -183,6 +184,19 @@ class ShareGroupSettings:
         }
 
 
+def _no_send(line: dict[str, Any]) -> None:
+    log.warning("a share worker sent a send outcome: %s", line)
+
+
+def start_share_worker(driver: WorkerDriver, role: str, settings: ShareSettings) -> WorkerProcess:
+    """A worker of ``driver``'s client in a share ``role`` (``share_consumer``, ``share_admin``)."""
+    launcher = driver.launcher
+    if not isinstance(launcher, ShareLauncher):
+        raise ShareGroupError(f"the {driver.name} worker has no share group roles")
+    info = WorkerInfo(settings.client_id, role, client_label(driver), None, settings.group_id)
+    return WorkerProcess(launcher.launch(role, settings.client_id), info, launcher.share_config(settings), _no_send)
+
+
 class WorkerShareConsumer:
     """A share consumer in a worker of its own (the Java worker's ``share_consumer`` role).
     ``on_acked`` gets each acknowledgement outcome, in the order the library reported them,
@@ -195,23 +209,12 @@ class WorkerShareConsumer:
         self.settings = settings
         self.on_acked = on_acked
         self._closed = False
-        launcher = driver.launcher
-        if not isinstance(launcher, ShareLauncher):
-            raise ShareGroupError(f"the {driver.name} worker has no share consumer")
-        launch = launcher.launch("share_consumer", settings.client_id)
-        info = WorkerInfo(
-            settings.client_id, "share_consumer", f"{driver.name} {driver.version}", None, settings.group_id
-        )
-        self._worker = WorkerProcess(launch, info, launcher.share_config(settings), self._no_send)
+        self._worker = start_share_worker(driver, "share_consumer", settings)
         self._bound_s = settings.request_timeout_ms / 1000
 
     @property
     def process(self) -> WorkerProcess:
         return self._worker
-
-    @staticmethod
-    def _no_send(line: dict[str, Any]) -> None:
-        log.warning("a share consumer worker sent a send outcome: %s", line)
 
     def _event(self, event: dict[str, Any]) -> None:
         if event.get("event") == "acked":
@@ -266,12 +269,7 @@ def share_start_offsets(
 ) -> list[ShareStartOffset]:
     """The share group's start offsets for ``topic`` (``Admin.listShareGroupOffsets``), asked by a
     worker of the share client's own (the ``share_admin`` role), started and stopped here."""
-    launcher = driver.launcher
-    if not isinstance(launcher, ShareLauncher):
-        raise ShareGroupError(f"the {driver.name} worker has no share group admin")
-    launch = launcher.launch("share_admin", settings.client_id)
-    info = WorkerInfo(settings.client_id, "share_admin", f"{driver.name} {driver.version}", None, settings.group_id)
-    worker = WorkerProcess(launch, info, launcher.share_config(settings), WorkerShareConsumer._no_send)
+    worker = start_share_worker(driver, "share_admin", settings)
     try:
         reply = worker.request(
             "start_offsets",
