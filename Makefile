@@ -29,7 +29,8 @@ CLIENT_ROTATION ?= kafka-python,confluent-kafka,java,kafkajs
 # share consumer's driver test (~16 s); they bought their place with durability's leader-partition
 # (confluent-kafka's turn, ~42 s: a leader cut off, which the transactions suite's
 # coordinators-cut-pause and the fetching suite's cut-off keep in make test). The share suite's
-# freezes and leader kills (~2 min) run in the nightly profile and campaigns.
+# freezes, coordinator cut-and-pause and leader kills (~3.5 min) run in the nightly profile and
+# campaigns.
 FINDINGS := tests/integration/test_findings_by_client.py
 DESELECT ?= --deselect suites/chaos/test_chaos.py \
   --deselect '$(FINDINGS)::test_hw1_consumer_cut_off_from_its_preferred_replica_keeps_reading[confluent-kafka]' \

@@ -435,6 +435,18 @@ PLANS: dict[str, Plan] = {
         ),
         Plan(
             "share-groups",
+            "coordinator-cut-pause",
+            (
+                Step(3, "cut --target coordinator:group/{share_group}", KIP392_FAULT_SECONDS),
+                Step(2, "pause --target coordinator:group/{share_group}", PAUSE_SECONDS),
+            ),
+            _SHARE,
+            run_seconds=3 + KIP392_FAULT_SECONDS + 2 + PAUSE_SECONDS + 5,
+            what="the broker coordinating the group cut off from everyone, then frozen (SIGSTOP): members "
+            "lose their coordinator and the leaders it holds, and the records those leaders handed out",
+        ),
+        Plan(
+            "share-groups",
             "leader-kills",
             (
                 Step(3, "kill --target leader:{topic}/0", SHARE_BROKER_KILL_SECONDS),

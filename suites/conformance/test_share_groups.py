@@ -11,9 +11,10 @@ is archived by Kafka (``harness.workload.share``). The group's acquisition lock 
 
 - ``member-coordinator-kill`` (``make test``, on Kafka's Java client): a member killed and
   started again, then the broker coordinating the group killed and restarted.
-- ``member-freezes`` and ``leader-kills`` (nightly and campaigns: ``make test`` deselects them):
-  a member frozen past its lock (its records must come back to the others, after the lock and not
-  before) and one frozen for less; two partition leaders killed in turn.
+- ``member-freezes``, ``coordinator-cut-pause`` and ``leader-kills`` (nightly and campaigns:
+  ``make test`` deselects them): a member frozen past its lock (its records must come back to
+  the others, after the lock and not before) and one frozen for less; the coordinator's broker
+  cut off, then frozen; two partition leaders killed in turn.
 
 Share groups are generally available from Kafka 4.2, in Kafka's Java client only; any other
 client or an older release is skipped with the one line that says so.
@@ -32,7 +33,11 @@ from harness.history import read_history
 from suites.scenario import PLANS, RUN_OPTIONS, SHARE_LOCK_MS, assert_verdicts, check_verdicts, run_plan
 
 KILLS = PLANS["share-groups/member-coordinator-kill"]
-NIGHTLY = [PLANS["share-groups/member-freezes"], PLANS["share-groups/leader-kills"]]
+NIGHTLY = [
+    PLANS["share-groups/member-freezes"],
+    PLANS["share-groups/coordinator-cut-pause"],
+    PLANS["share-groups/leader-kills"],
+]
 
 
 def _refused(cluster: Any) -> None:

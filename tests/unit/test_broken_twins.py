@@ -493,9 +493,10 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         "groups/member-restart",
         "groups/member-faults",  # the same assertion as member-restart's (test_group_twin_...)
         *(f"sweep/{s}" for s in sweep.SCENARIOS),
-        # the same assertions for the three (test_share_twin_...)
+        # the same assertions for the four (test_share_twin_...)
         "share-groups/member-coordinator-kill",
         "share-groups/member-freezes",
+        "share-groups/coordinator-cut-pause",
         "share-groups/leader-kills",
     }
     assert covered == set(PLANS)
