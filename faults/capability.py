@@ -47,8 +47,9 @@ def refusal(backend: object, faults: Iterable[FaultKind | FaultSpec]) -> Capabil
             continue  # client workers are processes of ours on every backend
         need: Capability = kind.capability
         if not has_capability(backend, need):
+            hint = " (a local cluster has it when started with ClusterSpec(disk='lossy'))" if kind.is_disk else ""
             return CapabilityError(
-                f"fault {kind.cli!r} needs {need.value}, which backend {backend_name(backend)!r} does not have"
+                f"fault {kind.cli!r} needs {need.value}, which backend {backend_name(backend)!r} does not have{hint}"
             )
     return None
 

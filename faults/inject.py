@@ -34,7 +34,7 @@ from faults.conflicts import check_no_conflicts
 from faults.scope import resolve_link_fault
 from faults.spec import FaultKind, FaultSpec
 from faults.target import ClientTarget
-from harness.backend import ClusterBackend, LinkControl, NodeState, ProcessControl
+from harness.backend import ClusterBackend, DiskControl, LinkControl, NodeState, ProcessControl
 from harness.topology import Link
 from harness.waiting import wait_until
 
@@ -87,6 +87,8 @@ class ActiveFault:
     parties: tuple[str, ...] = ()  # link faults: what the target selector named
     toxics: list[tuple[Link, str]] = field(default_factory=list)  # (link, toxic name)
     started: float = field(default_factory=time.monotonic)
+    #: power-loss: what each node's disk lost (files removed and truncated, bytes), by node
+    lost: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def event_value(self) -> dict[str, Any]:
         """The history's fault/heal value. ``params.cuts_off`` lists the brokers whose every
@@ -99,6 +101,8 @@ class ActiveFault:
             "id": self.id,
             "spec": str(self.spec),
         }
+        if self.lost:
+            value["lost"] = {name: dict(counts) for name, counts in sorted(self.lost.items())}
         if self.spec.kind.is_link:
             value["links"] = sorted(lk.proxy_name for lk in self.links)
             params["peer"] = None if self.spec.peer is None else str(self.spec.peer)
@@ -194,6 +198,11 @@ class Injector:
             raise FaultError(f"backend {self.cluster.backend_name!r} has no link control")
         return self.cluster
 
+    def _disks(self) -> DiskControl:
+        if not isinstance(self.cluster, DiskControl):  # refused in apply; here for the types
+            raise FaultError(f"backend {self.cluster.backend_name!r} has no disk control")
+        return self.cluster
+
     def _processes(self) -> ProcessControl:
         if not isinstance(self.cluster, ProcessControl):  # refused in apply; here for the types
             raise FaultError(f"backend {self.cluster.backend_name!r} has no process control")
@@ -247,6 +256,20 @@ class Injector:
             for n in nodes:
                 n.restart(clean=bool(fault.spec.param("clean")))
             self._wait_nodes_back(fault.nodes)
+        elif kind is FaultKind.POWER_LOSS:
+            # the nodes die first: what they had not fsynced is then lost, as when power fails
+            for n in nodes:
+                n.kill()
+            for n in nodes:
+                fault.lost[n.name] = self._disks().disk(n.name).drop_unsynced()
+        elif kind is FaultKind.DISK_FULL:
+            for n in nodes:
+                self._disks().disk(n.name).set_full(True)
+        elif kind is FaultKind.DISK_SLOW:
+            for n in nodes:
+                self._disks().disk(n.name).set_slow(
+                    int(fault.spec.param("write_ms")), int(fault.spec.param("fsync_ms"))
+                )
         elif kind is FaultKind.ROLLING_RESTART:
             interval = float(fault.spec.param("interval"))
             for i, n in enumerate(nodes):
@@ -295,7 +318,22 @@ class Injector:
             clients.thaw(fault.nodes)
         elif spec.kind is FaultKind.CLIENT_KILL:
             clients.restart(fault.nodes)
-        elif spec.kind in (FaultKind.KILL, FaultKind.STOP):
+        elif spec.kind is FaultKind.DISK_FULL:
+            for name in fault.nodes:
+                self._disks().disk(name).set_full(False)
+            # a broker whose every log directory failed stops itself (Kafka halts on a log
+            # directory failure it cannot survive): started again, as after a kill
+            processes = self._processes()
+            dead = [name for name in fault.nodes if not processes.node(name).is_alive()]
+            for name in dead:
+                node = processes.node(name)
+                node.state = NodeState.STOPPED
+                node.start()
+            self._wait_nodes_back(fault.nodes)
+        elif spec.kind is FaultKind.DISK_SLOW:
+            for name in fault.nodes:
+                self._disks().disk(name).set_slow(0, 0)
+        elif spec.kind in (FaultKind.KILL, FaultKind.STOP, FaultKind.POWER_LOSS):
             processes = self._processes()
             for name in fault.nodes:
                 node = processes.node(name)
@@ -328,6 +366,8 @@ class Injector:
                 ("reset links", links.reset_links),
                 ("verify links", lambda: links.ensure_links_healthy(links.links(), TOXIC_PREFIX)),
             ]
+        if isinstance(self.cluster, DiskControl) and self.cluster.disks_enabled:
+            steps.append(("reset disks", self._reset_disks))
         if isinstance(self.cluster, ProcessControl):
             steps.append(("revive nodes", self._revive_nodes))
         steps.append(("thaw client workers", clients.thaw_all))
@@ -340,6 +380,13 @@ class Injector:
             self._record("fail", "heal", value, RuntimeError("; ".join(errors)))
             raise FaultError("heal-all finished with errors: " + "; ".join(errors))
         self._record("ok", "heal", value)
+
+    def _reset_disks(self) -> None:
+        """Every node's disk writable and fast again (what a power loss lost stays lost)."""
+        for node in self._processes().nodes.values():
+            disk = self._disks().disk(node.name)
+            disk.set_full(False)
+            disk.set_slow(0, 0)
 
     def _revive_nodes(self) -> None:
         revived = []

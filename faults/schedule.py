@@ -72,6 +72,10 @@ DEFAULT_MIX: tuple[tuple[str, float], ...] = (
     ("client_kill", 0.0),
     ("client_freeze", 0.0),
     ("client_restart", 0.0),
+    # disk faults: drawn only where a mix weighs them, on a cluster with lossy disks
+    ("power_loss", 0.0),
+    ("disk_full", 0.0),
+    ("disk_slow", 0.0),
 )
 
 
@@ -354,6 +358,8 @@ def _draw_params(
         return {"average_size": size, "size_variation": _ms(rng, (0, size - 1)), "delay": _ms(rng, (0, 1000))}
     if kind is FaultKind.RESTART:
         return {"clean": rng.random() < 0.5}
+    if kind is FaultKind.DISK_SLOW:
+        return {"write_ms": _ms(rng, (5, 200)), "fsync_ms": _ms(rng, (50, 2000))}
     if kind is FaultKind.ROLLING_RESTART:
         return {"interval": round(duration / len(topology.brokers), 3), "clean": rng.random() < 0.5}
     return {}

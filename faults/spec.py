@@ -79,6 +79,9 @@ class FaultKind(str, Enum):
     CLIENT_KILL = "client_kill"
     CLIENT_FREEZE = "client_freeze"
     CLIENT_RESTART = "client_restart"
+    POWER_LOSS = "power_loss"
+    DISK_FULL = "disk_full"
+    DISK_SLOW = "disk_slow"
 
     @classmethod
     def parse(cls, text: str) -> FaultKind:
@@ -110,8 +113,15 @@ class FaultKind(str, Enum):
         return self in CLIENT_FAULT_KINDS
 
     @property
+    def is_disk(self) -> bool:
+        """A fault on a node's disk (``harness.diskfs``: its log directories on lossyfs)."""
+        return self in DISK_KINDS
+
+    @property
     def capability(self) -> Capability:
         """What the backend must be able to do for this fault (see ``faults.capability``)."""
+        if self.is_disk:
+            return Capability.DISK_CONTROL
         return Capability.LINK_CONTROL if self.is_link else Capability.PROCESS_CONTROL
 
 
@@ -131,6 +141,10 @@ LINK_KINDS = frozenset(
 #: faults on client processes: they need no backend capability (workers are processes of ours
 #: on every backend)
 CLIENT_FAULT_KINDS = frozenset({FaultKind.CLIENT_KILL, FaultKind.CLIENT_FREEZE, FaultKind.CLIENT_RESTART})
+
+#: faults on a node's disk: they act on its process too (a power loss kills it), so they take
+#: process targets, and need a backend whose nodes' log directories are on lossyfs
+DISK_KINDS = frozenset({FaultKind.POWER_LOSS, FaultKind.DISK_FULL, FaultKind.DISK_SLOW})
 
 
 class Flow(str, Enum):
@@ -205,6 +219,12 @@ PARAMS: dict[FaultKind, tuple[Param, ...]] = {
     FaultKind.CLIENT_KILL: (),
     FaultKind.CLIENT_FREEZE: (),
     FaultKind.CLIENT_RESTART: (),
+    FaultKind.POWER_LOSS: (),
+    FaultKind.DISK_FULL: (),
+    FaultKind.DISK_SLOW: (
+        Param("write_ms", int, 50, "ms before each write"),
+        Param("fsync_ms", int, 500, "ms before each fsync"),
+    ),
 }
 
 

@@ -205,18 +205,49 @@ class ProcessControl(Protocol):
     def node(self, key: int | str) -> ControlledNode: ...
 
 
+class DiskHandle(Protocol):
+    """A node's disk under a fault layer (``harness.diskfs.LossyDisk``)."""
+
+    def drop_unsynced(self) -> dict[str, int]: ...
+
+    def set_full(self, on: bool) -> None: ...
+
+    def set_slow(self, write_ms: int, fsync_ms: int) -> None: ...
+
+    def status(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class DiskControl(Protocol):
+    """Capability: every node's log directories sit on lossyfs (``ClusterSpec.disk="lossy"``), so
+    what was not fsynced can be lost, writes can fail as on a full disk and be slowed. A backend
+    that can mount the layer has the method; ``disks_enabled`` says whether this cluster did."""
+
+    @property
+    def disks_enabled(self) -> bool: ...
+
+    def disk(self, key: int | str) -> DiskHandle: ...
+
+
 class Capability(str, Enum):
     """What a fault may need beyond :class:`ClusterBackend`; the value names it in messages."""
 
     LINK_CONTROL = "link control"
     PROCESS_CONTROL = "process control"
+    DISK_CONTROL = "disk control"
 
     @property
     def protocol(self) -> type:
-        return {Capability.LINK_CONTROL: LinkControl, Capability.PROCESS_CONTROL: ProcessControl}[self]
+        return {
+            Capability.LINK_CONTROL: LinkControl,
+            Capability.PROCESS_CONTROL: ProcessControl,
+            Capability.DISK_CONTROL: DiskControl,
+        }[self]
 
 
 def has_capability(backend: object, capability: Capability) -> bool:
+    if capability is Capability.DISK_CONTROL:
+        return isinstance(backend, DiskControl) and backend.disks_enabled
     return isinstance(backend, capability.protocol)
 
 

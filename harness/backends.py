@@ -34,11 +34,18 @@ class BackendEntry:
     attach: Callable[[Path, Progress | None], ClusterBackend] | None = None
     #: applies ``ClusterSpec.broker_cpus``/``broker_memory``; a backend that cannot refuses them
     resource_limits: bool = False
+    #: can put the nodes' log directories on lossyfs (``ClusterSpec.disk="lossy"``, disk faults)
+    lossy_disks: bool = False
 
     def check_spec(self, spec: ClusterSpec) -> None:
         """A one-line :class:`BackendError` for what this backend cannot run (before any I/O)."""
         if spec.has_limits and not self.resource_limits:
             raise BackendError(f"cpu/memory limits need the compose backend (backend {self.name!r} cannot apply them)")
+        if spec.disk != "plain" and not self.lossy_disks:
+            raise BackendError(
+                f"disk {spec.disk!r} (the disk fault layer) needs the local backend: backend {self.name!r} "
+                "cannot mount it into its brokers"
+            )
 
 
 _REGISTRY: dict[str, BackendEntry] = {}
@@ -84,6 +91,7 @@ register_backend(
         "KRaft nodes as local JVMs from Maven jars, every link behind its own Toxiproxy proxy",
         _start_local,
         _attach_local,
+        lossy_disks=True,
     )
 )
 

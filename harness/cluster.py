@@ -32,6 +32,7 @@ from .backend import ClusterBackend, LinkControl, ProcessControl
 from .class_archive import ensure_class_archive
 from .cluster_state import shape_record, spec_from_state, topology_from_state
 from .config import NO_RACK, ClusterSpec, effective_client_racks
+from .diskfs import CONTROL_FILE, DiskError, LossyDisk, ensure_lossyfs, unmount_ours_under
 from .distribution import KafkaDistribution, default_version, ensure_kafka
 from .errors import ClusterError, HighwaterError, PortInUseError
 from .java import find_java, jvm_base
@@ -86,6 +87,7 @@ class Cluster(PartitionWaits):
         self._progress = progress or (lambda msg: log.info("%s", msg))
         self.topology: Topology | None = None
         self.nodes: dict[int, KafkaNode] = {}
+        self.disks: dict[str, LossyDisk] = {}  # node name -> its disk layer (ClusterSpec.disk="lossy")
         self.dir: Path | None = None
         self.kafka: KafkaDistribution | None = None
         self.toxiproxy: ToxiproxyAPI | None = None
@@ -193,6 +195,14 @@ class Cluster(PartitionWaits):
 
         cluster_id = kraft_cluster_id()
         self.nodes = {n.node_id: KafkaNode(n, topo, spec, self.kafka, java, cdir, self._registry) for n in topo.nodes}
+        if spec.disk == "lossy":  # before formatting: the data directories are the mounts
+            binary = ensure_lossyfs(self._progress)
+            self._progress(f"mounting {len(self.nodes)} data directories on lossyfs (the disk fault layer)")
+            for node in self.nodes.values():
+                disk = LossyDisk(node.dir / "disk", node.data_dir, node.dir / CONTROL_FILE)
+                self.disks[node.name] = disk.start(
+                    binary, self._registry, f"lossyfs-{node.name}", node.dir / "lossyfs.log"
+                )
         self._progress(f"formatting {len(self.nodes)} nodes (Kafka {version})")
         for node in self.nodes.values():
             node.prepare(cluster_id)
@@ -283,10 +293,15 @@ class Cluster(PartitionWaits):
             step("stop toxiproxy", lambda: signal_and_wait(proc.pid, signal.SIGKILL, 10) and proc.wait(5))
         if self.toxiproxy is not None:
             step("close toxiproxy client", self.toxiproxy.close)
+        for name, disk in list(self.disks.items()):
+            step(f"unmount {name}'s disk", disk.stop)
         if self._registry is not None:
             # Nodes restarted by another process (``highwater fault``) are known only here.
             registry = self._registry
             step("kill recorded processes", registry.kill_all)
+        if self.dir is not None and not keep_dir:
+            cdir_ = self.dir
+            step("unmount disks left behind", lambda: unmount_ours_under(cdir_))
         if collect_logs_to is not None:
             step("collect logs", lambda: self.collect_logs(collect_logs_to))
         cdir = self.dir
@@ -324,6 +339,24 @@ class Cluster(PartitionWaits):
 
     def node(self, key: int | str) -> KafkaNode:
         return self.nodes[self.topo.node(key).node_id]
+
+    @property
+    def disks_enabled(self) -> bool:
+        """The nodes' log directories are on lossyfs (``ClusterSpec.disk="lossy"``), mounted by
+        this process or, attached, by the one that started the cluster."""
+        if self.disks:
+            return True
+        return bool(self.nodes) and all((n.dir / CONTROL_FILE).is_file() for n in self.nodes.values())
+
+    def disk(self, key: int | str) -> LossyDisk:
+        """A node's disk layer (``harness.diskfs``); DiskError when the cluster has none."""
+        node = self.node(key)
+        disk = self.disks.get(node.name)
+        if disk is None and (node.dir / CONTROL_FILE).is_file():
+            disk = LossyDisk.attach(node.dir, node.data_dir)
+        if disk is None:
+            raise DiskError(f"{node.name} has no disk layer: start the cluster with ClusterSpec(disk='lossy')")
+        return disk
 
     @property
     def kafka_version(self) -> str:

@@ -47,9 +47,14 @@ class ClusterSpec:
     #: memory each node's container may use, in docker's notation (``"2g"``, ``"512m"``);
     #: None: no limit. Compose backend only, like ``broker_cpus``.
     broker_memory: str | None = None
+    #: "plain", or "lossy": every node's log directories (its KRaft metadata log too) on lossyfs,
+    #: for the disk faults (power-loss, disk-full, disk-slow; ``harness.diskfs``). Local backend.
+    disk: str = "plain"
 
     def __post_init__(self) -> None:
         check_limits(self)
+        if self.disk not in DISKS:
+            raise SpecError(f"disk must be one of {', '.join(DISKS)}, got {self.disk!r}")
 
     @property
     def has_limits(self) -> bool:
@@ -63,6 +68,10 @@ class ClusterSpec:
     def broker_nano_cpus(self) -> int | None:
         """``broker_cpus`` in the engine's unit (10^-9 CPUs), as the docker SDK takes it."""
         return None if self.broker_cpus is None else round(self.broker_cpus * 1e9)
+
+
+#: ``ClusterSpec.disk`` values
+DISKS = ("plain", "lossy")
 
 
 class SpecError(HighwaterError, ValueError):

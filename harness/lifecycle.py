@@ -9,6 +9,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from .diskfs import unmount_ours_under
 from .errors import ClusterError, PortInUseError
 from .paths import clusters_dir, slots_dir
 from .procs import OwnerLock, ProcessRecord, ProcessRegistry
@@ -48,6 +49,7 @@ def reap_stale() -> list[Reaped]:
             continue
         try:
             killed = ProcessRegistry(d / "processes.json").kill_all()
+            unmount_ours_under(d)  # a killed lossyfs leaves its mount behind, dead
             shutil.rmtree(d, ignore_errors=True)
             reaped.append(Reaped(d, killed))
             log.warning("reaped stale cluster %s (%d processes killed)", d.name, len(killed))

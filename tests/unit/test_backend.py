@@ -218,7 +218,8 @@ def test_fakes_are_what_they_claim() -> None:
 
 def test_every_fault_kind_declares_its_capability() -> None:
     for kind in FaultKind:
-        assert kind.capability is (Capability.LINK_CONTROL if kind.is_link else Capability.PROCESS_CONTROL)
+        expected = Capability.LINK_CONTROL if kind.is_link else Capability.PROCESS_CONTROL
+        assert kind.capability is (Capability.DISK_CONTROL if kind.is_disk else expected)
     assert parse_fault("latency --target broker:1 --latency 5").capability is Capability.LINK_CONTROL
 
 
@@ -232,8 +233,23 @@ def test_a_fault_needing_a_missing_capability_is_refused_in_one_line() -> None:
         check_capabilities(FakeBackend(), [FaultKind.ROLLING_RESTART])
     check_capabilities(FakeProcessBackend(), [FaultKind.KILL, FaultKind.PAUSE])  # has what they need
     assert refusal(FakeProcessBackend(), [FaultKind.KILL, FaultKind.LATENCY]) is not None
-    check_capabilities(Cluster(ClusterSpec()), list(FaultKind))  # the local backend can do all
+    # the local backend can do all; the disk faults on a cluster started with disk="lossy" only
+    check_capabilities(Cluster(ClusterSpec()), [k for k in FaultKind if not k.is_disk])
+    with pytest.raises(CapabilityError, match=r"^fault 'power-loss' needs disk control, .*disk='lossy'\)\)$"):
+        check_capabilities(Cluster(ClusterSpec()), [FaultKind.POWER_LOSS])
     assert issubclass(CapabilityError, HighwaterError)  # the CLI prints it as 'highwater: error: ...'
+
+
+def test_lossy_disks_are_the_local_backend_s_alone() -> None:
+    from harness.backends import BackendError, get_backend
+    from harness.config import SpecError
+
+    get_backend("local").check_spec(ClusterSpec(disk="lossy"))
+    for name in ("compose", "external"):
+        with pytest.raises(BackendError, match="needs the local backend"):
+            get_backend(name).check_spec(ClusterSpec(disk="lossy"))
+    with pytest.raises(SpecError, match="disk must be one of plain, lossy"):
+        ClusterSpec(disk="fast")
 
 
 def test_nemeses_declare_their_fault_kinds() -> None:

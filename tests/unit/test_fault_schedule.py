@@ -104,7 +104,8 @@ def test_mix_is_respected() -> None:
 def test_default_mix_covers_every_kind() -> None:
     conf = ScheduleConfig(length=1500, duration=(1, 3), gap=(0, 2), partitions=("hw/0",))
     kinds = {f.spec.kind for f in Schedule.generate(T, 11, conf).faults}
-    assert kinds == {k for k in FaultKind if not k.is_client}  # client kinds weigh 0 by default
+    # client and disk kinds weigh 0 by default
+    assert kinds == {k for k in FaultKind if not k.is_client and not k.is_disk}
     assert {k for k, _ in DEFAULT_MIX} == {k.value for k in FaultKind}
 
 
