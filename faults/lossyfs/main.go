@@ -17,7 +17,7 @@
 //	POST /slow?write_ms=N&fsync_ms=M   each write and each fsync waits that long first
 //	GET  /status          the counters and the settings, as JSON
 //
-// What it does not model, on purpose (docs/faults.md, "Disk faults"): overwrites inside a
+// What it does not model, on purpose (docs/architecture.md, "Disks"): overwrites inside a
 // file's synced size are kept (only tails and new files are lost), and directory entries
 // (mkdir, rename, unlink) are durable at once. Kafka appends to its segments and writes its
 // checkpoints by rename, so the tails are what a power loss takes from it.
