@@ -28,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.diskfs import ensure_lossyfs
 
     versions = args.kafka_version or [default_version(progress)]
     for version in versions:
@@ -44,5 +45,6 @@ def run(args: argparse.Namespace) -> int:
         progress(f"{exc}: --client kafkajs will be refused")
     binary = ensure_toxiproxy(progress)
     progress(f"Toxiproxy ready ({binary})")
+    progress(f"lossyfs (the disk fault layer) ready ({ensure_lossyfs(progress)})")
     progress(f"cache: {home()}; installed Kafka versions: {', '.join(installed_versions())}")
     return 0
