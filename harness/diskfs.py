@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -80,22 +81,26 @@ def ensure_lossyfs(progress: Any = log.info) -> Path:
     return binary
 
 
-def mounts_under(directory: Path) -> list[Path]:
-    """Every lossyfs mount point at or under ``directory`` (from /proc/self/mountinfo)."""
-    prefix = str(directory.resolve())
+def lossyfs_mounts(mountinfo: str) -> list[Path]:
+    """The lossyfs mount points in the text of a /proc/<pid>/mountinfo (octal escapes decoded)."""
     found = []
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return []
-    for line in lines:
+    for line in mountinfo.splitlines():
         left, _, right = line.partition(" - ")
         fields, fstype = left.split(), right.split()[:1]
         if len(fields) > 4 and fstype == [FSTYPE]:
-            point = fields[4].replace("\\040", " ")
-            if point == prefix or point.startswith(prefix + "/"):
-                found.append(Path(point))
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+            found.append(Path(point))
     return found
+
+
+def mounts_under(directory: Path) -> list[Path]:
+    """Every lossyfs mount point at or under ``directory`` (from /proc/self/mountinfo)."""
+    try:
+        text = Path("/proc/self/mountinfo").read_text()
+    except OSError:
+        return []
+    top = directory.resolve()
+    return [p for p in lossyfs_mounts(text) if p == top or top in p.parents]
 
 
 def unmount(point: Path) -> None:
