@@ -7,6 +7,7 @@ import time
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from harness.backend import LinkControl
+from harness.checks import CHECKS, NEEDS, Input
 from harness.clients import ClientDriver, ProducerSettings, SendOutcome
 from harness.cluster import Cluster
 from harness.toxiproxy import ByteCounters
@@ -14,18 +15,13 @@ from harness.waiting import wait_until_steady
 
 #: the checks a fault-free assign-mode run without transactions, commits or idempotent producers
 #: gives no input to (harness.checks: their verdict is not-applicable)
-NOT_APPLICABLE_WITHOUT_TXN_COMMITS_OR_IDEMPOTENCE = (
-    "aborted-read",
-    "open-txn-read",
-    "torn-transaction",
-    "nonmonotonic-send",
-    "commit-ahead",
-    "commit-regression",
-    "rebalance-skip",
-    "rebalance-rewind",
-    "group-delivery",
-    "exclusive-read",
-    "copy-exactly-once",
+#: the inputs a plain run (no transactions, groups, copy or share group) does not record
+_EXTRA_INPUTS = frozenset({Input.TXNS, Input.COMMITS, Input.COPY, Input.SHARE})
+#: the checks such a run cannot judge (they say not-applicable), in report order: derived from
+#: what each check needs, so a new check of transactions, groups or share groups is in it at once;
+#: nonmonotonic-send is not applicable because the producers are not idempotent
+NOT_APPLICABLE_WITHOUT_TXN_COMMITS_OR_IDEMPOTENCE = tuple(
+    c for c in CHECKS if c == "nonmonotonic-send" or any(group <= _EXTRA_INPUTS for group in NEEDS[c])
 )
 
 
