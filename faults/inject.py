@@ -89,6 +89,8 @@ class ActiveFault:
     started: float = field(default_factory=time.monotonic)
     #: power-loss: what each node's disk lost (files removed and truncated, bytes), by node
     lost: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: disk-full: how many writes each node's disk had refused when the fault began
+    refused_before: dict[str, int] = field(default_factory=dict)
 
     def event_value(self) -> dict[str, Any]:
         """The history's fault/heal value. ``params.cuts_off`` lists the brokers whose every
@@ -264,7 +266,9 @@ class Injector:
                 fault.lost[n.name] = self._disks().disk(n.name).drop_unsynced()
         elif kind is FaultKind.DISK_FULL:
             for n in nodes:
-                self._disks().disk(n.name).set_full(True)
+                disk = self._disks().disk(n.name)
+                fault.refused_before[n.name] = int(disk.status()["refused"])
+                disk.set_full(True)
         elif kind is FaultKind.DISK_SLOW:
             for n in nodes:
                 self._disks().disk(n.name).set_slow(
@@ -319,16 +323,21 @@ class Injector:
         elif spec.kind is FaultKind.CLIENT_KILL:
             clients.restart(fault.nodes)
         elif spec.kind is FaultKind.DISK_FULL:
-            for name in fault.nodes:
-                self._disks().disk(name).set_full(False)
-            # a broker whose every log directory failed stops itself (Kafka halts on a log
-            # directory failure it cannot survive): started again, as after a kill
+            # A broker a write failed on marks the log directory offline, and one whose every
+            # log directory failed shuts itself down (LogManager: "Shutdown broker because all
+            # log dirs ... have failed"); only a restart brings a directory back. So a broker
+            # whose disk refused a write is restarted (killed first if it is still going down).
             processes = self._processes()
-            dead = [name for name in fault.nodes if not processes.node(name).is_alive()]
-            for name in dead:
+            for name in fault.nodes:
+                disk = self._disks().disk(name)
+                disk.set_full(False)
                 node = processes.node(name)
-                node.state = NodeState.STOPPED
-                node.start()
+                hit = int(disk.status()["refused"]) > fault.refused_before.get(name, 0)
+                if hit or not node.is_alive():
+                    if node.is_alive():
+                        node.kill()
+                    node.state = NodeState.STOPPED
+                    node.start()
             self._wait_nodes_back(fault.nodes)
         elif spec.kind is FaultKind.DISK_SLOW:
             for name in fault.nodes:
