@@ -68,7 +68,6 @@ class ShareHistory:
     topic: str  # the topic the group reads
     lock_ms: int
     delivery_limit: int
-    session_ms: int
     acquisitions: dict[Key, list[Acquisition]] = field(default_factory=dict)  # in delivery order
     log: dict[Key, Any] = field(default_factory=dict)  # the final read: every record of the log
     #: client faults per process: (start, end or None, kind)
@@ -99,9 +98,7 @@ def _read_share_history(h: HistoryData) -> ShareHistory | None:
     cfg = share_config(h.header)
     if cfg is None:
         return None
-    sh = ShareHistory(
-        str(cfg["topic"]), int(cfg["lock_ms"]), int(cfg["delivery_limit"]), int(cfg.get("session_ms") or 0)
-    )
+    sh = ShareHistory(str(cfg["topic"]), int(cfg["lock_ms"]), int(cfg["delivery_limit"]))
     pending: dict[tuple[str, Key], Acquisition] = {}  # the last acquisition of a record by a process
     for ev in raw_events(h):
         f, typ, v, t = ev.get("f"), ev.get("type"), ev.get("value") or {}, int(ev.get("time_ns", 0))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
@@ -161,7 +161,6 @@ class ShareGroupSettings:
     session_ms: int = 6_000  # share.session.timeout.ms
     heartbeat_ms: int = 1_000  # share.heartbeat.interval.ms
     delivery_limit: int = 3  # the broker's group.share.delivery.count.limit
-    extra: dict[str, str] = field(default_factory=dict)
 
     def group_configs(self) -> dict[str, str]:
         """The group configs: read from the earliest record (a group starts at the latest by
@@ -171,7 +170,6 @@ class ShareGroupSettings:
             "share.record.lock.duration.ms": str(self.lock_ms),
             "share.session.timeout.ms": str(self.session_ms),
             "share.heartbeat.interval.ms": str(self.heartbeat_ms),
-            **self.extra,
         }
 
     def header(self) -> dict[str, Any]:

@@ -104,10 +104,6 @@ class ShareLedger:
                 for p, hw in enumerate(high_watermarks)
             )
 
-    def settled_count(self) -> int:
-        with self._lock:
-            return sum(len(s) for s in self._settled.values())
-
 
 @dataclass(frozen=True)
 class ShareConfig:
