@@ -262,18 +262,21 @@ class ShareStartOffset:
     lag: int | None
 
 
-def share_start_offsets(
-    driver: WorkerDriver, settings: ShareSettings, topic: str, partitions: int, timeout_s: float = 10.0
-) -> list[ShareStartOffset]:
-    """The share group's start offsets for ``topic`` (``Admin.listShareGroupOffsets``), asked by a
-    worker of the share client's own (the ``share_admin`` role), started and stopped here."""
-    worker = start_share_worker(driver, "share_admin", settings)
-    try:
-        reply = worker.request(
+class ShareAdmin:
+    """A worker of the share client's own in the ``share_admin`` role, for reading a share group's
+    state (``Admin.listShareGroupOffsets``) as often as needed from one process: a context
+    manager (stopped on exit)."""
+
+    def __init__(self, driver: WorkerDriver, settings: ShareSettings) -> None:
+        self.settings = settings
+        self._worker = start_share_worker(driver, "share_admin", settings)
+
+    def start_offsets(self, topic: str, partitions: int, timeout_s: float = 10.0) -> list[ShareStartOffset]:
+        reply = self._worker.request(
             "start_offsets",
             timeout_s,
             None,
-            group=settings.group_id,
+            group=self.settings.group_id,
             topic=topic,
             partitions=partitions,
             timeout_ms=int(timeout_s * 1000),
@@ -282,9 +285,24 @@ def share_start_offsets(
             ShareStartOffset(int(o["partition"]), int(o["start_offset"]), None if o["lag"] is None else int(o["lag"]))
             for o in reply.get("offsets") or []
         ]
-    finally:
+
+    def close(self) -> None:
         try:
-            worker.request("close", 10.0, None, timeout_ms=5000)
+            self._worker.request("close", 10.0, None, timeout_ms=5000)
         except WorkerError as exc:
             log.info("share admin close: %s", exc)
-        worker.stop(10.0)
+        self._worker.stop(10.0)
+
+    def __enter__(self) -> ShareAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def share_start_offsets(
+    driver: WorkerDriver, settings: ShareSettings, topic: str, partitions: int, timeout_s: float = 10.0
+) -> list[ShareStartOffset]:
+    """The share group's start offsets for ``topic``, asked once (``ShareAdmin``)."""
+    with ShareAdmin(driver, settings) as admin:
+        return admin.start_offsets(topic, partitions, timeout_s)

@@ -35,10 +35,11 @@ from harness.clients.share import (
     AckKind,
     AckOutcome,
     AcquiredRecord,
+    ShareAdmin,
+    ShareGroupError,
     ShareGroupSettings,
     ShareSettings,
     WorkerShareConsumer,
-    share_start_offsets,
 )
 from harness.clients.worker import WorkerDriver
 from harness.security import PLAINTEXT, ClientSecurity
@@ -51,6 +52,14 @@ Key = tuple[str, int, int]  # topic, partition, offset
 #: how long the group's state may take to show a settled run settled, and how often it is read
 STATE_SETTLE_S = 10.0
 STATE_POLL_S = 0.5
+
+
+def share_driver(client: str | ClientDriver) -> WorkerDriver:
+    """The driver of ``client`` (a name or a driver) for share groups, which run in workers."""
+    driver = resolve_driver(client)
+    if not isinstance(driver, WorkerDriver):
+        raise ShareGroupError(f"share groups run in a worker; {driver!r} is no worker driver")
+    return driver
 
 
 @dataclass(frozen=True)
@@ -130,10 +139,7 @@ class ShareConsumerWorker(Worker):
         self.config = config
         self.ledger = ledger
         self.records_read = 0  # deliveries, redeliveries included
-        driver = resolve_driver(client)
-        if not isinstance(driver, WorkerDriver):
-            raise TypeError(f"share consumers run in a worker; {driver!r} is no worker driver")
-        self.driver = driver
+        self.driver = share_driver(client)
         self.settings = ShareSettings(
             bootstrap=bootstrap,
             client_id=name,
@@ -267,22 +273,20 @@ def record_share_state(
     again while some lag is left, up to ``STATE_SETTLE_S``; one ``info``
     with the error when the group's state could not be read. What the share checks weigh an
     acknowledgement of unknown outcome against (docs/checks.md)."""
-    driver = resolve_driver(client)
-    if not isinstance(driver, WorkerDriver):
-        raise TypeError(f"share groups run in a worker; {driver!r} is no worker driver")
     settings = ShareSettings(bootstrap=bootstrap, client_id="share-state", group_id=group, security=security)
-    deadline = time.monotonic() + STATE_SETTLE_S
-    while True:
-        try:
-            offsets = share_start_offsets(driver, settings, topic, partitions)
-        except Exception as exc:  # noqa: BLE001 - recorded; the checks then cannot use the state
-            history.info("final", "share-state", {"group": group, "topic": topic}, error=exc)
-            return
-        # a lock that expired on a record's last delivery archives it with a write of its own,
-        # which may still be on its way: read again while Kafka owes anything, up to a deadline
-        if not any(o.lag for o in offsets) or time.monotonic() > deadline:
-            break
-        time.sleep(STATE_POLL_S)
+    try:
+        with ShareAdmin(share_driver(client), settings) as admin:  # one worker for every read
+            deadline = time.monotonic() + STATE_SETTLE_S
+            offsets = admin.start_offsets(topic, partitions)
+            # a lock that expired on a record's last delivery archives it with a write of its
+            # own, which may still be on its way: read again while Kafka owes anything, up to a
+            # deadline (then the last reading is recorded, lag and all)
+            while any(o.lag for o in offsets) and time.monotonic() < deadline:
+                time.sleep(STATE_POLL_S)
+                offsets = admin.start_offsets(topic, partitions)
+    except Exception as exc:  # noqa: BLE001 - recorded; the checks then cannot use the state
+        history.info("final", "share-state", {"group": group, "topic": topic}, error=exc)
+        return
     for o in offsets:
         history.ok(
             "final",
