@@ -156,6 +156,15 @@ func (s *state) drop() (dropped, error) {
 	return out, nil
 }
 
+// refuse says whether the disk is full now (and counts the refusal): the caller answers ENOSPC.
+func (s *state) refuse() bool {
+	if !s.full.Load() {
+		return false
+	}
+	s.refused.Add(1)
+	return true
+}
+
 func (s *state) wait(ms *atomic.Int64) {
 	if d := ms.Load(); d > 0 {
 		time.Sleep(time.Duration(d) * time.Millisecond)
@@ -175,8 +184,7 @@ func (n *node) rel(name string) string {
 func (n *node) self() string { return n.EmbeddedInode().Path(nil) }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	if n.st.full.Load() {
-		n.st.refused.Add(1)
+	if n.st.refuse() {
 		return nil, nil, 0, syscall.ENOSPC
 	}
 	ino, fh, fl, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
@@ -205,8 +213,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	rel := n.self()
 	if sz, ok := in.GetSize(); ok {
 		n.st.seen(rel)
-		if n.st.full.Load() && int64(sz) > n.st.size(rel) {
-			n.st.refused.Add(1)
+		if int64(sz) > n.st.size(rel) && n.st.refuse() {
 			return syscall.ENOSPC
 		}
 	}
@@ -221,8 +228,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if n.st.full.Load() {
-		n.st.refused.Add(1)
+	if n.st.refuse() {
 		return nil, syscall.ENOSPC
 	}
 	return n.LoopbackNode.Mkdir(ctx, name, mode, out)
@@ -265,33 +271,28 @@ func (s *state) wrap(fh fs.FileHandle, rel string) fs.FileHandle {
 
 func (f *file) PassthroughFd() (int, bool) { return -1, false }
 
-func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	if f.st.full.Load() {
-		f.st.refused.Add(1)
+// write is a write of either form: refused while full, slowed, counted.
+func (f *file) write(do func() (uint32, syscall.Errno)) (uint32, syscall.Errno) {
+	if f.st.refuse() {
 		return 0, syscall.ENOSPC
 	}
 	f.st.wait(&f.st.writeMs)
-	n, errno := f.LoopbackFile.Write(ctx, data, off)
+	n, errno := do()
 	f.st.writes.Add(1)
 	f.st.bytes.Add(int64(n))
 	return n, errno
+}
+
+func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	return f.write(func() (uint32, syscall.Errno) { return f.LoopbackFile.Write(ctx, data, off) })
 }
 
 func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, syscall.Errno) {
-	if f.st.full.Load() {
-		f.st.refused.Add(1)
-		return 0, syscall.ENOSPC
-	}
-	f.st.wait(&f.st.writeMs)
-	n, errno := f.LoopbackFile.Writev(ctx, data, off)
-	f.st.writes.Add(1)
-	f.st.bytes.Add(int64(n))
-	return n, errno
+	return f.write(func() (uint32, syscall.Errno) { return f.LoopbackFile.Writev(ctx, data, off) })
 }
 
 func (f *file) Allocate(ctx context.Context, off uint64, sz uint64, mode uint32) syscall.Errno {
-	if f.st.full.Load() {
-		f.st.refused.Add(1)
+	if f.st.refuse() {
 		return syscall.ENOSPC
 	}
 	return f.LoopbackFile.Allocate(ctx, off, sz, mode)
@@ -307,8 +308,7 @@ func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 }
 
 func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if sz, ok := in.GetSize(); ok && f.st.full.Load() && int64(sz) > f.st.size(f.rel) {
-		f.st.refused.Add(1)
+	if sz, ok := in.GetSize(); ok && int64(sz) > f.st.size(f.rel) && f.st.refuse() {
 		return syscall.ENOSPC
 	}
 	errno := f.LoopbackFile.Setattr(ctx, in, out)
