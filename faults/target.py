@@ -8,6 +8,9 @@ String syntax (what ``--target`` / ``--peer`` accept; ``str(target)`` renders it
 ``leader:<topic>/<partition>``      the current leader of that partition
 ``follower-in:<rack>[@<t>/<p>]``    a follower of partition t/p (default: the run's partition)
                                     whose broker is in ``rack``; the lowest id if several
+``replicas:<t>/<p>[:<n>]``          the leader of t/p and its followers, lowest ids first, ``n``
+                                    of them (default: every replica): a correlated failure of
+                                    ``n`` copies of the partition at once
 ``coordinator:<txn|group>/<id>``    the broker coordinating that transactional id or group
 ``controller``                      the active KRaft controller
 ``controllers``                     every controller-role node
@@ -63,6 +66,7 @@ class TargetKind(str, Enum):
     NODE = "node"
     LEADER = "leader"
     FOLLOWER_IN = "follower-in"
+    REPLICAS = "replicas"
     COORDINATOR = "coordinator"
     CONTROLLER = "controller"
     CONTROLLERS = "controllers"
@@ -88,7 +92,7 @@ CLIENT_KINDS = frozenset({TargetKind.CLIENT, TargetKind.CONSUMERS, TargetKind.PR
 LINK_ONLY = frozenset({TargetKind.CLIENTS, TargetKind.ALL, TargetKind.BRIDGE})
 SYNTAX = (
     "broker:<id>, node:<name>, leader:<topic>/<partition>, follower-in:<rack>[@<topic>/<partition>],"
-    " coordinator:<txn|group>/<id>, controller, controllers, brokers, minority[:<seed>], bridge[:<seed>], rack:<rack>,"
+    " replicas:<topic>/<partition>[:<count>], coordinator:<txn|group>/<id>, controller, controllers, brokers, minority[:<seed>], bridge[:<seed>], rack:<rack>,"
     " clients:<rack>, all; for client faults: client:<client id>, consumers[:<rack>], producers, group:<group id>"
 )
 
@@ -326,6 +330,42 @@ class FollowerInTarget(_Selector):
 
 
 @dataclass(frozen=True)
+class ReplicasTarget(_Selector):
+    """``count`` replicas of ``topic``/``partition`` (None: all): its leader first, then its
+    followers by id. What a power loss of "a majority" means for one partition: the leader and
+    one more copy (``replicas:t/0:2``), so the survivors are a known minority of its copies."""
+
+    topic: str
+    partition: int
+    count: int | None = None
+    kind: ClassVar[Literal[TargetKind.REPLICAS]] = TargetKind.REPLICAS
+
+    def __str__(self) -> str:
+        tail = "" if self.count is None else f":{self.count}"
+        return f"replicas:{self.topic}/{self.partition}{tail}"
+
+    @property
+    def is_dynamic(self) -> bool:
+        return True
+
+    def _candidates(self, topology: Topology) -> frozenset[str]:
+        return frozenset(b.name for b in topology.brokers)
+
+    def _resolve_live(
+        self, topology: Topology, view: ClusterView | None, seed: int | None, default_partition: tuple[str, int] | None
+    ) -> frozenset[str]:
+        live = self._view(view)
+        leader = live.leader(self.topic, self.partition)
+        replicas = sorted(live.replicas(self.topic, self.partition), key=lambda r: (r != leader, r))
+        if not replicas:
+            raise FaultError(f"{self.topic}/{self.partition} has no replicas right now")
+        count = len(replicas) if self.count is None else self.count
+        if count > len(replicas):
+            raise FaultError(f"{self} names {count} replicas; {self.topic}/{self.partition} has {len(replicas)}")
+        return frozenset(find_broker(topology, r).name for r in replicas[:count])
+
+
+@dataclass(frozen=True)
 class ControllerTarget(_Selector):
     """The active KRaft controller."""
 
@@ -489,6 +529,7 @@ Target: TypeAlias = (
     | NodeTarget
     | LeaderTarget
     | FollowerInTarget
+    | ReplicasTarget
     | CoordinatorTarget
     | ControllerTarget
     | ControllersTarget
@@ -552,6 +593,11 @@ def parse_target(text: str) -> Target:
         if not m:
             raise bad("expected leader:<topic>/<partition>")
         return LeaderTarget(m.group(1), int(m.group(2)))
+    if kind is TargetKind.REPLICAS:
+        m = re.fullmatch(rf"({_TOPIC})/(\d+)(?::(\d+))?", arg)
+        if not m or (m.group(3) is not None and int(m.group(3)) < 1):
+            raise bad("expected replicas:<topic>/<partition>[:<count>] with a count of at least 1")
+        return ReplicasTarget(m.group(1), int(m.group(2)), None if m.group(3) is None else int(m.group(3)))
     if kind is TargetKind.COORDINATOR:
         key_type, slash, key = arg.partition("/")
         if key_type not in ("txn", "group") or not slash or not _RACK.fullmatch(key):
@@ -577,6 +623,7 @@ _EXAMPLES = {
     TargetKind.NODE: "node:controller-1",
     TargetKind.LEADER: "leader:topic/0",
     TargetKind.FOLLOWER_IN: "follower-in:rack-b",
+    TargetKind.REPLICAS: "replicas:topic/0:2",
     TargetKind.COORDINATOR: "coordinator:txn/hw-producer-0",
     TargetKind.RACK: "rack:rack-b",
     TargetKind.CLIENTS: "clients:rack-b",

@@ -273,13 +273,17 @@ def shared_cluster(
     uses: Callable[[pytest.Item], bool],
     name: str,
     broker_config: Mapping[str, str] | None = None,
+    disk: str = "plain",
 ) -> Iterator[ClusterBackend]:
-    """A 3-broker, 3-rack cluster (``broker_config`` on top of the defaults) for the tests that
+    """A 3-broker, 3-rack cluster (``broker_config`` on top of the defaults; ``disk="lossy"``: its
+    data directories on the disk fault layer, ``harness.diskfs``) for the tests that
     ``uses`` says use it: the body of a module-, package- or session-scoped fixture. Booted once,
     stopped at the end (a failed start tears down whatever it started itself), with its logs
     collected to ``<--highwater-logs>/<name>`` when one of those tests failed. Modules that share
     it take it through ``healed_for_module``."""
-    spec = ClusterSpec(brokers=3, racks=3, kafka_version=kafka_version, broker_config=dict(broker_config or {}))
+    spec = ClusterSpec(
+        brokers=3, racks=3, kafka_version=kafka_version, broker_config=dict(broker_config or {}), disk=disk
+    )
     c = start_backend(backend, spec, _progress)
     try:
         yield c
@@ -303,7 +307,11 @@ def healed_for_module(shared: ClusterBackend, request: pytest.FixtureRequest) ->
 
 
 def module_cluster(
-    request: pytest.FixtureRequest, kafka_version: str, backend: str, broker_config: Mapping[str, str] | None = None
+    request: pytest.FixtureRequest,
+    kafka_version: str,
+    backend: str,
+    broker_config: Mapping[str, str] | None = None,
+    disk: str = "plain",
 ) -> Iterator[ClusterBackend]:
     """``shared_cluster`` for the tests of the requesting module, named after it: the body of a
     module-scoped fixture."""
@@ -312,7 +320,7 @@ def module_cluster(
     def uses(item: pytest.Item) -> bool:
         return getattr(item, "module", None) is module
 
-    yield from shared_cluster(request, kafka_version, backend, uses, _safe(module.__name__), broker_config)
+    yield from shared_cluster(request, kafka_version, backend, uses, _safe(module.__name__), broker_config, disk)
 
 
 @pytest.fixture(scope="module")

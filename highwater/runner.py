@@ -35,6 +35,7 @@ from harness.backend import ClusterBackend, LinkControl, backend_name
 from harness.checks import load, overall, run_all_checks
 from harness.checks.bounds import Settings
 from harness.checks.group_measures import GROUP_MEASURES, group_measures
+from harness.checks.power_measures import POWER_MEASURES, power_measures
 from harness.checks.verdict import Input, Verdict
 from harness.clients import DEFAULT_CLIENT, client_label, get_driver
 from harness.clients.groups import GroupProtocolError, group_configs, group_protocol_refusal
@@ -49,6 +50,7 @@ from harness.clients.txnversion import (
 )
 from harness.clients.worker import copy_worker_logs, worker_logs_mark
 from harness.errors import HighwaterError
+from harness.features import ELIGIBLE_LEADER_REPLICAS, FeatureError, elr_refusal, has_elr
 from harness.gcpasses import streaming
 from harness.history import HistoryWriter
 from harness.manifest import ClusterShape, NemesisRecord, Racks, RunManifest, RunStats, iso_utc
@@ -90,6 +92,11 @@ class RunSpec:
     # transactional runs: the cluster's transaction.version for the run (harness.clients.txnversion:
     # 1 or 2, KIP-890; None: as the cluster has it), restored after the run
     transaction_version: int | None = None
+    # the power-loss suite: how many replicas of a partition its scripted power loss takes at once
+    # (the policy reads it, harness.policy), and eligible leader replicas (KIP-966,
+    # harness.features) on or off for the run (None: as the cluster has it), restored after it
+    power_loss_replicas: int = 0
+    eligible_leader_replicas: bool | None = None
     # KIP-98: producers write transactions of ``txn_records`` sends, a seeded share aborted
     transactional: bool = False
     txn_records: int = 4
@@ -132,6 +139,7 @@ class RunSpec:
             "replication_factor": self.replication_factor,
             "group_protocol": self.group_protocol,
             **({"group_remote_assignor": self.group_remote_assignor} if self.group_remote_assignor else {}),
+            **({"power_loss_replicas": self.power_loss_replicas} if self.power_loss_replicas else {}),
             **header_entries(settings),
         }
 
@@ -276,6 +284,10 @@ def execute_run(
         )
         if refused is not None:
             raise TransactionVersionError(refused)
+    if spec.eligible_leader_replicas is not None:
+        refused = elr_refusal(cluster.kafka_version, spec.eligible_leader_replicas)
+        if refused is not None:
+            raise FeatureError(refused)
     nemesis_record = describe_nemesis(nemesis)
     seed = run_seed(spec, nemesis_record)  # a seed that contradicts the schedule's is refused here
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{spec.scenario}-{uuid.uuid4().hex[:6]}"
@@ -303,7 +315,7 @@ def execute_run(
     header_config = {**spec.header_config(cluster), "consumers": spec.consumer_config(len(cluster.topo.racks), group)}
     if share is not None:
         header_config["share"] = share.header()
-    tv_restore = _hold_transaction_version(cluster, spec, header_config)
+    restore = _hold_features(cluster, spec, header_config)
     if sink is not None:
         header_config["copy"] = spec.copy_config(sink)
     # The inputs this run sets out to record: if one is missing (a crash before the final read),
@@ -451,8 +463,7 @@ def execute_run(
                         final_read(cluster.bootstrap(), history, topic, spec.partitions, cluster.client_security)
                     phases.mark("final_read")
                 history.close()
-                if tv_restore is not None:
-                    _restore_transaction_version(cluster, tv_restore, progress)
+                _restore_features(cluster, restore, progress)
     run_stats = RunStats(
         producers={p.name: p.stats() for p in [*producers, *(c for c in consumers if isinstance(c, CopyWorker))]},
         consumers={c.name: c.records_read for c in consumers},
@@ -469,6 +480,9 @@ def execute_run(
     measures = group_measures(judged)
     if measures is not None:  # what the report compares across group protocols
         _write_json(out / GROUP_MEASURES, measures.to_json())
+    power = power_measures(judged, verdicts)
+    if power is not None:  # the report's table of power-loss cases
+        _write_json(out / POWER_MEASURES, power.to_json())
     valid = overall(verdicts)
     phases.mark("checks")
     run_stats = replace(run_stats, phases=phases.seconds)
@@ -648,27 +662,39 @@ def _settle(
         progress(f"settling incomplete: {exc}")
 
 
-def _hold_transaction_version(cluster: ClusterBackend, spec: RunSpec, header: dict[str, Any]) -> int | None:
-    """For a transactional run on a cluster with the transaction.version feature: set the
-    spec's level (if it names one), write the level the run has into the header
-    (``transaction_version``), and return the level to restore afterwards (None: the run did
-    not change it)."""
-    if not (spec.transactional or spec.copiers) or not has_transaction_version(cluster.kafka_version):
-        return None
-    observer = cluster.observer()
-    before = observer.feature_level(TRANSACTION_VERSION)
-    wanted = before if spec.transaction_version is None else spec.transaction_version
-    observer.set_feature_level(TRANSACTION_VERSION, wanted)  # waits until every broker reports it
-    header["transaction_version"] = wanted
-    return before if wanted != before else None
+def _hold_features(cluster: ClusterBackend, spec: RunSpec, header: dict[str, Any]) -> dict[str, int]:
+    """Set the feature levels the run asks for (``harness.features``), write the levels the run
+    has into the header, and return the levels to restore afterwards (those the run changed).
+
+    - ``transaction_version``: for a transactional run on a cluster with the feature;
+    - ``eligible_leader_replicas`` (0 or 1): when the run sets it or loses power (what an election
+      after the power loss may do depends on it)."""
+    wanted: dict[str, tuple[str, int | None]] = {}
+    if (spec.transactional or spec.copiers) and has_transaction_version(cluster.kafka_version):
+        wanted[TRANSACTION_VERSION] = ("transaction_version", spec.transaction_version)
+    if (spec.eligible_leader_replicas is not None or spec.power_loss_replicas) and has_elr(cluster.kafka_version):
+        level = None if spec.eligible_leader_replicas is None else int(spec.eligible_leader_replicas)
+        wanted[ELIGIBLE_LEADER_REPLICAS] = ("eligible_leader_replicas", level)
+    restore: dict[str, int] = {}
+    observer = cluster.observer() if wanted else None
+    for feature, (key, level) in wanted.items():
+        assert observer is not None
+        before = observer.feature_level(feature)
+        have = before if level is None else level
+        observer.set_feature_level(feature, have)  # waits until every broker reports it
+        header[key] = have
+        if have != before:
+            restore[feature] = before
+    return restore
 
 
-def _restore_transaction_version(cluster: ClusterBackend, level: int, progress: Callable[[str], None]) -> None:
-    """Give the cluster back the transaction.version it had before the run; say so if it refuses."""
-    try:
-        cluster.observer().set_feature_level(TRANSACTION_VERSION, level)
-    except Exception as exc:  # noqa: BLE001 - the run's verdicts stand; the next run sets its own
-        progress(f"transaction.version not restored to {level}: {exc}")
+def _restore_features(cluster: ClusterBackend, restore: Mapping[str, int], progress: Callable[[str], None]) -> None:
+    """Give the cluster back the feature levels it had before the run; say so if it refuses."""
+    for feature, level in restore.items():
+        try:
+            cluster.observer().set_feature_level(feature, level)
+        except Exception as exc:  # noqa: BLE001 - the run's verdicts stand; the next run sets its own
+            progress(f"{feature} not restored to {level}: {exc}")
 
 
 def describe_nemesis(nemesis: Nemesis | None) -> NemesisRecord:

@@ -25,6 +25,7 @@ from harness.history import rows_to_events
 from harness.policy import allowed
 from reports.groups import group_rows
 from reports.layout import RunInfo, ensure_parquet, load_runs
+from reports.power import power_rows
 from reports.releases import release_view
 from reports.run_cache import RunCache
 from reports.spark_session import Progress
@@ -78,6 +79,7 @@ class ReportData:
     errors: list[str] = field(default_factory=list)
     releases: dict[str, Any] = field(default_factory=dict)  # reports.releases.release_view
     groups: list[dict[str, Any]] = field(default_factory=list)  # reports.groups.group_rows
+    power: list[dict[str, Any]] = field(default_factory=list)  # reports.power.power_rows
 
     @property
     def valid(self) -> bool | str:
@@ -229,6 +231,7 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
         disagreements=disagreements,
         releases=release_view(run_rows),
         groups=group_rows(runs),
+        power=power_rows(runs),
     )
 
 

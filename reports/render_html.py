@@ -108,6 +108,7 @@ def render(data: ReportData) -> str:
         _timelines(data),
         _fetch(data),
         _groups(data),
+        _power(data),
         _trends(data),
         _versions(data),
         _disagreements(data),
@@ -128,7 +129,7 @@ def _header(d: ReportData) -> str:
         f"but could not settle; it never counts as valid. Not applicable means the history does "
         f"not carry the check's inputs at all (the check did not run).</p>"
         "<nav><a href='#matrix'>Matrix</a><a href='#releases'>Releases</a><a href='#runs-sec'>Runs</a><a href='#failures'>Failures</a>"
-        "<a href='#timelines'>Timelines</a><a href='#fetch'>Follower fetching</a><a href='#groups'>Groups</a>"
+        "<a href='#timelines'>Timelines</a><a href='#fetch'>Follower fetching</a><a href='#groups'>Groups</a><a href='#power'>Power loss</a>"
         "<a href='#trends'>Trends</a><a href='#versions'>Versions &amp; config</a></nav>"
     )
 
@@ -557,6 +558,41 @@ def _groups(d: ReportData) -> str:
         "member's partition went unread until some member read it again (never: not within the run).</p>"
         "<table id='groups-table'><tr><th>scenario</th><th>Kafka</th><th>client</th><th>protocol</th><th>runs</th>"
         "<th>duplicates (max)</th><th>longest member stall (ms)</th><th>slowest resume after a member fault (ms)</th>"
+        f"</tr>{rows}</table>"
+    )
+
+
+def _count_cell(n: int | None, bad_if_positive: bool) -> str:
+    """A measured count: unknown shown as such, a count the policy forbids marked as a violation."""
+    if n is None:
+        return "<td class='v-unknown'>unknown</td>"
+    return f"<td class='v-false'>{n}</td>" if bad_if_positive and n > 0 else f"<td>{n}</td>"
+
+
+def _power(d: ReportData) -> str:
+    if not d.power:
+        return "<h2 id='power'>Power loss</h2><p>No power-loss runs.</p>"
+    rows = "".join(
+        f"<tr><td>{escape(p['scenario'])}</td><td>{escape(p['kafka_version'])}</td><td>{escape(p['client'])}</td>"
+        f"<td>{p['replicas']}</td><td>{escape(p['elr'])}</td><td>{'on' if p['unclean'] else 'off'}</td>"
+        f"<td>{'no loss' if p['promised'] else 'none'}</td><td>{p['runs']}</td>"
+        + _count_cell(p["acked_lost"], p["promised"])
+        + _count_cell(p["served_vanished"], p["promised"])
+        + f"<td>{p['lost_bytes']}</td>"
+        f"<td>{'never back' if p['longest_unavailable_ms'] is None else p['longest_unavailable_ms']}</td></tr>"
+        for p in d.power
+    )
+    return (
+        "<h2 id='power'>Power loss: what Kafka promises and what happened</h2><p class='small'>Per scenario, "
+        "release, client, eligible leader replicas (KIP-966 level; - where the release has none) and unclean "
+        "election: how many replicas of a partition lost power at once, what the policy table says Kafka "
+        "promises then (no loss while fewer than min.insync.replicas replicas lose their page cache), and "
+        "the most of one run: acknowledged writes lost, records consumers were served that later vanished, "
+        "bytes the disks dropped, and the longest a partition took no write after the power loss (never "
+        "back: not within the run).</p>"
+        "<table id='power-table'><tr><th>scenario</th><th>Kafka</th><th>client</th><th>replicas lost</th>"
+        "<th>ELR</th><th>unclean</th><th>promise</th><th>runs</th><th>acked writes lost</th>"
+        "<th>served, then vanished</th><th>bytes dropped</th><th>longest unavailable (ms)</th>"
         f"</tr>{rows}</table>"
     )
 

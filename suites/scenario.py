@@ -255,6 +255,46 @@ SLOW_FOLLOWER = (
     "latency --target broker:{follower} --peer broker:{leader} --flow out --listener replication --latency 8000"
 )
 _DURABILITY = ("lost-write", "uncommitted-read", "poll-skip", "inconsistent-offsets")
+#: the power-loss suite: what must hold whatever the case (the policy never allows these; where
+#: a case allows loss, consumers must still detect the truncation, KIP-320)
+_POWER_ALWAYS = ("poll-skip", "truncation-undetected", "nonmonotonic-poll")
+#: a power loss lasts as long as a leader kill: the node is down that long, then restarted
+POWER_LOSS_SECONDS = LEADER_FAULT_SECONDS
+
+
+def _power_plan(case: str, target: str, what: str, promised: bool) -> Plan:
+    """A power-loss case: ``target`` loses power 4 s in, stays down ``POWER_LOSS_SECONDS``, and
+    restarts with what its disk had fsynced. Where Kafka promises no loss (fewer replicas than
+    min.insync.replicas lost at once) the durability checks must hold too; elsewhere the policy
+    allows the loss and the checks that must hold are the ones it never allows."""
+    return Plan(
+        "power-loss",
+        case,
+        (Step(4, f"power-loss --target {target}", POWER_LOSS_SECONDS),),
+        (*_DURABILITY, "truncation-undetected", "nonmonotonic-poll") if promised else _POWER_ALWAYS,
+        what=what,
+    )
+
+
+#: the power-loss cases (acks=all, min.insync.replicas=2, RF 3; suites/conformance/test_power_loss.py
+#: sets each case's election settings): the case name, the target, how many replicas of partition
+#: 0 it takes at once, and what it is
+POWER_CASES = {
+    "leader": ("leader:{topic}/0", 1, "the leader of partition 0 loses power: nothing acknowledged may be lost"),
+    "majority": (
+        "replicas:{topic}/0:2",
+        2,
+        "the leader and one follower of partition 0 lose power at once; the third copy must lead",
+    ),
+    "majority-elr-off": (
+        "replicas:{topic}/0:2",
+        2,
+        "the leader and one follower lose power, eligible leader replicas off (Kafka before 4.1's default)",
+    ),
+    "all": ("brokers", 3, "every broker loses power at once (with ELR on where the release has it)"),
+    "all-elr-off": ("brokers", 3, "every broker loses power at once, eligible leader replicas off"),
+    "all-unclean": ("brokers", 3, "every broker loses power at once, unclean leader election on"),
+}
 
 #: the sweep scenario set (``suites/sweep``): short scenarios, one replication rule each
 SWEEP_PLANS = (
@@ -456,6 +496,10 @@ PLANS: dict[str, Plan] = {
             run_seconds=3 + 2 * SHARE_BROKER_KILL_SECONDS + 2 + 5,
             what="two partition leaders killed in turn: a new leader rebuilds the share partition from the "
             "share coordinator's state; nothing accepted comes back, nothing is lost",
+        ),
+        *(
+            _power_plan(case, target, what, promised=replicas < 2)
+            for case, (target, replicas, what) in POWER_CASES.items()
         ),
         *SWEEP_PLANS,
     ]

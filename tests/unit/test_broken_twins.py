@@ -22,10 +22,11 @@ from suites.conformance import (
     test_kafka4485,
     test_kip207,
     test_kip320,
+    test_power_loss,
     test_share_groups,
 )
 from suites.conformance import test_kip392_fetching as kip392
-from suites.scenario import KIP392_FAULTS, PLANS
+from suites.scenario import KIP392_FAULTS, PLANS, POWER_CASES
 from suites.sweep import test_replication_rules as sweep
 from tests.data.scenario_histories import TOPIC, Generated, generate
 from tests.synth.histories import HistoryBuilder
@@ -314,6 +315,62 @@ def test_durability_liveness_twin_consumer_never_moves(durable: tuple[str, Gener
     test_durability.assert_durable(verdicts_of(g.header, twin), scenario)  # a liveness twin, not a durability one
 
 
+# -- power loss ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def powered() -> Generated:
+    """The leader case's clean history (a leader that lost power 4 s in, as a kill), generated
+    with its plan; the correlated cases are the same history with their header."""
+    return generate(PLANS["power-loss/leader"], partitions=3)
+
+
+def tail_lost(events: Events, count: int = 5) -> Events:
+    """The last ``count`` acknowledged records of partition 0, which consumers were served, are in
+    no replica's final log: what a power loss of every copy takes (the log ends earlier, no
+    offset inside it is missing)."""
+    evs = copy.deepcopy(events)
+    for e in evs:
+        if e["f"] == "final-read" and e["value"]["partition"] == 0:
+            e["value"]["hw"] -= count
+            e["value"]["records"] = [r for r in e["value"]["records"] if r[0] < e["value"]["hw"]]
+    return evs
+
+
+def _as_case(g: Generated, case: str) -> dict[str, Any]:
+    header = copy.deepcopy(g.header)
+    header["config"]["power_loss_replicas"] = POWER_CASES[case][1]
+    return header
+
+
+@pytest.mark.parametrize(
+    "mutate, check", [(write_lost, "lost-write"), (read_above_hw, "uncommitted-read"), (skips, "poll-skip")]
+)
+def test_power_loss_twin_leader(powered: Generated, mutate: Callable[[Events], Events], check: str) -> None:
+    """One replica lost power: Kafka promises no loss, and the suite's assertion says so."""
+    header = _as_case(powered, "leader")
+    test_power_loss.assert_power_case(verdicts_of(header, powered.events), "leader")
+    msg = fails(lambda: test_power_loss.assert_power_case(verdicts_of(header, mutate(powered.events)), "leader"))
+    assert f"{check}: False" in msg
+
+
+@pytest.mark.parametrize("case", [c for c in POWER_CASES if c != "leader"])
+def test_power_loss_twin_correlated(powered: Generated, case: str) -> None:
+    """As many replicas as min.insync.replicas lost power at once: a lost write and a record
+    served then gone are allowed (the policy table), a skip over a committed offset is not."""
+    header = _as_case(powered, case)
+    lost = tail_lost(powered.events)
+    test_power_loss.assert_power_case(verdicts_of(header, lost), case)
+    allowed = {v.check: v for v in verdicts_of(header, lost)}
+    assert allowed["lost-write"].allowed and allowed["uncommitted-read"].allowed
+    msg = fails(lambda: test_power_loss.assert_power_case(verdicts_of(header, skips(lost)), case))
+    assert "poll-skip: False" in msg
+    test_power_loss.assert_power_case(verdicts_of(_as_case(powered, "leader"), powered.events), "leader")
+    assert "lost-write: False" in fails(
+        lambda: test_power_loss.assert_power_case(verdicts_of(_as_case(powered, "leader"), lost), "leader")
+    ), "the same loss on one replica's power is a violation"
+
+
 # -- KIP-320 -------------------------------------------------------------------------------------
 
 X = 20  # F1's log end when it is cut off: the divergence point
@@ -498,6 +555,7 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         "share-groups/member-freezes",
         "share-groups/coordinator-cut-pause",
         "share-groups/leader-kills",
+        *(f"power-loss/{c}" for c in POWER_CASES),  # test_power_loss_twin_...
     }
     assert covered == set(PLANS)
 
