@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 
 from harness.cluster import Cluster
 from harness.config import ClusterSpec
+from harness.diskfs import mounts_under
 from harness.distribution import UnknownKafkaVersion, ensure_kafka
 from harness.errors import JavaError, PortInUseError
 from harness.java import find_java
@@ -50,13 +52,17 @@ def _read_ready(proc: subprocess.Popen[str], timeout: float = 180) -> dict:
 
 
 def test_kill_9_of_the_test_process_leaves_nothing_running(kafka_version: str) -> None:
+    """The run's brokers, Toxiproxy and disk layers (``disk="lossy"``: one FUSE mount per node)
+    die with it; a disk layer killed at the same moment leaves its mount behind, dead, and the
+    next start's reaper detaches it."""
     child = _run_child(f"""
         import json, time
         from harness.cluster import Cluster
         from harness.config import ClusterSpec
-        c = Cluster(ClusterSpec(brokers=3, racks=3, kafka_version={kafka_version!r})).start()
+        c = Cluster(ClusterSpec(brokers=3, racks=3, kafka_version={kafka_version!r}, disk="lossy")).start()
         pids = [n.pid for n in c.nodes.values()] + [c._toxiproxy_proc.pid]
-        print("READY " + json.dumps({{"dir": str(c.dir), "pids": pids,
+        disks = [d.proc.pid for d in c.disks.values()]
+        print("READY " + json.dumps({{"dir": str(c.dir), "pids": pids, "disks": disks,
               "addresses": c.topo.all_listen_addresses()}}), flush=True)
         time.sleep(600)
     """)
@@ -66,16 +72,20 @@ def test_kill_9_of_the_test_process_leaves_nothing_running(kafka_version: str) -
         assert toxiproxy_api in listening_sockets(), "the check below must be able to see a listener"
     finally:
         child.kill()  # SIGKILL: no teardown code of the child runs
+        if "ready" in locals():
+            os.kill(ready["disks"][0], signal.SIGKILL)  # it cannot unmount: its mount stays, dead
         child.wait(10)
-    pids = ready["pids"]
-    # PR_SET_PDEATHSIG takes the brokers and Toxiproxy down with the killed process.
+    pids = ready["pids"] + ready["disks"]
+    # PR_SET_PDEATHSIG takes the brokers and Toxiproxy down with the killed process; the other
+    # disk layers see their parent die and unmount themselves.
     wait_until(lambda: all(is_zombie_or_gone(p) for p in pids), 15, f"processes {pids} are gone")
     stale = Path(ready["dir"])
     assert stale.exists(), "the dead run's directory stays until the next run starts"
+    assert len(mounts_under(stale)) == 1, "the killed disk layer's mount is left behind"
     # The next start reaps the dead run's directory and can bind every address it used.
     reaped = reap_stale()
     assert stale in [r.cluster_dir for r in reaped]
-    assert not stale.exists()
+    assert not stale.exists() and mounts_under(stale) == []
     # No socket of the dead run still listens (sockets the kernel is still closing, in FIN_WAIT
     # or TIME_WAIT, hold no process and are not ours to reap).
     listening = listening_sockets()
