@@ -35,7 +35,9 @@ def _worst(a: int | None, b: int | None) -> int | None:
 def power_rows(runs: list[RunInfo]) -> list[dict[str, Any]]:
     """One row per (suite/scenario, Kafka release, client, ELR level, unclean election) with
     power-loss runs: ``runs``; ``replicas`` lost at once; ``promised`` (the policy allows no lost
-    write there); the most ``acked_lost``, ``served_vanished`` and ``lost_bytes`` of one run (None:
+    write there); the most ``acked_lost`` and ``served_vanished`` of one run (and ``lost_bytes``: what the disks
+    dropped, every file of the node counted, preallocated indexes too, so it grows with the
+    topics a cluster holds: in the JSON, not the table) (None:
     a run could not judge); ``longest_unavailable_ms`` (None: a partition never took a write again
     in some run)."""
     acc: dict[tuple[str, str, str, str, bool], dict[str, Any]] = {}

@@ -578,8 +578,7 @@ def _power(d: ReportData) -> str:
         f"<td>{'no loss' if p['promised'] else 'none'}</td><td>{p['runs']}</td>"
         + _count_cell(p["acked_lost"], p["promised"])
         + _count_cell(p["served_vanished"], p["promised"])
-        + f"<td>{p['lost_bytes']}</td>"
-        f"<td>{'never back' if p['longest_unavailable_ms'] is None else p['longest_unavailable_ms']}</td></tr>"
+        + f"<td>{'never back' if p['longest_unavailable_ms'] is None else p['longest_unavailable_ms']}</td></tr>"
         for p in d.power
     )
     return (
@@ -588,11 +587,11 @@ def _power(d: ReportData) -> str:
         "election: how many replicas of a partition lost power at once, what the policy table says Kafka "
         "promises then (no loss while fewer than min.insync.replicas replicas lose their page cache), and "
         "the most of one run: acknowledged writes lost, records consumers were served that later vanished, "
-        "bytes the disks dropped, and the longest a partition took no write after the power loss (never "
+        "and the longest a partition took no write after the power loss (never "
         "back: not within the run).</p>"
         "<table id='power-table'><tr><th>scenario</th><th>Kafka</th><th>client</th><th>replicas lost</th>"
         "<th>ELR</th><th>unclean</th><th>promise</th><th>runs</th><th>acked writes lost</th>"
-        "<th>served, then vanished</th><th>bytes dropped</th><th>longest unavailable (ms)</th>"
+        "<th>served, then vanished</th><th>longest unavailable (ms)</th>"
         f"</tr>{rows}</table>"
     )
 
