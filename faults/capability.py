@@ -48,6 +48,8 @@ def refusal(backend: object, faults: Iterable[FaultKind | FaultSpec]) -> Capabil
         need: Capability = kind.capability
         if not has_capability(backend, need):
             hint = " (a local cluster has it when started with ClusterSpec(disk='lossy'))" if kind.is_disk else ""
+            if kind.is_clock:
+                hint = " (a local cluster has it when started with ClusterSpec(clock='faked'))"
             return CapabilityError(
                 f"fault {kind.cli!r} needs {need.value}, which backend {backend_name(backend)!r} does not have{hint}"
             )

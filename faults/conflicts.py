@@ -11,10 +11,12 @@ confuse the other:
   latency toxics on ``replication:kafka-1->kafka-2`` downstream): which latency holds is
   ambiguous and removing one by name leaves the other.
 
-Link and process faults never contradict each other, nor do toxics of different types (latency
-and bandwidth on one link compose). "May": a dynamic selector counts as every node it could
-resolve to (``leader:t/0`` = any broker), except that ``leader:t/p`` and
-``follower-in:r@t/p`` of the same partition are never the same node.
+Two **clock** faults (clock_jump, clock_drift) that may act on the same node contradict (healing
+one puts the clock back under the other), but a clock fault and another process fault never do:
+the clock lives in a file that outlives the JVM. Link and process faults never contradict each
+other, nor do toxics of different types (latency and bandwidth on one link compose). "May": a
+dynamic selector counts as every node it could resolve to (``leader:t/0`` = any broker), except
+that ``leader:t/p`` and ``follower-in:r@t/p`` of the same partition are never the same node.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ def _show(items: Iterable[object]) -> str:
 def conflict(topology: Topology, a: FaultSpec, b: FaultSpec) -> str | None:
     """Why ``a`` and ``b`` cannot be active at the same time, or None if they can."""
     if a.kind.is_process and b.kind.is_process:
+        if a.kind.is_clock != b.kind.is_clock:
+            return None  # a node's clock file outlives its JVM: a kill or pause leaves the clock as it is
         if same_partition_leader_and_follower(a.target, b.target):
             return None
         shared = possible_nodes(topology, a) & possible_nodes(topology, b)

@@ -3,8 +3,9 @@
 It acts through the backend protocols of :mod:`harness.backend` only. Link faults need
 :class:`~harness.backend.LinkControl` (a cut disables the link, which closes its listener and
 every open connection; a toxic is added per link and stream). Process faults need
-:class:`~harness.backend.ProcessControl` (the local backend signals the node JVMs). A fault the
-backend cannot apply is refused with one line (:mod:`faults.capability`).
+:class:`~harness.backend.ProcessControl` (the local backend signals the node JVMs), clock faults
+:class:`~harness.backend.ClockControl` (``faults.clock``). A fault the backend cannot apply is
+refused with one line (:mod:`faults.capability`).
 
 Every fault and heal is written to the history (process ``nemesis``, ``f`` = ``fault``/``heal``,
 value ``{"kind","targets","params",...}``) as invoke then ok/fail. A fault that cannot even be
@@ -27,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from faults import clients
+from faults import clients, clock
 from faults.capability import check_capabilities
 from faults.common import FaultError
 from faults.conflicts import check_no_conflicts
@@ -91,6 +92,8 @@ class ActiveFault:
     lost: dict[str, dict[str, int]] = field(default_factory=dict)
     #: disk-full: how many writes each node's disk had refused when the fault began
     refused_before: dict[str, int] = field(default_factory=dict)
+    #: clock faults: each node's clock offset, seconds (as applied; at heal, what it had reached)
+    clock_offsets: dict[str, float] = field(default_factory=dict)
 
     def event_value(self) -> dict[str, Any]:
         """The history's fault/heal value. ``params.cuts_off`` lists the brokers whose every
@@ -103,6 +106,8 @@ class ActiveFault:
             "id": self.id,
             "spec": str(self.spec),
         }
+        if self.clock_offsets:
+            value["clock"] = dict(sorted(self.clock_offsets.items()))
         if self.lost:
             value["lost"] = {name: dict(counts) for name, counts in sorted(self.lost.items())}
         if self.spec.kind.is_link:
@@ -240,6 +245,9 @@ class Injector:
 
     def _apply_process(self, fault: ActiveFault) -> None:
         kind = fault.spec.kind
+        if kind.is_clock:
+            fault.clock_offsets = clock.apply(self.cluster, fault.spec, fault.nodes)
+            return
         if kind.is_client:
             self._apply_client(fault)
             return
@@ -339,6 +347,8 @@ class Injector:
                     node.state = NodeState.STOPPED
                     node.start()
             self._wait_nodes_back(fault.nodes)
+        elif spec.kind.is_clock:
+            fault.clock_offsets = clock.heal(self.cluster, fault.nodes)
         elif spec.kind is FaultKind.DISK_SLOW:
             for name in fault.nodes:
                 self._disks().disk(name).set_slow(0, 0)
@@ -377,6 +387,8 @@ class Injector:
             ]
         if isinstance(self.cluster, DiskControl) and self.cluster.disks_enabled:
             steps.append(("reset disks", self._reset_disks))
+        if clock.enabled(self.cluster):
+            steps.append(("reset clocks", lambda: clock.reset_all(self.cluster)))
         if isinstance(self.cluster, ProcessControl):
             steps.append(("revive nodes", self._revive_nodes))
         steps.append(("thaw client workers", clients.thaw_all))

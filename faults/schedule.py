@@ -76,6 +76,9 @@ DEFAULT_MIX: tuple[tuple[str, float], ...] = (
     ("power_loss", 0.0),
     ("disk_full", 0.0),
     ("disk_slow", 0.0),
+    # clock faults: drawn only where a mix weighs them, on a cluster with faked clocks
+    ("clock_jump", 0.0),
+    ("clock_drift", 0.0),
 )
 
 
@@ -360,6 +363,10 @@ def _draw_params(
         return {"clean": rng.random() < 0.5}
     if kind is FaultKind.DISK_SLOW:
         return {"write_ms": _ms(rng, (5, 200)), "fsync_ms": _ms(rng, (50, 2000))}
+    if kind is FaultKind.CLOCK_JUMP:  # seconds to ten minutes, ahead or behind
+        return {"offset": round(rng.choice((-1, 1)) * rng.uniform(1, 600), 3)}
+    if kind is FaultKind.CLOCK_DRIFT:  # up to a second gained or lost per second
+        return {"rate": round(rng.uniform(-1000, 1000), 1)}
     if kind is FaultKind.ROLLING_RESTART:
         return {"interval": round(duration / len(topology.brokers), 3), "clean": rng.random() < 0.5}
     return {}

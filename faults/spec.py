@@ -45,10 +45,18 @@ Kinds and their params (Toxiproxy attribute names and units; defaults in :data:`
   ``restart`` (clean: SIGTERM else SIGKILL, then start at once), ``rolling_restart`` (each
   node in turn, ``interval`` s apart, clean or not). They take no peer, flow, direction,
   toxicity or listener. They need a backend with process control (``ProcessControl``).
+
+* Clock faults act on the wall clock of the target's node JVMs (``faults.clock``,
+  ``harness.clock``): ``clock_jump`` (offset s, + ahead or - behind: the clock jumps at once) and
+  ``clock_drift`` (rate ms per second, either sign: the clock gains or loses that much per second
+  of real time, stepped once a second). Heal puts the clock back to the machine's (offset +0, no
+  drift). They take process targets, and need a backend with clock control (``ClockControl``:
+  a local cluster started with ``ClusterSpec(clock="faked")``). Monotonic time is never moved.
 """
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,6 +90,8 @@ class FaultKind(str, Enum):
     POWER_LOSS = "power_loss"
     DISK_FULL = "disk_full"
     DISK_SLOW = "disk_slow"
+    CLOCK_JUMP = "clock_jump"
+    CLOCK_DRIFT = "clock_drift"
 
     @classmethod
     def parse(cls, text: str) -> FaultKind:
@@ -118,10 +128,17 @@ class FaultKind(str, Enum):
         return self in DISK_KINDS
 
     @property
+    def is_clock(self) -> bool:
+        """A fault on a node's wall clock (``harness.clock``: its JVM on libfaketime)."""
+        return self in CLOCK_KINDS
+
+    @property
     def capability(self) -> Capability:
         """What the backend must be able to do for this fault (see ``faults.capability``)."""
         if self.is_disk:
             return Capability.DISK_CONTROL
+        if self.is_clock:
+            return Capability.CLOCK_CONTROL
         return Capability.LINK_CONTROL if self.is_link else Capability.PROCESS_CONTROL
 
 
@@ -145,6 +162,10 @@ CLIENT_FAULT_KINDS = frozenset({FaultKind.CLIENT_KILL, FaultKind.CLIENT_FREEZE, 
 #: faults on a node's disk: they act on its process too (a power loss kills it), so they take
 #: process targets, and need a backend whose nodes' log directories are on lossyfs
 DISK_KINDS = frozenset({FaultKind.POWER_LOSS, FaultKind.DISK_FULL, FaultKind.DISK_SLOW})
+
+#: faults on a node's wall clock: process targets, and a backend whose node JVMs read their clocks
+#: through libfaketime
+CLOCK_KINDS = frozenset({FaultKind.CLOCK_JUMP, FaultKind.CLOCK_DRIFT})
 
 
 class Flow(str, Enum):
@@ -187,6 +208,8 @@ class Param:
             raise FaultError(
                 f"{kind.cli} --{_opt(self.name)} expects {self.type.__name__} ({self.unit}), got {raw!r}"
             ) from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise FaultError(f"{kind.cli} --{_opt(self.name)} must be a finite number, got {value}")
         if not isinstance(value, bool) and value < self.minimum:
             raise FaultError(f"{kind.cli} --{_opt(self.name)} must be >= {self.minimum}, got {value}")
         return value
@@ -225,6 +248,8 @@ PARAMS: dict[FaultKind, tuple[Param, ...]] = {
         Param("write_ms", int, 50, "ms before each write"),
         Param("fsync_ms", int, 500, "ms before each fsync"),
     ),
+    FaultKind.CLOCK_JUMP: (Param("offset", float, 60.0, "seconds the clock jumps, - for back", -math.inf),),
+    FaultKind.CLOCK_DRIFT: (Param("rate", float, 100.0, "ms gained per second, - for lost", -math.inf),),
 }
 
 
@@ -490,6 +515,8 @@ def kind_help(kind: FaultKind | None = None) -> str:
     lines += [f"  --{name} {_COMMON_HELP[name]}" for name in common]
     lines += [f"  --{_opt(p.name)} {p.type.__name__.upper()}  {p.unit} (default: {p.default})" for p in PARAMS[kind]]
     lines.append("  --duration S  heal after S seconds (default: in place until 'highwater fault heal')")
+    if kind.is_clock:
+        lines.append("needs a cluster whose clocks are faked (ClusterSpec(clock='faked')); heal: offset +0, no drift")
     return "\n".join(lines) + "\n"
 
 

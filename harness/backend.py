@@ -13,6 +13,8 @@ for what only some can do (the registry that maps ``--backend NAME`` to a factor
   ``client_bytes`` per client rack).
 * :class:`ProcessControl` (capability): every node is a :class:`ControlledNode` (``node``,
   ``nodes``) that can be started, stopped (SIGTERM-like), killed, paused, resumed and restarted.
+* :class:`ClockControl` (capability, with ``ClusterSpec(clock="faked")``): every node's wall clock
+  is a :class:`ClockHandle` (``clock``) that can jump (``set_offset``) and drift.
 
 Code that needs a capability asks with ``isinstance(backend, LinkControl)`` (the protocols are
 runtime-checkable) or :func:`has_capability`; faults declare theirs (``FaultKind.capability``)
@@ -229,12 +231,45 @@ class DiskControl(Protocol):
     def disk(self, key: int | str) -> DiskHandle: ...
 
 
+class ClockHandle(Protocol):
+    """A node's faked wall clock (``harness.clock.NodeClock``): offsets in seconds, drift rates in
+    ms per second of real time, either sign."""
+
+    def offset(self) -> float: ...
+
+    def set_offset(self, seconds: float) -> None: ...
+
+    def start_drift(self, rate_ms: float) -> None: ...
+
+    def stop_drift(self) -> None: ...
+
+    def drifting(self) -> bool: ...
+
+    def reset(self) -> None:
+        """No drift, offset +0."""
+        ...
+
+
+@runtime_checkable
+class ClockControl(Protocol):
+    """Capability: every node's JVM reads its wall clock through libfaketime from a file of ours
+    (``ClusterSpec.clock="faked"``), so it can jump and drift while the machine's clock stays
+    right. A backend that can fake clocks has the method; ``clocks_enabled`` says whether this
+    cluster did."""
+
+    @property
+    def clocks_enabled(self) -> bool: ...
+
+    def clock(self, key: int | str) -> ClockHandle: ...
+
+
 class Capability(str, Enum):
     """What a fault may need beyond :class:`ClusterBackend`; the value names it in messages."""
 
     LINK_CONTROL = "link control"
     PROCESS_CONTROL = "process control"
     DISK_CONTROL = "disk control"
+    CLOCK_CONTROL = "clock control"
 
     @property
     def protocol(self) -> type:
@@ -242,12 +277,15 @@ class Capability(str, Enum):
             Capability.LINK_CONTROL: LinkControl,
             Capability.PROCESS_CONTROL: ProcessControl,
             Capability.DISK_CONTROL: DiskControl,
+            Capability.CLOCK_CONTROL: ClockControl,
         }[self]
 
 
 def has_capability(backend: object, capability: Capability) -> bool:
     if capability is Capability.DISK_CONTROL:
         return isinstance(backend, DiskControl) and backend.disks_enabled
+    if capability is Capability.CLOCK_CONTROL:
+        return isinstance(backend, ClockControl) and backend.clocks_enabled
     return isinstance(backend, capability.protocol)
 
 
@@ -271,12 +309,21 @@ def unhealed(c: ClusterBackend) -> list[str]:
             state = api.proxy(plan.link.proxy_name)
             if not state.get("enabled") or state.get("toxics"):
                 out.append(f"proxy {plan.link.proxy_name}: enabled={state.get('enabled')} toxics={state.get('toxics')}")
+    if isinstance(c, ClockControl) and c.clocks_enabled and isinstance(c, ProcessControl):
+        for node in c.nodes.values():
+            clock = c.clock(node.name)
+            if clock.offset() or clock.drifting():
+                drifting = ", drifting" if clock.drifting() else ""
+                out.append(f"{node.name}'s clock is off by {clock.offset():+.3f}s{drifting}")
     return out
 
 
 def heal(c: ClusterBackend, timeout: float = 90.0) -> None:
     """Undo every fault (resume paused nodes, start stopped ones, enable every proxy and drop its
-    toxics) and wait until every broker is registered and answers."""
+    toxics, every faked clock back to +0) and wait until every broker is registered and answers."""
+    if isinstance(c, ClockControl) and c.clocks_enabled and isinstance(c, ProcessControl):
+        for node in c.nodes.values():
+            c.clock(node.name).reset()
     if isinstance(c, ProcessControl):
         for node in c.nodes.values():
             if node.state == NodeState.PAUSED:

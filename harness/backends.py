@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.backend import ClusterBackend, Progress
+from harness.clock import find_libfaketime
 from harness.config import ClusterSpec
 from harness.errors import HighwaterError
 
@@ -36,6 +37,8 @@ class BackendEntry:
     resource_limits: bool = False
     #: can put the nodes' log directories on lossyfs (``ClusterSpec.disk="lossy"``, disk faults)
     lossy_disks: bool = False
+    #: can start the node JVMs on libfaketime (``ClusterSpec.clock="faked"``, clock faults)
+    faked_clocks: bool = False
 
     def check_spec(self, spec: ClusterSpec) -> None:
         """A one-line :class:`BackendError` for what this backend cannot run (before any I/O)."""
@@ -46,6 +49,13 @@ class BackendEntry:
                 f"disk {spec.disk!r} (the disk fault layer) needs the local backend: backend {self.name!r} "
                 "cannot mount it into its brokers"
             )
+        if spec.clock != "real" and not self.faked_clocks:
+            raise BackendError(
+                f"clock {spec.clock!r} (the clock fault layer, libfaketime) needs the local backend: "
+                f"backend {self.name!r} cannot preload it into its brokers"
+            )
+        if spec.clock == "faked":
+            find_libfaketime()  # a missing library: one line (ClockError), before anything starts
 
 
 _REGISTRY: dict[str, BackendEntry] = {}
@@ -92,6 +102,7 @@ register_backend(
         _start_local,
         _attach_local,
         lossy_disks=True,
+        faked_clocks=True,
     )
 )
 

@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.errors import TopicAlreadyExistsError
 
-from .backend import ClusterBackend, LinkControl, ProcessControl
+from .backend import ClockControl, ClusterBackend, LinkControl, ProcessControl
 from .class_archive import ensure_class_archive
+from .clock import CLOCK_FILE, ClockError, NodeClock, find_libfaketime, remove_shm
 from .cluster_state import shape_record, spec_from_state, topology_from_state
 from .config import NO_RACK, ClusterSpec, effective_client_racks
 from .diskfs import CONTROL_FILE, DiskError, LossyDisk, ensure_lossyfs, unmount_ours_under
@@ -145,6 +146,8 @@ class Cluster(PartitionWaits):
     def _start(self, timeout: float) -> None:
         spec = self.spec
         check_spec(spec)  # bad shapes fail in milliseconds, before any slow work
+        if spec.clock == "faked":
+            find_libfaketime()  # a missing library is one line before anything starts
         for reaped in reap_stale():
             self._progress(
                 f"reaped a killed run's cluster {reaped.cluster_dir.name}: killed {[r.name for r in reaped.killed]}"
@@ -206,6 +209,10 @@ class Cluster(PartitionWaits):
         self._progress(f"formatting {len(self.nodes)} nodes (Kafka {version})")
         for node in self.nodes.values():
             node.prepare(cluster_id)
+        if spec.clock == "faked":  # the files exist before the JVMs read them
+            self._progress(f"faking {len(self.nodes)} nodes' wall clocks with libfaketime (offset +0)")
+            for node in self.nodes.values():
+                NodeClock(node.dir, node.name).create()
         self._progress(f"starting {len(self.nodes)} nodes; logs in {cdir}/nodes/*/node.log")
         for node in self.nodes.values():
             node.start()
@@ -298,7 +305,8 @@ class Cluster(PartitionWaits):
         if self._registry is not None:
             # Nodes restarted by another process (``highwater fault``) are known only here.
             registry = self._registry
-            step("kill recorded processes", registry.kill_all)
+            # a drift stepper is recorded too; what libfaketime kept for a killed JVM is removed
+            step("kill recorded processes", lambda: [remove_shm(r.pid) for r in registry.kill_all()])
         if self.dir is not None and not keep_dir:
             cdir_ = self.dir
             step("unmount disks left behind", lambda: unmount_ours_under(cdir_))
@@ -357,6 +365,24 @@ class Cluster(PartitionWaits):
         if disk is None:
             raise DiskError(f"{node.name} has no disk layer: start the cluster with ClusterSpec(disk='lossy')")
         return disk
+
+    @property
+    def clocks_enabled(self) -> bool:
+        """The nodes' JVMs read their wall clocks through libfaketime (``ClusterSpec.clock="faked"``),
+        started by this process or, attached, by the one that started the cluster."""
+        return self.spec.clock == "faked" or (
+            bool(self.nodes) and all((n.dir / CLOCK_FILE).is_file() for n in self.nodes.values())
+        )
+
+    def clock(self, key: int | str) -> NodeClock:
+        """A node's faked clock (``harness.clock``); ClockError when the cluster has none."""
+        node = self.node(key)
+        # a drift stops by itself when the cluster's owner is gone (harness.clock)
+        owner = OwnerLock(self.dir / "owner.lock").owner_pid() if self.attached and self.dir else os.getpid()
+        clock = NodeClock(node.dir, node.name, self._registry, owner)
+        if not clock.enabled:
+            raise ClockError(f"{node.name} has no faked clock: start the cluster with ClusterSpec(clock='faked')")
+        return clock
 
     @property
     def kafka_version(self) -> str:
@@ -553,8 +579,8 @@ class Cluster(PartitionWaits):
 
 if TYPE_CHECKING:  # mypy proves the local backend implements every protocol
 
-    def _implements(c: Cluster) -> tuple[ClusterBackend, LinkControl, ProcessControl]:
-        return c, c, c
+    def _implements(c: Cluster) -> tuple[ClusterBackend, LinkControl, ProcessControl, ClockControl]:
+        return c, c, c, c
 
 
 def run_cluster(spec: ClusterSpec, progress: Progress | None = None) -> Cluster:

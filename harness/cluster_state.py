@@ -27,6 +27,7 @@ def shape_record(spec: ClusterSpec, topo: Topology, kafka_version: str) -> dict[
             "name": spec.name,
             "broker_cpus": spec.broker_cpus,
             "broker_memory": spec.broker_memory,
+            "clock": spec.clock,  # an attached handle restarts nodes on the same clock
         },
         "ports": {
             "replication": topo.ports.replication,
@@ -55,6 +56,7 @@ def spec_from_state(state: dict[str, Any]) -> ClusterSpec:
         name=sp.get("name", default.name),
         broker_cpus=sp.get("broker_cpus"),
         broker_memory=sp.get("broker_memory"),
+        clock=sp.get("clock", default.clock),
     )
 
 

@@ -50,11 +50,17 @@ class ClusterSpec:
     #: "plain", or "lossy": every node's log directories (its KRaft metadata log too) on lossyfs,
     #: for the disk faults (power-loss, disk-full, disk-slow; ``harness.diskfs``). Local backend.
     disk: str = "plain"
+    #: "real", or "faked": every node's JVM reads its wall clock through libfaketime from a file of
+    #: its own (offset +0 at start), for the clock faults (clock-jump, clock-drift;
+    #: ``harness.clock``). Local backend.
+    clock: str = "real"
 
     def __post_init__(self) -> None:
         check_limits(self)
         if self.disk not in DISKS:
             raise SpecError(f"disk must be one of {', '.join(DISKS)}, got {self.disk!r}")
+        if self.clock not in CLOCKS:
+            raise SpecError(f"clock must be one of {', '.join(CLOCKS)}, got {self.clock!r}")
 
     @property
     def has_limits(self) -> bool:
@@ -72,6 +78,8 @@ class ClusterSpec:
 
 #: ``ClusterSpec.disk`` values
 DISKS = ("plain", "lossy")
+#: ``ClusterSpec.clock`` values
+CLOCKS = ("real", "faked")
 
 
 class SpecError(HighwaterError, ValueError):

@@ -9,6 +9,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from .clock import remove_shm
 from .diskfs import unmount_ours_under
 from .errors import ClusterError, PortInUseError
 from .paths import clusters_dir, slots_dir
@@ -49,6 +50,8 @@ def reap_stale() -> list[Reaped]:
             continue
         try:
             killed = ProcessRegistry(d / "processes.json").kill_all()
+            for rec in killed:
+                remove_shm(rec.pid)  # what libfaketime kept for a node JVM with a faked clock
             unmount_ours_under(d)  # a killed lossyfs leaves its mount behind, dead
             shutil.rmtree(d, ignore_errors=True)
             reaped.append(Reaped(d, killed))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .backend import NodeState
 from .class_archive import archive_flags
+from .clock import CLOCK_FILE, faked_env, find_libfaketime, remove_shm
 from .config import ClusterSpec, properties_text, render_properties
 from .distribution import KafkaDistribution
 from .errors import ClusterError
@@ -121,7 +122,12 @@ class KafkaNode:
         if die_with_parent is None:
             die_with_parent = self.die_with_parent
         cmd = [*self._jvm_args(), "kafka.Kafka", str(self.dir / "server.properties")]
-        self._proc = spawn(cmd, log_path=self.log_path, cwd=self.dir, die_with_parent=die_with_parent)
+        env = None
+        if self._spec.clock == "faked":  # its wall clock reads the node's clock file (harness.clock)
+            env = faked_env(self.dir / CLOCK_FILE, find_libfaketime())
+            if self._pid is not None:
+                remove_shm(self._pid)  # what libfaketime kept for the JVM before, if it was killed
+        self._proc = spawn(cmd, log_path=self.log_path, cwd=self.dir, env=env, die_with_parent=die_with_parent)
         self._pid = self._proc.pid
         self._registry.add(self.name, self._proc.pid, str(self._cluster_dir))
         self.state = NodeState.RUNNING
@@ -138,6 +144,8 @@ class KafkaNode:
         gone = signal_and_wait(self._pid, sig, timeout)
         if gone and self._proc is not None:
             self._proc.wait(timeout=5)
+        if gone and self._spec.clock == "faked":
+            remove_shm(self._pid)  # a SIGKILLed JVM leaves libfaketime's /dev/shm objects behind
         return gone
 
     def _send(self, sig: int) -> None:

@@ -72,6 +72,12 @@ def add_spec_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--broker-config", action="append", default=[], metavar="KEY=VALUE", help="a broker setting, repeatable"
     )
+    p.add_argument(
+        "--clock",
+        choices=("real", "faked"),
+        default="real",
+        help="faked: node JVMs on libfaketime, for clock-jump and clock-drift (local backend only)",
+    )
     add_limit_args(p)
 
 
@@ -105,6 +111,7 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
         name=args.name,
         broker_cpus=cpus_from_args(args),
         broker_memory=args.broker_memory,
+        clock=args.clock,
     )
 
 
@@ -120,6 +127,8 @@ def _forward_args(args: argparse.Namespace) -> list[str]:
         str(args.racks),
         "--controllers",
         str(args.controllers),
+        "--clock",
+        args.clock,
     ]
     if args.kafka_version:
         out += ["--kafka-version", args.kafka_version]

@@ -219,7 +219,8 @@ def test_fakes_are_what_they_claim() -> None:
 def test_every_fault_kind_declares_its_capability() -> None:
     for kind in FaultKind:
         expected = Capability.LINK_CONTROL if kind.is_link else Capability.PROCESS_CONTROL
-        assert kind.capability is (Capability.DISK_CONTROL if kind.is_disk else expected)
+        special = Capability.DISK_CONTROL if kind.is_disk else Capability.CLOCK_CONTROL if kind.is_clock else None
+        assert kind.capability is (special or expected)
     assert parse_fault("latency --target broker:1 --latency 5").capability is Capability.LINK_CONTROL
 
 
@@ -233,8 +234,9 @@ def test_a_fault_needing_a_missing_capability_is_refused_in_one_line() -> None:
         check_capabilities(FakeBackend(), [FaultKind.ROLLING_RESTART])
     check_capabilities(FakeProcessBackend(), [FaultKind.KILL, FaultKind.PAUSE])  # has what they need
     assert refusal(FakeProcessBackend(), [FaultKind.KILL, FaultKind.LATENCY]) is not None
-    # the local backend can do all; the disk faults on a cluster started with disk="lossy" only
-    check_capabilities(Cluster(ClusterSpec()), [k for k in FaultKind if not k.is_disk])
+    # the local backend can do all; the disk faults on a cluster started with disk="lossy" only,
+    # the clock faults on one started with clock="faked" only (tests/unit/test_clock.py)
+    check_capabilities(Cluster(ClusterSpec()), [k for k in FaultKind if not k.is_disk and not k.is_clock])
     with pytest.raises(CapabilityError, match=r"^fault 'power-loss' needs disk control, .*disk='lossy'\)\)$"):
         check_capabilities(Cluster(ClusterSpec()), [FaultKind.POWER_LOSS])
     assert issubclass(CapabilityError, HighwaterError)  # the CLI prints it as 'highwater: error: ...'

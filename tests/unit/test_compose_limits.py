@@ -169,6 +169,7 @@ def test_the_supervisor_gets_the_limits() -> None:
         broker_config=[],
         broker_cpus="1.5",
         broker_memory="2g",
+        clock="real",
     )
     forwarded = _forward_args(args)
     assert forwarded[-4:] == ["--broker-cpus", "1.5", "--broker-memory", "2g"]

@@ -1,0 +1,111 @@
+"""Clock faults on a real cluster whose node JVMs read their wall clock through libfaketime
+(``ClusterSpec(clock="faked")``, ``harness.clock``): a broker's clock jumps an hour ahead and back
+and then drifts, proven by the broker's own timestamps (the log append time it stamps on a record
+of a ``LogAppendTime`` topic and returns in the produce response); nothing is left running after
+the cluster is gone."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaProducer
+
+from faults.inject import Injector
+from faults.spec import parse_fault
+from harness.clock import SHM_DIR, ClockError, find_libfaketime
+from harness.cluster import Cluster
+from harness.history import HistoryWriter, read_history
+from harness.procs import ProcessRegistry, is_zombie_or_gone
+from harness.waiting import wait_until
+
+
+def _libfaketime_missing() -> str | None:
+    try:
+        find_libfaketime()
+    except ClockError as exc:
+        return str(exc)
+    return None
+
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(_libfaketime_missing() is not None, reason=str(_libfaketime_missing())),
+]
+
+TOPIC = "clock"
+#: how far a measured offset may be from the one set: the produce round trip on loopback
+SLACK_S = 1.0
+
+
+def _broker_ahead(producer: KafkaProducer) -> float:
+    """Seconds the broker's wall clock is ahead of ours: the log append time it stamped on a record
+    minus the middle of our send-to-ack window."""
+    before = time.time()
+    stamped = producer.send(TOPIC, b"tick", partition=0).get(30).timestamp / 1000
+    return float(stamped - (before + time.time()) / 2)
+
+
+def _until(producer: KafkaProducer, good: Callable[[float], bool], what: str) -> float:
+    """The broker's offset once ``good`` holds for it (libfaketime reads a new offset within ~1 s)."""
+    seen: list[float] = []
+
+    def check() -> bool:
+        seen.append(_broker_ahead(producer))
+        return good(seen[-1])
+
+    wait_until(check, 15, lambda: f"the broker's clock is {what} (last seen {seen[-1:]})")
+    return seen[-1]
+
+
+def test_a_broker_s_clock_jumps_drifts_and_heals(cluster_factory: Any, tmp_path: Path) -> None:
+    cluster: Cluster = cluster_factory(brokers=1, racks=1, clock="faked")
+    cluster.create_topic(TOPIC, 1, 1, config={"message.timestamp.type": "LogAppendTime"})
+    history = HistoryWriter(tmp_path / "history.jsonl", run_id="clock", kafka_version=cluster.kafka_version)
+    injector = Injector(cluster, history)
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap(), acks=1, linger_ms=0)
+    try:
+        assert abs(_broker_ahead(producer)) < SLACK_S, "a faked clock starts at the machine's time"
+
+        jump = injector.apply(parse_fault("clock-jump --target broker:1 --offset 3600"))
+        ahead = _until(producer, lambda s: s > 3000, "an hour ahead")
+        assert abs(ahead - 3600) < SLACK_S, ahead
+        injector.heal(jump)
+        back = _until(producer, lambda s: abs(s) < SLACK_S, "back to the machine's")
+
+        drift = injector.apply(parse_fault("clock-drift --target broker:1 --rate 2000"))  # 2 s per second
+        clock = cluster.clock(1)
+        assert clock.drifting() and cluster.dir is not None
+        registry = ProcessRegistry(cluster.dir / "processes.json")
+        stepper = [r.pid for r in registry.load() if r.name == "clock-drift-kafka-1"]
+        first = _until(producer, lambda s: s > 1.5, "drifting ahead")
+        later = _until(producer, lambda s: s > first + 1.5, "further ahead")
+        injector.heal(drift)
+        assert not clock.drifting() and clock.offset() == 0.0
+        healed = _until(producer, lambda s: abs(s) < SLACK_S, "back after the drift")
+    finally:
+        producer.close(5)
+        history.close()
+    print(
+        f"broker ahead: jump {ahead:+.3f}s, healed {back:+.3f}s; drift {first:+.3f}s then {later:+.3f}s, healed {healed:+.3f}s"
+    )
+
+    events = [e for e in read_history(history.path) if e["process"] == "nemesis" and e["type"] == "ok"]
+    applied = [e["value"] for e in events if e["f"] == "fault"]
+    assert applied[0]["params"] == {"offset": 3600.0} and applied[0]["clock"] == {"kafka-1": 3600.0}
+    assert applied[1]["params"] == {"rate": 2000.0}
+    healed_drift = [e["value"] for e in events if e["f"] == "heal"][1]
+    assert healed_drift["clock"]["kafka-1"] > first, "the heal records where the drift had got to"
+
+    cdir = cluster.dir
+    assert cdir is not None
+    processes = [r.pid for r in ProcessRegistry(cdir / "processes.json").load()]
+    node_pid = cluster.node(1).pid
+    assert node_pid is not None and len(stepper) == 1 and is_zombie_or_gone(stepper[0]), "healed: stepper gone"
+    cluster.stop()
+    assert all(is_zombie_or_gone(pid) for pid in processes), "nothing of the cluster is left running"
+    assert not list(SHM_DIR.glob(f"*faketime_*_{node_pid}")), "libfaketime's objects of the killed JVM are gone"
+    assert not cdir.exists()
