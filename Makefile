@@ -34,7 +34,8 @@ CLIENT_ROTATION ?= kafka-python,confluent-kafka,java,kafkajs
 # disk) bought their place with the report of a real seeded run's manifest (~42 s; the manifest's
 # round trip is unit-tested, the report of a real run keeps its Chromium test here).
 # The power-loss suite runs its leader case here (~57 s with its own cluster on lossyfs); its five
-# correlated cases (~4 min) run in the nightly profile and campaigns.
+# correlated cases (~4 min) run in the nightly profile and campaigns, and so does the corrupted
+# segments' integration test (~30 s; the corruption faults' file operations are unit-tested here).
 FINDINGS := tests/integration/test_findings_by_client.py
 DESELECT ?= --deselect suites/chaos/test_chaos.py \
   --deselect '$(FINDINGS)::test_hw1_consumer_cut_off_from_its_preferred_replica_keeps_reading[confluent-kafka]' \
@@ -47,7 +48,8 @@ DESELECT ?= --deselect suites/chaos/test_chaos.py \
   --deselect 'suites/conformance/test_durability.py::test_consumers_keep_up_under_leader_faults[leader-partition]' \
   --deselect suites/conformance/test_share_groups.py::test_share_group_through_freezes_and_leader_kills \
   --deselect tests/integration/test_report_real.py::test_a_real_scheduled_runs_manifest_reaches_the_report \
-  --deselect suites/conformance/test_power_loss.py::test_correlated_power_loss_is_detected_and_measured
+  --deselect suites/conformance/test_power_loss.py::test_correlated_power_loss_is_detected_and_measured \
+  --deselect tests/integration/test_disk_faults.py::test_corrupted_segments_after_a_crash_and_after_a_clean_stop
 
 .PHONY: install system-packages lint test unit suites campaign
 

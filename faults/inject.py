@@ -28,14 +28,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from faults import clients, clock
+from faults import clients, clock, corrupt
 from faults.capability import check_capabilities
 from faults.common import FaultError
 from faults.conflicts import check_no_conflicts
 from faults.scope import resolve_link_fault
 from faults.spec import FaultKind, FaultSpec
 from faults.target import ClientTarget
-from harness.backend import ClusterBackend, DiskControl, LinkControl, NodeState, ProcessControl
+from harness.backend import (
+    ClusterBackend,
+    ControlledNode,
+    DiskControl,
+    FileControl,
+    LinkControl,
+    NodeState,
+    ProcessControl,
+)
 from harness.topology import Link
 from harness.waiting import wait_until
 
@@ -92,6 +100,8 @@ class ActiveFault:
     lost: dict[str, dict[str, int]] = field(default_factory=dict)
     #: disk-full: how many writes each node's disk had refused when the fault began
     refused_before: dict[str, int] = field(default_factory=dict)
+    #: corruption faults: what was done to each node's file (``faults.corrupt.Corruption``)
+    corrupted: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: clock faults: each node's clock offset, seconds (as applied; at heal, what it had reached)
     clock_offsets: dict[str, float] = field(default_factory=dict)
 
@@ -108,6 +118,8 @@ class ActiveFault:
         }
         if self.clock_offsets:
             value["clock"] = dict(sorted(self.clock_offsets.items()))
+        if self.corrupted:
+            value["corrupted"] = dict(sorted(self.corrupted.items()))
         if self.lost:
             value["lost"] = {name: dict(counts) for name, counts in sorted(self.lost.items())}
         if self.spec.kind.is_link:
@@ -266,6 +278,8 @@ class Injector:
             for n in nodes:
                 n.restart(clean=bool(fault.spec.param("clean")))
             self._wait_nodes_back(fault.nodes)
+        elif kind.is_corruption:
+            self._corrupt(fault, nodes)
         elif kind is FaultKind.POWER_LOSS:
             # the nodes die first: what they had not fsynced is then lost, as when power fails
             for n in nodes:
@@ -291,6 +305,33 @@ class Injector:
                 self._wait_nodes_back((n.name,))
         else:  # pragma: no cover - FaultKind is closed
             raise FaultError(f"unknown process fault {kind}")
+
+    def _corrupt(self, fault: ActiveFault, nodes: Sequence[ControlledNode]) -> None:
+        """Kill the nodes, or stop them cleanly (``clean``: flushed and checkpointed), so nothing
+        holds the file open or writes it after; then change each one's file. Heal starts them
+        (``_undo``), and their log recovery meets it."""
+        files = self.cluster
+        if not isinstance(files, FileControl) or not files.data_files_enabled:  # refused in apply
+            raise FaultError(f"backend {self.cluster.backend_name!r} has no data file access")
+        spec = fault.spec
+        for n in nodes:
+            if spec.param("clean"):
+                n.stop()
+            else:
+                n.kill()
+        for n in nodes:
+            root = files.data_dir(n.name)
+            if spec.kind is FaultKind.TRUNCATE_FILE:
+                done = corrupt.truncate_file(root, str(spec.param("file")), int(spec.param("bytes")))
+            else:
+                done = corrupt.flip_bits(
+                    root,
+                    str(spec.param("file")),
+                    int(spec.param("count")),
+                    int(spec.param("seed")),
+                    int(spec.param("skip_bytes")),
+                )
+            fault.corrupted[n.name] = done.to_json()
 
     def _wait_nodes_back(self, names: Sequence[str], timeout: float = 90.0) -> None:
         brokers = [self.cluster.topo.node(n).node_id for n in names if self.cluster.topo.node(n).is_broker]
@@ -352,7 +393,7 @@ class Injector:
         elif spec.kind is FaultKind.DISK_SLOW:
             for name in fault.nodes:
                 self._disks().disk(name).set_slow(0, 0)
-        elif spec.kind in (FaultKind.KILL, FaultKind.STOP, FaultKind.POWER_LOSS):
+        elif spec.kind in (FaultKind.KILL, FaultKind.STOP, FaultKind.POWER_LOSS) or spec.kind.is_corruption:
             processes = self._processes()
             for name in fault.nodes:
                 node = processes.node(name)

@@ -79,6 +79,10 @@ DEFAULT_MIX: tuple[tuple[str, float], ...] = (
     # clock faults: drawn only where a mix weighs them, on a cluster with faked clocks
     ("clock_jump", 0.0),
     ("clock_drift", 0.0),
+    # corruption faults: drawn only where a mix weighs them (a corrupted segment may lose data
+    # on purpose, which no check of a seeded run allows)
+    ("truncate_file", 0.0),
+    ("flip_bits", 0.0),
 )
 
 

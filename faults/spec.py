@@ -46,6 +46,16 @@ Kinds and their params (Toxiproxy attribute names and units; defaults in :data:`
   node in turn, ``interval`` s apart, clean or not). They take no peer, flow, direction,
   toxicity or listener. They need a backend with process control (``ProcessControl``).
 
+* Corruption faults act on a node's data files (``faults.corrupt``): the node is killed
+  (SIGKILL: its restart recovers the segments above its recovery point, checking each batch's
+  CRC; with ``clean`` it is stopped with SIGTERM, so Kafka flushes and checkpoints first and its
+  restart re-reads nothing: what a rotting disk hands back then is served as it is), then ``truncate_file`` cuts ``bytes`` off the end of the newest file matching
+  ``file`` (a glob in the node's data directory, e.g. ``{topic}-0/*.log``,
+  ``__cluster_metadata-0/*.log``, ``recovery-point-offset-checkpoint``), or ``flip_bits`` flips
+  ``count`` bits at positions ``seed`` chooses past its first ``skip_bytes``; heal starts the
+  node, whose log recovery meets what was done. They take process targets and need a backend
+  whose nodes' data directories are files of this machine (``FileControl``: the local one).
+
 * Clock faults act on the wall clock of the target's node JVMs (``faults.clock``,
   ``harness.clock``): ``clock_jump`` (offset s, + ahead or - behind: the clock jumps at once) and
   ``clock_drift`` (rate ms per second, either sign: the clock gains or loses that much per second
@@ -68,7 +78,7 @@ from faults.target import LINK_ONLY, Target, TargetKind, parse_target
 from harness.backend import Capability
 from harness.topology import Listener, Topology
 
-Value = int | float | bool
+Value = int | float | bool | str
 
 
 class FaultKind(str, Enum):
@@ -92,6 +102,8 @@ class FaultKind(str, Enum):
     DISK_SLOW = "disk_slow"
     CLOCK_JUMP = "clock_jump"
     CLOCK_DRIFT = "clock_drift"
+    TRUNCATE_FILE = "truncate_file"
+    FLIP_BITS = "flip_bits"
 
     @classmethod
     def parse(cls, text: str) -> FaultKind:
@@ -133,8 +145,15 @@ class FaultKind(str, Enum):
         return self in CLOCK_KINDS
 
     @property
+    def is_corruption(self) -> bool:
+        """A fault on a stopped node's data files (``faults.corrupt``)."""
+        return self in CORRUPTION_KINDS
+
+    @property
     def capability(self) -> Capability:
         """What the backend must be able to do for this fault (see ``faults.capability``)."""
+        if self.is_corruption:
+            return Capability.FILE_CONTROL
         if self.is_disk:
             return Capability.DISK_CONTROL
         if self.is_clock:
@@ -163,6 +182,10 @@ CLIENT_FAULT_KINDS = frozenset({FaultKind.CLIENT_KILL, FaultKind.CLIENT_FREEZE, 
 #: process targets, and need a backend whose nodes' log directories are on lossyfs
 DISK_KINDS = frozenset({FaultKind.POWER_LOSS, FaultKind.DISK_FULL, FaultKind.DISK_SLOW})
 
+#: faults on a node's data files: they kill the node first (a file is changed while nothing holds it
+#: open), and heal starts it again; they need a backend whose nodes' data directories are files here
+CORRUPTION_KINDS = frozenset({FaultKind.TRUNCATE_FILE, FaultKind.FLIP_BITS})
+
 #: faults on a node's wall clock: process targets, and a backend whose node JVMs read their clocks
 #: through libfaketime
 CLOCK_KINDS = frozenset({FaultKind.CLOCK_JUMP, FaultKind.CLOCK_DRIFT})
@@ -186,6 +209,11 @@ class Param:
 
     def coerce(self, kind: FaultKind, raw: Any) -> Value:
         """``raw`` (a string from the CLI or a JSON value) as this param's type, checked."""
+        if self.type is str:
+            text = raw if isinstance(raw, str) else None
+            if not text or not text.strip():
+                raise FaultError(f"{kind.cli} --{_opt(self.name)} expects text ({self.unit}), got {raw!r}")
+            return text.strip()
         try:
             if self.type is bool:
                 if isinstance(raw, bool):
@@ -210,7 +238,7 @@ class Param:
             ) from None
         if isinstance(value, float) and not math.isfinite(value):
             raise FaultError(f"{kind.cli} --{_opt(self.name)} must be a finite number, got {value}")
-        if not isinstance(value, bool) and value < self.minimum:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < self.minimum:
             raise FaultError(f"{kind.cli} --{_opt(self.name)} must be >= {self.minimum}, got {value}")
         return value
 
@@ -248,6 +276,18 @@ PARAMS: dict[FaultKind, tuple[Param, ...]] = {
         Param("write_ms", int, 50, "ms before each write"),
         Param("fsync_ms", int, 500, "ms before each fsync"),
     ),
+    FaultKind.TRUNCATE_FILE: (
+        Param("file", str, "*-0/*.log", "glob in the data directory; the newest match"),
+        Param("bytes", int, 4096, "bytes cut off its end", 1),
+        Param("clean", bool, False, "stop with SIGTERM (flushed, checkpointed) instead of SIGKILL"),
+    ),
+    FaultKind.FLIP_BITS: (
+        Param("file", str, "*-0/*.log", "glob in the data directory; the newest match"),
+        Param("count", int, 8, "bits flipped", 1),
+        Param("skip_bytes", int, 0, "bytes at the start left alone"),
+        Param("seed", int, 1, "chooses the positions"),
+        Param("clean", bool, False, "stop with SIGTERM (flushed, checkpointed) instead of SIGKILL"),
+    ),
     FaultKind.CLOCK_JUMP: (Param("offset", float, 60.0, "seconds the clock jumps, - for back", -math.inf),),
     FaultKind.CLOCK_DRIFT: (Param("rate", float, 100.0, "ms gained per second, - for lost", -math.inf),),
 }
@@ -262,7 +302,7 @@ def _normalise_params(kind: FaultKind, given: Mapping[str, Any]) -> tuple[tuple[
             known = ", ".join(f"--{_opt(n)}" for n in defs) or "none"
             raise FaultError(f"{kind.cli} has no parameter {name!r} (parameters: {known})")
         out[key] = defs[key].coerce(kind, raw)
-    if kind is FaultKind.SLICER and out["size_variation"] >= out["average_size"]:
+    if kind is FaultKind.SLICER and int(out["size_variation"]) >= int(out["average_size"]):
         raise FaultError("slicer --size-variation must be smaller than --average-size")
     return tuple(sorted(out.items()))
 

@@ -263,6 +263,19 @@ class ClockControl(Protocol):
     def clock(self, key: int | str) -> ClockHandle: ...
 
 
+@runtime_checkable
+class FileControl(Protocol):
+    """Capability: each node's data directory (its log directories and KRaft metadata log) is a
+    directory on this machine that the harness may change while the node is down, to corrupt
+    its files (``faults.corrupt``). A local cluster's are; a container's are not reached.
+    ``data_files_enabled`` says whether this cluster's are."""
+
+    @property
+    def data_files_enabled(self) -> bool: ...
+
+    def data_dir(self, key: int | str) -> Path: ...
+
+
 class Capability(str, Enum):
     """What a fault may need beyond :class:`ClusterBackend`; the value names it in messages."""
 
@@ -270,6 +283,7 @@ class Capability(str, Enum):
     PROCESS_CONTROL = "process control"
     DISK_CONTROL = "disk control"
     CLOCK_CONTROL = "clock control"
+    FILE_CONTROL = "data file access"
 
     @property
     def protocol(self) -> type:
@@ -278,6 +292,7 @@ class Capability(str, Enum):
             Capability.PROCESS_CONTROL: ProcessControl,
             Capability.DISK_CONTROL: DiskControl,
             Capability.CLOCK_CONTROL: ClockControl,
+            Capability.FILE_CONTROL: FileControl,
         }[self]
 
 
@@ -286,6 +301,8 @@ def has_capability(backend: object, capability: Capability) -> bool:
         return isinstance(backend, DiskControl) and backend.disks_enabled
     if capability is Capability.CLOCK_CONTROL:
         return isinstance(backend, ClockControl) and backend.clocks_enabled
+    if capability is Capability.FILE_CONTROL:
+        return isinstance(backend, FileControl) and backend.data_files_enabled
     return isinstance(backend, capability.protocol)
 
 

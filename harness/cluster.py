@@ -349,6 +349,17 @@ class Cluster(PartitionWaits):
         return self.nodes[self.topo.node(key).node_id]
 
     @property
+    def data_files_enabled(self) -> bool:
+        """The nodes' data directories are directories of this machine (``FileControl``): a
+        local cluster's are (a container backend says no)."""
+        return True
+
+    def data_dir(self, key: int | str) -> Path:
+        """A node's data directory: its log directories and KRaft metadata log (the lossyfs
+        mount, when there is one: a change made through it is what the node reads back)."""
+        return self.node(key).data_dir
+
+    @property
     def disks_enabled(self) -> bool:
         """The nodes' log directories are on lossyfs (``ClusterSpec.disk="lossy"``), mounted by
         this process or, attached, by the one that started the cluster."""

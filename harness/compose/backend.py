@@ -164,6 +164,11 @@ class ComposeCluster(Cluster):
 
     backend_name = "compose"
 
+    @property
+    def data_files_enabled(self) -> bool:
+        """The nodes' data directories live inside their containers: not reached as files here."""
+        return False
+
     def __init__(
         self, spec: ClusterSpec | None = None, progress: Progress | None = None, image: str | None = None
     ) -> None:

@@ -40,10 +40,10 @@ def _segment_bytes(cluster: Cluster, broker: int) -> int:
     return sum(f.stat().st_size for f in part.glob("*.log"))
 
 
-def _end_offset(cluster: Cluster) -> int:
+def _end_offset(cluster: Cluster, topic: str = TOPIC) -> int:
     consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap())
     try:
-        tp = TopicPartition(TOPIC, 0)
+        tp = TopicPartition(topic, 0)
         return int(consumer.end_offsets([tp])[tp])
     finally:
         consumer.close()
@@ -103,3 +103,72 @@ def test_disk_full_and_slow_are_applied_and_healed(cluster_factory: Any, tmp_pat
     cluster.stop()
     assert cdir is not None and mounts_under(cdir) == [] and not cdir.exists()
     assert mounts_under(clusters_dir()) == [] or all(cdir not in p.parents for p in mounts_under(clusters_dir()))
+
+
+def _produce_one_by_one(cluster: Cluster, topic: str, count: int) -> None:
+    """``count`` records, each acknowledged before the next is sent: one batch each."""
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap(), acks=1, linger_ms=0)
+    try:
+        for i in range(count):
+            producer.send(topic, f"r-{i}".encode(), partition=0).get(30)
+    finally:
+        producer.close(5)
+
+
+def _read_all(cluster: Cluster, topic: str) -> tuple[list[int], str | None]:
+    """Every offset a consumer reads from the start (the client's CRC check on), and the error
+    that stopped it, if any."""
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap(), consumer_timeout_ms=5000)
+    tp = TopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    offsets: list[int] = []
+    try:
+        for record in consumer:
+            offsets.append(record.offset)
+        return offsets, None
+    except Exception as exc:  # noqa: BLE001 - what the client reports is what is judged
+        return offsets, f"{type(exc).__name__}: {exc}"
+    finally:
+        consumer.close()
+
+
+def test_corrupted_segments_after_a_crash_and_after_a_clean_stop(cluster_factory: Any, tmp_path: Path) -> None:
+    """What Kafka makes of a corrupted segment (one broker, RF 1: no replica to repair it from).
+    Measured on Kafka 4.4.0 (50 records of one batch each):
+
+    - a torn tail (30 bytes cut) after a crash: log recovery drops the torn batch, end offset 49;
+    - a flipped bit mid-segment after a crash: recovery checks every batch's CRC above the
+      recovery point and cuts the log at the bad one: every later record is gone too (end 28),
+      and nothing corrupt is served;
+    - the same bit flipped after a clean stop (flushed and checkpointed): nothing is re-read at
+      start, the broker serves the bad batch as it is (end 50) and the consumer's own CRC check
+      stops it there (kafka-python: CorruptRecordError at offset 28)."""
+    cluster: Cluster = cluster_factory(brokers=1, racks=1)
+    injector, history = _injector(cluster, tmp_path)
+    seen = {}
+    for case, fault in (
+        ("cut", "truncate-file --target broker:1 --file '{t}-0/*.log' --bytes 30"),
+        ("crash-flip", "flip-bits --target broker:1 --file '{t}-0/*.log' --count 1 --skip-bytes {half}"),
+        ("clean-flip", "flip-bits --target broker:1 --file '{t}-0/*.log' --count 1 --skip-bytes {half} --clean true"),
+    ):
+        topic = f"corrupt-{case}"
+        cluster.create_topic(topic, 1, 1)
+        _produce_one_by_one(cluster, topic, 50)
+        size = sum(f.stat().st_size for f in (cluster.data_dir(1) / f"{topic}-0").glob("*.log"))
+        applied = injector.apply(parse_fault(fault.format(t=topic, half=size // 2)))
+        injector.heal(applied)
+        read, error = _read_all(cluster, topic)
+        seen[case] = (applied.corrupted["kafka-1"], _end_offset(cluster, topic), read, error)
+    history.close()
+    done, end, read, error = seen["cut"]
+    assert done["size_after"] == done["size_before"] - 30
+    assert (end, read, error) == (49, list(range(49)), None), "the torn last batch is dropped, nothing else"
+    done, end, read, error = seen["crash-flip"]
+    assert len(done["flipped"]) == 1 and 0 < end < 50, "recovery cut the log at the corrupted batch"
+    assert (read, error) == (list(range(end)), None), "nothing corrupt is served after recovery"
+    _, end, read, error = seen["clean-flip"]
+    assert end == 50 and 0 < len(read) < 50 and read == list(range(len(read))), (end, len(read))
+    assert error is not None and "crc" in error.lower(), f"the consumer's CRC check stops it: {error}"
+    corrupted = [e for e in read_history(history.path) if e["f"] == "fault" and e["type"] == "ok"]
+    assert [sorted(e["value"]["corrupted"]) for e in corrupted] == [["kafka-1"]] * 3, "the history says what changed"

@@ -73,7 +73,7 @@ def test_local_backend_has_every_member_of_every_protocol() -> None:
 def test_local_backend_is_link_and_process_control_at_runtime() -> None:
     cluster = Cluster(ClusterSpec(brokers=3, racks=3))  # not started: nothing runs
     assert isinstance(cluster, LinkControl) and isinstance(cluster, ProcessControl)
-    assert capabilities(cluster) == {Capability.LINK_CONTROL, Capability.PROCESS_CONTROL}
+    assert capabilities(cluster) == {Capability.LINK_CONTROL, Capability.PROCESS_CONTROL, Capability.FILE_CONTROL}
     assert cluster.backend_name == "local"
 
 
@@ -219,7 +219,11 @@ def test_fakes_are_what_they_claim() -> None:
 def test_every_fault_kind_declares_its_capability() -> None:
     for kind in FaultKind:
         expected = Capability.LINK_CONTROL if kind.is_link else Capability.PROCESS_CONTROL
-        special = Capability.DISK_CONTROL if kind.is_disk else Capability.CLOCK_CONTROL if kind.is_clock else None
+        special = {
+            kind.is_disk: Capability.DISK_CONTROL,
+            kind.is_clock: Capability.CLOCK_CONTROL,
+            kind.is_corruption: Capability.FILE_CONTROL,
+        }.get(True)
         assert kind.capability is (special or expected)
     assert parse_fault("latency --target broker:1 --latency 5").capability is Capability.LINK_CONTROL
 

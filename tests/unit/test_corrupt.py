@@ -56,3 +56,31 @@ def test_flip_bits_flips_exactly_the_recorded_bits_and_the_seed_repeats_them(tmp
     assert flip_bits(tmp_path, "t-0/*.log", 5, seed=7, skip_bytes=16).flipped == done.flipped
     with pytest.raises(FaultError, match="nothing past"):
         flip_bits(tmp_path, "t-0/*.log", 1, seed=1, skip_bytes=64)
+
+
+def test_the_corruption_kinds_parse_with_a_file_glob_and_render_back() -> None:
+    from faults.spec import FaultKind, parse_command, parse_fault
+
+    spec = parse_fault("truncate-file --target leader:t/0 --file 't-0/*.log' --bytes 100")
+    assert spec.kind is FaultKind.TRUNCATE_FILE and spec.param("file") == "t-0/*.log" and spec.param("bytes") == 100
+    assert parse_fault(str(spec)) == spec
+    flips = parse_command("flip-bits --target broker:2 --count 3 --seed 9 --duration 5")
+    assert dict(flips.spec.params) == {"file": "*-0/*.log", "count": 3, "skip_bytes": 0, "seed": 9, "clean": False}
+    for bad, why in (
+        ("truncate-file --target broker:1 --file ''", "expects text"),
+        ("truncate-file --target broker:1 --bytes 0", "must be >= 1"),
+        ("flip-bits --target broker:1 --peer broker:2", "takes no --peer"),
+    ):
+        with pytest.raises(FaultError, match=why):
+            parse_fault(bad)
+
+
+def test_a_backend_without_the_nodes_files_refuses_corruption_in_one_line() -> None:
+    from faults.capability import CapabilityError, check_capabilities
+    from faults.spec import FaultKind
+    from harness.compose.backend import ComposeCluster
+    from harness.config import ClusterSpec
+
+    compose = ComposeCluster(ClusterSpec(brokers=3, racks=3))  # not started: nothing runs
+    with pytest.raises(CapabilityError, match="^fault 'flip-bits' needs data file access, which backend 'compose'"):
+        check_capabilities(compose, [FaultKind.FLIP_BITS])
