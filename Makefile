@@ -36,6 +36,14 @@ CLIENT_ROTATION ?= kafka-python,confluent-kafka,java,kafkajs
 # The power-loss suite runs its leader case here (~57 s with its own cluster on lossyfs); its five
 # correlated cases (~4 min) run in the nightly profile and campaigns, and so does the corrupted
 # segments' integration test (~30 s; the corruption faults' file operations are unit-tested here).
+# The clock suite (four jumps on a leader and the active controller, ~4 min) runs there too; its
+# faults' integration test (~12 s) runs here. They and the leader's power loss bought their place
+# with durability's leader-kill (~43 s: the power loss is a kill of the leader judged by the same
+# checks), the fetching suite's cut-off and slowed replicas (~44 s each: its killed replica stays;
+# cuts stay in the compose durability run and HW-1's tests, a slowed follower in KAFKA-4485's
+# suite) and the transactions suite's coordinators-cut-pause (~46 s: coordinators-kill and
+# exactly-once-copy stay). The groups suite's consumer protocol with KIP-848's range assignor
+# (~45 s) runs in the nightly and campaigns; its uniform one and the classic protocol run here.
 FINDINGS := tests/integration/test_findings_by_client.py
 DESELECT ?= --deselect suites/chaos/test_chaos.py \
   --deselect '$(FINDINGS)::test_hw1_consumer_cut_off_from_its_preferred_replica_keeps_reading[confluent-kafka]' \
@@ -49,7 +57,14 @@ DESELECT ?= --deselect suites/chaos/test_chaos.py \
   --deselect suites/conformance/test_share_groups.py::test_share_group_through_freezes_and_leader_kills \
   --deselect tests/integration/test_report_real.py::test_a_real_scheduled_runs_manifest_reaches_the_report \
   --deselect suites/conformance/test_power_loss.py::test_correlated_power_loss_is_detected_and_measured \
-  --deselect tests/integration/test_disk_faults.py::test_corrupted_segments_after_a_crash_and_after_a_clean_stop
+  --deselect tests/integration/test_disk_faults.py::test_corrupted_segments_after_a_crash_and_after_a_clean_stop \
+  --deselect suites/conformance/test_clock.py \
+  --deselect 'suites/conformance/test_groups.py::test_members_killed_and_frozen_lose_nothing[consumer-range]' \
+  --deselect 'suites/conformance/test_durability.py::test_no_loss_no_uncommitted_read_no_skip[leader-kill]' \
+  --deselect 'suites/conformance/test_durability.py::test_consumers_keep_up_under_leader_faults[leader-kill]' \
+  --deselect 'suites/conformance/test_kip392_fetching.py::test_consumer_moves_when_its_replica_leaves_the_isr_and_returns[cut-off]' \
+  --deselect 'suites/conformance/test_kip392_fetching.py::test_consumer_moves_when_its_replica_leaves_the_isr_and_returns[slowed]' \
+  --deselect 'suites/conformance/test_transactions.py::test_read_committed_sees_only_whole_committed_transactions[coordinators-cut-pause]'
 
 .PHONY: install system-packages lint test unit suites campaign
 

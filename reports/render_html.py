@@ -546,17 +546,20 @@ def _groups(d: ReportData) -> str:
         return "<h2 id='groups'>Consumer groups</h2><p>No group runs.</p>"
     rows = "".join(
         f"<tr><td>{escape(g['scenario'])}</td><td>{escape(g['kafka_version'])}</td><td>{escape(g['client'])}</td>"
-        f"<td>{escape(g['group_protocol'])}</td><td>{g['runs']}</td><td>{g['duplicates']}</td>"
+        f"<td>{escape(g['group_protocol'])}</td><td>{escape(g.get('group_remote_assignor') or '-')}</td>"
+        f"<td>{g['runs']}</td><td>{g['duplicates']}</td>"
         f"<td>{g['longest_stall_ms']}</td>"
         f"<td>{'never' if g['slowest_resume_ms'] is None else g['slowest_resume_ms'] if g['resumes'] else '-'}</td></tr>"
         for g in d.groups
     )
     return (
         "<h2 id='groups'>Consumer groups: classic and KIP-848 side by side</h2><p class='small'>Per scenario, "
-        "release, client and group protocol: the most records one run's group returned twice, the longest "
+        "release, client, group protocol and KIP-848 server-side assignor (group.remote.assignor; - for "
+        "classic or none named): the most records one run's group returned twice, the longest "
         "any member went without a record (its own kill or freeze left out), and the longest a faulted "
         "member's partition went unread until some member read it again (never: not within the run).</p>"
-        "<table id='groups-table'><tr><th>scenario</th><th>Kafka</th><th>client</th><th>protocol</th><th>runs</th>"
+        "<table id='groups-table'><tr><th>scenario</th><th>Kafka</th><th>client</th><th>protocol</th>"
+        "<th>assignor</th><th>runs</th>"
         "<th>duplicates (max)</th><th>longest member stall (ms)</th><th>slowest resume after a member fault (ms)</th>"
         f"</tr>{rows}</table>"
     )

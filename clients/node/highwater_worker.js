@@ -13,7 +13,12 @@
  * - an offset reset (OFFSET_OUT_OF_RANGE: kafkajs goes back to its `fromBeginning` policy, and
  *   commits -1/-2 to the group, even without auto-commit): OffsetManager#setDefaultOffset is
  *   wrapped and reported as a `reset` position change whose offset is not known yet;
- * - leader epochs: each message's batchContext.partitionLeaderEpoch.
+ * - leader epochs: each message's batchContext.partitionLeaderEpoch;
+ * - the partitions a group member gave up (protocol 2's `revoke` events): kafkajs has no revocation
+ *   callback and names no partition; its REBALANCING event says the member is rejoining (an eager
+ *   member gives up every partition of its last join), reported for each of them as
+ *   `rebalancing`; a join with no REBALANCING before it (its member id was unknown to the
+ *   coordinator, a restart after a crash) reports the partitions of the previous join as `rejoin`.
  * kafkajs has no KIP-320 (no OffsetForLeaderEpoch, currentLeaderEpoch always -1): a consumer
  * never reports a truncation.
  *
@@ -28,7 +33,7 @@ const readline = require('readline')
 const crypto = require('crypto')
 const fs = require('fs')
 
-const PROTOCOL = 1
+const PROTOCOL = 2 // 2: `revoke` events
 // Library code that prints must not corrupt the protocol: console output goes to the log.
 for (const name of ['log', 'info', 'debug', 'warn']) console[name] = (...args) => console.error(...args)
 
@@ -380,6 +385,7 @@ class ConsumerRole {
     this.joins = 0
     this.memberId = ''
     this.assigned = new Set() // keys of the partitions assigned now
+    this.owned = new Set() // subscribe mode: keys of the last join's partitions not yet reported given up
     this.positions = new Map() // key -> the next offset to return
     this.seeks = new Map() // key -> an offset to seek to once the group is joined
     this.batches = [] // {batch, taken, done, resolveOffset}
@@ -412,6 +418,7 @@ class ConsumerRole {
     if (assign) options.partitionAssigners = [fixedAssigner(this.wanted)]
     this.consumer = this.kafka.consumer(options)
     this.consumer.on(this.consumer.events.GROUP_JOIN, e => this.joined(e.payload))
+    if (this.consumer.events.REBALANCING) this.consumer.on(this.consumer.events.REBALANCING, () => this.gaveUp('rebalancing'))
     this.consumer.on(this.consumer.events.CRASH, e => {
       log('ERROR', `consumer crashed: ${errorText(e.payload.error)} (restart: ${e.payload.restart})`)
       // kafkajs gave up on this consumer: every later poll says so, never a silent stop
@@ -437,11 +444,25 @@ class ConsumerRole {
       this.seeks.clear()
       return
     }
+    this.gaveUp('rejoin') // a join without REBALANCING before it: the previous join's partitions are gone
+    this.owned = new Set(now)
     for (const key of now) { // a new assignment: where each partition starts is not known yet
       const [topic, partition] = key.split('\u0000')
       this.positions.delete(key)
       this.events.push({ event: 'position', topic, partition: Number(partition), offset: null, reason: 'rebalance' })
     }
+    this.wake()
+  }
+
+  /** Subscribe mode: every partition of the last join, reported given up (`revoke` events; kafkajs
+   * names none itself). */
+  gaveUp (reason) {
+    if (this.mode !== 'subscribe' || !this.owned.size) return
+    for (const key of this.owned) {
+      const [topic, partition] = key.split('\u0000')
+      this.events.push({ event: 'revoke', topic, partition: Number(partition), reason })
+    }
+    this.owned.clear()
     this.wake()
   }
 
@@ -713,5 +734,5 @@ if (require.main === module) {
   process.on('unhandledRejection', err => log('ERROR', `unhandled: ${errorText(err)}`))
   main()
 } else {
-  module.exports = { partOf, errorText, within, batchLength } // the pure parts, for tests/unit/test_kafkajs_client.py
+  module.exports = { partOf, errorText, within, batchLength, ConsumerRole } // for tests/unit/test_kafkajs_client.py, test_revocations.py
 }

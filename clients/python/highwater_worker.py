@@ -12,8 +12,9 @@ The first line names the role and carries ``{"client": <dist>, "settings": <Prod
 ConsumerSettings as a dict>}``; the reply is ``{"id": 0, "ok": true, "version", "protocol"}``.
 Every later command is answered with ``{"id", "ok": true, ...}`` or ``{"id", "error": "Class:
 message"}``; send outcomes come as ``{"send": id, "outcome", "offset", "error"}`` from the
-library's thread; position changes as ``{"event": "position", ...}`` before the reply of the
-command during which the library made them.
+library's thread; position changes as ``{"event": "position", ...}`` and the partitions a group
+consumer gave up as ``{"event": "revoke", "topic", "partition", "reason"}`` (protocol 2), each
+written as the library reports it, before the reply of the command during which it did.
 
 The worker ends at the end of its stdin, after ``close``, and within half a second of its
 parent's death (a watchdog thread), so it never outlives the test process.
@@ -37,6 +38,7 @@ from harness.clients.base import (  # noqa: E402 - after the path above
     ConsumerSettings,
     PositionChange,
     ProducerSettings,
+    Revocation,
     SendOutcome,
     TopicPartition,
     TruncationSignal,
@@ -210,6 +212,9 @@ class Consumer:
 
     def on_position_change(self, change: PositionChange) -> None:
         emit({"event": "position", **change.to_event_value()})
+
+    def on_revocation(self, revocation: Revocation) -> None:
+        emit({"event": "revoke", **revocation.to_event_value()})
 
     def handle(self, op: str, cmd: dict[str, Any]) -> dict[str, Any]:
         c = self.consumer

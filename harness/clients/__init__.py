@@ -41,6 +41,9 @@ from .base import (
     PositionReason,
     ProducerDriver,
     ProducerSettings,
+    Revocation,
+    RevocationListener,
+    RevocationReason,
     SendOutcome,
     TopicPartition,
     TransactionalClient,
@@ -48,6 +51,7 @@ from .base import (
     TruncationSignal,
     UnknownClientError,
     client_label,
+    report_revocation,
 )
 from .worker import WorkerError, WorkerGone, take_restart
 
@@ -183,6 +187,9 @@ __all__ = [
     "PositionReason",
     "ProducerDriver",
     "ProducerSettings",
+    "Revocation",
+    "RevocationListener",
+    "RevocationReason",
     "SendOutcome",
     "TopicPartition",
     "TransactionalClient",
@@ -194,6 +201,7 @@ __all__ = [
     "take_restart",
     "client_label",
     "client_names",
+    "report_revocation",
     "get_driver",
     "parse_client_spec",
     "parse_client_specs",

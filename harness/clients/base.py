@@ -18,7 +18,9 @@ and private patch of a library stays inside its driver module.
   ``TruncationSignal``), ``commit``, ``close``. Position changes the *library* makes on its own
   (a group assignment, an ``auto.offset.reset``, a KIP-320 seek to the divergence point) go to
   the ``ConsumerListener`` as they happen, so their time in the history is when they happened.
-  Changes the workload asks for (``assign`` + ``seek``) are recorded by the workload.
+  Changes the workload asks for (``assign`` + ``seek``) are recorded by the workload. So do the
+  partitions a group consumer gives up, revoked or lost (``Revocation``), to a listener that
+  takes them (``RevocationListener``, ``report_revocation``).
 
 Errors carried by events are the library's own exception (recorded as ``"Class: message"``) or
 a string already in that form (a driver talking to another process).
@@ -137,6 +139,34 @@ class PositionChange:
         return {"topic": self.topic, "partition": self.partition, "offset": self.offset, "reason": self.reason.value}
 
 
+class RevocationReason(str, Enum):
+    """How a consumer gave a group partition up (the ``reason`` of ``revoke`` events)."""
+
+    REVOKED = "revoked"  # the library's revocation callback: given up knowingly (a rebalance, a close)
+    LOST = "lost"  # the library's lost callback: no longer the member's, maybe already another's
+    # kafkajs, which names no partition when it gives them up: its group-level REBALANCING event
+    # (the worker lists the partitions of the member's last join, all of which an eager member
+    # gives up), or a join with no REBALANCING before it (the partitions of the previous join
+    # that it no longer has: its member id was unknown to the coordinator, or it restarted)
+    REBALANCING = "rebalancing"
+    REJOIN = "rejoin"
+
+
+@dataclass(frozen=True, slots=True)
+class Revocation:
+    """A group consumer gave up one partition, as its library reported it (a rebalance
+    listener's revoked or lost callback). Recorded as a ``revoke`` event when it happens."""
+
+    topic: str
+    partition: int
+    reason: RevocationReason
+
+    f = "revoke"  # the history's ``f`` (a class attribute, not a field)
+
+    def to_event_value(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "reason": self.reason.value}
+
+
 @dataclass(frozen=True, slots=True)
 class TruncationSignal:
     """KIP-320: the library found the log truncated below its position and left the move to
@@ -216,6 +246,25 @@ class ConsumerListener(Protocol):
         on its own: group assignments (``REBALANCE``), resets (``RESET``), seeks to a
         divergence point it handled itself (``TRUNCATION``)."""
         ...
+
+
+@runtime_checkable
+class RevocationListener(Protocol):
+    """A ``ConsumerListener`` that also takes the partitions a group consumer gave up. Optional:
+    drivers hand revocations over through ``report_revocation``, which skips a listener without
+    ``on_revocation``."""
+
+    def on_revocation(self, revocation: Revocation) -> None:
+        """Called by the driver, as it happens, for each partition the library reported revoked
+        or lost (subscribe mode)."""
+        ...
+
+
+def report_revocation(listener: object, revocation: Revocation) -> None:
+    """Give ``revocation`` to ``listener`` if it takes revocations (``RevocationListener``)."""
+    on_revocation = getattr(listener, "on_revocation", None)
+    if on_revocation is not None:
+        on_revocation(revocation)
 
 
 class ConsumerDriver(Protocol):

@@ -36,9 +36,12 @@ from .base import (
     PositionChange,
     PositionReason,
     ProducerSettings,
+    Revocation,
+    RevocationReason,
     SendOutcome,
     TopicPartition,
     TruncationSignal,
+    report_revocation,
 )
 
 # Errors that prove the broker did not append: each is returned before the write is applied.
@@ -172,8 +175,18 @@ class _Rebalances(ConsumerRebalanceListener):
     def __init__(self, listener: ConsumerListener) -> None:
         self.listener = listener
 
+    def _gave_up(self, partitions: Any, reason: RevocationReason) -> None:
+        for tp in sorted(partitions or ()):
+            report_revocation(self.listener, Revocation(tp.topic, tp.partition, reason))
+
     def on_partitions_revoked(self, revoked: Any) -> None:
-        return None
+        # eager (kafka-python's default assignors): every partition at each rejoin, and at close
+        self._gave_up(revoked, RevocationReason.REVOKED)
+
+    def on_partitions_lost(self, lost: Any) -> None:
+        # the generation was lost (evicted, fenced): kafka-python 3.x calls this instead of
+        # on_partitions_revoked (KIP-429's callback; at a rejoin and at close)
+        self._gave_up(lost, RevocationReason.LOST)
 
     def on_partitions_assigned(self, assigned: Any) -> None:
         # The position is not known inside the callback (kafka-python fails the rebalance if we

@@ -72,9 +72,12 @@ from .base import (
     PositionChange,
     PositionReason,
     ProducerSettings,
+    Revocation,
+    RevocationReason,
     SendOutcome,
     TopicPartition,
     TruncationSignal,
+    report_revocation,
 )
 from .base import FetchSources as BaseFetchSources
 from .pyversions import import_library
@@ -407,7 +410,23 @@ class ConfluentConsumer:
             for p in partitions:
                 listener.on_position_change(PositionChange(p.topic, p.partition, None, PositionReason.REBALANCE))
 
-        self._consumer.subscribe(list(topics), on_assign=on_assign)
+        def gave_up(reason: RevocationReason) -> Callable[[Any, list[Any]], None]:
+            def on_revocation(consumer: Any, partitions: list[Any]) -> None:
+                for p in partitions:
+                    report_revocation(listener, Revocation(p.topic, p.partition, reason))
+
+            return on_revocation
+
+        # confluent-kafka still (un)assigns after these callbacks when they do not (eager: all
+        # partitions at each rebalance; cooperative and KIP-848's protocol: the ones that move);
+        # on_lost is librdkafka's revoke with rd_kafka_assignment_lost() true (session expired,
+        # fenced, max.poll.interval.ms passed)
+        self._consumer.subscribe(
+            list(topics),
+            on_assign=on_assign,
+            on_revoke=gave_up(RevocationReason.REVOKED),
+            on_lost=gave_up(RevocationReason.LOST),
+        )
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         if self._pending is not None and tp in self._pending:

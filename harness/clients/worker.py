@@ -10,8 +10,8 @@ client's settings into the first line. Everything specific to a library lives in
 
 The messages are described in ``docs/adding-a-client.md`` (version ``PROTOCOL``); the pure
 parts (``encode_line``, ``parse_line``, ``records_of``, ``parts_of``, ``truncation_of``, ``position_of``,
-``classify_send_result``) are unit-tested, and ``tests/integration/test_workload.py`` runs the
-driver contract on every worker.
+``revocation_of``, ``classify_send_result``) are unit-tested, and ``tests/integration/test_workload.py``
+runs the driver contract on every worker.
 
 Workers are processes of ours: each is in a registry (``live_workers``) while it runs, which the
 client faults use (``kill``, ``freeze``, ``thaw``: SIGKILL, SIGSTOP, SIGCONT); an ``atexit`` hook
@@ -51,14 +51,20 @@ from .base import (
     PositionChange,
     PositionReason,
     ProducerSettings,
+    Revocation,
+    RevocationReason,
     SendOutcome,
     TopicPartition,
     TruncationSignal,
     client_label,
+    report_revocation,
 )
 
-#: the protocol version a worker announces in its ready line; a mismatch is refused
-PROTOCOL = 1
+#: the protocol version our workers announce in their ready line. Version 2 added ``revoke``
+#: events (the partitions a group consumer gave up); a version-1 worker never sends them and is
+#: still accepted. Any other version is refused.
+PROTOCOL = 2
+PROTOCOLS = frozenset({1, 2})
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +240,11 @@ def position_of(event: Mapping[str, Any]) -> PositionChange:
     return PositionChange(
         str(event["topic"]), int(event["partition"]), _opt_int(event.get("offset")), PositionReason(event["reason"])
     )
+
+
+def revocation_of(event: Mapping[str, Any]) -> Revocation:
+    """A worker's ``revoke`` event (protocol 2)."""
+    return Revocation(str(event["topic"]), int(event["partition"]), RevocationReason(event["reason"]))
 
 
 def offsets_line(offsets: Mapping[TopicPartition, int]) -> list[dict[str, Any]]:
@@ -478,12 +489,12 @@ class WorkerProcess:
         except BaseException:
             self.kill()  # a refused configuration: the worker is exiting; reap it
             raise
-        protocol = int(ready.get("protocol", PROTOCOL))
-        if protocol != PROTOCOL:
+        protocol = int(ready.get("protocol", 1))
+        if protocol not in PROTOCOLS:
             self.kill()
-            raise WorkerError(
-                f"the worker speaks protocol {protocol}, the harness {PROTOCOL}; its log: {self.log_path}"
-            )
+            speaks = " or ".join(map(str, sorted(PROTOCOLS)))
+            raise WorkerError(f"the worker speaks protocol {protocol}, the harness {speaks}; its log: {self.log_path}")
+        self.protocol = protocol
         self.version = str(ready.get("version", ""))
         self._batches = ready.get("batches") is True
 
@@ -861,8 +872,16 @@ class WorkerConsumer:
         log.warning("a consumer worker sent a send outcome: %s", line)
 
     def _event(self, event: dict[str, Any]) -> None:
-        if event.get("event") == "position":
+        kind = event.get("event")
+        if kind == "position":
             self.listener.on_position_change(position_of(event))
+        elif kind == "revoke":  # informational (no check reads it yet): a malformed one is logged, not raised
+            try:
+                revocation = revocation_of(event)
+            except (KeyError, TypeError, ValueError) as exc:
+                log.warning("%s: a revoke event the harness cannot read (%s): %s", self.settings.client_id, exc, event)
+                return
+            report_revocation(self.listener, revocation)
 
     def _call(self, op: str, bound_s: float, **fields: Any) -> dict[str, Any]:
         return self._worker.request(op, bound_s, self._event, **fields)

@@ -15,7 +15,7 @@ from typing import Any
 FORMAT = "highwater.history/1"
 FORMAT_PREFIX = "highwater.history/"
 EVENT_TYPES = ("invoke", "ok", "fail", "info")
-KNOWN_FS = ("send", "poll", "assign", "seek", "commit", "txn", "fault", "heal", "meta", "final-read")
+KNOWN_FS = ("send", "poll", "assign", "seek", "revoke", "commit", "txn", "fault", "heal", "meta", "final-read")
 TXN_OPS = ("begin", "commit", "abort")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 EVENT_FIELDS = ("index", "time_ns", "process", "type", "f", "value", "error")
@@ -181,13 +181,15 @@ def event_problem(ev: Any) -> str | None:
 
 
 def _value_problem(f: str, typ: str, v: dict[str, Any]) -> str | None:
-    if f in ("send", "assign", "seek", "meta", "final-read"):
+    if f in ("send", "assign", "seek", "revoke", "meta", "final-read"):
         if "topic" in v and v["topic"] is not None and not isinstance(v["topic"], str):
             return f"value.topic must be a string, got {_jtype(v['topic'])}"
         if not opt_int(v.get("partition")):
             return f"value.partition must be an integer, got {v.get('partition')!r}"
     if f in ("send", "assign", "seek") and not opt_int(v.get("offset")):
         return f"value.offset must be an integer or null, got {v.get('offset')!r}"
+    if f == "revoke" and not isinstance(v.get("reason"), str):
+        return f"revoke value.reason must be a string, got {_jtype(v.get('reason'))}"
     if f == "send" and "value" not in v:
         return "send value has no 'value' (the record value)"
     if f in ("send", "commit") and v.get("txn") is not None and not isinstance(v["txn"], str):

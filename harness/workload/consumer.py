@@ -7,6 +7,9 @@ Events (process = the worker's name):
 - ``seek`` ok, same fields: every other position change, with ``reason`` ``reset`` (the
   client's auto.offset.reset) or ``truncation`` (a KIP-320 move to the divergence point, made
   by the client itself or by this worker on a ``TruncationSignal``);
+- ``revoke`` ok ``{"topic","partition","reason"}`` (``subscribe`` mode): a partition the client
+  gave up, as its library reported it (``revoked``, ``lost``; kafkajs: ``rebalancing``,
+  ``rejoin``), when it did;
 - ``poll`` ok ``{"records":[{"topic","partition","offset","value","leader_epoch","replica"}]}``
   for every poll that returned records; ``poll`` fail ``{"divergent_offsets"}`` for a
   truncation signal; ``poll`` info with the error for any other failed poll;
@@ -33,6 +36,7 @@ from harness.clients import (
     PolledRecord,
     PositionChange,
     PositionReason,
+    Revocation,
     TopicPartition,
     TruncationSignal,
     WorkerGone,
@@ -100,6 +104,10 @@ class ConsumerWorker(Worker):
 
     def record_position(self, change: PositionChange) -> None:
         self.history.ok(self.name, change.f, change.to_event_value())
+
+    def on_revocation(self, revocation: Revocation) -> None:
+        """The driver's report of a partition the client gave up (``RevocationListener``)."""
+        self.history.ok(self.name, revocation.f, revocation.to_event_value())
 
     def run(self) -> None:
         self._start()

@@ -18,7 +18,11 @@ scenario is what ``tests/integration/test_client_bisect.py`` bisects kafka-pytho
 timeout is a group config). One member is killed and started again, one frozen past the
 session timeout (evicted; it must find itself fenced when it thaws), one frozen for less (a GC
 pause: it keeps its partitions). A client without the consumer protocol is skipped with the one
-line that says so.
+line that says so. The consumer protocol runs with each of KIP-848's server-side assignors
+(``group.remote.assignor``): ``[consumer]`` with ``uniform`` (the brokers' default, named), and
+``[consumer-range]`` with ``range`` (nightly and campaigns only: deselected in ``make test``);
+each is a report column of its own (``member-faults-consumer-uniform``,
+``member-faults-consumer-range``), beside ``member-faults-classic``.
 """
 
 from __future__ import annotations
@@ -36,6 +40,19 @@ from suites.scenario import GROUP_SESSION_MS, PLANS, RUN_OPTIONS, assert_verdict
 
 PLAN = PLANS["groups/member-restart"]
 FAULTS = PLANS["groups/member-faults"]
+#: member-faults' runs by test id: the group protocol and, with KIP-848's, the server-side assignor
+GROUP_RUNS: dict[str, tuple[str, str | None]] = {
+    "classic": ("classic", None),
+    "consumer": ("consumer", "uniform"),
+    "consumer-range": ("consumer", "range"),
+}
+
+
+def group_run_scenario(protocol: str, assignor: str | None) -> str:
+    """A member-faults run's scenario, a report column of its own: ``member-faults-classic``,
+    ``member-faults-consumer-uniform``, ``member-faults-consumer-range`` (``reports.groups``
+    strips the suffix and keys its rows by protocol and assignor)."""
+    return "-".join([FAULTS.scenario, protocol, *([assignor] if assignor else [])])
 
 
 def assert_group_delivered(verdicts: list[Verdict]) -> None:
@@ -66,33 +83,39 @@ def test_every_partition_is_read_through_a_member_restart(cluster, profile, camp
 
 
 # make test (--client-rotation kafka-python,confluent-kafka,java,kafkajs): classic on confluent-kafka,
-# consumer on Java; the None holds kafka-python's turn (its group members are killed and restarted
-# in the client bisect, tests/integration/test_client_bisect.py)
-@pytest.mark.client_rotation("protocol", [None, "classic", "consumer"])
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+# consumer (uniform) on Java; the None holds kafka-python's turn (its group members are killed and
+# restarted in the client bisect, tests/integration/test_client_bisect.py). consumer-range is the
+# nightly's (make test deselects it); under the rotation it takes Java's turn again, the seventh
+# place of a four-client turn (the Nones hold kafkajs's, kafka-python's and confluent-kafka's),
+# so uniform and range meet on one client.
+@pytest.mark.client_rotation("group_run", [None, "classic", "consumer", None, None, None, "consumer-range"])
+@pytest.mark.parametrize("group_run", list(GROUP_RUNS))
 def test_members_killed_and_frozen_lose_nothing(  # type: ignore[no-untyped-def]
-    cluster, profile, campaign, results_root, repro, protocol
+    cluster, profile, campaign, results_root, repro, group_run
 ) -> None:
+    protocol, assignor = GROUP_RUNS[group_run]
     driver = get_driver(RUN_OPTIONS.get().client)
-    refused = group_protocol_refusal(driver.name, driver.version, cluster.kafka_version, protocol)
+    refused = group_protocol_refusal(driver.name, driver.version, cluster.kafka_version, protocol, assignor)
     if refused is not None:
         pytest.skip(refused)
     result = run_plan(
         cluster,
-        dataclasses.replace(FAULTS, scenario=f"{FAULTS.scenario}-{protocol}"),  # a column of its own in the report
+        dataclasses.replace(FAULTS, scenario=group_run_scenario(protocol, assignor)),  # a report column of its own
         profile=profile,
         campaign=campaign,
         results_root=results_root,
         repro=repro,
-        topic=f"groups-faults-{protocol}",
+        topic=f"groups-faults-{group_run}",
         partitions=3,
         consumer_mode="subscribe",
         session_timeout_ms=GROUP_SESSION_MS,
         group_protocol=protocol,
+        group_remote_assignor=assignor,
         settle_timeout=10.0,
     )
     history = read_history(result.dir / "history.jsonl")
     assert history.config["group_protocol"] == protocol  # the header says which protocol it judged
+    assert history.config.get("group_remote_assignor") == assignor  # and which assignor
     assert_verdicts(result, must_hold=FAULTS.must_hold)
     assert_group_delivered(result.verdicts)
     assert_members_faulted_and_back(list(history))

@@ -23,6 +23,7 @@ from harness.clients import (
     client_names,
     get_driver,
 )
+from harness.clients.worker import PROTOCOL, WorkerConsumer
 from harness.cluster import Cluster
 from harness.errors import WaitTimeout
 from harness.history import read_history
@@ -253,6 +254,8 @@ def test_client_driver_contract(cluster: Cluster, client: str) -> None:
         Listener(),
     )
     tp = TopicPartition(topic, 0)
+    # every registered client's worker speaks the harness's current protocol (2: revoke events)
+    assert isinstance(consumer, WorkerConsumer) and consumer.process.protocol == PROTOCOL
 
     def read(n: int) -> list[PolledRecord]:
         got: list[PolledRecord] = []

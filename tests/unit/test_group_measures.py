@@ -96,3 +96,36 @@ def test_the_report_puts_the_protocols_side_by_side(tmp_path: Path) -> None:
     html = render(dataclasses.replace(_data(), groups=rows))
     assert "id='groups-table'" in html and "<td>never</td>" in html and "<td>-</td>" in html
     assert "No group runs" in render(_data())
+
+
+def test_the_report_puts_the_kip848_assignors_side_by_side(tmp_path: Path) -> None:
+    """The groups suite's consumer-protocol runs name their server-side assignor (the scenario
+    ``member-faults-consumer-range``, the header's ``group_remote_assignor``): one row each,
+    beside classic's; a run before the suite named one keeps a row of its own."""
+    m = _measure(_frozen_member())
+    assert m is not None
+    classic = dataclasses.replace(m, group_protocol="classic")
+    runs = []
+    for name, measures, scenario, assignor in [
+        ("u", m, "member-faults-consumer-uniform", "uniform"),
+        ("r", dataclasses.replace(m, duplicates=5), "member-faults-consumer-range", "range"),
+        ("r2", m, "member-faults-consumer-range", "range"),
+        ("c", classic, "member-faults-classic", None),
+        ("old", m, "member-faults-consumer", None),
+    ]:
+        run = _run_dir(tmp_path, name, measures)
+        run.scenario = scenario
+        run.config = {"group_protocol": measures.group_protocol} | (
+            {"group_remote_assignor": assignor} if assignor else {}
+        )
+        runs.append(run)
+    rows = group_rows(runs)
+    assert {r["scenario"] for r in rows} == {"groups/member-faults"}
+    assert [(r["group_protocol"], r["group_remote_assignor"], r["runs"], r["duplicates"]) for r in rows] == [
+        ("classic", "", 1, m.duplicates),
+        ("consumer", "", 1, m.duplicates),
+        ("consumer", "range", 2, 5),
+        ("consumer", "uniform", 1, m.duplicates),
+    ]
+    html = render(dataclasses.replace(_data(), groups=rows))
+    assert "<th>assignor</th>" in html and "<td>range</td>" in html and "<td>uniform</td>" in html

@@ -53,9 +53,11 @@ import org.apache.kafka.common.errors.TimeoutException;
  * sends are not replied to: their outcome comes later, from the producer's I/O thread, as a line
  * {"send": id, "offset": n} or {"send": id, "error", "error_class", "sync"}. A consumer reports
  * the position changes the library made on its own as "event" lines, written before the reply
- * of the command during which they were seen. A poll's records are answered compactly, one entry
- * per partition ({@link Consumer#writeRecords}): runs of offsets, the values, runs of leader
- * epochs and the serving replica, streamed straight to the buffered stdout.
+ * of the command during which they were seen, and the partitions its rebalance listener was
+ * told it gave up ("revoke" events, reason "revoked" or "lost"; protocol 2). A poll's records
+ * are answered compactly, one entry per partition ({@link Consumer#writeRecords}): runs of
+ * offsets, the values, runs of leader epochs and the serving replica, streamed straight to the
+ * buffered stdout.
  *
  * <p>Transactions (KIP-98, a producer with "transactional.id"): "init_transactions",
  * "begin_transaction", "commit_transaction", "abort_transaction" and "send_offsets" (offsets
@@ -193,7 +195,7 @@ public final class Worker {
     }
     ObjectNode ready = reply(0);
     ready.put("version", kafkaClientsVersion());
-    ready.put("protocol", 1); // the worker protocol version (docs/adding-a-client.md)
+    ready.put("protocol", 2); // the worker protocol version (docs/adding-a-client.md)
     emit(ready);
     String line;
     while ((line = in.readLine()) != null) {
@@ -566,13 +568,34 @@ public final class Worker {
       }
     }
 
-    @Override
-    public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+    /** A "revoke" event (protocol 2): a partition this member gave up, as the listener said. */
+    static void revoke(TopicPartition t, String reason) {
+      ObjectNode e = JSON.createObjectNode();
+      e.put("event", "revoke");
+      e.put("topic", t.topic());
+      e.put("partition", t.partition());
+      e.put("reason", reason);
+      emit(e);
+    }
+
+    private void gaveUp(Collection<TopicPartition> partitions, String reason) {
       for (TopicPartition t : partitions) {
         last.remove(t);
         replicaMetrics.remove(t);
         lastPreferred.remove(t);
+        revoke(t, reason);
       }
+    }
+
+    @Override
+    public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+      gaveUp(partitions, "revoked");
+    }
+
+    /** Partitions lost (session expired, fenced); Java's default would call onPartitionsRevoked. */
+    @Override
+    public void onPartitionsLost(Collection<TopicPartition> partitions) {
+      gaveUp(partitions, "lost");
     }
 
     @Override
