@@ -274,15 +274,17 @@ def shared_cluster(
     name: str,
     broker_config: Mapping[str, str] | None = None,
     disk: str = "plain",
+    clock: str = "real",
 ) -> Iterator[ClusterBackend]:
     """A 3-broker, 3-rack cluster (``broker_config`` on top of the defaults; ``disk="lossy"``: its
-    data directories on the disk fault layer, ``harness.diskfs``) for the tests that
+    data directories on the disk fault layer, ``harness.diskfs``; ``clock="faked"``: its JVMs'
+    wall clocks through libfaketime, ``harness.clock``) for the tests that
     ``uses`` says use it: the body of a module-, package- or session-scoped fixture. Booted once,
     stopped at the end (a failed start tears down whatever it started itself), with its logs
     collected to ``<--highwater-logs>/<name>`` when one of those tests failed. Modules that share
     it take it through ``healed_for_module``."""
     spec = ClusterSpec(
-        brokers=3, racks=3, kafka_version=kafka_version, broker_config=dict(broker_config or {}), disk=disk
+        brokers=3, racks=3, kafka_version=kafka_version, broker_config=dict(broker_config or {}), disk=disk, clock=clock
     )
     c = start_backend(backend, spec, _progress)
     try:
@@ -312,6 +314,7 @@ def module_cluster(
     backend: str,
     broker_config: Mapping[str, str] | None = None,
     disk: str = "plain",
+    clock: str = "real",
 ) -> Iterator[ClusterBackend]:
     """``shared_cluster`` for the tests of the requesting module, named after it: the body of a
     module-scoped fixture."""
@@ -320,7 +323,7 @@ def module_cluster(
     def uses(item: pytest.Item) -> bool:
         return getattr(item, "module", None) is module
 
-    yield from shared_cluster(request, kafka_version, backend, uses, _safe(module.__name__), broker_config, disk)
+    yield from shared_cluster(request, kafka_version, backend, uses, _safe(module.__name__), broker_config, disk, clock)
 
 
 @pytest.fixture(scope="module")

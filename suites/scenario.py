@@ -199,7 +199,7 @@ def step_cuts_off(step: Step) -> bool:
     """Whether the fault cuts a broker off (what the checks' ``cuts_off`` means): a process
     fault, or a cut/timeout with no narrower peer or flow (``faults.inject.ActiveFault``)."""
     words = step.fault.split()
-    if step.kind.is_client:  # a client's worker: its targets name no broker (``_cut_set``)
+    if step.kind.is_client or step.kind.is_clock:  # a client's worker, or a clock: nothing is cut off
         return False
     if step.kind.is_process:
         return True
@@ -275,6 +275,51 @@ def _power_plan(case: str, target: str, what: str, promised: bool) -> Plan:
         what=what,
     )
 
+
+#: the clock suite (suites/conformance/test_clock.py): a node's wall clock jumped through
+#: libfaketime (``clock-jump``); ten minutes is past every time bound of the checks and of Kafka's
+#: own timers (sessions, lag, fetch waits) and far below retention, so nothing is deleted
+CLOCK_JUMP_SECONDS = 600
+#: how long a jumped clock stays off; its heal is the jump back
+CLOCK_HOLD_SECONDS = 10
+
+
+def _clock_plan(case: str, steps: tuple[Step, ...], what: str) -> Plan:
+    """A clock case: the durability checks must hold whatever a clock does (Kafka orders and
+    replicates by offsets and epochs, not by time); the timed checks say what it cost."""
+    return Plan("clock", case, steps, _DURABILITY, what=what)
+
+
+CLOCK_PLANS = (
+    _clock_plan(
+        "leader-ahead",
+        (Step(3, f"clock-jump --target leader:{{topic}}/0 --offset {CLOCK_JUMP_SECONDS}", LEADER_FAULT_SECONDS),),
+        "the leader's clock jumps ten minutes ahead and back: no loss, no skip; does the ISR shrink?",
+    ),
+    _clock_plan(
+        "leader-back-then-follower-cut",
+        (
+            Step(3, f"clock-jump --target leader:{{topic}}/0 --offset {CLOCK_JUMP_SECONDS}", CLOCK_HOLD_SECONDS),
+            Step(1, "cut --target broker:{follower} --listener replication", KIP392_FAULT_SECONDS),
+        ),
+        "the leader's clock goes ten minutes ahead, then back (the heal); then a follower's replication "
+        "is cut: its last caught-up time was taken ahead, does it still leave the ISR in time?",
+    ),
+    _clock_plan(
+        "controller-ahead",
+        (Step(3, f"clock-jump --target controller --offset {CLOCK_JUMP_SECONDS}", LEADER_FAULT_SECONDS),),
+        "the active controller's clock jumps ten minutes ahead and back: are the brokers' sessions kept?",
+    ),
+    _clock_plan(
+        "controller-back-then-kill",
+        (
+            Step(3, f"clock-jump --target controller --offset {CLOCK_JUMP_SECONDS}", CLOCK_HOLD_SECONDS),
+            Step(1, "kill --target broker:{follower}", LEADER_FAULT_SECONDS),
+        ),
+        "the active controller's clock goes ten minutes ahead, then back; then a follower is killed: "
+        "is it fenced within its session timeout?",
+    ),
+)
 
 #: the power-loss cases (acks=all, min.insync.replicas=2, RF 3; suites/conformance/test_power_loss.py
 #: sets each case's election settings): the case name, the target, how many replicas of partition
@@ -501,6 +546,7 @@ PLANS: dict[str, Plan] = {
             _power_plan(case, target, what, promised=replicas < 2)
             for case, (target, replicas, what) in POWER_CASES.items()
         ),
+        *CLOCK_PLANS,
         *SWEEP_PLANS,
     ]
 }

@@ -63,7 +63,9 @@ from harness.checks.raw import txn_view
 from harness.checks.verdict import MAX_EXAMPLES, UNKNOWN, Verdict, decide
 
 MS = 1_000_000
-CUT_KINDS = {"kill", "stop", "pause", "isolate", "partition", "crash"}
+#: faults that take their target brokers out for the window: the process is down or frozen (a
+#: power loss and a corruption kill it first), or every link is cut; a clock fault takes nothing out
+CUT_KINDS = {"kill", "stop", "pause", "isolate", "partition", "crash", "power_loss", "truncate_file", "flip_bits"}
 LINK_CUT_KINDS = {"cut", "timeout"}
 
 

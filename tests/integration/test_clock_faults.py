@@ -6,6 +6,7 @@ the cluster is gone."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -109,3 +110,58 @@ def test_a_broker_s_clock_jumps_drifts_and_heals(cluster_factory: Any, tmp_path:
     assert all(is_zombie_or_gone(pid) for pid in processes), "nothing of the cluster is left running"
     assert not list(SHM_DIR.glob(f"*faketime_*_{node_pid}")), "libfaketime's objects of the killed JVM are gone"
     assert not cdir.exists()
+
+
+def _created_within(cluster: Cluster, name: str, timeout: float) -> float | None:
+    """Seconds until topic ``name`` (RF 3) exists with a leader and a full ISR (None: not within
+    ``timeout``: the controller did not commit it)."""
+    started = time.monotonic()
+    try:
+        cluster.create_topic(name, 1, 3, timeout=timeout)
+    except Exception:  # noqa: BLE001 - a creation that does not finish is what is measured
+        return None
+    return time.monotonic() - started
+
+
+def _produce_until(cluster: Cluster, topic: str, stop: threading.Event) -> None:
+    """acks=all writes to ``topic`` until ``stop``: the load under which the stall shows."""
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap(), acks="all")
+    try:
+        while not stop.wait(0.005):
+            producer.send(topic, b"x")
+    finally:
+        producer.close(5)
+
+
+@pytest.mark.xfail(
+    strict=False,  # seen in 1 of 5 runs of this test (and in both clock-suite runs): intermittent
+    reason=(
+        "FINDING HW-20 (Kafka 4.4.0): after the active KRaft controller's wall clock jumps back (ten minutes "
+        "ahead for 20 s, then back, under a producer's load), the controller may stop committing: topic "
+        "creations time out and brokers log 'Unable to send a heartbeat because the RPC got timed out before "
+        "it could be sent' every second. See docs/findings.md."
+    ),
+)
+def test_hw20_the_controller_s_clock_going_back_stalls_its_writes(cluster_factory: Any, tmp_path: Path) -> None:
+    """The controller's writes after its clock went back: every topic creation in the next 60 s
+    completes within 10 s, as before the jump and during it."""
+    cluster: Cluster = cluster_factory(brokers=3, racks=3, clock="faked")
+    assert _created_within(cluster, "load", 30) is not None
+    history = HistoryWriter(tmp_path / "history.jsonl", run_id="hw20", kafka_version=cluster.kafka_version)
+    injector = Injector(cluster, history)
+    stop = threading.Event()
+    load = threading.Thread(target=_produce_until, args=(cluster, "load", stop), daemon=True)
+    load.start()
+    try:
+        jump = injector.apply(parse_fault("clock-jump --target controller --offset 600"))
+        time.sleep(20)  # scenario time: the controller's clock stays ten minutes ahead under load
+        ahead = _created_within(cluster, "ahead", 10)
+        injector.heal(jump)  # its clock goes back ten minutes
+        after = [_created_within(cluster, f"after-{i}", 10) for i in range(6)]
+    finally:
+        stop.set()
+        load.join(10)
+        history.close()
+    print(f"HW-20: creation while ahead {ahead} s; after the jump back {after} (None: not within 10 s)")
+    assert ahead is not None, "while its clock is ahead the controller commits"
+    assert None not in after, f"after its clock went back the controller stopped committing: {after}"

@@ -17,6 +17,7 @@ from harness.checks import run_checks
 from harness.checks.data import from_events
 from harness.checks.verdict import Verdict
 from suites.conformance import (
+    test_clock,
     test_durability,
     test_groups,
     test_kafka4485,
@@ -371,6 +372,38 @@ def test_power_loss_twin_correlated(powered: Generated, case: str) -> None:
     ), "the same loss on one replica's power is a violation"
 
 
+# -- clocks --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def clocked() -> Generated:
+    """The leader-ahead case's clean history (its jump generated as a fault on the leader); every
+    clock case asserts the same durability checks, so one history serves them all."""
+    return generate(PLANS["clock/leader-ahead"], partitions=3)
+
+
+@pytest.mark.parametrize("case", test_clock.CASES)
+@pytest.mark.parametrize(
+    "mutate, check", [(write_lost, "lost-write"), (read_above_hw, "uncommitted-read"), (skips, "poll-skip")]
+)
+def test_clock_twins(clocked: Generated, case: str, mutate: Callable[[Events], Events], check: str) -> None:
+    test_clock.assert_clock_safe(verdicts_of(clocked.header, clocked.events), case)
+    msg = fails(lambda: test_clock.assert_clock_safe(verdicts_of(clocked.header, mutate(clocked.events)), case))
+    assert f"{check}: False" in msg
+
+
+def test_clock_cost_twin_a_cut_off_follower_stays_in_the_isr() -> None:
+    """The cost test's judge (the timed checks): clean, nothing; a follower cut off that never
+    leaves the ISR (HW-19's shape) is reported by isr-stability."""
+    g = generate(PLANS["kip-392/replica-cut-off"], partitions=1)
+    assert test_clock.timed_problems(verdicts_of(g.header, g.events)) == []
+    stuck = copy.deepcopy(g.events)
+    for e in stuck:
+        if e["f"] == "meta":
+            e["value"]["isr"] = [1, 2, 3]
+    assert [v.check for v in test_clock.timed_problems(verdicts_of(g.header, stuck))] == ["isr-stability"]
+
+
 # -- KIP-320 -------------------------------------------------------------------------------------
 
 X = 20  # F1's log end when it is cut off: the divergence point
@@ -556,6 +589,7 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         "share-groups/coordinator-cut-pause",
         "share-groups/leader-kills",
         *(f"power-loss/{c}" for c in POWER_CASES),  # test_power_loss_twin_...
+        *(f"clock/{c}" for c in test_clock.CASES),  # test_clock_twins
     }
     assert covered == set(PLANS)
 
