@@ -16,7 +16,9 @@ from collections.abc import Sequence
 
 from faults.common import FaultError
 from faults.spec import FaultKind, FaultSpec
-from harness.backend import Capability, ClockControl, ClusterBackend, backend_name, has_capability
+from faults.target import ClientTarget
+from harness.backend import Capability, ClockControl, ClockHandle, ClusterBackend, backend_name, has_capability
+from harness.clients.clocks import client_clock
 
 
 def enabled(cluster: object) -> bool:
@@ -31,12 +33,21 @@ def control(cluster: object) -> ClockControl:
     return cluster
 
 
+def _clock(cluster: object, name: str, clients: bool) -> ClockHandle:
+    """A node's clock, or a client worker's (``harness.clients.clocks``) for a client target."""
+    return client_clock(name) if clients else control(cluster).clock(name)
+
+
+def on_clients(spec: FaultSpec) -> bool:
+    """The fault moves clients' clocks (a client selector), not nodes'."""
+    return isinstance(spec.target, ClientTarget)
+
+
 def apply(cluster: object, spec: FaultSpec, nodes: Sequence[str]) -> dict[str, float]:
-    """Jump or start drifting each node's clock; the offset each holds now, seconds."""
-    clocks = control(cluster)
+    """Jump or start drifting each node's (or client's) clock; the offset each holds now, seconds."""
     offsets: dict[str, float] = {}
     for name in nodes:
-        clock = clocks.clock(name)
+        clock = _clock(cluster, name, on_clients(spec))
         if spec.kind is FaultKind.CLOCK_JUMP:
             if clock.drifting():  # its stepper would overwrite the jump at its next step
                 raise FaultError(f"{name}'s clock is drifting: heal the drift before a jump")
@@ -49,12 +60,12 @@ def apply(cluster: object, spec: FaultSpec, nodes: Sequence[str]) -> dict[str, f
     return offsets
 
 
-def heal(cluster: object, nodes: Sequence[str]) -> dict[str, float]:
-    """Each node's clock back to +0, its drift stopped; the offset each had reached, seconds."""
-    clocks = control(cluster)
+def heal(cluster: object, nodes: Sequence[str], clients: bool = False) -> dict[str, float]:
+    """Each node's (``clients``: client's) clock back to +0, its drift stopped; the offset each
+    had reached, seconds."""
     reached: dict[str, float] = {}
     for name in nodes:
-        clock = clocks.clock(name)
+        clock = _clock(cluster, name, clients)
         clock.stop_drift()
         reached[name] = clock.offset()
         clock.set_offset(0.0)

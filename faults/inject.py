@@ -389,7 +389,7 @@ class Injector:
                     node.start()
             self._wait_nodes_back(fault.nodes)
         elif spec.kind.is_clock:
-            fault.clock_offsets = clock.heal(self.cluster, fault.nodes)
+            fault.clock_offsets = clock.heal(self.cluster, fault.nodes, clock.on_clients(spec))
         elif spec.kind is FaultKind.DISK_SLOW:
             for name in fault.nodes:
                 self._disks().disk(name).set_slow(0, 0)

@@ -62,6 +62,10 @@ Kinds and their params (Toxiproxy attribute names and units; defaults in :data:`
   of real time, stepped once a second). Heal puts the clock back to the machine's (offset +0, no
   drift). They take process targets, and need a backend with clock control (``ClockControl``:
   a local cluster started with ``ClusterSpec(clock="faked")``). Monotonic time is never moved.
+  A client selector (``client:<id>``, ``producers``, ...) moves the clock of those clients'
+  workers instead, in a run that fakes them (``RunSpec(client_clocks=True)``,
+  ``harness.clients.clocks``); the runner refuses a clock fault where the cluster has no clock
+  control all the same, so clients' clocks are jumped on a cluster started with faked clocks.
 """
 
 from __future__ import annotations
@@ -341,6 +345,8 @@ class FaultSpec:
                 raise FaultError(f"{k.cli} is a process fault and takes no {', '.join(extras)}")
             if self.target.kind in LINK_ONLY:
                 raise FaultError(f"{k.cli} acts on processes; target {self.target} is not a process")
+            if k.is_clock and self.target.kind is TargetKind.CLIENT:
+                return  # a client's wall clock (its worker's, ``harness.clients.clocks``)
             if k.is_client != (self.target.kind is TargetKind.CLIENT):
                 raise FaultError(
                     f"{k.cli} acts on client workers: its target is client:<id>, consumers[:<rack>], producers or group:<id>"

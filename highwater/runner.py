@@ -38,6 +38,7 @@ from harness.checks.group_measures import GROUP_MEASURES, group_measures
 from harness.checks.power_measures import POWER_MEASURES, power_measures
 from harness.checks.verdict import Input, Verdict
 from harness.clients import DEFAULT_CLIENT, client_label, get_driver
+from harness.clients.clocks import fake_client_clocks
 from harness.clients.groups import GroupProtocolError, group_configs, group_protocol_refusal
 from harness.clients.share import ShareGroupError, ShareGroupSettings, share_refusal
 from harness.clients.txnversion import (
@@ -97,6 +98,9 @@ class RunSpec:
     # harness.features) on or off for the run (None: as the cluster has it), restored after it
     power_loss_replicas: int = 0
     eligible_leader_replicas: bool | None = None
+    # every client worker's wall clock through libfaketime, for clock faults on clients
+    # (``clock-jump --target client:<id>``, harness.clients.clocks)
+    client_clocks: bool = False
     # KIP-98: producers write transactions of ``txn_records`` sends, a seeded share aborted
     transactional: bool = False
     txn_records: int = 4
@@ -140,6 +144,7 @@ class RunSpec:
             "group_protocol": self.group_protocol,
             **({"group_remote_assignor": self.group_remote_assignor} if self.group_remote_assignor else {}),
             **({"power_loss_replicas": self.power_loss_replicas} if self.power_loss_replicas else {}),
+            **({"client_clocks": True} if self.client_clocks else {}),
             **header_entries(settings),
         }
 
@@ -360,6 +365,9 @@ def execute_run(
         nemesis=nemesis_record,
     )
     manifest.write(out / "run.json")
+    # every run says whether its workers' clocks are faked (so a run that ended badly leaves no
+    # setting to the next); a client clock fault moves them (harness.clients.clocks)
+    fake_client_clocks(out / "client-clocks" if spec.client_clocks else None)
     log_mark = worker_logs_mark()  # the client workers started from here on are this run's
     # Producers have no rack (they always write to the leader); one consumer per broker rack.
     producers = [_producer(spec, i, cluster, history, seed) for i in range(spec.producers)]
@@ -443,6 +451,7 @@ def execute_run(
                 for w in [*consumers, observer]:
                     w.stop()
                 copy_worker_logs(log_mark, out / "logs" / "clients")  # the libraries' own account of the run
+                fake_client_clocks(None)
                 # Consumers are closed, so their bytes are being counted; the final read would add its own.
                 client_bytes_after = wait_until_steady(
                     lambda: _client_bytes(cluster), CLIENT_BYTES_QUIET_S, 15, "the client byte counters"

@@ -306,6 +306,15 @@ CLOCK_PLANS = (
         "is cut: its last caught-up time was taken ahead, does it still leave the ISR in time?",
     ),
     _clock_plan(
+        "clients-ahead",
+        (
+            Step(3, f"clock-jump --target client:consumer-0 --offset {CLOCK_JUMP_SECONDS}", LEADER_FAULT_SECONDS),
+            Step(2, f"clock-jump --target producers --offset {CLOCK_JUMP_SECONDS}", LEADER_FAULT_SECONDS),
+        ),
+        "a consumer's clock, then the producers', ten minutes ahead and back (their records' timestamps "
+        "and their own timers move; the brokers' do not)",
+    ),
+    _clock_plan(
         "controller-ahead",
         (Step(3, f"clock-jump --target controller --offset {CLOCK_JUMP_SECONDS}", LEADER_FAULT_SECONDS),),
         "the active controller's clock jumps ten minutes ahead and back: are the brokers' sessions kept?",

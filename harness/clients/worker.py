@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from harness.clients.clocks import worker_env
 from harness.errors import HighwaterError
 
 from .base import (
@@ -457,7 +458,7 @@ class WorkerProcess:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=err,
-                env=None if launch.env is None else dict(launch.env),
+                env=worker_env(info.client_id, launch.env),  # faked wall clock, when a run asks
                 start_new_session=True,  # a terminal's Ctrl-C reaches us, and we close it in order
                 close_fds=True,
             )

@@ -10,6 +10,8 @@ RF 3; the plans are ``suites.scenario.CLOCK_PLANS``:
 - ``leader-ahead``: partition 0's leader ten minutes ahead, then back;
 - ``leader-back-then-follower-cut``: the same jump held 10 s, so every follower's last caught-up
   time is taken ten minutes ahead; after the jump back a follower's replication is cut;
+- ``clients-ahead``: a consumer's clock, then the producers', ten minutes ahead and back (the
+  run fakes its client workers' clocks, ``RunSpec(client_clocks=True)``);
 - ``controller-ahead``: the active controller ten minutes ahead, then back;
 - ``controller-back-then-kill``: the same on the controller, then a follower killed.
 
@@ -104,6 +106,7 @@ def _run(cluster: ClusterBackend, case: str, kafka_version: str, **fixtures: Any
             acks="all",
             min_insync_replicas=2,
             topic=f"clock-{case}",
+            client_clocks=case.startswith("clients"),
             **fixtures,
         ),
     )

@@ -165,3 +165,40 @@ def test_hw20_the_controller_s_clock_going_back_stalls_its_writes(cluster_factor
     print(f"HW-20: creation while ahead {ahead} s; after the jump back {after} (None: not within 10 s)")
     assert ahead is not None, "while its clock is ahead the controller commits"
     assert None not in after, f"after its clock went back the controller stopped committing: {after}"
+
+
+def test_a_client_worker_s_clock_jumps_and_its_records_carry_it(cluster_factory: Any, tmp_path: Path) -> None:
+    """A client's clock (``harness.clients.clocks``): a kafka-python worker started with faked
+    clocks stamps its records' CreateTime from its own clock, ten minutes ahead once jumped."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    from harness.clients import get_driver
+    from harness.clients.base import ProducerSettings
+    from harness.clients.clocks import client_clock, fake_client_clocks
+
+    cluster: Cluster = cluster_factory(brokers=1, racks=1)
+    cluster.create_topic("client-clock", 1, 1)
+    fake_client_clocks(tmp_path / "client-clocks")
+    try:
+        producer = get_driver("kafka-python").producer(ProducerSettings(cluster.bootstrap(), "clocked-producer"))
+        try:
+            producer.send("client-clock", 0, "now", lambda _: None)
+            producer.flush(30)
+            client_clock("clocked-producer").set_offset(600.0)
+            time.sleep(1.5)  # scenario time: libfaketime re-reads the file once the second changes
+            producer.send("client-clock", 0, "ahead", lambda _: None)
+            producer.flush(30)
+        finally:
+            producer.close(10)
+    finally:
+        fake_client_clocks(None)
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap(), consumer_timeout_ms=5000)
+    try:
+        tp = TopicPartition("client-clock", 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        stamps = {r.value.decode(): r.timestamp / 1000 for r in consumer}
+    finally:
+        consumer.close()
+    assert abs(stamps["now"] - time.time()) < 60, stamps
+    assert 590 < stamps["ahead"] - stamps["now"] < 620, f"the worker's clock moved ten minutes: {stamps}"

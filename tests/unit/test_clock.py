@@ -66,7 +66,7 @@ def test_clock_drift_takes_a_signed_rate_and_process_targets() -> None:
         ("clock-jump --target broker:1 --offset nan", "--offset must be a finite number"),
         ("clock-drift --target broker:1 --rate inf", "--rate must be a finite number"),
         ("clock-jump --target broker:1 --peer broker:2", "process fault and takes no --peer"),
-        ("clock-jump --target consumers:rack-a", "acts on Kafka nodes"),
+        ("clock-jump --target clients:rack-a", "not a process"),  # links of a rack's clients, not workers
         ("clock-drift --target broker:1 --offset 5", "clock-drift has no option --offset"),
     ],
 )
