@@ -9,8 +9,10 @@ partition), converts it to Parquet, then times, each in a fresh subprocess so pe
   ``pyarrow.parquet.read_table`` of every column) -- the floor any checker pays;
 * check: ``highwater check FILE --json`` (all checks, policy applied).
 
-Prints seconds, events/s, peak RSS and check/scan ratio. Targets (issue 3): check within 5x
-of scan, peak memory under 2 GiB.
+Prints seconds, events/s, peak RSS, check/scan ratio, and per event the check's time and peak
+memory (compare those across ``--events`` to see whether the slope stays linear). Targets (issue
+31), each printed met or not: check within 2x of the JSON Lines scan and 5x of the Parquet scan,
+peak memory under 2 GiB, exit 0 (the generated history is valid).
 
     python benchmarks/check_throughput.py [--events N] [--transactions] [--dir DIR] [--keep]
 """
@@ -28,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPICS, PARTS, CONSUMERS, REPLICAS = 3, 12, 5, 3
+#: targets (issue 31): the check's time as a multiple of the scan's, per format
+LIMIT = {"jsonl": 2.0, "parquet": 5.0}
 BATCH = 5  # records per poll
 META_EVERY = 200  # writes between observer rounds (one meta event per partition)
 
@@ -218,14 +222,29 @@ def main() -> int:
             c_sec, c_mib, rc = measure([py, "-m", "highwater.cli", "check", str(path), "--json"])
             rows.append((fmt, "scan", s_sec, s_mib, None, None))
             rows.append((fmt, "check", c_sec, c_mib, c_sec / s_sec, rc))
-        print(f"\n{'format':<8} {'step':<6} {'seconds':>8} {'events/s':>12} {'peak MiB':>9} {'x scan':>7} {'exit':>5}")
+        print(
+            f"\n{'format':<8} {'step':<6} {'seconds':>8} {'events/s':>12} {'peak MiB':>9} {'x scan':>7} "
+            f"{'us/event':>9} {'B/event':>8} {'exit':>5}"
+        )
         for fmt, step, sec, mib, ratio, rc in rows:
             print(
                 f"{fmt:<8} {step:<6} {sec:>8.1f} {n / sec:>12,.0f} {mib:>9,.0f} "
-                f"{'' if ratio is None else f'{ratio:.2f}':>7} {'' if rc is None else rc:>5}"
+                f"{'' if ratio is None else f'{ratio:.2f}':>7} {sec / n * 1e6:>9.2f} {mib * 2**20 / n:>8,.0f} "
+                f"{'' if rc is None else rc:>5}"
             )
-        ok = all(r[4] is None or (r[4] <= 5 and r[3] < 2048 and r[5] == 0) for r in rows)
-        print(f"\ntargets (check <= 5x scan, peak < 2048 MiB, exit 0): {'met' if ok else 'NOT met'}")
+        ok = True
+        print()
+        for fmt, _, _sec, mib, ratio, rc in rows:
+            if ratio is None:
+                continue
+            for name, met in (
+                (f"check <= {LIMIT[fmt]:g}x scan", ratio <= LIMIT[fmt]),
+                ("peak < 2048 MiB", mib < 2048),
+                ("exit 0", rc == 0),
+            ):
+                print(f"target {fmt:<8} {name:<20} {'met' if met else 'NOT met'}")
+                ok &= met
+        print(f"\ntargets: {'all met' if ok else 'NOT all met'}")
         return 0 if ok else 1
     finally:
         if not args.keep and args.dir is None:

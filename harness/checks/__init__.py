@@ -17,12 +17,18 @@ from pathlib import Path
 
 from harness.checks.copy import copy_exactly_once
 from harness.checks.data import HistoryData, from_events
-from harness.checks.groups import commit_ahead, commit_regression, group_delivery, rebalance_rewind, rebalance_skip
+from harness.checks.groups import (
+    commit_ahead_of,
+    commit_regression_of,
+    group_delivery_of,
+    rebalance_rewind_of,
+    rebalance_skip_of,
+)
 from harness.checks.latency import follower_latency
 from harness.checks.liveness import follower_fetch, isr_stability, progress
 from harness.checks.loading import load
 from harness.checks.ownership import exclusive_read
-from harness.checks.raw import on_events
+from harness.checks.raw import on_rows
 from harness.checks.reads import nonmonotonic_poll, poll_skip, truncation_undetected, uncommitted_read
 from harness.checks.replicas import hw_regression, replica_divergence
 from harness.checks.share import (
@@ -32,8 +38,8 @@ from harness.checks.share import (
     share_release_redelivered,
     share_settled_redelivered,
 )
-from harness.checks.torn import torn_transaction
-from harness.checks.txn import aborted_read, open_txn_read
+from harness.checks.torn import torn_transaction_of
+from harness.checks.txn import aborted_read_of, open_txn_read_of
 from harness.checks.verdict import (
     NOT_APPLICABLE,
     UNKNOWN,
@@ -64,18 +70,21 @@ CHECKS: dict[str, Check] = {
     "follower-latency": follower_latency,
     "isr-stability": isr_stability,
     "progress": progress,
-    # transactions and consumer groups: few events, judged over the events themselves
-    "aborted-read": on_events(aborted_read),
-    "open-txn-read": on_events(open_txn_read),
-    "torn-transaction": on_events(torn_transaction),
+    # transactions and consumer groups (over the transaction columns, ``harness.checks.txn_data``)
+    "aborted-read": aborted_read_of,
+    "open-txn-read": open_txn_read_of,
+    "torn-transaction": torn_transaction_of,
     "nonmonotonic-send": nonmonotonic_send,
-    "commit-ahead": on_events(commit_ahead),
-    "commit-regression": on_events(commit_regression),
-    "rebalance-skip": on_events(rebalance_skip),
-    "rebalance-rewind": on_events(rebalance_rewind),
-    "group-delivery": on_events(group_delivery),
+    "commit-ahead": commit_ahead_of,
+    "commit-regression": commit_regression_of,
+    "rebalance-skip": rebalance_skip_of,
+    "rebalance-rewind": rebalance_rewind_of,
+    "group-delivery": group_delivery_of,
     "exclusive-read": exclusive_read,
-    "copy-exactly-once": on_events(copy_exactly_once),
+    # the copy's few events (its final reads, commits and transactions) read back by row
+    "copy-exactly-once": on_rows(
+        copy_exactly_once, lambda h: [*h.txn_rows, *h.commit_rows, *(f.row for f in h.finals)]
+    ),
     # share groups (KIP-932)
     "share-delivery": share_delivery,
     "share-exclusive": share_exclusive,
@@ -220,18 +229,23 @@ def run_checks(h: HistoryData, names: list[str] | None = None, *, policy: bool =
         missing = missing_inputs(n, present)
         if missing:
             done[n] = not_applicable(n, missing)
-    # run the checks that share the consumer chains together, then free them (peak memory)
-    chain_users = [n for n in _CHAIN_USERS if n in selected and n not in done]
-    last_chain_user = chain_users[-1] if chain_users else None
-    for n in chain_users + [n for n in selected if n not in chain_users and n not in done]:
+    # run the checks that share a large derived input together, then free it (peak memory)
+    running = {key: [n for n in users if n in selected and n not in done] for key, users in _SHARED.items()}
+    grouped = [n for users in running.values() for n in users]
+    last_user = {users[-1]: key for key, users in running.items() if users}
+    for n in grouped + [n for n in selected if n not in grouped and n not in done]:
         done[n] = CHECKS[n](h)
-        if n == last_chain_user:
-            h.cache.pop("chains", None)
+        if n in last_user:
+            h.cache.pop(last_user[n], None)
     verdicts = [history_verdict(h)] + [done[n] for n in selected]
     return apply_policy(verdicts, h.config) if policy else verdicts
 
 
-_CHAIN_USERS = ("poll-skip", "nonmonotonic-poll", "truncation-undetected")
+#: cached inputs several checks share (``h.cache`` key -> its users, the last one frees it)
+_SHARED = {
+    "chains": ("poll-skip", "nonmonotonic-poll", "truncation-undetected"),
+    "group_events": ("commit-regression", "rebalance-skip", "rebalance-rewind"),
+}
 
 
 def run_all_checks(history: str | Path | HistoryData, *, policy: bool = True) -> list[Verdict]:

@@ -10,6 +10,8 @@ ignored) or a dictionary code (Parquet). Ids are never compared across loads.
 Rows are the event's position in the file (0 = first event after the header), so examples can
 fetch the full events back from the source (``HistoryData.events``) without keeping them.
 Small, rare event kinds (meta, fault/heal, final-read logs, poll errors) are kept as lists.
+What transactions and group commits say is gathered in the same pass, as columns too
+(``HistoryData.txn``, ``harness.checks.txn_data``): no check reads the history a second time.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow.parquet as pq
 
+from harness.checks.txn_data import TxnCollector, TxnData
 from harness.history import (
     HistoryError,
     LineError,
@@ -39,6 +42,14 @@ INVOKE, OK, FAIL, INFO = 0, 1, 2, 3
 #: the event kinds that are few and judged over the events themselves: only their rows are kept
 ROW_NOTED = frozenset({"txn", "commit", "acquire", "ack", "share-state"})
 _TRUNC = re.compile(r"truncat", re.IGNORECASE)
+
+
+#: keys combine a partition id and an offset into one sortable int64: ``tp << TP_SHIFT | offset``
+TP_SHIFT = 40
+
+
+def okey(tp: np.ndarray, off: np.ndarray) -> np.ndarray:
+    return (tp.astype(np.int64) << TP_SHIFT) | off.astype(np.int64)
 
 
 def is_truncation(text: str | None) -> bool:
@@ -126,6 +137,8 @@ class Positions:
     tp: np.ndarray  # -1: applies to every partition of the consumer
     offset: np.ndarray  # -1 when unknown
     truncation: np.ndarray  # bool: the reason names truncation handling
+    type: np.ndarray  # OK / INFO
+    assign: np.ndarray  # 1: an ``assign`` event, 0: a ``seek``
 
 
 @dataclass(frozen=True)
@@ -173,6 +186,13 @@ class FinalLog:
     log_start: int
     offsets: np.ndarray
     vids: np.ndarray
+    #: the event's own ``log_start`` (0 when it has none; ``log_start`` above may fill it in)
+    given_log_start: int = 0
+    #: records of aborted then of open transactions the replica holds (``aborted``/``open``)
+    uncommitted_offsets: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    uncommitted_vids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: the lowest offset of an open transaction's record, None when there is none
+    open_first: int | None = None
 
     @property
     def end(self) -> int:
@@ -202,6 +222,8 @@ class HistoryData:
     end_time: int
     line_errors: list[LineError] = field(default_factory=list)
     source: EventSource | None = None
+    #: what the txn and commit events and the transactional sends say (``harness.checks.txn_data``)
+    txn: TxnData = field(default_factory=lambda: TxnCollector().build())
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -222,6 +244,26 @@ class HistoryData:
             return [{"row": r} for r in rows]
         out = self.source.fetch(rows)
         return [_trim(ev, (focus or {}).get(r)) for r, ev in zip(rows, out)]
+
+    def polled_texts(self, idx: Iterable[int]) -> list[str | None]:
+        """The value texts of these polled records (indices into ``polls``), read back from the
+        source: value ids only say which values are equal, and examples show the value."""
+        p = self.polls
+        idx = [int(i) for i in idx]
+        rows = [int(p.row[i]) for i in idx]
+        evs = self.source.fetch(rows) if self.source is not None else [{} for _ in rows]
+        out: list[str | None] = []
+        for i, r, ev in zip(idx, rows, evs):
+            recs = (ev.get("value") or {}).get("records") or []
+            k = i - int(np.searchsorted(p.row, r))  # its place in the poll: the poll's records are adjacent
+            out.append(value_text(recs[k].get("value"))[0] if 0 <= k < len(recs) else None)
+        return out
+
+    def sent_texts(self, rows: Iterable[int]) -> list[str | None]:
+        """The record value texts of the send events at these rows (read back from the source)."""
+        rows = [int(r) for r in rows]
+        evs = self.source.fetch(rows) if self.source is not None else [{} for _ in rows]
+        return [value_text((ev.get("value") or {}).get("value"))[0] for ev in evs]
 
 
 T = TypeVar("T")
@@ -327,6 +369,8 @@ class _Builder:
         self.txn_rows: list[int] = []
         self.commit_rows: list[int] = []
         self.share_rows: list[int] = []
+        self.tx = TxnCollector()
+        self._send_app = tuple(self.s[k].append for k, _ in _SEND_COLS)  # bound once: the hot path
         self.n_events = 0
         self.end_time = 0
 
@@ -357,35 +401,45 @@ class _Builder:
             self.end_time = t
         v = ev["value"]
         if f == "send":
+            if v is None:
+                v = {}
+            txn = v.get("txn")
             if typ == INVOKE:
                 self.invokes += 1
                 if self.track_invokes:
                     self.inv["row"].append(row)
                     self.inv["proc"].append(proc)
-                    self.inv["vid"].append(vid_of((v or {}).get("value")))
+                    self.inv["vid"].append(vid_of(v.get("value")))
+                if isinstance(txn, str):
+                    tp = self.tp(v.get("topic"), v.get("partition"))
+                    self.tx.send(row, typ, proc, tp, v.get("offset"), vid_of(v.get("value")), txn)
                 return
-            if v is None:
-                v = {}
             o = v.get("offset")
-            vals = (
-                row,
-                t,
-                proc,
-                typ,
-                self.tp(v.get("topic"), v.get("partition")),
-                o if type(o) is int else -1,
-                vid_of(v.get("value")),
-            )
-            for (k, _), x in zip(_SEND_COLS, vals):
-                self.s[k].append(x)
+            tp = self.tp(v.get("topic"), v.get("partition"))
+            vid = vid_of(v.get("value"))
+            a = self._send_app
+            a[0](row)
+            a[1](t)
+            a[2](proc)
+            a[3](typ)
+            a[4](tp)
+            a[5](o if type(o) is int else -1)
+            a[6](vid)
+            if isinstance(txn, str):
+                self.tx.send(row, typ, proc, tp, o, vid, txn)
         elif f == "poll":
+            self.tx.poll_procs.add(proc)
             if typ == OK:
                 self._poll(row, t, proc, v["records"])
             elif typ != INVOKE:
                 self.poll_errors.append(PollError(row, t, proc, ev["error"]))
         elif f in ("assign", "seek"):
+            if v and v.get("topic") is not None:
+                self.tx.position_topics.add((proc, str(v["topic"])))
             if typ in (OK, INFO):  # an info seek may have moved: treat it as a move
-                self._position(row, t, proc, v or {})
+                self._position(row, t, proc, v or {}, typ, f)
+            else:
+                self.tx.position_other_rows.append(row)
         elif f == "meta":
             if typ != FAIL and v:
                 self._meta(row, t, proc, v)
@@ -396,12 +450,17 @@ class _Builder:
             if typ == OK:
                 self._final(row, v)
         elif f in ROW_NOTED:
-            self.note_row(f, row)
+            self.note_row(f, row, t, proc, typ, v or {})
 
-    def note_row(self, f: str, row: int) -> None:
-        """Transaction, group-commit and share-group events are few: only their rows are kept, and
-        the checks that judge them read them back as events (``harness.checks.raw``)."""
+    def note_row(self, f: str, row: int, t: int, proc: int, typ: int, v: Mapping[str, Any]) -> None:
+        """Transaction, group-commit and share-group events: their rows are kept, and what a
+        ``txn`` or ``commit`` event says goes into the transaction columns (``harness.checks.txn_data``);
+        the share checks read their few events back (``harness.checks.raw``)."""
         (self.txn_rows if f == "txn" else self.commit_rows if f == "commit" else self.share_rows).append(row)
+        if f == "txn":
+            self.tx.txn(row, t, proc, typ, v)
+        elif f == "commit":
+            self.tx.commit(row, t, proc, typ, self.tp(v.get("topic"), v.get("partition")), v)
 
     def _poll(self, row: int, t: int, proc: int, recs: list[dict[str, Any]]) -> None:
         n = len(self.r["row"])
@@ -439,7 +498,7 @@ class _Builder:
             rp = rec.get("replica")
             a_rep(rp if rp is not None else -1)
 
-    def _position(self, row: int, t: int, proc: int, v: Mapping[str, Any]) -> None:
+    def _position(self, row: int, t: int, proc: int, v: Mapping[str, Any], typ: int = OK, f: str = "seek") -> None:
         o = v.get("offset")
         vals = (
             row,
@@ -448,6 +507,8 @@ class _Builder:
             self.tp(v.get("topic"), v.get("partition")),
             o if type(o) is int else -1,
             1 if is_truncation(v.get("reason")) else 0,
+            typ,
+            1 if f == "assign" else 0,
         )
         for (k, _), x in zip(_POS_COLS, vals):
             self.p[k].append(x)
@@ -486,6 +547,17 @@ class _Builder:
         self.add_final(
             row, self.tp(v["topic"], v["partition"]), int(v["replica"]), int(v["hw"]), v.get("log_start"), offs, vids
         )
+        unc = [*(v.get("aborted") or []), *(v.get("open") or [])]
+        self.uncommitted(
+            np.array([int(r[0]) for r in unc], np.int64),
+            np.array([vid_of(r[1]) for r in unc], np.int64),
+            min((int(r[0]) for r in v.get("open") or []), default=None),
+        )
+
+    def uncommitted(self, offs: np.ndarray, vids: np.ndarray, open_first: int | None) -> None:
+        """The aborted and open transactional records of the last final read added."""
+        fl = self.finals[-1]
+        fl.uncommitted_offsets, fl.uncommitted_vids, fl.open_first = offs, vids, open_first
 
     def add_final(
         self, row: int, tp: int, replica: int, hw: int, log_start: Any, offs: np.ndarray, vids: np.ndarray
@@ -493,7 +565,7 @@ class _Builder:
         order = np.argsort(offs, kind="stable")
         offs, vids = offs[order], vids[order]
         ls = int(log_start) if type(log_start) is int else (int(offs[0]) if len(offs) else 0)
-        self.finals.append(FinalLog(row, tp, replica, hw, ls, offs, vids))
+        self.finals.append(FinalLog(row, tp, replica, hw, ls, offs, vids, int(log_start or 0)))
 
     def sends(self, sends: Sends) -> Sends:
         """``sends`` with its ``invoke_row`` when invokes were tracked (the invoke columns freed)."""
@@ -524,6 +596,7 @@ class _Builder:
             end_time=self.end_time,
             line_errors=line_errors,
             source=source,
+            txn=self.tx.build(),
         )
 
 
@@ -539,7 +612,16 @@ _POLL_COLS = (
     ("epoch", "i"),
     ("replica", "i"),
 )
-_POS_COLS = (("row", "q"), ("time", "q"), ("proc", "i"), ("tp", "i"), ("offset", "q"), ("truncation", "b"))
+_POS_COLS = (
+    ("row", "q"),
+    ("time", "q"),
+    ("proc", "i"),
+    ("tp", "i"),
+    ("offset", "q"),
+    ("truncation", "b"),
+    ("type", "b"),
+    ("assign", "b"),
+)
 _NP = {"q": np.int64, "i": np.int32, "b": np.int8}
 
 

@@ -23,19 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from harness.checks.data import HistoryData, cached
+from harness.checks.data import HistoryData, cached, okey
 from harness.checks.raw import allowed_uncommitted_reads
 from harness.checks.verdict import MAX_EXAMPLES
 
-TP_SHIFT = 40
 ROW_SHIFT = 36
 AGREE, DISAGREE, NOAUTH = 0, 1, 2
 #: a record of an aborted or open transaction read by a read_uncommitted consumer (allowed)
 TXN_UNCOMMITTED = 3
-
-
-def okey(tp: np.ndarray, off: np.ndarray) -> np.ndarray:
-    return (tp.astype(np.int64) << TP_SHIFT) | off.astype(np.int64)
 
 
 @dataclass

@@ -1,36 +1,32 @@
-"""Consumer-group checks over raw ``highwater.history/1`` events: ``commit-ahead``,
-``commit-regression`` and ``rebalance-skip`` (registered in ``harness.checks``), and
+"""Consumer-group checks: ``commit-ahead``, ``commit-regression``, ``rebalance-skip``,
+``rebalance-rewind`` and ``group-delivery`` (registered in ``harness.checks``), and
 ``settled_commits``, which gives offsets committed inside a transaction (an exactly-once copy)
 the outcome of their transaction.
+
+Each takes ``(header, events)``; the registry runs them on the columns (the ``*_of`` forms):
+commit-ahead and group-delivery are judged over them (``harness.checks.group_cols``), the
+others, which follow commits and assigns one at a time, over ``group_events``: only the events
+they read, rebuilt from the columns.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.checks.data import HistoryData, from_events
+from harness.checks.group_cols import (
+    commit_ahead_of,
+    final_offsets,
+    group_delivery_of,
+    group_events,
+    group_of,
+    groups_of,
+)
 from harness.checks.txn import txn_ends
 from harness.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
 from harness.history.format import value_text
-
-
-def group_of(config: Mapping[str, Any], process: str) -> str | None:
-    """The group a consumer belongs to, from ``config.consumers.<process>.group``."""
-    own = (config.get("consumers") or {}).get(process) or {}
-    g = own.get("group")
-    return g if isinstance(g, str) else None
-
-
-def groups_of(config: Mapping[str, Any]) -> dict[str, set[str]]:
-    """Each group named in ``config.consumers`` and the consumers naming it."""
-    out: dict[str, set[str]] = {}
-    for p in config.get("consumers") or {}:
-        g = group_of(config, p)
-        if g:
-            out.setdefault(g, set()).add(p)
-    return out
 
 
 def settled_commits(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -173,17 +169,21 @@ def _final_offsets(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int],
 Move = tuple[tuple[str, str, int], str, int, int, bool, int]
 
 
+Finals = dict[tuple[str, int], list[int]]
+
+
 def _moves(
-    header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]
-) -> tuple[list[Move], dict[tuple[str, int], list[int]]] | None:
+    header: Mapping[str, Any], events: Sequence[Mapping[str, Any]], finals: Finals | None = None
+) -> tuple[list[Move], Finals] | None:
     """Every move of a partition between group members with its first position and the
     commits before it (see rebalance-skip), and the final read's committed offsets per
-    partition; None when no consumer names a group."""
+    partition (``finals``, when given, else from the events' final reads); None when no
+    consumer names a group."""
     events = settled_commits(events)
     config = header.get("config") or {}
     if not any(group_of(config, p) for p in (config.get("consumers") or {})):
         return None
-    finals = _final_offsets(events)
+    finals = _final_offsets(events) if finals is None else finals
 
     def commit_key(ev: Mapping[str, Any]) -> tuple[str, str, str, int, int] | None:
         v = ev.get("value") or {}
@@ -246,7 +246,9 @@ def _moves(
     return moves, finals
 
 
-def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
+def rebalance_skip(
+    header: Mapping[str, Any], events: Sequence[Mapping[str, Any]], finals: Finals | None = None
+) -> Verdict:
     """rebalance-skip: after a partition moved to another member, its new owner's first position
     lies beyond the group's last committed offset (records nobody in the group consumed).
 
@@ -268,7 +270,7 @@ def rebalance_skip(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
     (committed records in between, or null), possibly_committed. Not applicable when no
     consumer names a group.
     """
-    found = _moves(header, events)
+    found = _moves(header, events, finals)
     if found is None:
         return Verdict("rebalance-skip", NOT_APPLICABLE)
     moves, finals = found
@@ -301,7 +303,9 @@ def _move_example(key: tuple[str, str, int], proc: str, position: int, committed
     }
 
 
-def rebalance_rewind(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
+def rebalance_rewind(
+    header: Mapping[str, Any], events: Sequence[Mapping[str, Any]], finals: Finals | None = None
+) -> Verdict:
     """rebalance-rewind: after a partition moved to another member, its new owner's first
     position lies below the group's last ``ok`` commit before the move: it re-delivers records
     the group had consumed *and committed*, beyond the duplicates a move may bring (those
@@ -313,7 +317,7 @@ def rebalance_rewind(header: Mapping[str, Any], events: Sequence[Mapping[str, An
     ``rewound`` (committed records re-delivered). Examples: group, topic, partition, process,
     position, committed, rewound (records, or null). Not applicable when no consumer names a group.
     """
-    found = _moves(header, events)
+    found = _moves(header, events, finals)
     if found is None:
         return Verdict("rebalance-rewind", NOT_APPLICABLE)
     moves, finals = found
@@ -344,52 +348,7 @@ def commit_ahead(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]])
     process. Not applicable when there is no ok commit, or no member of a committing group
     recorded any poll or position change (nothing to compare the commits with).
     """
-    events = settled_commits(events)
-    config = header.get("config") or {}
-    members = groups_of(config)
-    for ev in events:
-        if ev.get("f") == "commit" and (ev.get("value") or {}).get("group"):
-            members.setdefault(ev["value"]["group"], set()).add(str(ev.get("process")))
-    seen: dict[tuple[str, str, int], set[int]] = {}  # (process, topic, partition) -> returned offset+1 / positions
-    commits = count = 0
-    bad: list[dict[str, Any]] = []
-    for ev in sorted(events, key=lambda e: (int(e.get("time_ns", 0)), int(e.get("index", 0)))):
-        f, v, proc = ev.get("f"), ev.get("value") or {}, str(ev.get("process"))
-        if f == "poll" and ev.get("type") == "ok":
-            for r in v.get("records", []):
-                seen.setdefault((proc, str(r["topic"]), int(r["partition"])), set()).add(int(r["offset"]) + 1)
-        elif f in ("seek", "assign") and type(v.get("offset")) is int:
-            seen.setdefault((proc, str(v.get("topic")), int(v.get("partition") or 0)), set()).add(v["offset"])
-        elif f == "commit" and ev.get("type") == "ok" and type(v.get("offset")) is int:
-            commits += 1
-            group, topic, part, off = (
-                str(v.get("group")),
-                str(v.get("topic")),
-                int(v.get("partition") or 0),
-                v["offset"],
-            )
-            if not any(off in seen.get((m, topic, part), ()) for m in members.get(group, ())):
-                count += 1
-                if len(bad) < MAX_EXAMPLES:
-                    bad.append({"group": group, "topic": topic, "partition": part, "offset": off, "process": proc})
-    if commits == 0 or not seen:
-        return Verdict("commit-ahead", NOT_APPLICABLE)
-    return Verdict("commit-ahead", count == 0, {"commits": commits, "ahead": count}, bad)
-
-
-def _last_stable_offsets(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], int]:
-    """Per partition with a transaction still open at the final read, its first record's offset
-    (the lowest over the replicas read): a read_committed consumer returns nothing at or above
-    it until the transaction ends."""
-    out: dict[tuple[str, int], int] = {}
-    for ev in events:
-        v = ev.get("value") or {}
-        if ev.get("f") != "final-read" or ev.get("type") != "ok" or not v.get("open"):
-            continue
-        tp = (str(v.get("topic")), int(v.get("partition") or 0))
-        first = min(int(r[0]) for r in v["open"])
-        out[tp] = min(first, out.get(tp, first))
-    return out
+    return commit_ahead_of(from_events(header, list(events)))  # type: ignore[arg-type]
 
 
 def group_delivery(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
@@ -415,59 +374,37 @@ def group_delivery(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
     group's committed offset. Not applicable when no consumer names another group or no group
     member read anything.
     """
-    config = header.get("config") or {}
-    members = groups_of(config)
-    copy_group = (config.get("copy") or {}).get("group")
-    if isinstance(copy_group, str):
-        members.pop(copy_group, None)  # copy-exactly-once judges it
-    if not members:
-        return Verdict("group-delivery", NOT_APPLICABLE)
-    group_of_member = {m: g for g, ms in members.items() for m in ms}
-    topics: dict[str, set[str]] = {}
-    returned: dict[str, set[tuple[str, int, int]]] = {}
-    acked: list[tuple[str, int, int, str | None]] = []
-    for ev in events:
-        f, v, proc = ev.get("f"), ev.get("value") or {}, str(ev.get("process"))
-        if f == "send" and ev.get("type") == "ok" and type(v.get("offset")) is int:
-            acked.append(
-                (str(v.get("topic")), int(v.get("partition") or 0), v["offset"], value_text(v.get("value"))[0])
-            )
-            continue
-        group = group_of_member.get(proc)
-        if group is None:
-            continue
-        if f == "poll" and ev.get("type") == "ok":
-            got = returned.setdefault(group, set())
-            for r in v.get("records") or ():
-                got.add((str(r["topic"]), int(r["partition"]), int(r["offset"])))
-                topics.setdefault(group, set()).add(str(r["topic"]))
-        elif f in ("assign", "seek") and v.get("topic") is not None:
-            topics.setdefault(group, set()).add(str(v["topic"]))
-    if not topics:
-        return Verdict("group-delivery", NOT_APPLICABLE)
-    finals = final_logs(events)
-    stable = _last_stable_offsets(events)
-    owed = 0
-    unjudged: set[tuple[str, int]] = set()
-    unread: list[dict[str, Any]] = []
-    for group in sorted(topics):
-        got = returned.get(group, set())
-        for topic, partition, offset, value in acked:
-            if topic not in topics[group]:
-                continue
-            log = finals.get((topic, partition))
-            if log is None:
-                unjudged.add((topic, partition))
-                continue
-            if offset not in log or log[offset] != value or offset >= stable.get((topic, partition), offset + 1):
-                continue
-            owed += 1
-            if (topic, partition, offset) not in got:
-                unread.append(
-                    {"group": group, "topic": topic, "partition": partition, "offset": offset, "value": value}
-                )
-    per_partition = Counter((u["group"], u["topic"], u["partition"]) for u in unread)
-    examples = [{**u, "unread_here": per_partition[(u["group"], u["topic"], u["partition"])]} for u in unread]
-    examples = examples[:MAX_EXAMPLES]
-    counts = {"owed": owed, "unread": len(unread), "unjudged": len(unjudged)}
-    return Verdict("group-delivery", not unread, counts, examples)
+    return group_delivery_of(from_events(header, list(events)))  # type: ignore[arg-type]
+
+
+def commit_regression_of(h: HistoryData) -> Verdict:
+    """commit-regression over the columns (``group_events``)."""
+    return commit_regression(h.header, group_events(h))
+
+
+def rebalance_skip_of(h: HistoryData) -> Verdict:
+    """rebalance-skip over the columns (``group_events``, ``final_offsets``)."""
+    return rebalance_skip(h.header, group_events(h), final_offsets(h))
+
+
+def rebalance_rewind_of(h: HistoryData) -> Verdict:
+    """rebalance-rewind over the columns (``group_events``, ``final_offsets``)."""
+    return rebalance_rewind(h.header, group_events(h), final_offsets(h))
+
+
+__all__ = [
+    "commit_ahead",
+    "commit_ahead_of",
+    "commit_regression",
+    "commit_regression_of",
+    "final_logs",
+    "group_delivery",
+    "group_delivery_of",
+    "group_of",
+    "groups_of",
+    "rebalance_rewind",
+    "rebalance_rewind_of",
+    "rebalance_skip",
+    "rebalance_skip_of",
+    "settled_commits",
+]

@@ -43,7 +43,7 @@ def _load_jsonl(path: Path) -> HistoryData:
                 )
                 continue
             try:
-                b.add(row, loads(raw))
+                b.add(row, loads(raw.decode()))  # a str: json.loads would sniff the encoding of bytes
             except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
                 # The fast path trusts the schema; on any surprise, say precisely what is wrong.
                 problem = _explain(raw) or f"unusable event ({e.__class__.__name__}: {e})"

@@ -36,6 +36,9 @@ from harness.checks.data import (
     idempotent,
     match_invokes,
 )
+from harness.checks.parquet_txn import commit_events, intern_names, send_txns, txn_events
+from harness.checks.txn_data import NO_OFFSET, TxnSends
+from harness.history.format import value_text
 
 _COLUMNS = [
     "time_ns",
@@ -55,7 +58,9 @@ _COLUMNS = [
     "records",
     "value_json",
 ]
-_RARE = {"assign", "seek", "meta", "fault", "heal", "txn", "commit"}
+#: the event kinds read through ``_rare`` (the share group's too: their rows are noted, so the
+#: share checks read back only those events, as on JSON Lines)
+_RARE = {"assign", "seek", "meta", "fault", "heal", "txn", "commit", "acquire", "ack", "share-state"}
 
 
 def _np(a: pa.Array | pa.ChunkedArray, fill: int, dtype: Any) -> np.ndarray:
@@ -105,7 +110,9 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
     polls: dict[str, list[np.ndarray]] = {k: [] for k, _ in _POLL_COLS}
     value_chunks: list[tuple[pa.Array, np.ndarray]] = []  # sends, then polls, then finals; split again at the end
     kinds: list[str] = []
-    finals_pending: list[tuple[int, int, int, int, Any, np.ndarray]] = []
+    finals_pending: list[tuple[int, int, int, int, Any, np.ndarray, np.ndarray, int | None]] = []
+    # send events naming a transaction: their columns (values: value_chunks), and their txn ids
+    txn_sends: dict[str, list[np.ndarray]] = {k: [] for k in ("row", "type", "proc", "tp", "offset", "txn")}
     row0 = 0
     for batch in _batches(pf):
         n = batch.num_rows
@@ -128,6 +135,9 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
             value_chunks.append(_local_encode(pc.filter(batch.column("value"), pa.array(m))))
             kinds.append("invoke")
 
+        if is_send.any():
+            _txn_sends(b, intern, batch, rows, procs, is_send, txn_sends, value_chunks, kinds)
+
         m = is_send & ~is_invoke
         if m.any():
             mask = pa.array(m)
@@ -144,6 +154,7 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
 
         ok = pc.equal(typ, "ok").to_numpy(zero_copy_only=False)
         is_poll = pc.equal(f, "poll").to_numpy(zero_copy_only=False)
+        b.tx.poll_procs.update(np.flatnonzero(np.bincount(procs[is_poll])).tolist())  # a count, not a sort
         m = is_poll & ok
         if m.any():
             recs = pc.filter(batch.column("records"), pa.array(m))
@@ -160,8 +171,9 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
             value_chunks.append(_local_encode(flat.field("value")))
             kinds.append("poll")
 
+        fast = _txn_fast(b, intern, batch, rows, times, procs)
         rare_idx = np.nonzero(
-            pc.is_in(f, pa.array(sorted(_RARE))).to_numpy(zero_copy_only=False)
+            (pc.is_in(f, pa.array(sorted(_RARE))).to_numpy(zero_copy_only=False) & ~fast)
             | (is_poll & ~ok & ~is_invoke)
             | pc.equal(f, "final-read").to_numpy(zero_copy_only=False)
         )[0]
@@ -186,17 +198,33 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
 
     vids = _encode_values(value_chunks)
     value_chunks.clear()  # the per-batch dictionaries are no longer needed
-    by_kind: dict[str, list[np.ndarray]] = {"send": [], "poll": [], "final": [], "invoke": []}
+    by_kind: dict[str, list[np.ndarray]] = {
+        "send": [],
+        "poll": [],
+        "final": [],
+        "invoke": [],
+        "txnsend": [],
+        "uncommitted": [],
+    }
     for k, v in zip(kinds, vids):
         by_kind[k].append(v)
     del vids
-    finals_v = by_kind.pop("final")
+    finals_v, unc_v = by_kind.pop("final"), by_kind.pop("uncommitted")
     while finals_pending:  # pop as we go: each final log is sorted and its input freed
-        row, tp, replica, hw, ls, offs = finals_pending.pop(0)
+        row, tp, replica, hw, ls, offs, unc_offs, open_first = finals_pending.pop(0)
         b.add_final(row, tp, replica, hw, ls, offs, finals_v.pop(0))
+        b.uncommitted(unc_offs, unc_v.pop(0), open_first)
     sends["vid"] = by_kind.pop("send")
     polls["vid"] = by_kind.pop("poll")
+    b.txn_rows.sort()  # the fast path noted its rows batch by batch, ahead of the rest
+    b.commit_rows.sort()
     data = b.build(header, ParquetSource(path), [])
+    data.txn = b.tx.build(
+        TxnSends(
+            **{k: _cat(txn_sends.pop(k), t) for k, t in _TXN_SEND_TYPES.items()},
+            vid=_cat(by_kind.pop("txnsend"), "q"),
+        )
+    )
     data.sends = Sends(**_cat_all(sends, _SEND_COLS), invokes=b.invokes)
     if b.track_invokes:
         inv_vid = by_kind.pop("invoke")
@@ -209,6 +237,76 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
         )
     data.polls = PollRecords(**_cat_all(polls, _POLL_COLS))
     return data
+
+
+_TXN_SEND_TYPES = {"row": "q", "type": "b", "proc": "i", "tp": "i", "offset": "q", "txn": "i"}
+
+
+def _txn_fast(
+    b: _Builder, intern: _Interner, batch: pa.RecordBatch, rows: np.ndarray, times: np.ndarray, procs: np.ndarray
+) -> np.ndarray:
+    """The batch's ``txn`` and ``commit`` events in the recorders' own form, folded in column by
+    column (``harness.checks.parquet_txn``); returns which rows were taken (the rest go to ``_rare``)."""
+    f, vj = batch.column("f"), batch.column("value_json")
+    taken = np.zeros(batch.num_rows, bool)
+    is_txn = pc.equal(f, "txn").to_numpy(zero_copy_only=False)
+    is_commit = pc.equal(f, "commit").to_numpy(zero_copy_only=False)
+    if not (is_txn.any() or is_commit.any()):
+        return taken
+    types = _type_codes(batch.column("type"))
+    idx = np.nonzero(is_txn)[0]
+    if len(idx):
+        took = idx[txn_events(b.tx, vj, idx, rows, times, procs, types)]
+        taken[took] = True
+        b.txn_rows.extend(rows[took].tolist())
+    idx = np.nonzero(is_commit)[0]
+    if len(idx):
+        at = pa.array(idx)
+        tps = intern.tps(pc.take(batch.column("topic"), at), pc.take(batch.column("partition"), at))
+        offsets = _np(pc.take(batch.column("offset"), at), NO_OFFSET, np.int64)
+        took = idx[commit_events(b.tx, vj, idx, rows, times, procs, types, tps, offsets)]
+        taken[took] = True
+        b.commit_rows.extend(rows[took].tolist())
+    return taken
+
+
+def _txn_sends(
+    b: _Builder,
+    intern: _Interner,
+    batch: pa.RecordBatch,
+    rows: np.ndarray,
+    procs: np.ndarray,
+    is_send: np.ndarray,
+    out: dict[str, list[np.ndarray]],
+    value_chunks: list[Any],
+    kinds: list[str],
+) -> None:
+    """Collect the batch's send events that name a transaction (``txn`` lives in ``value_json``:
+    only the rows whose JSON mentions it are parsed)."""
+    vj = batch.column("value_json")
+    m = is_send & pc.fill_null(pc.match_substring(vj, '"txn"'), False).to_numpy(zero_copy_only=False)
+    if not m.any():
+        return
+    idx = np.nonzero(m)[0]
+    fast, names = send_txns(vj, idx)
+    ids = np.full(len(idx), -1, np.int64)  # -1: no transaction id after all
+    ids[fast] = intern_names(names, b.tx.txn_id)
+    for j in np.nonzero(~fast)[0].tolist():  # any other form: parse it
+        x = vj[int(idx[j])].as_py()
+        ids[j] = b.tx.txn_id((json.loads(x) or {}).get("txn") if x else None)
+    keep = ids >= 0
+    if not keep.any():
+        return
+    idx = idx[keep]
+    take = pa.array(idx)
+    out["row"].append(rows[idx])
+    out["type"].append(_type_codes(pc.take(batch.column("type"), take)))
+    out["proc"].append(procs[idx])
+    out["tp"].append(intern.tps(pc.take(batch.column("topic"), take), pc.take(batch.column("partition"), take)))
+    out["offset"].append(_np(pc.take(batch.column("offset"), take), -1, np.int64))
+    out["txn"].append(ids[keep].astype(np.int32))
+    value_chunks.append(_local_encode(pc.take(batch.column("value"), take)))
+    kinds.append("txnsend")
 
 
 def _batches(pf: pq.ParquetFile) -> Iterator[pa.RecordBatch]:
@@ -253,11 +351,16 @@ def _encode_values(chunks: list[tuple[pa.Array, np.ndarray]]) -> list[np.ndarray
     """One id space over all batches: id = global code + 1, and 0 for a null value."""
     if not chunks:
         return []
-    dicts = pa.chunked_array([d for d, _ in chunks], type=pa.string()).dictionary_encode()
+    # empty dictionaries are left out: dictionary_encode drops empty chunks, which would shift
+    # every later batch onto another's codes
+    dicts = iter(pa.chunked_array([d for d, _ in chunks if len(d)], type=pa.string()).dictionary_encode().chunks)
     out = []
-    for (_, codes), g in zip(chunks, dicts.chunks):
-        glob = g.indices.to_numpy(zero_copy_only=False).astype(np.int64) + 1
-        out.append(np.where(codes >= 0, glob[np.maximum(codes, 0)] if len(glob) else 0, 0))
+    for d, codes in chunks:
+        if not len(d):
+            out.append(np.zeros(len(codes), np.int64))  # every value null
+            continue
+        glob = next(dicts).indices.to_numpy(zero_copy_only=False).astype(np.int64) + 1
+        out.append(np.where(codes >= 0, glob[np.maximum(codes, 0)], 0))
     return out
 
 
@@ -279,12 +382,14 @@ def _rare(
     if f == "poll":
         b.poll_errors.append(PollError(row, t, proc, sub["error"][j]))
         return
-    if f in ROW_NOTED:
-        b.note_row(f, row)
-        return
     if f == "final-read":
         if typ != OK:
             return
+        rest = json.loads(sub["value_json"][j]) if sub["value_json"][j] else {}
+        rest = rest if isinstance(rest, dict) else {}
+        unc = [*(rest.get("aborted") or []), *(rest.get("open") or [])]
+        unc_offs = np.array([int(r[0]) for r in unc], np.int64)
+        open_first = min((int(r[0]) for r in rest.get("open") or []), default=None)
         recs = batch.column("records")[i].values
         tp = b.tp(sub["topic"][j], sub["partition"][j])
         offs = (
@@ -293,9 +398,13 @@ def _rare(
             else np.zeros(0, np.int64)
         )  # a copy: frees the batch
         hw = sub["hw"][j]
-        finals_pending.append((row, tp, sub["replica"][j], -1 if hw is None else hw, sub["log_start"][j], offs))
+        finals_pending.append(
+            (row, tp, sub["replica"][j], -1 if hw is None else hw, sub["log_start"][j], offs, unc_offs, open_first)
+        )
         value_chunks.append(_local_encode(recs.field("value") if recs is not None else pa.array([], pa.string())))
         kinds.append("final")
+        value_chunks.append(_local_encode(pa.array([value_text(r[1])[0] for r in unc], pa.string())))
+        kinds.append("uncommitted")
         return
     rest = json.loads(sub["value_json"][j]) if sub["value_json"][j] else {}
     v = {
@@ -306,9 +415,15 @@ def _rare(
             if sub[k][j] is not None
         },
     }
-    if f in ("assign", "seek"):
+    if f in ROW_NOTED:
+        b.note_row(f, row, t, proc, typ, v)
+    elif f in ("assign", "seek"):
+        if v.get("topic") is not None:
+            b.tx.position_topics.add((proc, str(v["topic"])))
         if typ in (OK, INFO):
-            b._position(row, t, proc, v)
+            b._position(row, t, proc, v, typ, f)
+        else:
+            b.tx.position_other_rows.append(row)
     elif f == "meta":
         if typ != FAIL:
             b._meta(row, t, proc, v)

@@ -1,16 +1,17 @@
-"""The bridge between the columnar ``HistoryData`` and the checks that judge transactions and
-group commits over plain events (``harness.checks.txn``, ``torn``, ``groups``).
+"""The bridge between the columnar ``HistoryData`` and what transactions say about sends and
+polls, and the few checks still judged over plain events.
 
-Transactions and commits are few next to sends and polls, but what they say about a send or a
-poll (which transaction a value belongs to, whether it committed, what a read_committed consumer
-returned) cuts across every event kind. Rather than add a column per kind for them, a history
-that carries ``txn`` or ``commit`` events is read back as events once (cached on the
-``HistoryData``) and those checks walk the list. A history without them costs nothing here.
-The cost is one more pass over the file for transactional runs, which are test-sized.
+What a transaction says about a send or a poll (which transaction a value belongs to, whether
+it committed, what a read_committed consumer returned) cuts across every event kind. The
+loaders gather it in the same pass as everything else (``HistoryData.txn``,
+``harness.checks.txn_data``), so no check reads the history a second time.
 
 ``TxnView`` gives the columnar checks what they need to stay right on transactional histories:
 which sends belong to a transaction that did not commit (not owed to the log), and which polled
 records are aborted or open transactional data read by a read_uncommitted consumer (allowed).
+
+``on_rows`` runs an event-list check (the exactly-once copy's) on only the events it reads,
+fetched by row: those kinds are few, and the bulk (sends, polls) never becomes dicts.
 """
 
 from __future__ import annotations
@@ -21,29 +22,47 @@ from typing import Any
 
 import numpy as np
 
-from harness.checks.data import HistoryData, cached
-from harness.checks.txn import isolation_of, txn_ends
+from harness.checks.data import FAIL, OK, HistoryData, cached, okey
+from harness.checks.txn import isolation_of
+from harness.checks.txn_data import ABORT, COMMIT, TxnData, first_by, last_by
 from harness.checks.verdict import Verdict
-from harness.history.format import value_text
 
 EventCheck = Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], Verdict]
 
 
-def raw_events(h: HistoryData) -> list[dict[str, Any]]:
-    """Every event of the history, in file order (read back once, then cached)."""
-    # the source, not ``h.events``: that trims final reads to an example's offsets
-    return cached(h, "raw_events", lambda h: h.source.fetch(list(range(h.n_events))) if h.source is not None else [])
+def events_at(h: HistoryData, rows: Sequence[int]) -> list[dict[str, Any]]:
+    """The events at these rows, in file order (the final reads untrimmed)."""
+    return h.source.fetch(sorted({int(r) for r in rows})) if h.source is not None else []
 
 
-def on_events(fn: EventCheck) -> Callable[[HistoryData], Verdict]:
-    """An event-list check as a ``HistoryData`` check."""
+def on_rows(fn: EventCheck, rows: Callable[[HistoryData], Sequence[int]]) -> Callable[[HistoryData], Verdict]:
+    """An event-list check as a ``HistoryData`` check, given only the events at ``rows(h)``."""
 
     def check(h: HistoryData) -> Verdict:
-        return fn(h.header, raw_events(h))
+        return fn(h.header, events_at(h, rows(h)))
 
     check.__name__ = fn.__name__
     check.__doc__ = fn.__doc__
     return check
+
+
+def txn_outcomes(d: TxnData) -> tuple[np.ndarray, np.ndarray]:
+    """``harness.checks.txn.txn_ends`` over the columns: per transaction id, 1 if it surely
+    committed (an ``ok`` commit; then the time of the last one), 0 if it surely did not (an
+    ``ok`` abort or a ``fail`` commit and no ``ok`` commit; then the time of the first such),
+    -1 when its end is unknown (time -1)."""
+    t, n = d.txns, len(d.txn_names)
+    known = t.txn >= 0
+    ok_commit = known & (t.op == COMMIT) & (t.type == OK)
+    not_done = known & (((t.op == ABORT) & (t.type == OK)) | ((t.op == COMMIT) & (t.type == FAIL)))
+    has_commit = np.zeros(n, bool)
+    has_commit[t.txn[ok_commit]] = True
+    has_fail = np.zeros(n, bool)
+    has_fail[t.txn[not_done]] = True
+    committed_at = last_by(t.txn[ok_commit], t.time[ok_commit], n, -1)
+    failed_at = first_by(t.txn[not_done], t.time[not_done], n, -1)
+    outcome = np.where(has_commit, 1, np.where(has_fail, 0, -1))
+    return outcome, np.where(has_commit, committed_at, np.where(has_fail, failed_at, -1))
 
 
 #: states of a send's transaction in ``TxnView.send_state``
@@ -53,10 +72,9 @@ NO_TXN, COMMITTED, NOT_COMMITTED, UNDECIDED = 0, 1, 2, 3
 @dataclass(frozen=True)
 class TxnView:
     send_state: np.ndarray  # per row of ``h.sends``: NO_TXN / COMMITTED / NOT_COMMITTED / UNDECIDED
-    uncommitted_data: dict[
-        tuple[str, int, int], str
-    ]  # (topic, partition, offset) -> value: aborted or open records of the final read
-    read_uncommitted: frozenset[str]  # consumers whose isolation level lets them read that data
+    #: okey(tp, offset) -> value id: aborted or open records of the final reads (the last read wins)
+    uncommitted_data: dict[int, int]
+    read_uncommitted: frozenset[int]  # consumers whose isolation level lets them read that data
     # per row of ``h.sends``: when a read_committed consumer could first read the write (its ack,
     # or its transaction's ``ok`` commit), -1 when never (its transaction did not commit, or may not have)
     readable_ns: np.ndarray
@@ -73,23 +91,20 @@ def txn_view(h: HistoryData) -> TxnView | None:
 
 
 def _txn_view(h: HistoryData) -> TxnView:
-    events = raw_events(h)
-    ends = txn_ends([events[r] for r in h.txn_rows])
-    outcome = {txn: COMMITTED if ok else NOT_COMMITTED for txn, (ok, _) in ends.items()}
-    committed_at = {txn: t for txn, (ok, t) in ends.items() if ok}
-    state = np.zeros(len(h.sends.row), np.int8)
-    readable = h.sends.time.astype(np.int64).copy()
-    for i, r in enumerate(h.sends.row.tolist()):
-        txn = (events[r].get("value") or {}).get("txn")
-        if isinstance(txn, str):
-            state[i] = outcome.get(txn, UNDECIDED)
-            readable[i] = committed_at.get(txn, -1)
-    uncommitted: dict[tuple[str, int, int], str] = {}
+    d, s = h.txn, h.sends
+    outcome, at = txn_outcomes(d)
+    state = np.zeros(len(s.row), np.int8)
+    readable = s.time.astype(np.int64).copy()
+    done = d.sends.type != 0  # completions (not invokes) naming a transaction
+    idx = np.searchsorted(s.row, d.sends.row[done])  # both in file order
+    txn = d.sends.txn[done]
+    state[idx] = np.select([outcome[txn] == 1, outcome[txn] == 0], [COMMITTED, NOT_COMMITTED], UNDECIDED)
+    readable[idx] = np.where(outcome[txn] == 1, at[txn], -1)
+    uncommitted: dict[int, int] = {}
     for fl in h.finals:
-        v = events[fl.row].get("value") or {}
-        for rec in [*(v.get("aborted") or []), *(v.get("open") or [])]:
-            uncommitted[(str(v.get("topic")), int(v.get("partition") or 0), int(rec[0]))] = str(value_text(rec[1])[0])
-    readers = frozenset(p for p in h.processes if isolation_of(h.config, p) == "read_uncommitted")
+        keys = okey(np.full(len(fl.uncommitted_offsets), fl.tp), fl.uncommitted_offsets)
+        uncommitted.update(zip(keys.tolist(), fl.uncommitted_vids.tolist()))
+    readers = frozenset(i for i, p in enumerate(h.processes) if isolation_of(h.config, p) == "read_uncommitted")
     return TxnView(state, uncommitted, readers, readable)
 
 
@@ -102,20 +117,10 @@ def allowed_uncommitted_reads(h: HistoryData, poll_idx: np.ndarray) -> np.ndarra
     out = np.zeros(len(poll_idx), bool)
     if view is None or not view.uncommitted_data or len(poll_idx) == 0:
         return out
-    events = raw_events(h)
     p = h.polls
-    for j, i in enumerate(poll_idx.tolist()):
-        if h.proc_name(int(p.proc[i])) not in view.read_uncommitted:
-            continue
-        tp = h.tp_name(int(p.tp[i]))
-        if tp is None:
-            continue
-        key = (tp[0], tp[1], int(p.offset[i]))
-        want = view.uncommitted_data.get(key)
-        if want is None:
-            continue
-        for rec in (events[int(p.row[i])].get("value") or {}).get("records", []):
-            if rec.get("topic") == key[0] and rec.get("partition") == key[1] and rec.get("offset") == key[2]:
-                out[j] = value_text(rec.get("value"))[0] == want
-                break
+    keys = okey(p.tp[poll_idx], p.offset[poll_idx]).tolist()
+    for j, (i, k) in enumerate(zip(poll_idx.tolist(), keys)):
+        want = view.uncommitted_data.get(k)
+        if want is not None and int(p.tp[i]) >= 0 and int(p.proc[i]) in view.read_uncommitted:
+            out[j] = int(p.vid[i]) == want
     return out

@@ -36,7 +36,7 @@ from typing import Any
 
 from harness.checks.data import HistoryData, cached
 from harness.checks.liveness import fault_windows
-from harness.checks.raw import raw_events
+from harness.checks.raw import events_at
 from harness.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict, decide
 
 #: the faults that end a client's hold on what it acquired at once (its connections close)
@@ -100,7 +100,9 @@ def _read_share_history(h: HistoryData) -> ShareHistory | None:
         return None
     sh = ShareHistory(str(cfg["topic"]), int(cfg["lock_ms"]), int(cfg["delivery_limit"]))
     pending: dict[tuple[str, Key], Acquisition] = {}  # the last acquisition of a record by a process
-    for ev in raw_events(h):
+    # only the events read here (the share group's, the final reads, the metadata), by row
+    rows = [*h.share_rows, *(fl.row for fl in h.finals), *(m.row for m in h.meta)]
+    for ev in events_at(h, rows):
         f, typ, v, t = ev.get("f"), ev.get("type"), ev.get("value") or {}, int(ev.get("time_ns", 0))
         proc = str(ev.get("process"))
         if f == "acquire" and typ == "ok":

@@ -1,6 +1,7 @@
-"""Transaction checks over raw ``highwater.history/1`` events: ``aborted-read``,
-``open-txn-read`` (registered in ``harness.checks``), and
-``txn_ends``, how each transaction surely ended, which the group checks and ``TxnView`` share.
+"""Transaction checks: ``aborted-read`` and ``open-txn-read`` (registered in ``harness.checks``),
+judged over the columns (``HistoryData`` and its ``txn``, ``harness.checks.txn_data``); the
+``(header, events)`` forms build those columns from an event list first. ``txn_ends``, how each
+transaction surely ended, over events (the transactions suite's accounting and ``settled_commits``).
 """
 
 from __future__ import annotations
@@ -8,8 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
+from harness.checks.data import FAIL, OK, HistoryData, from_events
+from harness.checks.txn_data import ABORT, COMMIT, TxnData, first_by
 from harness.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
-from harness.history.format import value_text
 
 
 def isolation_of(config: Mapping[str, Any], process: str) -> str:
@@ -38,7 +42,63 @@ def txn_ends(events: Sequence[Mapping[str, Any]]) -> dict[str, tuple[bool, int]]
     return ends
 
 
+def read_committed(h: HistoryData) -> np.ndarray:
+    """Per process id: whether it reads with isolation level read_committed."""
+    return np.array([isolation_of(h.config, p) == "read_committed" for p in h.processes], bool)
+
+
+def send_txns(d: TxnData) -> tuple[np.ndarray, np.ndarray]:
+    """Value id -> transaction id of the sends naming one (the last such send of a value wins,
+    as a dict filled in file order would): (sorted value ids, their transaction ids)."""
+    m = d.sends.vid != 0
+    vid, txn = d.sends.vid[m], d.sends.txn[m]
+    u, last = np.unique(vid[::-1], return_index=True)
+    return u, txn[::-1][last].astype(np.int64)
+
+
+def lookup(keys: np.ndarray, values: np.ndarray, want: np.ndarray, missing: int = -1) -> np.ndarray:
+    """``values`` at ``want`` in the sorted ``keys`` (``missing`` where absent)."""
+    if len(keys) == 0:
+        return np.full(len(want), missing, np.int64)
+    at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+    return np.where(keys[at] == want, values[at], missing)
+
+
+def aborted_txns(d: TxnData) -> np.ndarray:
+    """Per transaction id: whether it has an ``ok`` abort."""
+    out = np.zeros(len(d.txn_names) + 1, bool)  # + 1: index -1 (no transaction) stays False
+    t = d.txns
+    m = (t.op == ABORT) & (t.type == OK) & (t.txn >= 0)
+    out[t.txn[m]] = True
+    return out
+
+
+def _rc_polls(h: HistoryData) -> tuple[bool, np.ndarray]:
+    """(whether any read_committed consumer recorded a poll event, indices of their polled records)."""
+    rc = read_committed(h)
+    any_poll = any(rc[p] for p in h.txn.poll_procs)
+    return any_poll, np.nonzero(rc[h.polls.proc])[0] if len(rc) else np.zeros(0, np.int64)
+
+
+def _record_example(h: HistoryData, i: int, **extra: Any) -> dict[str, Any]:
+    p = h.polls
+    topic, partition = h.tps[int(p.tp[i])]
+    return {
+        "process": h.proc_name(int(p.proc[i])),
+        "topic": topic,
+        "partition": partition,
+        "offset": int(p.offset[i]),
+        "value": h.polled_texts([i])[0],
+        **extra,
+    }
+
+
 def aborted_read(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
+    """aborted-read over an event list (``aborted_read_of``)."""
+    return aborted_read_of(from_events(header, list(events)))  # type: ignore[arg-type]
+
+
+def aborted_read_of(h: HistoryData) -> Verdict:
     """aborted-read: a read_committed consumer returned a value whose transaction aborted, or
     whose send definitely failed (Jepsen's G1a).
 
@@ -50,63 +110,35 @@ def aborted_read(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]])
     Reads by read_uncommitted consumers are not judged here (the policy allows them to see
     aborted data). Not applicable when no consumer is read_committed.
     """
-    config = header.get("config") or {}
-    aborted: set[str] = set()
-    send_txn: dict[str, str] = {}
-    failed: set[str] = set()
-    for ev in events:
-        f, typ, v = ev.get("f"), ev.get("type"), ev.get("value") or {}
-        if f == "txn" and typ == "ok" and v.get("op") == "abort":
-            aborted.add(v["txn"])
-        elif f == "send" and "value" in v:
-            text = value_text(v["value"])[0]
-            if text is None:
-                continue
-            if v.get("txn"):
-                send_txn[text] = v["txn"]
-            if typ == "fail":
-                failed.add(text)
-    reads = 0
-    bad: list[dict[str, Any]] = []
-    count = 0
-    judged_any = False
-    for ev in events:
-        if ev.get("f") != "poll" or ev.get("type") != "ok":
-            continue
-        proc = str(ev.get("process"))
-        if isolation_of(config, proc) != "read_committed":
-            continue
-        judged_any = True
-        for r in (ev.get("value") or {}).get("records", []):
-            reads += 1
-            text = value_text(r.get("value"))[0]
-            if text is None:
-                continue
-            txn = send_txn.get(text)
-            why = "txn-aborted" if txn in aborted else "send-failed" if text in failed else None
-            if why is None:
-                continue
-            count += 1
-            if len(bad) < MAX_EXAMPLES:
-                bad.append(
-                    {
-                        "process": proc,
-                        "topic": r["topic"],
-                        "partition": r["partition"],
-                        "offset": r["offset"],
-                        "value": text,
-                        "txn": txn,
-                        "why": why,
-                    }
-                )
-    if not judged_any and not any(
-        isolation_of(config, str(ev.get("process"))) == "read_committed" for ev in events if ev.get("f") == "poll"
-    ):
+    d, s, p = h.txn, h.sends, h.polls
+    any_poll, idx = _rc_polls(h)
+    if not any_poll:
         return Verdict("aborted-read", NOT_APPLICABLE)
-    return Verdict("aborted-read", count == 0, {"reads": reads, "aborted-reads": count}, bad)
+    keys, txns = send_txns(d)
+    vid = p.vid[idx]
+    txn = lookup(keys, txns, vid)
+    failed = np.isin(vid, s.vid[(s.type == FAIL) & (s.vid != 0)])
+    aborted = aborted_txns(d)[txn] & (vid != 0)
+    bad = aborted | (failed & (vid != 0))
+    examples = [
+        _record_example(
+            h,
+            int(idx[j]),
+            txn=d.txn_names[int(txn[j])] if txn[j] >= 0 else None,
+            why="txn-aborted" if aborted[j] else "send-failed",
+        )
+        for j in np.nonzero(bad)[0][:MAX_EXAMPLES].tolist()
+    ]
+    count = int(bad.sum())
+    return Verdict("aborted-read", count == 0, {"reads": len(idx), "aborted-reads": count}, examples)
 
 
 def open_txn_read(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:
+    """open-txn-read over an event list (``open_txn_read_of``)."""
+    return open_txn_read_of(from_events(header, list(events)))  # type: ignore[arg-type]
+
+
+def open_txn_read_of(h: HistoryData) -> Verdict:
     """open-txn-read: a read_committed consumer's poll completed before the commit of the
     returned value's transaction was even invoked.
 
@@ -120,56 +152,29 @@ def open_txn_read(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]
     Not applicable when the history records no ``txn`` event at all (then a missing commit
     invoke says nothing) or no consumer is read_committed.
     """
-    config = header.get("config") or {}
-    if not any(ev.get("f") == "txn" for ev in events):
+    d, p = h.txn, h.polls
+    if len(d.txns.row) == 0:
         return Verdict("open-txn-read", NOT_APPLICABLE)
-    commit_invoke: dict[str, int] = {}
-    aborted: set[str] = set()
-    send_txn: dict[str, str] = {}
-    for ev in events:
-        f, typ, v = ev.get("f"), ev.get("type"), ev.get("value") or {}
-        if f == "txn" and v.get("op") == "commit" and typ == "invoke":
-            commit_invoke.setdefault(v["txn"], int(ev["time_ns"]))
-        elif f == "txn" and v.get("op") == "abort" and typ == "ok":
-            aborted.add(v["txn"])
-        elif f == "send" and v.get("txn") and "value" in v:
-            text = value_text(v["value"])[0]
-            if text is not None:
-                send_txn[text] = v["txn"]
-    if not any(
-        ev.get("f") == "poll" and isolation_of(config, str(ev.get("process"))) == "read_committed" for ev in events
-    ):
+    t = d.txns
+    m = (t.op == COMMIT) & (t.type == 0) & (t.txn >= 0)  # commit invokes
+    invoked = np.append(first_by(t.txn[m], t.time[m], len(d.txn_names), -1), -1)
+    any_poll, idx = _rc_polls(h)
+    if not any_poll:
         return Verdict("open-txn-read", NOT_APPLICABLE)
-    judged = count = 0
-    bad: list[dict[str, Any]] = []
-    for ev in events:
-        if ev.get("f") != "poll" or ev.get("type") != "ok":
-            continue
-        proc = str(ev.get("process"))
-        if isolation_of(config, proc) != "read_committed":
-            continue
-        t = int(ev["time_ns"])
-        for r in (ev.get("value") or {}).get("records", []):
-            text = value_text(r.get("value"))[0]
-            txn = send_txn.get(text) if text is not None else None
-            if txn is None or txn in aborted:
-                continue
-            judged += 1
-            ci = commit_invoke.get(txn)
-            if ci is not None and ci <= t:
-                continue
-            count += 1
-            if len(bad) < MAX_EXAMPLES:
-                bad.append(
-                    {
-                        "process": proc,
-                        "topic": r["topic"],
-                        "partition": r["partition"],
-                        "offset": r["offset"],
-                        "value": text,
-                        "txn": txn,
-                        "poll_ns": t,
-                        "commit_invoke_ns": ci,
-                    }
-                )
-    return Verdict("open-txn-read", count == 0, {"txn-reads": judged, "open-txn-reads": count}, bad)
+    keys, txns = send_txns(d)
+    txn = lookup(keys, txns, p.vid[idx])
+    judged = (txn >= 0) & (p.vid[idx] != 0) & ~aborted_txns(d)[txn]
+    ci = invoked[txn]
+    bad = judged & ((ci < 0) | (ci > p.time[idx]))
+    examples = [
+        _record_example(
+            h,
+            int(idx[j]),
+            txn=d.txn_names[int(txn[j])],
+            poll_ns=int(p.time[idx[j]]),
+            commit_invoke_ns=int(ci[j]) if ci[j] >= 0 else None,
+        )
+        for j in np.nonzero(bad)[0][:MAX_EXAMPLES].tolist()
+    ]
+    count = int(bad.sum())
+    return Verdict("open-txn-read", count == 0, {"txn-reads": int(judged.sum()), "open-txn-reads": count}, examples)
