@@ -24,12 +24,22 @@ String syntax (what ``--target`` / ``--peer`` accept; ``str(target)`` renders it
 ``consumers[:<rack>]``              client faults only: every consumer worker (of ``rack``)
 ``producers``                       client faults only: every producer worker
 ``group:<group id>``                client faults only: every member worker of that group
+``group-leader:<group id>``         client faults only: the member the group coordinator chose as
+                                    the group's leader (classic protocol: the JoinGroup leader of
+                                    the last generation it stored; KIP-848's consumer protocol has
+                                    none: refused)
+``members:<group id>[:<n>]``        client faults only: ``n`` member workers of that group
+                                    (default: a majority, floor(N/2)+1 of its N running members),
+                                    lowest client ids first (natural order: ``consumer-2`` before
+                                    ``consumer-10``)
 ==================================  ===============================================================
 
 Topic names use Kafka's legal characters ``[A-Za-z0-9._-]``, so ``:``, ``@`` and ``/`` are safe
 separators. Selectors that depend on the live cluster (leader, follower-in, controller, and
 minority/bridge without a seed) are *dynamic*; the others are *static*: a pure function of the
-topology (``static_parties``).
+topology (``static_parties``). Client selectors are resolved against the live workers when the
+fault is applied (``faults.clients.resolve``), ``group-leader`` and ``members`` too: the history's
+fault event names the client ids they resolved to.
 
 ``Target`` is a tagged union: one frozen dataclass per kind (``BrokerTarget(2)``,
 ``LeaderTarget("hw", 0)``, ...) holding only the fields that kind needs, tagged by the class
@@ -81,11 +91,23 @@ class TargetKind(str, Enum):
     CONSUMERS = "consumers"
     PRODUCERS = "producers"
     GROUP = "group"
+    GROUP_LEADER = "group-leader"
+    MEMBERS = "members"
 
 
 #: the selectors of client processes (``client:<client id>``, ``consumers[:<rack>]``,
-#: ``producers``, ``group:<group id>``): only client faults take them, and only they
-CLIENT_KINDS = frozenset({TargetKind.CLIENT, TargetKind.CONSUMERS, TargetKind.PRODUCERS, TargetKind.GROUP})
+#: ``producers``, ``group:<group id>``, ``group-leader:<group id>``, ``members:<group id>[:<n>]``):
+#: only client faults take them, and only they
+CLIENT_KINDS = frozenset(
+    {
+        TargetKind.CLIENT,
+        TargetKind.CONSUMERS,
+        TargetKind.PRODUCERS,
+        TargetKind.GROUP,
+        TargetKind.GROUP_LEADER,
+        TargetKind.MEMBERS,
+    }
+)
 
 
 # Kinds that name parties that are not processes (or a shape, for bridge).
@@ -93,7 +115,8 @@ LINK_ONLY = frozenset({TargetKind.CLIENTS, TargetKind.ALL, TargetKind.BRIDGE})
 SYNTAX = (
     "broker:<id>, node:<name>, leader:<topic>/<partition>, follower-in:<rack>[@<topic>/<partition>],"
     " replicas:<topic>/<partition>[:<count>], coordinator:<txn|group>/<id>, controller, controllers, brokers, minority[:<seed>], bridge[:<seed>], rack:<rack>,"
-    " clients:<rack>, all; for client faults: client:<client id>, consumers[:<rack>], producers, group:<group id>"
+    " clients:<rack>, all; for client faults: client:<client id>, consumers[:<rack>], producers, group:<group id>,"
+    " group-leader:<group id>, members:<group id>[:<count>]"
 )
 
 
@@ -504,16 +527,29 @@ class AllTarget(_Selector):
 @dataclass(frozen=True)
 class ClientTarget(_Selector):
     """Client faults only: worker processes of the clients under test, chosen by ``what``
-    (``client``, ``consumers``, ``producers``, ``group``) and ``arg`` (a client id, a rack, a
-    group id). Resolved against the live workers when the fault is applied
-    (``faults.clients.select``), never against the topology."""
+    (``client``, ``consumers``, ``producers``, ``group``, ``group-leader``, ``members``) and
+    ``arg`` (a client id, a rack, a group id); ``count`` is ``members``' n (None: a majority).
+    Resolved against the live workers when the fault is applied (``faults.clients.select``;
+    ``group-leader`` asks the group's coordinator too, ``faults.clients.resolve``), never
+    against the topology."""
 
     what: TargetKind
     arg: str | None = None
+    count: int | None = None
     kind: ClassVar[Literal[TargetKind.CLIENT]] = TargetKind.CLIENT
 
+    def __post_init__(self) -> None:
+        if self.count is not None and (self.what is not TargetKind.MEMBERS or self.count < 1):
+            raise FaultError(
+                f"{self.what.value} takes no count"
+                if self.what is not TargetKind.MEMBERS
+                else f"members:{self.arg}:{self.count}: the count must be at least 1"
+            )
+
     def __str__(self) -> str:
-        return self.what.value if self.arg is None else f"{self.what.value}:{self.arg}"
+        if self.arg is None:
+            return self.what.value
+        return f"{self.what.value}:{self.arg}" + ("" if self.count is None else f":{self.count}")
 
     def validate(self, topology: Topology) -> None:
         if self.what is TargetKind.CONSUMERS and self.arg is not None:
@@ -564,6 +600,11 @@ def parse_target(text: str) -> Target:
     if kind in CLIENT_KINDS:
         if kind in (TargetKind.CONSUMERS, TargetKind.PRODUCERS) and not sep:
             return ClientTarget(kind)
+        if kind is TargetKind.MEMBERS:
+            m = re.fullmatch(r"([A-Za-z0-9._-]+)(?::(\d+))?", arg)
+            if not m or (m.group(2) is not None and int(m.group(2)) < 1):
+                raise bad("expected members:<group id>[:<count>] with a count of at least 1")
+            return ClientTarget(kind, m.group(1), None if m.group(2) is None else int(m.group(2)))
         if kind is TargetKind.PRODUCERS or not _RACK.fullmatch(arg):
             raise bad(f"expected {_EXAMPLES.get(kind, kind.value)}")
         return ClientTarget(kind, arg)
@@ -631,4 +672,6 @@ _EXAMPLES = {
     TargetKind.CONSUMERS: "consumers or consumers:rack-b",
     TargetKind.PRODUCERS: "producers",
     TargetKind.GROUP: "group:my-group",
+    TargetKind.GROUP_LEADER: "group-leader:my-group",
+    TargetKind.MEMBERS: "members:my-group or members:my-group:2",
 }

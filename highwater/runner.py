@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from faults.capability import check_capabilities, declared_faults
+from faults.clients import group_view
+from faults.group_leader import LiveGroups
 from faults.inject import Injector
 from harness.backend import ClusterBackend, LinkControl, backend_name
 from harness.checks import load, overall, run_all_checks
@@ -421,7 +423,9 @@ def execute_run(
     injector = Injector(cluster, history, seed=seed, default_partition=(spec.topic, 0))
     client_bytes_before = _client_bytes(cluster)
     crashed: BaseException | None = None
-    with streaming():  # fewer collector passes while records stream (harness.gcpasses)
+    # fewer collector passes while records stream (harness.gcpasses); group-leader targets ask
+    # this cluster which member leads a group (faults.clients.group_view)
+    with streaming(), group_view(LiveGroups(cluster.observer)):
         try:
             for w in [observer, *consumers, *producers]:
                 w.start()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
@@ -236,6 +237,55 @@ PAUSE_SECONDS = 29
 GROUP_SESSION_MS = 6000
 GROUP_FREEZE_SECONDS = 9
 GROUP_PAUSE_SECONDS = 3
+#: what every member-fault scenario of the groups suite must keep (member-faults, leader-member-faults,
+#: majority-member-faults, member-churn)
+_GROUP_FAULTS = (
+    "lost-write",  # _DURABILITY's four (defined below)
+    "uncommitted-read",
+    "poll-skip",
+    "inconsistent-offsets",
+    "group-delivery",
+    "rebalance-skip",
+    "commit-ahead",
+    "commit-regression",
+    "exclusive-read",
+    "rebalance-rewind",
+)
+#: member churn (groups/member-churn): the seed and rounds of its schedule (``member_churn_steps``)
+MEMBER_CHURN_SEED = 27
+MEMBER_CHURN_ROUNDS = 6
+
+
+def member_churn_steps(
+    seed: int = MEMBER_CHURN_SEED, rounds: int = MEMBER_CHURN_ROUNDS, members: int = 3
+) -> tuple[Step, ...]:
+    """Members leaving and joining while the load runs, as a seeded schedule: each round one
+    member, never the previous round's, is killed (``client-kill``: it leaves without a word;
+    the heal starts it again and it rejoins as a new member) and held 2..8 s (shorter than the
+    session timeout: its old self is still in the group when it rejoins; longer: evicted
+    first), or one time in three restarted at once (``client-restart``: gone and back within
+    a second, a 3 s window reserved); after 4 s of calm, then gaps of 8..10 s: at least the
+    session timeout and 2 s more, so that under the classic protocol, whose rebalance waits for
+    a member that died without leaving until its session expires, every member reads again
+    between one member's return and the next one's fault (``progress`` judges each member
+    after every heal; with gaps of 1..3 s the classic group never settles). A pure function of
+    its arguments (``random.Random(seed)``, integer seconds), so the plan is data and every run
+    replays the same churn."""
+    rng = random.Random(seed)
+    steps: list[Step] = []
+    last: int | None = None
+    for i in range(rounds):
+        member = rng.choice([m for m in range(members) if m != last])
+        last = member
+        restart = rng.random() < 1 / 3
+        held = 3 if restart else rng.randint(2, 8)
+        gap = 4 if i == 0 else rng.randint(GROUP_SESSION_MS // 1000 + 2, GROUP_SESSION_MS // 1000 + 4)
+        steps.append(
+            Step(gap, f"{'client-restart' if restart else 'client-kill'} --target client:consumer-{member}", held)
+        )
+    return tuple(steps)
+
+
 #: the share-groups suite: the group's acquisition lock (RunSpec.share_lock_ms), a broker killed this
 #: long (its partitions' leaders and the group's coordinator move; as long as a leader fault, for
 #: the timed checks that judge the cluster's ISR and the producers' progress), a member frozen for
@@ -486,19 +536,47 @@ PLANS: dict[str, Plan] = {
                 Step(4, "client-freeze --target client:consumer-2", GROUP_FREEZE_SECONDS),
                 Step(2, "client-freeze --target client:consumer-0", GROUP_PAUSE_SECONDS),
             ),
-            (
-                *_DURABILITY,
-                "group-delivery",
-                "rebalance-skip",
-                "commit-ahead",
-                "commit-regression",
-                "exclusive-read",
-                "rebalance-rewind",
-            ),
+            _GROUP_FAULTS,
             run_seconds=4 + 4 + 4 + GROUP_FREEZE_SECONDS + 2 + GROUP_PAUSE_SECONDS + 6,
             what="one member killed and started again, one frozen past the group's session timeout (evicted: "
             "it must find itself fenced when it thaws), one frozen for less (a GC pause: it stays): the group "
             "returns every acknowledged record, no move skips a committed one, no commit goes ahead or back",
+        ),
+        Plan(
+            "groups",
+            "leader-member-faults",
+            (
+                Step(4, "client-kill --target group-leader:{group}", 4),
+                Step(6, "client-freeze --target group-leader:{group}", GROUP_FREEZE_SECONDS),
+            ),
+            _GROUP_FAULTS,
+            run_seconds=4 + 4 + 6 + GROUP_FREEZE_SECONDS + 6,
+            what="the member the coordinator chose as the group's leader (classic protocol: it computes the "
+            "assignment) killed and started again, then the leader of the settled group frozen past the session "
+            "timeout: the group elects another leader and loses nothing, as member-faults",
+        ),
+        Plan(
+            "groups",
+            "majority-member-faults",
+            (
+                Step(4, "client-kill --target members:{group}", GROUP_FREEZE_SECONDS),
+                Step(6, "client-restart --target members:{group}", 4),
+            ),
+            _GROUP_FAULTS,
+            run_seconds=4 + GROUP_FREEZE_SECONDS + 6 + 4 + 6,
+            what="a majority of the members (two of three, lowest client ids) killed at once and held past the "
+            "session timeout, then started again; then a majority restarted at once (gone and back while their "
+            "old sessions live): the one member left reads everything alone, and the group loses nothing",
+        ),
+        Plan(
+            "groups",
+            "member-churn",
+            member_churn_steps(),
+            _GROUP_FAULTS,
+            run_seconds=sum(s.after + s.duration for s in member_churn_steps()) + 6,
+            what=f"member churn while the load runs: {MEMBER_CHURN_ROUNDS} members in turn killed and started "
+            f"again, or restarted at once, 8-10 s apart (seeded, seed {MEMBER_CHURN_SEED}: "
+            "suites.scenario.member_churn_steps): the group loses nothing",
         ),
         Plan(
             "share-groups",

@@ -23,6 +23,22 @@ line that says so. The consumer protocol runs with each of KIP-848's server-side
 ``[consumer-range]`` with ``range`` (nightly and campaigns only: deselected in ``make test``);
 each is a report column of its own (``member-faults-consumer-uniform``,
 ``member-faults-consumer-range``), beside ``member-faults-classic``.
+
+Three more member-fault scenarios (nightly and campaigns only: deselected in ``make test``), with
+member-faults' promises and its assertion, on the classic protocol and KIP-848's (uniform):
+
+- ``leader-member-faults`` (classic only: KIP-848's consumer protocol has no leader member, the
+  coordinator assigns): the member the coordinator chose as the group's leader
+  (``group-leader:<group>``, asked of the coordinator when the fault is applied) killed and
+  started again, then the leader of the settled group frozen past the session timeout.
+- ``majority-member-faults``: a majority of the members (``members:<group>``: two of three,
+  lowest client ids first) killed at once and held past the session timeout, then started
+  again; then a majority restarted at once.
+- ``member-churn``: members leaving and joining while the load runs, a seeded schedule of
+  kills and restarts of one member at a time, 8-10 s apart
+  (``suites.scenario.member_churn_steps``).
+
+Each asserts too that the history records every fault with the client ids it resolved to.
 """
 
 from __future__ import annotations
@@ -36,7 +52,7 @@ from harness.checks.verdict import Verdict
 from harness.clients import get_driver
 from harness.clients.groups import group_protocol_refusal
 from harness.history import read_history
-from suites.scenario import GROUP_SESSION_MS, PLANS, RUN_OPTIONS, assert_verdicts, check_verdicts, run_plan
+from suites.scenario import GROUP_SESSION_MS, PLANS, RUN_OPTIONS, Plan, assert_verdicts, check_verdicts, run_plan
 
 PLAN = PLANS["groups/member-restart"]
 FAULTS = PLANS["groups/member-faults"]
@@ -48,11 +64,18 @@ GROUP_RUNS: dict[str, tuple[str, str | None]] = {
 }
 
 
-def group_run_scenario(protocol: str, assignor: str | None) -> str:
+LEADER_FAULTS = PLANS["groups/leader-member-faults"]
+MAJORITY_FAULTS = PLANS["groups/majority-member-faults"]
+CHURN = PLANS["groups/member-churn"]
+MEMBERS = ("consumer-0", "consumer-1", "consumer-2")
+
+
+def group_run_scenario(protocol: str, assignor: str | None, plan: Plan = FAULTS) -> str:
     """A member-faults run's scenario, a report column of its own: ``member-faults-classic``,
     ``member-faults-consumer-uniform``, ``member-faults-consumer-range`` (``reports.groups``
-    strips the suffix and keys its rows by protocol and assignor)."""
-    return "-".join([FAULTS.scenario, protocol, *([assignor] if assignor else [])])
+    strips the suffix and keys its rows by protocol and assignor); the same for the other
+    member-fault plans (``leader-member-faults-classic``, ...)."""
+    return "-".join([plan.scenario, protocol, *([assignor] if assignor else [])])
 
 
 def assert_group_delivered(verdicts: list[Verdict]) -> None:
@@ -136,3 +159,85 @@ def assert_members_faulted_and_back(events: list[dict[str, Any]]) -> None:
     for member in ("consumer-0", "consumer-1", "consumer-2"):
         back = [e for e in events if e["process"] == member and e["f"] == "poll" and e["type"] == "ok"]
         assert back and back[-1]["time_ns"] > last, f"{member} read nothing after the faults"
+
+
+def run_member_faults(  # type: ignore[no-untyped-def]
+    plan: Plan, group_run: str, topic: str, cluster, profile, campaign, results_root, repro
+) -> list[dict[str, Any]]:
+    """Run ``plan`` on ``group_run``'s protocol (skipped with the one line where the client has
+    not got it), judge it as member-faults is judged, and return its history's events."""
+    protocol, assignor = GROUP_RUNS[group_run]
+    driver = get_driver(RUN_OPTIONS.get().client)
+    refused = group_protocol_refusal(driver.name, driver.version, cluster.kafka_version, protocol, assignor)
+    if refused is not None:
+        pytest.skip(refused)
+    result = run_plan(
+        cluster,
+        dataclasses.replace(plan, scenario=group_run_scenario(protocol, assignor, plan)),
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        topic=f"{topic}-{group_run}",
+        partitions=3,
+        consumer_mode="subscribe",
+        session_timeout_ms=GROUP_SESSION_MS,
+        group_protocol=protocol,
+        group_remote_assignor=assignor,
+        settle_timeout=10.0,
+    )
+    history = read_history(result.dir / "history.jsonl")
+    assert history.config["group_protocol"] == protocol
+    assert_verdicts(result, must_hold=plan.must_hold)
+    assert_group_delivered(result.verdicts)
+    return list(history)
+
+
+def assert_faults_resolved(events: list[dict[str, Any]], plan: Plan, sizes: list[int]) -> list[list[str]]:
+    """Every step of ``plan`` applied once, in order, with its selector in the recorded spec and
+    the client ids it resolved to (``sizes[i]`` of them, all members) as its targets; every member
+    reads again after the last fault. Returns the targets, step by step."""
+    faults = [e for e in events if e["process"] == "nemesis" and e["f"] == "fault" and e["type"] == "ok"]
+    assert [e["value"]["kind"] for e in faults] == [s.kind.value for s in plan.steps], faults
+    targets = [list(e["value"]["targets"]) for e in faults]
+    for step, fault, n in zip(plan.steps, faults, sizes, strict=True):
+        selector = step.fault.split("--target ")[1].split()[0].split(":")[0]
+        assert f"--target {selector}" in fault["value"]["spec"], (step.fault, fault["value"]["spec"])
+        assert len(fault["value"]["targets"]) == n and set(fault["value"]["targets"]) <= set(MEMBERS), fault["value"]
+    last = faults[-1]["time_ns"]
+    for member in MEMBERS:
+        back = [e for e in events if e["process"] == member and e["f"] == "poll" and e["type"] == "ok"]
+        assert back and back[-1]["time_ns"] > last, f"{member} read nothing after the faults"
+    return targets
+
+
+# Nightly and campaigns only (make test deselects them): each runs on whichever client the session
+# names (--client), on the protocols that have the fault.
+@pytest.mark.parametrize("group_run", ["classic"])  # the consumer protocol has no leader member
+def test_the_leader_member_killed_then_frozen_loses_nothing(  # type: ignore[no-untyped-def]
+    cluster, profile, campaign, results_root, repro, group_run
+) -> None:
+    events = run_member_faults(
+        LEADER_FAULTS, group_run, "groups-leader", cluster, profile, campaign, results_root, repro
+    )
+    assert_faults_resolved(events, LEADER_FAULTS, [1, 1])
+
+
+@pytest.mark.parametrize("group_run", ["classic", "consumer"])
+def test_a_majority_of_members_killed_then_restarted_loses_nothing(  # type: ignore[no-untyped-def]
+    cluster, profile, campaign, results_root, repro, group_run
+) -> None:
+    events = run_member_faults(
+        MAJORITY_FAULTS, group_run, "groups-majority", cluster, profile, campaign, results_root, repro
+    )
+    # floor(3/2)+1 = 2 members, lowest client ids first
+    assert assert_faults_resolved(events, MAJORITY_FAULTS, [2, 2]) == [["consumer-0", "consumer-1"]] * 2
+
+
+@pytest.mark.parametrize("group_run", ["classic", "consumer"])
+def test_member_churn_loses_nothing(  # type: ignore[no-untyped-def]
+    cluster, profile, campaign, results_root, repro, group_run
+) -> None:
+    events = run_member_faults(CHURN, group_run, "groups-churn", cluster, profile, campaign, results_root, repro)
+    targets = assert_faults_resolved(events, CHURN, [1] * len(CHURN.steps))
+    assert targets == [[s.fault.rsplit(":", 1)[1]] for s in CHURN.steps]
