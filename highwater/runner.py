@@ -689,9 +689,10 @@ def _hold_features(cluster: ClusterBackend, spec: RunSpec, header: dict[str, Any
         level = None if spec.eligible_leader_replicas is None else int(spec.eligible_leader_replicas)
         wanted[ELIGIBLE_LEADER_REPLICAS] = ("eligible_leader_replicas", level)
     restore: dict[str, int] = {}
-    observer = cluster.observer() if wanted else None
+    if not wanted:
+        return restore
+    observer = cluster.observer()
     for feature, (key, level) in wanted.items():
-        assert observer is not None
         before = observer.feature_level(feature)
         have = before if level is None else level
         observer.set_feature_level(feature, have)  # waits until every broker reports it

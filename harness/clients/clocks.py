@@ -32,10 +32,6 @@ def fake_client_clocks(root: Path | None) -> None:
         _ROOT = root
 
 
-def client_clocks_enabled() -> bool:
-    return _ROOT is not None
-
-
 def client_clock(client_id: str) -> NodeClock:
     """The clock of the client ``client_id`` (ClockError when clients' clocks are not faked)."""
     root = _ROOT

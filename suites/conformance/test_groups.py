@@ -116,32 +116,8 @@ def test_every_partition_is_read_through_a_member_restart(cluster, profile, camp
 def test_members_killed_and_frozen_lose_nothing(  # type: ignore[no-untyped-def]
     cluster, profile, campaign, results_root, repro, group_run
 ) -> None:
-    protocol, assignor = GROUP_RUNS[group_run]
-    driver = get_driver(RUN_OPTIONS.get().client)
-    refused = group_protocol_refusal(driver.name, driver.version, cluster.kafka_version, protocol, assignor)
-    if refused is not None:
-        pytest.skip(refused)
-    result = run_plan(
-        cluster,
-        dataclasses.replace(FAULTS, scenario=group_run_scenario(protocol, assignor)),  # a report column of its own
-        profile=profile,
-        campaign=campaign,
-        results_root=results_root,
-        repro=repro,
-        topic=f"groups-faults-{group_run}",
-        partitions=3,
-        consumer_mode="subscribe",
-        session_timeout_ms=GROUP_SESSION_MS,
-        group_protocol=protocol,
-        group_remote_assignor=assignor,
-        settle_timeout=10.0,
-    )
-    history = read_history(result.dir / "history.jsonl")
-    assert history.config["group_protocol"] == protocol  # the header says which protocol it judged
-    assert history.config.get("group_remote_assignor") == assignor  # and which assignor
-    assert_verdicts(result, must_hold=FAULTS.must_hold)
-    assert_group_delivered(result.verdicts)
-    assert_members_faulted_and_back(list(history))
+    events = run_member_faults(FAULTS, group_run, "groups-faults", cluster, profile, campaign, results_root, repro)
+    assert_members_faulted_and_back(events)
 
 
 def assert_members_faulted_and_back(events: list[dict[str, Any]]) -> None:
@@ -187,7 +163,8 @@ def run_member_faults(  # type: ignore[no-untyped-def]
         settle_timeout=10.0,
     )
     history = read_history(result.dir / "history.jsonl")
-    assert history.config["group_protocol"] == protocol
+    assert history.config["group_protocol"] == protocol  # the header says which protocol it judged
+    assert history.config.get("group_remote_assignor") == assignor  # and which assignor
     assert_verdicts(result, must_hold=plan.must_hold)
     assert_group_delivered(result.verdicts)
     return list(history)
