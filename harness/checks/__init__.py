@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from harness.checks.barrier import rebalance_barrier
 from harness.checks.copy import copy_exactly_once
 from harness.checks.data import HistoryData, from_events
 from harness.checks.groups import (
@@ -81,6 +82,7 @@ CHECKS: dict[str, Check] = {
     "rebalance-rewind": rebalance_rewind_of,
     "group-delivery": group_delivery_of,
     "exclusive-read": exclusive_read,
+    "rebalance-barrier": rebalance_barrier,
     # the copy's few events (its final reads, commits and transactions) read back by row
     "copy-exactly-once": on_rows(
         copy_exactly_once, lambda h: [*h.txn_rows, *h.commit_rows, *(f.row for f in h.finals)]
@@ -130,6 +132,7 @@ NEEDS: dict[str, Needs] = {
     "rebalance-rewind": _needs(_C, _P),
     "group-delivery": _needs(_C, _S, _P, _F),
     "exclusive-read": _needs(_C, _P),
+    "rebalance-barrier": _needs(_C, _S, _P),
     "copy-exactly-once": _needs(_X, _C, _F),
     "share-delivery": _needs(_Q, _F),
     "share-exclusive": _needs(_Q),

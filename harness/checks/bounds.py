@@ -65,6 +65,12 @@ Bounds:
   consumer-protocol group): after a fault that let the group fence a member unawares ends, the
   member hears it at its next heartbeat, answered within a request timeout; until then it may
   return records of a partition already given to another member. Judges exclusive-read.
+* ``member_stall_bound_ms`` = W + K: a group member that keeps its partitions through another
+  member's rebalance returns a record acknowledged on one of them within one fetch wait (the
+  acknowledgement moved the high watermark, so the next fetch answers with it at once or at
+  W), plus the slack. KIP-848's consumer protocol has no group-wide barrier: the coordinator
+  moves only the partitions that change owner, and the other members never stop fetching.
+  Judges rebalance-barrier.
 
 A fault window judged by a bound must last at least ``required_window_ms(bound)`` = bound +
 max(``MARGIN_MIN_MS``, ``MARGIN_RATIO``·bound); a check asked to judge a shorter window says
@@ -163,6 +169,7 @@ BOUND_USERS: dict[str, tuple[str, ...]] = {
     "consumer_stall_hang_bound_ms": ("follower-fetch", "progress"),
     "progress_bound_ms": ("progress",),
     "member_fence_grace_ms": ("exclusive-read",),
+    "member_stall_bound_ms": ("rebalance-barrier",),
     "follower_latency_bound_ms": ("follower-latency",),
 }
 
@@ -227,6 +234,7 @@ def derive(s: Settings) -> dict[str, Bound]:
             "consumer request.timeout.ms + member heartbeat interval + slack",
             f"{Rc} + {MEMBER_HEARTBEAT_MS} + {K}",
         ),
+        Bound("member_stall_bound_ms", W + K, "consumer fetch.max.wait.ms + slack", f"{W} + {K}"),
     ]
     return {b.name: b for b in out}
 

@@ -142,6 +142,18 @@ class Positions:
 
 
 @dataclass(frozen=True)
+class Revocation:
+    """A group consumer's ``revoke`` event (ok): it gave up ``tp`` at a rebalance, or lost it
+    (``lost``: its membership was fenced, so the group may already have given it to another)."""
+
+    row: int
+    time: int
+    proc: int
+    tp: int
+    lost: bool
+
+
+@dataclass(frozen=True)
 class PollError:
     row: int
     time: int
@@ -222,6 +234,7 @@ class HistoryData:
     end_time: int
     line_errors: list[LineError] = field(default_factory=list)
     source: EventSource | None = None
+    revocations: list[Revocation] = field(default_factory=list)
     #: what the txn and commit events and the transactional sends say (``harness.checks.txn_data``)
     txn: TxnData = field(default_factory=lambda: TxnCollector().build())
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -363,6 +376,7 @@ class _Builder:
         self.r = {k: array(t) for k, t in _POLL_COLS}
         self.p = {k: array(t) for k, t in _POS_COLS}
         self.poll_errors: list[PollError] = []
+        self.revocations: list[Revocation] = []
         self.meta: list[MetaObs] = []
         self.faults: list[FaultEvent] = []
         self.finals: list[FinalLog] = []
@@ -440,6 +454,9 @@ class _Builder:
                 self._position(row, t, proc, v or {}, typ, f)
             else:
                 self.tx.position_other_rows.append(row)
+        elif f == "revoke":
+            if typ == OK and v:
+                self.revoke(row, t, proc, v)
         elif f == "meta":
             if typ != FAIL and v:
                 self._meta(row, t, proc, v)
@@ -512,6 +529,11 @@ class _Builder:
         )
         for (k, _), x in zip(_POS_COLS, vals):
             self.p[k].append(x)
+
+    def revoke(self, row: int, t: int, proc: int, v: Mapping[str, Any]) -> None:
+        self.revocations.append(
+            Revocation(row, t, proc, self.tp(v.get("topic"), v.get("partition")), v.get("reason") == "lost")
+        )
 
     def _meta(self, row: int, t: int, proc: int, v: Mapping[str, Any]) -> None:
         # an observation is as old as its metadata read, not as its (possibly late) event
@@ -596,6 +618,7 @@ class _Builder:
             end_time=self.end_time,
             line_errors=line_errors,
             source=source,
+            revocations=self.revocations,
             txn=self.tx.build(),
         )
 

@@ -8,6 +8,10 @@ side for the classic and KIP-848 group protocols on the same scenario.
   freeze is not a stall the group caused it); a member whose partitions did not move should see
   no stall from another member's rebalance under the consumer protocol, and under eager classic
   it stops with the group;
+- ``unchanged_stall_ms``: the longest a member whose assignment held went without a record
+  while one of its partitions had records waiting, outside its own faults and broker faults
+  (``harness.checks.barrier``, which judges it on the consumer protocol): the cost of a
+  group-wide barrier, compared across protocols;
 - ``resumes``: per client fault on a member and per partition that member was reading when the
   fault began (it returned the partition's latest record before then), how long until any member
   returned a record of that partition again (None: never in the run).
@@ -22,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.checks.barrier import unchanged_stalls
 from harness.checks.data import HistoryData
 from harness.checks.groups import group_of
 from harness.checks.liveness import MS, fault_windows
@@ -47,6 +52,7 @@ class GroupMeasures:
     duplicates: int
     longest_stall_ms: dict[str, int] = field(default_factory=dict)
     resumes: list[Resume] = field(default_factory=list)
+    unchanged_stall_ms: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,4 +112,7 @@ def group_measures(h: HistoryData) -> GroupMeasures | None:
                 topic, partition = h.tps[tp]
                 took = int(after.min() - w.start) // MS if len(after) else None
                 resumes.append(Resume(w.kind or "?", target, topic, partition, took))
-    return GroupMeasures(str(h.config.get("group_protocol", "classic")), _duplicates(h, members), stalls, resumes)
+    unchanged = max((st.waiting_ms for st in unchanged_stalls(h)), default=0)
+    return GroupMeasures(
+        str(h.config.get("group_protocol", "classic")), _duplicates(h, members), stalls, resumes, unchanged
+    )

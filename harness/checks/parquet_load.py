@@ -60,7 +60,7 @@ _COLUMNS = [
 ]
 #: the event kinds read through ``_rare`` (the share group's too: their rows are noted, so the
 #: share checks read back only those events, as on JSON Lines)
-_RARE = {"assign", "seek", "meta", "fault", "heal", "txn", "commit", "acquire", "ack", "share-state"}
+_RARE = {"assign", "seek", "revoke", "meta", "fault", "heal", "txn", "commit", "acquire", "ack", "share-state"}
 
 
 def _np(a: pa.Array | pa.ChunkedArray, fill: int, dtype: Any) -> np.ndarray:
@@ -424,6 +424,9 @@ def _rare(
             b._position(row, t, proc, v, typ, f)
         else:
             b.tx.position_other_rows.append(row)
+    elif f == "revoke":
+        if typ == OK:
+            b.revoke(row, t, proc, v)
     elif f == "meta":
         if typ != FAIL:
             b._meta(row, t, proc, v)

@@ -40,6 +40,7 @@ def test_fast_failure_settings_give_bounds_of_seconds() -> None:
         "consumer_stall_hang_bound_ms": 23500,
         "progress_bound_ms": 12500,
         "member_fence_grace_ms": 15000,
+        "member_stall_bound_ms": 2500,
         "follower_latency_bound_ms": 125,
     }
     assert set(ms) == set(BOUND_USERS)

@@ -316,6 +316,7 @@ EVENT_CHECK_TESTS = {
     "rebalance-rewind": "test_group_checks.py",
     "group-delivery": "test_group_checks.py",
     "exclusive-read": "test_exclusive_read.py",
+    "rebalance-barrier": "test_rebalance_barrier.py",
     "copy-exactly-once": "test_copy_check.py",
     "share-delivery": "test_share_checks.py",
     "share-exclusive": "test_share_checks.py",

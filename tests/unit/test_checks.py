@@ -80,6 +80,7 @@ TXN_AND_GROUP = {
     "rebalance-rewind",
     "group-delivery",
     "exclusive-read",
+    "rebalance-barrier",  # a group's: not applicable without one
     "copy-exactly-once",
     "share-delivery",
     "share-exclusive",

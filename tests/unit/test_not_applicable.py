@@ -77,6 +77,7 @@ def full(n: int = 6) -> HistoryBuilder:
             "isr_rejoin_bound_ms": 100_000,
             "isolation_level": "read_committed",
             "consumers": {"consumer-0": {"group": "g"}, "copier-0": {"group": "cg"}},
+            "group_protocol": "consumer",  # rebalance-barrier judges only KIP-848's protocol
             "copy": {"source": T, "sink": COPY_SINK, "group": "cg"},
             "share": {"group": "sg", "topic": T, "lock_ms": 5_000, "session_ms": 6_000, "delivery_limit": 3},
         },

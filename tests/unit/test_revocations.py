@@ -249,8 +249,9 @@ def _judged(path: Path) -> dict[str, tuple[Any, dict[str, Any]]]:
 
 
 def test_the_checks_judge_a_history_with_revocations_as_one_without(tmp_path: Path) -> None:
-    """Nothing reads ``revoke`` events yet: on JSON Lines and Parquet alike, a group history
-    judges the same with them as without them."""
+    """Revocations change no verdict where the assignment they end is given again before the
+    next poll: on JSON Lines and Parquet alike, a group history judges the same with them as
+    without them (rebalance-barrier, the one check that reads them, included)."""
     without = _judged(_write(tmp_path / "without.jsonl", _group_history(False)))
     src = _write(tmp_path / "with.jsonl", _group_history(True))
     to_parquet(src, tmp_path / "with.parquet")
