@@ -2,6 +2,11 @@
 
 Small and deterministic: a line chart with optional step interpolation, gaps where a value is
 missing (None), fault windows as shaded bands with a tooltip, min/max axis labels and a legend.
+
+A chart is markup built here, so every text put into it (title, unit, legend names, fault
+kinds and targets, x labels) is escaped with ``html.escape`` (quotes too: some go into
+attributes); numbers are formatted by this module and colours come from ``PALETTE``. That is what
+lets ``line_chart`` return ``Markup``, which the report's autoescaping templates insert as is.
 """
 
 from __future__ import annotations
@@ -9,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 from typing import Any
+
+from markupsafe import Markup
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 W, H = 620, 150
@@ -34,12 +41,13 @@ def line_chart(
     x_unit: str = "s",
     x_labels: Sequence[str] | None = None,
     y_min: float | None = 0.0,
-) -> str:
-    """An SVG line chart. ``faults``: windows ``{start_s, end_s, kind, targets}`` on the x axis."""
+) -> Markup:
+    """An SVG line chart (markup safe to insert: see the module's docstring). ``faults``:
+    windows ``{start_s, end_s, kind, targets}`` on the x axis."""
     pw, ph = W - ML - MR, H - MT - MB
     xs = list(x)
     if not xs:
-        return ""
+        return Markup("")
     x0, x1 = xs[0], xs[-1] if xs[-1] > xs[0] else xs[0] + 1
     vals = [v for _, s in series for v in s if v is not None]
     lo = min(vals) if vals else 0.0
@@ -89,7 +97,7 @@ def line_chart(
             xv = x0 + frac * (x1 - x0)
             out.append(f'<text x="{px(xv):.1f}" y="{H - 6}" class="ax" text-anchor="middle">{_fmt(xv)}{x_unit}</text>')
     out.append("</svg>")
-    return "".join(out)
+    return Markup("".join(out))
 
 
 def _segments(xs: Sequence[float], ys: Sequence[float | None], step: bool) -> list[list[tuple[float, float]]]:

@@ -556,12 +556,14 @@ def test_release_view_is_rendered_with_the_change_outlined_and_in_the_summary() 
 
     runs = [_run("s/a", {}, "3.9.2"), _run("s/b", {"poll-skip": False}, "4.0.2"), _run("s/c", {}, "4.4.0")]
     data = replace(_data(), runs=runs, timelines={}, failures=[], releases=release_view(runs))
-    html = render(data)
+    html = render(data, Path("/y/report"))
     table = html[html.index("id='releases-table'") :]
     table = table[: table.index("</table>")]
     assert re.search(r"class='v-false changed' data-release='4.0.2'", table), table
     assert re.search(r"class='v-true changed' data-release='4.4.0'", table), table  # fixed again
-    assert "data-release='3.9.2' data-verdict='pass'" in table and "file:///x" in table
+    # the failing run links to its directory relative to the report's, never as a file:// URL
+    assert "data-release='3.9.2' data-verdict='pass'" in table and "<a href='../../x'>s/b</a>" in table
+    assert "file:" not in html
     s = summary(data)
     assert [(c["release"], c["to"]) for c in s["release_changes"]] == [("4.0.2", "fail"), ("4.4.0", "pass")]
     # one release: the section says how to fill it instead of a table
