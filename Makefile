@@ -45,7 +45,7 @@ CLIENT_ROTATION ?= kafka-python,confluent-kafka,java,kafkajs
 # exactly-once-copy stay). The groups suite's consumer protocol with KIP-848's range assignor
 # (~45 s) runs in the nightly and campaigns; its uniform one and the classic protocol run here.
 # So do the group's leader member killed then frozen, a majority of members killed at once, and
-# member churn (~45, ~45 and ~100 s a protocol).
+# member churn, and the seeded member faults (~45, ~45, ~100 and ~60 s a protocol).
 # After a fresh-clone run at 34.7 min (pytest 32:09) three more went to the nightly, ~110 s: the
 # durability suite's leader-pause (its promises through a leader failure stay in make test as the
 # power-loss suite's leader case, a pause in HW-5's and HW-11's tests), the SASL cluster's
@@ -75,6 +75,7 @@ DESELECT ?= --deselect suites/chaos/test_chaos.py \
   --deselect suites/conformance/test_groups.py::test_the_leader_member_killed_then_frozen_loses_nothing \
   --deselect suites/conformance/test_groups.py::test_a_majority_of_members_killed_then_restarted_loses_nothing \
   --deselect suites/conformance/test_groups.py::test_member_churn_loses_nothing \
+  --deselect suites/conformance/test_groups.py::test_seeded_member_faults_lose_nothing \
   --deselect 'suites/conformance/test_durability.py::test_no_loss_no_uncommitted_read_no_skip[leader-kill]' \
   --deselect 'suites/conformance/test_durability.py::test_consumers_keep_up_under_leader_faults[leader-kill]' \
   --deselect 'suites/conformance/test_kip392_fetching.py::test_consumer_moves_when_its_replica_leaves_the_isr_and_returns[cut-off]' \

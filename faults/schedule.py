@@ -18,7 +18,8 @@ Targets drawn: ``broker:<id>``, ``rack:<rack>``, ``minority:<seed>`` and ``bridg
 for each group in ``config.groups`` (ids, not placeholders: a schedule is drawn before the run
 and replayed as is; no groups, no such target, and the draws of every other schedule unchanged),
 ``brokers`` for rolling restarts, ``consumers:<rack>`` or ``group:<id>`` for client faults (drawn
-only where the mix weighs them), and ``clients:<rack> --peer broker:<id>`` (or, with groups,
+only where the mix weighs them; with ``config.member_targets``, also ``members:<id>`` (a
+majority), ``members:<id>:1`` and, for classic-protocol groups, ``group-leader:<id>``), and ``clients:<rack> --peer broker:<id>`` (or, with groups,
 ``--peer coordinator:group/<id>``) for link faults. Cuts are one-way (``--flow in``/``out``) one
 time in three.
 """
@@ -53,6 +54,9 @@ from faults.target import (
 from harness.topology import Topology
 
 FORMAT = "highwater.schedule/1"
+
+#: the member selectors ``ScheduleConfig.member_targets`` may name, in drawing order
+MEMBER_TARGETS = ("members", "group-leader")
 
 DEFAULT_MIX: tuple[tuple[str, float], ...] = (
     ("cut", 3.0),
@@ -102,7 +106,11 @@ class ScheduleConfig:
 
     ``mix`` weights the fault kinds (weight 0 or absent: never drawn); ``partitions`` lists the
     ``topic/partition`` names whose leader and followers may be targeted (none: no such target);
-    ``groups`` the consumer group ids whose group coordinator may be targeted (none: no such target).
+    ``groups`` the consumer group ids whose group coordinator may be targeted (none: no such target);
+    ``member_targets`` the member selectors client faults may also draw for those groups:
+    ``members`` (a majority of a group's members, and one of them) and ``group-leader`` (the
+    member that computes a classic group's assignment; a KIP-848 consumer-protocol group has
+    none, so a caller leaves it out there).
     """
 
     length: float = 300.0
@@ -114,6 +122,7 @@ class ScheduleConfig:
     latency_ms: tuple[float, float] = (50.0, 2000.0)
     toxicity: tuple[float, float] = (1.0, 1.0)
     groups: tuple[str, ...] = ()
+    member_targets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -145,6 +154,12 @@ class ScheduleConfig:
         for group in self.groups:
             parse_target(f"coordinator:group/{group}")
         set_(self, "groups", tuple(self.groups))
+        unknown = [m for m in self.member_targets if m not in MEMBER_TARGETS]
+        if unknown:
+            raise FaultError(f"member_targets takes {', '.join(MEMBER_TARGETS)}; got {', '.join(unknown)}")
+        if self.member_targets and not self.groups:
+            raise FaultError("member_targets needs groups: the group ids whose members may be targeted")
+        set_(self, "member_targets", tuple(m for m in MEMBER_TARGETS if m in self.member_targets))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -158,6 +173,7 @@ class ScheduleConfig:
             "toxicity": list(self.toxicity),
             # only when set: the JSON of a schedule without groups is what it always was
             **({"groups": list(self.groups)} if self.groups else {}),
+            **({"member_targets": list(self.member_targets)} if self.member_targets else {}),
         }
 
     @classmethod
@@ -172,6 +188,8 @@ class ScheduleConfig:
             kw["partitions"] = tuple(kw["partitions"])
         if "groups" in kw:
             kw["groups"] = tuple(kw["groups"])
+        if "member_targets" in kw:
+            kw["member_targets"] = tuple(kw["member_targets"])
         return cls(**kw)
 
 
@@ -307,6 +325,11 @@ def _draw_target(
         # a rack's consumers, or with groups a group's members (the workers of the run's clients)
         shapes: list[Target] = [ClientTarget(TargetKind.CONSUMERS, r) for r in topology.client_racks]
         shapes += [ClientTarget(TargetKind.GROUP, g) for g in config.groups]
+        for g in config.groups:  # appended only when asked: other schedules draw as before
+            if "members" in config.member_targets:
+                shapes += [ClientTarget(TargetKind.MEMBERS, g), ClientTarget(TargetKind.MEMBERS, g, 1)]
+            if "group-leader" in config.member_targets:
+                shapes.append(ClientTarget(TargetKind.GROUP_LEADER, g))
         return rng.choice(shapes), None
     pool = _LINK_TARGETS if kind.is_link else _PROCESS_TARGETS
     if config.groups:  # appended only then: a schedule without groups draws as before

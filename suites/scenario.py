@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from faults.schedule import DEFAULT_MIX, ScheduleConfig
+from faults.schedule import DEFAULT_MIX, Schedule, ScheduleConfig
 from harness.backend import ClusterBackend
 from harness.checks.bounds import Bound, Settings, derive, required_window_ms, stall_bound_name
 from harness.checks.verdict import Verdict
 from harness.clients import DEFAULT_CLIENT
+from harness.topology import Topology
 from highwater.nemesis import Step, scripted
 from highwater.profiles import Profile
 from highwater.runner import Nemesis, RunResult, RunSpec, execute_run, run_settings
@@ -284,6 +285,33 @@ def member_churn_steps(
             Step(gap, f"{'client-restart' if restart else 'client-kill'} --target client:consumer-{member}", held)
         )
     return tuple(steps)
+
+
+#: seeded member faults (groups/seeded-member-faults): the seed, and how long its schedule runs
+MEMBER_SCHEDULE_SEED = 3  # its classic schedule draws all three member selectors
+MEMBER_SCHEDULE_SECONDS = 50.0
+#: what a seeded member-fault schedule draws: kills and freezes of members, fewer restarts
+MEMBER_FAULT_MIX = (("client_kill", 1.0), ("client_freeze", 1.0), ("client_restart", 0.5))
+
+
+def member_fault_schedule(topology: Topology, group: str, protocol: str, seed: int = MEMBER_SCHEDULE_SEED) -> Schedule:
+    """A seeded schedule of client faults on ``group``'s members: kills, freezes and restarts of
+    a rack's consumer (``consumers:<rack>``), one member (``members:<group>:1``), a majority
+    (``members:<group>``), every member (``group:<group>``) and, on the classic protocol, the
+    leader member (``group-leader:<group>``; KIP-848's consumer protocol has none). Windows of
+    2..9 s (shorter and longer than the session timeout: kept, or evicted first) and gaps of
+    the session timeout plus 2..4 s, for the reason ``member_churn_steps`` gives. A pure
+    function of its arguments."""
+    session = GROUP_SESSION_MS / 1000
+    config = ScheduleConfig(
+        length=MEMBER_SCHEDULE_SECONDS,
+        duration=(2.0, 9.0),
+        gap=(session + 2, session + 4),
+        mix=MEMBER_FAULT_MIX,
+        groups=(group,),
+        member_targets=("members", "group-leader") if protocol == "classic" else ("members",),
+    )
+    return Schedule.generate(topology, seed, config)
 
 
 #: the share-groups suite: the group's acquisition lock (RunSpec.share_lock_ms), a broker killed this
@@ -570,6 +598,16 @@ PLANS: dict[str, Plan] = {
         ),
         Plan(
             "groups",
+            "seeded-member-faults",
+            (),
+            _GROUP_FAULTS,
+            run_seconds=MEMBER_SCHEDULE_SECONDS + 6,
+            what=f"a seeded schedule (seed {MEMBER_SCHEDULE_SEED}, suites.scenario.member_fault_schedule) of "
+            "kills, freezes and restarts drawn over the member selectors: one member, a majority, every member, "
+            "a rack's consumer and, on the classic protocol, the group's leader member: the group loses nothing",
+        ),
+        Plan(
+            "groups",
             "member-churn",
             member_churn_steps(),
             _GROUP_FAULTS,
@@ -653,7 +691,8 @@ def run_plan(
     repro: str,
     **overrides: Any,
 ) -> RunResult:
-    """Run a scripted plan: its steps as the nemesis, its duration and observe interval."""
+    """Run a scripted plan: its steps as the nemesis (or ``nemesis=``, e.g. a seeded schedule),
+    its duration and observe interval."""
     return run_scenario(
         cluster,
         suite=p.suite,
@@ -662,7 +701,7 @@ def run_plan(
         campaign=campaign,
         results_root=results_root,
         repro=repro,
-        nemesis=scripted(list(p.steps)) if p.steps else None,
+        nemesis=overrides.pop("nemesis", scripted(list(p.steps)) if p.steps else None),
         duration=overrides.pop("duration", p.duration(profile.run_seconds)),
         observe_interval=overrides.pop("observe_interval", p.observe_interval),
         **overrides,

@@ -154,7 +154,7 @@ def rebalance_barrier(h: HistoryData) -> Verdict:
         counts={
             "gaps_judged": len(gaps),
             "stalls_over_fetch_wait": len(stalls),
-            "longest_waiting_ms": max((st.waiting_ms for st in stalls), default=0),
+            "longest_waiting_ms": max((g.waiting_ms for g in gaps), default=0),
             "violations": len(bad),
         },
         examples=examples,

@@ -37,6 +37,13 @@ member-faults' promises and its assertion, on the classic protocol and KIP-848's
 - ``member-churn``: members leaving and joining while the load runs, a seeded schedule of
   kills and restarts of one member at a time, 8-10 s apart
   (``suites.scenario.member_churn_steps``).
+- ``seeded-member-faults``: a seeded fault schedule (``faults.schedule``, replayable from its
+  JSON in run.json) of kills, freezes and restarts drawn over the member selectors: one member
+  (``members:<group>:1``), a majority (``members:<group>``), every member, a rack's consumer
+  and, on the classic protocol, the leader member (``suites.scenario.member_fault_schedule``).
+
+On KIP-848's consumer protocol every one of them must also keep ``rebalance-barrier``: a member
+whose assignment held keeps consuming through another member's rebalance.
 
 Each asserts too that the history records every fault with the client ids it resolved to.
 """
@@ -48,11 +55,22 @@ from typing import Any
 
 import pytest
 
+from faults.schedule import Schedule
 from harness.checks.verdict import Verdict
 from harness.clients import get_driver
 from harness.clients.groups import group_protocol_refusal
 from harness.history import read_history
-from suites.scenario import GROUP_SESSION_MS, PLANS, RUN_OPTIONS, Plan, assert_verdicts, check_verdicts, run_plan
+from highwater.nemesis import PlannedNemesis, scheduled
+from suites.scenario import (
+    GROUP_SESSION_MS,
+    PLANS,
+    RUN_OPTIONS,
+    Plan,
+    assert_verdicts,
+    check_verdicts,
+    member_fault_schedule,
+    run_plan,
+)
 
 PLAN = PLANS["groups/member-restart"]
 FAULTS = PLANS["groups/member-faults"]
@@ -67,6 +85,7 @@ GROUP_RUNS: dict[str, tuple[str, str | None]] = {
 LEADER_FAULTS = PLANS["groups/leader-member-faults"]
 MAJORITY_FAULTS = PLANS["groups/majority-member-faults"]
 CHURN = PLANS["groups/member-churn"]
+SEEDED = PLANS["groups/seeded-member-faults"]
 MEMBERS = ("consumer-0", "consumer-1", "consumer-2")
 
 
@@ -138,10 +157,19 @@ def assert_members_faulted_and_back(events: list[dict[str, Any]]) -> None:
 
 
 def run_member_faults(  # type: ignore[no-untyped-def]
-    plan: Plan, group_run: str, topic: str, cluster, profile, campaign, results_root, repro
+    plan: Plan,
+    group_run: str,
+    topic: str,
+    cluster,
+    profile,
+    campaign,
+    results_root,
+    repro,
+    nemesis: PlannedNemesis | None = None,
 ) -> list[dict[str, Any]]:
     """Run ``plan`` on ``group_run``'s protocol (skipped with the one line where the client has
-    not got it), judge it as member-faults is judged, and return its history's events."""
+    not got it; its steps, or ``nemesis``), judge it as member-faults is judged, and return its
+    history's events."""
     protocol, assignor = GROUP_RUNS[group_run]
     driver = get_driver(RUN_OPTIONS.get().client)
     refused = group_protocol_refusal(driver.name, driver.version, cluster.kafka_version, protocol, assignor)
@@ -161,6 +189,7 @@ def run_member_faults(  # type: ignore[no-untyped-def]
         group_protocol=protocol,
         group_remote_assignor=assignor,
         settle_timeout=10.0,
+        **({"nemesis": nemesis} if nemesis is not None else {}),
     )
     history = read_history(result.dir / "history.jsonl")
     assert history.config["group_protocol"] == protocol  # the header says which protocol it judged
@@ -221,3 +250,19 @@ def test_member_churn_loses_nothing(  # type: ignore[no-untyped-def]
     events = run_member_faults(CHURN, group_run, "groups-churn", cluster, profile, campaign, results_root, repro)
     targets = assert_faults_resolved(events, CHURN, [1] * len(CHURN.steps))
     assert targets == [[s.fault.rsplit(":", 1)[1]] for s in CHURN.steps]
+
+
+@pytest.mark.parametrize("group_run", ["classic", "consumer"])
+def test_seeded_member_faults_lose_nothing(  # type: ignore[no-untyped-def]
+    cluster, profile, campaign, results_root, repro, group_run
+) -> None:
+    topic = "groups-seeded"
+    protocol = GROUP_RUNS[group_run][0]
+    schedule = member_fault_schedule(cluster.topo, f"{topic}-{group_run}-group", protocol)  # RunSpec.group_id()
+    assert Schedule.from_json(schedule.to_json()) == schedule  # replayable from run.json
+    events = run_member_faults(
+        SEEDED, group_run, topic, cluster, profile, campaign, results_root, repro, nemesis=scheduled(schedule)
+    )
+    applied = [e for e in events if e["process"] == "nemesis" and e["f"] == "fault" and e["type"] == "ok"]
+    assert [e["value"]["spec"] for e in applied] == [str(sf.spec) for sf in schedule.faults], applied
+    assert all(e["value"]["targets"] and set(e["value"]["targets"]) <= set(MEMBERS) for e in applied), applied

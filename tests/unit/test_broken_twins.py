@@ -500,7 +500,7 @@ def test_unclean_truncation_twin_reset_instead_of_kip320(tmp_path: Path) -> None
 
 def test_group_twin_a_partition_never_read_again() -> None:
     """The group scenarios' own assertion on group-delivery (member-restart's and member-faults',
-    leader-member-faults', majority-member-faults' and member-churn's, on either group protocol): clean, two members returned every
+    leader-member-faults', majority-member-faults', member-churn's and seeded-member-faults', on either group protocol): clean, two members returned every
     acknowledged record; its twin, kafka-python #3131's shape, where nothing of partition 1 is
     returned after offset 1 (a member kept it across a rebalance and never fetched it again),
     fails it; so does a run that owed nothing."""
@@ -583,9 +583,11 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         "groups/member-restart",
         "groups/member-faults",  # the same assertion as member-restart's (test_group_twin_...)
         # the same assertion as member-faults' (test_group_twin_...), on the leader, a majority, churn
+        # and a seeded schedule over the member selectors
         "groups/leader-member-faults",
         "groups/majority-member-faults",
         "groups/member-churn",
+        "groups/seeded-member-faults",
         *(f"sweep/{s}" for s in sweep.SCENARIOS),
         # the same assertions for the four (test_share_twin_...)
         "share-groups/member-coordinator-kill",

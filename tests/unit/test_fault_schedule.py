@@ -190,3 +190,27 @@ def test_groups_add_their_coordinator_and_leave_other_schedules_alone() -> None:
     assert any(t.startswith("cut --target clients:") and "--peer coordinator:group/hw-group" in t for t in texts)
     with pytest.raises(FaultError):
         ScheduleConfig(groups=("bad/group",))
+
+
+def test_member_targets_draw_a_majority_one_member_and_the_group_leader() -> None:
+    """``member_targets`` adds ``members:<g>``, ``members:<g>:1`` and ``group-leader:<g>`` to
+    what client faults draw; without it a schedule draws as before (and its JSON says nothing)."""
+    from dataclasses import replace
+
+    mix = {"client_kill": 1.0, "client_freeze": 1.0, "client_restart": 1.0}
+    base = ScheduleConfig(length=600, duration=(1, 3), gap=(0, 2), mix=mix, groups=("g",))
+    members = replace(base, member_targets=("group-leader", "members"))
+    assert members.member_targets == ("members", "group-leader")  # one order, whatever was given
+    drawn = Schedule.generate(T, 5, members)
+    assert Schedule.from_json(drawn.to_json()) == drawn
+    targets = Counter(str(f.spec.target) for f in drawn.faults)
+    assert {"members:g", "members:g:1", "group-leader:g", "group:g"} <= set(targets), targets
+    plain = Schedule.generate(T, 5, base)
+    assert "member_targets" not in json.loads(plain.to_json())["config"]
+    assert not any(str(f.spec.target).startswith(("members:", "group-leader:")) for f in plain.faults)
+    consumer_protocol = Schedule.generate(T, 5, replace(base, member_targets=("members",)))
+    assert not any(str(f.spec.target).startswith("group-leader:") for f in consumer_protocol.faults)
+    with pytest.raises(FaultError, match="member_targets takes"):
+        replace(base, member_targets=("leader",))
+    with pytest.raises(FaultError, match="needs groups"):
+        ScheduleConfig(mix=mix, member_targets=("members",))

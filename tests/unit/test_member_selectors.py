@@ -461,3 +461,23 @@ def test_member_churn_is_a_seeded_schedule_of_one_member_at_a_time() -> None:
     assert all(2 <= s.duration <= 8 for s in steps) and steps[0].after == 4
     # every member reads again before the next fault: gaps of at least the session timeout and 2 s
     assert all(GROUP_SESSION_MS / 1000 + 2 <= s.after <= GROUP_SESSION_MS / 1000 + 4 for s in steps[1:])
+
+
+def test_the_seeded_member_fault_schedules_draw_the_member_selectors() -> None:
+    """groups/seeded-member-faults: its classic schedule draws ``members:<g>``, ``members:<g>:1``
+    and ``group-leader:<g>``; the consumer protocol's never draws the leader (it has none); every
+    gap is at least the session timeout plus 2 s and every window 2..9 s."""
+    from suites.scenario import GROUP_SESSION_MS, member_fault_schedule
+    from tests.unit.fault_topology import topo
+
+    classic = member_fault_schedule(topo(), "g", "classic")
+    assert {"members:g", "members:g:1", "group-leader:g"} <= {str(f.spec.target) for f in classic.faults}
+    consumer = member_fault_schedule(topo(), "g", "consumer")
+    targets = [str(f.spec.target) for f in consumer.faults]
+    assert "members:g" in targets and not any(t.startswith("group-leader:") for t in targets)
+    for schedule in (classic, consumer):
+        protocol = "classic" if "group-leader" in schedule.config.member_targets else "consumer"
+        assert schedule == member_fault_schedule(topo(), "g", protocol)  # a pure function of its arguments
+        ends = [0.0, *(f.end for f in schedule.faults)]
+        assert all(f.start - end >= GROUP_SESSION_MS / 1000 + 2 for f, end in zip(schedule.faults, ends))
+        assert all(2.0 <= f.duration <= 9.0 for f in schedule.faults)
