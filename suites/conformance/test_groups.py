@@ -68,6 +68,7 @@ from suites.scenario import (
     Plan,
     assert_verdicts,
     check_verdicts,
+    client_topic,
     member_fault_schedule,
     run_plan,
 )
@@ -258,7 +259,8 @@ def test_seeded_member_faults_lose_nothing(  # type: ignore[no-untyped-def]
 ) -> None:
     topic = "groups-seeded"
     protocol = GROUP_RUNS[group_run][0]
-    schedule = member_fault_schedule(cluster.topo, f"{topic}-{group_run}-group", protocol)  # RunSpec.group_id()
+    group = client_topic(f"{topic}-{group_run}", RUN_OPTIONS.get().client) + "-group"  # RunSpec.group_id()
+    schedule = member_fault_schedule(cluster.topo, group, protocol)
     assert Schedule.from_json(schedule.to_json()) == schedule  # replayable from run.json
     events = run_member_faults(
         SEEDED, group_run, topic, cluster, profile, campaign, results_root, repro, nemesis=scheduled(schedule)
