@@ -1,40 +1,64 @@
-"""highwater: chaos and conformance runs on real Kafka clusters, their checks and reports.
+"""highwater: chaos and conformance runs on real Apache Kafka clusters, the checks that judge
+what the clients saw, and the reports.
 
-Start with `highwater setup` (Kafka and Toxiproxy into the cache), then `highwater run` (suites
-via pytest) or `highwater campaign` (the chaos campaign and its HTML report); `highwater check`
-judges a history, `highwater report` a results tree. `highwater COMMAND --help` for each."""
+Start with `highwater setup` (Kafka, Toxiproxy and the client workers into the cache), then
+`highwater run` (the suites, through pytest) or `highwater campaign` (the chaos campaign and its
+HTML report). `highwater sweep` runs suites across Kafka releases or client versions and
+`highwater bisect` finds the version where a scenario's verdict changes. `highwater check`
+judges one history, `highwater report` a results tree (`highwater export` writes it as a CSV or
+Parquet table), `highwater replay` runs a recorded run again. `highwater cluster up` / `fault apply` / `fault heal` poke a cluster by hand.
+`highwater COMMAND --help` for each (`highwater fault apply KIND --help` for a fault kind);
+docs/cli.md says more."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
+import textwrap
+import traceback
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
 from harness.errors import HighwaterError
 
-from . import cli_check, cli_cluster, cli_compose, cli_fault, cli_replay, cli_report, cli_run, cli_setup, cli_sweep
+from .exit_codes import Exit, table
 
-# Each subcommand module has ``register(subparsers)``; imported explicitly, so a missing or
-# broken one fails loudly at import time instead of vanishing from the help.
+# Each subcommand module has ``register(subparsers)``; imported when the parser is built (not
+# for ``--version``, which answers at once), each by name, so a missing or broken one fails
+# loudly instead of vanishing from the help.
 SUBCOMMAND_MODULES = (
-    cli_setup,
-    cli_cluster,
-    cli_check,
-    cli_fault,
-    cli_run,
-    cli_sweep,
-    cli_replay,
-    cli_report,
-    cli_compose,
+    "cli_setup",
+    "cli_cluster",
+    "cli_check",
+    "cli_fault",
+    "cli_run",
+    "cli_sweep",
+    "cli_replay",
+    "cli_report",
+    "cli_export",
+    "cli_compose",
 )
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Descriptions as written, and every option's default after its help, unless the help
-    already says it or there is none to say (None, False, an empty list)."""
+    """Descriptions wrapped to the terminal paragraph by paragraph (a paragraph with indented
+    lines, a list or a table, as written), and every option's default after its help, unless
+    the help already says it or there is none to say (None, False, an empty list)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = []
+        for para in text.strip("\n").split("\n\n"):
+            lines = para.splitlines()
+            if any(line.startswith(" ") for line in lines):
+                paragraphs.append("\n".join(indent + line for line in lines))
+            else:
+                paragraphs.append(
+                    textwrap.fill(" ".join(para.split()), width, initial_indent=indent, subsequent_indent=indent)
+                )
+        return "\n\n".join(paragraphs) + "\n"
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
@@ -70,20 +94,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="highwater",
         description=__doc__,
-        epilog="Exit status. check, report, replay: 0 every check held, 1 a violation, 2 a verdict that could not "
-        "be judged (unknown never counts as valid) or unreadable input. run, campaign: pytest's (0 every test "
-        "passed, 1 a test failed, 5 no test collected). Every command: 2 for bad input refused before anything "
-        "started or a harness error, 130 when interrupted.",
+        epilog="exit status (every command; docs/cli.md):\n" + table() + "\n"
+        "run and campaign translate pytest's: a failed test is 1; pytest's internal error, usage error\n"
+        "and 'no test collected' are 4; an interrupted session 130.",
     )
-    parser.add_argument("--version", action="version", version=f"highwater {version()}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug output")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in SUBCOMMAND_MODULES:
-        module.register(sub)
+    parser.add_argument("--version", action="version", version=f"highwater {version()}", help="print the version")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug output (to stderr)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(f"highwater.{name}").register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit status (``highwater.exit_codes``): argparse's usage error is
+    raised as ``SystemExit(2)``, everything else is returned."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:  # at once: without the subcommands' imports
+        print(f"highwater {version()}")
+        return Exit.OK
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -92,16 +121,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if func is None:
-        parser.print_help()
-        return 2
+        parser.print_help(sys.stderr)
+        return Exit.USAGE
     try:
         return int(func(args) or 0)
-    except HighwaterError as exc:
+    except HighwaterError as exc:  # input refused, or setup failed: one line, no traceback
         print(f"highwater: error: {exc}", file=sys.stderr)
-        return 2
+        return Exit.HARNESS
     except KeyboardInterrupt:
         print("highwater: interrupted", file=sys.stderr)
-        return 130
+        return Exit.INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - a bug is a harness error, never a verdict (1)
+        traceback.print_exc()
+        print(f"highwater: harness error: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+        return Exit.HARNESS
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """``highwater check HISTORY.jsonl|.parquet [--json]``: run every check, print the verdicts.
 
-Exit status: 0 all valid, 1 some violation, 2 unknown (something could not be judged) or the
-history is unreadable. A check whose inputs the history does not carry at all (no racks in the
-header, no meta events, no final reads...) is listed as not-applicable and does not change the
-exit status, unless no check applied at all (then nothing was judged: 2).
+Exit status (``highwater.exit_codes``): 0 all valid, 1 some violation, 3 unknown (something
+could not be judged, and nothing said no), 4 the history is unreadable. A check whose inputs the
+history does not carry at all (no racks in the header, no meta events, no final reads...) is
+listed as not-applicable and does not change the exit status, unless no check applied at all
+(then nothing was judged: 3).
 ``highwater.cli`` calls ``register(subparsers)``.
 """
 
@@ -18,7 +19,7 @@ from harness.checks import CHECKS, NEEDS, Input, load, needs_text, overall, pres
 from harness.checks.verdict import NOT_APPLICABLE, Verdict
 from harness.history import HistoryError
 
-EXIT = {True: 0, False: 1, "unknown": 2}
+from .exit_codes import Exit, of_verdict
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -26,11 +27,12 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "check",
         help="check a history against Kafka's promises",
         description="Run the checks of docs/checks.md on a history and print their verdicts. "
-        "Exit 0: valid, 1: violations, 2: unknown or unreadable. Checks whose inputs the "
-        "history lacks are listed as not-applicable and do not change the exit status.",
+        "Exit 0: valid, 1: violations, 3: unknown (nothing said no, something could not be judged), "
+        "4: unreadable history. Checks whose inputs the history lacks are listed as not-applicable "
+        "and do not change the exit status (if none applied, nothing was judged: 3).",
     )
     p.add_argument("history", help="history file (.jsonl or .parquet)")
-    p.add_argument("--json", action="store_true", help="print verdicts as JSON")
+    p.add_argument("--json", action="store_true", help="print verdicts as JSON (default: a table)")
     p.add_argument(
         "--check",
         action="append",
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         h = load(args.history)
     except HistoryError as e:
         _emit_error(args, out, str(e))
-        return 2
+        return Exit.HARNESS
     verdicts = run_checks(h, getattr(args, "checks", None), policy=not getattr(args, "no_policy", False))
     valid = overall(verdicts)
     inputs = present_inputs(h)
@@ -72,7 +74,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         out.write("\n")
     else:
         _print_text(verdicts, valid, out, getattr(args, "examples", False), inputs)
-    return EXIT[valid]
+    return of_verdict(valid)
 
 
 def _emit_error(args: argparse.Namespace, out: TextIO, message: str) -> None:

@@ -34,11 +34,23 @@ def manual_dir() -> Path:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cluster", help="start, inspect or stop a cluster by hand")
+    p = sub.add_parser(
+        "cluster",
+        help="start, inspect or stop a cluster by hand",
+        description="A cluster that outlives the command, for use by hand (docs/clusters.md): 'up' starts "
+        "it in the background and prints its bootstrap addresses per client rack, 'status' shows it, "
+        "'down' stops it. 'highwater fault apply' pokes it.",
+    )
     csub = p.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
-    up = csub.add_parser("up", help="start a cluster in the background")
+    up = csub.add_parser(
+        "up",
+        help="start a cluster in the background",
+        description="Start a cluster owned by a supervisor process in the background; returns when it is "
+        "ready and prints its nodes, bootstrap servers per client rack and the Toxiproxy API. Exit 0: "
+        "up, 4: refused (a bad shape, already up) or it did not start.",
+    )
     add_spec_args(up)
-    up.add_argument("--timeout", type=float, default=600, help="seconds to wait for readiness (incl. setup)")
+    up.add_argument("--timeout", type=float, default=600, help="seconds to wait for readiness (setup included)")
     up.set_defaults(func=cmd_up)
     st = csub.add_parser("status", help="show running clusters")
     st.add_argument("--name", default=None, help="one cluster (default: every cluster that is up)")

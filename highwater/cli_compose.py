@@ -18,7 +18,12 @@ from highwater.console import progress
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    images = sub.add_parser("images", help="container images for the compose backend")
+    images = sub.add_parser(
+        "images",
+        help="container images for the compose backend",
+        description="The container images of the compose backend (docs/compose.md): 'build' builds "
+        "highwater/kafka and highwater/toxiproxy locally, 'pull' pulls the official ones.",
+    )
     isub = images.add_subparsers(dest="images_command", metavar="ACTION", required=True)
     b = isub.add_parser("build", help="build highwater/kafka and highwater/toxiproxy locally (no registry)")
     b.add_argument("--kafka-version", metavar="V", help="Kafka version (default: the newest stable release)")
@@ -28,7 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     pl.add_argument("--kafka-version", metavar="V", help="Kafka version (default: the newest stable release)")
     pl.set_defaults(func=run_pull)
 
-    compose = sub.add_parser("compose", help="docker-compose files for a highwater cluster")
+    compose = sub.add_parser(
+        "compose",
+        help="docker-compose files for a highwater cluster",
+        description="'render' writes a docker-compose.yml of a highwater cluster (docs/compose.md).",
+    )
     csub = compose.add_subparsers(dest="compose_command", metavar="ACTION", required=True)
     r = csub.add_parser("render", help="write a docker-compose.yml (host networking, one proxy per link)")
     r.add_argument("--brokers", type=int, default=3, help="broker containers")

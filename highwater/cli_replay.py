@@ -11,13 +11,14 @@ command.
 Refused, in one line, before any cluster starts: a manifest that is malformed or of an unknown
 version, a run whose nemesis was code rather than data (``custom``: replay it with its own
 ``repro`` command) or was not recorded (an old run.json without a schedule), a run without a
-recorded cluster shape, and an unknown client. Exit status: 0 valid, 1 violations, 2 unknown (or
-a refusal).
+recorded cluster shape, and an unknown client. Exit status (``highwater.exit_codes``): 0 valid,
+1 violations, 3 unknown, 4 a refusal or a harness error.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,11 +28,12 @@ from harness.clients import get_driver
 from harness.config import ClusterSpec
 from harness.errors import HighwaterError
 from harness.manifest import NemesisRecord, RunManifest
+from highwater import progress as live
+from highwater.cli_run import add_progress_arg
 from highwater.console import progress
+from highwater.exit_codes import of_verdict
 from highwater.nemesis import PlannedNemesis, Step, scheduled, scripted
 from highwater.runner import RunSpec, execute_run, run_spec_from_json
-
-EXIT = {True: 0, False: 1}
 
 
 class ReplayError(HighwaterError):
@@ -47,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (holding run.json) or its run.json")
     p.add_argument("--results", default="results", help="results root of the new run (default: results)")
     p.add_argument("--campaign", default=None, help="campaign of the new run (default: replay-<original campaign>)")
+    add_progress_arg(p)
     p.set_defaults(func=cmd_replay)
 
 
@@ -123,9 +126,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         if plan.schedule is not None:
             plan.schedule.check_topology(cluster.topo)  # the same shape gives the same node names
-        result = execute_run(cluster, plan.spec, plan.nemesis, progress=progress)
+        with live.using(live.for_stream(sys.stderr, args.progress)):  # phases, faults, events/s
+            result = execute_run(cluster, plan.spec, plan.nemesis, progress=progress)
     finally:
         cluster.stop()
     progress(f"replay of {manifest.run_id}: {result.valid}")
     print(result.dir, flush=True)
-    return EXIT[result.valid] if isinstance(result.valid, bool) else 2
+    return of_verdict(result.valid)

@@ -1,8 +1,9 @@
 """``highwater report RESULTS_DIR [--out DIR] [--master URL]``.
 
 Writes ``report.html`` (self-contained), ``summary.json`` and ``junit.xml`` into ``--out``
-(default ``RESULTS_DIR/report``). Exit status: 0 every run valid, 1 some violation, 2 something
-unknown, or the report itself could not be built (a harness error: never a silent 0).
+(default ``RESULTS_DIR/report``). Exit status (``highwater.exit_codes``): 0 every run valid,
+1 some violation, 3 something unknown (and nothing violated), 4 the report itself could not be
+built (a harness error: never a silent 0).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 from reports.spark_session import DEFAULT_MASTER, Progress
 
+from .exit_codes import Exit, of_verdict
+
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
@@ -22,19 +25,17 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help="aggregate results with Spark into HTML / JSON / JUnit reports",
         description="Aggregate every run under RESULTS_DIR (results/<campaign>/<run_id>/) with "
         "Spark and write report.html, summary.json and junit.xml. Exit 0: compliant, "
-        "1: violations, 2: unknown or harness error.",
+        "1: violations, 3: unknown, 4: the report could not be built.",
     )
     p.add_argument("results", metavar="RESULTS_DIR", help="results directory")
-    p.add_argument("--out", metavar="DIR", help="output directory (default RESULTS_DIR/report)")
-    p.add_argument(
-        "--master", default=DEFAULT_MASTER, metavar="URL", help=f"Spark master URL (default {DEFAULT_MASTER})"
-    )
+    p.add_argument("--out", metavar="DIR", help="output directory (default: RESULTS_DIR/report)")
+    p.add_argument("--master", default=DEFAULT_MASTER, metavar="URL", help="Spark master URL")
     p.add_argument(
         "--max-timelines",
         type=int,
         default=40,
         metavar="N",
-        help="plot at most N runs (failing runs first; default 40)",
+        help="plot at most N runs (failing runs first)",
     )
     p.add_argument(
         "--no-spark-checks",
@@ -48,7 +49,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "reports (kept per run under RESULTS_DIR/.parquet-cache/runs, keyed by the "
         "history file and the code)",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--quiet", action="store_true", help="no progress output (default: progress on stderr)")
     p.set_defaults(func=run)
     return p
 
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from reports.aggregate import Options, build
     from reports.junit import write_junit
     from reports.render_html import write_html
-    from reports.summary import exit_code, write_summary
+    from reports.summary import write_summary
 
     results = Path(args.results)
     out = Path(args.out) if args.out else results / "report"
@@ -79,11 +80,11 @@ def run(args: argparse.Namespace) -> int:
         write_junit(data, out / "junit.xml")
     except FileNotFoundError as e:
         print(f"highwater report: error: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:  # noqa: BLE001 - a broken report must exit 2, with the reason shown
+        return Exit.HARNESS
+    except Exception as e:  # noqa: BLE001 - a broken report is a harness error, with the reason shown
         traceback.print_exc()
         print(f"highwater report: harness error: {e.__class__.__name__}: {e}", file=sys.stderr)
-        return 2
+        return Exit.HARNESS
     t = s["totals"]
     print(
         f"highwater report: {t['runs']} run(s): {t['valid']} valid, {t['violated']} violated, "
@@ -92,4 +93,4 @@ def run(args: argparse.Namespace) -> int:
     if data.disagreements:
         print(f"highwater report: {len(data.disagreements)} Spark/Python disagreement(s): harness bug", file=sys.stderr)
     print(f"highwater report: wrote {out / 'report.html'}, {out / 'summary.json'}, {out / 'junit.xml'}")
-    return exit_code(data.valid)
+    return of_verdict(data.valid)

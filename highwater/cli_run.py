@@ -1,9 +1,16 @@
 """``highwater run`` (the suites through pytest) and ``highwater campaign`` (what ``make
-campaign`` runs: the chaos campaign on a local 3-rack cluster, then the HTML report)."""
+campaign`` runs: the chaos campaign on a local 3-rack cluster, then the HTML report).
+
+The suites run in a child pytest; its exit code is translated into ours
+(``highwater.exit_codes.of_pytest``: a failed test 1, pytest's errors and "no test collected" 4,
+an interrupted session 130). A campaign's status is the worse of its suites' and its report's.
+The child shows live progress (``--progress``: each test of how many, elapsed and remaining,
+each phase, the faults active, events/s; ``highwater.progress``)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -13,18 +20,33 @@ from harness.backends import DEFAULT_BACKEND, get_backend
 from harness.clients import DEFAULT_CLIENT, client_names, parse_client_specs
 
 from .console import progress
+from .exit_codes import of_pytest, worst
 from .preflight import preflight, split_versions
+from .progress import ENV as PROGRESS_ENV
+from .progress import MODES as PROGRESS_MODES
 from .pytest_runs import PytestRun
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    r = sub.add_parser("run", help="run suites (default: all) with a profile, via pytest")
+    r = sub.add_parser(
+        "run",
+        help="run suites (default: all) with a profile, via pytest",
+        description="Run suites (pytest node ids or paths; default: every suite) in a child pytest with "
+        "the highwater plugin's options. Exit 0: every test passed, 1: a test failed, 4: refused or "
+        "a harness error (pytest's own errors, no test collected), 130: interrupted.",
+    )
     r.add_argument("tests", nargs="*", help="pytest node ids or paths (default: suites/)")
     _common(r)
     r.set_defaults(func=cmd_run)
-    c = sub.add_parser("campaign", help="run the chaos campaign on a local multi-rack cluster and write the report")
+    c = sub.add_parser(
+        "campaign",
+        help="run the chaos campaign on a local multi-rack cluster and write the report",
+        description="Run the chaos suites (suites/chaos) into one campaign, then 'highwater report' on it. "
+        "Exit: the worse of the suites' status and the report's (0 valid, 3 unknown, 1 violations, "
+        "4 harness error, 130 interrupted).",
+    )
     _common(c)
-    c.add_argument("--report", default="report", help="where the HTML report goes (default: report/)")
+    c.add_argument("--report", default="report", help="where the HTML report goes")
     c.set_defaults(func=cmd_campaign)
 
 
@@ -54,9 +76,34 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--seed", type=int, default=None, help="seed of the runs' fault schedules (default: each suite's own seeds)"
     )
-    p.add_argument("--kafka-version", action="append", default=None, help="repeatable or comma-separated")
+    p.add_argument(
+        "--kafka-version",
+        action="append",
+        default=None,
+        metavar="V",
+        help="the Kafka release(s) to test, repeatable or comma-separated; every test runs on each "
+        "(default: $HIGHWATER_KAFKA_VERSION, else the newest stable release)",
+    )
     p.add_argument("--campaign", default=None, help="campaign name (default: <profile>-<timestamp>)")
     p.add_argument("--results", default="results", help="where campaigns and their runs are written")
+    add_progress_arg(p)
+
+
+def add_progress_arg(p: argparse.ArgumentParser) -> None:
+    """``--progress``: how the live progress is shown (``highwater.progress``)."""
+    p.add_argument(
+        "--progress",
+        choices=PROGRESS_MODES,
+        default=os.environ.get(PROGRESS_ENV) or "auto",
+        help="live progress (test i of n, elapsed and remaining, phase, active faults, events/s): "
+        "auto is rich on a terminal and plain lines otherwise; off shows pytest's own output only; "
+        f"${PROGRESS_ENV} changes it",
+    )
+
+
+def progress_args(args: argparse.Namespace) -> list[str]:
+    """The child pytest's option for the live progress (``highwater.pytest_plugin``)."""
+    return ["--highwater-progress", str(getattr(args, "progress", "auto"))]
 
 
 def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
@@ -76,7 +123,8 @@ def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
     extra = ["--cluster-file", str(Path(args.cluster_file).resolve())] if args.cluster_file is not None else []
     if args.keep_topics:
         extra.append("--keep-topics")
-    return PytestRun(
+    extra += progress_args(args)
+    code = PytestRun(
         tests=tests,
         campaign=campaign,
         profile=args.profile,
@@ -87,6 +135,9 @@ def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
         results=args.results,
         extra=extra,
     ).call()
+    if code == 5:
+        progress("pytest collected no test: nothing was judged")
+    return of_pytest(code)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -96,7 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_campaign(args: argparse.Namespace) -> int:
     campaign = args.campaign or f"campaign-{args.profile}-{time.strftime('%Y%m%dT%H%M%S')}"
-    rc = _pytest(["suites/chaos"], args, campaign)
+    rc = _pytest(["suites/chaos"], args, campaign)  # interrupted: the runs done so far are reported
     report_cmd = [
         sys.executable,
         "-m",
@@ -106,11 +157,11 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         "--out",
         args.report,
     ]
-    print("highwater: " + " ".join(report_cmd[1:]), file=sys.stderr, flush=True)
+    progress(" ".join(report_cmd[1:]))
     report_rc = subprocess.call(report_cmd)
-    print(
-        f"highwater: campaign {campaign}: suites exit {rc}, report exit {report_rc}; "
-        f"report at {Path(args.report) / 'report.html'}",
-        file=sys.stderr,
+    code = worst(rc, report_rc)
+    progress(
+        f"campaign {campaign}: suites exit {int(rc)}, report exit {report_rc} -> exit {int(code)}; "
+        f"report at {Path(args.report) / 'report.html'}"
     )
-    return rc or report_rc
+    return code

@@ -17,7 +17,14 @@ from highwater.console import progress
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("setup", help="assemble Kafka (Maven Central) and Toxiproxy (Go) into the cache")
+    p = sub.add_parser(
+        "setup",
+        help="assemble Kafka (Maven Central) and Toxiproxy (Go) into the cache",
+        description="Put into the cache (docs/setup.md) what runs need: the Kafka distribution(s) from "
+        "Maven Central with a Java for each, the Java client worker, kafkajs (where Node.js is found), "
+        "Toxiproxy and lossyfs. Idempotent: what is there already is kept. Exit 0: ready, 4: it "
+        "could not be done (one line says why).",
+    )
     p.add_argument(
         "--kafka-version",
         action="append",

@@ -1,12 +1,16 @@
 """``highwater sweep`` (suites across a range of Kafka releases or client versions, resumable)
 and ``highwater bisect`` (the version where a scenario's verdict changes). The logic lives in
-``highwater.sweep`` and ``highwater.bisect``; this module gives them real versions and pytest."""
+``highwater.sweep`` and ``highwater.bisect``; this module gives them real versions and pytest.
+
+Both are surveys: exit 0 means the survey is complete (every version has an outcome, or the
+boundary was found), whatever the versions' verdicts (the summary says them); 4 a refusal or a
+harness error (a bisect whose ends do not differ), 130 interrupted (a sweep resumes with the same
+``--campaign``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -31,6 +35,9 @@ from harness.distribution import (
 from harness.errors import HighwaterError
 
 from .bisect import BisectError, Probe, bisect, report_lines
+from .cli_run import add_progress_arg, progress_args
+from .console import progress as _say
+from .exit_codes import Exit
 from .preflight import preflight
 from .pytest_runs import PytestRun
 from .sweep import (
@@ -70,13 +77,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser(
         "sweep",
         help="run suites on every Kafka release (or client version) in a range (resumable), into one campaign",
+        description="Run suites on each Kafka release (--over kafka) or each version of one client library "
+        "(--over client) in a range, all into one campaign (then 'highwater report' shows them side by "
+        "side). Resumable: the same --campaign runs only the versions not yet recorded. Exit 0: every "
+        "version has an outcome (the summary says which failed), 4: refused, 130: interrupted.",
     )
     s.add_argument("tests", nargs="*", help="pytest node ids or paths (default: suites/conformance suites/sweep)")
     s.add_argument(
         "--over",
         choices=["kafka", "client"],
         default="kafka",
-        help="sweep Kafka releases (default) or versions of the --client library against one Kafka release",
+        help="sweep Kafka releases, or versions of the --client library against one Kafka release",
     )
     s.add_argument(
         "--kafka-versions", default=None, help="Kafka releases LOW..HIGH, e.g. 3.3.1..newest or 3.5.0..3.9.1"
@@ -97,7 +108,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(s)
     s.add_argument("--campaign", default=None, help="campaign name; the same name resumes an interrupted sweep")
     s.set_defaults(func=cmd_sweep)
-    b = sub.add_parser("bisect", help="find the first version where a scenario's verdict changes")
+    b = sub.add_parser(
+        "bisect",
+        help="find the first version where a scenario's verdict changes",
+        description="Run one scenario --runs times on versions between --good and --bad, halving the range, "
+        "and print the boundary with its confidence. Exit 0: found, 4: refused (the ends do not "
+        "differ, a version that does not exist), 130: interrupted.",
+    )
     b.add_argument("scenario", help="a suite test's node id, e.g. 'suites/conformance/test_kip320.py::test_x'")
     b.add_argument("--good", required=True, help="a version where the scenario passes")
     b.add_argument("--bad", required=True, help="a version where it fails (may be older than --good: a fix)")
@@ -106,7 +123,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--over",
         choices=["kafka", "client"],
         default="kafka",
-        help="bisect Kafka releases (default) or versions of the --client library against one Kafka release",
+        help="bisect Kafka releases, or versions of the --client library against one Kafka release",
     )
     b.add_argument("--kafka-version", default=None, help="with --over client: the Kafka release (default: newest)")
     _common(b)
@@ -117,18 +134,17 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--profile", default="ci", choices=["ci", "nightly"], help="run lengths, rates and seeds (highwater.profiles)"
     )
-    p.add_argument("--backend", default=DEFAULT_BACKEND, help=f"(default: {DEFAULT_BACKEND})")
+    p.add_argument("--backend", default=DEFAULT_BACKEND, help="where the clusters run (see harness.backend)")
     p.add_argument(
         "--client",
         default=DEFAULT_CLIENT,
         help=f"client spec(s) (default: {DEFAULT_CLIENT}); with --over client, the library's name alone",
     )
-    p.add_argument("--seed", type=int, default=None, help="seed of the runs' schedules")
+    p.add_argument(
+        "--seed", type=int, default=None, help="seed of the runs' schedules (default: each suite's own seeds)"
+    )
     p.add_argument("--results", default="results", help="where campaigns and their runs are written")
-
-
-def _say(msg: str) -> None:
-    print(f"highwater: {msg}", file=sys.stderr, flush=True)
+    add_progress_arg(p)
 
 
 @dataclass(frozen=True)
@@ -284,13 +300,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             kafka_versions=axis.kafka(version),
             seed=args.seed,
             results=args.results,
+            extra=progress_args(args),
         ).call()
 
     state = run_sweep(state, state_path, axis.prepare, run_version, _say, what=axis.what)
     for line in summary_lines(state):
         print(line)
     print(f"report: highwater report {Path(args.results) / campaign}")
-    return 0 if not state.pending() else 2
+    return Exit.OK if not state.pending() else Exit.INTERRUPTED  # run_sweep stops early only when interrupted
 
 
 def _prepare_kafka(version: str) -> None:
@@ -444,7 +461,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
                 kafka_versions=kafka_versions,
                 seed=base_seed + i,
                 results=args.results,
-                extra=("--runxfail", "-q"),
+                extra=("--runxfail", "-q", *progress_args(args)),
             ).call()
             if code == 5:
                 raise BisectError(f"{args.scenario!r} names no test")

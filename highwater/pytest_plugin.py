@@ -20,6 +20,12 @@ At session start, before collection, every Kafka release and client asked for (`
 ``--client``, ``--client-rotation``) is made ready once (``highwater.preflight``); one that cannot
 be is a usage error, one line, and no test runs.
 
+Live progress (``--highwater-progress auto|rich|plain|off``, default ``$HIGHWATER_PROGRESS`` or
+off; ``highwater run``/``campaign``/``sweep``/``bisect`` pass their ``--progress``): a line per
+test (``[i/n] node id``, elapsed, about how long is left), per phase of a run, per change of the
+faults active, and the events' rate at most every 10 s (``highwater.progress``), written live
+past pytest's output capture; coloured on a terminal, plain in a log.
+
 The fixtures are typed by the backend protocols (``ClusterBackend``); a test that needs link or
 process control asks for it (``isinstance(cluster, LinkControl)``) or lets a fault be refused.
 """
@@ -28,7 +34,9 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import pytest
@@ -46,6 +54,7 @@ from harness.clients import (
 from harness.config import ClusterSpec
 from harness.errors import HighwaterError
 
+from . import progress as live
 from .preflight import preflight, split_versions
 
 ClusterFactory = Callable[..., ClusterBackend]
@@ -105,6 +114,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="the seed of the runs' schedules (default: each suite's own seeds)",
     )
+    group.addoption(
+        "--highwater-progress",
+        choices=live.MODES,
+        default=os.environ.get(live.ENV) or "off",
+        help="live progress lines (test i of n, elapsed and remaining, phase, active faults, events/s): "
+        "auto/rich coloured on a terminal, plain, or off (default: $HIGHWATER_PROGRESS, else off)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -134,6 +150,68 @@ def pytest_configure(config: pytest.Config) -> None:
         if config.getoption("--keep-topics"):
             os.environ[ENV_KEEP_TOPICS] = "1"
     requested_and_rotated_clients(config)  # a bad spec: one line at once (the rest waits for the session)
+    mode = config.getoption("--highwater-progress")
+    if mode != "off":
+        config.pluginmanager.register(LiveProgress(config, styled=mode != "plain"), LiveProgress.NAME)
+
+
+class LiveProgress:
+    """The live progress of a pytest session (``--highwater-progress``): installed as the
+    process's reporter (``highwater.progress``) for the session; its lines are written through
+    pytest's terminal writer with output capture suspended, as pytest's live logging does."""
+
+    NAME = "highwater-live-progress"
+    #: pytest terminal markup of each kind of line
+    MARKUP: dict[str, dict[str, bool]] = {
+        "step": {"bold": True, "cyan": True},
+        "phase": {"blue": True},
+        "fault": {"yellow": True, "bold": True},
+        "healed": {"green": True},
+        "events": {"light": True},
+    }
+
+    def __init__(self, config: pytest.Config, styled: bool = True) -> None:
+        self.config = config
+        self.styled = styled
+        self.lock = threading.Lock()
+        self.reporter = live.LineReporter(self.write)
+        self.total = 0
+        self.index = 0
+        self.previous: live.Reporter | None = None
+
+    def write(self, kind: str, line: str) -> None:
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        suspended: AbstractContextManager[object] = (
+            capture.global_and_fixture_disabled() if capture is not None else nullcontext()
+        )
+        with self.lock, suspended:
+            if terminal is None:
+                print(f"[highwater] {line}", flush=True)
+                return
+            terminal.ensure_newline()
+            # a result letter ('.') may end the line so far
+            if getattr(getattr(terminal, "_tw", None), "width_of_current_line", False):
+                terminal.write("\n")
+            markup = self.MARKUP.get(kind, {}) if self.styled else {}
+            terminal.write_line(f"[highwater] {line}", **markup)
+            terminal.flush()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.previous = live.install(self.reporter)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.total = len(session.items)
+
+    @pytest.hookimpl(tryfirst=True)  # before pytest writes the test's file name
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        self.index += 1
+        self.reporter.step(self.index, max(self.total, self.index), nodeid)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.previous is not None:
+            live.install(self.previous)
 
 
 def requested_and_rotated_clients(config: pytest.Config) -> list[ClientSpec]:
@@ -226,7 +304,13 @@ def kafka_version(request: pytest.FixtureRequest) -> str:
 
 
 def _progress(msg: str) -> None:
-    print(f"[highwater] {msg}", flush=True)
+    """Clusters starting, releases assembled: live with ``--highwater-progress``, else printed
+    (and captured with the test's output)."""
+    reporter = live.current()
+    if isinstance(reporter, live.NullReporter):
+        print(f"[highwater] {msg}", flush=True)
+    else:
+        reporter.message(msg)
 
 
 @pytest.fixture(scope="session")

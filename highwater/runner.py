@@ -64,6 +64,7 @@ from harness.workload.copy import CopyConfig, CopyWorker
 from harness.workload.final_read import final_read
 from harness.workload.share import AckPolicy, ShareConfig, ShareConsumerWorker, ShareLedger, record_share_state
 from harness.workload.transactions import TransactionalProducerWorker, TransactionConfig
+from highwater import progress as live
 
 log = logging.getLogger(__name__)
 
@@ -425,12 +426,18 @@ def execute_run(
     crashed: BaseException | None = None
     # fewer collector passes while records stream (harness.gcpasses); group-leader targets ask
     # this cluster which member leads a group (faults.clients.group_view)
-    with streaming(), group_view(LiveGroups(cluster.observer)):
+    live_now = live.current()  # the live progress lines (highwater.progress), if anyone shows them
+    with (
+        streaming(),
+        group_view(LiveGroups(cluster.observer)),
+        live.watch_run(lambda: _events_so_far(history), lambda: _active_faults(injector), live_now),
+    ):
         try:
             for w in [observer, *consumers, *producers]:
                 w.start()
             phases.mark("setup")
             progress(f"{run_id}: workload running for {spec.duration:.0f}s")
+            live_now.phase(f"workload, {spec.duration:.0f}s ({spec.scenario})")
             t_end = time.monotonic() + spec.duration
             if nemesis is not None:
                 nemesis(injector, cluster, spec)
@@ -450,6 +457,7 @@ def execute_run(
                 for p in producers:
                     p.stop()
                 if crashed is None:
+                    live_now.phase("settle")
                     _settle(cluster, spec, consumers, producers, progress, out / "threads.txt", ledger)
                     phases.mark("settle")
                 for w in [*consumers, observer]:
@@ -472,6 +480,7 @@ def execute_run(
                     )
                 if crashed is None:
                     progress(f"{run_id}: final read")
+                    live_now.phase("final read")
                     for topic in [spec.topic] if sink is None else [spec.topic, sink]:
                         final_read(cluster.bootstrap(), history, topic, spec.partitions, cluster.client_security)
                     phases.mark("final_read")
@@ -488,6 +497,7 @@ def execute_run(
         for rack in after
         if rack in client_bytes_before
     }
+    live_now.phase("checks")
     judged = load(out / "history.jsonl")
     verdicts = run_all_checks(judged)
     measures = group_measures(judged)
@@ -509,6 +519,7 @@ def execute_run(
     if valid is not True:
         cluster.collect_logs(out / "logs")
     progress(f"{run_id}: {'VALID' if valid is True else 'VIOLATIONS' if valid is False else 'UNKNOWN'} -> {out}")
+    live_now.message(f"{run_id}: {'valid' if valid is True else 'VIOLATIONS' if valid is False else 'unknown'}")
     return RunResult(run_id, out, valid, verdicts, stats)
 
 
@@ -555,6 +566,16 @@ def _copy_workers(
         ConsumerWorker(COPY_READER, cluster.bootstrap(), history, reader, spec.client, cluster.client_security)
     )
     return workers
+
+
+def _events_so_far(history: HistoryWriter) -> int:
+    """How many events the run has recorded (for the live progress: read without the lock)."""
+    return int(getattr(history, "_next_index", 0))
+
+
+def _active_faults(injector: Injector) -> list[str]:
+    """The faults in place now, as ``highwater fault apply`` spells them (for the live progress)."""
+    return [str(f.spec) for f in tuple(injector.active.values())]
 
 
 class PhaseClock:

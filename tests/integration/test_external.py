@@ -224,7 +224,7 @@ def test_cluster_cli_status_and_faults_by_name(kept_up: dict, kafka_version: str
     res = fault("apply", "cut", "--target", "broker:1", "--listener", "replication", "--duration", "1")
     assert res.returncode == 0 and "healed cut" in res.stdout, res
     bad = fault("apply", "explode", "--target", "broker:1")
-    assert bad.returncode == 2 and bad.stderr.strip().startswith("highwater: error: unknown fault kind"), bad
+    assert bad.returncode == 4 and bad.stderr.strip().startswith("highwater: error: unknown fault kind"), bad
     res = fault("heal")
     assert res.returncode == 0, res
     assert _proc_state(pid2) in ("S", "R")

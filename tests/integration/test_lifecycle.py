@@ -176,7 +176,7 @@ def test_cli_bad_input_prints_one_line(tmp_path: Path) -> None:
     ]
     for argv, expected in cases:
         res = subprocess.run([str(highwater), *argv], capture_output=True, text=True, timeout=300)
-        assert res.returncode == 2, res
+        assert res.returncode == 4, res  # refused: highwater.exit_codes.Exit.HARNESS
         lines = [line for line in res.stderr.splitlines() if line.strip()]
         assert lines[-1].startswith("highwater: error: ") and expected in lines[-1], res.stderr
         assert "Traceback" not in res.stderr

@@ -95,7 +95,7 @@ def test_the_registry_knows_local_and_refuses_unknown_names_in_one_line() -> Non
     ],
 )
 def test_cli_refuses_an_unknown_backend_in_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(argv) == 2
+    assert cli.main(argv) == 4  # refused: highwater.exit_codes.Exit.HARNESS
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"highwater: error: unknown backend 'nope' (known: {', '.join(backend_names())})"]
 

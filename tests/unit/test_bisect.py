@@ -175,6 +175,6 @@ def test_a_bad_bisect_is_one_line_before_anything_is_installed_or_run(
 ) -> None:
     runs = Runs(monkeypatch)
     monkeypatch.setattr(cli_sweep, "published_versions", lambda: ["3.2.3", "3.9.1", "4.3.1", "4.4.0"])
-    assert cli.main(["bisect", "X::y", *argv, "--results", str(tmp_path)]) == 2
+    assert cli.main(["bisect", "X::y", *argv, "--results", str(tmp_path)]) == 4  # refused
     assert capsys.readouterr().err.strip().splitlines() == [f"highwater: error: {line}"]
     assert runs.argvs == [] and runs.drivers == [] and runs.kafka == []

@@ -1,4 +1,4 @@
-"""``highwater check``: output and exit status (0 valid, 1 violations, 2 unknown/unreadable)."""
+"""``highwater check``: output and exit status (0 valid, 1 violations, 3 unknown, 4 unreadable)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from harness.history import to_parquet
 from highwater.cli import main
 from highwater.cli_check import register, run
+from highwater.exit_codes import Exit
 from tests.synth.histories import HistoryBuilder
 from tests.unit.test_checks import TXN_AND_GROUP
 
@@ -73,14 +74,14 @@ def test_violation_exits_1_with_json(tmp_path: Path) -> None:
     assert main(["check", str(path)]) == 0
 
 
-def test_unknown_and_unreadable_exit_2(tmp_path: Path) -> None:
+def test_unknown_exits_3_and_unreadable_4(tmp_path: Path) -> None:
     b = HistoryBuilder()
     b.send("producer-0", "t", 0, "a", offset=0)  # one ack: progress has no gap to judge
-    assert main(["check", str(b.write(tmp_path / "u.jsonl"))]) == 2  # (lost-write: not applicable)
+    assert main(["check", str(b.write(tmp_path / "u.jsonl"))]) == Exit.UNKNOWN == 3  # (lost-write: not applicable)
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not a history\n")
-    assert main(["check", str(bad)]) == 2
-    assert main(["check", str(tmp_path / "missing.jsonl")]) == 2
+    assert main(["check", str(bad)]) == Exit.HARNESS == 4
+    assert main(["check", str(tmp_path / "missing.jsonl")]) == Exit.HARNESS
 
 
 def test_bad_line_makes_it_unknown_but_still_checks(tmp_path: Path) -> None:
@@ -90,7 +91,7 @@ def test_bad_line_makes_it_unknown_but_still_checks(tmp_path: Path) -> None:
     code = run(argparse.Namespace(history=str(path), json=True, checks=None, no_policy=False), buf)
     doc = json.loads(buf.getvalue())
     hist = doc["verdicts"][0]
-    assert code == 2 and hist["check"] == "history" and hist["counts"]["unreadable_lines"] == 1
+    assert code == Exit.UNKNOWN and hist["check"] == "history" and hist["counts"]["unreadable_lines"] == 1
     # every check ran and passed, but those of transactions and group commits (none recorded)
     judged = {v["check"]: v["valid"] for v in doc["verdicts"][1:] if v["check"] not in TXN_AND_GROUP}
     assert judged and all(x is True for x in judged.values())

@@ -18,11 +18,12 @@ from harness.clients import ClientSpec
 from harness.distribution import UnknownKafkaVersion
 from harness.errors import SetupError
 from highwater import cli, cli_run, cli_sweep, preflight
+from highwater.exit_codes import Exit
 
 
 @pytest.mark.parametrize("command", ["run", "campaign"])
 def test_cli_refuses_an_unknown_client_in_one_line(command: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main([command, "--client", "nope"]) == 2
+    assert cli.main([command, "--client", "nope"]) == Exit.HARNESS
     assert capsys.readouterr().err.strip().splitlines() == [
         "highwater: error: unknown client 'nope' (known: kafka-python, confluent-kafka, java, kafkajs)"
     ]
@@ -132,7 +133,7 @@ def test_cli_refuses_a_kafka_release_that_does_not_exist_before_pytest_starts(
     monkeypatch.setattr(preflight, "ensure_kafka", _no_kafka)
     monkeypatch.setattr(preflight, "get_driver", _any_client)
     argv = [command, "--kafka-version", "4.3.1,9.9.9"]
-    assert cli.main(argv + (["suites/conformance/test_durability.py"] if command == "run" else [])) == 2
+    assert cli.main(argv + (["suites/conformance/test_durability.py"] if command == "run" else [])) == Exit.HARNESS
     assert capsys.readouterr().err.strip().splitlines() == [
         "highwater: error: Kafka 9.9.9 is not on Maven Central (newest: 4.4.0, 4.3.1)"
     ]
@@ -152,7 +153,7 @@ def test_cli_refuses_a_client_version_that_cannot_be_installed_before_pytest_sta
             _no_client(spec)
 
     monkeypatch.setattr(preflight, "get_driver", get_driver)
-    assert cli.main([command, "--client", "kafka-python,confluent-kafka==99.0"]) == 2
+    assert cli.main([command, "--client", "kafka-python,confluent-kafka==99.0"]) == Exit.HARNESS
     assert capsys.readouterr().err.strip().splitlines() == [
         "highwater: error: confluent-kafka 99.0 is not on PyPI (or not for Python 3.11)"
     ]
@@ -202,7 +203,7 @@ def test_sweep_and_bisect_refuse_a_client_that_cannot_be_installed_before_any_ru
     started = Started(monkeypatch)
     monkeypatch.setattr(cli_sweep, "published_versions", lambda: ["3.3.1", "3.9.1", "4.3.1"])
     monkeypatch.setattr(preflight, "get_driver", _no_client)
-    assert cli.main([*argv, "--results", str(tmp_path)]) == 2
+    assert cli.main([*argv, "--results", str(tmp_path)]) == Exit.HARNESS
     assert capsys.readouterr().err.strip().splitlines() == [
         "highwater: error: confluent-kafka 99.0 is not on PyPI (or not for Python 3.11)"
     ]
@@ -219,7 +220,7 @@ def test_client_sweep_and_bisect_refuse_a_kafka_release_that_does_not_exist_befo
     monkeypatch.setattr(preflight, "get_driver", _any_client)
     versions = ["--versions", "3.0.5,3.0.12"] if command == "sweep" else ["X::y", "--good", "3.0.5", "--bad", "3.0.12"]
     argv = [command, *versions, "--over", "client", "--client", "kafka-python", "--kafka-version", "9.9.9"]
-    assert cli.main([*argv, "--results", str(tmp_path)]) == 2
+    assert cli.main([*argv, "--results", str(tmp_path)]) == Exit.HARNESS
     assert capsys.readouterr().err.strip().splitlines() == [
         "highwater: error: Kafka 9.9.9 is not on Maven Central (newest: 4.4.0, 4.3.1)"
     ]

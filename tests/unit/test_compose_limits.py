@@ -144,7 +144,7 @@ def test_only_the_compose_backend_takes_limits() -> None:
     ],
 )
 def test_cli_refuses_bad_limits_in_one_line(argv: list[str], line: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(argv) == 2
+    assert cli.main(argv) == 4  # refused
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"highwater: error: {line}"), err
 

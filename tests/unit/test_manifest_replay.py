@@ -85,8 +85,8 @@ def test_the_command_refuses_before_starting_a_cluster(tmp_path: Path, capsys: p
     d = tmp_path / "run"
     d.mkdir()
     replace(full_manifest(), nemesis=NemesisRecord("custom", name="f")).write(d / "run.json")
-    assert main(["replay", str(d)]) == 2
+    assert main(["replay", str(d)]) == 4  # refused
     assert "cannot be replayed: its nemesis was code" in capsys.readouterr().err
     (d / "run.json").write_text(json.dumps({**full_manifest().to_json(), "format": "highwater.run/2"}))
-    assert main(["replay", str(d / "run.json")]) == 2
+    assert main(["replay", str(d / "run.json")]) == 4
     assert "unsupported run manifest version" in capsys.readouterr().err

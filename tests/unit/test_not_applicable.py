@@ -186,7 +186,7 @@ def test_inputs_present_but_inconclusive_stay_unknown(tmp_path: Path) -> None:
     b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=6)
     v = verdicts_of(b.header, b.events)
     assert v["hw-regression"].valid == UNKNOWN
-    assert main(["check", str(b.write(tmp_path / "one-meta.jsonl"))]) == 2
+    assert main(["check", str(b.write(tmp_path / "one-meta.jsonl"))]) == 3  # unknown
     # racks, meta and polls are there, but no record says which replica served it
     b = HistoryBuilder({"follower_fetch_grace_ms": 0}, racks=RACKS)
     b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=1)
@@ -213,9 +213,9 @@ def test_a_history_with_nothing_to_check_is_unknown(tmp_path: Path) -> None:
     v = run_checks(b.data())
     assert [x.valid for x in v[1:]] == [NOT_APPLICABLE] * len(CHECKS)
     assert overall(v) == UNKNOWN
-    assert main(["check", str(b.write(tmp_path / "empty.jsonl"))]) == 2
+    assert main(["check", str(b.write(tmp_path / "empty.jsonl"))]) == 3  # nothing judged: unknown
     # one check asked for, and it cannot apply: nothing judged
-    assert main(["check", "--check", "hw-regression", str(plain().write(tmp_path / "p.jsonl"))]) == 2
+    assert main(["check", "--check", "hw-regression", str(plain().write(tmp_path / "p.jsonl"))]) == 3
 
 
 # the registry's declared inputs ------------------------------------------------------------
