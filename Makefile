@@ -6,8 +6,8 @@ STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?= --durations=60
 PROFILE ?= ci
 # What `make test` runs. The sweep suites (suites/sweep: the replication-rule scenarios, ~3 min,
-# and KAFKA-15583's, a strict xfail from 3.7.0 on) run in sweeps (`highwater sweep`, README: the
-# recorded sweep), not here: with the transactions suite, make test would pass CI's 30 minutes.
+# and KAFKA-15583's, a strict xfail from 3.7.0 on) run in sweeps (`highwater sweep`, docs/suites.md: a
+# recorded sweep), not here: with the transactions suite, make test would pass its 35 minutes.
 TEST_PATHS ?= tests suites/conformance suites/chaos
 # The clients share the scenarios of the KIP-392 fetching, KIP-320, durability and transactions
 # suites in turn (each scenario runs on one of them: the suites on every client for the price of
@@ -16,7 +16,7 @@ TEST_PATHS ?= tests suites/conformance suites/chaos
 # the full matrix is `--client kafka-python,confluent-kafka,java,kafkajs`, e.g. in a campaign).
 CLIENT_ROTATION ?= kafka-python,confluent-kafka,java,kafkajs
 # The seeded chaos runs (assign-mode consumers, 90 s; a consumer group, 80 s) run in
-# `make campaign` (the ci profile), not here: with them make test would pass CI's 30 minutes.
+# `make campaign` (the ci profile), not here: with them make test would pass its 35 minutes.
 # Three findings-by-client runs that re-judge a finding on a client already known to keep or
 # break it the same way as another here (HW-1 and HW-11 on confluent-kafka, HW-14 on java,
 # ~45 s) bought kafkajs's place, and HW-16's Java run waits out Java's 60 s commit timeout while

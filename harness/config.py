@@ -198,7 +198,7 @@ def _release(version: str | None) -> tuple[int, ...]:
 def render_properties(
     spec: ClusterSpec, topo: Topology, node: Node, data_dir: str, kafka_version: str | None = None
 ) -> dict[str, str]:
-    """``server.properties`` of one node: listeners as in README.md (Topology), defaults, then overrides."""
+    """``server.properties`` of one node: listeners as in docs/clusters.md (Topology), defaults, then overrides."""
     ports = topo.ports
     home = topo.home(node)
     listeners: list[str] = []

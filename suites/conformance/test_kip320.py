@@ -304,8 +304,8 @@ def test_unclean_election_truncation_is_detected_by_consumers(
     assert_truncation_detected(outcome)
 
 
-#: HW-6 is kafka-python's (librdkafka finds the divergence point for every consumer: README,
-#: Findings), so the test is a strict xfail for kafka-python only
+#: HW-6 is kafka-python's (librdkafka finds the divergence point for every consumer:
+#: docs/findings.md), so the test is a strict xfail for kafka-python only
 FINDING_HW6 = pytest.mark.xfail(
     strict=True,
     reason=(
