@@ -71,9 +71,10 @@ def assert_consumer_moves(verdicts: list[Verdict], how: str) -> None:
 HW9_FAULTS = ("cut-off", "slowed")
 
 
-# make test: one fault per client, java first (killed: java, cut-off: kafkajs, slowed: kafka-python),
-# so the one left out is confluent-kafka, whose HW-9 the durability and KAFKA-4485 suites show
-@pytest.mark.client_rotation("how", list(KIP392_FAULTS), first="java")
+# make test: one fault per client, kafkajs first (killed: kafkajs, cut-off: kafka-python, slowed:
+# confluent-kafka; make test deselects the last two, so kafkajs, which issue 26 asks make test to
+# run through KIP-392's fetching, keeps its run: HW-13 there is an xfail for the timed checks alone)
+@pytest.mark.client_rotation("how", list(KIP392_FAULTS), first="kafkajs")
 @pytest.mark.parametrize("how", list(KIP392_FAULTS))
 def test_consumer_moves_when_its_replica_leaves_the_isr_and_returns(
     request, cluster, profile, campaign, results_root, repro, how
