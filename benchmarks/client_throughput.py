@@ -77,7 +77,7 @@ from harness.clients.pyversions import installed_version  # noqa: E402
 from harness.config import ClusterSpec  # noqa: E402
 from harness.distribution import default_version, ensure_kafka  # noqa: E402
 from harness.gcpasses import streaming  # noqa: E402
-from harness.java import find_java  # noqa: E402
+from harness.java_runtime import find_java  # noqa: E402
 from harness.paths import home  # noqa: E402
 
 PARTITIONS = 3

@@ -323,7 +323,7 @@ class JavaLauncher:
         return share_properties(settings)
 
     def launch(self, role: str, client_id: str) -> Launch:
-        from harness.java import find_java
+        from harness.java_runtime import find_java
 
         java = find_java()
         archive = java_archive.launch(self.lib, java.major, java_archive.java_tag(java.executable, java.major), role)

@@ -7,7 +7,7 @@ stay the same whichever client a run tests."""
 from .base import HistorySink, Worker
 from .consumer import ConsumerConfig, ConsumerWorker
 from .final_read import final_read
-from .observer import ObserverWorker
+from .meta_events import ObserverWorker
 from .producer import ProducerConfig, ProducerWorker
 
 __all__ = [

@@ -39,7 +39,7 @@ def test_the_local_backend_implements_every_backend_protocol(cluster: Cluster) -
 
 
 def test_brokers_start_from_the_release_class_archive(cluster: Cluster) -> None:
-    from harness.class_archive import archive_flags
+    from harness.broker_class_archive import archive_flags
 
     node = next(iter(cluster.nodes.values()))
     flags = archive_flags(node._dist, node._java)

@@ -19,7 +19,7 @@ from harness.config import ClusterSpec
 from harness.diskfs import mounts_under
 from harness.distribution import UnknownKafkaVersion, ensure_kafka
 from harness.errors import JavaError, PortInUseError
-from harness.java import find_java
+from harness.java_runtime import find_java
 from harness.lifecycle import listening_sockets, reap_stale
 from harness.procs import is_zombie_or_gone
 from harness.topology import TopologyError

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import WaitTimeout
-from harness.java import parse_java_major
+from harness.java_runtime import parse_java_major
 from harness.procs import OwnerLock, ProcessRegistry, proc_cmdline, proc_start_time
 from harness.toxiproxy import parse_metrics
 from harness.waiting import wait_until, wait_until_steady

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .distribution import KafkaDistribution, _DirLock
 from .errors import ClusterError, HighwaterError
-from .java import Java
+from .java_runtime import Java
 from .lifecycle import accepts_connection, pick_base_port
 from .procs import signal_and_wait, spawn
 from .waiting import wait_until

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.class_archive import _training_properties, archive_flags, archive_path
+from harness.broker_class_archive import _training_properties, archive_flags, archive_path
 from harness.distribution import KafkaDistribution
-from harness.java import Java, jvm_base
+from harness.java_runtime import Java, jvm_base
 
 
 def test_flags_name_the_archive_only_when_it_exists(tmp_path: Path) -> None:
