@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from harness.checks.data import HistoryData, cached
-from harness.checks.liveness import MS, Stall, fault_stall_outcome, fault_windows, window_stall_bound, window_stalls
 from harness.checks.loading import load
+from harness.checks.stalls import Stall, fault_stall_outcome, window_stall_bound, window_stalls
 from harness.checks.verdict import MAX_EXAMPLES, Verdict
+from harness.checks.windows import MS, fault_windows
 from suites.scenario import TimedChecksOnly
 
 HW8 = "HW-8"

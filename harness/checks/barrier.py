@@ -36,8 +36,8 @@ import numpy as np
 
 from harness.checks.data import OK, HistoryData
 from harness.checks.groups import group_of
-from harness.checks.liveness import MS, bound_ns, fault_windows
 from harness.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
+from harness.checks.windows import MS, bound_ns, fault_windows
 
 CHECK = "rebalance-barrier"
 

@@ -29,7 +29,7 @@ import numpy as np
 from harness.checks.barrier import unchanged_stalls
 from harness.checks.data import HistoryData
 from harness.checks.groups import group_of
-from harness.checks.liveness import MS, fault_windows
+from harness.checks.windows import MS, fault_windows
 
 #: the file of a run's directory that holds its measures (written by the runner, read by the report)
 GROUP_MEASURES = "group-measures.json"

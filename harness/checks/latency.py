@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from harness.checks.data import OK, HistoryData
-from harness.checks.liveness import MS, bound_ns, fault_windows
 from harness.checks.verdict import NOT_APPLICABLE, Verdict
+from harness.checks.windows import MS, bound_ns, fault_windows
 
 CHECK = "follower-latency"
 #: quiet records of each kind the medians need

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from harness.checks.data import OK, HistoryData
-from harness.checks.liveness import MS, fault_windows
 from harness.checks.verdict import Verdict
+from harness.checks.windows import MS, fault_windows
 
 #: the file of a run's directory that holds its measures (written by the runner, read by the report)
 POWER_MEASURES = "power-measures.json"

@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.checks.data import HistoryData, cached
-from harness.checks.liveness import fault_windows
 from harness.checks.raw import events_at
 from harness.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict, decide
+from harness.checks.windows import fault_windows
 
 #: the faults that end a client's hold on what it acquired at once (its connections close)
 CLIENT_ENDING = frozenset({"client-kill", "client-restart"})

@@ -10,7 +10,7 @@ import numpy as np
 
 from harness.checks import CHECKS
 from harness.checks.bounds import Settings, header_entries
-from harness.checks.liveness import longest_stall, unread_acks
+from harness.checks.stalls import longest_stall, unread_acks
 from harness.checks.verdict import UNKNOWN, Verdict
 from tests.synth.histories import HistoryBuilder
 
