@@ -270,7 +270,7 @@ def _valid(value: Any) -> bool | str | None:
 
 @dataclass(frozen=True)
 class RunManifest:
-    """One run's ``run.json``. ``spec`` is the run's ``highwater.runner.RunSpec`` as JSON
+    """One run's ``run.json``. ``spec`` is the run's ``highwater.run_spec.RunSpec`` as JSON
     (paths as strings); ``config`` is the history header's config (what the policy reads and
     the timed checks' bounds); ``client`` is the client's label (``kafka-python 2.2.3``) and
     ``spec["client"]`` its driver name."""

@@ -33,7 +33,8 @@ from highwater.cli_run import add_progress_arg
 from highwater.console import progress
 from highwater.exit_codes import of_verdict
 from highwater.nemesis import PlannedNemesis, Step, scheduled, scripted
-from highwater.runner import RunSpec, execute_run, run_spec_from_json
+from highwater.run_spec import RunSpec, run_spec_from_json
+from highwater.runner import execute_run
 
 
 class ReplayError(HighwaterError):

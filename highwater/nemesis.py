@@ -19,7 +19,7 @@ from faults.inject import ActiveFault, Injector
 from faults.schedule import Schedule
 from faults.spec import FaultKind, parse_fault
 from harness.backend import ClusterBackend
-from highwater.runner import RunSpec
+from highwater.run_spec import RunSpec
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +35,13 @@ from faults.group_leader import LiveGroups
 from faults.inject import Injector
 from harness.backend import ClusterBackend, LinkControl, backend_name
 from harness.checks import load, overall, run_all_checks
-from harness.checks.bounds import Settings
 from harness.checks.group_measures import GROUP_MEASURES, group_measures
 from harness.checks.power_measures import POWER_MEASURES, power_measures
 from harness.checks.verdict import Input, Verdict
-from harness.clients import DEFAULT_CLIENT, client_label, get_driver
+from harness.clients import client_label, get_driver
 from harness.clients.clocks import fake_client_clocks
 from harness.clients.groups import GroupProtocolError, group_configs, group_protocol_refusal
-from harness.clients.share import ShareGroupError, ShareGroupSettings, share_refusal
+from harness.clients.share import ShareGroupError, share_refusal
 from harness.clients.txnversion import (
     TRANSACTION_VERSION,
     TransactionVersionError,
@@ -65,186 +64,9 @@ from harness.workload.final_read import final_read
 from harness.workload.share import AckPolicy, ShareConfig, ShareConsumerWorker, ShareLedger, record_share_state
 from harness.workload.transactions import TransactionalProducerWorker, TransactionConfig
 from highwater import progress as live
+from highwater.run_spec import COPY_READER, RunSpec, run_spec_to_json
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class RunSpec:
-    suite: str
-    scenario: str
-    campaign: str = "adhoc"
-    results_root: Path = Path("results")
-    topic: str = "hw"
-    partitions: int = 3
-    replication_factor: int = 3
-    min_insync_replicas: int = 2
-    acks: str = "all"
-    idempotence: bool = False
-    unclean_leader_election: bool = False
-    producers: int = 2
-    rate: float = 100.0  # per producer, sends/s
-    value_size: int = 0  # bytes per value (0: just the unique id)
-    consumer_mode: str = "assign"
-    # subscribe mode: the members' session timeout (None: the client's default); a scenario that
-    # freezes or kills a member sets it short, so the group evicts it within the run
-    session_timeout_ms: int | None = None
-    # subscribe mode: the consumers' group protocol (harness.clients.groups: "classic" or KIP-848's
-    # "consumer") and, with "consumer", the server-side assignor (None: the broker's first)
-    group_protocol: str = "classic"
-    group_remote_assignor: str | None = None
-    # transactional runs: the cluster's transaction.version for the run (harness.clients.txnversion:
-    # 1 or 2, KIP-890; None: as the cluster has it), restored after the run
-    transaction_version: int | None = None
-    # the power-loss suite: how many replicas of a partition its scripted power loss takes at once
-    # (the policy reads it, harness.policy), and eligible leader replicas (KIP-966,
-    # harness.features) on or off for the run (None: as the cluster has it), restored after it
-    power_loss_replicas: int = 0
-    eligible_leader_replicas: bool | None = None
-    # every client worker's wall clock through libfaketime, for clock faults on clients
-    # (``clock-jump --target client:<id>``, harness.clients.clocks)
-    client_clocks: bool = False
-    # KIP-98: producers write transactions of ``txn_records`` sends, a seeded share aborted
-    transactional: bool = False
-    txn_records: int = 4
-    txn_abort_share: float = 0.25
-    isolation_level: str = "read_uncommitted"  # every consumer's, but the last ``read_uncommitted_consumers``
-    read_uncommitted_consumers: int = 0
-    # an exactly-once copy (harness.workload.copy): this many copiers read the topic in one group
-    # (read_committed) and write ``copy_topic()`` in transactions with the offsets inside; a
-    # read_committed ``copy-reader`` reads the copy. ``txn_abort_share`` of copies abort.
-    copiers: int = 0
-    # consumer_mode "share" (KIP-932): one share group of the consumers (harness.clients.share), its
-    # acquisition lock and session timeout (group configs), and the share of deliveries its
-    # members release (delivered again) or reject (archived) on purpose (harness.workload.share)
-    share_lock_ms: int = 5000
-    share_session_ms: int = 6000
-    share_release: float = 0.1
-    share_reject: float = 0.03
-    client: str = DEFAULT_CLIENT  # the client under test: one of harness.clients.client_names()
-    duration: float = 20.0  # seconds of workload (faults run inside it)
-    settle_timeout: float = 60.0  # after healing: consumers catch up, ISR refills
-    observe_interval: float = 1.0  # seconds between meta observations
-    seed: int | None = None
-    repro: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def header_config(self, cluster: ClusterBackend) -> dict[str, Any]:
-        """The header's config: what the policy reads, and every time bound of the timed checks
-        derived from the effective broker and client settings, each with its formula
-        (``harness.checks.bounds``)."""
-        from harness.checks.bounds import header_entries
-
-        settings = run_settings(cluster.spec.brokers, cluster.spec.broker_config, self.observe_interval)
-        return {
-            "acks": self.acks,
-            "idempotence": self.idempotence or self.transactional,
-            "transactional": self.transactional,
-            "isolation_level": self.isolation_level,
-            "unclean_leader_election": self.unclean_leader_election,
-            "min_insync_replicas": self.min_insync_replicas,
-            "replication_factor": self.replication_factor,
-            "group_protocol": self.group_protocol,
-            **({"group_remote_assignor": self.group_remote_assignor} if self.group_remote_assignor else {}),
-            **({"power_loss_replicas": self.power_loss_replicas} if self.power_loss_replicas else {}),
-            **({"client_clocks": True} if self.client_clocks else {}),
-            **header_entries(settings),
-        }
-
-    def consumer_names(self, racks: int) -> list[str]:
-        return [f"consumer-{i}" for i in range(racks)]
-
-    def transactional_id(self, producer: int) -> str:
-        """Producer ``producer``'s transactional id: from the topic (a fault step can name its
-        coordinator, ``coordinator:txn/{txn}``). Reused by a later run on the same topic, it
-        only fences a producer that is gone."""
-        return f"{self.topic}-producer-{producer}"
-
-    def group_id(self) -> str | None:
-        """The consumers' group in subscribe mode (``coordinator:group/{group}``), else None."""
-        return f"{self.topic}-group" if self.consumer_mode == "subscribe" else None
-
-    def share_group_id(self) -> str | None:
-        """The consumers' share group in share mode (``coordinator:group/{share_group}``), else None."""
-        return f"{self.topic}-share" if self.consumer_mode == "share" else None
-
-    def share_group(self, broker_config: Mapping[str, str], brokers: int) -> ShareGroupSettings | None:
-        """The share group's settings in share mode: its group configs and the bounds the share
-        checks read (the delivery limit is the brokers' ``group.share.delivery.count.limit``)."""
-        group = self.share_group_id()
-        if group is None:
-            return None
-        from harness.config import fast_failure_defaults
-
-        broker = {**fast_failure_defaults(brokers), **dict(broker_config)}
-        return ShareGroupSettings(
-            group,
-            self.topic,
-            lock_ms=self.share_lock_ms,
-            session_ms=self.share_session_ms,
-            heartbeat_ms=min(1000, self.share_session_ms // 3),
-            delivery_limit=int(broker.get("group.share.delivery.count.limit", "5")),
-        )
-
-    def copy_topic(self) -> str | None:
-        """The exactly-once copy's sink topic, None without copiers."""
-        return f"{self.topic}-copy" if self.copiers else None
-
-    def copy_group(self) -> str:
-        """The copiers' group (``coordinator:group/{copy_group}``)."""
-        return f"{self.topic}-copy-group"
-
-    def copier_names(self) -> list[str]:
-        return [f"copier-{i}" for i in range(self.copiers)]
-
-    def copier_transactional_id(self, copier: int) -> str:
-        """Copier ``copier``'s transactional id (``coordinator:txn/{copier_txn}``)."""
-        return f"{self.topic}-copier-{copier}"
-
-    def copy_config(self, sink: str) -> dict[str, str]:
-        """The header's ``config.copy``: what ``copy-exactly-once`` judges (``sink``: the copy's
-        topic as the cluster names it)."""
-        return {"source": self.topic, "sink": sink, "group": self.copy_group()}
-
-    def isolation_of(self, index: int, racks: int) -> str:
-        """Consumer ``index``'s isolation level: the last ``read_uncommitted_consumers`` read
-        uncommitted, the others ``isolation_level``."""
-        return "read_uncommitted" if index >= racks - self.read_uncommitted_consumers else self.isolation_level
-
-    def consumer_config(self, racks: int, group: str | None) -> dict[str, dict[str, str | bool]]:
-        """The header's ``config.consumers``: each consumer's isolation level and group."""
-        out: dict[str, dict[str, str | bool]] = {}
-        for i, name in enumerate(self.consumer_names(racks)):
-            own: dict[str, str | bool] = {"isolation_level": self.isolation_of(i, racks)}
-            if group is not None:
-                own["group"] = group
-            out[name] = own
-        for name in self.copier_names():
-            out[name] = {"isolation_level": "read_committed", "group": self.copy_group(), "copier": True}
-        if self.copiers:
-            out[COPY_READER] = {"isolation_level": "read_committed"}
-        return out
-
-
-def run_settings(brokers: int, broker_config: Mapping[str, str], observe_interval_s: float) -> Settings:
-    """The settings a run's time bounds derive from: the broker properties the local backend
-    renders (fast-failure defaults, then the spec's overrides) and the settings every client
-    driver applies (``harness.clients`` ProducerSettings / ConsumerSettings defaults). One place
-    for the runner's header, the scenario plans and the synthetic histories."""
-    from harness.clients import ConsumerSettings, ProducerSettings
-    from harness.config import fast_failure_defaults
-
-    broker = {**fast_failure_defaults(brokers), **dict(broker_config)}
-
-    def defaults(cls: Any) -> dict[str, Any]:
-        return {f.name: f.default for f in fields(cls)}
-
-    return Settings.from_kafka(
-        broker,
-        consumer=defaults(ConsumerSettings),
-        producer=defaults(ProducerSettings),
-        observe_interval_s=observe_interval_s,
-    )
 
 
 @dataclass
@@ -547,7 +369,6 @@ def _producer(
 
 
 #: the process reading an exactly-once copy's sink topic (read_committed, assign mode)
-COPY_READER = "copy-reader"
 
 
 def _copy_workers(
@@ -755,28 +576,6 @@ def run_seed(spec: RunSpec, nemesis: NemesisRecord) -> int | None:
             "generate the schedule from the run's seed"
         )
     return spec.seed if spec.seed is not None else schedule_seed if isinstance(schedule_seed, int) else None
-
-
-def run_spec_to_json(spec: RunSpec) -> dict[str, Any]:
-    """``spec`` for the manifest: every field, paths as strings."""
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(spec).items()}
-
-
-def run_spec_from_json(data: Mapping[str, Any], **overrides: Any) -> RunSpec:
-    """A ``RunSpec`` from a manifest's ``spec`` (plus ``overrides``). Fields this version does
-    not have are dropped with a warning (an older manifest); missing ones take their defaults."""
-    known = {f.name for f in fields(RunSpec)}
-    dropped = sorted(set(data) - known)
-    if dropped:
-        log.warning("run spec field(s) %s not known to this version: ignored", ", ".join(dropped))
-    kw = {k: v for k, v in data.items() if k in known}
-    kw.update(overrides)
-    if "results_root" in kw:
-        kw["results_root"] = Path(kw["results_root"])
-    missing = [k for k in ("suite", "scenario") if k not in kw]
-    if missing:
-        raise HighwaterError(f"the recorded run spec lacks {', '.join(missing)}")
-    return RunSpec(**kw)
 
 
 def _write_json(path: Path, data: Any) -> None:

@@ -21,7 +21,8 @@ from harness.clients import DEFAULT_CLIENT
 from harness.topology import Topology
 from highwater.nemesis import Step, scripted
 from highwater.profiles import Profile
-from highwater.runner import Nemesis, RunResult, RunSpec, execute_run, run_settings
+from highwater.run_spec import RunSpec, run_settings
+from highwater.runner import Nemesis, RunResult, execute_run
 
 
 @dataclass(frozen=True)

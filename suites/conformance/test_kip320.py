@@ -50,7 +50,8 @@ from harness.cluster import Cluster
 from harness.observe import DEBUGGING_REPLICA_ID
 from harness.waiting import wait_until
 from highwater.profiles import Profile
-from highwater.runner import RunResult, RunSpec, execute_run
+from highwater.run_spec import RunSpec
+from highwater.runner import RunResult, execute_run
 from suites.findings import expect_hw12
 from suites.scenario import KIP320_WINDOW_SECONDS, PLANS, RUN_OPTIONS
 

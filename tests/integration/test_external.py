@@ -23,7 +23,8 @@ from harness.paths import clusters_dir
 from harness.toxiproxy import ToxiproxyAPI
 from highwater.cli_cluster import manual_dir
 from highwater.nemesis import Step, scripted
-from highwater.runner import RunSpec, execute_run
+from highwater.run_spec import RunSpec
+from highwater.runner import execute_run
 
 HW = [sys.executable, "-m", "highwater.cli"]
 HIGHWATER = str(Path(sys.executable).parent / "highwater")  # the installed command

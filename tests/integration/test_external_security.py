@@ -15,7 +15,8 @@ from harness.config import ClusterSpec
 from harness.external import connect
 from harness.security import ClientSecurity
 from harness.waiting import wait_until
-from highwater.runner import RunSpec, execute_run
+from highwater.run_spec import RunSpec
+from highwater.runner import execute_run
 
 from .test_external import cluster_file, run_rack_suite_on_external
 

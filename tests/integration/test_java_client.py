@@ -28,7 +28,8 @@ from harness.cluster import Cluster
 from harness.history import read_history
 from harness.procs import is_zombie_or_gone
 from harness.waiting import wait_until
-from highwater.runner import RunSpec, execute_run
+from highwater.run_spec import RunSpec
+from highwater.runner import execute_run
 from tests.integration.kafka_util import produce_through_driver
 
 # a consumer that cannot connect anywhere: the JVM starts all the same

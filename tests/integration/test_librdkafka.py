@@ -19,7 +19,8 @@ from harness.clients import (
 )
 from harness.cluster import Cluster
 from harness.history import read_history
-from highwater.runner import RunSpec, execute_run
+from highwater.run_spec import RunSpec
+from highwater.runner import execute_run
 from tests.integration.kafka_util import produce_through_driver
 
 

@@ -17,7 +17,8 @@ from harness.history import read_history
 from harness.manifest import RunManifest
 from highwater.cli import main as highwater
 from highwater.nemesis import scheduled
-from highwater.runner import RunSpec, execute_run
+from highwater.run_spec import RunSpec
+from highwater.runner import execute_run
 
 
 def fault_kinds(run_dir: Path) -> list[str]:

@@ -16,7 +16,8 @@ import pytest
 
 from harness.cluster import Cluster
 from harness.history import read_history
-from highwater.runner import RunSpec, execute_run
+from highwater.run_spec import RunSpec
+from highwater.runner import execute_run
 from reports.browser_check import check_page, find_chromium
 
 from .kafka_util import NOT_APPLICABLE_WITHOUT_TXN_COMMITS_OR_IDEMPOTENCE

@@ -29,7 +29,8 @@ from harness.errors import WaitTimeout
 from harness.history import read_history
 from harness.topology import Listener, client_party
 from harness.waiting import wait_until
-from highwater.runner import RunSpec, execute_run
+from highwater.run_spec import RunSpec
+from highwater.runner import execute_run
 
 from .kafka_util import NOT_APPLICABLE_WITHOUT_TXN_COMMITS_OR_IDEMPOTENCE
 

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from harness.checks.bounds import header_entries
 from harness.history import FORMAT, HEADER_METADATA_KEY, PARQUET_SCHEMA, RECORD_TYPE
-from highwater.runner import run_settings
+from highwater.run_spec import run_settings
 
 PARTS = 3
 BATCH = 20

@@ -40,7 +40,8 @@ from harness.security import PLAINTEXT, ClientSecurity
 from harness.topology import Topology
 from highwater import cli
 from highwater.nemesis import Step, scheduled, scripted
-from highwater.runner import RunSpec, execute_run
+from highwater.run_spec import RunSpec
+from highwater.runner import execute_run
 from tests.unit.fault_topology import topo
 
 

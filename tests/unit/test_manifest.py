@@ -22,7 +22,8 @@ from harness.manifest import (
     iso_utc,
 )
 from highwater.nemesis import Step, scheduled, scripted
-from highwater.runner import RunSpec, describe_nemesis, run_seed, run_spec_from_json, run_spec_to_json
+from highwater.run_spec import RunSpec, run_spec_from_json, run_spec_to_json
+from highwater.runner import describe_nemesis, run_seed
 from reports.layout import load_run
 from tests.unit.fault_topology import topo
 

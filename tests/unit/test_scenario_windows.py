@@ -57,7 +57,7 @@ def test_the_plans_settings_are_what_a_run_records() -> None:
     from types import SimpleNamespace
 
     from harness.config import ClusterSpec
-    from highwater.runner import RunSpec
+    from highwater.run_spec import RunSpec
 
     for p in PLANS.values():
         cluster = SimpleNamespace(spec=ClusterSpec(brokers=p.brokers, broker_config=dict(p.broker_config)))
