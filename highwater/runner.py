@@ -41,7 +41,7 @@ from harness.checks.verdict import Input, Verdict
 from harness.clients import client_label, get_driver
 from harness.clients.clocks import fake_client_clocks
 from harness.clients.groups import GroupProtocolError, group_configs, group_protocol_refusal
-from harness.clients.share import ShareGroupError, share_refusal
+from harness.clients.share import ShareGroupError, ShareGroupSettings, share_refusal
 from harness.clients.txnversion import (
     TRANSACTION_VERSION,
     TransactionVersionError,
@@ -92,33 +92,60 @@ def execute_run(
     progress: Callable[[str], None] = lambda _: None,
 ) -> RunResult:
     """Run ``spec``'s workload for ``spec.duration`` while ``nemesis`` injects faults (it runs
-    in this thread and must return within the duration), then heal, settle, read and check."""
+    in this thread and must return within the duration), then heal, settle, read and check:
+    the phases of docs/architecture.md ("A run"), one function each."""
     check_capabilities(cluster, declared_faults(nemesis))  # refuse before anything starts
     # the run's topic as the cluster names it (an external cluster file may give a prefix)
     spec = replace(spec, topic=cluster.topic_name(spec.topic))
     phases = PhaseClock()
     driver = get_driver(spec.client)
-    label = client_label(driver)
-    refused = group_protocol_refusal(
-        driver.name, driver.version, cluster.kafka_version, spec.group_protocol, spec.group_remote_assignor
-    )
-    if refused is not None:  # before anything starts, as a bad fault is
+    _refuse(cluster, spec, driver.name, driver.version)
+    run = _prepare(cluster, spec, describe_nemesis(nemesis), client_label(driver))
+    workers = _workers(cluster, spec, run)
+    client_bytes_before = _client_bytes(cluster)
+    client_bytes_after = _play(cluster, spec, run, workers, nemesis, phases, progress)
+    return _judge(cluster, run, workers, phases, progress, _bytes_read(client_bytes_before, client_bytes_after))
+
+
+def _refuse(cluster: ClusterBackend, spec: RunSpec, client: str, version: str) -> None:
+    """Phase 1: what the client or the release lacks, each refused in one line before anything
+    starts (as a fault whose capability the backend lacks is)."""
+    kafka = cluster.kafka_version
+    refused = group_protocol_refusal(client, version, kafka, spec.group_protocol, spec.group_remote_assignor)
+    if refused is not None:
         raise GroupProtocolError(refused)
     if spec.consumer_mode == "share":
-        refused = share_refusal(driver.name, driver.version, cluster.kafka_version)
+        refused = share_refusal(client, version, kafka)
         if refused is not None:
             raise ShareGroupError(refused)
     if spec.transaction_version is not None:
-        refused = transaction_version_refusal(
-            driver.name, driver.version, cluster.kafka_version, spec.transaction_version
-        )
+        refused = transaction_version_refusal(client, version, kafka, spec.transaction_version)
         if refused is not None:
             raise TransactionVersionError(refused)
     if spec.eligible_leader_replicas is not None:
-        refused = elr_refusal(cluster.kafka_version, spec.eligible_leader_replicas)
+        refused = elr_refusal(kafka, spec.eligible_leader_replicas)
         if refused is not None:
             raise FeatureError(refused)
-    nemesis_record = describe_nemesis(nemesis)
+
+
+@dataclass
+class _Run:
+    """What phase 2 set up and the later phases use."""
+
+    run_id: str
+    out: Path
+    seed: int | None
+    history: HistoryWriter
+    manifest: RunManifest
+    group: str | None
+    share: ShareGroupSettings | None
+    sink: str | None  # the exactly-once copy's sink topic
+    restore: dict[str, int]  # the cluster features to restore after the run
+
+
+def _prepare(cluster: ClusterBackend, spec: RunSpec, nemesis_record: NemesisRecord, label: str) -> _Run:
+    """Phase 2: the topics and group configs, the features the run holds, the history's header
+    and the manifest."""
     seed = run_seed(spec, nemesis_record)  # a seed that contradicts the schedule's is refused here
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{spec.scenario}-{uuid.uuid4().hex[:6]}"
     out = spec.results_root / spec.campaign / run_id
@@ -153,7 +180,6 @@ def execute_run(
     inputs = [Input.RACKS, Input.SENDS, Input.POLLS if share is None else Input.SHARE, Input.META, Input.FINAL_READS]
     inputs += [Input.TXNS] if spec.transactional or spec.copiers else []
     inputs += [Input.COMMITS] if group is not None or spec.copiers else []
-    promised = [i.value for i in inputs]
     history = HistoryWriter(
         out / "history.jsonl",
         run_id=run_id,
@@ -164,7 +190,7 @@ def execute_run(
         seed=seed,
         config=header_config,
         racks=racks,
-        records=promised,
+        records=[i.value for i in inputs],
     )  # harness.checks.PROMISED_KEY
     manifest = RunManifest(
         run_id=run_id,
@@ -190,11 +216,24 @@ def execute_run(
         nemesis=nemesis_record,
     )
     manifest.write(out / "run.json")
-    # every run says whether its workers' clocks are faked (so a run that ended badly leaves no
-    # setting to the next); a client clock fault moves them (harness.clients.clocks)
-    fake_client_clocks(out / "client-clocks" if spec.client_clocks else None)
-    log_mark = worker_logs_mark()  # the client workers started from here on are this run's
-    # Producers have no rack (they always write to the leader); one consumer per broker rack.
+    return _Run(run_id, out, seed, history, manifest, group, share, sink, restore)
+
+
+@dataclass
+class _Workers:
+    """The run's processes of the history: producers, consumers (or share members, copiers and
+    the copy's reader), the observer."""
+
+    producers: list[ProducerWorker]
+    consumers: list[ConsumerWorker | CopyWorker | ShareConsumerWorker]
+    observer: ObserverWorker
+    ledger: ShareLedger | None  # a share group's: what every record's deliveries settled to
+
+
+def _workers(cluster: ClusterBackend, spec: RunSpec, run: _Run) -> _Workers:
+    """Phase 3's cast (not started yet): producers without a rack (they always write to the
+    leader), one consumer per broker rack, the observer."""
+    history, share, seed = run.history, run.share, run.seed
     producers = [_producer(spec, i, cluster, history, seed) for i in range(spec.producers)]
     ledger = ShareLedger(share.delivery_limit) if share is not None else None
     consumers: list[ConsumerWorker | CopyWorker | ShareConsumerWorker]
@@ -222,7 +261,7 @@ def execute_run(
                     spec.partitions,
                     mode=spec.consumer_mode,
                     client_rack=rack,
-                    group_id=group,
+                    group_id=run.group,
                     isolation_level=spec.isolation_of(i, len(cluster.topo.racks)),
                     session_timeout_ms=spec.session_timeout_ms,
                     group_protocol=spec.group_protocol,
@@ -233,8 +272,8 @@ def execute_run(
             )
             for i, rack in enumerate(cluster.topo.racks)
         ]
-    if sink is not None:
-        consumers += _copy_workers(spec, sink, cluster, history, seed)
+    if run.sink is not None:
+        consumers += _copy_workers(spec, run.sink, cluster, history, seed)
     observer = ObserverWorker(
         cluster.bootstrap(),
         history,
@@ -243,8 +282,28 @@ def execute_run(
         interval=spec.observe_interval,
         security=cluster.client_security,
     )
-    injector = Injector(cluster, history, seed=seed, default_partition=(spec.topic, 0))
-    client_bytes_before = _client_bytes(cluster)
+    return _Workers(producers, consumers, observer, ledger)
+
+
+def _play(
+    cluster: ClusterBackend,
+    spec: RunSpec,
+    run: _Run,
+    workers: _Workers,
+    nemesis: Nemesis | None,
+    phases: PhaseClock,
+    progress: Callable[[str], None],
+) -> dict[str, dict[int, ByteCounters]]:
+    """Phases 3 and 4: the workload for its duration with the nemesis; then, in ``finally``,
+    heal everything, settle, stop the consumers, read every replica's log and close the history.
+    Returns the client byte counters once the consumers are closed."""
+    history, share, out = run.history, run.share, run.out
+    producers, consumers, observer = workers.producers, workers.consumers, workers.observer
+    # every run says whether its workers' clocks are faked (so a run that ended badly leaves no
+    # setting to the next); a client clock fault moves them (harness.clients.clocks)
+    fake_client_clocks(out / "client-clocks" if spec.client_clocks else None)
+    log_mark = worker_logs_mark()  # the client workers started from here on are this run's
+    injector = Injector(cluster, history, seed=run.seed, default_partition=(spec.topic, 0))
     crashed: BaseException | None = None
     # fewer collector passes while records stream (harness.gcpasses); group-leader targets ask
     # this cluster which member leads a group (faults.clients.group_view)
@@ -258,7 +317,7 @@ def execute_run(
             for w in [observer, *consumers, *producers]:
                 w.start()
             phases.mark("setup")
-            progress(f"{run_id}: workload running for {spec.duration:.0f}s")
+            progress(f"{run.run_id}: workload running for {spec.duration:.0f}s")
             live_now.phase(f"workload, {spec.duration:.0f}s ({spec.scenario})")
             t_end = time.monotonic() + spec.duration
             if nemesis is not None:
@@ -280,7 +339,7 @@ def execute_run(
                     p.stop()
                 if crashed is None:
                     live_now.phase("settle")
-                    _settle(cluster, spec, consumers, producers, progress, out / "threads.txt", ledger)
+                    _settle(cluster, spec, consumers, producers, progress, out / "threads.txt", workers.ledger)
                     phases.mark("settle")
                 for w in [*consumers, observer]:
                     w.stop()
@@ -301,24 +360,45 @@ def execute_run(
                         cluster.client_security,
                     )
                 if crashed is None:
-                    progress(f"{run_id}: final read")
+                    progress(f"{run.run_id}: final read")
                     live_now.phase("final read")
-                    for topic in [spec.topic] if sink is None else [spec.topic, sink]:
+                    for topic in [spec.topic] if run.sink is None else [spec.topic, run.sink]:
                         final_read(cluster.bootstrap(), history, topic, spec.partitions, cluster.client_security)
                     phases.mark("final_read")
                 history.close()
-                _restore_features(cluster, restore, progress)
+                _restore_features(cluster, run.restore, progress)
+    return client_bytes_after
+
+
+def _bytes_read(
+    before: dict[str, dict[int, ByteCounters]], after: dict[str, dict[int, ByteCounters]]
+) -> dict[str, dict[str, int]]:
+    """Per client rack and broker, the bytes the brokers sent to that rack's clients during the run."""
+    return {
+        rack: {str(b): after[rack][b].downstream - before[rack][b].downstream for b in after[rack]}
+        for rack in after
+        if rack in before
+    }
+
+
+def _judge(
+    cluster: ClusterBackend,
+    run: _Run,
+    workers: _Workers,
+    phases: PhaseClock,
+    progress: Callable[[str], None],
+    client_bytes: dict[str, dict[str, int]],
+) -> RunResult:
+    """Phase 5: the checks and the measures on the closed history, ``verdict.json``, the
+    completed manifest, and the cluster's logs when the run was not valid."""
+    out, run_id = run.out, run.run_id
+    producers, consumers, observer = workers.producers, workers.consumers, workers.observer
     run_stats = RunStats(
         producers={p.name: p.stats() for p in [*producers, *(c for c in consumers if isinstance(c, CopyWorker))]},
         consumers={c.name: c.records_read for c in consumers},
         worker_errors={w.name: repr(w.error) for w in [*producers, *consumers, observer] if w.error},
     )
-    after = client_bytes_after
-    client_bytes = {
-        rack: {str(b): after[rack][b].downstream - client_bytes_before[rack][b].downstream for b in after[rack]}
-        for rack in after
-        if rack in client_bytes_before
-    }
+    live_now = live.current()
     live_now.phase("checks")
     judged = load(out / "history.jsonl")
     verdicts = run_all_checks(judged)
@@ -336,7 +416,9 @@ def execute_run(
         out / "verdict.json",
         {"history": str(out / "history.jsonl"), "valid": valid, "verdicts": [v.to_json() for v in verdicts]},
     )
-    manifest = replace(manifest, client_bytes=client_bytes, stats=run_stats, valid=valid, ended_at=iso_utc(time.time()))
+    manifest = replace(
+        run.manifest, client_bytes=client_bytes, stats=run_stats, valid=valid, ended_at=iso_utc(time.time())
+    )
     manifest.write(out / "run.json")
     if valid is not True:
         cluster.collect_logs(out / "logs")
