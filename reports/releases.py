@@ -7,10 +7,15 @@ when any run was violated, else ``unknown`` when any could not be settled (unkno
 as a pass), else ``pass``. A cell is ``changed`` when its verdict differs from that of the
 nearest earlier release in the same row whose verdict is known; an unknown cell is no evidence
 either way, so it is never a change nor the side a change is measured from.
+
+Each change comes with the ``highwater bisect`` command that finds the release where it
+happened among those the sweep did not run (``bisect_command``, from a run's repro command):
+good is the release that passed, bad the one that failed, whichever is newer.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -49,7 +54,8 @@ def release_view(runs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         return {"releases": releases, "rows": []}
     rows = []
     for (suite, scenario, client), cells in sorted(by_row.items()):
-        row: dict[str, Any] = {"suite": suite, "scenario": scenario, "client": client, "cells": {}}
+        repro = next((str(r["repro"]) for rel in releases for r in cells.get(rel, []) if r.get("repro")), None)
+        row: dict[str, Any] = {"suite": suite, "scenario": scenario, "client": client, "cells": {}, "repro": repro}
         previous: str | None = None
         for rel in releases:
             if rel not in cells:
@@ -72,26 +78,51 @@ def release_view(runs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return {"releases": releases, "rows": rows}
 
 
-def changes(view: Mapping[str, Any]) -> list[dict[str, str]]:
-    """Each verdict change: the row, the release where it changed, and from/to."""
+def changes(view: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each verdict change: the row, the release where it changed (``release``), the nearest
+    earlier release with a known verdict (``from_release``), from/to, and the ``bisect``
+    command for it (None when no run of the row recorded a repro command)."""
     out = []
     for row in view["rows"]:
-        last: str | None = None
+        last: tuple[str, str] | None = None  # (release, verdict)
         for rel in view["releases"]:
             cell = row["cells"].get(rel)
             if cell is None:
                 continue
             if cell["changed"] and last is not None:
+                good, bad = (last[0], rel) if last[1] == PASS else (rel, last[0])
                 out.append(
                     {
                         "suite": row["suite"],
                         "scenario": row["scenario"],
                         "client": row["client"],
                         "release": rel,
-                        "from": last,
+                        "from_release": last[0],
+                        "from": last[1],
                         "to": cell["verdict"],
+                        "bisect": bisect_command(row.get("repro"), good, bad),
                     }
                 )
             if cell["verdict"] != UNKNOWN:
-                last = cell["verdict"]
+                last = (rel, cell["verdict"])
     return out
+
+
+def bisect_command(repro: str | None, good: str, bad: str) -> str | None:
+    """``highwater bisect NODE --good GOOD --bad BAD`` with the client, profile and backend of a
+    run's repro command (``highwater run ... 'suites/...::test[param]'``); None without one, or
+    when it names no test."""
+    if not repro:
+        return None
+    try:
+        words = shlex.split(repro)
+    except ValueError:
+        return None
+    node = next((w for w in reversed(words) if "::" in w or w.endswith(".py")), None)
+    if node is None:
+        return None
+    kept: list[str] = []
+    for flag in ("--client", "--profile", "--backend"):
+        if flag in words[:-1]:
+            kept += [flag, words[words.index(flag) + 1]]
+    return shlex.join(["highwater", "bisect", node, "--good", good, "--bad", bad, *kept])

@@ -43,6 +43,7 @@ from markupsafe import Markup
 from harness.checks.verdict import NOT_APPLICABLE
 from reports.aggregate import ReportData
 from reports.attribution import BROKER, CLIENTS, NONE, SINGLE, attribute, describe
+from reports.releases import changes
 from reports.summary import as_dict, config_key, fault_rows, longest_stall_ms, run_bounds, stall_rows
 from reports.svg import line_chart
 
@@ -317,7 +318,7 @@ def _releases_view(d: ReportData, base: Path) -> dict[str, Any]:
                 }
             )
         out.append({"suite": row["suite"], "scenario": row["scenario"], "client": row["client"], "cells": cells})
-    return {"releases": rels, "rows": out}
+    return {"releases": rels, "rows": out, "changes": changes(view) if rows else []}
 
 
 def _runs_view(d: ReportData) -> list[dict[str, Any]]:

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.releases import FAIL, PASS, UNKNOWN, cell_verdict, changes, release_key, release_view
+from reports.releases import (
+    FAIL,
+    PASS,
+    UNKNOWN,
+    bisect_command,
+    cell_verdict,
+    changes,
+    release_key,
+    release_view,
+)
 
 
 def run(version: str, valid: Any, scenario: str = "follower-pause", label: str = "") -> dict[str, Any]:
@@ -49,8 +58,10 @@ def test_the_release_where_a_verdict_changes_is_marked_with_its_failing_runs() -
             "scenario": "follower-pause",
             "client": "kafka-python 3.0.12",
             "release": "4.0.2",
+            "from_release": "3.9.2",
             "from": PASS,
             "to": FAIL,
+            "bisect": None,  # no run recorded a repro command
         }
     ]
 
@@ -66,3 +77,26 @@ def test_an_unknown_release_in_between_is_no_change_either_way() -> None:
 
 def test_one_release_gives_no_rows() -> None:
     assert release_view([run("4.4.0", False), run("4.4.0", True)])["rows"] == []
+
+
+REPRO = (
+    "highwater run --profile ci --kafka-version {v} --backend local --client java "
+    "'suites/sweep/test_min_isr_hw.py::test_acks1[follower pause]'"
+)
+
+
+def test_each_change_carries_the_bisect_that_finds_it() -> None:
+    """A regression bisects with the passing release as good; a fix with the newer, passing one
+    as good; the node id, client, profile and backend come from a run's repro command."""
+    runs = [
+        {**run(v, ok), "repro": REPRO.format(v=v)} for v, ok in (("3.9.2", True), ("4.0.2", False), ("4.4.0", True))
+    ]
+    got = [(c["from_release"], c["release"], c["bisect"]) for c in changes(release_view(runs))]
+    node = "'suites/sweep/test_min_isr_hw.py::test_acks1[follower pause]'"
+    tail = "--client java --profile ci --backend local"
+    assert got == [
+        ("3.9.2", "4.0.2", f"highwater bisect {node} --good 3.9.2 --bad 4.0.2 {tail}"),
+        ("4.0.2", "4.4.0", f"highwater bisect {node} --good 4.4.0 --bad 4.0.2 {tail}"),
+    ]
+    assert bisect_command("highwater run --client java", "1", "2") is None  # no test named
+    assert bisect_command("'unbalanced", "1", "2") is None

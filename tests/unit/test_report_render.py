@@ -555,8 +555,18 @@ def test_release_view_is_rendered_with_the_change_outlined_and_in_the_summary() 
     from reports.releases import release_view
 
     runs = [_run("s/a", {}, "3.9.2"), _run("s/b", {"poll-skip": False}, "4.0.2"), _run("s/c", {}, "4.4.0")]
+    node = "suites/sweep/test_x.py::test_y[<z>]"
+    runs = [{**r, "repro": f"highwater run --client java '{node}'"} for r in runs]
     data = replace(_data(), runs=runs, timelines={}, failures=[], releases=release_view(runs))
     html = render(data, Path("/y/report"))
+    # each change with its bisect command, escaped
+    listed = html[html.index("id='release-changes-list'") :]
+    listed = listed[: listed.index("</ul>")]
+    assert (
+        "fail on 4.0.2: <code>highwater bisect &#39;suites/sweep/test_x.py::test_y[&lt;z&gt;]&#39; --good 3.9.2 --bad 4.0.2 --client java</code>"
+        in listed
+    ), listed
+    assert "--good 4.4.0 --bad 4.0.2" in listed
     table = html[html.index("id='releases-table'") :]
     table = table[: table.index("</table>")]
     assert re.search(r"class='v-false changed' data-release='4.0.2'", table), table
