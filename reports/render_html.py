@@ -43,6 +43,7 @@ from markupsafe import Markup
 from harness.checks.verdict import NOT_APPLICABLE
 from reports.aggregate import ReportData
 from reports.attribution import BROKER, CLIENTS, NONE, SINGLE, attribute, describe
+from reports.latency import latency_rows
 from reports.releases import changes
 from reports.summary import as_dict, config_key, fault_rows, longest_stall_ms, run_bounds, stall_rows
 from reports.svg import line_chart
@@ -146,6 +147,7 @@ def render(data: ReportData, base: Path | None = None) -> str:
         fetch=_fetch_view(data),
         groups=_groups_view(data),
         power=_power_view(data),
+        latency=latency_rows(data.runs),
         trends=_trends_view(data),
         versions=_versions_view(data),
         disagreements=data.disagreements,

@@ -36,6 +36,7 @@ from harness.checks.bounds import BOUND_USERS, resolve
 from harness.checks.verdict import NOT_APPLICABLE
 from reports.aggregate import ReportData
 from reports.attribution import attribute
+from reports.latency import latency_rows
 from reports.releases import changes
 
 FORMAT = "highwater.report-summary/1"
@@ -73,6 +74,7 @@ def summary(data: ReportData) -> dict[str, Any]:
         "attribution": attribution_rows(data.matrix),
         "releases": data.releases,
         "release_changes": changes(data.releases) if data.releases else [],
+        "latency": latency_rows(runs),
         "runs": [
             {
                 "run": r["label"],
