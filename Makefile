@@ -120,6 +120,12 @@ system-packages:
 	  $$SUDO setsid dockerd --bridge=none --iptables=false --ip6tables=false </dev/null >/tmp/highwater-dockerd.log 2>&1 & \
 	  for i in $$(seq 1 60); do docker version >/dev/null 2>&1 && break; sleep 0.5; done; \
 	  docker version >/dev/null 2>&1 || echo "== highwater: dockerd did not start; the compose tests will be skipped"; fi
+	@# The CI recipes' shell steps are linted with Debian's shellcheck where it installs (optional).
+	@command -v shellcheck >/dev/null 2>&1 || { \
+	  echo "== highwater: installing Debian's shellcheck (CI recipes)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq shellcheck >/dev/null ) \
+	    || echo "== highwater: shellcheck not installed; the recipes' shellcheck test will be skipped"; }
 	@# The clock faults (ClusterSpec(clock="faked")): Debian's libfaketime, preloaded into the node
 	@# JVMs (harness/clock.py); without it a faked clock is refused in one line.
 	@ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || { \
@@ -128,8 +134,17 @@ system-packages:
 	  ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq libfaketime >/dev/null ) \
 	    || echo "== highwater: libfaketime not installed; the clock fault tests will be skipped"; }
 
+# The CI recipes' GitHub workflow linter (tests/unit/test_ci_recipes.py), built once from its Go
+# module into the cache; without it that test is skipped and says so.
+HIGHWATER_HOME ?= $(HOME)/.cache/highwater
+ACTIONLINT := $(HIGHWATER_HOME)/tools/actionlint
+$(ACTIONLINT):
+	@echo "== highwater: building actionlint (the CI recipes' linter) from its Go module"
+	@GOBIN=$(HIGHWATER_HOME)/tools go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 \
+	  || echo "== highwater: actionlint not built; the CI recipes' actionlint test will be skipped"
+
 # Python packages, then the Kafka distribution and the Toxiproxy server (cached, idempotent).
-install: $(STAMP) system-packages
+install: $(STAMP) system-packages $(ACTIONLINT)
 	$(BIN)/highwater setup
 
 # Lint (ruff), format check (ruff format) and types (mypy on every product package).

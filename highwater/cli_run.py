@@ -5,7 +5,12 @@ The suites run in a child pytest; its exit code is translated into ours
 (``highwater.exit_codes.of_pytest``: a failed test 1, pytest's errors and "no test collected" 4,
 an interrupted session 130). A campaign's status is the worse of its suites' and its report's.
 The child shows live progress (``--progress``: each test of how many, elapsed and remaining,
-each phase, the faults active, events/s; ``highwater.progress``)."""
+each phase, the faults active, events/s; ``highwater.progress``).
+
+``--shard I/N`` runs shard I of N of the collected tests (the plugin's split, the same in every
+shard), for CI systems that fan out jobs themselves: every shard is given the same
+``--campaign`` (required with ``--shard``) and ``--results``, and ``highwater report`` of the
+campaign after the last shard reports them all (docs/ci-recipes.md)."""
 
 from __future__ import annotations
 
@@ -20,11 +25,11 @@ from harness.backends import DEFAULT_BACKEND, get_backend
 from harness.clients import DEFAULT_CLIENT, client_names, parse_client_specs
 
 from .console import progress
-from .exit_codes import of_pytest, worst
+from .exit_codes import Exit, of_pytest, worst
 from .preflight import preflight, split_versions
 from .progress import ENV as PROGRESS_ENV
 from .progress import MODES as PROGRESS_MODES
-from .pytest_runs import PytestRun
+from .pytest_runs import PytestRun, shard_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -86,6 +91,15 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--campaign", default=None, help="campaign name (default: <profile>-<timestamp>)")
     p.add_argument("--results", default="results", help="where campaigns and their runs are written")
+    p.add_argument(
+        "--shard",
+        type=shard_spec,
+        default=None,
+        metavar="I/N",
+        help="run only shard I of N of the collected tests (1 <= I <= N; tests sharing a run stay "
+        "together), for a CI matrix: every shard with the same --campaign (required) and --results, "
+        "then 'highwater report RESULTS/CAMPAIGN' once (default: every test)",
+    )
     add_progress_arg(p)
 
 
@@ -133,6 +147,7 @@ def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
         kafka_versions=kafka_versions,
         seed=args.seed,
         results=args.results,
+        shard=args.shard,
         extra=extra,
     ).call()
     if code == 5:
@@ -140,12 +155,29 @@ def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
     return of_pytest(code)
 
 
+def _shard_without_campaign(args: argparse.Namespace) -> bool:
+    """``--shard`` without ``--campaign``: each shard would name its own campaign (a timestamp),
+    and no report would see them all; one line, the usage error's status."""
+    if getattr(args, "shard", None) is None or args.campaign:
+        return False
+    print(
+        f"highwater {args.command}: error: --shard needs --campaign NAME, the same for every shard "
+        "(they all write into that campaign)",
+        file=sys.stderr,
+    )
+    return True
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    if _shard_without_campaign(args):
+        return Exit.USAGE
     campaign = args.campaign or f"{args.profile}-{time.strftime('%Y%m%dT%H%M%S')}"
     return _pytest(args.tests or ["suites"], args, campaign)
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
+    if _shard_without_campaign(args):
+        return Exit.USAGE
     campaign = args.campaign or f"campaign-{args.profile}-{time.strftime('%Y%m%dT%H%M%S')}"
     rc = _pytest(["suites/chaos"], args, campaign)  # interrupted: the runs done so far are reported
     report_cmd = [
@@ -160,8 +192,9 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     progress(" ".join(report_cmd[1:]))
     report_rc = subprocess.call(report_cmd)
     code = worst(rc, report_rc)
+    shard = f" (shard {args.shard}: its runs and those of any shard already there)" if args.shard else ""
     progress(
         f"campaign {campaign}: suites exit {int(rc)}, report exit {report_rc} -> exit {int(code)}; "
-        f"report at {Path(args.report) / 'report.html'}"
+        f"report at {Path(args.report) / 'report.html'}{shard}"
     )
     return code

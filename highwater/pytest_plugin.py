@@ -20,6 +20,16 @@ At session start, before collection, every Kafka release and client asked for (`
 ``--client``, ``--client-rotation``) is made ready once (``highwater.preflight``); one that cannot
 be is a usage error, one line, and no test runs.
 
+Shards (``--shard I/N``, 1 <= I <= N; ``highwater run``/``campaign`` pass theirs): after
+collection (and after ``-k``, ``-m`` and ``--deselect``), only shard I of the tests is kept, the
+rest reported as deselected; every shard computes the same split from the collected node ids
+(``highwater.pytest_runs.partition``). Tests that judge one cached run stay in one shard: those
+of a module with the same value of the parameter named by their ``client_rotation(param, ...)``
+or ``shared_run(param)`` marker (and the same Kafka version and client). Shards given the same
+``--campaign`` and ``--results`` write into one campaign (run ids are unique), and ``highwater
+report`` of it after the last shard reports them all. A shard left without tests while the
+others have some exits 0, not pytest's "no tests collected".
+
 Live progress (``--highwater-progress auto|rich|plain|off``, default ``$HIGHWATER_PROGRESS`` or
 off; ``highwater run``/``campaign``/``sweep``/``bisect`` pass their ``--progress``): a line per
 test (``[i/n] node id``, elapsed, about how long is left), per phase of a run, per change of the
@@ -56,6 +66,7 @@ from harness.errors import HighwaterError
 
 from . import progress as live
 from .preflight import preflight, split_versions
+from .pytest_runs import Shard, partition, shard_spec
 
 ClusterFactory = Callable[..., ClusterBackend]
 
@@ -115,6 +126,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the seed of the runs' schedules (default: each suite's own seeds)",
     )
     group.addoption(
+        "--shard",
+        type=shard_spec,
+        default=None,
+        metavar="I/N",
+        help="run only shard I of N of the collected tests (1 <= I <= N), the rest deselected; every "
+        "shard splits alike, tests sharing a run stay together (CI matrices: the same --campaign and "
+        "--results for every shard, one report after the last)",
+    )
+    group.addoption(
         "--highwater-progress",
         choices=live.MODES,
         default=os.environ.get(live.ENV) or "off",
@@ -129,6 +149,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "client_rotation(param, values, first=None): with --client-rotation, the n-th value of param "
         "runs on the n-th client (starting at first)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "shared_run(param): the tests of a module with the same value of param judge one cached run: "
+        "--shard keeps them in one shard (client_rotation(param, ...) says the same)",
     )
     try:
         get_backend(config.getoption("--backend"))
@@ -223,6 +248,62 @@ def requested_and_rotated_clients(config: pytest.Config) -> list[ClientSpec]:
     except UnknownClientError as exc:
         raise pytest.UsageError(str(exc)) from None
     return specs
+
+
+#: what ``--shard`` did: the shard, the tests collected before the split, the tests it kept
+SHARDED = pytest.StashKey[tuple[Shard, int, int]]()
+#: parameter values that name themselves alike in every process (others are named by position)
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def shard_group(item: pytest.Item) -> str:
+    """The key that keeps a test in one shard with the tests it shares a cached run with (those
+    of its module with the same value of the parameter its ``shared_run(param)`` or
+    ``client_rotation(param, ...)`` marker names, and the same Kafka version and client: the
+    key of ``suites.scenario.run_once``); any other test's is its node id."""
+    marker = item.get_closest_marker("shared_run") or item.get_closest_marker("client_rotation")
+    callspec = getattr(item, "callspec", None)
+    if marker is None or callspec is None or not marker.args or marker.args[0] not in callspec.params:
+        return item.nodeid
+    parts = [item.nodeid.split("::", 1)[0]]
+    for name in (marker.args[0], "kafka_version", "client_name"):
+        if name in callspec.params:
+            value = callspec.params[name]
+            shown = repr(value) if isinstance(value, _PLAIN) else f"#{callspec.indices.get(name)}"
+            parts.append(f"{name}={shown}")
+    return "::".join(parts)
+
+
+@pytest.hookimpl(trylast=True)  # after -k, -m and --deselect: the shards split what is left
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--shard I/N``: keep shard I of the collected tests (``highwater.pytest_runs.partition``
+    of their ``shard_group`` keys), the others deselected."""
+    shard: Shard | None = config.getoption("--shard")
+    if shard is None:
+        return
+    shards = partition([shard_group(item) for item in items], shard.total)
+    kept = [item for item, s in zip(items, shards) if s == shard.index]
+    left = [item for item, s in zip(items, shards) if s != shard.index]
+    config.stash[SHARDED] = (shard, len(items), len(kept))
+    if left:
+        config.hook.pytest_deselected(items=left)
+    items[:] = kept
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
+    sharded = config.stash.get(SHARDED, None)
+    if sharded is None:
+        return None
+    shard, collected, kept = sharded
+    return f"highwater: shard {shard}: {kept} of {collected} tests (the other shards' {collected - kept} deselected)"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A shard left without tests while the session collected some has nothing to do: exit 0,
+    not pytest's "no tests collected" (5, which ``highwater run`` takes for nothing judged)."""
+    sharded = session.config.stash.get(SHARDED, None)
+    if sharded is not None and sharded[1] > 0 and sharded[2] == 0 and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = pytest.ExitCode.OK
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -365,11 +446,14 @@ def shared_cluster(
     wall clocks through libfaketime, ``harness.clock``) for the tests that
     ``uses`` says use it: the body of a module-, package- or session-scoped fixture. Booted once,
     stopped at the end (a failed start tears down whatever it started itself), with its logs
-    collected to ``<--highwater-logs>/<name>`` when one of those tests failed. Modules that share
+    collected to ``<--highwater-logs>/<name>`` (``<name>.shard-I-of-N`` with ``--shard``) when one of those tests failed. Modules that share
     it take it through ``healed_for_module``."""
     spec = ClusterSpec(
         brokers=3, racks=3, kafka_version=kafka_version, broker_config=dict(broker_config or {}), disk=disk, clock=clock
     )
+    shard: Shard | None = request.config.getoption("--shard")
+    if shard is not None:  # shards on one machine keep their clusters' logs apart
+        name = f"{name}.shard-{shard.index}-of-{shard.total}"
     c = start_backend(backend, spec, _progress)
     try:
         yield c

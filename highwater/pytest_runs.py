@@ -4,13 +4,20 @@
 The suites run in a child pytest (not ``pytest.main`` in this process) so that each Kafka
 release, client version and seed gets a fresh interpreter: a client library cannot be loaded in
 two versions in one process, and a run that hangs or dies takes only its child with it.
+
+Also the shards of a session (``--shard I/N``, for CI systems that fan out jobs themselves):
+``Shard`` and ``shard_spec`` parse the option (the CLI's and the plugin's alike), ``partition``
+is the split every shard computes alike from the collected tests' group keys.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
+import re
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +43,48 @@ def locate(test: str) -> str:
 
 
 @dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` of ``total`` (1 <= index <= total): ``--shard index/total``."""
+
+    index: int
+    total: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.total}"
+
+
+def shard_spec(text: str) -> Shard:
+    """``I/N`` as a ``Shard``; anything else is refused with one line (argparse's ``type=``: the
+    CLI's usage error, exit 2, and pytest's, exit 4)."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not I/N (shard I of N, e.g. 2/4)")
+    shard = Shard(int(m.group(1)), int(m.group(2)))
+    if shard.total < 1 or not 1 <= shard.index <= shard.total:
+        raise argparse.ArgumentTypeError(f"{text!r}: a shard I/N needs 1 <= I <= N (e.g. 1/{max(shard.total, 2)})")
+    return shard
+
+
+def partition(keys: Sequence[str], total: int) -> list[int]:
+    """The shard (1..total) of each of a session's tests, given each test's group key (tests
+    with one key stay in one shard; a key of its own per test otherwise): the groups, largest
+    first and then by key, each go to the shard with the fewest tests so far (the lowest
+    number on a tie). It depends on the keys alone, not on their order, so every shard of a
+    session computes the same split; with a key per test the shards differ by at most one
+    test, and by at most the largest group otherwise."""
+    if total < 1:
+        raise ValueError(f"total must be at least 1, not {total}")
+    sizes = Counter(keys)
+    load = [0] * total
+    shard_of: dict[str, int] = {}
+    for key in sorted(sizes, key=lambda k: (-sizes[k], k)):
+        least = min(range(total), key=lambda i: (load[i], i))
+        shard_of[key] = least + 1
+        load[least] += sizes[key]
+    return [shard_of[k] for k in keys]
+
+
+@dataclass(frozen=True)
 class PytestRun:
     """What one child pytest runs: tests (node ids or paths) and the highwater options."""
 
@@ -47,6 +96,8 @@ class PytestRun:
     kafka_versions: Sequence[str] = ()
     seed: int | None = None
     results: str = "results"
+    #: only this shard of the collected tests (``--shard``), None: all of them
+    shard: Shard | None = None
     #: further pytest arguments (``--runxfail``, ``-q``, ``--junitxml=...``)
     extra: Sequence[str] = field(default_factory=tuple)
 
@@ -74,6 +125,8 @@ class PytestRun:
             argv += ["--seed", str(self.seed)]
         for v in self.kafka_versions:
             argv += ["--kafka-version", v]
+        if self.shard is not None:
+            argv += ["--shard", str(self.shard)]
         return argv + list(self.extra)
 
     def call(self) -> int:

@@ -112,6 +112,7 @@ def _run(cluster: ClusterBackend, case: str, kafka_version: str, **fixtures: Any
     )
 
 
+@pytest.mark.shared_run("case")  # one run per case, judged by both tests: one shard holds both (--shard)
 @pytest.mark.parametrize("case", SAFETY_CASES)
 def test_a_clock_jump_loses_nothing(
     cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str, kafka_version: str, case: str
@@ -125,6 +126,7 @@ def test_a_clock_jump_loses_nothing(
         raise type(exc)(f"{exc}\n(results: {result.dir}; repro: {repro})") from None
 
 
+@pytest.mark.shared_run("case")
 @pytest.mark.parametrize("case", COST_CASES)
 def test_what_a_clock_jump_costs(
     cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str, kafka_version: str, case: str
