@@ -15,7 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from .cli_run import add_progress_arg, progress_args
 from .console import progress as _say
 from .exit_codes import Exit
 from .preflight import preflight
-from .pytest_runs import PytestRun
+from .pytest_runs import PytestRun, Shard, shard_spec
 from .sweep import (
     STATE_FILE,
     SweepError,
@@ -107,6 +107,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--kafka-version", default=None, help="with --over client: the Kafka release (default: newest)")
     _common(s)
     s.add_argument("--campaign", default=None, help="campaign name; the same name resumes an interrupted sweep")
+    s.add_argument(
+        "--shard",
+        type=shard_spec,
+        default=None,
+        metavar="I/N",
+        help="sweep only shard I of N of the versions (every N-th, from the I-th), for a CI matrix: the same "
+        "--campaign on every shard, then 'highwater report' over the merged results (needs --campaign)",
+    )
     s.set_defaults(func=cmd_sweep)
     b = sub.add_parser(
         "bisect",
@@ -280,13 +288,34 @@ def client_axis(args: argparse.Namespace, state_path: Path) -> SweepAxis:
     )
 
 
+def shard_versions(versions: Sequence[str], shard: Shard | None) -> list[str]:
+    """The versions of ``shard``: every N-th of the sweep's (sorted) list from the I-th, so each
+    shard gets old and new releases alike and the N shards cover the list exactly once."""
+    return list(versions) if shard is None else list(versions)[shard.index - 1 :: shard.total]
+
+
+def state_file(shard: Shard | None) -> str:
+    """The sweep's state file in its campaign: one per shard, so shards sharing a results
+    directory never resume each other's versions."""
+    return STATE_FILE if shard is None else STATE_FILE.replace(".json", f".shard-{shard.index}-of-{shard.total}.json")
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     get_backend(args.backend)
+    shard: Shard | None = getattr(args, "shard", None)
+    if shard is not None and args.campaign is None:
+        raise SweepError("--shard needs --campaign NAME: every shard writes into that one campaign")
     tests = args.tests or DEFAULT_SWEEP_TESTS
     swept = f"{library_of(args.client).name}-" if args.over == "client" else ""
     campaign = args.campaign or f"sweep-{swept}{args.profile}-{time.strftime('%Y%m%dT%H%M%S')}"
-    state_path = Path(args.results) / campaign / STATE_FILE
+    state_path = Path(args.results) / campaign / state_file(shard)
     axis = client_axis(args, state_path) if args.over == "client" else kafka_axis(args)
+    if shard is not None:
+        mine = shard_versions(axis.versions, shard)
+        if not mine:
+            _say(f"sweep {campaign}: shard {shard} has none of the {len(axis.versions)} versions: nothing to run")
+            return Exit.OK
+        axis = replace(axis, versions=mine, summary=f"{axis.summary}, shard {shard}: {len(mine)}")
     state = load_or_start(state_path, axis.plan, axis.versions)
     _say(f"sweep {campaign}: {axis.summary} ({', '.join(state.releases)}), {len(state.pending())} to run")
 

@@ -404,6 +404,45 @@ def test_a_kafka_sweep_takes_a_version_list_or_range_too(
     assert not (tmp_path / "z").exists()
 
 
+def test_a_sharded_sweep_splits_the_releases_every_nth_and_keeps_a_state_per_shard(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--shard I/N: every N-th release from the I-th, the N shards covering the range once, each
+    with its own state file in the one campaign; an empty shard runs nothing; without --campaign
+    it is refused before anything runs."""
+    monkeypatch.setattr(cli_sweep, "published_versions", lambda: PUBLISHED)
+    monkeypatch.setattr(cli_sweep, "ensure_kafka", lambda v, progress=None: None)
+    cells = Cells(monkeypatch)
+    base = [
+        "sweep",
+        "--client",
+        "java",
+        "--results",
+        str(tmp_path),
+        "--campaign",
+        "n",
+        "--from",
+        "3.3.1",
+        "--to",
+        "4.0.0",
+    ]
+    swept = []
+    for i in (1, 2, 3):
+        cells.argvs.clear()
+        assert cli.main([*base, "--shard", f"{i}/3"]) == 0
+        swept.append([Cells.option(a, "--kafka-version") for a in cells.argvs])
+        assert (tmp_path / "n" / f"sweep.shard-{i}-of-3.json").exists()
+    every = releases_in_range(PUBLISHED, "3.3.1", "4.0.0")
+    assert sorted(v for s in swept for v in s) == sorted(every)  # a partition of the range
+    assert swept[0] == every[0::3] and swept[1] == every[1::3]
+    assert cli_sweep.shard_versions(["a"], cli_sweep.shard_spec("2/3")) == []
+    cells.argvs.clear()
+    assert cli.main([*base, "--shard", f"{len(every) + 1}/{len(every) + 1}"]) == 0 and cells.argvs == []
+    capsys.readouterr()
+    assert cli.main(["sweep", "--results", str(tmp_path), "--shard", "1/2"]) == 4
+    assert "--shard needs --campaign" in capsys.readouterr().err
+
+
 def test_sweep_argument_parsing() -> None:
     args = cli.build_parser().parse_args(
         [
