@@ -3,5 +3,7 @@
 * ``tests.synth.histories``: ``HistoryBuilder``, small histories built event by event.
 * ``tests.synth.reports``: small result stores (runs with history, verdict.json, run.json) with
   planted anomalies, for the report's tests.
-* ``tests.synth.bulk``: large Parquet histories written column-wise, for the report benchmark.
+
+The report benchmark's large Parquet histories are its own (``benchmarks/bulk_histories.py``):
+benchmarks import nothing from the tests (``tests/unit/test_layers.py``).
 """

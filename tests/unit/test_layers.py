@@ -18,10 +18,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: package -> the top-level packages of ours it must never import
 FORBIDDEN = {
-    "harness": {"faults", "reports", "highwater", "suites"},
-    "faults": {"reports", "highwater", "suites"},
-    "reports": {"faults", "highwater", "suites"},
-    "highwater": {"suites"},
+    "harness": {"faults", "reports", "highwater", "suites", "tests"},
+    "faults": {"reports", "highwater", "suites", "tests"},
+    "reports": {"faults", "highwater", "suites", "tests"},
+    "highwater": {"suites", "tests"},
+    "suites": {"tests"},
+    # the measurements run anywhere, on the product alone: a benchmark's fixtures are its own
+    "benchmarks": {"tests", "suites"},
 }
 #: the ground floor: pure records and checks, which import nothing that touches the world
 GROUND = ("harness/checks", "harness/history", "harness/policy.py", "harness/manifest.py")

@@ -1,4 +1,4 @@
-"""Large synthetic histories written straight to Parquet (``PARQUET_SCHEMA``), for the scale
+"""Large synthetic histories written straight to Parquet (``PARQUET_SCHEMA``), for the report scale
 benchmark: building 100k-event runs event by event in Python would take longer than the
 aggregation being measured, so the columns are built with numpy/pyarrow.
 
