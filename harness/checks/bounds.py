@@ -65,6 +65,10 @@ Bounds:
   consumer-protocol group): after a fault that let the group fence a member unawares ends, the
   member hears it at its next heartbeat, answered within a request timeout; until then it may
   return records of a partition already given to another member. Judges exclusive-read.
+* ``hw_propagation_bound_ms`` = Wr + Wr/2: after an acknowledged write a follower learns the
+  new high watermark in the answer to its held fetch, within one ``replica.fetch.wait.max.ms``,
+  and half a wait more for a fetch already in flight; at the median, so no slack. Judges
+  hw-propagation (``harness.checks.hw_propagation``, a measurement's check).
 * ``member_stall_bound_ms`` = W + K: a group member that keeps its partitions through another
   member's rebalance returns a record acknowledged on one of them within one fetch wait (the
   acknowledgement moved the high watermark, so the next fetch answers with it at once or at
@@ -170,6 +174,7 @@ BOUND_USERS: dict[str, tuple[str, ...]] = {
     "progress_bound_ms": ("progress",),
     "member_fence_grace_ms": ("exclusive-read",),
     "member_stall_bound_ms": ("rebalance-barrier",),
+    "hw_propagation_bound_ms": ("hw-propagation",),
     "follower_latency_bound_ms": ("follower-latency",),
 }
 
@@ -235,6 +240,12 @@ def derive(s: Settings) -> dict[str, Bound]:
             f"{Rc} + {MEMBER_HEARTBEAT_MS} + {K}",
         ),
         Bound("member_stall_bound_ms", W + K, "consumer fetch.max.wait.ms + slack", f"{W} + {K}"),
+        Bound(
+            "hw_propagation_bound_ms",
+            s.replica_fetch_wait_max_ms * 3 // 2,
+            "1.5*replica.fetch.wait.max.ms",
+            f"1.5*{s.replica_fetch_wait_max_ms}",
+        ),
     ]
     return {b.name: b for b in out}
 

@@ -13,10 +13,13 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
+from harness.checks.bounds import derive
+from harness.checks.hw_propagation import hw_propagation
 from harness.checks.verdict import Verdict
 from harness.cluster import Cluster
 from harness.waiting import wait_until
 from harness.workload.final_read import _fetch
+from highwater.run_spec import run_settings
 from suites.findings import expect_hw9, expect_hw13
 from suites.scenario import KIP392_FAULTS, PLANS, assert_verdicts, check_verdicts, run_plan
 
@@ -102,7 +105,8 @@ def test_consumer_moves_when_its_replica_leaves_the_isr_and_returns(
 
 def test_hw_propagation_to_followers_is_measured(cluster: Cluster, campaign: str, results_root: Path) -> None:
     """Per write: the time from the acks=all acknowledgement (the leader's HW passed it) until
-    each follower's Fetch response reports a HW beyond it. Recorded, not asserted as a bound."""
+    each follower's Fetch response reports a HW beyond it; kept per release and run, and judged
+    at the median against ``hw_propagation_bound_ms`` (``harness.checks.hw_propagation``)."""
     topic = cluster.topic_name("k392hw")
     cluster.create_topic(topic, partitions=1, replication_factor=3)
     state = cluster.partition_state(topic, 0)
@@ -131,17 +135,23 @@ def test_hw_propagation_to_followers_is_measured(cluster: Cluster, campaign: str
     figures = {
         str(f): {"median_ms": statistics.median(d), "max_ms": max(d), "samples": len(d)} for f, d in delays.items()
     }
+    bound = derive(run_settings(cluster.spec.brokers, cluster.spec.broker_config, 1.0))["hw_propagation_bound_ms"]
+    verdict = hw_propagation(figures, bound.ms)
     out = results_root / campaign / "measurements"
     out.mkdir(parents=True, exist_ok=True)
-    # one file per release (a campaign over several releases keeps each; a second run of one replaces it)
-    (out / f"hw-propagation-{cluster.kafka_version}.json").write_text(
+    # one file per release and run: a campaign over several releases, or a second run, keeps each
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    (out / f"hw-propagation-{cluster.kafka_version}-{stamp}.json").write_text(
         json.dumps(
             {
                 "kafka_version": cluster.kafka_version,
                 "followers": figures,
+                "bound": {"ms": bound.ms, "formula": bound.formula, "computed": bound.computed},
+                "verdict": verdict.to_json(),
             },
             indent=2,
         )
     )
-    print(f"HW propagation to followers (ms): {figures}")
+    print(f"HW propagation to followers (ms): {figures}; bound {bound.ms} ms: {verdict.valid}")
     assert all(len(d) == 20 for d in delays.values())
+    assert verdict.valid is True, f"followers learn the high watermark late: {verdict.examples} ({bound.formula})"

@@ -41,6 +41,7 @@ def test_fast_failure_settings_give_bounds_of_seconds() -> None:
         "progress_bound_ms": 12500,
         "member_fence_grace_ms": 15000,
         "member_stall_bound_ms": 2500,
+        "hw_propagation_bound_ms": 300,
         "follower_latency_bound_ms": 125,
     }
     assert set(ms) == set(BOUND_USERS)
@@ -56,8 +57,11 @@ def test_each_bound_follows_its_settings() -> None:
     assert longer_session["isr_leave_bound_ms"].ms == 9000 + 500 + 1000 + 2000  # fencing now dominates
     more_slack = derive(Settings(**{**FAST.__dict__, "bound_slack_ms": 3000}))
     # every bound of a single event carries the slack; a bound on a median does not
-    assert all(more_slack[n].ms - base[n].ms == 1000 for n in base if n != "follower_latency_bound_ms")
-    assert more_slack["follower_latency_bound_ms"] == base["follower_latency_bound_ms"]
+    medians = ("follower_latency_bound_ms", "hw_propagation_bound_ms")
+    assert all(more_slack[n].ms - base[n].ms == 1000 for n in base if n not in medians)
+    assert all(more_slack[n] == base[n] for n in medians)
+    longer_follower_wait = derive(Settings(**{**FAST.__dict__, "replica_fetch_wait_max_ms": 500}))
+    assert longer_follower_wait["hw_propagation_bound_ms"].ms == 750
     longer_wait = derive(Settings(**{**FAST.__dict__, "consumer_fetch_max_wait_ms": 1000}))
     assert longer_wait["follower_latency_bound_ms"].ms == 250
 
