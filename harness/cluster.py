@@ -22,7 +22,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,14 +37,15 @@ from .diskfs import CONTROL_FILE, DiskError, LossyDisk, ensure_lossyfs, unmount_
 from .distribution import KafkaDistribution, default_version, ensure_kafka
 from .errors import ClusterError, HighwaterError, PortInUseError
 from .java_runtime import find_java, jvm_base
-from .lifecycle import accepts_connection, acquire_slot, check_ports, pick_base_port, reap_stale
+from .lifecycle import acquire_slot, check_ports, pick_base_port, reap_stale
 from .node import KafkaNode, NodeState
 from .observe import Observer, PartitionWaits
 from .paths import clusters_dir
 from .procs import OwnerLock, ProcessRegistry, signal_and_wait, spawn
+from .proxy_links import ProxyLinks
 from .security import ClientSecurity
-from .topology import Link, Listener, Ports, ProxyPlan, Topology, client_party
-from .toxiproxy import ByteCounters, ToxiproxyAPI, ensure_toxiproxy
+from .topology import Ports, Topology
+from .toxiproxy import ToxiproxyAPI, ensure_toxiproxy
 from .waiting import wait_until
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ def check_spec(spec: ClusterSpec) -> None:
     )
 
 
-class Cluster(PartitionWaits):
+class Cluster(ProxyLinks, PartitionWaits):
     """The local backend: implements :class:`~harness.backend.ClusterBackend`,
     :class:`~harness.backend.LinkControl` (one Toxiproxy proxy per directed link) and
     :class:`~harness.backend.ProcessControl` (node JVMs driven by signals)."""
@@ -494,98 +495,6 @@ class Cluster(PartitionWaits):
             return len(parts) == partitions and all(p["leader_id"] >= 0 and len(p["isr_nodes"]) == rf for p in parts)
 
         wait_until(in_sync, timeout, f"topic {name} has {partitions} partitions, each with {rf} replicas in sync")
-
-    # -- links ------------------------------------------------------------------------------
-    def replication_links(self, broker_id: int, direction: str = "both") -> list[Link]:
-        """Replication links of a broker: ``out`` (it fetches from peers), ``in`` (peers fetch
-        from it) or ``both``."""
-        name = self.topo.node(broker_id).name
-        links = [lk for lk in self.topo.links() if lk.listener == Listener.REPLICATION]
-        return [
-            lk
-            for lk in links
-            if (direction in ("out", "both") and lk.src == name) or (direction in ("in", "both") and lk.dst == name)
-        ]
-
-    def client_link(self, rack: str, broker_id: int) -> Link:
-        return Link(client_party(rack), self.topo.node(broker_id).name, Listener.CLIENT)
-
-    def links(self) -> list[Link]:
-        """Every directed link, each behind its own proxy."""
-        return self.topo.links()
-
-    def _api(self) -> ToxiproxyAPI:
-        if self.toxiproxy is None:
-            raise ClusterError("cluster is not started")
-        return self.toxiproxy
-
-    def set_links_enabled(self, links: Iterable[Link], enabled: bool) -> None:
-        """Disable (cut: listener closed, open connections dropped) or re-enable proxies."""
-        api = self._api()
-        for link in links:
-            api.set_enabled(link.proxy_name, enabled)
-
-    def add_toxic(
-        self, link: Link, *, name: str, type: str, stream: str, toxicity: float, attributes: Mapping[str, Any]
-    ) -> None:
-        self._api().add_toxic(
-            link.proxy_name, name=name, type=type, stream=stream, toxicity=toxicity, attributes=dict(attributes)
-        )
-
-    def remove_toxic(self, link: Link, name: str) -> None:
-        self._api().remove_toxic(link.proxy_name, name)
-
-    def reset_links(self) -> None:
-        """Every proxy enabled, every toxic removed (Toxiproxy's reset)."""
-        self._api().reset()
-
-    def ensure_links_healthy(self, links: Iterable[Link], toxic_prefix: str = "") -> None:
-        """Each link's proxy is enabled, has no toxic named ``toxic_prefix...``, and accepts a
-        connection; a proxy that does not (a wedged one) is deleted and recreated from the plan."""
-        wanted = set(links)
-        self._repair_proxies([p for p in self.topo.proxies() if p.link in wanted], toxic_prefix)
-
-    def _repair_proxies(self, plans: list[ProxyPlan], toxic_prefix: str) -> None:
-        api = self._api()
-        for plan in plans:
-            name = plan.link.proxy_name
-            try:
-                state = api.proxy(name)
-                healthy = (
-                    state.get("enabled")
-                    and not any(t["name"].startswith(toxic_prefix) for t in state.get("toxics", []))
-                    and accepts_connection(plan.listen_host, plan.listen_port)
-                )
-            except Exception as exc:  # noqa: BLE001 - any failure to confirm means: recreate
-                log.warning("proxy %s could not be checked: %s", name, exc)
-                healthy = False
-            if healthy:
-                continue
-            log.warning("proxy %s is wedged; recreating it", name)
-            try:
-                api.delete(name)
-            except Exception as exc:  # noqa: BLE001 - it may already be gone
-                log.info("deleting %s: %s", name, exc)
-            api.create(name, plan.listen, plan.upstream, enabled=True)
-            wait_until(
-                functools.partial(accepts_connection, plan.listen_host, plan.listen_port),
-                10,
-                f"proxy {name} accepts connections",
-            )
-
-    def link_bytes(self) -> dict[Link, ByteCounters]:
-        """Bytes through every link's proxy (see the note on ``ByteCounters``: a connection's
-        bytes are counted when it closes)."""
-        counters = self._api().byte_counters()
-        return {lk: counters.get(lk.proxy_name, ByteCounters(0, 0)) for lk in self.links()}
-
-    def client_bytes(self, rack: str) -> dict[int, ByteCounters]:
-        """Bytes through the proxies of ``rack``'s clients, per broker: who served them."""
-        counters = self._api().byte_counters()
-        out: dict[int, ByteCounters] = {}
-        for b in self.topo.brokers:
-            out[b.node_id] = counters.get(self.client_link(rack, b.node_id).proxy_name, ByteCounters(0, 0))
-        return out
 
 
 if TYPE_CHECKING:  # mypy proves the local backend implements every protocol
