@@ -20,7 +20,7 @@ Code that needs a capability asks with ``isinstance(backend, LinkControl)`` (the
 runtime-checkable) or :func:`has_capability`; faults declare theirs (``FaultKind.capability``)
 and are refused before a run starts when the backend lacks it (``faults.capability``).
 
-The local backend (:class:`harness.cluster.Cluster`) implements all three. A new backend
+The local backend (:class:`harness.local.cluster.Cluster`) implements all three. A new backend
 registers a ``harness.backends.BackendEntry`` with ``register_backend``; ``--backend`` on
 ``highwater cluster up``, ``run``, ``campaign`` and the pytest plugin looks names up with
 ``harness.backends.get_backend``.

@@ -84,13 +84,13 @@ def start_backend(name: str, spec: ClusterSpec, progress: Progress | None = None
 
 
 def _start_local(spec: ClusterSpec, progress: Progress | None) -> ClusterBackend:
-    from .cluster import Cluster
+    from .local.cluster import Cluster
 
     return Cluster(spec, progress).start()
 
 
 def _attach_local(cluster_dir: Path, progress: Progress | None) -> ClusterBackend:
-    from .cluster import Cluster
+    from .local.cluster import Cluster
 
     return Cluster.attach(cluster_dir, progress)
 

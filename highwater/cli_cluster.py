@@ -18,9 +18,9 @@ from pathlib import Path
 
 from harness.backend import ProcessControl
 from harness.backends import DEFAULT_BACKEND, BackendEntry, get_backend, start_backend
-from harness.cluster import check_spec
 from harness.config import ClusterSpec, parse_cpus
 from harness.errors import ClusterError
+from harness.local.cluster import check_spec
 from harness.paths import home
 from harness.procs import OwnerLock, ProcessRegistry, signal_and_wait, spawn
 from harness.waiting import wait_until

@@ -4,7 +4,7 @@ the docker SDK. Containers use host networking, each node on its own 127.x addre
 ``extra_hosts`` pointing every peer name at the proxy for that directed link.
 
 Everything that is not about processes (slots, ports, observers, topics, links, byte counters)
-is :class:`harness.cluster.Cluster`'s own code; this class replaces how nodes and the proxy are
+is :class:`harness.local.cluster.Cluster`'s own code; this class replaces how nodes and the proxy are
 started, faulted, logged and removed. Process faults go through the engine: ``kill`` (SIGKILL),
 ``stop`` (SIGTERM, then kill), ``pause``/``resume`` (the cgroup freezer) and ``restart`` (the
 container keeps its filesystem, so the data survives).
@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.backend import NodeState
-from harness.cluster import Cluster, check_spec, kraft_cluster_id
 from harness.cluster_state import shape_record, spec_from_state, topology_from_state
 from harness.config import ClusterSpec
 from harness.distribution import KafkaDistribution, default_version
 from harness.errors import ClusterError, SetupError
 from harness.lifecycle import acquire_slot, reap_stale
+from harness.local.cluster import Cluster, check_spec, kraft_cluster_id
 from harness.paths import clusters_dir
 from harness.procs import OwnerLock, ProcessRegistry
 from harness.topology import Node

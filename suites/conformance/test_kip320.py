@@ -46,7 +46,7 @@ import pytest
 from faults.inject import Injector
 from faults.spec import parse_fault
 from harness.checks.verdict import Verdict
-from harness.cluster import Cluster
+from harness.local.cluster import Cluster
 from harness.observe import DEBUGGING_REPLICA_ID
 from harness.waiting import wait_until
 from highwater.profiles import Profile

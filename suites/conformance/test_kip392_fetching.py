@@ -16,7 +16,7 @@ from kafka import KafkaProducer
 from harness.checks.bounds import derive
 from harness.checks.hw_propagation import hw_propagation
 from harness.checks.verdict import Verdict
-from harness.cluster import Cluster
+from harness.local.cluster import Cluster
 from harness.waiting import wait_until
 from harness.workload.final_read import _fetch
 from highwater.run_spec import run_settings

@@ -59,8 +59,8 @@ import pytest
 from kafka import KafkaProducer, TopicPartition
 
 from harness.backend import ClusterBackend, heal, unhealed
-from harness.cluster import Cluster
-from harness.node import NodeState
+from harness.local.cluster import Cluster
+from harness.local.node import NodeState
 from harness.observe import CONSUMER_REPLICA_ID, Observer
 from harness.waiting import wait_until
 from suites.conformance.probes import (

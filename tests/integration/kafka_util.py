@@ -9,7 +9,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from harness.backend import LinkControl
 from harness.checks import CHECKS, NEEDS, Input
 from harness.clients import ClientDriver, ProducerSettings, SendOutcome
-from harness.cluster import Cluster
+from harness.local.cluster import Cluster
 from harness.toxiproxy import ByteCounters
 from harness.waiting import wait_until_steady
 

@@ -15,7 +15,7 @@ import pytest
 
 from harness.clients import ConsumerSettings, ProducerSettings, SendOutcome, TopicPartition, WorkerGone, get_driver
 from harness.clients.worker import live_workers
-from harness.cluster import Cluster
+from harness.local.cluster import Cluster
 from harness.procs import is_zombie_or_gone
 from harness.waiting import wait_until
 

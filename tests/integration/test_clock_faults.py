@@ -18,8 +18,8 @@ from kafka import KafkaProducer
 from faults.inject import Injector
 from faults.spec import parse_fault
 from harness.clock import SHM_DIR, ClockError, find_libfaketime
-from harness.cluster import Cluster
 from harness.history import HistoryWriter, read_history
+from harness.local.cluster import Cluster
 from harness.procs import ProcessRegistry, is_zombie_or_gone
 from harness.waiting import wait_until
 

@@ -14,9 +14,9 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from faults.inject import Injector
 from faults.spec import parse_fault
-from harness.cluster import Cluster
 from harness.diskfs import mounts_under
 from harness.history import HistoryWriter, read_history
+from harness.local.cluster import Cluster
 from harness.paths import clusters_dir
 
 pytestmark = pytest.mark.integration

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import Cluster
 from harness.config import ClusterSpec
 from harness.external import connect
+from harness.local.cluster import Cluster
 from harness.security import ClientSecurity
 from harness.waiting import wait_until
 from highwater.run_spec import RunSpec

@@ -11,9 +11,9 @@ import pytest
 from faults.common import FaultError
 from faults.inject import Injector
 from faults.spec import FaultSpec, parse_fault
-from harness.cluster import Cluster
 from harness.history import HistoryWriter
 from harness.lifecycle import accepts_connection
+from harness.local.cluster import Cluster
 from harness.observe import Observer, PartitionState
 from harness.waiting import wait_until
 

@@ -18,7 +18,7 @@ import pytest
 
 from faults.inject import Injector
 from faults.spec import parse_fault
-from harness.cluster import Cluster
+from harness.local.cluster import Cluster
 from harness.waiting import wait_until
 
 pytestmark = pytest.mark.integration

@@ -28,8 +28,8 @@ from harness.clients import (
     client_names,
     get_driver,
 )
-from harness.cluster import Cluster
 from harness.lifecycle import accepts_connection
+from harness.local.cluster import Cluster
 from harness.toxiproxy import ByteCounters
 from harness.waiting import WaitTimeout, wait_until, wait_until_steady
 

@@ -24,8 +24,8 @@ from harness.clients import (
     TopicPartition,
     get_driver,
 )
-from harness.cluster import Cluster
 from harness.history import read_history
+from harness.local.cluster import Cluster
 from harness.procs import is_zombie_or_gone
 from harness.waiting import wait_until
 from highwater.run_spec import RunSpec

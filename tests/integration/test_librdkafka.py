@@ -17,8 +17,8 @@ from harness.clients import (
     TopicPartition,
     get_driver,
 )
-from harness.cluster import Cluster
 from harness.history import read_history
+from harness.local.cluster import Cluster
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
 from tests.integration.kafka_util import produce_through_driver

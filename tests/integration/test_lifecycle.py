@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import Cluster
 from harness.config import ClusterSpec
 from harness.diskfs import mounts_under
 from harness.distribution import UnknownKafkaVersion, ensure_kafka
 from harness.errors import JavaError, PortInUseError
 from harness.java_runtime import find_java
 from harness.lifecycle import listening_sockets, reap_stale
+from harness.local.cluster import Cluster
 from harness.procs import is_zombie_or_gone
 from harness.topology import TopologyError
 from harness.waiting import wait_until
@@ -57,7 +57,7 @@ def test_kill_9_of_the_test_process_leaves_nothing_running(kafka_version: str) -
     next start's reaper detaches it."""
     child = _run_child(f"""
         import json, time
-        from harness.cluster import Cluster
+        from harness.local.cluster import Cluster
         from harness.config import ClusterSpec
         c = Cluster(ClusterSpec(brokers=3, racks=3, kafka_version={kafka_version!r}, disk="lossy")).start()
         pids = [n.pid for n in c.nodes.values()] + [c._toxiproxy_proc.pid]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import Cluster
 from harness.history import read_history
+from harness.local.cluster import Cluster
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
 from reports.browser_check import check_page, find_chromium

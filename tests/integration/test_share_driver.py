@@ -24,7 +24,7 @@ from harness.clients.share import (
     share_start_offsets,
 )
 from harness.clients.worker import WorkerDriver
-from harness.cluster import Cluster
+from harness.local.cluster import Cluster
 
 from .kafka_util import produce_through_driver
 

@@ -32,7 +32,7 @@ from harness.clients import (
     client_names,
     get_driver,
 )
-from harness.cluster import Cluster
+from harness.local.cluster import Cluster
 from harness.waiting import wait_until
 
 from .kafka_util import produce_through_driver

@@ -24,9 +24,9 @@ from harness.clients import (
     get_driver,
 )
 from harness.clients.worker import PROTOCOL, WorkerConsumer
-from harness.cluster import Cluster
 from harness.errors import WaitTimeout
 from harness.history import read_history
+from harness.local.cluster import Cluster
 from harness.topology import Listener, client_party
 from harness.waiting import wait_until
 from highwater.run_spec import RunSpec

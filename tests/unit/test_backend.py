@@ -31,10 +31,10 @@ from harness.backend import (
     capabilities,
 )
 from harness.backends import DEFAULT_BACKEND, BackendError, backend_names, get_backend
-from harness.cluster import Cluster
 from harness.config import ClusterSpec
 from harness.errors import HighwaterError
-from harness.node import KafkaNode
+from harness.local.cluster import Cluster
+from harness.local.node import KafkaNode
 from harness.observe import Observer, PartitionState
 from harness.security import PLAINTEXT, ClientSecurity
 from harness.topology import Topology
@@ -62,7 +62,7 @@ def _has(obj: object, name: str) -> bool:
 
 
 def test_local_backend_has_every_member_of_every_protocol() -> None:
-    # mypy proves the signatures (harness/cluster.py's _implements); this checks the names at runtime.
+    # mypy proves the signatures (harness/local/cluster.py's _implements); this checks the names at runtime.
     cluster = Cluster(ClusterSpec(brokers=3, racks=3))
     for protocol in (ClusterBackend, LinkControl, ProcessControl):
         missing = sorted(m for m in _members(protocol) if not _has(cluster, m))
@@ -344,6 +344,6 @@ def _active(spec: Any) -> Any:
 
 
 def test_node_state_is_shared_by_backend_and_node_modules() -> None:
-    import harness.node
+    import harness.local.node
 
-    assert harness.node.NodeState is NodeState
+    assert harness.local.node.NodeState is NodeState

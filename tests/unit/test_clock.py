@@ -31,8 +31,8 @@ from harness.clock import (
     remove_shm,
     run_drift,
 )
-from harness.cluster import Cluster
 from harness.config import ClusterSpec, SpecError
+from harness.local.cluster import Cluster
 from harness.procs import ProcessRegistry
 from harness.topology import Topology
 from harness.waiting import wait_until
@@ -134,7 +134,7 @@ def test_a_cluster_with_faked_clocks_refuses_a_missing_library_before_starting_a
     def missing() -> Path:
         raise ClockError("libfaketime not found: install it with 'apt-get install libfaketime' (or 'make')")
 
-    monkeypatch.setattr("harness.cluster.find_libfaketime", missing)
+    monkeypatch.setattr("harness.local.cluster.find_libfaketime", missing)
     with pytest.raises(ClockError, match="apt-get install libfaketime"):
         Cluster(ClusterSpec(clock="faked"), progress=lambda _msg: None).start()
     assert not (tmp_path / "home").exists(), "nothing was started or created"

@@ -107,7 +107,7 @@ def test_kraft_cluster_ids_never_start_with_a_dash(monkeypatch: pytest.MonkeyPat
     """An id starting with '-' would be parsed as an option by kafka-storage (seen in CI)."""
     import uuid
 
-    from harness import cluster
+    from harness.local import cluster
 
     ids = iter([uuid.UUID(bytes=b"\xfb" + b"\x00" * 15), uuid.UUID(bytes=b"\x01" * 16)])
     monkeypatch.setattr(cluster.uuid, "uuid4", lambda: next(ids))

@@ -26,12 +26,12 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from .distribution import KafkaDistribution, _DirLock
-from .errors import ClusterError, HighwaterError
-from .java_runtime import Java
-from .lifecycle import accepts_connection, pick_base_port
-from .procs import signal_and_wait, spawn
-from .waiting import wait_until
+from ..distribution import KafkaDistribution, _DirLock
+from ..errors import ClusterError, HighwaterError
+from ..java_runtime import Java
+from ..lifecycle import accepts_connection, pick_base_port
+from ..procs import signal_and_wait, spawn
+from ..waiting import wait_until
 
 log = logging.getLogger(__name__)
 

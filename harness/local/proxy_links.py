@@ -10,11 +10,11 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .errors import ClusterError
-from .lifecycle import accepts_connection
-from .topology import Link, Listener, ProxyPlan, Topology, client_party
-from .toxiproxy import ByteCounters, ToxiproxyAPI
-from .waiting import wait_until
+from ..errors import ClusterError
+from ..lifecycle import accepts_connection
+from ..topology import Link, Listener, ProxyPlan, Topology, client_party
+from ..toxiproxy import ByteCounters, ToxiproxyAPI
+from ..waiting import wait_until
 
 log = logging.getLogger(__name__)
 
