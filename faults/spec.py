@@ -37,7 +37,8 @@ Kinds and their params (Toxiproxy attribute names and units; defaults in :data:`
   ``client_kill`` (SIGKILL; on heal the workload starts the client again), ``client_freeze``
   (SIGSTOP, SIGCONT on heal: a long GC pause as the group coordinator sees it),
   ``client_restart`` (SIGKILL and started again at once). Their targets are client selectors:
-  ``client:<client id>``, ``consumers[:<rack>]``, ``producers``, ``group:<group id>``. They
+  ``client:<client id>``, ``consumers[:<rack>]``, ``producers``, ``group:<group id>``,
+  ``group-leader:<group id>``, ``members:<group id>[:<n>]``. They
   need no backend capability.
 
 * Process faults act on the target's node processes: ``kill`` (SIGKILL, restarted on heal),
@@ -349,7 +350,8 @@ class FaultSpec:
                 return  # a client's wall clock (its worker's, ``harness.clients.clocks``)
             if k.is_client != (self.target.kind is TargetKind.CLIENT):
                 raise FaultError(
-                    f"{k.cli} acts on client workers: its target is client:<id>, consumers[:<rack>], producers or group:<id>"
+                    f"{k.cli} acts on client workers: its target is client:<id>, consumers[:<rack>], producers, group:<id>, "
+                    "group-leader:<id> or members:<id>[:<n>]"
                     if k.is_client
                     else f"{k.cli} acts on Kafka nodes; {self.target} names client workers (use client-kill, client-freeze, client-restart)"
                 )
