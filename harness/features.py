@@ -12,7 +12,7 @@ refuses a level a release lacks, before anything starts.
 
 from __future__ import annotations
 
-from harness.clients.groups import release
+from harness.clients.groups import release_at_least
 from harness.errors import HighwaterError
 
 ELIGIBLE_LEADER_REPLICAS = "eligible.leader.replicas.version"
@@ -26,8 +26,7 @@ class FeatureError(HighwaterError):
 
 def has_elr(kafka_version: str) -> bool:
     """Whether Kafka ``kafka_version`` has the ``eligible.leader.replicas.version`` feature."""
-    kafka = release(kafka_version)
-    return kafka is not None and kafka >= KAFKA_ELR_SINCE
+    return release_at_least(kafka_version, KAFKA_ELR_SINCE)
 
 
 def elr_refusal(kafka_version: str, enabled: bool) -> str | None:

@@ -40,6 +40,12 @@ def release(version: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def release_at_least(version: str, since: tuple[int, int]) -> bool:
+    """Whether ``version`` is ``since`` (major, minor) or later; False when it names no release."""
+    ours = release(version)
+    return ours is not None and ours >= since
+
+
 def group_protocol_refusal(
     client: str, client_version: str, kafka_version: str, protocol: str, assignor: str | None = None
 ) -> str | None:

@@ -11,7 +11,7 @@ librdkafka has no KIP-890 part 2 yet (confluentinc/librdkafka#5423): they speak 
 
 from __future__ import annotations
 
-from harness.clients.groups import release
+from harness.clients.groups import release, release_at_least
 from harness.errors import HighwaterError
 
 TRANSACTION_VERSION = "transaction.version"  # the KRaft feature
@@ -46,5 +46,4 @@ def transaction_version_refusal(client: str, client_version: str, kafka_version:
 
 def has_feature(kafka_version: str) -> bool:
     """Whether Kafka ``kafka_version`` has the ``transaction.version`` feature to set."""
-    kafka = release(kafka_version)
-    return kafka is not None and kafka >= KAFKA_TRANSACTION_VERSION_SINCE
+    return release_at_least(kafka_version, KAFKA_TRANSACTION_VERSION_SINCE)
