@@ -11,10 +11,12 @@ only turns its calls and callbacks into protocol lines.
 The first line names the role and carries ``{"client": <dist>, "settings": <ProducerSettings or
 ConsumerSettings as a dict>}``; the reply is ``{"id": 0, "ok": true, "version", "protocol"}``.
 Every later command is answered with ``{"id", "ok": true, ...}`` or ``{"id", "error": "Class:
-message"}``; send outcomes come as ``{"send": id, "outcome", "offset", "error"}`` from the
-library's thread; position changes as ``{"event": "position", ...}`` and the partitions a group
-consumer gave up as ``{"event": "revoke", "topic", "partition", "reason"}`` (protocol 2), each
-written as the library reports it, before the reply of the command during which it did.
+message"}``; send outcomes come in ``sends`` lines (``[id, outcome, offset, error]`` each) and,
+from a driver that states them as plain entries (``send_stated``), acknowledged ones in ``oks``
+lines (``[id, offset, ...]``; ``"compact_oks"`` in the ready reply); position changes as
+``{"event": "position", ...}`` and the partitions a group consumer gave up as ``{"event":
+"revoke", "topic", "partition", "reason"}`` (protocol 2), each written as the library reports
+it, before the reply of the command during which it did.
 
 The worker ends at the end of its stdin, after ``close``, and within half a second of its
 parent's death (a watchdog thread), so it never outlives the test process.
@@ -22,6 +24,7 @@ parent's death (a watchdog thread), so it never outlives the test process.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -54,15 +57,49 @@ _OUT = os.fdopen(os.dup(1), "wb", buffering=1 << 16)
 os.dup2(2, 1)
 _OUT_LOCK = threading.Lock()
 _UNFLUSHED = threading.Event()  # send outcomes are queued for the flusher thread
-_OUTCOMES: list[list[Any]] = []  # [id, outcome, offset, error] for the next ``sends`` line
+#: send outcomes for the next outcome lines, in the order they came: ``(id, offset)`` for an
+#: acknowledged send (a driver's ``send_stated``), ``[id, outcome, offset, error]`` for any
+#: other. Appended without a lock (one ``append`` is atomic); taken with ``_take_outcomes``.
+_OUTCOMES: list[Any] = []
+
+
+def _take_outcomes() -> list[Any]:
+    """The queued outcomes, removed from the queue (under ``_OUT_LOCK``): a copy of the first
+    ``n`` and a delete of them, each atomic, so an append meanwhile stays for the next line."""
+    n = len(_OUTCOMES)
+    taken = _OUTCOMES[:n]
+    del _OUTCOMES[:n]
+    return taken
+
+
+def outcome_lines(outcomes: list[Any]) -> bytes:
+    """Outcome lines for ``outcomes`` (as ``_OUTCOMES`` holds them), in their order: a run of
+    acknowledged sends as one ``{"oks": [id, offset, id, offset, ...]}`` line, a run of others as
+    one ``{"sends": [[id, outcome, offset, error], ...]}`` line."""
+    lines = []
+    for kind, run in itertools.groupby(outcomes, type):
+        if kind is tuple:
+            lines.append(encode_line({"oks": list(itertools.chain.from_iterable(run))}))
+        else:
+            lines.append(encode_line({"sends": list(run)}))
+    return b"".join(lines)
 
 
 def _write_outcomes() -> None:
-    """The queued send outcomes as one ``sends`` line into the buffer (under ``_OUT_LOCK``)."""
-    global _OUTCOMES
+    """The queued send outcomes as outcome lines into the buffer (under ``_OUT_LOCK``)."""
     if _OUTCOMES:
-        queued, _OUTCOMES = _OUTCOMES, []
-        _OUT.write(encode_line({"sends": queued}))
+        _OUT.write(outcome_lines(_take_outcomes()))
+
+
+def write_outcomes() -> None:
+    """Write the queued outcomes now (the thread that served them, right after)."""
+    if _OUTCOMES:
+        with _OUT_LOCK:
+            try:
+                _write_outcomes()
+                _OUT.flush()
+            except OSError as exc:  # the harness closed our output: it is gone or killing us
+                print(f"highwater worker: output closed ({exc})", file=sys.stderr, flush=True)
 
 
 def emit(line: dict[str, Any]) -> None:
@@ -78,10 +115,9 @@ def emit(line: dict[str, Any]) -> None:
 def emit_outcome(sid: int, outcome: str, offset: int | None, error: str | None) -> None:
     """Queue a send outcome for ``flush_outcomes``: the outcomes of one produce response go out
     as one line and one write to the pipe, not a line and a write each."""
-    with _OUT_LOCK:
-        _OUTCOMES.append([sid, outcome, offset, error])
-        if not _UNFLUSHED.is_set():
-            _UNFLUSHED.set()
+    _OUTCOMES.append([sid, outcome, offset, error])
+    if not _UNFLUSHED.is_set():
+        _UNFLUSHED.set()
 
 
 def flush_outcomes() -> None:
@@ -171,6 +207,21 @@ class Producer:
         self.producer = (
             driver.transactional_producer(settings) if settings.transactional_id else driver.producer(settings)
         )
+        # a driver that states outcomes as plain entries (``send_stated``) takes a batch at once
+        self.stated = hasattr(self.producer, "send_stated")
+        if self.stated:
+            self.producer.state_outcomes(_OUTCOMES, write_outcomes)
+
+    def sends(self, sends: list[list[Any]]) -> None:
+        """A ``sends`` line: ``[id, topic, partition, value]`` each."""
+        if self.stated:
+            try:
+                self.producer.send_stated(sends)
+            finally:
+                write_outcomes()  # the reports this thread served
+            return
+        for sid, topic, partition, value in sends:
+            self.send(sid, topic, partition, value)
 
     def send(self, sid: int, topic: str, partition: int, value: str) -> None:
         def outcome(o: SendOutcome) -> None:
@@ -250,7 +301,8 @@ def main() -> int:
     set_streaming()  # fewer collector passes: each send's callback lives until its outcome
     watch_parent()
     threading.Thread(target=flush_outcomes, name="highwater-flush", daemon=True).start()
-    stdin = sys.stdin.buffer
+    # a buffer as large as the pipe the harness widens: a burst of sends is read in a few reads
+    stdin = open(sys.stdin.fileno(), "rb", buffering=1 << 20, closefd=False)
     first = json.loads(stdin.readline() or b"{}")
     role, config = first.get("role"), first.get("config") or {}
     try:
@@ -265,13 +317,21 @@ def main() -> int:
     except Exception as exc:  # noqa: BLE001 - a refused configuration is the first reply
         emit({"id": 0, "error": error_text(exc)})
         return 1
-    emit({"id": 0, "ok": True, "version": str(driver.version), "protocol": PROTOCOL, "batches": True})
+    emit(
+        {
+            "id": 0,
+            "ok": True,
+            "version": str(driver.version),
+            "protocol": PROTOCOL,
+            "batches": True,
+            "compact_oks": True,
+        }
+    )
     for raw in stdin:
         cmd = json.loads(raw.decode())  # str, not bytes: json.loads skips guessing the encoding
         op = cmd.get("op")
         if op == "sends":  # a batch: [id, topic, partition, value] each
-            for sid, topic, partition, value in cmd["sends"]:
-                worker.send(sid, topic, partition, value)  # type: ignore[union-attr]
+            worker.sends(cmd["sends"])  # type: ignore[union-attr]
             continue
         if op == "send":
             worker.send(cmd["id"], cmd["topic"], int(cmd["partition"]), cmd["value"])  # type: ignore[union-attr]

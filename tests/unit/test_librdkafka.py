@@ -381,3 +381,36 @@ def test_an_assignment_starts_after_its_topics_metadata_even_when_none_comes() -
     finally:
         consumer._consumer = recording.real
         consumer.close()
+
+
+def test_stated_sends_give_each_record_one_plain_outcome() -> None:
+    """The worker's path (``send_stated``): each record's outcome is one entry of the list given
+    to ``state_outcomes``, ``(id, offset)`` when acknowledged, else ``[id, outcome, None,
+    error]`` with the error as text; a record refused before queueing (too large) fails at
+    once, one that raised otherwise (a value UTF-8 cannot carry) is ``info`` as the worker says
+    it, the queued ones end at close (purged: ``info``, as ``send`` says them)."""
+    producer = ConfluentProducer(ck, ProducerSettings(NOWHERE, "p"))
+    stated: list[Any] = []
+    served: list[int] = []
+    producer.state_outcomes(stated, lambda: served.append(len(stated)))
+    producer.send_stated([[1, "t", 0, "a"], [2, "t", 1, "x" * 2_000_000], [3, "t", 2, "b"], [4, "t", 0, "\udc80"]])
+    assert stated == [[2, "fail", None, stated[0][3]], [4, "info", None, stated[1][3]]]
+    assert "MSG_SIZE_TOO_LARGE" in stated[0][3] and stated[1][3].startswith("UnicodeEncodeError: ")
+    producer.close(0)
+    assert sorted(e[0] for e in stated) == [1, 2, 3, 4]  # one outcome each
+    for entry in stated[2:]:
+        assert isinstance(entry, list) and entry[1] == "info" and entry[2] is None
+        assert entry[3].startswith("KafkaError: _PURGE_QUEUE")
+    assert producer._idle.is_set()  # the delivery thread was let serve again
+
+
+def test_stated_sends_reach_their_topic_and_partition_without_a_key() -> None:
+    """``send_stated`` hands ``produce()`` its arguments by position: each record goes to its
+    topic and partition, with its value and no key, and its report names its id."""
+    producer = ConfluentProducer(ck, ProducerSettings(NOWHERE, "p"))
+    producer.state_outcomes([], lambda: None)
+    seen: list[tuple[Any, ...]] = []
+    producer._report = lambda sid, err, msg: seen.append((sid, msg.topic(), msg.partition(), msg.value(), msg.key()))
+    producer.send_stated([[1, "t", 2, "a"], [2, "u", 0, "b"], [3, "t", 1, "c"]])
+    producer.close(0)  # purged: each report arrives
+    assert sorted(seen) == [(1, "t", 2, b"a", None), (2, "u", 0, b"b", None), (3, "t", 1, b"c", None)]

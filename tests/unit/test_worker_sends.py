@@ -20,11 +20,12 @@ from harness.clients.worker import Launch, WorkerDriver, WorkerGone
 
 _PEER = r"""
 import json, os, sys
-batches = sys.argv[1] == "batches"
+batches = sys.argv[1] in ("batches", "oks")
+oks = sys.argv[1] == "oks"  # acknowledgements as compact ``oks`` lines, every 7th send failing
 die_after = int(sys.argv[2])
 log = open(sys.argv[3], "a")
 first = json.loads(sys.stdin.readline())
-print(json.dumps({"id": 0, "ok": True, "version": "0", "protocol": 1, "batches": batches}), flush=True)
+print(json.dumps({"id": 0, "ok": True, "version": "0", "protocol": 1, "batches": batches, "compact_oks": oks}), flush=True)
 offset = 0
 for raw in sys.stdin:
     cmd = json.loads(raw)
@@ -39,7 +40,18 @@ for raw in sys.stdin:
                 os._exit(9)
             outcomes.append([sid, "ok", offset, None])
             offset += 1
-        if batches:
+        if oks:  # runs of acknowledgements as ``oks`` lines, the failures between them as ``sends``
+            out = []
+            for o in outcomes:
+                if o[0] % 7 == 0:
+                    out.append({"sends": [[o[0], "fail", None, "E: refused"]]})
+                elif out and "oks" in out[-1]:
+                    out[-1]["oks"] += [o[0], o[2]]
+                else:
+                    out.append({"oks": [o[0], o[2]]})
+            sys.stdout.write("".join(json.dumps(line) + "\n" for line in out))
+            sys.stdout.flush()
+        elif batches:
             print(json.dumps({"sends": outcomes}), flush=True)
         else:
             for sid, o, off, e in outcomes:
@@ -52,11 +64,11 @@ for raw in sys.stdin:
 
 
 class _Peer:
-    def __init__(self, tmp_path: Path, batches: bool, die_after: int = -1) -> None:
+    def __init__(self, tmp_path: Path, batches: bool, die_after: int = -1, mode: str | None = None) -> None:
         self.script = tmp_path / "peer.py"
         self.script.write_text(_PEER)
         self.ops = tmp_path / "ops.log"
-        self.args = ["batches" if batches else "lines", str(die_after), str(self.ops)]
+        self.args = [mode or ("batches" if batches else "lines"), str(die_after), str(self.ops)]
         self.log = tmp_path / "worker.log"
 
     def launch(self, role: str, client_id: str) -> Launch:
@@ -122,3 +134,25 @@ def test_a_worker_that_dies_leaves_no_send_unanswered(tmp_path: Path, batches: b
     assert [o.outcome for o in got[:100]] == [Outcome.OK] * 100
     assert {o.outcome for o in got[100:]} == {Outcome.INFO} and sent > 100
     assert all("WorkerGone" in str(o.error) for o in got[100:])
+
+
+def test_compact_acknowledgements_answer_each_send_once_in_order(tmp_path: Path) -> None:
+    """A worker announcing ``compact_oks`` answers runs of acknowledged sends as ``oks`` lines
+    (``[id, offset, ...]``) and the others as ``sends`` lines: each send gets its own outcome,
+    with its offset or its error, in the order the worker stated them."""
+    peer = _Peer(tmp_path, True, mode="oks")
+    producer = WorkerDriver("peer", "0", peer).producer(ProducerSettings(bootstrap=("127.0.0.1:1",), client_id="p"))
+    got: list[tuple[int, SendOutcome]] = []
+    try:
+        for i in range(1, 2001):
+            producer.send("t", i % 3, f"v{i}", lambda o, i=i: got.append((i, o)))
+        producer.flush(10.0)
+        answered = list(got)  # the flush's reply came after every outcome
+    finally:
+        producer.close(5.0)
+    assert [i for i, _ in answered] == list(range(1, 2001))
+    for n, (i, o) in enumerate(answered):
+        if i % 7 == 0:
+            assert o == SendOutcome.fail("E: refused")
+        else:
+            assert o == SendOutcome.ok(n) and type(o) is SendOutcome and o.outcome is Outcome.OK
