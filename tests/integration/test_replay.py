@@ -16,6 +16,7 @@ from harness.config import ClusterSpec
 from harness.history import read_history
 from harness.manifest import RunManifest
 from highwater.cli import main as highwater
+from highwater.exit_codes import Exit
 from highwater.nemesis import scheduled
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
@@ -67,7 +68,8 @@ def test_replay_reruns_a_recorded_run(
     assert out, "replay prints the new run directory"
     new_dir = Path(out[-1])
     assert new_dir.parent == tmp_path / "results" / "replay-orig" and new_dir != original.dir
-    assert rc == {True: 0, False: 1}.get(RunManifest.read(new_dir).valid, 2)  # type: ignore[arg-type]
+    valid = RunManifest.read(new_dir).valid
+    assert rc == {True: Exit.OK, False: Exit.VIOLATIONS}.get(valid, Exit.UNKNOWN), (rc, valid)  # type: ignore[arg-type]
 
     a, b = RunManifest.read(original.dir), RunManifest.read(new_dir)
     assert (b.suite, b.scenario, b.seed, b.kafka_version, b.client) == (
