@@ -118,7 +118,7 @@ def assert_verdicts(result: RunResult, *, must_hold: Iterable[str], judged: bool
 # ``tests/unit/test_broken_twins.py`` can feed each scenario's own assertions a broken twin.
 
 #: the timed checks, and the bounds that judge a fault window of a given kind for each
-TIMED_CHECKS = ("follower-fetch", "progress", "isr-stability", "rebalance-barrier")
+TIMED_CHECKS = ("follower-fetch", "progress", "isr-stability", "follower-latency", "rebalance-barrier")
 
 
 @dataclass(frozen=True)
