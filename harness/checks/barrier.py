@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.checks.data import OK, HistoryData
-from harness.checks.groups import group_of
+from harness.checks.group_cols import group_members
 from harness.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
 from harness.checks.windows import MS, bound_ns, fault_windows
 
@@ -79,7 +79,7 @@ def unchanged_stalls(h: HistoryData, over_ms: int = 0) -> list[Stall]:
     """Every stall (waiting longer than ``over_ms``; 0: every gap in which a record waited) of a
     group member whose assignment held, outside the faults that excuse it (module doc), for
     either protocol."""
-    members = [i for i, name in enumerate(h.processes) if group_of(h.config, name) is not None]
+    members = group_members(h)
     if not members:
         return []
     windows = fault_windows(h)
@@ -120,7 +120,7 @@ def unchanged_stalls(h: HistoryData, over_ms: int = 0) -> list[Stall]:
 def rebalance_barrier(h: HistoryData) -> Verdict:
     """rebalance-barrier (module doc)."""
     protocol = str(h.config.get("group_protocol") or "classic")
-    if not any(group_of(h.config, name) is not None for name in h.processes):
+    if not group_members(h):
         return Verdict(CHECK, NOT_APPLICABLE, notes=["not applicable: no consumer group in this history"])
     if protocol != "consumer":
         return Verdict(

@@ -27,6 +27,11 @@ def group_of(config: Mapping[str, Any], process: str) -> str | None:
     return g if isinstance(g, str) else None
 
 
+def group_members(h: HistoryData) -> list[int]:
+    """The processes of ``h`` that are members of a consumer group (``group_of``)."""
+    return [i for i, name in enumerate(h.processes) if group_of(h.config, name) is not None]
+
+
 def groups_of(config: Mapping[str, Any]) -> dict[str, set[str]]:
     """Each group named in ``config.consumers`` and the consumers naming it."""
     out: dict[str, set[str]] = {}

@@ -28,7 +28,7 @@ import numpy as np
 
 from harness.checks.barrier import unchanged_stalls
 from harness.checks.data import HistoryData
-from harness.checks.groups import group_of
+from harness.checks.group_cols import group_members
 from harness.checks.windows import MS, fault_windows
 
 #: the file of a run's directory that holds its measures (written by the runner, read by the report)
@@ -64,10 +64,6 @@ class GroupMeasures:
         return None if not times or None in times else max(t for t in times if t is not None)
 
 
-def _members(h: HistoryData) -> list[int]:
-    return [i for i, name in enumerate(h.processes) if group_of(h.config, name) is not None]
-
-
 def _duplicates(h: HistoryData, members: list[int]) -> int:
     p = h.polls
     mine = np.isin(p.proc, members)
@@ -77,7 +73,7 @@ def _duplicates(h: HistoryData, members: list[int]) -> int:
 
 def group_measures(h: HistoryData) -> GroupMeasures | None:
     """The group's measures (module doc), or None without a group."""
-    members = _members(h)
+    members = group_members(h)
     if not members:
         return None
     p = h.polls
