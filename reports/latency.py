@@ -39,7 +39,16 @@ def latency_rows(runs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         c = v.get("counts") or {}
         row = acc.setdefault(
             (str(r["kafka_version"]), str(r["client"])),
-            {"runs": 0, "violated": 0, "not_judged": 0, "leader": [], "follower": [], "extra": [], "bound": []},
+            {
+                "runs": 0,
+                "violated": 0,
+                "not_judged": 0,
+                "leader": [],
+                "follower": [],
+                "extra": [],
+                "bound": [],
+                "records": [0, 0],
+            },
         )
         row["runs"] += 1
         row["violated"] += v.get("valid") is False
@@ -56,7 +65,6 @@ def latency_rows(runs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         row["extra"].append(extra)
         if (b := _ms(c.get("bound_us"))) is not None:
             row["bound"].append(b)
-        row.setdefault("records", [0, 0])
         row["records"][0] += int(c.get("leader_records") or 0)
         row["records"][1] += int(c.get("follower_records") or 0)
     out = []
@@ -73,8 +81,8 @@ def latency_rows(runs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "follower_median_ms": _median(row["follower"]),
                 "extra_median_ms": _median(row["extra"]),
                 "bound_ms": max(row["bound"], default=None),
-                "leader_records": row.get("records", [0, 0])[0],
-                "follower_records": row.get("records", [0, 0])[1],
+                "leader_records": row["records"][0],
+                "follower_records": row["records"][1],
             }
         )
     return out
