@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness.checks.bounds import header_entries
-from harness.history import FORMAT, HEADER_METADATA_KEY, PARQUET_SCHEMA, RECORD_TYPE
+from core.checks.bounds import header_entries
+from core.history import FORMAT, HEADER_METADATA_KEY, PARQUET_SCHEMA, RECORD_TYPE
 from highwater.run_spec import run_settings
 
 PARTS = 3
@@ -195,7 +195,7 @@ def generate(path: Path, run_id: str, events: int = 100_000, *, skip: bool = Fal
     path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_arrays(arrays, schema=schema)
     first_final = table["f"].to_pylist().index("final-read")  # the final reads come last
-    with pq.ParquetWriter(path, schema, compression="zstd") as writer:  # as harness.history.to_parquet:
+    with pq.ParquetWriter(path, schema, compression="zstd") as writer:  # as core.history.to_parquet:
         writer.write_table(table.slice(0, first_final))  # final reads in row groups of their own
         writer.write_table(table.slice(first_final))
     del n_small

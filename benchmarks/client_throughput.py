@@ -298,7 +298,7 @@ def bare_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records
     else:
         import confluent_kafka
 
-        from harness.clients.librdkafka import producer_config
+        from harness.clients.confluent import producer_config
 
         producer = confluent_kafka.Producer(producer_config(settings))
         errors: list[object] = []

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bulk_histories import generate  # noqa: E402  (beside this script)
 
-from harness.checks import overall, run_all_checks  # noqa: E402
+from core.checks import overall, run_all_checks  # noqa: E402
 from reports.aggregate import Options, build  # noqa: E402
 from reports.junit import write_junit  # noqa: E402
 from reports.render_html import write_html  # noqa: E402

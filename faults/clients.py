@@ -44,10 +44,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from core.errors import WaitTimeout
 from faults.common import FaultError
 from faults.target import ClientTarget, TargetKind
 from harness.clients.worker import WorkerInfo, WorkerProcess, live_workers, request_restart
-from harness.errors import WaitTimeout
 from harness.waiting import wait_until
 
 #: how long ``group-leader`` waits for a group between generations to settle

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import Enum
 
-from harness.errors import HighwaterError
+from core.errors import HighwaterError
 from harness.topology import Node, Topology, client_party
 
 CLIENT_PREFIX = "clients@"

@@ -54,7 +54,7 @@ TOXIC_PREFIX = "hw-"
 
 
 class HistorySink(Protocol):
-    """The part of ``harness.history.HistoryWriter`` the injector uses."""
+    """The part of ``core.history.HistoryWriter`` the injector uses."""
 
     def invoke(self, process: str, f: str, value: Any = None, error: None = None) -> Any: ...
     def ok(self, process: str, f: str, value: Any = None, error: None = None) -> Any: ...

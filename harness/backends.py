@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import HighwaterError
 from harness.backend import ClusterBackend, Progress
 from harness.clock import find_libfaketime
 from harness.config import ClusterSpec
-from harness.errors import HighwaterError
 
 DEFAULT_BACKEND = "local"
 

@@ -41,7 +41,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import HighwaterError
+from core.errors import HighwaterError
+
 from .procs import ProcessRecord, ProcessRegistry, is_zombie_or_gone, proc_start_time, signal_and_wait, spawn
 
 CLOCK_FILE = "clock.rc"

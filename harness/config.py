@@ -7,7 +7,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .errors import HighwaterError
+from core.errors import HighwaterError
+
 from .security import PLAINTEXT, ClientSecurity
 from .topology import Node, Topology
 

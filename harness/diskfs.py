@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HighwaterError, SetupError
+from core.errors import HighwaterError, SetupError
 from harness.paths import home
 from harness.procs import ProcessRegistry, signal_and_wait, spawn
 from harness.waiting import wait_until

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import SetupError
+from core.errors import SetupError
+
 from .paths import home
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"

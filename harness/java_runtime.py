@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import JavaError
+from core.errors import JavaError
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import ClusterError, PortInUseError
+
 from .clock import remove_shm
 from .diskfs import unmount_ours_under
-from .errors import ClusterError, PortInUseError
 from .paths import clusters_dir, slots_dir
 from .procs import OwnerLock, ProcessRecord, ProcessRegistry
 from .topology import MAX_SLOTS

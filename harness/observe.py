@@ -24,7 +24,8 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaError, for_code
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
-from .errors import ClusterError
+from core.errors import ClusterError
+
 from .security import PLAINTEXT, ClientSecurity
 from .waiting import wait_until
 

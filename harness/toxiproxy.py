@@ -27,7 +27,8 @@ import requests
 from toxiproxy.api import validate_response
 from toxiproxy.exceptions import NotFound, ProxyExists  # noqa: F401 - re-exported for callers
 
-from .errors import SetupError
+from core.errors import SetupError
+
 from .paths import home
 
 TOXIPROXY_VERSION = "v2.12.0"

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from harness.errors import HighwaterError
+from core.errors import HighwaterError
 
 
 class BisectError(HighwaterError, ValueError):

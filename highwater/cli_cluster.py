@@ -16,10 +16,10 @@ import threading
 import time
 from pathlib import Path
 
+from core.errors import ClusterError
 from harness.backend import ProcessControl
 from harness.backends import DEFAULT_BACKEND, BackendEntry, get_backend, start_backend
 from harness.config import ClusterSpec, parse_cpus
-from harness.errors import ClusterError
 from harness.local.cluster import check_spec
 from harness.paths import home
 from harness.procs import OwnerLock, ProcessRegistry, signal_and_wait, spawn

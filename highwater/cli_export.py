@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.errors import HighwaterError
+from core.errors import HighwaterError
 
 #: the tables of a results tree, then that of one history (``reports.frames``)
 TABLES = ("runs", "figures", "stalls", "fetch-shares", "events")

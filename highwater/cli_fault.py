@@ -15,10 +15,10 @@ import argparse
 import time
 from pathlib import Path
 
+from core.errors import ClusterError
 from faults.spec import FaultKind, kind_help
 from harness.backend import ClusterBackend
 from harness.backends import DEFAULT_BACKEND, get_backend
-from harness.errors import ClusterError
 
 #: what each fault kind does, one line (``fault apply KIND --help``; faults/spec.py says more)
 KIND_SUMMARY: dict[FaultKind, str] = {

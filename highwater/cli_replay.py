@@ -22,12 +22,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import HighwaterError
+from core.manifest import NemesisRecord, RunManifest
 from faults.schedule import Schedule
 from harness.backends import get_backend, start_backend
 from harness.clients import get_driver
 from harness.config import ClusterSpec
-from harness.errors import HighwaterError
-from harness.manifest import NemesisRecord, RunManifest
 from highwater import progress as live
 from highwater.cli_run import add_progress_arg
 from highwater.console import progress

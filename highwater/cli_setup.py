@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import argparse
 
+from core.errors import SetupError
 from harness.clients.java import ensure_worker
 from harness.clients.node import ensure_tree, find_node, pinned_version
 from harness.distribution import default_version, ensure_kafka, installed_versions
-from harness.errors import SetupError
 from harness.java_runtime import find_java
 from harness.paths import home
 from harness.toxiproxy import ensure_toxiproxy

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from core.errors import HighwaterError
 from harness.backends import DEFAULT_BACKEND, get_backend
 from harness.clients import DEFAULT_CLIENT, ClientSpec, parse_client_spec, parse_client_specs
 from harness.clients.java import OLDEST as JAVA_OLDEST
@@ -32,7 +33,6 @@ from harness.distribution import (
     ensure_kafka,
     published_versions,
 )
-from harness.errors import HighwaterError
 
 from .bisect import BisectError, Probe, bisect, report_lines
 from .cli_run import add_progress_arg, progress_args

@@ -52,7 +52,7 @@ class PlannedNemesis:
 
     fault_kinds: tuple[FaultKind, ...]
     play: Callable[[Injector, ClusterBackend, RunSpec], None]
-    #: the nemesis as data for the run manifest (``harness.manifest.NemesisRecord`` JSON), so a
+    #: the nemesis as data for the run manifest (``core.manifest.NemesisRecord`` JSON), so a
     #: run can be replayed: ``{"kind": "scripted", "steps": [...]}`` or ``{"kind": "scheduled",
     #: "schedule": {...}}``; None: code only (recorded as ``custom``, not replayable)
     record: Mapping[str, Any] | None = None

@@ -51,6 +51,7 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import HighwaterError
 from harness.backend import ClusterBackend, heal, unhealed
 from harness.backends import DEFAULT_BACKEND, BackendError, get_backend, start_backend
 from harness.clients import (
@@ -62,7 +63,6 @@ from harness.clients import (
     parse_client_specs,
 )
 from harness.config import ClusterSpec
-from harness.errors import HighwaterError
 
 from . import progress as live
 from .preflight import preflight, split_versions

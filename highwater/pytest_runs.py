@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import HighwaterError
+from core.errors import HighwaterError
 
 
 def suites_dir() -> Path:

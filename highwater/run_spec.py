@@ -10,11 +10,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from core.checks.bounds import Settings
+from core.errors import HighwaterError
 from harness.backend import ClusterBackend
-from harness.checks.bounds import Settings
 from harness.clients import DEFAULT_CLIENT
 from harness.clients.share import ShareGroupSettings
-from harness.errors import HighwaterError
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class RunSpec:
     # 1 or 2, KIP-890; None: as the cluster has it), restored after the run
     transaction_version: int | None = None
     # the power-loss suite: how many replicas of a partition its scripted power loss takes at once
-    # (the policy reads it, harness.policy), and eligible leader replicas (KIP-966,
+    # (the policy reads it, core.policy), and eligible leader replicas (KIP-966,
     # harness.features) on or off for the run (None: as the cluster has it), restored after it
     power_loss_replicas: int = 0
     eligible_leader_replicas: bool | None = None
@@ -85,8 +85,8 @@ class RunSpec:
     def header_config(self, cluster: ClusterBackend) -> dict[str, Any]:
         """The header's config: what the policy reads, and every time bound of the timed checks
         derived from the effective broker and client settings, each with its formula
-        (``harness.checks.bounds``)."""
-        from harness.checks.bounds import header_entries
+        (``core.checks.bounds``)."""
+        from core.checks.bounds import header_entries
 
         settings = run_settings(cluster.spec.brokers, cluster.spec.broker_config, self.observe_interval)
         return {

@@ -3,7 +3,7 @@
 A run writes ``results/<campaign>/<run_id>/``:
 - ``history.jsonl`` (flushed as events happen),
 - ``verdict.json`` (what ``highwater check --json`` prints),
-- ``run.json``: the run manifest (``harness.manifest.RunManifest``, format ``highwater.run/1``:
+- ``run.json``: the run manifest (``core.manifest.RunManifest``, format ``highwater.run/1``:
   suite, scenario, Kafka version, client, cluster shape, spec, the nemesis as data, seed, times,
   client bytes, stats, verdict, repro), written at the start and completed at the end,
 - ``logs/`` (broker and Toxiproxy logs) when the run found a violation or crashed,
@@ -29,15 +29,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from core.checks import load, overall, run_all_checks
+from core.checks.group_measures import GROUP_MEASURES, group_measures
+from core.checks.power_measures import POWER_MEASURES, power_measures
+from core.checks.verdict import Input, Verdict
+from core.errors import HighwaterError
+from core.history import HistoryWriter
+from core.manifest import ClusterShape, NemesisRecord, Racks, RunManifest, RunStats, iso_utc
 from faults.capability import check_capabilities, declared_faults
 from faults.clients import group_view
 from faults.group_leader import LiveGroups
 from faults.inject import Injector
 from harness.backend import ClusterBackend, LinkControl, backend_name
-from harness.checks import load, overall, run_all_checks
-from harness.checks.group_measures import GROUP_MEASURES, group_measures
-from harness.checks.power_measures import POWER_MEASURES, power_measures
-from harness.checks.verdict import Input, Verdict
 from harness.clients import client_label, get_driver
 from harness.clients.clocks import fake_client_clocks
 from harness.clients.groups import GroupProtocolError, group_configs, group_protocol_refusal
@@ -51,11 +54,8 @@ from harness.clients.txnversion import (
     has_feature as has_transaction_version,
 )
 from harness.clients.worker import copy_worker_logs, worker_logs_mark
-from harness.errors import HighwaterError
 from harness.features import ELIGIBLE_LEADER_REPLICAS, FeatureError, elr_refusal, has_elr
 from harness.gcpasses import streaming
-from harness.history import HistoryWriter
-from harness.manifest import ClusterShape, NemesisRecord, Racks, RunManifest, RunStats, iso_utc
 from harness.toxiproxy import ByteCounters
 from harness.waiting import wait_until, wait_until_steady
 from harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
@@ -191,7 +191,7 @@ def _prepare(cluster: ClusterBackend, spec: RunSpec, nemesis_record: NemesisReco
         config=header_config,
         racks=racks,
         records=[i.value for i in inputs],
-    )  # harness.checks.PROMISED_KEY
+    )  # core.checks.PROMISED_KEY
     manifest = RunManifest(
         run_id=run_id,
         suite=spec.suite,

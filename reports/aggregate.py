@@ -19,10 +19,10 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from harness.checks import CHECKS
-from harness.checks.verdict import MAX_EXAMPLES, merge_valid, overall_valid
-from harness.history import rows_to_events
-from harness.policy import allowed
+from core.checks import CHECKS
+from core.checks.verdict import MAX_EXAMPLES, merge_valid, overall_valid
+from core.history import rows_to_events
+from core.policy import allowed
 from reports.groups import group_rows
 from reports.layout import RunInfo, ensure_parquet, load_runs
 from reports.power import power_rows
@@ -87,7 +87,7 @@ class ReportData:
 
 
 def _policy(check: str, v: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    """Apply the policy table to a Spark verdict, as ``harness.policy.apply_policy`` does."""
+    """Apply the policy table to a Spark verdict, as ``core.policy.apply_policy`` does."""
     if v["valid"] is False:
         why = allowed(check, config)
         if why:

@@ -2,10 +2,10 @@
 loaded as tables, for notebooks, ad-hoc questions and export (``highwater export``).
 
 Pure pandas, no Spark: the runs are found and read by ``reports.layout`` (run.json through
-``harness.manifest``, the history header, verdict.json), their verdicts merged by the report's
+``core.manifest``, the history header, verdict.json), their verdicts merged by the report's
 own rule (``reports.aggregate.merge_run_verdicts``: a check missing from verdict.json, or a run
 without one, is ``unknown``, never valid), the stalls are the report's (``reports.summary``),
-and histories are read by ``harness.history`` and ``harness.checks.load``. Nothing here parses a
+and histories are read by ``core.history`` and ``core.checks.load``. Nothing here parses a
 history a second way. docs/results-as-dataframes.md walks through it.
 
 The tables (each function's docstring defines its columns):
@@ -19,7 +19,7 @@ The tables (each function's docstring defines its columns):
 Verdicts are strings: ``valid`` (the check held, or the policy allowed what it found: see
 ``allowed``), ``violated``, ``unknown`` (its inputs were there but could not settle it; never a
 pass) and ``not-applicable`` (the history lacks its inputs; the check did not run). A run's own
-verdict is never ``not-applicable`` (``harness.checks.verdict.overall_valid``).
+verdict is never ``not-applicable`` (``core.checks.verdict.overall_valid``).
 
 A directory that does not exist, or holds no run, raises ``ResultsError``, whose text is one
 line. Inside a tree the reading is lenient, as the report's: a run with an unreadable
@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped]
 
-from harness.checks import load
-from harness.checks.verdict import NOT_APPLICABLE, UNKNOWN, overall_valid
-from harness.errors import HighwaterError
-from harness.history import HistoryError, read_history
+from core.checks import load
+from core.checks.verdict import NOT_APPLICABLE, UNKNOWN, overall_valid
+from core.errors import HighwaterError
+from core.history import HistoryError, read_history
 from reports.aggregate import merge_run_verdicts
 from reports.layout import RunInfo, find_run_dirs, load_runs
 from reports.summary import stall_rows

@@ -1,5 +1,5 @@
 """The report's comparison of consumer group protocols: each group run's measures
-(``harness.checks.group_measures``, written by the runner as ``group-measures.json``), gathered
+(``core.checks.group_measures``, written by the runner as ``group-measures.json``), gathered
 per scenario, Kafka release, client, group protocol and KIP-848 server-side assignor, so
 classic and KIP-848's consumer protocol (with ``uniform`` and with ``range``) stand side by side
 on the same scenario.
@@ -12,7 +12,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from harness.checks.group_measures import GROUP_MEASURES
+from core.checks.group_measures import GROUP_MEASURES
 from reports.layout import RunInfo
 
 

@@ -24,7 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.checks.verdict import NOT_APPLICABLE
+from core.checks.verdict import NOT_APPLICABLE
 from reports.aggregate import ReportData
 from reports.attribution import attribute, describe
 

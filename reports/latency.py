@@ -1,6 +1,6 @@
 """The report's latency table: how long a record took from its acknowledgement to a consumer,
 served by the partition's leader or by an in-sync follower (KIP-392), per Kafka release and
-client, from every run's ``follower-latency`` verdict (``harness.checks.latency``: the medians of
+client, from every run's ``follower-latency`` verdict (``core.checks.latency``: the medians of
 quiet records, outside faults, and the bound that judges the follower's extra delay).
 
 Plain Python over the report's run rows, no Spark: one verdict per run. A run whose check judged

@@ -7,7 +7,7 @@ half-way (no verdict.json, a truncated history); such a run shows up as "unknown
 reason, never as passing.
 
 ``run.json`` is the run manifest, read through the type the runner writes it with
-(``harness.manifest.RunManifest``, format ``highwater.run/1``); older, format-less run.json files
+(``core.manifest.RunManifest``, format ``highwater.run/1``); older, format-less run.json files
 are converted by ``RunManifest.from_legacy`` (epoch ``started_at`` becomes ISO, a schedule under
 ``spec.extra`` or at the top becomes the nemesis). A run.json that is malformed or of an unknown
 version is a problem of the run (shown, never fatal). What the manifest lacks falls back to the
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.history import HistoryError, read_history, to_parquet
-from harness.manifest import ManifestError, RunManifest, iso_utc
+from core.history import HistoryError, read_history, to_parquet
+from core.manifest import ManifestError, RunManifest, iso_utc
 
 log = logging.getLogger(__name__)
 

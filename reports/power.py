@@ -1,7 +1,7 @@
 """The report's table of power-loss cases: each power-loss run's measures
-(``harness.checks.power_measures``, written by the runner as ``power-measures.json``) gathered per
+(``core.checks.power_measures``, written by the runner as ``power-measures.json``) gathered per
 scenario, Kafka release, client, eligible leader replicas and unclean election, next to what the
-policy table (``harness.policy``) says Kafka promises in that case.
+policy table (``core.policy``) says Kafka promises in that case.
 
 Plain Python, not Spark: one small JSON file per power-loss run."""
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.checks.power_measures import POWER_MEASURES
-from harness.policy import allowed
+from core.checks.power_measures import POWER_MEASURES
+from core.policy import allowed
 from reports.layout import RunInfo
 
 

@@ -40,7 +40,7 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, StrictUndefined, Template, select_autoescape
 from markupsafe import Markup
 
-from harness.checks.verdict import NOT_APPLICABLE
+from core.checks.verdict import NOT_APPLICABLE
 from reports.aggregate import ReportData
 from reports.attribution import BROKER, CLIENTS, NONE, SINGLE, attribute, describe
 from reports.latency import latency_rows

@@ -1,9 +1,9 @@
 """The checks that must scale with data, as Spark DataFrame operations: poll-skip and lost-write.
 
-They mirror ``harness.checks.reads.poll_skip`` and ``harness.checks.writes.lost_write``
+They mirror ``core.checks.reads.poll_skip`` and ``core.checks.writes.lost_write``
 definition for definition (a test runs both on the same histories and compares counts, verdicts
 and example events), so that a campaign store too big for one Python process gets the same
-answers. Every run's history is one Parquet file (``harness.history.PARQUET_SCHEMA``); all runs
+answers. Every run's history is one Parquet file (``core.history.PARQUET_SCHEMA``); all runs
 are read as one DataFrame with an integer ``run`` column.
 
 Definitions shared with the Python checks:
@@ -95,7 +95,7 @@ def _schema(spark: SparkSession, links: RunLinks) -> Any:
 
 @dataclass
 class SparkVerdict:
-    """A verdict computed by Spark, shaped like ``harness.checks.Verdict.to_json()``."""
+    """A verdict computed by Spark, shaped like ``core.checks.Verdict.to_json()``."""
 
     check: str
     valid: bool | str
@@ -116,7 +116,7 @@ class SparkVerdict:
 
 
 def decide(violations: int, judged: int, unjudged: int = 0) -> bool | str:
-    """Same rule as ``harness.checks.verdict.decide`` (kept here so this module reads alone)."""
+    """Same rule as ``core.checks.verdict.decide`` (kept here so this module reads alone)."""
     if violations:
         return False
     if judged == 0 or unjudged:
@@ -175,7 +175,7 @@ class Ref:
 
     def count_between(self, lo: int, hi: int) -> int | None:
         """Committed offsets (``log_start <= o < hw``) in [max(lo, 0), max(hi, 0)), as
-        ``harness.checks.derived.Reference.count_between``; None when only the records can
+        ``core.checks.derived.Reference.count_between``; None when only the records can
         tell (not contiguous)."""
         if not self.contig:
             return None
@@ -235,7 +235,7 @@ def committed_logs(ev: DataFrame, refinfo: DataFrame) -> DataFrame:
 
 def acked_sends(ev: DataFrame, refinfo: DataFrame) -> DataFrame:
     """Acknowledged sends with their judged flag (partition has a reference, not acked below
-    its log start) and the reference's hw. As in ``harness.checks.writes.lost_write``, a send
+    its log start) and the reference's hw. As in ``core.checks.writes.lost_write``, a send
     of a transaction is owed to the log exactly when its transaction has an ``ok`` commit
     (then even an ``info`` send is): transaction ids live in ``value_json`` (not a hot key)."""
     info = F.broadcast(

@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.checks.bounds import BOUND_USERS, resolve
-from harness.checks.verdict import NOT_APPLICABLE
+from core.checks.bounds import BOUND_USERS, resolve
+from core.checks.verdict import NOT_APPLICABLE
 from reports.aggregate import ReportData
 from reports.attribution import attribute
 from reports.latency import latency_rows
@@ -42,7 +42,7 @@ from reports.releases import changes
 FORMAT = "highwater.report-summary/1"
 #: the checks whose verdicts carry ``longest_stall_ms`` and ``longest-stall`` examples
 STALL_CHECKS = ("progress", "follower-fetch")
-#: header config keys that are derived time bounds, not configuration (harness.checks.bounds)
+#: header config keys that are derived time bounds, not configuration (core.checks.bounds)
 BOUND_KEYS = frozenset({"bounds", "bound_settings", *BOUND_USERS})
 PHASE_ORDER = {"fault": 0, "after-heal": 1}
 #: the CLI's codes (highwater/exit_codes.py, docs/cli.md), spelled out: the reports floor does not
@@ -267,7 +267,7 @@ def config_key(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run_bounds(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The time bounds the checks use for a run's config (``harness.checks.bounds.resolve``):
+    """The time bounds the checks use for a run's config (``core.checks.bounds.resolve``):
     ``{name: {"ms", "formula", "computed", "given"}}``. The run writes each derived bound flat
     and in ``bounds`` with its formula; a flat value that matches ``bounds`` keeps the formula
     (``given`` only for a bound stated without one, or differently from it)."""

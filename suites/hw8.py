@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.checks.data import HistoryData, cached
-from harness.checks.loading import load
-from harness.checks.stalls import Stall, fault_stall_outcome, window_stall_bound, window_stalls
-from harness.checks.verdict import MAX_EXAMPLES, Verdict
-from harness.checks.windows import MS, fault_windows
+from core.checks.data import HistoryData, cached
+from core.checks.loading import load
+from core.checks.stalls import Stall, fault_stall_outcome, window_stall_bound, window_stalls
+from core.checks.verdict import MAX_EXAMPLES, Verdict
+from core.checks.windows import MS, fault_windows
 from suites.scenario import TimedChecksOnly
 
 HW8 = "HW-8"

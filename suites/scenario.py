@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.checks.bounds import Bound, Settings, derive, required_window_ms, stall_bound_name
+from core.checks.verdict import Verdict
 from faults.schedule import DEFAULT_MIX, Schedule, ScheduleConfig
 from harness.backend import ClusterBackend
-from harness.checks.bounds import Bound, Settings, derive, required_window_ms, stall_bound_name
-from harness.checks.verdict import Verdict
 from harness.clients import DEFAULT_CLIENT
 from harness.topology import Topology
 from highwater.nemesis import Step, scripted
@@ -114,7 +114,7 @@ def assert_verdicts(result: RunResult, *, must_hold: Iterable[str], judged: bool
 #
 # Every conformance scenario's schedule is a ``Plan`` in ``PLANS`` (importable without a cluster),
 # so that ``tests/unit/test_scenario_windows.py`` can walk every fault window and compare it with
-# the bound of each timed check that judges it (``harness.checks.bounds``), and
+# the bound of each timed check that judges it (``core.checks.bounds``), and
 # ``tests/unit/test_broken_twins.py`` can feed each scenario's own assertions a broken twin.
 
 #: the timed checks, and the bounds that judge a fault window of a given kind for each
@@ -714,7 +714,7 @@ def run_plan(
 
 def judge(history: Path) -> list[Verdict]:
     """Every check on a history, as the runner runs them."""
-    from harness.checks import run_all_checks
+    from core.checks import run_all_checks
 
     return run_all_checks(history)
 

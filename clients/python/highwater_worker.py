@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the harness's pure modules: the driver protocol and the drivers
 
+from core.errors import error_text  # noqa: E402
 from harness.clients.base import (  # noqa: E402 - after the path above
     ConsumerSettings,
     PositionChange,
@@ -47,7 +48,6 @@ from harness.clients.base import (  # noqa: E402 - after the path above
     TruncationSignal,
 )
 from harness.clients.worker import PROTOCOL, GroupMetadata, encode_line, parts_of  # noqa: E402
-from harness.errors import error_text  # noqa: E402
 from harness.gcpasses import set_streaming  # noqa: E402
 from harness.security import ClientSecurity  # noqa: E402
 
@@ -159,7 +159,7 @@ def make_driver(client: str) -> Any:
 
         return KafkaPythonDriver()
     if client == "confluent-kafka":
-        from harness.clients.librdkafka import ConfluentKafkaDriver
+        from harness.clients.confluent import ConfluentKafkaDriver
 
         return ConfluentKafkaDriver()
     raise ValueError(f"no Python worker for client {client!r}")

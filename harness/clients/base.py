@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from harness.errors import HighwaterError
+from core.errors import HighwaterError
 from harness.security import PLAINTEXT, ClientSecurity
 
 #: the client a run uses unless told otherwise

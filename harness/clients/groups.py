@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from harness.errors import HighwaterError
+from core.errors import HighwaterError
 
 GROUP_PROTOCOLS = ("classic", "consumer")
 #: KIP-848's server-side assignors (``group.remote.assignor``)

@@ -59,7 +59,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.errors import SetupError
+from core.errors import SetupError
 from harness.paths import home
 from harness.security import ClientSecurity
 

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.errors import SetupError
+from core.errors import SetupError
 from harness.paths import home
 
 from .base import UnknownClientError

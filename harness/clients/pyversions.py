@@ -13,7 +13,7 @@ import importlib
 import importlib.metadata
 from types import ModuleType
 
-from harness.errors import SetupError
+from core.errors import SetupError
 
 
 def release(version: str) -> tuple[int, ...]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
-from harness.errors import HighwaterError
+from core.errors import HighwaterError
 from harness.security import PLAINTEXT, ClientSecurity
 
 from .base import client_label

@@ -11,8 +11,8 @@ librdkafka has no KIP-890 part 2 yet (confluentinc/librdkafka#5423): they speak 
 
 from __future__ import annotations
 
+from core.errors import HighwaterError
 from harness.clients.groups import release, release_at_least
-from harness.errors import HighwaterError
 
 TRANSACTION_VERSION = "transaction.version"  # the KRaft feature
 TRANSACTION_VERSIONS = (1, 2)

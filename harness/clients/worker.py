@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from core.errors import HighwaterError
 from harness.clients.clocks import worker_env
-from harness.errors import HighwaterError
 
 from .base import (
     ConsumerListener,

@@ -22,11 +22,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from core.errors import ClusterError, SetupError
 from harness.backend import NodeState
 from harness.cluster_state import shape_record, spec_from_state, topology_from_state
 from harness.config import ClusterSpec
 from harness.distribution import KafkaDistribution, default_version
-from harness.errors import ClusterError, SetupError
 from harness.lifecycle import acquire_slot, reap_stale
 from harness.local.cluster import Cluster, check_spec, kraft_cluster_id
 from harness.paths import clusters_dir

@@ -15,8 +15,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from core.errors import SetupError
 from harness.distribution import ensure_kafka
-from harness.errors import SetupError
 from harness.paths import home
 from harness.toxiproxy import TOXIPROXY_VERSION, ensure_toxiproxy
 

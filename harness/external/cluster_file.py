@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
+from core.errors import HighwaterError
+
 from ..config import NO_RACK, ClusterSpec
-from ..errors import HighwaterError
 from ..security import PLAINTEXT, ClientSecurity, SecurityError
 from ..topology import Link, Listener, Node, Ports, Role, Topology
 

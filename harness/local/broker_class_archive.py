@@ -26,8 +26,9 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from core.errors import ClusterError, HighwaterError
+
 from ..distribution import KafkaDistribution, _DirLock
-from ..errors import ClusterError, HighwaterError
 from ..java_runtime import Java
 from ..lifecycle import accepts_connection, pick_base_port
 from ..procs import signal_and_wait, spawn

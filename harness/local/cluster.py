@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.errors import TopicAlreadyExistsError
 
+from core.errors import ClusterError, HighwaterError, PortInUseError
+
 from ..backend import ClockControl, ClusterBackend, LinkControl, ProcessControl
 from ..clock import CLOCK_FILE, ClockError, NodeClock, find_libfaketime, remove_shm
 from ..cluster_state import shape_record, spec_from_state, topology_from_state
 from ..config import NO_RACK, ClusterSpec, effective_client_racks
 from ..diskfs import CONTROL_FILE, DiskError, LossyDisk, ensure_lossyfs, unmount_ours_under
 from ..distribution import KafkaDistribution, default_version, ensure_kafka
-from ..errors import ClusterError, HighwaterError, PortInUseError
 from ..java_runtime import find_java, jvm_base
 from ..lifecycle import acquire_slot, check_ports, pick_base_port, reap_stale
 from ..observe import Observer, PartitionWaits

@@ -9,11 +9,12 @@ import signal
 import subprocess
 from pathlib import Path
 
+from core.errors import ClusterError
+
 from ..backend import NodeState
 from ..clock import CLOCK_FILE, faked_env, find_libfaketime, remove_shm
 from ..config import ClusterSpec, properties_text, render_properties
 from ..distribution import KafkaDistribution
-from ..errors import ClusterError
 from ..java_runtime import Java, jvm_base
 from ..procs import ProcessRegistry, is_zombie_or_gone, signal_and_wait, spawn
 from ..topology import Node, Topology

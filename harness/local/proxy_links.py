@@ -10,7 +10,8 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..errors import ClusterError
+from core.errors import ClusterError
+
 from ..lifecycle import accepts_connection
 from ..topology import Link, Listener, ProxyPlan, Topology, client_party
 from ..toxiproxy import ByteCounters, ToxiproxyAPI

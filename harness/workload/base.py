@@ -13,7 +13,7 @@ log = logging.getLogger(__name__)
 
 
 class HistorySink(Protocol):
-    """The part of ``harness.history.HistoryWriter`` workloads use."""
+    """The part of ``core.history.HistoryWriter`` workloads use."""
 
     def invoke(self, process: str, f: str, value: Any = None, error: None = None) -> Any: ...
     def ok(self, process: str, f: str, value: Any = None, error: None = None) -> Any: ...

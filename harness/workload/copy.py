@@ -9,7 +9,7 @@ returned records it runs one transaction ``<name>#<n>``:
 - ``txn`` begin;
 - for each record, a ``send`` to the same partition of the sink with the value
   ``<source value>@<txn id>`` (unique per send, so a record copied again after an abort is a new
-  value; ``harness.checks.copy`` maps it back to its source by the text before the last ``@``);
+  value; ``core.checks.copy`` maps it back to its source by the text before the last ``@``);
 - ``commit`` events ``{"group","topic","partition","offset","txn"}`` around
   ``send_offsets_to_transaction`` (the source offsets after the last record of each partition):
   ``ok`` means the offsets joined the transaction; they are committed only if it commits;
@@ -29,6 +29,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.history.format import copy_value
 from harness.clients import (
     ClientDriver,
     PolledRecord,
@@ -36,7 +37,6 @@ from harness.clients import (
     PositionReason,
     TopicPartition,
 )
-from harness.history.format import copy_value
 from harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink

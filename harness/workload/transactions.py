@@ -25,8 +25,8 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Any
 
+from core.errors import HighwaterError
 from harness.clients import ClientDriver, TransactionalClient, TransactionalProducerDriver
-from harness.errors import HighwaterError
 from harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink

@@ -32,8 +32,8 @@ from typing import Any
 
 import pytest
 
+from core.checks.verdict import Verdict
 from harness.backend import ClusterBackend
-from harness.checks.verdict import Verdict
 from harness.clock import ClockError, find_libfaketime
 from highwater.pytest_plugin import module_cluster
 from highwater.runner import RunResult

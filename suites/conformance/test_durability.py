@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks.verdict import Verdict
+from core.checks.verdict import Verdict
 from highwater.runner import RunResult
 from suites.findings import expect_hw9, expect_hw17
 from suites.hw8 import without_hw8

@@ -55,11 +55,11 @@ from typing import Any
 
 import pytest
 
+from core.checks.verdict import Verdict
+from core.history import read_history
 from faults.schedule import Schedule
-from harness.checks.verdict import Verdict
 from harness.clients import get_driver
 from harness.clients.groups import group_protocol_refusal
-from harness.history import read_history
 from highwater.nemesis import PlannedNemesis, scheduled
 from suites.scenario import (
     GROUP_SESSION_MS,

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.checks.verdict import Verdict
-from harness.history import read_history
+from core.checks.verdict import Verdict
+from core.history import read_history
 from highwater.runner import RunResult
 from suites.findings import expect_hw9
 from suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks.verdict import Verdict
+from core.checks.verdict import Verdict
 from suites.findings import expect_hw13
 from suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
 

@@ -43,9 +43,9 @@ from typing import Any
 
 import pytest
 
+from core.checks.verdict import Verdict
 from faults.inject import Injector
 from faults.spec import parse_fault
-from harness.checks.verdict import Verdict
 from harness.local.cluster import Cluster
 from harness.observe import DEBUGGING_REPLICA_ID
 from harness.waiting import wait_until

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
-from harness.checks.bounds import derive
-from harness.checks.hw_propagation import hw_propagation
-from harness.checks.verdict import Verdict
+from core.checks.bounds import derive
+from core.checks.hw_propagation import hw_propagation
+from core.checks.verdict import Verdict
 from harness.local.cluster import Cluster
 from harness.waiting import wait_until
 from harness.workload.final_read import _fetch
@@ -106,7 +106,7 @@ def test_consumer_moves_when_its_replica_leaves_the_isr_and_returns(
 def test_hw_propagation_to_followers_is_measured(cluster: Cluster, campaign: str, results_root: Path) -> None:
     """Per write: the time from the acks=all acknowledgement (the leader's HW passed it) until
     each follower's Fetch response reports a HW beyond it; kept per release and run, and judged
-    at the median against ``hw_propagation_bound_ms`` (``harness.checks.hw_propagation``)."""
+    at the median against ``hw_propagation_bound_ms`` (``core.checks.hw_propagation``)."""
     topic = cluster.topic_name("k392hw")
     cluster.create_topic(topic, partitions=1, replication_factor=3)
     state = cluster.partition_state(topic, 0)

@@ -9,7 +9,7 @@ not fsynced (file tails, creations, renames), then restarts them when healed. ac
 min.insync.replicas=2, RF 3; the plans are ``suites.scenario.POWER_CASES``:
 
 ==================  ==========================  =====================================================
-case                loses power at once          what must hold (the policy table, ``harness.policy``)
+case                loses power at once          what must hold (the policy table, ``core.policy``)
 ==================  ==========================  =====================================================
 leader              partition 0's leader         nothing acknowledged lost, nothing served vanishes,
                                                  no skip (fewer replicas than min.insync.replicas)
@@ -39,8 +39,8 @@ from typing import Any
 
 import pytest
 
+from core.checks.verdict import Verdict
 from harness.backend import ClusterBackend
-from harness.checks.verdict import Verdict
 from harness.features import has_elr
 from highwater.pytest_plugin import module_cluster
 from highwater.runner import RunResult

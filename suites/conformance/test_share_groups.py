@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from harness.checks.verdict import Verdict
+from core.checks.verdict import Verdict
+from core.history import read_history
 from harness.clients import get_driver
 from harness.clients.share import share_refusal
-from harness.history import read_history
 from suites.scenario import PLANS, RUN_OPTIONS, SHARE_LOCK_MS, assert_verdicts, check_verdicts, run_plan
 
 KILLS = PLANS["share-groups/member-coordinator-kill"]

@@ -23,12 +23,12 @@ from typing import Any
 
 import pytest
 
-from harness.checks.txn import txn_ends
-from harness.checks.verdict import Verdict
+from core.checks.txn import txn_ends
+from core.checks.verdict import Verdict
+from core.history import read_history
+from core.history.format import source_of
 from harness.clients import TransactionalClient, get_driver, parse_client_spec
 from harness.clients.txnversion import transaction_version_refusal
-from harness.history import read_history
-from harness.history.format import source_of
 from highwater.nemesis import Step
 from suites.findings import HW9_COORDINATOR_CUT, expect_kafkajs_transactions
 from suites.hw8 import without_hw8

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks.verdict import Verdict
+from core.checks.verdict import Verdict
 from suites.findings import expect_hw9, expect_hw17
 from suites.scenario import PLANS, RUN_OPTIONS, SWEEP_PLANS, assert_verdicts, check_verdicts, run_plan
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.checks.bounds import header_entries
+from core.checks.bounds import header_entries
 from suites.scenario import Plan
 from tests.synth.histories import HistoryBuilder
 

@@ -6,15 +6,15 @@ import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from core.checks import CHECKS, NEEDS, Input
 from harness.backend import LinkControl
-from harness.checks import CHECKS, NEEDS, Input
 from harness.clients import ClientDriver, ProducerSettings, SendOutcome
 from harness.local.cluster import Cluster
 from harness.toxiproxy import ByteCounters
 from harness.waiting import wait_until_steady
 
 #: the checks a fault-free assign-mode run without transactions, commits or idempotent producers
-#: gives no input to (harness.checks: their verdict is not-applicable)
+#: gives no input to (core.checks: their verdict is not-applicable)
 #: the inputs a plain run (no transactions, groups, copy or share group) does not record
 _EXTRA_INPUTS = frozenset({Input.TXNS, Input.COMMITS, Input.COPY, Input.SHARE})
 #: the checks such a run cannot judge (they say not-applicable), in report order: derived from

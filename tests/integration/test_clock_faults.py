@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from kafka import KafkaProducer
 
+from core.history import HistoryWriter, read_history
 from faults.inject import Injector
 from faults.spec import parse_fault
 from harness.clock import SHM_DIR, ClockError, find_libfaketime
-from harness.history import HistoryWriter, read_history
 from harness.local.cluster import Cluster
 from harness.procs import ProcessRegistry, is_zombie_or_gone
 from harness.waiting import wait_until

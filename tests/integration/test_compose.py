@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
+from core.history import read_history
 from harness.compose.backend import ComposeCluster, docker_available, docker_client
 from harness.compose.images import build_images, kafka_image, toxiproxy_image
 from harness.compose.reaping import LABEL_CLUSTER, LABEL_NODE, owner_labels, reap_dead_owners
 from harness.config import ClusterSpec
 from harness.distribution import default_version
-from harness.history import read_history
 from harness.waiting import wait_until
 from highwater.profiles import get_profile
 from suites.scenario import PLANS, TIMED_CHECKS, Plan, check_verdicts, run_plan

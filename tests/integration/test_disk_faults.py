@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from core.history import HistoryWriter, read_history
 from faults.inject import Injector
 from faults.spec import parse_fault
 from harness.diskfs import mounts_under
-from harness.history import HistoryWriter, read_history
 from harness.local.cluster import Cluster
 from harness.paths import clusters_dir
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from core.history import HistoryWriter
 from faults.common import FaultError
 from faults.inject import Injector
 from faults.spec import FaultSpec, parse_fault
-from harness.history import HistoryWriter
 from harness.lifecycle import accepts_connection
 from harness.local.cluster import Cluster
 from harness.observe import Observer, PartitionState

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from core.history import read_history
 from harness.clients import (
     ConsumerSettings,
     PolledRecord,
@@ -24,7 +25,6 @@ from harness.clients import (
     TopicPartition,
     get_driver,
 )
-from harness.history import read_history
 from harness.local.cluster import Cluster
 from harness.procs import is_zombie_or_gone
 from harness.waiting import wait_until

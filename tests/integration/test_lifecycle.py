@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import JavaError, PortInUseError
 from harness.config import ClusterSpec
 from harness.diskfs import mounts_under
 from harness.distribution import UnknownKafkaVersion, ensure_kafka
-from harness.errors import JavaError, PortInUseError
 from harness.java_runtime import find_java
 from harness.lifecycle import listening_sockets, reap_stale
 from harness.local.cluster import Cluster

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from core.history import read_history
+from core.manifest import RunManifest
 from faults.schedule import Schedule, ScheduleConfig
 from harness.backends import start_backend
 from harness.config import ClusterSpec
-from harness.history import read_history
-from harness.manifest import RunManifest
 from highwater.cli import main as highwater
 from highwater.exit_codes import Exit
 from highwater.nemesis import scheduled

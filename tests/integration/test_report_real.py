@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.history import read_history
+from core.history import read_history
 from harness.local.cluster import Cluster
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
@@ -68,8 +68,8 @@ def test_a_real_scheduled_runs_manifest_reaches_the_report(cluster: Cluster, tmp
     """A short seeded run on the real cluster; its run.json read back through the report path
     (``reports.layout`` and ``reports.aggregate.build``): the schedule and the start time survive
     (the start time is the manifest's, not the file's mtime)."""
+    from core.manifest import RunManifest
     from faults.schedule import Schedule, ScheduleConfig
-    from harness.manifest import RunManifest
     from highwater.nemesis import scheduled
     from reports.aggregate import Options, build
     from reports.layout import load_runs

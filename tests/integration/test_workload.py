@@ -11,6 +11,8 @@ import pytest
 from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer
 from kafka.structs import MemberState
 
+from core.errors import WaitTimeout
+from core.history import read_history
 from harness.backend import LinkControl
 from harness.clients import (
     ConsumerSettings,
@@ -24,8 +26,6 @@ from harness.clients import (
     get_driver,
 )
 from harness.clients.worker import PROTOCOL, WorkerConsumer
-from harness.errors import WaitTimeout
-from harness.history import read_history
 from harness.local.cluster import Cluster
 from harness.topology import Listener, client_party
 from harness.waiting import wait_until

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.checks import run_all_checks
-from harness.manifest import NemesisRecord, Racks, RunManifest
+from core.checks import run_all_checks
+from core.manifest import NemesisRecord, Racks, RunManifest
 from tests.synth.histories import HistoryBuilder
 
 TOPIC = "t"
@@ -228,7 +228,7 @@ def write_run(root: Path, spec: RunSpec, *, with_verdict: bool = True) -> Path:
     ).write(d / "run.json")
     if with_verdict:
         verdicts = run_all_checks(hist)
-        from harness.checks import overall
+        from core.checks import overall
 
         (d / "verdict.json").write_text(
             json.dumps(

@@ -179,7 +179,7 @@ def _verdict(check: str, valid: Any) -> dict[str, Any]:
 
 
 def _run(label: str, client: str, bad: dict[str, Any], version: str = "4.3.1") -> dict[str, Any]:
-    from harness.checks.verdict import merge_valid
+    from core.checks.verdict import merge_valid
 
     v = {c: _verdict(c, bad.get(c, True)) for c in CHECK_ORDER}
     camp, rid = label.split("/")

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from core.errors import HighwaterError
 from faults.capability import CapabilityError, check_capabilities, declared_faults, refusal
 from faults.common import FaultError
 from faults.inject import Injector
@@ -32,7 +33,6 @@ from harness.backend import (
 )
 from harness.backends import DEFAULT_BACKEND, BackendError, backend_names, get_backend
 from harness.config import ClusterSpec
-from harness.errors import HighwaterError
 from harness.local.cluster import Cluster
 from harness.local.node import KafkaNode
 from harness.observe import Observer, PartitionState

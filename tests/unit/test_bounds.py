@@ -1,9 +1,9 @@
-"""harness.checks.bounds: every bound derived from its settings, with its formula; explicit
+"""core.checks.bounds: every bound derived from its settings, with its formula; explicit
 header values win; the header a run writes carries them."""
 
 from __future__ import annotations
 
-from harness.checks.bounds import (
+from core.checks.bounds import (
     BOUND_USERS,
     Settings,
     derive,

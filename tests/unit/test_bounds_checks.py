@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.checks import CHECKS
-from harness.checks.bounds import Settings, header_entries
-from harness.checks.stalls import longest_stall, unread_acks
-from harness.checks.verdict import UNKNOWN, Verdict
+from core.checks import CHECKS
+from core.checks.bounds import Settings, header_entries
+from core.checks.stalls import longest_stall, unread_acks
+from core.checks.verdict import UNKNOWN, Verdict
 from tests.synth.histories import HistoryBuilder
 
 # bounds ten times shorter than the fast-failure ones, so histories stay small:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from harness.checks import run_checks
-from harness.checks.data import from_events
-from harness.checks.verdict import Verdict
+from core.checks import run_checks
+from core.checks.data import from_events
+from core.checks.verdict import Verdict
 from suites.conformance import (
     test_clock,
     test_durability,
@@ -504,7 +504,7 @@ def test_group_twin_a_partition_never_read_again() -> None:
     acknowledged record; its twin, kafka-python #3131's shape, where nothing of partition 1 is
     returned after offset 1 (a member kept it across a rebalance and never fetched it again),
     fails it; so does a run that owed nothing."""
-    from harness.checks.groups import group_delivery
+    from core.checks.groups import group_delivery
     from tests.synth.txn import Events
     from tests.synth.txn import header as txn_header
 

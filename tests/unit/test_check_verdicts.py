@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks.verdict import UNKNOWN, Verdict
+from core.checks.verdict import UNKNOWN, Verdict
 from suites.scenario import TimedChecksOnly, check_verdicts
 
 

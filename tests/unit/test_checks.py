@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from harness.checks import CHECKS, run_checks
-from harness.checks.verdict import NOT_APPLICABLE, UNKNOWN, Verdict, merge_valid
-from harness.policy import allowed, apply_policy
+from core.checks import CHECKS, run_checks
+from core.checks.verdict import NOT_APPLICABLE, UNKNOWN, Verdict, merge_valid
+from core.policy import allowed, apply_policy
 from tests.synth.histories import HistoryBuilder
 
 T = "t"
@@ -665,8 +665,8 @@ def test_policy_lost_write_by_config() -> None:
 def test_a_meta_observation_is_dated_by_when_it_began(tmp_path: Any) -> None:
     """An observer held up by a frozen broker writes its event late: the ISR it reports is as
     old as its Metadata read (``observed_ns``), on JSON Lines and Parquet alike."""
-    from harness.checks import load
-    from harness.history import to_parquet
+    from core.checks import load
+    from core.history import to_parquet
 
     b = builder()
     b.advance(1000)

@@ -7,7 +7,7 @@ import io
 import json
 from pathlib import Path
 
-from harness.history import to_parquet
+from core.history import to_parquet
 from highwater.cli import main
 from highwater.cli_check import register, run
 from highwater.exit_codes import Exit

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import HighwaterError
+from core.errors import HighwaterError
 from highwater import cli, cli_sweep, preflight
 from highwater.exit_codes import MEANING, Exit, of_pytest, of_verdict, table, worst
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import SetupError
 from harness import distribution
 from harness.clients import ClientSpec
 from harness.distribution import UnknownKafkaVersion
-from harness.errors import SetupError
 from highwater import cli, cli_run, cli_sweep, preflight
 from highwater.exit_codes import Exit
 
@@ -234,7 +234,7 @@ PATCHES = {
     "    raise UnknownKafkaVersion(f'Kafka {v} is not on Maven Central (newest: 4.4.0)')\n"
     "p.ensure_kafka = no\n",
     "client": "import highwater.preflight as p\n"
-    "from harness.errors import SetupError\n"
+    "from core.errors import SetupError\n"
     "def no(spec):\n"
     "    if spec.version == '99.0':\n"
     "        raise SetupError(f'{spec.name} {spec.version} is not on PyPI')\n"

@@ -12,6 +12,8 @@ import kafka
 import pytest
 from kafka import errors as kerr
 
+from core.errors import HighwaterError
+from core.history import HistoryWriter, read_history
 from harness.clients import (
     CLIENTS,
     DEFAULT_CLIENT,
@@ -33,8 +35,6 @@ from harness.clients import (
     parse_client_specs,
 )
 from harness.clients.kafka_python import FetchSources, classify_send_error
-from harness.errors import HighwaterError
-from harness.history import HistoryWriter, read_history
 from harness.workload import ConsumerConfig, ConsumerWorker, ProducerConfig, ProducerWorker
 
 ROOT = Path(__file__).resolve().parents[2]

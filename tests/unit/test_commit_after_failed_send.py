@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.checks.verdict import Verdict
+from core.checks.verdict import Verdict
 from suites.conformance.test_transactions import COMMITS_AFTER_FAILED_SEND, without_hw10
 from tests.synth.histories import HistoryBuilder
 

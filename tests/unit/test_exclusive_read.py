@@ -1,4 +1,4 @@
-"""exclusive-read (harness.checks.ownership): a group's partition read by two members at once is
+"""exclusive-read (core.checks.ownership): a group's partition read by two members at once is
 found; a handover, a member given its partition back and a fenced member's reads within the
 grace after its fault pass."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.checks.data import from_events
-from harness.checks.ownership import exclusive_read
-from harness.checks.verdict import NOT_APPLICABLE, Verdict
+from core.checks.data import from_events
+from core.checks.ownership import exclusive_read
+from core.checks.verdict import NOT_APPLICABLE, Verdict
 from tests.synth.txn import Events, header
 
 GRACE_MS = 5  # the given member_fence_grace_ms: five events (one per ms, ``_judge``)

@@ -1,4 +1,4 @@
-"""follower-latency (harness.checks.latency): records served by an in-sync follower reach their
+"""follower-latency (core.checks.latency): records served by an in-sync follower reach their
 consumer later than the leader's, at the median, by more than the bound (Kafka 3.3.1's shape,
 KAFKA-14334) is found; a follower a few ms behind, records around faults, a follower outside
 the ISR and too few records are not."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.checks.latency import MIN_SAMPLES, follower_latency
-from harness.checks.verdict import NOT_APPLICABLE, Verdict
+from core.checks.latency import MIN_SAMPLES, follower_latency
+from core.checks.verdict import NOT_APPLICABLE, Verdict
 from tests.synth.histories import HistoryBuilder
 
 T = "t"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.checks.groups import commit_ahead, commit_regression, group_delivery, rebalance_rewind, rebalance_skip
-from harness.checks.verdict import NOT_APPLICABLE
+from core.checks.groups import commit_ahead, commit_regression, group_delivery, rebalance_rewind, rebalance_skip
+from core.checks.verdict import NOT_APPLICABLE
 from tests.synth.txn import Events, header
 
 

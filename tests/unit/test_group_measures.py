@@ -1,4 +1,4 @@
-"""The consumer group measures (harness.checks.group_measures) and the report's table that puts
+"""The consumer group measures (core.checks.group_measures) and the report's table that puts
 the group protocols side by side (reports.groups, the HTML section)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from harness.checks.data import from_events
-from harness.checks.group_measures import GROUP_MEASURES, GroupMeasures, Resume, group_measures
+from core.checks.data import from_events
+from core.checks.group_measures import GROUP_MEASURES, GroupMeasures, Resume, group_measures
 from reports.groups import group_rows
 from reports.layout import RunInfo
 from reports.render_html import render

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from harness.clients import ConsumerSettings
+from harness.clients.confluent import consumer_config
 from harness.clients.groups import group_configs, group_protocol_refusal
 from harness.clients.java import consumer_properties
-from harness.clients.librdkafka import consumer_config
 
 
 @pytest.mark.parametrize(

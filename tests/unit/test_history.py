@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harness.checks import load
-from harness.history import (
+from core.checks import load
+from core.history import (
     FORMAT,
     PARQUET_SCHEMA,
     HistoryError,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from harness.checks.data import from_events
-from harness.checks.verdict import Verdict
+from core.checks.data import from_events
+from core.checks.verdict import Verdict
 from suites.conformance.test_durability import assert_live
 from suites.hw8 import STALL_CHECKS, without_hw8, zombie_readers
 from suites.scenario import PLANS

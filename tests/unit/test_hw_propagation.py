@@ -1,12 +1,12 @@
-"""hw-propagation (harness.checks.hw_propagation): a follower whose median time to learn an
+"""hw-propagation (core.checks.hw_propagation): a follower whose median time to learn an
 acknowledged write's high watermark passes the bound is found; followers within it pass (a slow
 maximum alone included); a follower without samples is unknown, never valid."""
 
 from __future__ import annotations
 
-from harness.checks.bounds import Settings, derive
-from harness.checks.hw_propagation import hw_propagation
-from harness.checks.verdict import UNKNOWN
+from core.checks.bounds import Settings, derive
+from core.checks.hw_propagation import hw_propagation
+from core.checks.verdict import UNKNOWN
 
 BOUND = derive(Settings(replica_fetch_wait_max_ms=200))["hw_propagation_bound_ms"].ms
 

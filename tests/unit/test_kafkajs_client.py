@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from core.errors import SetupError
 from harness.clients import PolledRecord, UnknownClientError, parse_client_spec
 from harness.clients import node as kafkajs
 from harness.clients.worker import parts_of, records_of
-from harness.errors import SetupError
 from highwater import cli_sweep
 
 

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from faults.schedule import Schedule, ScheduleConfig
-from harness.errors import HighwaterError
-from harness.manifest import (
+from core.errors import HighwaterError
+from core.manifest import (
     FORMAT,
     ClusterShape,
     ManifestError,
@@ -21,6 +20,7 @@ from harness.manifest import (
     ScriptedStep,
     iso_utc,
 )
+from faults.schedule import Schedule, ScheduleConfig
 from highwater.nemesis import Step, scheduled, scripted
 from highwater.run_spec import RunSpec, run_spec_from_json, run_spec_to_json
 from highwater.runner import describe_nemesis, run_seed

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import HighwaterError
-from harness.manifest import ClusterShape, NemesisRecord, RunManifest, ScriptedStep
+from core.errors import HighwaterError
+from core.manifest import ClusterShape, NemesisRecord, RunManifest, ScriptedStep
 from highwater.cli import main
 from highwater.cli_replay import plan_replay
 from highwater.nemesis import Step, scripted

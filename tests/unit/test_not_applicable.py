@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from harness.checks import (
+from core.checks import (
     CHECKS,
     NEEDS,
     NOT_APPLICABLE,
@@ -24,7 +24,7 @@ from harness.checks import (
     present_inputs,
     run_checks,
 )
-from harness.checks.verdict import Verdict, merge_valid, overall_valid
+from core.checks.verdict import Verdict, merge_valid, overall_valid
 from highwater.cli import main
 from highwater.cli_check import run
 from tests.synth.histories import HistoryBuilder

@@ -1,5 +1,5 @@
 """The power-loss suite's pure parts: the ``replicas:`` selector, the policy's power-loss rule, the
-ELR refusal, the measures a run writes (``harness.checks.power_measures``) and the report's table
+ELR refusal, the measures a run writes (``core.checks.power_measures``) and the report's table
 (``reports.power``). No cluster."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from core.checks import run_checks
+from core.checks.power_measures import POWER_MEASURES, power_measures
+from core.policy import allowed
 from faults.common import FaultError
 from faults.target import ReplicasTarget, parse_target
-from harness.checks import run_checks
-from harness.checks.power_measures import POWER_MEASURES, power_measures
 from harness.features import elr_refusal
-from harness.policy import allowed
 from reports.layout import RunInfo
 from reports.power import power_rows
 from tests.synth.histories import HistoryBuilder
@@ -121,7 +121,7 @@ def test_no_power_loss_no_measures_and_unknown_is_not_zero() -> None:
 
 
 def test_the_lost_bytes_come_from_the_fault_events_of_a_written_history(tmp_path: Path) -> None:
-    from harness.checks import load
+    from core.checks import load
 
     path = _history(back=True, lost=False).write(tmp_path / "history.jsonl")
     h = load(path)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import WaitTimeout
+from core.errors import WaitTimeout
 from harness.java_runtime import parse_java_major
 from harness.procs import OwnerLock, ProcessRegistry, proc_cmdline, proc_start_time
 from harness.toxiproxy import parse_metrics

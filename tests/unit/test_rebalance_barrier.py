@@ -1,4 +1,4 @@
-"""rebalance-barrier (harness.checks.barrier): a consumer-protocol member that keeps its partitions
+"""rebalance-barrier (core.checks.barrier): a consumer-protocol member that keeps its partitions
 and stops returning records while they wait is found; the same stall is passed when its
 assignment changed, when it was itself faulted, while a broker fault was open, when no record
 waited, or when it is short; classic groups are not judged, only measured."""
@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.checks import load
-from harness.checks.barrier import rebalance_barrier, unchanged_stalls
-from harness.checks.data import from_events
-from harness.checks.verdict import NOT_APPLICABLE, Verdict
-from harness.history import to_parquet
+from core.checks import load
+from core.checks.barrier import rebalance_barrier, unchanged_stalls
+from core.checks.data import from_events
+from core.checks.verdict import NOT_APPLICABLE, Verdict
+from core.history import to_parquet
 
 MS = 1_000_000
 GROUP = {"consumer-0": {"group": "g"}, "consumer-1": {"group": "g"}}

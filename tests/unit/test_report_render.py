@@ -38,7 +38,7 @@ def _verdicts(bad: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def _run(label: str, bad: dict[str, Any], version: str = "4.3.1") -> dict[str, Any]:
     camp, rid = label.split("/")
     v = _verdicts(bad)
-    from harness.checks.verdict import merge_valid
+    from core.checks.verdict import merge_valid
 
     return {
         "key": 0,
@@ -239,7 +239,7 @@ def test_lenient_run_discovery(tmp_path: Path) -> None:
 
 
 def test_context_events_marks_involved(tmp_path: Path) -> None:
-    from harness.history import to_parquet
+    from core.history import to_parquet
     from tests.synth.histories import HistoryBuilder
 
     b = HistoryBuilder()
@@ -254,7 +254,7 @@ def test_context_events_marks_involved(tmp_path: Path) -> None:
 
 def test_context_from_one_read_per_run(tmp_path: Path) -> None:
     """Several examples of one run share one read; each still gets only its own neighbours."""
-    from harness.history import to_parquet
+    from core.history import to_parquet
     from reports.aggregate import context_table
     from tests.synth.histories import HistoryBuilder
 
@@ -437,7 +437,7 @@ def _stall(consumer: str, partition: int, window: int, phase: str, stall_ms: int
 def _detail_data() -> ReportData:
     """Run c1/b (plotted) with a scheduled nemesis, stalls reported by progress and
     follower-fetch and a header config with derived bounds; c2/c (not plotted) scripted."""
-    from harness.checks.bounds import Settings, header_entries
+    from core.checks.bounds import Settings, header_entries
 
     d = _data()
     b, c = d.runs[1], d.runs[2]
@@ -541,7 +541,7 @@ def test_config_table_groups_without_bounds_and_lists_them_apart() -> None:
     bl = bl[: bl.index("</details>")]
     assert "3 distinct" in bl and "c1/b:" in bl and "c2/c:" in bl
     assert "consumer_stall_bound 1 ms (given)" in bl  # the flat key the checks would use
-    from harness.checks.bounds import Settings, derive
+    from core.checks.bounds import Settings, derive
 
     want = derive(Settings(bound_slack_ms=1234))["progress_bound_ms"]
     assert f"progress_bound {want.ms} ms" in bl and escape(want.formula) in bl  # formula on hover

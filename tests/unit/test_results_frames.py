@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.errors import HighwaterError
-from harness.history import to_parquet
+from core.errors import HighwaterError
+from core.history import to_parquet
 from highwater import cli_export
 from reports import frames
 from reports.aggregate import CHECK_ORDER
@@ -317,7 +317,7 @@ def import_time_modules(name: str) -> set[str]:
         path = ROOT / (mod.replace(".", "/") + ".py")
         if not path.exists():
             path = ROOT / mod.replace(".", "/") / "__init__.py"
-        if mod.split(".")[0] not in ("harness", "reports", "highwater") or not path.exists():
+        if mod.split(".")[0] not in ("core", "harness", "reports", "highwater") or not path.exists():
             continue
         body = list(ast.parse(path.read_text(encoding="utf-8")).body)
         while body:
@@ -335,7 +335,7 @@ def import_time_modules(name: str) -> set[str]:
 
 def test_the_frames_import_no_spark() -> None:
     mods = import_time_modules("reports.frames")
-    assert "harness.checks" in mods and "reports.layout" in mods  # the walk follows our imports
+    assert "core.checks" in mods and "reports.layout" in mods  # the walk follows our imports
     assert not {m for m in mods if m.split(".")[0] == "pyspark"}
     assert "pyspark.sql" in import_time_modules("reports.spark_checks")  # ... and would see Spark
 

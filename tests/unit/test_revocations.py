@@ -19,7 +19,9 @@ from typing import Any
 import confluent_kafka as ck
 import pytest
 
-from harness.checks import run_all_checks
+from core.checks import run_all_checks
+from core.history import HistoryError, HistoryWriter, read_history, to_parquet
+from core.history.format import event_problem
 from harness.clients import (
     ConsumerSettings,
     PositionChange,
@@ -30,8 +32,6 @@ from harness.clients import (
     report_revocation,
 )
 from harness.clients.worker import PROTOCOL, PROTOCOLS, Launch, WorkerDriver, WorkerError, revocation_of
-from harness.history import HistoryError, HistoryWriter, read_history, to_parquet
-from harness.history.format import event_problem
 from harness.workload.consumer import ConsumerConfig, ConsumerWorker
 from tests.synth.txn import Events, header
 
@@ -290,7 +290,7 @@ class _Subscribing:
 
 
 def test_librdkafka_reports_revoked_and_lost_partitions() -> None:
-    from harness.clients.librdkafka import ConfluentConsumer
+    from harness.clients.confluent import ConfluentConsumer
 
     seen = Seen()
     consumer = ConfluentConsumer(ck, _settings(), seen)

@@ -1,5 +1,5 @@
 """Every scripted fault of every conformance scenario lasts longer than the bound of each timed
-check its assertions rely on, by the stated margin (``harness.checks.bounds.required_window_ms``);
+check its assertions rely on, by the stated margin (``core.checks.bounds.required_window_ms``);
 and the run lasts long enough after the last heal for progress to judge it. The schedules are
 ``suites.scenario.PLANS`` (data: no cluster needed). Also prints the table of the note: every
 scenario with its bounds, its fault windows and its broken twin (``pytest -s``)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks.bounds import required_window_ms
+from core.checks.bounds import required_window_ms
 from highwater.profiles import PROFILES
 from suites.scenario import PLANS, TIMED_CHECKS, Plan
 

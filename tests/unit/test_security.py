@@ -7,7 +7,7 @@ import confluent_kafka as ck
 import pytest
 
 from harness.clients import ConsumerSettings, ProducerSettings
-from harness.clients.librdkafka import ConfluentProducer, consumer_config, producer_config
+from harness.clients.confluent import ConfluentProducer, consumer_config, producer_config
 from harness.config import ClusterSpec, SpecError, render_properties
 from harness.security import PLAINTEXT, ClientSecurity, SecurityError
 from harness.topology import Ports, Topology

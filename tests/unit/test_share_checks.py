@@ -1,11 +1,11 @@
-"""The share-group checks (``harness.checks.share``): each fed its anomaly, and clean look-alikes
+"""The share-group checks (``core.checks.share``): each fed its anomaly, and clean look-alikes
 it must pass: share_delivery, share_exclusive, share_settled_redelivered, share_delivery_limit,
 share_release_redelivered."""
 
 from __future__ import annotations
 
-from harness.checks import CHECKS, run_checks
-from harness.checks.verdict import NOT_APPLICABLE, UNKNOWN
+from core.checks import CHECKS, run_checks
+from core.checks.verdict import NOT_APPLICABLE, UNKNOWN
 from tests.synth.histories import HistoryBuilder
 
 LOCK_MS = 5_000

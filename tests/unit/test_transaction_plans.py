@@ -5,7 +5,7 @@ others (the ISR shrink is seen between 4 and 7 s) would make a client's finding 
 
 from __future__ import annotations
 
-from harness.checks.bounds import stall_bound_name
+from core.checks.bounds import stall_bound_name
 from suites.conformance.test_transactions import PLANS
 
 

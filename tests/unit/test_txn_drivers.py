@@ -15,9 +15,9 @@ from harness.clients import (
     TopicPartition,
     TransactionalProducerDriver,
 )
+from harness.clients.confluent import ConfluentConsumer, ConfluentKafkaDriver, ConfluentTransactionalProducer
 from harness.clients.java import JavaDriver, producer_properties
 from harness.clients.kafka_python import KafkaPythonConsumer, KafkaPythonDriver, KafkaPythonTransactionalProducer
-from harness.clients.librdkafka import ConfluentConsumer, ConfluentKafkaDriver, ConfluentTransactionalProducer
 from harness.clients.worker import (
     GroupMetadata,
     WorkerConsumer,

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.checks import CHECKS, Input, load, present_inputs, run_checks
-from harness.checks.verdict import NOT_APPLICABLE
-from harness.history import to_parquet
+from core.checks import CHECKS, Input, load, present_inputs, run_checks
+from core.checks.verdict import NOT_APPLICABLE
+from core.history import to_parquet
 from harness.workload.final_read import BatchView, split_transactions
 from tests.synth.histories import HistoryBuilder
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from core.history import HistoryWriter, read_history
 from harness.clients import ProducerSettings, SendOutcome
-from harness.history import HistoryWriter, read_history
 from harness.workload import ProducerConfig
 from harness.workload.transactions import TransactionalProducerWorker, TransactionConfig, TransactionsUnsupported
 

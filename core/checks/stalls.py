@@ -1,0 +1,272 @@
+"""Consumer stalls during and after fault windows: what ``follower-fetch`` and ``progress``
+measure and judge (``core.checks.liveness``).
+
+**Stalls.** For a consumer and a partition it was reading, a *stall* is a time without a
+polled record of that partition while records of it were acknowledged that it had not read:
+between two polls (or a phase's edges) a and b, the stall is b minus the first acknowledgement
+in [a, b) of an offset above the highest the consumer had read by a (a consumer often returns a
+record before its producer hears the ack; that ack leaves nothing to read). follower-fetch
+and progress measure the longest stall of each consumer and partition during each fault
+(``phase: "fault"``, from the fault to its heal) and after each heal (``phase: "after-heal"``,
+``progress_bound_ms`` long) and report it in the same shape:
+
+* ``counts["longest_stall_ms"]``: the longest of them all (0 when nothing was acknowledged);
+* after the violation examples, up to ``MAX_EXAMPLES`` examples of kind ``"longest-stall"``,
+  one per consumer and partition (longest first): ``consumer``, ``topic``, ``partition``,
+  ``window`` (``{"index", "kind", "phase", "start_ns", "end_ns"}``), ``stall_ms``,
+  ``from_time_ns``, ``to_time_ns``, ``bound_ms`` (the bound that judges it) and the fault event.
+
+**Group members.** A consumer in a group (``config.consumers.<name>.group``, subscribe mode)
+reads a partition only while it owns it: once another member of its group is positioned on
+the partition (an ``assign``/``seek`` there after its own), a phase that starts later is not
+its stall (e.g. a member cut off from its coordinator is evicted and its partition moves; until
+it rejoins it owns nothing, whatever it believes), and a phase during which the partition moves
+to another member ends, for the previous owner, at the move, as an incomplete phase (after a
+heal, a member that loses the partition before it polled it again cannot be said to have
+stalled; the new owner's reads are judged by rebalance-skip). Consumers without a group are
+judged on every partition they read.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from core.checks.bounds import stall_bound_name
+from core.checks.data import OK, HistoryData, MetaObs
+from core.checks.derived import example
+from core.checks.raw import txn_view
+from core.checks.verdict import MAX_EXAMPLES
+from core.checks.windows import MS, Window, bound_ns, fault_windows
+
+
+def meta_by_tp(h: HistoryData) -> dict[int, list[MetaObs]]:
+    out: dict[int, list[MetaObs]] = defaultdict(list)
+    for m in h.meta:
+        if m.tp >= 0 and m.isr is not None:
+            out[m.tp].append(m)
+    return out
+
+
+# -- stalls ----------------------------------------------------------------------------------
+
+
+def longest_stall(polls: np.ndarray, acks: np.ndarray, t0: int, t1: int) -> tuple[int, int, int]:
+    """(stall, from, to) in ns: the longest time in [t0, t1] without a poll (``polls``, sorted
+    times) while a record was acknowledged (``acks``, sorted times): between consecutive polls
+    (or the edges) a and b, b minus the first acknowledgement in [a, b). (0, t0, t0) if none."""
+    if t1 <= t0 or not len(acks):
+        return 0, t0, t0
+    inner = polls[(polls > t0) & (polls < t1)]
+    edges = np.concatenate([[t0], inner, [t1]]).astype(np.int64)
+    a, b = edges[:-1], edges[1:]
+    i = np.searchsorted(acks, a, "left")
+    has = i < len(acks)
+    first = np.where(has, acks[np.minimum(i, len(acks) - 1)], b)
+    stall = np.where(has & (first < b), b - first, 0)
+    k = int(np.argmax(stall))
+    return int(stall[k]), int(first[k]) if stall[k] else t0, int(b[k]) if stall[k] else t0
+
+
+@dataclass
+class Stall:
+    """The longest stall of one consumer and partition in one phase of one fault window."""
+
+    window: int  # index into fault_windows(h)
+    phase: str  # "fault" or "after-heal"
+    proc: int
+    tp: int
+    start: int  # the phase
+    end: int
+    stall: int  # ns
+    t_from: int
+    t_to: int
+    acked: bool  # records of the partition were acknowledged during the phase
+    polled: bool  # the consumer polled a record of the partition during the phase
+    complete: bool  # the history covers the whole phase
+
+
+def _series(
+    h: HistoryData,
+) -> tuple[dict[tuple[int, int], tuple[np.ndarray, np.ndarray]], dict[int, tuple[np.ndarray, np.ndarray]]]:
+    """Per (consumer, partition): the times of its polls that returned records of the partition
+    and the highest offset it had read by each; per partition: ack times and offsets, by time
+    (for a transaction's write: its transaction's ``ok`` commit; none if it did not commit)."""
+    if "stall_series" not in h.cache:
+        p, s = h.polls, h.sends
+        polls: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        if len(p.tp):
+            key = (p.proc.astype(np.int64) << 32) | p.tp.astype(np.int64)
+            o = np.lexsort((p.time, key))
+            ks, ts, offs = key[o], p.time[o].astype(np.int64), p.offset[o].astype(np.int64)
+            cuts = np.nonzero(np.diff(ks))[0] + 1
+            for part_k, part_t, part_o in zip(np.split(ks, cuts), np.split(ts, cuts), np.split(offs, cuts)):
+                k = int(part_k[0])
+                times, last = np.unique(part_t, return_index=False), np.maximum.accumulate(part_o)
+                # the highest offset read by each distinct poll time (the last record of that time)
+                upto = last[np.searchsorted(part_t, times, "right") - 1]
+                polls[(k >> 32, k & 0xFFFFFFFF)] = (times, upto)
+        okm = (s.type == OK) & (s.tp >= 0)
+        # a transactional write is owed to readers from its transaction's commit, and not at all
+        # if the transaction did not (surely) commit
+        view = txn_view(h)
+        avail = s.time.astype(np.int64) if view is None else view.readable_ns
+        okm &= avail >= 0
+        acks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for tp in np.unique(s.tp[okm]):
+            m = okm & (s.tp == tp)
+            o = np.argsort(avail[m], kind="stable")
+            acks[int(tp)] = (avail[m][o], s.offset[m][o].astype(np.int64))
+        h.cache["stall_series"] = (polls, acks)
+    return h.cache["stall_series"]
+
+
+def unread_acks(
+    poll_times: np.ndarray, read_upto: np.ndarray, ack_times: np.ndarray, ack_offsets: np.ndarray
+) -> np.ndarray:
+    """The times of the acknowledgements whose record the consumer had not read yet when the ack
+    came: a consumer may return a record before its producer hears the ack (the HW moved first),
+    and such an ack is nothing left to read. An ack of unknown offset (-1) counts as unread."""
+    i = np.searchsorted(poll_times, ack_times, "right") - 1
+    read = np.where(i >= 0, read_upto[np.maximum(i, 0)], -1)
+    return ack_times[(ack_offsets < 0) | (ack_offsets > read)]
+
+
+def fault_stall_outcome(h: HistoryData, w: Window, x: Stall) -> tuple[str | None, int]:
+    """How follower-fetch and progress judge one stall during fault window ``w`` against the
+    window's stall bound S, and S: ``None`` when the history ended inside a window no longer than
+    S (not a scripted window: not counted), ``"short"`` when the window is not longer than S
+    (unjudged: a stall cannot show in it), else ``"stalled"`` (longer than S) or ``"ok"``."""
+    S = window_stall_bound(h, w)
+    if x.end - x.start <= S:
+        return ("short" if x.complete else None), S
+    return ("stalled" if x.stall > S else "ok"), S
+
+
+def stall_fields(h: HistoryData, w: Window, x: Stall, S: int) -> dict[str, Any]:
+    """The example fields of a stall longer than its window's bound S."""
+    return {
+        "consumer": h.proc_name(x.proc),
+        "fault": w.kind,
+        "stall_ms": x.stall // MS,
+        "bound_ms": S // MS,
+        "window_ms": (x.end - x.start) // MS,
+    }
+
+
+def member_moves(h: HistoryData) -> Any:
+    """``moved(proc, tp, t)``: True when ``proc`` is in a group and, before ``t``, another member
+    of its group was positioned on ``tp`` after ``proc`` itself last was (module doc); and
+    ``moves_at(proc, tp, t)``: the first time from ``t`` on that another member of ``proc``'s
+    group is positioned on ``tp`` (None: never, or ``proc`` is in no group)."""
+    consumers = h.config.get("consumers") or {}
+    group = {
+        i: g for i, name in enumerate(h.processes) if isinstance(g := (consumers.get(name) or {}).get("group"), str)
+    }
+    pos = h.positions
+    moves: dict[int, list[tuple[int, int]]] = defaultdict(list)  # tp -> (time, proc), by time
+    for t, proc, tp in sorted(zip(pos.time.tolist(), pos.proc.tolist(), pos.tp.tolist())):
+        if tp >= 0 and int(proc) in group:
+            moves[int(tp)].append((int(t), int(proc)))
+
+    def moved(proc: int, tp: int, t: int) -> bool:
+        g = group.get(proc)
+        if g is None:
+            return False
+        last = None
+        for when, who in moves.get(tp, ()):
+            if when >= t:
+                break
+            if group.get(who) == g:
+                last = who
+        return last is not None and last != proc
+
+    def moves_at(proc: int, tp: int, t: int) -> int | None:
+        g = group.get(proc)
+        if g is None:
+            return None
+        return next(
+            (when for when, who in moves.get(tp, ()) if when >= t and who != proc and group.get(who) == g), None
+        )
+
+    return moved, moves_at
+
+
+def window_stalls(h: HistoryData) -> list[Stall]:
+    """The longest stall of every consumer and partition it was reading (it polled a record of
+    it before the window), during every fault window and after every heal (``progress_bound_ms``).
+    Copiers of an exactly-once copy (``config.consumers.<name>.copier``) have none: between two
+    polls a copier waits on its transaction's calls, whose timeouts are the workload's
+    (``harness.workload.copy``), not a fetch's, so the consumer bounds do not apply to them."""
+    if "stalls" in h.cache:
+        return h.cache["stalls"]
+    polls, acks = _series(h)
+    consumers = h.config.get("consumers") or {}
+    polls = {k: v for k, v in polls.items() if not (consumers.get(h.proc_name(k[0])) or {}).get("copier")}
+    after = bound_ns(h, "progress_bound_ms")
+    moved, moves_at = member_moves(h)  # a group member is not judged on a partition that moved away
+    out: list[Stall] = []
+    # per consumer and partition, not per window: its ack times and the acks it had not read yet
+    unread: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+    for wi, w in enumerate(fault_windows(h)):
+        phases = [("fault", w.start, w.end if w.end is not None else h.end_time, w.end is not None)]
+        if w.end is not None:
+            phases.append(("after-heal", w.end, min(w.end + after, h.end_time), h.end_time >= w.end + after))
+        for (proc, tp), (pt, upto) in polls.items():
+            if not len(pt) or pt[0] >= w.start:
+                continue
+            if (proc, tp) not in unread:
+                a_t, a_off = acks.get(tp, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+                unread[(proc, tp)] = (a_t, unread_acks(pt, upto, a_t, a_off))
+            a_t, at = unread[(proc, tp)]
+            for phase, t0, t1, complete in phases:
+                if moved(proc, tp, t0):
+                    continue  # the partition is another member's now
+                away = moves_at(proc, tp, t0)
+                if away is not None and away < t1:
+                    t1, complete = away, False  # judged while it owned the partition, no longer
+                in_acks = at[(at >= t0) & (at < t1)]
+                st, fr, to = longest_stall(pt, in_acks, t0, t1)
+                polled = bool(np.any((pt > t0) & (pt <= t1)))
+                acked = bool(np.any((a_t >= t0) & (a_t < t1)))  # anything acknowledged, read or not
+                out.append(Stall(wi, phase, proc, tp, t0, t1, st, fr, to, acked, polled, complete))
+    h.cache["stalls"] = out
+    return out
+
+
+def stall_summary(h: HistoryData, stalls: list[Stall], bound_of: Any) -> tuple[int, list[dict[str, Any]]]:
+    """counts["longest_stall_ms"] and the "longest-stall" examples (see the module doc)."""
+    wins = fault_windows(h)
+    best: dict[tuple[int, int], Stall] = {}
+    for s in stalls:
+        k = (s.proc, s.tp)
+        if s.stall and (k not in best or s.stall > best[k].stall):
+            best[k] = s
+    longest = max((s.stall for s in stalls), default=0) // MS
+    ranked = sorted((s for s in best.values() if s.stall), key=lambda s: -s.stall)[:MAX_EXAMPLES]
+    exs = []
+    for s in ranked:
+        w = wins[s.window]
+        exs.append(
+            example(
+                h,
+                "longest-stall",
+                [w.row if s.phase == "fault" else (w.heal_row or w.row)],
+                tp=s.tp,
+                consumer=h.proc_name(s.proc),
+                window={"index": s.window, "kind": w.kind, "phase": s.phase, "start_ns": s.start, "end_ns": s.end},
+                stall_ms=s.stall // MS,
+                from_time_ns=s.t_from,
+                to_time_ns=s.t_to,
+                bound_ms=bound_of(w, s) // MS,
+            )
+        )
+    return int(longest), exs
+
+
+def window_stall_bound(h: HistoryData, w: Window) -> int:
+    """The consumer stall bound of fault window ``w`` (ns): the hanging one for pause/timeout."""
+    return bound_ns(h, stall_bound_name(w.kind))

@@ -1,0 +1,130 @@
+"""The policy table: which anomalies a Kafka configuration allows.
+
+Checks report what happened; this table decides what that means for a given configuration
+(the history header's ``config``). An allowed anomaly turns a False verdict into True with
+``allowed=True`` and a note naming the rule, keeping its counts and examples, so reports can
+still show that (say) an acks=1 run lost 12 writes.
+
+Rules (one row per anomaly; anything not listed is never allowed):
+
+=====================  ==============================================================
+anomaly                allowed when
+=====================  ==============================================================
+duplicate              idempotence is off (producer retries may write a value twice)
+lost-write             acks is 0 or 1 (the leader acks before replication), or
+                       unclean leader election is on (an out-of-sync replica may lead),
+                       or a power loss took at least min.insync.replicas replicas of
+                       a partition at once (see below)
+uncommitted-read       unclean leader election is on (committed data may be truncated),
+                       or such a power loss
+hw-regression          unclean leader election is on (the new leader's log is shorter),
+                       or such a power loss
+=====================  ==============================================================
+
+Power loss (``power_loss_replicas`` in the header's config: how many replicas of a partition a
+scripted power loss takes at once). Kafka acknowledges an acks=all write once every in-sync
+replica holds it in memory, and never fsyncs by default (``flush.messages``/``flush.ms``): it
+relies on replication, and promises no loss while one in-sync replica keeps its page cache. The
+ISR may be as small as ``min.insync.replicas`` when the write is acknowledged, so a power loss of
+fewer replicas than that must lose nothing, and one of that many or more may lose what was
+acknowledged (and what consumers were served), whatever the election settings.
+
+Never allowed, whatever the config: poll-skip, nonmonotonic-poll, unseen,
+inconsistent-offsets, replica-divergence, follower-fetch, isr-stability, progress, and
+truncation-undetected: where loss is allowed, the consumer must still *detect* the truncation
+(KIP-320), so that check is what guards unclean runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from core.checks.verdict import Verdict
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The configuration facts the policy reads, normalised from a header ``config``."""
+
+    acks: str = "all"
+    idempotence: bool = False
+    unclean_leader_election: bool = False
+    min_insync_replicas: int = 1
+    power_loss_replicas: int = 0
+
+    @property
+    def power_loss_may_lose(self) -> bool:
+        """A power loss took as many replicas at once as an acknowledged write may have had."""
+        return self.power_loss_replicas >= self.min_insync_replicas > 0 or (
+            self.power_loss_replicas > 0 and self.acks in ("0", "1")
+        )
+
+    @classmethod
+    def from_header(cls, config: Mapping[str, Any]) -> RunConfig:
+        acks = str(config.get("acks", "all")).lower()
+        return cls(
+            acks="all" if acks in ("all", "-1") else acks,
+            idempotence=_flag(config.get("idempotence", config.get("enable_idempotence", False))),
+            unclean_leader_election=_flag(config.get("unclean_leader_election", False)),
+            min_insync_replicas=int(config.get("min_insync_replicas", 1) or 1),
+            power_loss_replicas=int(config.get("power_loss_replicas", 0) or 0),
+        )
+
+
+def _flag(v: Any) -> bool:
+    if isinstance(v, str):
+        return v.strip().lower() in ("true", "1", "yes", "on")
+    return bool(v)
+
+
+Rule = Callable[[RunConfig], str | None]
+
+_POWER_LOSS = (
+    "a power loss took {c.power_loss_replicas} replicas at once (min.insync.replicas={c.min_insync_replicas}):"
+    " Kafka acknowledges writes held in memory, unfsynced"
+)
+
+#: anomaly -> rule returning why the config allows it, or None when it does not
+POLICY: dict[str, Rule] = {
+    "duplicate": lambda c: None if c.idempotence else "idempotence is off: retries may duplicate",
+    "lost-write": lambda c: (
+        f"acks={c.acks}: the leader acknowledges before replication"
+        if c.acks in ("0", "1")
+        else "unclean leader election may elect a replica missing acknowledged writes"
+        if c.unclean_leader_election
+        else _POWER_LOSS.format(c=c)
+        if c.power_loss_may_lose
+        else None
+    ),
+    "uncommitted-read": lambda c: (
+        "unclean leader election may truncate records consumers already read"
+        if c.unclean_leader_election
+        else _POWER_LOSS.format(c=c)
+        if c.power_loss_may_lose
+        else None
+    ),
+    "hw-regression": lambda c: (
+        "unclean leader election may elect a replica with a lower high watermark"
+        if c.unclean_leader_election
+        else _POWER_LOSS.format(c=c)
+        if c.power_loss_may_lose
+        else None
+    ),
+}
+
+
+def allowed(check: str, config: Mapping[str, Any]) -> str | None:
+    """Why ``config`` allows the anomaly of ``check``, or None if it is a violation."""
+    rule = POLICY.get(check)
+    return rule(RunConfig.from_header(config)) if rule else None
+
+
+def apply_policy(verdicts: list[Verdict], config: Mapping[str, Any]) -> list[Verdict]:
+    """Verdicts with allowed violations turned valid (``allowed=True``, reason in notes)."""
+    out = []
+    for v in verdicts:
+        why = allowed(v.check, config) if v.valid is False else None
+        out.append(v.with_(valid=True, allowed=True, notes=[*v.notes, f"allowed: {why}"]) if why else v)
+    return out
