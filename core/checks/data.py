@@ -16,7 +16,6 @@ What transactions and group commits say is gathered in the same pass, as columns
 
 from __future__ import annotations
 
-import json
 import re
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -33,6 +32,7 @@ from core.history import (
     LineError,
     check_header,
     event_problem,
+    parse_line,
     rows_to_events,
     value_text,
 )
@@ -330,10 +330,8 @@ class JsonlSource(EventSource):
         with open(self._path, "rb") as fh:
             for r in rows:
                 fh.seek(int(self._starts[r]))
-                try:
-                    out.append(json.loads(fh.readline()))
-                except ValueError:
-                    out.append({"row": r, "unreadable": True})
+                ev = parse_line(fh.readline())
+                out.append(ev if isinstance(ev, dict) else {"row": r, "unreadable": True})
         return out
 
 

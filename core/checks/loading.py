@@ -1,16 +1,18 @@
 """Loading a history file into ``HistoryData`` (``core.checks.data``): JSON Lines here,
 leniently (bad lines become ``line_errors``), Parquet through ``core.checks.parquet_load``.
-Apart from the columns themselves, so that neither of the two loaders imports the other."""
+Walking the lines and saying what a bad one holds are ``core.history``'s (``event_lines``,
+``parse_line``); this module only fills the columns. Apart from the columns themselves, so
+that neither of the two loaders imports the other."""
 
 from __future__ import annotations
 
-import json
 from array import array
 from pathlib import Path
 
 from core.checks.data import HistoryData, JsonlSource, _Builder, _np, idempotent
 from core.checks.parquet_load import load_parquet
-from core.history import LineError, event_problem, read_history, read_parquet_header
+from core.history import LineError, decode_event, event_lines, parse_line, read_history, read_parquet_header
+from core.history.format import INCOMPLETE_LINE
 
 
 def load(path: str | Path) -> HistoryData:
@@ -27,40 +29,23 @@ def _load_jsonl(path: Path) -> HistoryData:
     b = _Builder(track_invokes=idempotent(header.get("config") or {}))
     errors: list[LineError] = []
     starts = array("q")
-    loads = json.loads
-    pos = 0
-    with open(path, "rb") as fh:
-        pos += len(fh.readline())
-        for row, raw in enumerate(fh):
-            starts.append(pos)
-            pos += len(raw)
-            lineno = row + 2
+    for row, (lineno, pos, raw) in enumerate(event_lines(path)):
+        starts.append(pos)
+        try:
             if not raw.endswith(b"\n"):
-                errors.append(
-                    LineError(
-                        lineno, "incomplete last line (no newline): the writer probably stopped mid-event", _head(raw)
-                    )
+                raise ValueError(INCOMPLETE_LINE)
+            b.add(row, decode_event(raw))
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
+            # The fast path trusts the schema; on any surprise, the format says what is wrong.
+            problem = parse_line(raw)
+            errors.append(
+                LineError.of(
+                    lineno,
+                    problem if isinstance(problem, str) else f"unusable event ({e.__class__.__name__}: {e})",
+                    raw,
                 )
-                continue
-            try:
-                b.add(row, loads(raw.decode()))  # a str: json.loads would sniff the encoding of bytes
-            except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
-                # The fast path trusts the schema; on any surprise, say precisely what is wrong.
-                problem = _explain(raw) or f"unusable event ({e.__class__.__name__}: {e})"
-                errors.append(LineError(lineno, problem, _head(raw)))
+            )
     return b.build(header, JsonlSource(path, _np(starts, "q")), errors)
-
-
-def _head(raw: bytes) -> str:
-    return raw[:200].decode("utf-8", "replace")
-
-
-def _explain(raw: bytes) -> str | None:
-    try:
-        ev = json.loads(raw)
-    except ValueError as e:
-        return f"not valid JSON ({e})"
-    return event_problem(ev)
 
 
 def _load_parquet(path: Path) -> HistoryData:

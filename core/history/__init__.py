@@ -3,9 +3,10 @@
 Split by concern; every name is importable from ``core.history`` as before:
 
 * :mod:`core.history.format`: the format's name and event schema (``check_header``,
-  ``event_problem``), ``HistoryError``/``LineError``, record values as text (``value_text``);
+  ``event_problem``), what one line holds (``parse_line``, ``decode_event``), ``HistoryError``/``LineError``, record values as text (``value_text``);
 * :mod:`core.history.writer`: ``HistoryWriter`` (one flushed JSON line per event);
-* :mod:`core.history.reader`: ``read_history`` and ``History`` (strict or lenient);
+* :mod:`core.history.reader`: ``read_history`` and ``History`` (strict or lenient), and
+  ``event_lines``, the one walk over a history's lines;
 * :mod:`core.history.convert`: ``to_parquet`` and ``read_parquet`` (whole files);
 * :mod:`core.history.parquet`: the Parquet codec (``PARQUET_SCHEMA``,
   ``rows_to_events``; the layout is described there).
@@ -25,7 +26,9 @@ from .format import (
     HistoryError,
     LineError,
     check_header,
+    decode_event,
     event_problem,
+    parse_line,
     text_value,
     value_text,
 )
@@ -37,7 +40,7 @@ from .parquet import (
     read_parquet_header,
     rows_to_events,
 )
-from .reader import History, read_history
+from .reader import History, event_lines, read_history
 from .writer import HistoryWriter
 
 __all__ = [
@@ -57,7 +60,10 @@ __all__ = [
     "HistoryWriter",
     "LineError",
     "check_header",
+    "decode_event",
+    "event_lines",
     "event_problem",
+    "parse_line",
     "read_history",
     "read_parquet",
     "read_parquet_header",

@@ -47,8 +47,39 @@ class LineError:
     message: str
     text: str  # the start of the offending line, for the report
 
+    @classmethod
+    def of(cls, line: int, message: str, raw: bytes) -> LineError:
+        """The error for one raw line, keeping its first 200 bytes as the report's excerpt."""
+        return cls(line, message, raw[:200].decode("utf-8", "replace"))
+
     def to_json(self) -> dict[str, Any]:
         return {"line": self.line, "message": self.message, "text": self.text}
+
+
+INCOMPLETE_LINE = "incomplete last line (no newline): the writer probably stopped mid-event"
+
+
+def decode_event(raw: bytes) -> Any:
+    """One event line as JSON, unvalidated: the fast path of a reader that trusts the schema and
+    asks ``line_problem`` only when using the event fails. Decoded from ``str``, since
+    ``json.loads`` of bytes would first sniff their encoding."""
+    return json.loads(raw.decode())
+
+
+def parse_line(raw: bytes) -> dict[str, Any] | str:
+    """One event line (with its newline): the event, or the text of what is wrong with the line
+    (incomplete, empty, not JSON, not an event: ``event_problem``). What the line's place in
+    the file adds (increasing index and time) is the reader's to judge."""
+    if not raw.endswith(b"\n"):
+        return INCOMPLETE_LINE
+    if not raw.strip():
+        return "empty line"
+    try:
+        ev = json.loads(raw)
+    except ValueError as e:
+        return f"not valid JSON ({e})"
+    problem = event_problem(ev)
+    return ev if problem is None else problem
 
 
 def value_text(v: Any) -> tuple[str | None, int]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .format import HistoryError, LineError, check_header, event_problem
+from .format import HistoryError, LineError, check_header, parse_line
 from .parquet import iter_parquet, read_parquet_header
 
 
@@ -64,33 +64,32 @@ def read_history(path: str | Path, *, lenient: bool = False) -> History:
     return History(p, header, lenient)
 
 
+def event_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """The raw event lines of a ``.jsonl`` history, after its header: ``(line number, byte
+    offset, line)``, the line with its newline (a missing newline is how a cut-off last event
+    shows). The one place that walks a history's lines; ``parse_line`` says what one holds."""
+    with open(path, "rb") as fh:
+        pos = len(fh.readline())  # header, validated by read_history
+        for lineno, raw in enumerate(fh, start=2):
+            yield lineno, pos, raw
+            pos += len(raw)
+
+
 def _iter_jsonl(path: Path, lenient: bool, errors: list[LineError]) -> Iterator[dict[str, Any]]:
     last_index = -1
     last_time = -1
-    with open(path, "rb") as fh:
-        fh.readline()  # header, validated by read_history
-        for lineno, raw in enumerate(fh, start=2):
-            problem: str | None = None
-            ev: Any = None
-            if not raw.endswith(b"\n"):
-                problem = "incomplete last line (no newline): the writer probably stopped mid-event"
-            elif not raw.strip():
-                problem = "empty line"
-            else:
-                try:
-                    ev = json.loads(raw)
-                except ValueError as e:
-                    problem = f"not valid JSON ({e})"
-                else:
-                    problem = event_problem(ev)
-                    if problem is None and ev["index"] <= last_index:
-                        problem = f"index {ev['index']} does not increase (previous {last_index})"
-                    if problem is None and ev["time_ns"] < last_time:
-                        problem = f"time_ns {ev['time_ns']} goes backwards (previous {last_time})"
-            if problem is not None:
-                if not lenient:
-                    raise HistoryError(problem, line=lineno, path=path)
-                errors.append(LineError(lineno, problem, raw[:200].decode("utf-8", "replace")))
-                continue
+    for lineno, _, raw in event_lines(path):
+        ev = parse_line(raw)
+        if isinstance(ev, str):
+            problem = ev
+        elif ev["index"] <= last_index:
+            problem = f"index {ev['index']} does not increase (previous {last_index})"
+        elif ev["time_ns"] < last_time:
+            problem = f"time_ns {ev['time_ns']} goes backwards (previous {last_time})"
+        else:
             last_index, last_time = ev["index"], ev["time_ns"]
             yield ev
+            continue
+        if not lenient:
+            raise HistoryError(problem, line=lineno, path=path)
+        errors.append(LineError.of(lineno, problem, raw))
