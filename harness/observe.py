@@ -27,6 +27,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from core.errors import ClusterError
 
 from .security import PLAINTEXT, ClientSecurity
+from .topology import Topology
 from .waiting import wait_until
 
 log = logging.getLogger(__name__)
@@ -433,11 +434,47 @@ class Observer:
 
 
 class PartitionWaits:
-    """``partition_state`` and ``wait_for_isr`` of a backend, written once for every backend
-    that observes through ``observer()`` (local, compose through it, external)."""
+    """What every backend whose brokers are a ``Topology`` and that observes through
+    ``observer()`` (local, compose through it, external) does alike, written once: its brokers
+    and their racks, ``partition_state`` and ``wait_for_isr``, and creating a topic until it is
+    in sync."""
 
     def observer(self, rack: str | None = None) -> Observer:  # pragma: no cover - provided by the backend
         raise NotImplementedError
+
+    @property
+    def topo(self) -> Topology:  # pragma: no cover - provided by the backend
+        raise NotImplementedError
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return [n.node_id for n in self.topo.brokers]
+
+    def rack_of(self, broker_id: int) -> str:
+        rack = self.topo.node(broker_id).rack
+        assert rack is not None
+        return rack
+
+    def _create(self, name: str, partitions: int, rf: int, config: dict[str, str] | None, timeout: float) -> None:
+        """Create a topic, retried: right after boot kafka-python may know the controller's id
+        before its metadata lists that broker (UnknownBrokerIdError); a retry may find it created."""
+        from kafka.errors import TopicAlreadyExistsError
+
+        def create() -> bool:
+            try:
+                self.observer().create_topic(name, partitions, rf, config)
+            except TopicAlreadyExistsError:
+                pass
+            return True
+
+        wait_until(create, timeout, f"topic {name} is created")
+
+    def _wait_in_sync(self, name: str, partitions: int, rf: int, timeout: float) -> None:
+        def in_sync() -> bool:
+            parts = self.observer().topic_partitions(name)
+            return len(parts) == partitions and all(p["leader_id"] >= 0 and len(p["isr_nodes"]) == rf for p in parts)
+
+        wait_until(in_sync, timeout, f"topic {name} has {partitions} partitions, each with {rf} replicas in sync")
 
     def partition_state(
         self, topic: str, partition: int = 0, offsets: bool = True, timeout: float = 15.0

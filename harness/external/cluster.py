@@ -115,15 +115,6 @@ class ExternalCluster(PartitionWaits):
         return self._topo
 
     @property
-    def broker_ids(self) -> list[int]:
-        return [n.node_id for n in self.topo.brokers]
-
-    def rack_of(self, broker_id: int) -> str:
-        rack = self.topo.node(broker_id).rack
-        assert rack is not None
-        return rack
-
-    @property
     def kafka_version(self) -> str:
         return self.file.kafka_version
 
@@ -187,28 +178,13 @@ class ExternalCluster(PartitionWaits):
                 f"topic {name!r} does not start with the cluster file's topic_prefix {prefix!r}; "
                 "highwater creates (and deletes) only prefixed topics on this cluster"
             )
-        from kafka.errors import TopicAlreadyExistsError
-
         if name not in self.created_topics and name in self.observer().admin.list_topics():
             raise ExternalClusterError(
                 f"topic {name!r} already exists on external cluster {self.file.name!r}; highwater only uses "
                 "topics it creates (delete it, or pick another prefix)"
             )
         rf = replication_factor or min(3, len(self.broker_ids))
-
-        def create() -> bool:
-            try:
-                self.observer().create_topic(name, partitions, rf, config)
-            except TopicAlreadyExistsError:
-                pass
-            return True
-
-        wait_until(create, timeout, f"topic {name} is created")
+        self._create(name, partitions, rf, config, timeout)
         if name not in self.created_topics:
             self.created_topics.append(name)
-
-        def in_sync() -> bool:
-            parts = self.observer().topic_partitions(name)
-            return len(parts) == partitions and all(p["leader_id"] >= 0 and len(p["isr_nodes"]) == rf for p in parts)
-
-        wait_until(in_sync, timeout, f"topic {name} has {partitions} partitions, each with {rf} replicas in sync")
+        self._wait_in_sync(name, partitions, rf, timeout)

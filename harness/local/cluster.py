@@ -26,8 +26,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka.errors import TopicAlreadyExistsError
-
 from core.errors import ClusterError, HighwaterError, PortInUseError
 
 from ..backend import ClockControl, ClusterBackend, LinkControl, ProcessControl
@@ -404,15 +402,6 @@ class Cluster(ProxyLinks, PartitionWaits):
         return self.kafka.version
 
     @property
-    def broker_ids(self) -> list[int]:
-        return [n.node_id for n in self.topo.brokers]
-
-    def rack_of(self, broker_id: int) -> str:
-        rack = self.topo.node(broker_id).rack
-        assert rack is not None
-        return rack
-
-    @property
     def default_client_rack(self) -> str:
         """Clients with no rack use NO_RACK's proxies when the cluster has them."""
         racks = self.topo.client_racks
@@ -479,23 +468,8 @@ class Cluster(ProxyLinks, PartitionWaits):
     ) -> None:
         """Create a topic and wait until every partition has a leader and a full ISR."""
         rf = replication_factor or min(3, len(self.broker_ids))
-
-        def create() -> bool:
-            # Retried: right after boot kafka-python may know the controller's id before its
-            # metadata lists that broker (UnknownBrokerIdError); a retry may find it created.
-            try:
-                self.observer().create_topic(name, partitions, rf, config)
-            except TopicAlreadyExistsError:
-                pass
-            return True
-
-        wait_until(create, timeout, f"topic {name} is created")
-
-        def in_sync() -> bool:
-            parts = self.observer().topic_partitions(name)
-            return len(parts) == partitions and all(p["leader_id"] >= 0 and len(p["isr_nodes"]) == rf for p in parts)
-
-        wait_until(in_sync, timeout, f"topic {name} has {partitions} partitions, each with {rf} replicas in sync")
+        self._create(name, partitions, rf, config, timeout)
+        self._wait_in_sync(name, partitions, rf, timeout)
 
 
 if TYPE_CHECKING:  # mypy proves the local backend implements every protocol
