@@ -53,6 +53,8 @@ CLIENT_ROTATION ?= kafka-python,confluent-kafka,java,kafkajs
 # power-loss suite's leader case, a pause in HW-5's and HW-11's tests), the SASL cluster's
 # conformance suite through pytest (every client's SASL authentication stays), and the report's
 # second pass over cached runs (the cache has its unit tests).
+# The fetching suite's quiet-rate follower latency (~60 s, KAFKA-14334 on 3.3.1) is new and
+# nightly: the follower-latency check judges every make-test run of the suite already.
 FINDINGS := tests/integration/test_findings_by_client.py
 DESELECT ?= --deselect suites/chaos/test_chaos.py \
   --deselect '$(FINDINGS)::test_hw1_consumer_cut_off_from_its_preferred_replica_keeps_reading[confluent-kafka]' \
@@ -83,7 +85,8 @@ DESELECT ?= --deselect suites/chaos/test_chaos.py \
   --deselect 'suites/conformance/test_durability.py::test_consumers_keep_up_under_leader_faults[leader-kill]' \
   --deselect 'suites/conformance/test_kip392_fetching.py::test_consumer_moves_when_its_replica_leaves_the_isr_and_returns[cut-off]' \
   --deselect 'suites/conformance/test_kip392_fetching.py::test_consumer_moves_when_its_replica_leaves_the_isr_and_returns[slowed]' \
-  --deselect 'suites/conformance/test_transactions.py::test_read_committed_sees_only_whole_committed_transactions[coordinators-cut-pause]'
+  --deselect 'suites/conformance/test_transactions.py::test_read_committed_sees_only_whole_committed_transactions[coordinators-cut-pause]' \
+  --deselect suites/conformance/test_kip392_fetching.py::test_follower_served_records_are_not_held_back_at_a_quiet_rate
 
 .PHONY: install system-packages lint test unit suites campaign
 

@@ -472,6 +472,14 @@ PLANS: dict[str, Plan] = {
             must_hold=("follower-fetch", "progress"),
             what="no fault: each rack's consumer reads from its own rack's replica",
         ),
+        Plan(
+            "kip-392",
+            "quiet-follower-latency",
+            must_hold=("follower-fetch", "follower-latency", "progress"),
+            run_seconds=45,
+            what="no fault, a quiet rate (3 records/s a producer): records served by a follower reach their "
+            "consumer within follower-latency's bound of the leader's",
+        ),
         *(
             Plan(
                 "kip-392",

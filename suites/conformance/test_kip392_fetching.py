@@ -58,6 +58,42 @@ def test_each_rack_reads_from_its_own_replica(cluster, profile, campaign, result
     assert_rack_local_reads(result.verdicts, bytes_by_rack, {b: cluster.rack_of(b) for b in cluster.broker_ids})
 
 
+#: records per second a producer sends in the quiet-rate scenario: one every ~330 ms on each of
+#: two producers, ~490 ms between two records of a partition, longer than replica.fetch.wait.max.ms
+QUIET_RATE = 3
+
+
+def test_follower_served_records_are_not_held_back_at_a_quiet_rate(
+    cluster, profile, campaign, results_root, repro
+) -> None:  # type: ignore[no-untyped-def]
+    """KIP-392 promises no unnecessary delay to the high watermark's propagation. At a busy rate
+    every fetch answer carries a new high watermark anyway; at a quiet one a follower that holds
+    its fetch to its timeout instead of answering the consumer's waiting fetch once the high
+    watermark moves (KAFKA-14334, Kafka 3.3.1) serves every record about fetch.max.wait.ms / 2
+    late, which ``follower-latency`` judges (docs/running.md has 3.3.1's and 3.3.2's figures)."""
+    p = PLANS["kip-392/quiet-follower-latency"]
+    result = run_plan(
+        cluster,
+        p,
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        topic="k392quiet",
+        rate=QUIET_RATE,
+    )
+    assert_verdicts(result, must_hold=p.must_hold)
+    assert_follower_latency_judged(result.verdicts)
+
+
+def assert_follower_latency_judged(verdicts: list[Verdict]) -> None:
+    """The quiet-rate scenario's assertions: its checks hold, and follower-latency compared the
+    medians (enough quiet records of both kinds) instead of judging nothing."""
+    check_verdicts(verdicts, PLANS["kip-392/quiet-follower-latency"].must_hold)
+    latency = next(v for v in verdicts if v.check == "follower-latency")
+    assert "extra_us" in latency.counts, f"follower-latency judged nothing: {latency.counts} {latency.notes}"
+
+
 def assert_consumer_moves(verdicts: list[Verdict], how: str) -> None:
     """The scenario's assertions: follower-fetch, progress and lost-write hold, and follower-fetch
     judged records and the move (or the stalls of the cut-off rack's consumer) of a window as long

@@ -7,6 +7,7 @@ would break fails them. No cluster needed."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -212,6 +213,40 @@ def test_rack_local_reads_twin_bytes_from_another_rack() -> None:
             verdicts_of(g.header, g.events), {"rack-b": {"1": 600, "2": 400, "3": 0}}, racks
         )
     )
+
+
+def consumers_late(events: Events, consumers: tuple[str, ...], delay_ms: int) -> Events:
+    """Every event of ``consumers`` ``delay_ms`` later: their records reach them that much later
+    after their acknowledgement."""
+    evs = copy.deepcopy(events)
+    for e in evs:
+        if e["process"] in consumers:
+            e["time_ns"] += delay_ms * 1_000_000
+    return reindex(evs)
+
+
+def test_quiet_follower_latency_twin_follower_served_records_late() -> None:
+    """The consumers of the followers' racks (rack-b, rack-c: partition 0's leader is broker 1)
+    get every record 400 ms late, past the bound (fetch.max.wait.ms / 4 + the replica fetch wait
+    or the interval): follower-latency fails the scenario; 100 ms late stays inside it; with
+    too few quiet records nothing is judged, which the scenario refuses too."""
+    g = generate(PLANS["kip-392/quiet-follower-latency"])
+    kip392.assert_follower_latency_judged(verdicts_of(g.header, g.events))
+    kip392.assert_follower_latency_judged(
+        verdicts_of(g.header, consumers_late(g.events, ("consumer-1", "consumer-2"), 100))
+    )
+    late = consumers_late(g.events, ("consumer-1", "consumer-2"), 400)
+    assert "follower-latency: False" in fails(
+        lambda: kip392.assert_follower_latency_judged(verdicts_of(g.header, late))
+    )
+    # too few quiet records: follower-latency is valid but judged nothing, which the scenario refuses
+    unjudged = [
+        dataclasses.replace(v, counts={"leader_records": 40, "follower_records": 80})
+        if v.check == "follower-latency"
+        else v
+        for v in verdicts_of(g.header, g.events)
+    ]
+    assert "judged nothing" in fails(lambda: kip392.assert_follower_latency_judged(unjudged))
 
 
 @pytest.fixture(scope="module", params=list(KIP392_FAULTS))
@@ -574,6 +609,7 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
     """The twins above cover every plan (a new scenario needs a twin here)."""
     covered = {
         "kip-392/rack-local-reads",
+        "kip-392/quiet-follower-latency",
         *(f"kip-392/replica-{h}" for h in KIP392_FAULTS),
         "kafka-4485/high-rate-small",
         "kafka-4485/slowed-follower",
