@@ -55,6 +55,8 @@ CLIENT_ROTATION ?= kafka-python,confluent-kafka,java,kafkajs
 # second pass over cached runs (the cache has its unit tests).
 # The fetching suite's quiet-rate follower latency (~60 s, KAFKA-14334 on 3.3.1) is new and
 # nightly: the follower-latency check judges every make-test run of the suite already.
+# The sweep spread over a standalone Spark cluster (~90 s: two real runs at once and a report)
+# runs in make campaign; its pure parts (cells, retries, master URLs) are unit-tested here.
 FINDINGS := tests/integration/test_findings_by_client.py
 DESELECT ?= --deselect suites/chaos/test_chaos.py \
   --deselect '$(FINDINGS)::test_hw1_consumer_cut_off_from_its_preferred_replica_keeps_reading[confluent-kafka]' \
@@ -86,7 +88,8 @@ DESELECT ?= --deselect suites/chaos/test_chaos.py \
   --deselect 'suites/conformance/test_kip392_fetching.py::test_consumer_moves_when_its_replica_leaves_the_isr_and_returns[cut-off]' \
   --deselect 'suites/conformance/test_kip392_fetching.py::test_consumer_moves_when_its_replica_leaves_the_isr_and_returns[slowed]' \
   --deselect 'suites/conformance/test_transactions.py::test_read_committed_sees_only_whole_committed_transactions[coordinators-cut-pause]' \
-  --deselect suites/conformance/test_kip392_fetching.py::test_follower_served_records_are_not_held_back_at_a_quiet_rate
+  --deselect suites/conformance/test_kip392_fetching.py::test_follower_served_records_are_not_held_back_at_a_quiet_rate \
+  --deselect tests/integration/test_spark_sweep.py
 
 .PHONY: install system-packages lint test unit suites campaign
 
@@ -172,3 +175,6 @@ suites: install
 # The chaos campaign on a local 3-broker / 3-rack cluster, then the HTML report in report/.
 campaign: install
 	$(BIN)/highwater campaign --profile $(PROFILE)
+	@# the sweep spread over a standalone Spark cluster (a master and two workers on loopback,
+	@# two real runs at once, ~90 s): make test's budget has no room for it
+	$(BIN)/pytest tests/integration/test_spark_sweep.py -p no:cacheprovider -q

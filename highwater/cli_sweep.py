@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 import urllib.error
 import urllib.request
@@ -40,6 +41,7 @@ from .console import progress as _say
 from .exit_codes import Exit
 from .preflight import preflight
 from .pytest_runs import PytestRun, Shard, shard_spec
+from .spread import cells_state_file, sweep_spread
 from .sweep import (
     STATE_FILE,
     SweepError,
@@ -55,6 +57,7 @@ from .sweep import (
     summary_lines,
     version_key,
 )
+from .sweep_cells import CellSettings, Master, check_reachable, check_results, parse_master
 
 #: what a sweep runs unless told otherwise: the conformance suites (short, one promise each)
 DEFAULT_SWEEP_TESTS = ["suites/conformance", "suites/sweep"]
@@ -114,6 +117,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="I/N",
         help="sweep only shard I of N of the versions (every N-th, from the I-th), for a CI matrix: the same "
         "--campaign on every shard, then 'highwater report' over the merged results (needs --campaign)",
+    )
+    s.add_argument(
+        "--master",
+        default=None,
+        metavar="URL",
+        help="run the sweep's cells (release x client x suite) as Spark tasks, one run per task slot: "
+        "local[N] on this machine, spark://HOST:PORT on a standalone cluster whose machines all see "
+        "--results at the same path (default: one version after another here, without Spark)",
     )
     s.set_defaults(func=cmd_sweep)
     b = sub.add_parser(
@@ -300,6 +311,16 @@ def state_file(shard: Shard | None) -> str:
     return STATE_FILE if shard is None else STATE_FILE.replace(".json", f".shard-{shard.index}-of-{shard.total}.json")
 
 
+def _checked_master(args: argparse.Namespace) -> Master | None:
+    """``--master``: parsed, its results store a path, a standalone master answering; or None."""
+    if getattr(args, "master", None) is None:
+        return None
+    master = parse_master(args.master)
+    check_results(args.results)
+    check_reachable(master)
+    return master
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     get_backend(args.backend)
     shard: Shard | None = getattr(args, "shard", None)
@@ -308,7 +329,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     tests = args.tests or DEFAULT_SWEEP_TESTS
     swept = f"{library_of(args.client).name}-" if args.over == "client" else ""
     campaign = args.campaign or f"sweep-{swept}{args.profile}-{time.strftime('%Y%m%dT%H%M%S')}"
-    state_path = Path(args.results) / campaign / state_file(shard)
+    master = _checked_master(args)  # one line before anything starts: a bad or unreachable master
+    state_path = Path(args.results) / campaign / (state_file(shard) if master is None else cells_state_file(shard))
     axis = client_axis(args, state_path) if args.over == "client" else kafka_axis(args)
     if shard is not None:
         mine = shard_versions(axis.versions, shard)
@@ -316,6 +338,26 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             _say(f"sweep {campaign}: shard {shard} has none of the {len(axis.versions)} versions: nothing to run")
             return Exit.OK
         axis = replace(axis, versions=mine, summary=f"{axis.summary}, shard {shard}: {len(mine)}")
+    if master is not None:
+        return sweep_spread(
+            master=master,
+            settings=CellSettings(
+                campaign=campaign,
+                results=str(Path(args.results).resolve()),
+                profile=args.profile,
+                backend=args.backend,
+                seed=args.seed,
+                cwd=os.getcwd(),
+            ),
+            state_path=state_path,
+            plan=axis.plan,
+            versions=axis.versions,
+            kafka_of=axis.kafka,
+            clients_of=axis.client,
+            tests=tests,
+            summary=axis.summary,
+            say=_say,
+        )
     state = load_or_start(state_path, axis.plan, axis.versions)
     _say(f"sweep {campaign}: {axis.summary} ({', '.join(state.releases)}), {len(state.pending())} to run")
 

@@ -16,6 +16,10 @@ directory) records each release's outcome as soon as it is known, and a sweep st
 with the same ``--campaign`` runs only the releases not yet recorded. A release interrupted
 half-way is run again whole (its finished runs stay in the campaign; the report counts every
 run it finds).
+
+``highwater sweep --master URL`` runs the same sweep as cells (release x client x suite) on a
+Spark cluster's task slots instead, into the same campaign (``highwater.spread``,
+``highwater.spark_sweep``, ``highwater.sweep_cells``), with a state of its own per cell.
 """
 
 from __future__ import annotations
@@ -157,6 +161,7 @@ class ReleaseStatus(str, Enum):
     FAILED = "failed"  # some test failed: the report says which promise
     SKIPPED = "skipped"  # the release could not be assembled; nothing ran
     ERROR = "error"  # pytest could not run the suites (usage or internal error)
+    UNKNOWN = "unknown"  # a cell of a spread sweep judged unknown (``highwater.sweep_cells``)
 
 
 @dataclass(frozen=True)
@@ -166,6 +171,7 @@ class ReleaseOutcome:
     exit_code: int | None
     seconds: float
     reason: str = ""
+    attempts: int = 1  # a cell of a spread sweep is tried again after a harness error
 
 
 def status_of_exit(code: int) -> ReleaseStatus:
@@ -205,6 +211,7 @@ class SweepState:
                     exit_code=o["exit_code"],
                     seconds=float(o["seconds"]),
                     reason=str(o.get("reason", "")),
+                    attempts=int(o.get("attempts", 1)),
                 )
                 for r, o in data["outcomes"].items()
             }
@@ -313,5 +320,5 @@ def summary_lines(state: SweepState) -> list[str]:
             f"  {r:>8}  {o.status.value if o else 'pending':8}  {clock(o.seconds) if o else ''}  {o.reason if o else ''}".rstrip()
         )
     counts = {s: sum(1 for o in state.outcomes.values() if o.status is s) for s in ReleaseStatus}
-    lines.append(", ".join(f"{n} {s.value}" for s, n in counts.items() if n) + f", {len(state.pending())} pending")
+    lines.append(", ".join([*(f"{n} {s.value}" for s, n in counts.items() if n), f"{len(state.pending())} pending"]))
     return lines

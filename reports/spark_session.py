@@ -80,10 +80,10 @@ def spark_session(
         yield spark
     finally:
         spark.stop()
-        _stop_gateway()
+        stop_gateway()
 
 
-def _stop_gateway() -> None:
+def stop_gateway() -> None:
     """``SparkSession.stop`` leaves the py4j gateway's JVM (SparkSubmit) running until Python
     exits; a long-lived caller (pytest) would accumulate them, so shut it down too."""
     from pyspark import SparkContext
