@@ -46,6 +46,7 @@ from .sweep import (
     STATE_FILE,
     SweepError,
     load_or_start,
+    newest,
     newest_patches,
     parse_range,
     parse_version_list,
@@ -74,6 +75,17 @@ PYPI_CLIENTS = ("kafka-python", "confluent-kafka")
 #: the clients whose versions are the npm registry's releases
 NPM_CLIENTS = ("kafkajs",)
 NPM_JSON = "https://registry.npmjs.org/{name}"
+
+
+def _positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1, else argparse's one-line usage error."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -106,6 +118,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--newest-patch-only",
         action="store_true",
         help="only the newest patch release of each minor line in the range (default: every release)",
+    )
+    s.add_argument(
+        "--newest",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="only the N newest versions of the range, after --newest-patch-only (default: every one), "
+        "e.g. a nightly's newest few client versions: --over client --client confluent-kafka --newest 3",
     )
     s.add_argument("--kafka-version", default=None, help="with --over client: the Kafka release (default: newest)")
     _common(s)
@@ -185,6 +205,13 @@ def _no_range_options(args: argparse.Namespace) -> bool:
     return args.versions is None and args.low is None and args.high is None
 
 
+def _range_end(args: argparse.Namespace, listed: Sequence[str] | None) -> str | None:
+    """``--to``, or ``newest`` when ``--newest N`` is the only selection: the N newest of all."""
+    if args.newest is not None and listed is None and args.low is None and args.high is None:
+        return "newest"
+    return args.high
+
+
 def kafka_axis(args: argparse.Namespace) -> SweepAxis:
     """A sweep over Kafka releases (the default): the suites on each, with ``--client``."""
     if args.kafka_version is not None:
@@ -205,7 +232,7 @@ def kafka_axis(args: argparse.Namespace) -> SweepAxis:
             published_versions(),
             listed,
             args.low,
-            args.high,
+            _range_end(args, listed),
             floor=MIN_VERSION,
             what="Kafka",
             why="the first release with production KRaft",
@@ -213,10 +240,12 @@ def kafka_axis(args: argparse.Namespace) -> SweepAxis:
         selection = selection_text(listed, args.low, args.high)
     if args.newest_patch_only:
         releases = newest_patches(releases)
+    releases = newest(releases, args.newest)
     preflight((), clients, backend=args.backend, progress=_say)  # every client installable, before any run
     plan: dict[str, object] = {
         "range": selection,
         "newest_patch_only": args.newest_patch_only,
+        **({"newest": args.newest} if args.newest is not None else {}),
         "tests": list(args.tests or DEFAULT_SWEEP_TESTS),
         "client": args.client,
         "profile": args.profile,
@@ -263,13 +292,14 @@ def client_axis(args: argparse.Namespace, state_path: Path) -> SweepAxis:
         client_versions(spec.name),
         listed,
         args.low,
-        args.high,
+        _range_end(args, listed),
         floor=oldest_driven(spec.name) or (0,),
         what=spec.name,
         why="the oldest its driver supports",
     )
     if args.newest_patch_only:
         versions = newest_patches(versions)
+    versions = newest(versions, args.newest)
     # the Kafka release: as asked, else the one a resumed sweep ran on, else the newest now
     recorded = recorded_plan(state_path) or {}
     kafka = args.kafka_version or (
@@ -282,6 +312,7 @@ def client_axis(args: argparse.Namespace, state_path: Path) -> SweepAxis:
         "client": spec.name,
         "versions": selection_text(listed, args.low, args.high),
         "newest_patch_only": args.newest_patch_only,
+        **({"newest": args.newest} if args.newest is not None else {}),
         "kafka_version": kafka,
         "tests": list(args.tests or DEFAULT_SWEEP_TESTS),
         "profile": args.profile,

@@ -156,6 +156,13 @@ def newest_patches(releases: Sequence[str]) -> list[str]:
     return list(newest.values())
 
 
+def newest(versions: Sequence[str], n: int | None) -> list[str]:
+    """The ``n`` newest of ``versions``, oldest first (all of them when ``n`` is None): a
+    nightly's "the newest few versions of each client", whatever was released since."""
+    ordered = sorted(versions, key=parse_version)
+    return ordered if n is None else ordered[-n:]
+
+
 class ReleaseStatus(str, Enum):
     PASSED = "passed"  # every test passed (or failed only as an expected finding)
     FAILED = "failed"  # some test failed: the report says which promise

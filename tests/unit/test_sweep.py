@@ -20,6 +20,7 @@ from highwater.sweep import (
     clock,
     eta_seconds,
     load_or_start,
+    newest,
     newest_patches,
     parse_range,
     parse_version_list,
@@ -481,3 +482,28 @@ def test_the_floors_are_the_drivers_own() -> None:
     assert cli_sweep.oldest_driven("kafka-python") == python.OLDEST["kafka-python"]
     assert cli_sweep.oldest_driven("confluent-kafka") == python.OLDEST["confluent-kafka"]
     assert cli_sweep.oldest_driven("java") == java.OLDEST
+
+
+def test_newest_keeps_the_n_newest_versions_oldest_first() -> None:
+    assert newest(["3.0.12", "3.0.5", "3.0.10", "3.0.9"], 2) == ["3.0.10", "3.0.12"]
+    assert newest(["3.0.12", "3.0.5"], 5) == ["3.0.5", "3.0.12"]
+    assert newest(["3.0.12", "3.0.5"], None) == ["3.0.5", "3.0.12"]
+
+
+def test_a_client_sweep_of_the_newest_versions_records_n_in_its_plan(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pypi(monkeypatch, {v: [FILE] for v in KP})
+    cells = Cells(monkeypatch, codes={})
+    rc = _sweep(tmp_path, "--client", "kafka-python", "--newest", "2", "--kafka-version", "4.3.1", "suites/sweep")
+    assert rc == 0
+    assert [Cells.option(a, "--client") for a in cells.argvs] == ["kafka-python==3.0.10", "kafka-python==3.0.12"]
+    assert json.loads((tmp_path / "c" / "sweep.json").read_text())["plan"]["newest"] == 2
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "three"])
+def test_newest_must_be_a_whole_number_of_at_least_one(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.build_parser().parse_args(["sweep", "--newest", value])
+    assert exc.value.code == 2
+    assert "--newest" in capsys.readouterr().err
