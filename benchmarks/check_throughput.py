@@ -14,7 +14,10 @@ memory (compare those across ``--events`` to see whether the slope stays linear)
 31), each printed met or not: check within 2x of the JSON Lines scan and 5x of the Parquet scan,
 peak memory under 2 GiB, exit 0 (the generated history is valid).
 
-    python benchmarks/check_throughput.py [--events N] [--transactions] [--dir DIR] [--keep]
+    python benchmarks/check_throughput.py [--events N] [--transactions] [--dir DIR] [--keep] [--reuse]
+
+``--dir DIR --keep`` keeps the generated files; ``--dir DIR --reuse`` times them again without
+generating (a 10 M-event history takes minutes to generate and convert).
 """
 
 from __future__ import annotations

@@ -247,7 +247,8 @@ def run_checks(h: HistoryData, names: list[str] | None = None, *, policy: bool =
 #: cached inputs several checks share (``h.cache`` key -> its users, the last one frees it)
 _SHARED = {
     "chains": ("poll-skip", "nonmonotonic-poll", "truncation-undetected"),
-    "group_events": ("commit-regression", "rebalance-skip", "rebalance-rewind"),
+    "group_events": ("commit-regression",),
+    "move_events": ("rebalance-skip", "rebalance-rewind"),
 }
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.checks.data import OK, HistoryData
+from core.checks.data import OK, HistoryData, distinct
 from core.checks.group_cols import group_members
 from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
 from core.checks.windows import MS, bound_ns, fault_windows
@@ -87,7 +87,7 @@ def unchanged_stalls(h: HistoryData, over_ms: int = 0) -> list[Stall]:
     world = [(w.start, w.until(h.end_time) + after_fault) for w in windows if not w.on_clients]
     s = h.sends
     ok = s.type == OK
-    acks = {tp: np.sort(s.time[ok & (s.tp == tp)]) for tp in np.unique(s.tp[ok]).tolist() if tp >= 0}
+    acks = {tp: np.sort(s.time[ok & (s.tp == tp)]) for tp in distinct(s.tp[ok]).tolist() if tp >= 0}
     p = h.polls
     out: list[Stall] = []
     for proc in members:

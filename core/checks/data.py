@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow.parquet as pq
 
-from core.checks.txn_data import TxnCollector, TxnData
+from core.checks.txn_data import TxnCollector, TxnData, TxnSends
 from core.history import (
     HistoryError,
     LineError,
@@ -50,6 +50,28 @@ TP_SHIFT = 40
 
 def okey(tp: np.ndarray, off: np.ndarray) -> np.ndarray:
     return (tp.astype(np.int64) << TP_SHIFT) | off.astype(np.int64)
+
+
+def distinct(a: Any) -> np.ndarray:
+    """``np.unique(a)`` (sorted distinct values) by a sort: NumPy 2.3+ answers a bare
+    ``np.unique`` with a hash table, measured 15x slower than sorting on 2 M distinct int64
+    values, and slower per value the more there are (the checks' slope). Integers only (NaNs
+    are not merged)."""
+    s = np.sort(np.asarray(a).ravel())
+    keep = np.ones(len(s), bool)
+    keep[1:] = s[1:] != s[:-1]
+    return s[keep]
+
+
+def member(a: Any, b: Any) -> np.ndarray:
+    """``np.isin(a, b)`` by a sort of ``b`` and a binary search (``np.isin`` hashes ``b`` through
+    ``np.unique``: see ``distinct``). Integers only."""
+    a, b = np.asarray(a), np.asarray(b).ravel()
+    if b.size == 0:
+        return np.zeros(a.shape, bool)
+    s = np.sort(b)
+    at = np.minimum(np.searchsorted(s, a), len(s) - 1)
+    return np.asarray(s[at] == a, bool)
 
 
 def is_truncation(text: str | None) -> bool:
@@ -226,8 +248,8 @@ class HistoryData:
     meta: list[MetaObs]
     faults: list[FaultEvent]
     finals: list[FinalLog]
-    txn_rows: list[int]  # rows of ``txn`` events (begin/commit/abort of a transaction)
-    commit_rows: list[int]  # rows of ``commit`` events (a group's committed offsets)
+    txn_rows: np.ndarray  # rows of ``txn`` events (begin/commit/abort of a transaction), in file order
+    commit_rows: np.ndarray  # rows of ``commit`` events (a group's committed offsets), in file order
     share_rows: list[int]  # rows of ``acquire``/``ack``/``share-state`` events (a share group's)
     proc_first_time: np.ndarray
     n_events: int
@@ -344,14 +366,16 @@ class ParquetSource(EventSource):
         self._starts = np.cumsum([0, *sizes])
 
     def fetch(self, rows: list[int]) -> list[dict[str, Any]]:
-        out = []
-        cache: dict[int, list[dict[str, Any]]] = {}
-        for r in rows:
-            g = int(np.searchsorted(self._starts, r, side="right")) - 1
-            if g not in cache:
-                cache[g] = rows_to_events(self._pf.read_row_group(g))
-            out.append(cache[g][r - int(self._starts[g])])
-        return out
+        """The events at ``rows`` (in that order): each row group holding some is read once,
+        and only the rows asked for become events."""
+        want = np.asarray(rows, np.int64)
+        groups = np.searchsorted(self._starts, want, side="right") - 1
+        got: dict[int, dict[str, Any]] = {}
+        for g in np.unique(groups).tolist():
+            mine = np.unique(want[groups == g])
+            table = self._pf.read_row_group(g).take(mine - int(self._starts[g]))
+            got.update(zip(mine.tolist(), rows_to_events(table)))
+        return [got[int(r)] for r in rows]
 
 
 # --------------------------------------------------------------------------------------------
@@ -378,8 +402,6 @@ class _Builder:
         self.meta: list[MetaObs] = []
         self.faults: list[FaultEvent] = []
         self.finals: list[FinalLog] = []
-        self.txn_rows: list[int] = []
-        self.commit_rows: list[int] = []
         self.share_rows: list[int] = []
         self.tx = TxnCollector()
         self._send_app = tuple(self.s[k].append for k, _ in _SEND_COLS)  # bound once: the hot path
@@ -468,14 +490,16 @@ class _Builder:
             self.note_row(f, row, t, proc, typ, v or {})
 
     def note_row(self, f: str, row: int, t: int, proc: int, typ: int, v: Mapping[str, Any]) -> None:
-        """Transaction, group-commit and share-group events: their rows are kept, and what a
-        ``txn`` or ``commit`` event says goes into the transaction columns (``core.checks.txn_data``);
-        the share checks read their few events back (``core.checks.raw``)."""
-        (self.txn_rows if f == "txn" else self.commit_rows if f == "commit" else self.share_rows).append(row)
+        """Transaction, group-commit and share-group events: what a ``txn`` or ``commit`` event
+        says goes into the transaction columns (``core.checks.txn_data``, rows included); of the
+        share group's, the rows are kept: the share checks read those few events back
+        (``core.checks.raw``)."""
         if f == "txn":
             self.tx.txn(row, t, proc, typ, v)
         elif f == "commit":
             self.tx.commit(row, t, proc, typ, self.tp(v.get("topic"), v.get("partition")), v)
+        else:
+            self.share_rows.append(row)
 
     def _poll(self, row: int, t: int, proc: int, recs: list[dict[str, Any]]) -> None:
         n = len(self.r["row"])
@@ -595,8 +619,17 @@ class _Builder:
             self.inv = {k: array(t) for k, t in _INVOKE_COLS}
         return sends
 
-    def build(self, header: dict[str, Any], source: EventSource | None, line_errors: list[LineError]) -> HistoryData:
+    def build(
+        self,
+        header: dict[str, Any],
+        source: EventSource | None,
+        line_errors: list[LineError],
+        txn_sends: TxnSends | None = None,
+    ) -> HistoryData:
+        """The columns (``txn_sends``: the transactional sends, when the loader gathered them
+        itself)."""
         s, r, p = self.s, self.r, self.p
+        txn = self.tx.build(txn_sends)
         return HistoryData(
             header=header,
             processes=list(self.proc_ids),
@@ -608,8 +641,8 @@ class _Builder:
             meta=self.meta,
             faults=self.faults,
             finals=self.finals,
-            txn_rows=self.txn_rows,
-            commit_rows=self.commit_rows,
+            txn_rows=txn.txns.row,  # the txn and commit columns are in file order
+            commit_rows=txn.commits.row,
             share_rows=self.share_rows,
             proc_first_time=np.array(self.proc_first, dtype=np.int64),
             n_events=self.n_events,
@@ -617,7 +650,7 @@ class _Builder:
             line_errors=line_errors,
             source=source,
             revocations=self.revocations,
-            txn=self.tx.build(),
+            txn=txn,
         )
 
 

@@ -104,7 +104,7 @@ def _poll_status(h: HistoryData) -> np.ndarray:
     noauth = ~ref.has_final[p.tp] | (p.offset < ref.log_start[p.tp])
     agree = found & (fv == p.vid)
     st = np.where(noauth, NOAUTH, np.where(agree, AGREE, DISAGREE)).astype(np.int8)
-    if h.txn_rows and (st == DISAGREE).any():
+    if len(h.txn_rows) and (st == DISAGREE).any():
         idx = np.nonzero(st == DISAGREE)[0]
         st[idx[allowed_uncommitted_reads(h, idx)]] = TXN_UNCOMMITTED
     return st
@@ -141,6 +141,7 @@ def _chains(h: HistoryData) -> Chains:
     k = (chain << ROW_SHIFT) | p.row
     order = np.argsort(k, kind="stable")
     s_chain, s_row, s_k = chain[order], p.row[order], k[order]
+    del ck, chain, k  # per polled record each: the temporaries are freed as soon as done (peak memory)
     s_proc = p.proc[order].astype(np.int64)
 
     # position changes of one partition, mapped onto the chains they affect
@@ -159,6 +160,7 @@ def _chains(h: HistoryData) -> Chains:
     w_rows = wkey & ((1 << ROW_SHIFT) - 1)
 
     pc_ = np.searchsorted(pkey, s_k)
+    del s_k
     wc = np.searchsorted(wkey, (s_proc << ROW_SHIFT) | s_row)
     n = len(order)
     new = np.ones(n, bool)
@@ -170,11 +172,15 @@ def _chains(h: HistoryData) -> Chains:
     has_p = (last_p >= 0) & ((pkey[np.maximum(last_p, 0)] >> ROW_SHIFT) == s_chain if len(pkey) else False)
     p_row = np.where(has_p, pos_row[np.maximum(last_p, 0)] if len(pkey) else -1, -1)
     p_off = np.where(has_p, pos_off[np.maximum(last_p, 0)] if len(pkey) else -1, -1)
+    del last_p, has_p
     last_w = wc - 1
+    del wc
     has_w = (last_w >= 0) & ((wkey[np.maximum(last_w, 0)] >> ROW_SHIFT) == s_proc if len(wkey) else False)
     w_row = np.where(has_w, w_rows[np.maximum(last_w, 0)] if len(wkey) else -1, -1)
+    del last_w, has_w
     start_row = np.where(new, np.maximum(p_row, w_row), -1)
     start_offset = np.where(new & (p_row > w_row), p_off, -1)
+    del p_row, p_off, w_row
 
     nxt = pc_
     has_next = (nxt < len(pkey)) & (

@@ -2,22 +2,25 @@
 ``core.checks.txn_data``): commit-ahead and group-delivery judged over them, and, for
 commit-regression and the rebalance checks (which follow commits and assigns one by one in
 time order), ``group_events``: only the events they read, rebuilt from the columns: every
-commit, assign and seek, and of the polls only the first record after each assign.
+commit, assign and seek, and of the polls only the first record after each assign (for the
+rebalance checks, ``move_events``: of those, only what concerns partitions that moved).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from core.checks.data import FAIL, INFO, OK, HistoryData, cached, okey
+from core.checks.data import FAIL, INFO, OK, HistoryData, cached, distinct, member, okey
 from core.checks.raw import events_at, txn_outcomes
 from core.checks.txn_data import NO_OFFSET
 from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
 
 TYPE_NAMES = ("invoke", "ok", "fail", "info")
+#: a (group, topic, partition) as the event checks spell it
+Key = tuple[str, str, int]
 
 
 def group_of(config: Mapping[str, Any], process: str) -> str | None:
@@ -45,7 +48,12 @@ def groups_of(config: Mapping[str, Any]) -> dict[str, set[str]]:
 def settled(h: HistoryData) -> tuple[np.ndarray, np.ndarray]:
     """``groups.settled_commits`` over the commit columns: (type, time) of every commit, an
     ``ok`` one sent inside a transaction taking its transaction's outcome (``ok`` at its commit's
-    time, ``fail`` when it did not commit, ``info`` when its end is unknown)."""
+    time, ``fail`` when it did not commit, ``info`` when its end is unknown). Cached: several
+    group checks read it."""
+    return cached(h, "settled", _settled)
+
+
+def _settled(h: HistoryData) -> tuple[np.ndarray, np.ndarray]:
     c = h.txn.commits
     outcome, at = txn_outcomes(h.txn)
     outcome, at = np.append(outcome, -1), np.append(at, -1)  # index -1: no transaction
@@ -64,17 +72,70 @@ def group_events(h: HistoryData) -> list[dict[str, Any]]:
 
 
 def _group_events(h: HistoryData) -> list[dict[str, Any]]:
-    c, pos, p = h.txn.commits, h.positions, h.polls
-    names = h.txn.group_names
+    out = commit_events(h, np.arange(len(h.txn.commits.row)))
+    positions = position_events(h)
+    return out + positions + first_polls(h, positions, lambda ev: True)
+
+
+def move_events(h: HistoryData) -> list[dict[str, Any]]:
+    """``group_events`` with only what ``groups._moves`` can use (cached): the commits of the
+    (group, topic, partition) keys some assign moved to another member, and the first records
+    after those assigns. ``_moves`` keys everything it keeps by those, so the rest never
+    changes a move; a run whose partitions never move carries no commit here at all."""
+    return cached(h, "move_events", _move_events)
+
+
+def _move_events(h: HistoryData) -> list[dict[str, Any]]:
+    positions = position_events(h)
+    moved = _moved_keys(h, positions)
+    key_of, keys = commit_keys(h)
+    wanted = np.array([k in moved for k in keys] + [False], bool)  # + [False]: no commit
+    out = commit_events(h, np.nonzero(wanted[key_of])[0])
+    member_key = _assign_key(h.config)
+    return out + positions + first_polls(h, positions, lambda ev: member_key(ev) in moved)
+
+
+def commit_keys(h: HistoryData) -> tuple[np.ndarray, list[Key]]:
+    """Per commit, the index of its key among ``keys``: (group, topic, partition) as the event
+    checks spell it from the commit event (``str`` of the group and topic, partition or 0)."""
+    c, names = h.txn.commits, h.txn.group_names
+    pair = ((c.group.astype(np.int64) + 1) << 32) | (c.tp.astype(np.int64) + 1)
+    uniq, inv = np.unique(pair, return_inverse=True)
+    ids: dict[Key, int] = {}
+    of_pair = []
+    for k in uniq.tolist():
+        g, tp = (k >> 32) - 1, (k & 0xFFFFFFFF) - 1
+        topic, part = h.tps[tp] if tp >= 0 else (None, None)
+        key = (str(names[g] if g >= 0 else None), str(topic), int(part or 0))
+        of_pair.append(ids.setdefault(key, len(ids)))
+    return np.array(of_pair, np.int64)[inv.reshape(-1)] if len(uniq) else np.zeros(0, np.int64), list(ids)
+
+
+def commit_events(h: HistoryData, idx: np.ndarray) -> list[dict[str, Any]]:
+    """The commits at ``idx`` (indices into ``h.txn.commits``, ascending), settled, as events."""
+    c, names = h.txn.commits, h.txn.group_names
     typ, time = settled(h)
     out: list[dict[str, Any]] = []
     for row, t, proc, ty, g, tp, off in zip(
-        c.row.tolist(), time.tolist(), c.proc.tolist(), typ.tolist(), c.group.tolist(), c.tp.tolist(), c.offset.tolist()
+        c.row[idx].tolist(),
+        time[idx].tolist(),
+        c.proc[idx].tolist(),
+        typ[idx].tolist(),
+        c.group[idx].tolist(),
+        c.tp[idx].tolist(),
+        c.offset[idx].tolist(),
     ):
         topic, part = h.tps[tp] if tp >= 0 else (None, None)
         value = {"group": names[g] if g >= 0 else None, "topic": topic, "partition": part}
         value["offset"] = None if off == NO_OFFSET else off
         out.append(_event(row, t, h.processes[proc], TYPE_NAMES[ty], "commit", value))
+    return out
+
+
+def position_events(h: HistoryData) -> list[dict[str, Any]]:
+    """Every assign and seek, as events (those of other types than ok/info read back by row)."""
+    pos = h.positions
+    out: list[dict[str, Any]] = []
     for row, t, proc, ty, tp, off, assign in zip(
         pos.row.tolist(),
         pos.time.tolist(),
@@ -87,27 +148,69 @@ def _group_events(h: HistoryData) -> list[dict[str, Any]]:
         topic, part = h.tps[tp] if tp >= 0 else (None, None)
         value = {"topic": topic, "partition": part, "offset": None if off < 0 else off}
         out.append(_event(row, t, h.processes[proc], TYPE_NAMES[ty], "assign" if assign else "seek", value))
-    out += events_at(h, h.txn.position_other_rows)
-    # the first record of each assigned partition its new owner returned after the assign
-    firsts: set[int] = set()
-    key = (p.proc.astype(np.int64) << 32) | p.tp.astype(np.int64)
-    order = np.lexsort((np.arange(len(key)), p.row, p.time, key))  # by partition and owner, then in time
-    ks, ts, rs = key[order], p.time[order], p.row[order]
+    return out + events_at(h, h.txn.position_other_rows)
+
+
+def _assign_key(config: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], Key | None]:
+    """An assign event's (group, topic, partition) as ``groups._moves`` keys it (None when its
+    process is in no group, or it is no assign)."""
+
+    def key(ev: Mapping[str, Any]) -> Key | None:
+        group = group_of(config, str(ev.get("process")))
+        if ev.get("f") != "assign" or group is None:
+            return None
+        v = ev.get("value") or {}
+        return (group, str(v.get("topic")), int(v.get("partition") or 0))
+
+    return key
+
+
+def _moved_keys(h: HistoryData, positions: list[dict[str, Any]]) -> set[Key]:
+    """The keys an assign gave to another member than the one that had it before (by time, as
+    ``groups._moves`` follows them)."""
+    key_of = _assign_key(h.config)
+    owner: dict[Key, str] = {}
+    moved: set[Key] = set()
+    for ev in sorted(positions, key=lambda e: (int(e.get("time_ns", 0)), int(e.get("index", 0)))):
+        key = key_of(ev)
+        if key is None:
+            continue
+        prev, owner[key] = owner.get(key), str(ev.get("process"))
+        if prev is not None and prev != owner[key]:
+            moved.add(key)
+    return moved
+
+
+def first_polls(
+    h: HistoryData, positions: list[dict[str, Any]], wanted: Callable[[Mapping[str, Any]], bool]
+) -> list[dict[str, Any]]:
+    """For each assign of ``positions`` that ``wanted`` keeps, the first record of the assigned
+    partition its process returned after it, as a poll event of that one record."""
+    p = h.polls
     tp_ids = {tp: i for i, tp in enumerate(h.tps)}
     proc_ids = {name: i for i, name in enumerate(h.processes)}
-    for ev in out:
+    asked: list[tuple[int, int, int]] = []  # (process << 32 | partition, time, row) of each assign
+    for ev in positions:
         v = ev.get("value") or {}
         tp = tp_ids.get((v.get("topic"), v.get("partition")), -1)  # type: ignore[arg-type]
-        if ev.get("f") != "assign" or tp < 0 or ev["process"] not in proc_ids:
+        if ev.get("f") != "assign" or tp < 0 or ev["process"] not in proc_ids or not wanted(ev):
             continue
-        k = (proc_ids[ev["process"]] << 32) | tp
+        asked.append(((proc_ids[ev["process"]] << 32) | tp, int(ev["time_ns"]), int(ev["index"])))
+    if not asked:
+        return []
+    key = (p.proc.astype(np.int64) << 32) | p.tp.astype(np.int64)
+    sel = np.nonzero(member(key, [k for k, _, _ in asked]))[0]  # only the assigned partitions' records
+    order = sel[np.lexsort((sel, p.row[sel], p.time[sel], key[sel]))]  # by partition and owner, then in time
+    ks, ts, rs = key[order], p.time[order], p.row[order]
+    firsts: set[int] = set()
+    for k, t, r in asked:
         lo, hi = np.searchsorted(ks, k, "left"), np.searchsorted(ks, k, "right")
-        t, r = int(ev["time_ns"]), int(ev["index"])
         # the first record after (t, r): past the earlier times, then past the same time's earlier rows
         same_lo, same_hi = lo + np.searchsorted(ts[lo:hi], t, "left"), lo + np.searchsorted(ts[lo:hi], t, "right")
         after = same_lo + np.searchsorted(rs[same_lo:same_hi], r, "right")
         if after < hi:
             firsts.add(int(order[after]))
+    out = []
     for i in sorted(firsts):
         topic, part = h.tps[int(p.tp[i])]
         rec = {"topic": topic, "partition": part, "offset": int(p.offset[i])}
@@ -124,7 +227,7 @@ def final_offsets(h: HistoryData) -> dict[tuple[str, int], list[int]]:
     watermark of the final read with the most of them (the last such)."""
     best: dict[int, np.ndarray] = {}
     for fl in h.finals:
-        offs = np.unique(fl.offsets[fl.offsets < max(fl.hw, 0)])
+        offs = distinct(fl.offsets[fl.offsets < max(fl.hw, 0)])
         if fl.tp >= 0 and len(offs) >= len(best.get(fl.tp, ())):
             best[fl.tp] = offs
     return {h.tps[tp]: offs.tolist() for tp, offs in best.items()}
@@ -140,7 +243,8 @@ def commit_ahead_of(h: HistoryData) -> Verdict:
     for g, ms in groups_of(h.config).items():
         if g in names:
             members.setdefault(names.index(g), set()).update(procs[m] for m in ms if m in procs)
-    for g, proc in set(zip(c.group.tolist(), c.proc.tolist())):
+    pairs = distinct((c.group.astype(np.int64) << 32) | c.proc.astype(np.int64))  # a group's committers
+    for g, proc in zip((pairs >> 32).tolist(), (pairs & 0xFFFFFFFF).tolist()):
         if g >= 0 and names[g]:
             members.setdefault(g, set()).add(proc)
     others = [
@@ -165,11 +269,11 @@ def commit_ahead_of(h: HistoryData) -> Verdict:
     judged = np.nonzero((typ == OK) & (c.offset != NO_OFFSET))[0]
     judged = judged[np.lexsort((c.row[judged], time[judged]))]
     had = np.zeros(len(judged), bool)  # some member had the committed offset before the commit
-    for g in np.unique(c.group[judged]).tolist():
+    for g in distinct(c.group[judged]).tolist():
         m = c.group[judged] == g
-        for member in members.get(g, ()):
+        for who in members.get(g, ()):
             i = judged[m]
-            had[m] |= earliest.before(member, c.tp[i], c.offset[i], time[i], c.row[i])
+            had[m] |= earliest.before(who, c.tp[i], c.offset[i], time[i], c.row[i])
     count = int((~had).sum())
     bad: list[dict[str, Any]] = []
     for i in judged[~had][:MAX_EXAMPLES].tolist():
@@ -240,10 +344,10 @@ def group_delivery_of(h: HistoryData) -> Verdict:
     returned: dict[str, np.ndarray] = {}
     for group, ms in members.items():
         ids = [procs[m] for m in ms if m in procs]
-        mine = np.isin(p.proc, ids)
+        mine = member(p.proc, ids)
         if mine.any():
-            returned[group] = np.unique(okey(p.tp[mine], p.offset[mine]))
-            topics.setdefault(group, set()).update(h.tps[k][0] for k in np.unique(p.tp[mine]).tolist())
+            returned[group] = distinct(okey(p.tp[mine], p.offset[mine]))
+            topics.setdefault(group, set()).update(h.tps[k][0] for k in distinct(p.tp[mine]).tolist())
         for proc, topic in h.txn.position_topics:
             if proc in ids:
                 topics.setdefault(group, set()).add(topic)
@@ -280,10 +384,10 @@ def group_delivery_of(h: HistoryData) -> Verdict:
     unread: list[tuple[str, int]] = []  # (group, index into acked)
     for group in sorted(topics):
         mine = np.array([t in topics[group] for t, _ in h.tps] + [False], bool)[s.tp[acked]]
-        unjudged.update(np.unique(s.tp[acked][mine & ~has_final[s.tp[acked]]]).tolist())
+        unjudged.update(distinct(s.tp[acked][mine & ~has_final[s.tp[acked]]]).tolist())
         due = mine & in_log
         owed += int(due.sum())
-        missing = due & ~np.isin(ak, returned.get(group, np.zeros(0, np.int64)))
+        missing = due & ~member(ak, returned.get(group, np.zeros(0, np.int64)))
         unread += [(group, j) for j in np.nonzero(missing)[0].tolist()]
     per_partition: dict[tuple[str, int], int] = {}
     for group, j in unread:

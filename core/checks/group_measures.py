@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from core.checks.barrier import unchanged_stalls
-from core.checks.data import HistoryData
+from core.checks.data import HistoryData, distinct, member
 from core.checks.group_cols import group_members
 from core.checks.windows import MS, fault_windows
 
@@ -66,9 +66,9 @@ class GroupMeasures:
 
 def _duplicates(h: HistoryData, members: list[int]) -> int:
     p = h.polls
-    mine = np.isin(p.proc, members)
+    mine = member(p.proc, members)
     keys = p.tp[mine].astype(np.int64) * (1 << 40) + p.offset[mine].astype(np.int64)
-    return int(len(keys) - len(np.unique(keys)))
+    return int(len(keys) - len(distinct(keys)))
 
 
 def group_measures(h: HistoryData) -> GroupMeasures | None:
@@ -81,7 +81,7 @@ def group_measures(h: HistoryData) -> GroupMeasures | None:
     stalls: dict[str, int] = {}
     for proc in members:
         name = h.proc_name(proc)
-        times = np.unique(p.time[p.proc == proc])
+        times = distinct(p.time[p.proc == proc])
         own = [(w.start, w.until(h.end_time)) for w in windows if name in map(str, w.targets)]
         gaps = [
             int(b - a)
@@ -104,7 +104,7 @@ def group_measures(h: HistoryData) -> GroupMeasures | None:
                 }
             )
             for tp in reading:
-                after = p.time[(p.tp == tp) & np.isin(p.proc, members) & (p.time > w.start)]
+                after = p.time[(p.tp == tp) & member(p.proc, members) & (p.time > w.start)]
                 topic, partition = h.tps[tp]
                 took = int(after.min() - w.start) // MS if len(after) else None
                 resumes.append(Resume(w.kind or "?", target, topic, partition, took))

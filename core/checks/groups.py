@@ -6,7 +6,8 @@ the outcome of their transaction.
 Each takes ``(header, events)``; the registry runs them on the columns (the ``*_of`` forms):
 commit-ahead and group-delivery are judged over them (``core.checks.group_cols``), the
 others, which follow commits and assigns one at a time, over ``group_events``: only the events
-they read, rebuilt from the columns.
+they read, rebuilt from the columns (the rebalance checks over ``move_events``, only the commits
+of partitions that moved; commit-regression only when some commit went down).
 """
 
 from __future__ import annotations
@@ -15,16 +16,22 @@ from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.checks.data import HistoryData, from_events
+import numpy as np
+
+from core.checks.data import OK, HistoryData, from_events
 from core.checks.group_cols import (
     commit_ahead_of,
+    commit_keys,
     final_offsets,
     group_delivery_of,
     group_events,
     group_of,
     groups_of,
+    move_events,
+    settled,
 )
 from core.checks.txn import txn_ends
+from core.checks.txn_data import NO_OFFSET
 from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
 from core.history.format import value_text
 
@@ -378,18 +385,31 @@ def group_delivery(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]
 
 
 def commit_regression_of(h: HistoryData) -> Verdict:
-    """commit-regression over the columns (``group_events``)."""
+    """commit-regression over the columns: when no key's ok commits ever go down in time
+    order, nothing can be a regression nor concurrent, and the verdict is read off the columns;
+    otherwise ``commit_regression`` follows the commits one by one (``group_events``)."""
+    c = h.txn.commits
+    typ, time = settled(h)
+    judged = np.nonzero((typ == OK) & (c.offset != NO_OFFSET))[0]
+    if len(judged) == 0:
+        return Verdict("commit-regression", NOT_APPLICABLE)
+    key, _ = commit_keys(h)
+    order = judged[np.lexsort((c.row[judged], time[judged], key[judged]))]  # per key, by (time, row)
+    k, off = key[order], c.offset[order]
+    if not ((k[1:] == k[:-1]) & (off[1:] < off[:-1])).any():
+        counts = {"commits": len(judged), "regressions": 0, "concurrent": 0}
+        return Verdict("commit-regression", True, counts, [])
     return commit_regression(h.header, group_events(h))
 
 
 def rebalance_skip_of(h: HistoryData) -> Verdict:
-    """rebalance-skip over the columns (``group_events``, ``final_offsets``)."""
-    return rebalance_skip(h.header, group_events(h), final_offsets(h))
+    """rebalance-skip over the columns (``move_events``, ``final_offsets``)."""
+    return rebalance_skip(h.header, move_events(h), final_offsets(h))
 
 
 def rebalance_rewind_of(h: HistoryData) -> Verdict:
-    """rebalance-rewind over the columns (``group_events``, ``final_offsets``)."""
-    return rebalance_rewind(h.header, group_events(h), final_offsets(h))
+    """rebalance-rewind over the columns (``move_events``, ``final_offsets``)."""
+    return rebalance_rewind(h.header, move_events(h), final_offsets(h))
 
 
 __all__ = [

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.checks.data import OK, HistoryData
+from core.checks.data import OK, HistoryData, distinct, member
 from core.checks.verdict import NOT_APPLICABLE, Verdict
 from core.checks.windows import MS, bound_ns, fault_windows
 
@@ -46,7 +46,7 @@ def _interval(h: HistoryData) -> int:
     s = h.sends
     ok = (s.type == OK) & (s.tp >= 0)
     spans = counts = 0
-    for tp in np.unique(s.tp[ok]).tolist():
+    for tp in distinct(s.tp[ok]).tolist():
         times = s.time[ok & (s.tp == tp)]
         if len(times) > 1:
             spans += int(times.max() - times.min())
@@ -78,7 +78,7 @@ def _served_by(h: HistoryData, tp: np.ndarray, polled: np.ndarray, replica: np.n
         k = np.searchsorted(np.array([t for t, _, _ in obs], np.int64), polled[rows], side="right")
         for j, (_, leader, isr) in enumerate(obs):  # the records this observation covers
             mine = rows[k == j + 1]
-            out[mine] = np.where(replica[mine] == leader, 1, np.where(np.isin(replica[mine], list(isr)), 2, 0)).astype(
+            out[mine] = np.where(replica[mine] == leader, 1, np.where(member(replica[mine], list(isr)), 2, 0)).astype(
                 np.int8
             )
     return out

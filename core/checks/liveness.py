@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from core.checks.data import OK, HistoryData
+from core.checks.data import OK, HistoryData, distinct
 from core.checks.derived import ROW_SHIFT, example
 from core.checks.stalls import (
     Stall,
@@ -382,7 +382,7 @@ def progress(h: HistoryData) -> Verdict:
     B = bound_ns(h, "progress_bound_ms")
     wins = fault_windows(h)
     s, p = h.sends, h.polls
-    series = {"send": np.sort(s.time[s.type == OK]), "poll": np.unique(p.time)}
+    series = {"send": np.sort(s.time[s.type == OK]), "poll": distinct(p.time)}
     series = {k: v for k, v in series.items() if len(v)}
     if not series:
         return Verdict("progress", UNKNOWN, {"stalls": 0}, notes=["no acknowledged send and no polled record"])

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.checks.data import HistoryData
+from core.checks.data import HistoryData, member
 from core.checks.groups import group_of
 from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
 from core.checks.windows import MS, Window, bound_ns, fault_windows
@@ -48,19 +48,42 @@ class _Poll:
     last: int
 
 
-def _polls_of(h: HistoryData, procs: list[int], tp: int) -> list[_Poll]:
-    """The polls of ``procs`` that returned records of ``tp``, in file order, one per poll."""
+def _polls_by_tp(h: HistoryData, procs: list[int]) -> tuple[dict[int, list[_Poll]], dict[int, int]]:
+    """Per partition, the polls of ``procs`` that returned records of it, in file order, one
+    per poll (its lowest and highest offset of the partition); of the partitions only one
+    process read, only the number of polls (none of them can be stale: no one took over)."""
     p = h.polls
-    sel = np.nonzero(np.isin(p.proc, procs) & (p.tp == tp))[0]
-    out: dict[int, _Poll] = {}
-    for i in sel.tolist():
-        row, off = int(p.row[i]), int(p.offset[i])
-        seen = out.get(row)
-        if seen is None:
-            out[row] = _Poll(row, int(p.time[i]), int(p.proc[i]), off, off)
-        else:
-            out[row] = _Poll(row, seen.time, seen.proc, min(seen.first, off), max(seen.last, off))
-    return [out[r] for r in sorted(out)]
+    sel = np.nonzero(member(p.proc, procs) & (p.tp >= 0))[0]
+    order = sel[np.lexsort((sel, p.row[sel], p.tp[sel]))]  # by partition, then row, then place
+    tp, row = p.tp[order], p.row[order]
+    new = np.ones(len(order), bool)
+    new[1:] = (tp[1:] != tp[:-1]) | (row[1:] != row[:-1])
+    starts = np.nonzero(new)[0]
+    if not len(starts):
+        return {}, {}
+    first = np.minimum.reduceat(p.offset[order], starts)
+    last = np.maximum.reduceat(p.offset[order], starts)
+    at = order[starts]  # each poll's first record
+    cuts = np.nonzero(np.diff(tp[starts]))[0] + 1
+    out: dict[int, list[_Poll]] = {}
+    single: dict[int, int] = {}
+    for part in np.split(np.arange(len(starts)), cuts):
+        k = int(tp[starts[part[0]]])
+        procs_here = p.proc[at[part]]
+        if (procs_here == procs_here[0]).all():
+            single[k] = len(part)
+            continue
+        out[k] = [
+            _Poll(*x)
+            for x in zip(
+                p.row[at[part]].tolist(),
+                p.time[at[part]].tolist(),
+                procs_here.tolist(),
+                first[part].tolist(),
+                last[part].tolist(),
+            )
+        ]
+    return out, single
 
 
 def _assignments(h: HistoryData, proc: int, tp: int) -> tuple[list[int], list[int]]:
@@ -92,8 +115,10 @@ def exclusive_read(h: HistoryData) -> Verdict:
     counts = {"polls_judged": 0, "takeovers": 0, "stale_polls": 0, "allowed_stale": 0, "violations": 0}
     examples: list[dict[str, object]] = []
     for group, procs in sorted(procs_by_group.items()):
+        by_tp, single = _polls_by_tp(h, procs)
+        counts["polls_judged"] += sum(single.values())  # one reader: every poll judged, none stale
         for tp in range(len(h.tps)):
-            polls = _polls_of(h, procs, tp)
+            polls = by_tp.get(tp, [])
             if not polls:
                 continue
             assigned = {x: _assignments(h, x, tp) for x in {q.proc for q in polls}}

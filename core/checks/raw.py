@@ -87,7 +87,7 @@ def txn_view(h: HistoryData) -> TxnView | None:
     A transaction is COMMITTED with an ``ok`` commit; NOT_COMMITTED with an ``ok`` abort or a
     ``fail`` commit (proven not to have happened); UNDECIDED otherwise (a commit whose outcome is
     unknown, or none at all)."""
-    return cached(h, "txn_view", _txn_view) if h.txn_rows else None
+    return cached(h, "txn_view", _txn_view) if len(h.txn_rows) else None
 
 
 def _txn_view(h: HistoryData) -> TxnView:

@@ -55,7 +55,7 @@ def uncommitted_read(h: HistoryData) -> Verdict:
         )
     n_bad, n_unj = int(bad.sum()), int((st == NOAUTH).sum())
     counts = {"uncommitted_reads": n_bad, "records_judged": int((st != NOAUTH).sum()), "records_unjudged": n_unj}
-    if h.txn_rows:
+    if len(h.txn_rows):
         counts["txn_uncommitted_allowed"] = int((st == TXN_UNCOMMITTED).sum())
     notes = [] if len(st) else ["no polled records"]
     if n_unj:

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from core.checks.bounds import stall_bound_name
-from core.checks.data import OK, HistoryData, MetaObs
+from core.checks.data import OK, HistoryData, MetaObs, distinct
 from core.checks.derived import example
 from core.checks.raw import txn_view
 from core.checks.verdict import MAX_EXAMPLES
@@ -105,7 +105,7 @@ def _series(
             cuts = np.nonzero(np.diff(ks))[0] + 1
             for part_k, part_t, part_o in zip(np.split(ks, cuts), np.split(ts, cuts), np.split(offs, cuts)):
                 k = int(part_k[0])
-                times, last = np.unique(part_t, return_index=False), np.maximum.accumulate(part_o)
+                times, last = distinct(part_t), np.maximum.accumulate(part_o)
                 # the highest offset read by each distinct poll time (the last record of that time)
                 upto = last[np.searchsorted(part_t, times, "right") - 1]
                 polls[(k >> 32, k & 0xFFFFFFFF)] = (times, upto)
@@ -116,7 +116,7 @@ def _series(
         avail = s.time.astype(np.int64) if view is None else view.readable_ns
         okm &= avail >= 0
         acks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        for tp in np.unique(s.tp[okm]):
+        for tp in distinct(s.tp[okm]):
             m = okm & (s.tp == tp)
             o = np.argsort(avail[m], kind="stable")
             acks[int(tp)] = (avail[m][o], s.offset[m][o].astype(np.int64))

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from core.checks.data import FAIL, INVOKE, OK, HistoryData, from_events
+from core.checks.data import FAIL, INVOKE, OK, HistoryData, distinct, from_events, member
 from core.checks.txn import read_committed
 from core.checks.txn_data import COMMIT
 from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
@@ -31,7 +31,7 @@ def _writes(h: HistoryData) -> dict[str, np.ndarray]:
     committed = np.zeros(len(d.txn_names) + 1, bool)
     committed[t.txn[(t.op == COMMIT) & (t.type == OK) & (t.txn >= 0)]] = True
     mine = committed[s.txn] & (s.vid != 0)
-    failed = np.unique(s.vid[mine & (s.type == FAIL)])
+    failed = distinct(s.vid[mine & (s.type == FAIL)])
     acked = np.nonzero(mine & (s.type == OK) & (s.offset >= 0))[0]
     invoked = np.nonzero(mine & (s.type == INVOKE))[0]
     cand = np.concatenate([acked[::-1], invoked])  # preference order: last ack, then first invoke
@@ -40,7 +40,7 @@ def _writes(h: HistoryData) -> dict[str, np.ndarray]:
     first = np.ones(len(cand), bool)
     first[1:] = (s.txn[cand][1:] != s.txn[cand][:-1]) | (s.vid[cand][1:] != s.vid[cand][:-1])
     w = cand[first]
-    w = w[~np.isin(s.vid[w], failed)]
+    w = w[~member(s.vid[w], failed)]
     return {
         "txn": s.txn[w].astype(np.int64),
         "vid": s.vid[w],
@@ -70,7 +70,7 @@ def _finals(h: HistoryData) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
             fl = h.finals[j]
             ls[tp] = fl.given_log_start
             m = (fl.offsets >= fl.given_log_start) & (fl.offsets < fl.hw) & (fl.vids != 0)
-            values[tp] = np.unique(fl.vids[m])
+            values[tp] = distinct(fl.vids[m])
     return has, ls, values
 
 
@@ -99,13 +99,11 @@ def torn_transaction_of(h: HistoryData) -> Verdict:
     Not applicable when no transaction committed.
     """
     w = _writes(h)
-    txns = np.unique(w["txn"])
+    txns = distinct(w["txn"])
     if len(txns) == 0:
         return Verdict("torn-transaction", NOT_APPLICABLE)
     names = h.txn.txn_names
-    by_name = sorted(txns.tolist(), key=lambda i: names[i])  # transactions are judged in id order
-    rank = np.zeros(len(names), np.int64)
-    rank[by_name] = np.arange(len(by_name))
+    rank = names.ranks()  # transactions are judged in id order
     counts = {"committed": len(txns), "judged-final": 0, "torn-final": 0, "judged-reads": 0, "torn-reads": 0}
     bad: list[dict[str, Any]] = []
 
@@ -113,9 +111,9 @@ def torn_transaction_of(h: HistoryData) -> Verdict:
     tp = w["tp"]
     in_final = has[tp]
     present = np.zeros(len(tp), bool)
-    for p in np.unique(tp[in_final]).tolist():
+    for p in distinct(tp[in_final]).tolist():
         m = tp == p
-        present[m] = np.isin(w["vid"][m], values[p])
+        present[m] = member(w["vid"][m], values[p])
     below = in_final & (w["offset"] >= 0) & (w["offset"] < ls[tp])
     n = len(names)
     judged = (np.bincount(w["txn"], ~in_final | below, n) == 0)[txns]
@@ -152,13 +150,13 @@ class _Wanted:
 
     def __init__(self, w: dict[str, np.ndarray], rank: np.ndarray, m: np.ndarray) -> None:
         txn, off = w["txn"][m], w["offset"][m]
-        keep = ~np.isin(txn, txn[off < 0])
+        keep = ~member(txn, txn[off < 0])
         txn, off = txn[keep], off[keep]
         order = np.lexsort((off, rank[txn]))
         txn, off = txn[order], off[order]
-        distinct = np.ones(len(off), bool)
-        distinct[1:] = (txn[1:] != txn[:-1]) | (off[1:] != off[:-1])
-        txn, self.flat = txn[distinct], off[distinct]
+        first = np.ones(len(off), bool)
+        first[1:] = (txn[1:] != txn[:-1]) | (off[1:] != off[:-1])
+        txn, self.flat = txn[first], off[first]
         new = np.ones(len(txn), bool)
         new[1:] = txn[1:] != txn[:-1]
         self.starts = np.nonzero(new)[0]
@@ -194,19 +192,19 @@ def _reads(h: HistoryData, w: dict[str, np.ndarray], rank: np.ndarray, counts: d
         if not len(want_tp.txns):
             continue
         hits: list[tuple[int, int]] = []  # (transaction's place, segment) of torn reads
-        for k in np.unique(seg).tolist():
-            seen = np.unique(p.offset[m][seg == k])
+        for k in distinct(seg).tolist():
+            seen = distinct(p.offset[m][seg == k])
             judged = (seen[0] <= want_tp.lo) & (seen[-1] > want_tp.hi)
             counts["judged-reads"] += int(judged.sum())
-            got = np.add.reduceat(np.isin(want_tp.flat, seen), want_tp.starts)
+            got = np.add.reduceat(member(want_tp.flat, seen), want_tp.starts)
             hits += [(j, k) for j in np.nonzero(judged & (got > 0) & (got < want_tp.sizes))[0].tolist()]
         counts["torn-reads"] += len(hits)
         for j, k in sorted(hits):  # examples in transaction order, then segment order
             if len(bad) >= MAX_EXAMPLES:
                 break
             want = want_tp.offsets(j)
-            seen = np.unique(p.offset[m][seg == k])
-            got = np.isin(want, seen)
+            seen = distinct(p.offset[m][seg == k])
+            got = member(want, seen)
             topic, partition = h.tps[tp]
             bad.append(
                 {

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from core.checks.data import FAIL, OK, HistoryData, from_events
+from core.checks.data import FAIL, OK, HistoryData, from_events, member
 from core.checks.txn_data import ABORT, COMMIT, TxnData, first_by
 from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
 
@@ -117,7 +117,7 @@ def aborted_read_of(h: HistoryData) -> Verdict:
     keys, txns = send_txns(d)
     vid = p.vid[idx]
     txn = lookup(keys, txns, vid)
-    failed = np.isin(vid, s.vid[(s.type == FAIL) & (s.vid != 0)])
+    failed = member(vid, s.vid[(s.type == FAIL) & (s.vid != 0)])
     aborted = aborted_txns(d)[txn] & (vid != 0)
     bad = aborted | (failed & (vid != 0))
     examples = [

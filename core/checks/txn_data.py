@@ -6,22 +6,52 @@ once did) cost a second pass over the file and a dict per event. Instead the loa
 into the columns below while they build ``HistoryData``: ``txn`` events, ``commit`` events,
 and every ``send`` event (invoke or completion) that names a transaction. Names (transaction
 ids, groups) are interned to small integers; values are the loader's value ids (``vid``).
+Transaction ids, one per transaction, are kept as one Arrow string array (``Names``), not as
+millions of Python strings.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 #: ``op`` codes of ``txn`` events (-1: another op)
 BEGIN, COMMIT, ABORT = 0, 1, 2
 OPS = {"begin": BEGIN, "commit": COMMIT, "abort": ABORT}
 #: a commit event's offset when its value has no integer offset
 NO_OFFSET = -(1 << 63)
+
+
+class Names:
+    """Interned names by id (``TxnData.txn_names``), over one Arrow string array: a history has
+    a transaction id per transaction, which as Python strings (and a dict of them) would cost
+    more than every other column of a transactional history."""
+
+    def __init__(self, names: pa.Array) -> None:
+        self._a = names
+
+    def __len__(self) -> int:
+        return len(self._a)
+
+    def __getitem__(self, i: int) -> str:
+        return str(self._a[int(i)].as_py())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._a.to_pylist())
+
+    def ranks(self) -> np.ndarray:
+        """Each name's place in sorted order (Arrow sorts UTF-8 bytes: code point order, as
+        Python sorts strings)."""
+        order = pc.sort_indices(self._a).to_numpy(zero_copy_only=False)
+        out = np.empty(len(order), np.int64)
+        out[order] = np.arange(len(order))
+        return out
 
 
 @dataclass
@@ -68,7 +98,7 @@ class TxnData:
     txns: TxnEvents
     commits: CommitEvents
     sends: TxnSends
-    txn_names: list[str]
+    txn_names: Names
     group_names: list[str]
     #: processes that recorded any ``poll`` event (whatever its type)
     poll_procs: frozenset[int]
@@ -108,6 +138,9 @@ class TxnCollector:
         self.c = {k: array(c) for k, c in _COMMIT_COLS}
         self.s = {k: array(c) for k, c in _SEND_COLS}
         self.txn_ids: dict[str, int] = {}
+        # transaction ids met in bulk (``txn_codes``): interned together at ``build``
+        self._name_chunks: list[pa.Array] = []
+        self._name_count = 0
         self.group_ids: dict[str, int] = {}
         self.poll_procs: set[int] = set()
         self.position_topics: set[tuple[int, str]] = set()
@@ -124,6 +157,32 @@ class TxnCollector:
         if i is None:
             i = self.txn_ids[txn] = len(self.txn_ids)
         return i
+
+    def txn_codes(self, names: pa.Array) -> np.ndarray:
+        """Provisional ids of many transaction ids at once (strings, no nulls): ``-2 - k``,
+        ``k`` their place among the distinct names of every chunk so far. Interning each one
+        through ``txn_id`` cost a dict lookup per event; ``build`` maps these to ids in one pass."""
+        enc = pc.dictionary_encode(names)
+        codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        out = -2 - (self._name_count + codes)
+        if len(enc.dictionary):
+            self._name_chunks.append(enc.dictionary)
+            self._name_count += len(enc.dictionary)
+        return out
+
+    def _names(self) -> tuple[Names, np.ndarray]:
+        """Every transaction id (those of ``txn_id`` first, keeping their ids), and the ids of
+        the provisional ones (``txn_codes``): ``table[-2 - code]``."""
+        known = pa.array(list(self.txn_ids), pa.string())
+        if not self._name_chunks:
+            return Names(known), np.zeros(0, np.int64)
+        chunks = ([known] if len(known) else []) + self._name_chunks
+        enc = pa.chunked_array(chunks, pa.string()).dictionary_encode().chunks
+        table = np.concatenate(
+            [c.indices.to_numpy(zero_copy_only=False).astype(np.int64) for c in enc[1 if len(known) else 0 :]]
+        )
+        self._name_chunks = []
+        return Names(enc[0].dictionary), table
 
     def group_id(self, group: Any) -> int:
         if not isinstance(group, str):
@@ -177,16 +236,35 @@ class TxnCollector:
 
     def build(self, sends: TxnSends | None = None) -> TxnData:
         """The columns; ``sends`` replaces the collected ones (the Parquet loader builds them)."""
+        names, table = self._names()
+        txns = {k: _np(self.t[k], t) for k, t in _TXN_COLS}
+        commits = {k: _np(self.c[k], t) for k, t in _COMMIT_COLS}
+        sends = sends or TxnSends(**{k: _np(self.s[k], t) for k, t in _SEND_COLS})
+        for cols in (txns, commits):
+            cols["txn"] = _resolve(cols["txn"], table)
+        sends.txn = _resolve(sends.txn, table)
         return TxnData(
-            TxnEvents(**_by_row({k: _np(self.t[k], c) for k, c in _TXN_COLS})),
-            CommitEvents(**_by_row({k: _np(self.c[k], c) for k, c in _COMMIT_COLS})),
-            sends or TxnSends(**{k: _np(self.s[k], c) for k, c in _SEND_COLS}),
-            list(self.txn_ids),
+            TxnEvents(**_by_row(txns)),
+            CommitEvents(**_by_row(commits)),
+            sends,
+            names,
             list(self.group_ids),
             frozenset(self.poll_procs),
             frozenset(self.position_topics),
             self.position_other_rows,
         )
+
+
+def _resolve(txn: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """``txn`` with its provisional ids (``TxnCollector.txn_codes``) replaced by ids."""
+    if not len(table):
+        return txn
+    pending = txn <= -2
+    if not pending.any():
+        return txn
+    out = txn.astype(np.int32, copy=True)
+    out[pending] = table[-2 - txn[pending].astype(np.int64)]
+    return out
 
 
 def _by_row(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.checks.data import FAIL, INFO, OK, HistoryData, idempotent
+from core.checks.data import FAIL, INFO, OK, HistoryData, distinct, idempotent, member
 from core.checks.derived import NOAUTH, example, okey, pick, poll_status, reference
 from core.checks.raw import COMMITTED, NOT_COMMITTED, UNDECIDED, txn_view
 from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict, decide
@@ -18,7 +18,7 @@ from core.history.format import value_text
 
 def _in_final(h: HistoryData, vids: np.ndarray) -> np.ndarray:
     ref = reference(h)
-    return np.isin(vids, ref.vids) if len(vids) else np.zeros(0, bool)
+    return member(vids, ref.vids) if len(vids) else np.zeros(0, bool)
 
 
 def lost_write(h: HistoryData) -> Verdict:
@@ -104,7 +104,7 @@ def unseen(h: HistoryData) -> Verdict:
     ftp, foff = fkey >> 40, fkey & ((1 << 40) - 1)
     max_polled = np.full(len(h.tps), -1, np.int64)
     np.maximum.at(max_polled, p.tp, p.offset)
-    seen = np.isin(s.vid, p.vid)
+    seen = member(s.vid, p.vid)
     read_past = present & (max_polled[ftp] > foff)
     bad = read_past & ~seen
     examples = [
@@ -225,9 +225,9 @@ def inconsistent_offsets(h: HistoryData) -> Verdict:
         keys, vids, rows = keys[o], vids[o], rows[o]
         same_key = keys[1:] == keys[:-1]
         diff = same_key & (vids[1:] != vids[:-1])
-        ck = np.unique(keys[1:][diff])
+        ck = distinct(keys[1:][diff])
         n_conf = len(ck)
-        judged_b = len(np.unique(keys))
+        judged_b = len(distinct(keys))
         for k in ck[: max(0, 5 - len(examples))]:
             r = rows[keys == k]
             examples.append(example(h, "offset-two-values", r[:4], tp=int(k >> 40), offset=int(k & ((1 << 40) - 1))))
