@@ -34,8 +34,17 @@ a fresh cache trains it and is slower. kafkajs (``kafkajs``) runs in highwater's
 (``clients/node``); its bare rows run ``benchmarks/kafkajs_bare.js`` on the same kafkajs tree
 (its consume figure includes a group join on both sides: kafkajs has no assign).
 
+Every round measures each client through its worker and then alone, one after the other on one
+cluster (interleaved): the bare rate of a library swings by 2-3x within a session on a shared
+2-core machine, so the last table also gives the median of the per-round ratios, which pairs
+each worker figure with the bare figure measured next to it. ``--only produce`` (or
+``consume``) and ``--no-tool`` leave out what a question does not need, for more rounds in the
+time; ``--cpu`` prints the CPU each thread of the harness and of the worker used during each
+produce (``/proc/<pid>/task``): where the time went.
+
     .venv/bin/python benchmarks/client_throughput.py [--records 200000] [--runs 3]
         [--value-bytes 100] [--clients kafka-python,java] [--kafka-version V] [--no-bare]
+        [--only produce|consume] [--no-tool] [--cpu]
 """
 
 from __future__ import annotations
@@ -51,7 +60,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,6 +81,7 @@ from harness.clients import (  # noqa: E402
     client_names,
     get_driver,
 )
+from harness.clients.base import send_batch  # noqa: E402
 from harness.clients.node import ensure_tree, find_node  # noqa: E402
 from harness.clients.pyversions import installed_version  # noqa: E402
 from harness.config import ClusterSpec  # noqa: E402
@@ -94,6 +104,51 @@ TOOL_PRODUCER_PROPS = {
 }
 TOOL_CONSUMER_PROPS = {"max.poll.records": "500", "fetch.max.wait.ms": "500", "auto.offset.reset": "earliest"}
 TOOL_TIMEOUT_S = 300.0
+_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid: int | str) -> dict[str, float]:
+    """CPU seconds (user + system) of each thread of process ``pid`` (``"self"``: this one), by
+    ``<thread name>/<tid>``; a thread that ended is not listed."""
+    out: dict[str, float] = {}
+    root = Path(f"/proc/{pid}/task")
+    for task in root.iterdir() if root.is_dir() else ():
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:  # the thread ended meanwhile
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        out[f"{name}/{task.name}"] = (int(fields[11]) + int(fields[12])) * _TICK_S
+    return out
+
+
+def machine_busy() -> tuple[float, float]:
+    """The whole machine's busy and idle CPU seconds so far (``/proc/stat``, every core)."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields) - idle) * _TICK_S, idle * _TICK_S
+
+
+def print_machine(before: tuple[float, float]) -> None:
+    """How busy the machine was since ``before``: the brokers, the proxies and everything else too."""
+    busy, idle = (a - b for a, b in zip(machine_busy(), before))
+    print(f"      cpu machine: {busy:.2f} s busy, {idle:.2f} s idle", flush=True)
+
+
+def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0) > 0.005}
+
+
+def print_cpu(label: str, spent: dict[str, float]) -> None:
+    """One line: the total and the threads that used most, in CPU seconds."""
+    top = sorted(spent.items(), key=lambda kv: -kv[1])[:6]
+    threads = ", ".join(f"{k} {v:.2f}" for k, v in top)
+    print(f"      cpu {label}: {sum(spent.values()):.2f} s ({threads})", flush=True)
+
+
+#: set by ``--cpu``: print each produce's CPU per thread
+SHOW_CPU = False
 
 
 def ensure_perf_tools(version: str) -> Path:
@@ -198,32 +253,54 @@ def bench_producer_settings(bootstrap: list[str], topic: str) -> ProducerSetting
     )
 
 
+class _Counted:
+    """The outcomes of a benchmark's sends, counted (``BatchOutcomes``): ``done`` once all are in."""
+
+    def __init__(self, records: int) -> None:
+        self.records = records
+        self.outcomes: dict[str, int] = {}
+        self.done = threading.Event()
+        self._lock = threading.Lock()
+
+    def _count(self, outcome: str, n: int) -> None:
+        with self._lock:
+            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + n
+            if sum(self.outcomes.values()) == self.records:
+                self.done.set()
+
+    def acked(self, indexes: Sequence[int], offsets: Sequence[int]) -> None:
+        self._count("ok", len(indexes))
+
+    def ended(self, index: int, outcome: SendOutcome) -> None:
+        self._count(outcome.outcome.value, 1)
+
+
 def driver_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records: int, size: int) -> float:
-    """records/s through the driver: from the first send until every outcome arrived."""
+    """records/s through the driver: from the first send until every outcome arrived. The
+    sends are handed over as one batch (``send_batch``), as the producer workload hands over
+    every send that is due at once, and as the bare library is given them in one loop."""
     values = [f"v{i}:".ljust(size, ".") for i in range(records)]
-    done = threading.Event()
-    lock = threading.Lock()
-    outcomes: dict[str, int] = {}
-
-    def on_outcome(o: SendOutcome) -> None:
-        with lock:
-            outcomes[o.outcome.value] = outcomes.get(o.outcome.value, 0) + 1
-            if sum(outcomes.values()) == records:
-                done.set()
-
+    partitions = [i % PARTITIONS for i in range(records)]
+    counted = _Counted(records)
     producer = driver.producer(bench_producer_settings(bootstrap, topic))
+    pid = getattr(getattr(producer, "process", None), "pid", None)  # a worker's
     try:
+        own, theirs, machine = thread_cpu("self"), thread_cpu(pid) if pid else {}, machine_busy()
         t0 = time.monotonic()
-        for i, v in enumerate(values):
-            producer.send(topic, i % PARTITIONS, v, on_outcome)
+        send_batch(producer, topic, partitions, values, counted)
         producer.flush(60.0)
-        if not done.wait(60.0):
-            raise RuntimeError(f"only {sum(outcomes.values())} of {records} outcomes within 60 s after flush")
+        if not counted.done.wait(60.0):
+            raise RuntimeError(f"only {sum(counted.outcomes.values())} of {records} outcomes within 60 s after flush")
         elapsed = time.monotonic() - t0
+        if SHOW_CPU:
+            print_cpu("harness", cpu_delta(own, thread_cpu("self")))
+            if pid:
+                print_cpu("worker", cpu_delta(theirs, thread_cpu(pid)))
+            print_machine(machine)
     finally:
         producer.close(10.0)
-    if outcomes.get("ok", 0) != records:
-        raise RuntimeError(f"outcomes {outcomes}: not every send was acknowledged")
+    if counted.outcomes.get("ok", 0) != records:
+        raise RuntimeError(f"outcomes {counted.outcomes}: not every send was acknowledged")
     return records / elapsed
 
 
@@ -307,6 +384,7 @@ def bare_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records
             if err is not None:
                 errors.append(err)
 
+        own, machine = thread_cpu("self"), machine_busy()
         t0 = time.monotonic()
         for i, v in enumerate(values):
             while True:
@@ -320,6 +398,9 @@ def bare_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records
             raise RuntimeError("delivery reports still missing 60 s after the last send")
         failed = len(errors)
         elapsed = time.monotonic() - t0
+        if SHOW_CPU:
+            print_cpu("bare", cpu_delta(own, thread_cpu("self")))
+            print_machine(machine)
     if failed:
         raise RuntimeError(f"{failed} of {records} sends failed")
     return records / elapsed
@@ -438,6 +519,11 @@ def fmt_ratio(xs: list[float], ref: list[float]) -> str:
     return "-" if a is None or not b else f"{a / b:5.2f}"
 
 
+def fmt_paired(ratios: list[float]) -> str:
+    m = med(ratios)
+    return "-" if m is None else f"{m:.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=200000)
@@ -446,7 +532,13 @@ def main() -> int:
     ap.add_argument("--clients", default=",".join(client_names()), help="comma-separated client specs")
     ap.add_argument("--kafka-version", default=None)
     ap.add_argument("--no-bare", action="store_true", help="skip the libraries' own rates (without highwater)")
+    ap.add_argument("--only", choices=("produce", "consume"), help="measure one direction only")
+    ap.add_argument("--no-tool", action="store_true", help="skip Kafka's perf tools")
+    ap.add_argument("--cpu", action="store_true", help="print each produce's CPU per thread (harness, worker)")
     args = ap.parse_args()
+    global SHOW_CPU
+    SHOW_CPU = args.cpu
+    produce, consume = args.only in (None, "produce"), args.only in (None, "consume")
     version = args.kafka_version or default_version()
     dist = ensure_kafka(version)
     tools = PerfTools(str(find_java(version).executable), f"{dist.classpath}:{ensure_perf_tools(version)}")
@@ -462,28 +554,54 @@ def main() -> int:
         results[label] = Series()
         if label in bare:
             results[f"{label} bare"] = Series()
+    # each round's worker / bare ratio, per client and direction: paired within the round
+    paired: dict[tuple[str, str], list[float]] = {}
     cluster: ClusterBackend = start_backend("local", ClusterSpec(brokers=3, racks=3, kafka_version=version))
     try:
         boot = cluster.bootstrap()
         for run in range(1, args.runs + 1):
-            topic = f"perf-{run}"
-            cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
-            s = results[TOOL]
-            timed(s, "produce", TOOL, run, tools.produce, ",".join(boot), topic, args.records, args.value_bytes)
-            timed(s, "consume", TOOL, run, tools.consume, ",".join(boot), topic, args.records)
+            if not args.no_tool:
+                topic = f"perf-{run}"
+                cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
+                s = results[TOOL]
+                if produce:
+                    timed(s, "produce", TOOL, run, tools.produce, ",".join(boot), topic, args.records, args.value_bytes)
+                if consume:
+                    timed(s, "consume", TOOL, run, tools.consume, ",".join(boot), topic, args.records)
             for i, (label, d) in enumerate(drivers.items()):
                 topic = f"bench-{i}-{run}"
                 cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
                 s = results[label]
-                timed(s, "produce", label, run, driver_produce, d, boot, topic, args.records, args.value_bytes)
-                timed(s, "consume", label, run, driver_consume, d, boot, topic, args.records)
+                if produce:
+                    timed(s, "produce", label, run, driver_produce, d, boot, topic, args.records, args.value_bytes)
+                else:  # consuming needs the records: written, not measured
+                    timed(
+                        Series(),
+                        "produce",
+                        f"{label} (writing)",
+                        run,
+                        driver_produce,
+                        d,
+                        boot,
+                        topic,
+                        args.records,
+                        args.value_bytes,
+                    )
+                if consume:
+                    timed(s, "consume", label, run, driver_consume, d, boot, topic, args.records)
                 if label in bare:
                     b = f"{label} bare"
-                    timed(results[b], "consume", b, run, bare_consume, d, boot, topic, args.records)
-                    bare_topic = f"bare-{i}-{run}"
-                    cluster.create_topic(bare_topic, partitions=PARTITIONS, replication_factor=3)
-                    produce_args = (d, boot, bare_topic, args.records, args.value_bytes)
-                    timed(results[b], "produce", b, run, bare_produce, *produce_args)
+                    if consume:
+                        timed(results[b], "consume", b, run, bare_consume, d, boot, topic, args.records)
+                    if produce:
+                        bare_topic = f"bare-{i}-{run}"
+                        cluster.create_topic(bare_topic, partitions=PARTITIONS, replication_factor=3)
+                        produce_args = (d, boot, bare_topic, args.records, args.value_bytes)
+                        timed(results[b], "produce", b, run, bare_produce, *produce_args)
+                    for what in ("produce", "consume"):
+                        mine, theirs = getattr(s, what), getattr(results[b], what)
+                        if len(mine) == run and len(theirs) == run and theirs[-1]:
+                            paired.setdefault((label, what), []).append(mine[-1] / theirs[-1])
     finally:
         cluster.stop()
     ref = results[TOOL]
@@ -496,11 +614,16 @@ def main() -> int:
         for e in s.errors:
             print(f"  {label}: {e}")
     if bare:
-        print("\nthrough highwater's worker / the bare library (goal >= 0.8)")
-        print(f"{'client':28} {'produce':>8} {'consume':>8}")
+        print("\nthrough highwater's worker / the bare library (goal >= 0.8): ratio of the medians;")
+        print("the median of the per-round ratios (min-max) pairs each worker figure with its round's bare one")
+        print(f"{'client':28} {'produce':>8} {'per round':>20} {'consume':>8} {'per round':>20}")
         for label in sorted(bare):
             s, b = results[label], results[f"{label} bare"]
-            print(f"{label:28} {fmt_ratio(s.produce, b.produce):>8} {fmt_ratio(s.consume, b.consume):>8}")
+            rounds = [fmt_paired(paired.get((label, what), [])) for what in ("produce", "consume")]
+            print(
+                f"{label:28} {fmt_ratio(s.produce, b.produce):>8} {rounds[0]:>20} "
+                f"{fmt_ratio(s.consume, b.consume):>8} {rounds[1]:>20}"
+            )
     return 1 if any(s.errors for s in results.values()) else 0
 
 

@@ -5,18 +5,21 @@ It runs in a process of its own, with the interpreter of the client version's vi
 environment (``harness.clients.python``), so the kafka-python the harness itself uses for its
 observer and admin is never the one under test, and two versions of one client can run side by
 side. The library's adaptation is the in-process driver of ``harness/clients/`` (``kafka_python``,
-``librdkafka``): it is imported *here*, in the worker, never in the harness process; this file
+``confluent``): it is imported *here*, in the worker, never in the harness process; this file
 only turns its calls and callbacks into protocol lines.
 
 The first line names the role and carries ``{"client": <dist>, "settings": <ProducerSettings or
 ConsumerSettings as a dict>}``; the reply is ``{"id": 0, "ok": true, "version", "protocol"}``.
 Every later command is answered with ``{"id", "ok": true, ...}`` or ``{"id", "error": "Class:
-message"}``; send outcomes come in ``sends`` lines (``[id, outcome, offset, error]`` each) and,
-from a driver that states them as plain entries (``send_stated``), acknowledged ones in ``oks``
-lines (``[id, offset, ...]``; ``"compact_oks"`` in the ready reply); position changes as
-``{"event": "position", ...}`` and the partitions a group consumer gave up as ``{"event":
-"revoke", "topic", "partition", "reason"}`` (protocol 2), each written as the library reports
-it, before the reply of the command during which it did.
+message"}``, but sends, which come as ``sends`` lines (``[id, topic, partition, value]`` each)
+or, since protocol 3, ``batch`` lines (``{"topic", "first", "partitions", "values"}``: sends
+``first``, ``first + 1``, ... as columns) and get no reply; their outcomes come in ``sends``
+lines (``[id, outcome, offset, error]`` each) and, from a driver that states them as plain
+entries (``send_stated``), acknowledged ones in ``oks`` lines (``[id, offset, ...]``;
+``"compact_oks"`` in the ready reply); position changes as ``{"event": "position", ...}`` and
+the partitions a group consumer gave up as ``{"event": "revoke", "topic", "partition",
+"reason"}`` (protocol 2), each written as the library reports it, before the reply of the
+command during which it did.
 
 The worker ends at the end of its stdin, after ``close``, and within half a second of its
 parent's death (a watchdog thread), so it never outlives the test process.
@@ -30,6 +33,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +80,8 @@ def outcome_lines(outcomes: list[Any]) -> bytes:
     """Outcome lines for ``outcomes`` (as ``_OUTCOMES`` holds them), in their order: a run of
     acknowledged sends as one ``{"oks": [id, offset, id, offset, ...]}`` line, a run of others as
     one ``{"sends": [[id, outcome, offset, error], ...]}`` line."""
+    if list not in map(type, outcomes):  # acknowledgements only (nearly always): one line
+        return encode_line({"oks": list(itertools.chain.from_iterable(outcomes))})
     lines = []
     for kind, run in itertools.groupby(outcomes, type):
         if kind is tuple:
@@ -212,7 +218,11 @@ class Producer:
         if self.stated:
             self.producer.state_outcomes(_OUTCOMES, write_outcomes)
 
-    def sends(self, sends: list[list[Any]]) -> None:
+    def batch(self, topic: str, first: int, partitions: list[int], values: list[str]) -> None:
+        """A ``batch`` line (protocol 3): sends ``first``, ``first + 1``, ... to ``topic``."""
+        self.sends(zip(itertools.count(first), itertools.repeat(topic), partitions, values))
+
+    def sends(self, sends: Iterable[Sequence[Any]]) -> None:
         """A ``sends`` line: ``[id, topic, partition, value]`` each."""
         if self.stated:
             try:
@@ -330,6 +340,9 @@ def main() -> int:
     for raw in stdin:
         cmd = json.loads(raw.decode())  # str, not bytes: json.loads skips guessing the encoding
         op = cmd.get("op")
+        if op == "batch":  # protocol 3: {"topic", "first", "partitions", "values"}
+            worker.batch(cmd["topic"], int(cmd["first"]), cmd["partitions"], cmd["values"])  # type: ignore[union-attr]
+            continue
         if op == "sends":  # a batch: [id, topic, partition, value] each
             worker.sends(cmd["sends"])  # type: ignore[union-attr]
             continue

@@ -32,6 +32,7 @@ import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from core.errors import HighwaterError
@@ -43,6 +44,11 @@ DEFAULT_CLIENT = "kafka-python"
 
 class UnknownClientError(HighwaterError):
     """A client name that no driver is registered for."""
+
+
+class ClientGone(HighwaterError):
+    """The process of a client under test is gone (killed by a fault, crashed): nothing more
+    can be sent through it (``harness.clients.worker.WorkerGone``)."""
 
 
 class TopicPartition(NamedTuple):
@@ -238,6 +244,67 @@ class ProducerDriver(Protocol):
         ...
 
     def close(self, timeout_s: float) -> None: ...
+
+
+class BatchOutcomes(Protocol):
+    """Where the outcomes of a batch of sends go (``send_batch``): each send of the batch, by
+    its index in it, is answered exactly once, by ``acked`` or by ``ended``, from any thread,
+    possibly before ``send_batch`` returns. No object per send is made on the way: a worker's
+    acknowledgements reach ``acked`` as the lists they came in."""
+
+    def acked(self, indexes: Sequence[int], offsets: Sequence[int]) -> None:
+        """The sends at ``indexes`` were acknowledged at ``offsets`` (``ok``), in order."""
+        ...
+
+    def ended(self, index: int, outcome: SendOutcome) -> None:
+        """The send at ``index`` ended otherwise: ``fail`` or ``info`` (an acknowledgement
+        always goes to ``acked``)."""
+        ...
+
+
+@runtime_checkable
+class BatchProducer(Protocol):
+    """A ``ProducerDriver`` that takes a batch of sends to one topic at once (the worker
+    producers do): its outcomes as ``BatchOutcomes`` say, with ``send``'s semantics otherwise."""
+
+    def send_batch(self, topic: str, partitions: Sequence[int], values: Sequence[str], outcomes: BatchOutcomes) -> None:
+        """Start a send of each value to its partition. Every send gets its outcome, even when
+        this raises (``WorkerGone``: the worker is gone, and the sends it may not have taken
+        ended ``info``): the caller records nothing for them itself."""
+        ...
+
+
+def _one_outcome(outcomes: BatchOutcomes, index: int, outcome: SendOutcome) -> None:
+    if outcome.outcome is Outcome.OK:
+        outcomes.acked((index,), (outcome.offset,))  # type: ignore[arg-type]
+    else:
+        outcomes.ended(index, outcome)
+
+
+def send_batch(
+    producer: ProducerDriver, topic: str, partitions: Sequence[int], values: Sequence[str], outcomes: BatchOutcomes
+) -> None:
+    """``producer.send_batch`` when it has one, else one ``send`` each with the same contract:
+    every send gets its outcome; a send that raised ends ``info`` with its error, and so do the
+    ones after it when the error is the worker's end, which is raised after them."""
+    if len(partitions) != len(values):
+        raise ValueError(f"a batch of {len(values)} values with {len(partitions)} partitions")
+    if isinstance(producer, BatchProducer):
+        producer.send_batch(topic, partitions, values, outcomes)
+        return
+    gone: ClientGone | None = None
+    for index, (partition, value) in enumerate(zip(partitions, values)):
+        if gone is not None:
+            outcomes.ended(index, SendOutcome.info(gone))
+            continue
+        try:
+            producer.send(topic, partition, value, partial(_one_outcome, outcomes, index))
+        except Exception as exc:  # noqa: BLE001 - a send that raised has an unknown outcome
+            outcomes.ended(index, SendOutcome.info(exc))
+            if isinstance(exc, ClientGone):
+                gone = exc
+    if gone is not None:
+        raise gone
 
 
 class ConsumerListener(Protocol):

@@ -41,12 +41,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, NamedTuple, Protocol
 
 from core.errors import HighwaterError
 from harness.clients.clocks import worker_env
 
 from .base import (
+    BatchOutcomes,
+    ClientGone,
     ConsumerListener,
     ConsumerSettings,
     Outcome,
@@ -63,11 +65,18 @@ from .base import (
     report_revocation,
 )
 
-#: the protocol version our workers announce in their ready line. Version 2 added ``revoke``
-#: events (the partitions a group consumer gave up); a version-1 worker never sends them and is
-#: still accepted. Any other version is refused.
-PROTOCOL = 2
-PROTOCOLS = frozenset({1, 2})
+#: the protocol version the Python worker announces in its ready line. Version 2 added
+#: ``revoke`` events (the partitions a group consumer gave up); version 3 ``batch`` lines (a
+#: batch of sends to one topic as columns, ``encode_batch``), written only to a worker of
+#: version 3 or later. A worker of version 1 (no revocations) or 2 (the Java and Node.js
+#: workers: sends as ``sends`` lines) is still accepted. Any other version is refused.
+PROTOCOL = 3
+PROTOCOLS = frozenset({1, 2, 3})
+#: the first version that takes ``batch`` lines
+BATCH_LINES = 3
+#: sends per ``batch`` line: small enough that a worker starts producing a large batch while
+#: the rest is encoded and written, large enough that a line's own cost is nothing per send
+BATCH_LINE_SENDS = 1000
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +86,7 @@ class WorkerError(HighwaterError):
     not answer in time."""
 
 
-class WorkerGone(WorkerError):
+class WorkerGone(WorkerError, ClientGone):
     """The worker process exited (killed by a fault, crashed, or closed)."""
 
 
@@ -149,6 +158,31 @@ def encode_sends(sends: list[list[Any]]) -> bytes:
         return (_SENDS_ENCODER.encode({"op": "sends", "sends": sends}) + "\n").encode()
     except UnicodeEncodeError:
         return encode_line({"op": "sends", "sends": sends})
+
+
+_encode_str = json.encoder.encode_basestring_ascii  # a JSON string, as ``json.dumps`` writes it
+
+
+def encode_send_lines(sends: Sequence[Sequence[Any]]) -> bytes:
+    """``send`` lines (a worker without batches: Java's), ``[id, topic, partition, value]``
+    each, byte for byte as ``encode_line`` writes them but without a ``json.dumps`` call per
+    send: measured 3.6 us a send with it, 0.9 us formatted."""
+    return "".join(
+        f'{{"id":{int(sid)},"op":"send","topic":{_encode_str(topic)},"partition":{int(partition)},'
+        f'"value":{_encode_str(value)}}}\n'
+        for sid, topic, partition, value in sends
+    ).encode()
+
+
+def encode_batch(topic: str, first: int, partitions: Sequence[int], values: Sequence[str]) -> bytes:
+    """A ``batch`` line (protocol 3): sends ``first``, ``first + 1``, ... to ``topic``, their
+    partitions and values as two lists. Measured against a ``sends`` line of the same sends:
+    a quarter less time to encode, a sixth of the time to decode (no list per send)."""
+    line = {"op": "batch", "topic": topic, "first": first, "partitions": partitions, "values": values}
+    try:
+        return (_SENDS_ENCODER.encode(line) + "\n").encode()
+    except UnicodeEncodeError:
+        return encode_line(line)
 
 
 def parse_line(text: str) -> dict[str, Any] | None:
@@ -466,6 +500,15 @@ def _widen(pipe: IO[bytes] | None) -> None:
         log.debug("worker pipe size unchanged: %s", exc)
 
 
+class _Columns(NamedTuple):
+    """A batch of sends queued for a worker: ids ``first``, ``first + 1``, ... to ``topic``."""
+
+    first: int
+    topic: str
+    partitions: list[int]
+    values: list[str]
+
+
 class WorkerProcess:
     """One worker: writes commands, reads its lines on a thread. Send outcomes go to ``on_send``
     on the reader thread (a batch of them to ``on_sends`` when given, an ``oks`` line's to
@@ -522,8 +565,10 @@ class WorkerProcess:
         self._unflushed = threading.Event()  # sends are queued for the flusher (``send``)
         self._flusher: threading.Thread | None = None
         self._batches = False  # the worker takes ``sends`` lines (its ready reply says so)
-        self._queued: list[list[Any]] = []  # sends for the next ``sends`` line
-        self._queued_lines: list[bytes] = []  # ``send`` lines, for a worker without batches
+        self.protocol = 1  # until the ready reply says
+        # what to write next, in order: one send ``[id, topic, partition, value]`` (a list) or a
+        # batch of them (``_Columns``); encoded by the thread that writes them (``_write_queued``)
+        self._queued: list[Any] = []
         self._gone = False  # its output ended: it exited
         self._finished = False
         self._reader = threading.Thread(target=self._read, name=f"{info.client_id}-worker", daemon=True)
@@ -607,12 +652,17 @@ class WorkerProcess:
         (``batches`` in its ready reply), else as ``send`` lines in one write to the pipe.
         Measured: a line and a flush per send were most of a fast producer's time. Raises
         ``WorkerGone`` once the worker is known to be gone (its output ended)."""
+        self._queue([sid, topic, partition, value])
+
+    def send_batch(self, first: int, topic: str, partitions: list[int], values: list[str]) -> None:
+        """Queue sends ``first``, ``first + 1``, ... to ``topic`` as ``send`` does, written by
+        the flusher thread as ``batch`` lines to a worker of protocol 3 or later (else as one
+        send each): the caller encodes nothing and never waits for the pipe."""
+        self._queue(_Columns(first, topic, partitions, values))
+
+    def _queue(self, item: Any) -> None:
         with self._write_lock:
-            if self._batches:
-                self._queued.append([sid, topic, partition, value])
-            else:
-                line = {"id": sid, "op": "send", "topic": topic, "partition": partition, "value": value}
-                self._queued_lines.append(encode_line(line))
+            self._queued.append(item)
             if not self._unflushed.is_set():
                 self._start_flusher()
                 self._unflushed.set()
@@ -620,17 +670,44 @@ class WorkerProcess:
             raise WorkerGone(self.exit_reason())
 
     def _write_queued(self) -> None:
-        """Write the queued sends into the pipe (under ``_pipe_lock``). They are taken from the
-        queue under ``_write_lock`` and encoded and written outside it: a sender queues more
-        meanwhile instead of waiting for a pipe the worker has not drained yet."""
+        """Write the queued sends into the pipe (under ``_pipe_lock``), in the order they were
+        queued. They are taken from the queue under ``_write_lock`` and encoded and written
+        outside it: a sender queues more meanwhile instead of waiting for a pipe the worker has
+        not drained yet."""
         assert self.proc.stdin is not None
         with self._write_lock:
             queued, self._queued = self._queued, []
-            lines, self._queued_lines = self._queued_lines, []
-        if queued:
-            self.proc.stdin.write(encode_sends(queued))
-        if lines:
-            self.proc.stdin.write(b"".join(lines))
+        for kind, run in itertools.groupby(queued, type):
+            if kind is _Columns:
+                for columns in run:
+                    self._write_columns(columns)
+            else:
+                self._write_sends(list(run))
+
+    def _write_sends(self, sends: list[list[Any]]) -> None:
+        """Sends as one ``sends`` line when the worker takes them, else as ``send`` lines."""
+        assert self.proc.stdin is not None
+        if self._batches:
+            self.proc.stdin.write(encode_sends(sends))
+            return
+        self.proc.stdin.write(encode_send_lines(sends))
+
+    def _write_columns(self, columns: _Columns) -> None:
+        """A batch as ``batch`` lines of ``BATCH_LINE_SENDS`` sends each (to an older worker: as
+        many sends at a time, as ``_write_sends`` writes them), each part flushed at once so the
+        worker starts on it while the next is encoded: a large batch in one piece would keep
+        the worker waiting until all of it was encoded."""
+        assert self.proc.stdin is not None
+        first, topic, partitions, values = columns
+        step = BATCH_LINE_SENDS
+        for at in range(0, len(values), step):
+            part_partitions, part_values = partitions[at : at + step], values[at : at + step]
+            if self.protocol >= BATCH_LINES:
+                self.proc.stdin.write(encode_batch(topic, first + at, part_partitions, part_values))
+            else:
+                sids = range(first + at, first + at + len(part_values))
+                self._write_sends([[sid, topic, p, v] for sid, p, v in zip(sids, part_partitions, part_values)])
+            self.proc.stdin.flush()
 
     def _start_flusher(self) -> None:
         if self._flusher is None:
@@ -789,13 +866,36 @@ class WorkerDriver:
         return WorkerTransactionalProducer(self, settings)
 
 
+class _Batch:
+    """The sends of one ``send_batch`` still without an outcome share this entry in
+    ``WorkerProducer._pending``: send ``first + i`` is the batch's ``i``-th."""
+
+    __slots__ = ("first", "outcomes")
+
+    def __init__(self, first: int, outcomes: BatchOutcomes) -> None:
+        self.first = first
+        self.outcomes = outcomes
+
+
+def _answer(waiting: Callable[[SendOutcome], None] | _Batch, sid: int, outcome: SendOutcome) -> None:
+    """Give one send's outcome to whoever waits for it: a ``send``'s callback or its batch."""
+    if type(waiting) is _Batch:
+        if outcome.outcome is Outcome.OK:
+            waiting.outcomes.acked((sid - waiting.first,), (outcome.offset,))  # type: ignore[arg-type]
+        else:
+            waiting.outcomes.ended(sid - waiting.first, outcome)
+    else:
+        waiting(outcome)  # type: ignore[operator]
+
+
 class WorkerProducer:
     def __init__(self, driver: WorkerDriver, settings: ProducerSettings) -> None:
         self.settings = settings
         self._single_attempt = settings.retries == 0 and not settings.idempotence
-        self._pending: dict[int, Callable[[SendOutcome], None]] = {}
+        # each send still without an outcome: its ``send``'s callback, or its ``send_batch``'s batch
+        self._pending: dict[int, Callable[[SendOutcome], None] | _Batch] = {}
         self._lock = threading.Lock()
-        self._ids = itertools.count(1)
+        self._next_id = 1  # the next send's id (under ``_lock``: a batch takes a block of them)
         self._closed = False
         launch = driver.launcher.launch("producer", settings.client_id)
         info = WorkerInfo(settings.client_id, "producer", client_label(driver))
@@ -807,42 +907,80 @@ class WorkerProducer:
         return self._worker
 
     def _outcome(self, line: dict[str, Any]) -> None:
+        sid = int(line["send"])
         with self._lock:
-            on_outcome = self._pending.pop(int(line["send"]), None)
-        if on_outcome is not None:
+            waiting = self._pending.pop(sid, None)
+        if waiting is not None:
             outcome = classify_send_result(line, self._single_attempt)
             if outcome.outcome is Outcome.OK:
                 self._worker.launch.on_exercised()  # a write went all the way
-            on_outcome(outcome)
+            _answer(waiting, sid, outcome)
 
     def _outcomes(self, batch: list[list[Any]]) -> None:
-        """A batch of stated outcomes, ``[id, outcome, offset, error]`` each, in order."""
+        """A batch of stated outcomes, ``[id, outcome, offset, error]`` each, in order (the
+        Node.js worker's acknowledgements too): consecutive acknowledgements of one
+        ``send_batch`` reach its ``acked`` in one call."""
         with self._lock:
-            answered = [(self._pending.pop(int(sid), None), o, offset, error) for sid, o, offset, error in batch]
+            answered = [
+                (self._pending.pop(int(sid), None), int(sid), o, offset, error) for sid, o, offset, error in batch
+            ]
         written = False
-        for on_outcome, o, offset, error in answered:
-            if on_outcome is not None:
+        for waiting, run in itertools.groupby(answered, operator.itemgetter(0)):
+            if waiting is None:
+                continue  # answered already (``info`` at the worker's end): one answer only
+            indexes: list[int] = []
+            offsets: list[int] = []
+            for _, sid, o, offset, error in run:
                 written = written or o == "ok"
-                on_outcome(stated_outcome(o, offset, error))
+                if type(waiting) is not _Batch:
+                    waiting(stated_outcome(o, offset, error))
+                elif o == "ok" and offset is not None:
+                    indexes.append(sid - waiting.first)
+                    offsets.append(int(offset))
+                else:
+                    if indexes:  # in the order they came
+                        waiting.outcomes.acked(indexes, offsets)
+                        indexes, offsets = [], []
+                    _answer(waiting, sid, stated_outcome(o, offset, error))
+            if indexes:
+                waiting.outcomes.acked(indexes, offsets)
         if written:
             self._worker.launch.on_exercised()  # a write went all the way
 
     def _oks(self, oks: list[int]) -> None:
-        """Acknowledged sends, ``[id, offset, id, offset, ...]``, in order. Their callbacks are
-        looked up, and their outcomes made, in ``map``s: this runs once per record written."""
-        offsets = oks[1::2]
+        """Acknowledged sends, ``[id, offset, id, offset, ...]``, in order. Their waiters are
+        looked up, and their outcomes made, in ``map``s: this runs once per record written.
+        A line whose sends are all of one batch (the common case) is one ``acked`` call."""
+        ids, offsets = oks[0::2], oks[1::2]
         with self._lock:
-            callbacks = list(map(self._pending.pop, oks[0::2], itertools.repeat(None)))
-        if not callbacks:
+            waiting = list(map(self._pending.pop, ids, itertools.repeat(None)))
+        if not waiting:
             return
-        outcomes = map(_new_tuple, itertools.repeat(SendOutcome), zip(itertools.repeat(Outcome.OK), offsets, _NONES))
-        if None in callbacks:  # some answered already (the worker's end): skip those
-            for on_outcome, outcome in zip(callbacks, outcomes):
-                if on_outcome is not None:
-                    on_outcome(outcome)
-        else:
-            collections.deque(map(operator.call, callbacks, outcomes), 0)  # type: ignore[arg-type]
+        head = waiting[0]
+        if type(head) is _Batch and waiting.count(head) == len(waiting):
+            head.outcomes.acked(list(map(operator.sub, ids, itertools.repeat(head.first))), offsets)
+        elif _Batch not in map(type, waiting) and None not in waiting:
+            outcomes = map(
+                _new_tuple, itertools.repeat(SendOutcome), zip(itertools.repeat(Outcome.OK), offsets, _NONES)
+            )
+            collections.deque(map(operator.call, waiting, outcomes), 0)  # type: ignore[arg-type]
+        else:  # a mix (several batches, single sends, some answered already by the worker's end)
+            self._mixed_oks(waiting, ids, offsets)
         self._worker.launch.on_exercised()  # a write went all the way
+
+    @staticmethod
+    def _mixed_oks(waiting: list[Any], ids: list[int], offsets: list[int]) -> None:
+        """``_oks`` of a line that spans waiters: consecutive sends of one batch are one
+        ``acked`` call, the others answered one by one."""
+        for key, run in itertools.groupby(zip(waiting, ids, offsets), operator.itemgetter(0)):
+            if key is None:
+                continue  # answered already (``info`` at the worker's end): one answer only
+            if type(key) is _Batch:
+                got = list(run)
+                key.outcomes.acked([sid - key.first for _, sid, _ in got], [offset for _, _, offset in got])
+            else:
+                for on_outcome, _, offset in run:
+                    on_outcome(SendOutcome.ok(offset))
 
     def _exited(self, reason: str) -> None:
         """The worker is gone: every send still without an outcome may have been written."""
@@ -851,12 +989,18 @@ class WorkerProducer:
     def _end_pending(self, error: str) -> None:
         with self._lock:
             left, self._pending = self._pending, {}
-        for on_outcome in left.values():
-            on_outcome(SendOutcome.info(error))
+        for sid, waiting in sorted(left.items()):
+            _answer(waiting, sid, SendOutcome.info(error))
+
+    def _take_ids(self, n: int) -> int:
+        """The first of ``n`` new send ids (under ``_lock``)."""
+        first = self._next_id
+        self._next_id += n
+        return first
 
     def send(self, topic: str, partition: int, value: str, on_outcome: Callable[[SendOutcome], None]) -> None:
-        sid = next(self._ids)
         with self._lock:
+            sid = self._take_ids(1)
             self._pending[sid] = on_outcome
         try:
             self._worker.send(sid, topic, partition, value)
@@ -866,6 +1010,31 @@ class WorkerProducer:
             if waiting is None:
                 return  # the worker's end answered it meanwhile (``info``): one answer only
             raise  # raising means no outcome callback
+
+    def send_batch(self, topic: str, partitions: Sequence[int], values: Sequence[str], outcomes: BatchOutcomes) -> None:
+        """Many sends to one topic (``base.BatchProducer``): ids taken as one block, one entry
+        of ``_pending`` shared by all, written as ``batch`` lines (protocol 3) by the flusher,
+        and their acknowledgements handed on as the lists they came in. Raises
+        ``WorkerGone`` when the worker is gone, after every send of the batch still waiting
+        ended ``info``."""
+        partitions, values = list(partitions), list(values)  # as they are now; json writes lists
+        n = len(values)
+        if len(partitions) != n:
+            raise ValueError(f"a batch of {n} values with {len(partitions)} partitions")
+        if not n:
+            return
+        with self._lock:
+            first = self._take_ids(n)
+            batch = _Batch(first, outcomes)
+            self._pending.update(zip(range(first, first + n), itertools.repeat(batch)))
+        try:
+            self._worker.send_batch(first, topic, partitions, values)
+        except WorkerError as exc:
+            with self._lock:
+                left = [sid for sid in range(first, first + n) if self._pending.pop(sid, None) is not None]
+            for sid in left:  # the ones the worker's end did not answer meanwhile: one answer only
+                outcomes.ended(sid - first, SendOutcome.info(exc))
+            raise
 
     def flush(self, timeout_s: float) -> None:
         """The wait for the flush's reply has our bound; outcomes come before the reply."""

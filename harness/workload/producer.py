@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ from harness.clients import (
     WorkerGone,
     resolve_driver,
 )
+from harness.clients.base import ClientGone, send_batch
 from harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink, Worker
@@ -44,6 +46,10 @@ class ProducerConfig:
     request_timeout_ms: int = 5000
     delivery_timeout_ms: int = 20000
     value_size: int = 0  # pad values to this many bytes (0: no padding); they stay unique
+
+
+#: the most sends handed over at once (a producer far behind its rate catches up in several)
+MAX_BATCH = 10_000
 
 
 class ProducerWorker(Worker):
@@ -95,13 +101,43 @@ class ProducerWorker(Worker):
         next_at = time.monotonic()
         n = 0
         while not self.stopping.is_set():
-            self._send_one(n % self.config.partitions, self.value(n))
-            n += 1
-            next_at += interval
+            # every send whose time has come: one, unless the loop fell behind a high rate
+            due = min(MAX_BATCH, 1 + max(0, int((time.monotonic() - next_at) / interval)))
+            if due == 1:
+                self._send_one(n % self.config.partitions, self.value(n))
+            else:
+                self._send_many(n, due)
+            n += due
+            next_at += due * interval
             # Pacing the offered load, not waiting for a condition.
             self.stopping.wait(max(0.0, next_at - time.monotonic()))
         if self._producer is not None:
             self._producer.flush(self.config.delivery_timeout_ms / 1000 + 5)
+
+    def _send_many(self, n: int, count: int) -> None:
+        """Sends ``n`` to ``n + count - 1`` as one batch (``send_batch``): each recorded as
+        ``_send_one`` records it (its ``invoke`` before it is handed over, its outcome once),
+        the acknowledgements of a worker reaching ``_Outcomes`` as the lists they came in."""
+        topic, partitions = self.config.topic, self.config.partitions
+        ops: list[dict[str, Any]] = []
+        for i in range(n, n + count):
+            op = {"topic": topic, "partition": i % partitions, "key": None, "value": self.value(i)}
+            self.history.invoke(self.name, "send", op)
+            ops.append(op)
+        self._sent += count
+        try:
+            assert self._producer is not None, "a send needs a producer"
+            send_batch(
+                self._producer,
+                topic,
+                [op["partition"] for op in ops],
+                [op["value"] for op in ops],
+                _Outcomes(self, ops),
+            )
+        except ClientGone:  # killed: its sends ended info already; a new producer once restarted
+            if self.await_restart():
+                self.close()
+                self._producer = self._make_producer()
 
     def _send_one(self, partition: int, value: str, txn: str | None = None) -> None:
         topic = self.config.topic
@@ -121,6 +157,12 @@ class ProducerWorker(Worker):
         except Exception as exc:  # noqa: BLE001 - recorded; unknown outcome
             self.history.info(self.name, "send", op, error=exc)
 
+    def _record_acked(self, ops: Sequence[dict[str, Any]], offsets: Sequence[int]) -> None:
+        with self._lock:
+            self._acked += len(ops)
+        for op, offset in zip(ops, offsets):
+            self.history.ok(self.name, "send", {**op, "offset": offset})
+
     def _on_outcome(self, op: dict[str, Any], outcome: SendOutcome) -> None:
         if outcome.outcome is Outcome.OK:
             with self._lock:
@@ -138,3 +180,19 @@ class ProducerWorker(Worker):
             self._producer.close(10)
         except Exception as exc:  # noqa: BLE001 - closing must not hide the run's outcome
             log.warning("%s: close failed: %s", self.name, exc)
+
+
+class _Outcomes:
+    """The outcomes of one ``_send_many`` batch (``BatchOutcomes``), recorded by its worker."""
+
+    __slots__ = ("ops", "worker")
+
+    def __init__(self, worker: ProducerWorker, ops: list[dict[str, Any]]) -> None:
+        self.worker = worker
+        self.ops = ops
+
+    def acked(self, indexes: Sequence[int], offsets: Sequence[int]) -> None:
+        self.worker._record_acked([self.ops[i] for i in indexes], offsets)
+
+    def ended(self, index: int, outcome: SendOutcome) -> None:
+        self.worker._on_outcome(self.ops[index], outcome)

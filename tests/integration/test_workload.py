@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from harness.clients import (
     client_names,
     get_driver,
 )
+from harness.clients.base import send_batch
 from harness.clients.worker import PROTOCOL, WorkerConsumer
 from harness.local.cluster import Cluster
 from harness.topology import Listener, client_party
@@ -233,15 +235,34 @@ def test_client_driver_contract(cluster: Cluster, client: str) -> None:
         with lock:
             outcomes.append(outcome)
 
+    class Batch:  # BatchOutcomes: a batch's sends by their index in it
+        def __init__(self) -> None:
+            self.offsets: dict[int, int] = {}
+            self.others: dict[int, SendOutcome] = {}
+
+        def acked(self, indexes: Sequence[int], offsets: Sequence[int]) -> None:
+            with lock:
+                self.offsets.update(zip(indexes, offsets, strict=True))
+
+        def ended(self, index: int, outcome: SendOutcome) -> None:
+            with lock:
+                self.others[index] = outcome
+
+    batch = Batch()
+    half = count // 2
     producer = driver.producer(ProducerSettings(cluster.bootstrap(), f"{client}-contract-producer"))
     try:
-        for i in range(count):
+        for i in range(half):
             producer.send(topic, 0, f"v-{i}", done)
+        # the rest as one batch (send_batch: batch lines to a worker of protocol 3)
+        send_batch(producer, topic, [0] * (count - half), [f"v-{i}" for i in range(half, count)], batch)
         producer.flush(30)
     finally:
         producer.close(10)
-    assert [o.outcome.value for o in outcomes] == ["ok"] * count, outcomes
-    assert sorted(o.offset for o in outcomes if o.offset is not None) == list(range(count))
+    assert [o.outcome.value for o in outcomes] == ["ok"] * half, outcomes
+    assert batch.others == {} and sorted(batch.offsets) == list(range(count - half)), batch.others
+    offsets = [o.offset for o in outcomes if o.offset is not None] + list(batch.offsets.values())
+    assert sorted(offsets) == list(range(count))
 
     rack, group = cluster.topo.racks[1], f"{client}-contract"
     changes: list[PositionChange] = []
@@ -255,8 +276,11 @@ def test_client_driver_contract(cluster: Cluster, client: str) -> None:
         Listener(),
     )
     tp = TopicPartition(topic, 0)
-    # every registered client's worker speaks the harness's current protocol (2: revoke events)
-    assert isinstance(consumer, WorkerConsumer) and consumer.process.protocol == PROTOCOL
+    # the Python worker speaks the harness's current protocol (3: batch lines); the Java and
+    # Node.js workers 2 (revoke events: every consumer has them; batch lines are the harness's
+    # to write, and it writes them only to a worker of 3)
+    assert isinstance(consumer, WorkerConsumer)
+    assert consumer.process.protocol == (PROTOCOL if driver.name in ("kafka-python", "confluent-kafka") else 2)
 
     def read(n: int) -> list[PolledRecord]:
         got: list[PolledRecord] = []

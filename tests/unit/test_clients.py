@@ -34,7 +34,9 @@ from harness.clients import (
     parse_client_spec,
     parse_client_specs,
 )
+from harness.clients.base import Outcome, send_batch
 from harness.clients.kafka_python import FetchSources, classify_send_error
+from harness.clients.worker import WorkerGone
 from harness.workload import ConsumerConfig, ConsumerWorker, ProducerConfig, ProducerWorker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -311,16 +313,133 @@ def test_producer_worker_records_each_outcome_once_for_any_driver(tmp_path: Path
         max_in_flight=1,
     )
     values = [v for _, _, v in producer.sent]
-    assert len(set(values)) == 8 and all(len(v) == 16 and v.startswith("producer-0-") for v in values)
-    assert [p for _, p, _ in producer.sent] == [0, 1] * 4
-    assert worker.stats() == {"sent": 8, "acked": 2}
+    n = len(values)  # at least 8: a loop behind its rate hands over every send that is due at once
+    assert n >= 8 and len(set(values)) == n and all(len(v) == 16 and v.startswith("producer-0-") for v in values)
+    assert [p for _, p, _ in producer.sent] == [i % 2 for i in range(n)]
+    assert worker.stats() == {"sent": n, "acked": len(range(0, n, 4))}
     events = _events(tmp_path / "h.jsonl")
-    assert [(e["type"]) for e in events] == ["invoke", "ok", "invoke", "fail", "invoke", "info", "invoke", "info"] * 2
-    first_ok, fail, info, raised = events[1], events[3], events[5], events[7]
+    # each send's invoke, then its one outcome, as the script answered the n-th send
+    by_value: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        by_value.setdefault(e["value"]["value"], []).append(e)
+    assert list(by_value) == values
+    assert [[e["type"] for e in by_value[v]] for v in values] == [
+        ["invoke", t] for t in ("ok", "fail", "info", "info")
+    ] * (n // 4) + [["invoke", t] for t in ("ok", "fail", "info", "info")][: n % 4]
+    first_ok, fail, info, raised = (by_value[values[i]][1] for i in range(4))
     assert first_ok["value"] == {"topic": "t", "partition": 0, "key": None, "value": values[0], "offset": 10}
     assert fail["error"] == f"KafkaTimeoutError: {no_metadata}" and "offset" not in fail["value"]
     assert info["error"] == "TimeoutException: expired"
     assert raised["error"] == "RuntimeError: boom"
+
+
+class BatchScriptedProducer(ScriptedProducer):
+    """A ``ScriptedProducer`` that takes batches (``BatchProducer``), answering each send as
+    the script says: the acknowledgements of a batch in one ``acked`` call, after the others."""
+
+    def __init__(self, script: list[SendOutcome | Exception], gone_at: int = -1) -> None:
+        super().__init__(script, 1 << 30, lambda: None)
+        self.batches: list[int] = []
+        self.gone_at = gone_at  # the send at which the "worker" dies: it and the rest end info
+
+    def send_batch(self, topic: str, partitions: Sequence[int], values: Sequence[str], outcomes: Any) -> None:
+        self.batches.append(len(values))
+        indexes: list[int] = []
+        offsets: list[int] = []
+        for i, (partition, value) in enumerate(zip(partitions, values, strict=True)):
+            if len(self.sent) == self.gone_at:
+                gone = WorkerGone("killed by the fault f1 (client-kill)")
+                for j in range(i, len(values)):
+                    outcomes.ended(j, SendOutcome.info(gone))
+                outcomes.acked(indexes, offsets)
+                raise gone
+            answer = self.script[len(self.sent) % len(self.script)]
+            self.sent.append((topic, partition, value))
+            if isinstance(answer, Exception):
+                outcomes.ended(i, SendOutcome.info(answer))
+            elif answer.outcome is Outcome.OK:
+                indexes.append(i)
+                offsets.append(int(answer.offset))  # type: ignore[arg-type]
+            else:
+                outcomes.ended(i, answer)
+        outcomes.acked(indexes, offsets)
+
+
+def test_a_batch_of_sends_records_what_single_sends_record(tmp_path: Path) -> None:
+    """The producer workload's batch (``_send_many``, when sends are due faster than one at a
+    time) writes the events single sends write: each send's invoke, then its one outcome."""
+    script: list[SendOutcome | Exception] = [SendOutcome.ok(10), SendOutcome.fail("E: no"), RuntimeError("boom")]
+    driver = ScriptedDriver()
+    producer = BatchScriptedProducer(script)
+    driver.producer = lambda settings: producer  # type: ignore[method-assign]
+    with HistoryWriter(tmp_path / "h.jsonl") as history:
+        worker = ProducerWorker(
+            "producer-0", ["127.0.0.1:1"], history, ProducerConfig("t", partitions=2), client=driver
+        )
+        worker._send_many(0, 6)
+        worker._send_one(0, worker.value(6))  # a single send after it: the old path, unchanged
+    assert producer.batches == [6] and len(producer.sent) == 7
+    assert worker.stats() == {"sent": 7, "acked": 3}
+    events = _events(tmp_path / "h.jsonl")
+    by_value: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        by_value.setdefault(e["value"]["value"], []).append(e)
+    assert list(by_value) == [worker.value(i) for i in range(7)]
+    assert [[e["type"] for e in by_value[worker.value(i)]] for i in range(7)] == [
+        ["invoke", "ok"],
+        ["invoke", "fail"],
+        ["invoke", "info"],
+    ] * 2 + [["invoke", "ok"]]
+    ok = by_value[worker.value(3)][1]
+    assert ok["value"] == {"topic": "t", "partition": 1, "key": None, "value": worker.value(3), "offset": 10}
+    assert by_value[worker.value(1)][1]["error"] == "E: no"
+    assert by_value[worker.value(2)][1]["error"] == "RuntimeError: boom"
+
+
+def test_a_batch_whose_worker_dies_ends_every_send_of_it_once(tmp_path: Path) -> None:
+    """The worker dies within a batch: every send of it has one outcome (the ones after its end
+    ``info``), and the workload records nothing more for them; without a restart it stops."""
+    driver = ScriptedDriver()
+    producer = BatchScriptedProducer([SendOutcome.ok(1)], gone_at=2)
+    driver.producer = lambda settings: producer  # type: ignore[method-assign]
+    with HistoryWriter(tmp_path / "h.jsonl") as history:
+        worker = ProducerWorker("producer-0", ["127.0.0.1:1"], history, ProducerConfig("t"), client=driver)
+        worker.stopping.set()  # no restart comes: await_restart returns at once
+        worker._send_many(0, 5)
+    events = _events(tmp_path / "h.jsonl")
+    completions = [e for e in events if e["type"] != "invoke"]
+    assert [e["type"] for e in events[:5]] == ["invoke"] * 5
+    assert sorted((e["value"]["value"], e["type"]) for e in completions) == sorted(
+        [(worker.value(0), "ok"), (worker.value(1), "ok")] + [(worker.value(i), "info") for i in range(2, 5)]
+    )
+    assert all(
+        e["error"] == "WorkerGone: killed by the fault f1 (client-kill)" for e in completions if e["type"] == "info"
+    )
+
+
+def test_send_batch_over_a_driver_without_batches_sends_one_by_one() -> None:
+    """``send_batch`` over a plain ``ProducerDriver``: one ``send`` each, acknowledgements to
+    ``acked``, a raise ``info``; the worker's end ends the rest ``info`` and is raised after."""
+    got: list[tuple[int, Any]] = []
+
+    class Outcomes:
+        def acked(self, indexes: Sequence[int], offsets: Sequence[int]) -> None:
+            got.extend(zip(indexes, offsets, strict=True))
+
+        def ended(self, index: int, outcome: SendOutcome) -> None:
+            got.append((index, outcome.outcome.value))
+
+    script: list[SendOutcome | Exception] = [SendOutcome.ok(7), RuntimeError("boom"), SendOutcome.info("E: t")]
+    plain = ScriptedProducer(script, 1 << 30, lambda: None)
+    send_batch(plain, "t", [0, 1, 0], ["a", "b", "c"], Outcomes())
+    assert got == [(0, 7), (1, "info"), (2, "info")] and [v for _, _, v in plain.sent] == ["a", "b", "c"]
+    got.clear()
+    dying = ScriptedProducer([SendOutcome.ok(1), WorkerGone("killed")], 1 << 30, lambda: None)
+    with pytest.raises(WorkerGone):
+        send_batch(dying, "t", [0, 0, 0, 0], ["a", "b", "c", "d"], Outcomes())
+    assert got == [(0, 1), (1, "info"), (2, "info"), (3, "info")] and len(dying.sent) == 2
+    with pytest.raises(ValueError):
+        send_batch(plain, "t", [0], ["a", "b"], Outcomes())
 
 
 def test_consumer_worker_records_polls_positions_and_truncation(tmp_path: Path) -> None:

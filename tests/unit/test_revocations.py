@@ -111,7 +111,7 @@ def test_revoke_events_parse_and_a_bad_reason_is_an_error() -> None:
     assert revocation_of(event).to_event_value() == {"topic": "t", "partition": 2, "reason": "lost"}
     with pytest.raises(ValueError):
         revocation_of({**event, "reason": "gone"})
-    assert PROTOCOL == 2 and PROTOCOLS == {1, 2}
+    assert PROTOCOL == 3 and PROTOCOLS == {1, 2, 3}
 
 
 def test_revocations_reach_the_listener_in_order_with_the_positions(tmp_path: Path) -> None:
@@ -153,8 +153,8 @@ def test_a_worker_of_protocol_1_still_works_and_another_is_refused(tmp_path: Pat
         assert old.poll(10) == []
     finally:
         old.close()
-    with pytest.raises(WorkerError, match="speaks protocol 3, the harness 1 or 2"):
-        WorkerDriver("peer", "0", _Peer(tmp_path, 3)).consumer(_settings(), Seen())
+    with pytest.raises(WorkerError, match="speaks protocol 4, the harness 1 or 2 or 3"):
+        WorkerDriver("peer", "0", _Peer(tmp_path, 4)).consumer(_settings(), Seen())
 
 
 class _RevokingConsumer:
