@@ -83,10 +83,11 @@ def of_pytest(code: int) -> Exit:
 
 def worst(*codes: int) -> Exit:
     """The one exit status of a command with several outcomes (suites, then their report)."""
-    return max((_known(c) for c in codes), key=lambda e: _SEVERITY[e], default=Exit.OK)
+    return max((of_child(c) for c in codes), key=lambda e: _SEVERITY[e], default=Exit.OK)
 
 
-def _known(code: int) -> Exit:
+def of_child(code: int) -> Exit:
+    """A child ``highwater`` command's exit code as ours; a code of no one's is a harness error."""
     try:
         return Exit(code)
     except ValueError:  # a code of no one's (a child killed by a signal): no verdict

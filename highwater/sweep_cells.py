@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .exit_codes import Exit
+from .exit_codes import Exit, of_child
 from .sweep import ReleaseStatus, SweepError, clock
 
 #: attempts per cell: the first, and one more after a harness error
@@ -141,24 +141,16 @@ def setup_argv(python: str, kafka: str) -> list[str]:
     return [python, "-m", "highwater.cli", "setup", "--kafka-version", kafka]
 
 
-def exit_of(code: int) -> Exit:
-    """A child's exit code as ours; one of no one's (a signal: negative) is a harness error."""
-    try:
-        return Exit(code)
-    except ValueError:
-        return Exit.HARNESS
-
-
 def retried(code: int, attempt: int, max_attempts: int = MAX_ATTEMPTS) -> bool:
     """Whether attempt number ``attempt`` (from 1), ended with ``code``, is followed by another:
     only a harness error is, never a verdict."""
-    return attempt < max_attempts and exit_of(code) is Exit.HARNESS
+    return attempt < max_attempts and of_child(code) is Exit.HARNESS
 
 
 def status_of(code: int) -> ReleaseStatus | None:
     """A cell's outcome in the sweep state; None for an interrupted one (left pending, so the
     same command runs it again)."""
-    exit_code = exit_of(code)
+    exit_code = of_child(code)
     if exit_code is Exit.INTERRUPTED:
         return None
     return {
@@ -183,9 +175,9 @@ def done_line(result: CellResult, done: int, total: int, elapsed: float) -> str:
     attempts = f"{result.attempts} attempt{'s' if result.attempts != 1 else ''}"
     where = f" on {result.host}" if result.host else ""
     why = f" ({result.reason})" if result.reason else ""
-    log = f"; log {result.log}" if result.log and exit_of(result.code) not in (Exit.OK,) else ""
+    log = f"; log {result.log}" if result.log and of_child(result.code) not in (Exit.OK,) else ""
     return (
-        f"cell {done} of {total} done: {result.key}: {_SAID[exit_of(result.code)]}{why} in "
+        f"cell {done} of {total} done: {result.key}: {_SAID[of_child(result.code)]}{why} in "
         f"{clock(result.seconds)}, {attempts}{where}; elapsed {clock(elapsed)}{log}"
     )
 
