@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -29,9 +30,9 @@ log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
 
 
-def _set_pdeathsig() -> None:  # runs in the child between fork and exec
+def _set_pdeathsig(sig: int = signal.SIGKILL) -> None:  # runs in the child between fork and exec
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    libc.prctl(_PR_SET_PDEATHSIG, sig)
 
 
 def proc_start_time(pid: int) -> int | None:
@@ -90,9 +91,12 @@ def spawn(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     die_with_parent: bool = True,
+    death_signal: int = signal.SIGKILL,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` with stdout+stderr appended to ``log_path``, in its own session (so a
-    Ctrl-C in the terminal reaches us, and our teardown stops it in order)."""
+    Ctrl-C in the terminal reaches us, and our teardown stops it in order). With
+    ``die_with_parent`` it gets ``death_signal`` when this process dies (SIGINT lets a child
+    that owns processes of its own, such as ``highwater run``, stop them first)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     out: IO[bytes] = open(log_path, "ab")
     try:
@@ -105,7 +109,7 @@ def spawn(
             env=env,
             start_new_session=True,
             close_fds=True,
-            preexec_fn=_set_pdeathsig if die_with_parent else None,
+            preexec_fn=functools.partial(_set_pdeathsig, death_signal) if die_with_parent else None,
         )
     finally:
         out.close()

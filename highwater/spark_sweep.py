@@ -18,7 +18,6 @@ and a worker orphaned by its executor interrupts its child itself.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
 import signal
@@ -30,7 +29,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
+
+from harness.procs import spawn
 
 from .exit_codes import Exit
 from .sweep_cells import CELL_LOGS, Cell, CellResult, CellSettings, Master, retried, run_argv, setup_argv
@@ -51,23 +52,12 @@ _SET_UP: set[str] = set()
 # --- on the executor ---------------------------------------------------------------------------
 
 
-def _interrupt_with_parent() -> None:  # in the child, between fork and exec
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG
-
-
-def _child(argv: Sequence[str], out: IO[bytes], cwd: str | None) -> int:
-    """Run one child to its end, in a session of its own; interrupted (then killed) if this task
-    is abandoned: an exception here, or the executor gone (this worker re-parented)."""
+def _child(argv: Sequence[str], log: Path, cwd: str | None) -> int:
+    """Run one child to its end (``harness.procs.spawn``: its own session, output appended to
+    ``log``, SIGINT when this worker dies); interrupted (then killed) if this task is abandoned:
+    an exception here, or the executor gone (this worker re-parented)."""
     parent = os.getppid()
-    proc = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        start_new_session=True,
-        preexec_fn=_interrupt_with_parent,
-    )
+    proc = spawn(argv, log_path=log, cwd=Path(cwd) if cwd else None, death_signal=signal.SIGINT)
     try:
         while True:
             try:
@@ -99,16 +89,15 @@ def _attempt(cell: Cell, settings: CellSettings, attempt: int, log: Path) -> int
     cwd = settings.cwd if settings.cwd and Path(settings.cwd).is_dir() else None
     with open(log, "ab") as out:
         out.write(f"== {cell.key}: attempt {attempt} on {socket.gethostname()}\n".encode())
-        out.flush()
-        if cell.kafka not in _SET_UP:
-            code = _child(setup_argv(python, cell.kafka), out, cwd)
-            if code != 0:
-                return Exit.HARNESS  # no cluster can start here: a harness reason, tried again
-            _SET_UP.add(cell.kafka)
-        argv = run_argv(python, cell, settings, attempt)
+    if cell.kafka not in _SET_UP:
+        code = _child(setup_argv(python, cell.kafka), log, cwd)
+        if code != 0:
+            return Exit.HARNESS  # no cluster can start here: a harness reason, tried again
+        _SET_UP.add(cell.kafka)
+    argv = run_argv(python, cell, settings, attempt)
+    with open(log, "ab") as out:
         out.write(("== " + " ".join(argv[1:]) + "\n").encode())
-        out.flush()
-        return _child(argv, out, cwd)
+    return _child(argv, log, cwd)
 
 
 def run_cell(cell: Cell, settings: CellSettings) -> CellResult:

@@ -5,7 +5,6 @@ executor's attempts with stand-ins for Spark and for the runs."""
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -295,7 +294,7 @@ def test_an_executor_tries_a_harness_error_again_and_sets_a_release_up_once(
     children: list[list[str]] = []
     codes = {"setup": [0], "run": [4, 1, 0]}  # refused, then a verdict; then another cell valid
 
-    def child(argv: Sequence[str], out: io.BufferedWriter, cwd: str | None) -> int:
+    def child(argv: Sequence[str], log: Path, cwd: str | None) -> int:
         children.append(list(argv))
         return codes[argv[3]].pop(0)
 
@@ -313,15 +312,14 @@ def test_an_executor_tries_a_harness_error_again_and_sets_a_release_up_once(
 
 
 def test_a_failed_setup_is_a_harness_error_tried_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(spark_sweep, "_child", lambda argv, out, cwd: 1 if argv[3] == "setup" else 0)
+    monkeypatch.setattr(spark_sweep, "_child", lambda argv, log, cwd: 1 if argv[3] == "setup" else 0)
     monkeypatch.setattr(spark_sweep, "_SET_UP", set())
     result = spark_sweep.run_cell(Cell("4.4.0", "kafka-python", TEST), CellSettings("camp", str(tmp_path)))
     assert (result.code, result.attempts) == (Exit.HARNESS, 2)
 
 
 def test_a_child_exit_code_is_returned(tmp_path: Path) -> None:
-    with open(tmp_path / "log", "ab") as out:
-        assert spark_sweep._child([sys.executable, "-c", "raise SystemExit(4)"], out, None) == 4
+    assert spark_sweep._child([sys.executable, "-c", "raise SystemExit(4)"], tmp_path / "log", None) == 4
 
 
 def test_help_says_what_master_does() -> None:
