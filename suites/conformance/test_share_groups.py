@@ -81,8 +81,12 @@ def test_share_group_through_a_member_kill_and_a_coordinator_kill(  # type: igno
     kinds = [k for k, _ in faults_of(events)]
     assert kinds == ["client_kill", "kill"], kinds
     killed_at = next(e["time_ns"] for e in events if e["f"] == "fault" and e["value"]["kind"] == "client_kill")
-    death = [e for e in events if e["process"] == "consumer-1" and e["type"] == "info" and e["time_ns"] >= killed_at]
-    assert death and "WorkerGone" in str(death[0]["error"]), death[:3]
+    # Between the fault's invoke and the kill itself the member may still see its last
+    # acknowledgements end (an info of the broker's error, as CI saw once): the death is the
+    # info that names the gone worker, not necessarily the first info after the invoke.
+    after = [e for e in events if e["process"] == "consumer-1" and e["type"] == "info" and e["time_ns"] >= killed_at]
+    death = [e for e in after if "WorkerGone" in str(e.get("error"))]
+    assert death, after[:3]
     again = [e for e in events if e["process"] == "consumer-1" and e["f"] == "acquire" and e["time_ns"] > killed_at]
     assert any(e["type"] == "ok" for e in again), "the killed member never acquired a record after its restart"
 
