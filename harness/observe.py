@@ -114,6 +114,14 @@ class Observer:
         """The brokers this client can address by id, from its metadata cache (see module docstring)."""
         return sorted(int(b.node_id) for b in self.admin._manager.cluster.brokers())
 
+    def elect_unclean(self, topic: str, partitions: list[int]) -> str:
+        """ElectLeaders(UNCLEAN) for ``partitions`` of ``topic``; the response, as text. The
+        admin client keeps the controller id it was told first (a KRaft broker names a random
+        live broker) and sends every controller request there, so after that broker was killed
+        each would fail with ``UnknownBrokerIdError``: the id is asked afresh each time."""
+        self.admin._controller_id = None  # see module docstring
+        return str(self.admin.elect_leaders(1, {topic: partitions}, raise_errors=False))
+
     def knows_brokers(self, ids: set[int]) -> bool:
         """Whether this client can address every broker in ``ids`` by id (``send_to``); asks
         for a metadata refresh when it cannot yet."""
