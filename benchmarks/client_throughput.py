@@ -40,7 +40,7 @@ cluster (interleaved): the bare rate of a library swings by 2-3x within a sessio
 each worker figure with the bare figure measured next to it. ``--only produce`` (or
 ``consume``) and ``--no-tool`` leave out what a question does not need, for more rounds in the
 time; ``--cpu`` prints the CPU each thread of the harness and of the worker used during each
-produce (``/proc/<pid>/task``): where the time went.
+produce and each consume (``/proc/<pid>/task``): where the time went.
 
     .venv/bin/python benchmarks/client_throughput.py [--records 200000] [--runs 3]
         [--value-bytes 100] [--clients kafka-python,java] [--kafka-version V] [--no-bare]
@@ -308,12 +308,14 @@ def driver_consume(driver: ClientDriver, bootstrap: list[str], topic: str, recor
     """records/s through the driver: from the first poll (after assign and seek to the log
     start) until ``records`` records came back."""
     consumer = driver.consumer(ConsumerSettings(bootstrap=bootstrap, client_id=f"bench-c-{topic}"), _NoMoves())
+    pid = getattr(getattr(consumer, "process", None), "pid", None)  # a worker's
     try:
         tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
         consumer.assign(tps)
         for tp in tps:
             consumer.seek_to_beginning(tp)
         got = 0
+        own, theirs, machine = thread_cpu("self"), thread_cpu(pid) if pid else {}, machine_busy()
         t0 = time.monotonic()
         deadline = t0 + 120.0
         while got < records:
@@ -324,6 +326,11 @@ def driver_consume(driver: ClientDriver, bootstrap: list[str], topic: str, recor
                 raise RuntimeError(f"truncation detected on a fresh topic: {polled}")
             got += len(polled)
         elapsed = time.monotonic() - t0
+        if SHOW_CPU:
+            print_cpu("harness", cpu_delta(own, thread_cpu("self")))
+            if pid:
+                print_cpu("worker", cpu_delta(theirs, thread_cpu(pid)))
+            print_machine(machine)
     finally:
         consumer.close()
     return got / elapsed
@@ -534,7 +541,7 @@ def main() -> int:
     ap.add_argument("--no-bare", action="store_true", help="skip the libraries' own rates (without highwater)")
     ap.add_argument("--only", choices=("produce", "consume"), help="measure one direction only")
     ap.add_argument("--no-tool", action="store_true", help="skip Kafka's perf tools")
-    ap.add_argument("--cpu", action="store_true", help="print each produce's CPU per thread (harness, worker)")
+    ap.add_argument("--cpu", action="store_true", help="print each produce's and consume's CPU per thread (harness, worker)")
     args = ap.parse_args()
     global SHOW_CPU
     SHOW_CPU = args.cpu

@@ -280,14 +280,17 @@ class Consumer:
     def handle(self, op: str, cmd: dict[str, Any]) -> dict[str, Any]:
         c = self.consumer
         if op == "poll":
-            polled = c.poll(int(cmd["timeout_ms"]))
+            # a driver that builds the reply's columns itself (poll_parts) skips a record object
+            # per record; any other is regrouped from its records (parts_of)
+            poll_parts = getattr(c, "poll_parts", None)
+            polled = poll_parts(int(cmd["timeout_ms"])) if poll_parts else c.poll(int(cmd["timeout_ms"]))
             if isinstance(polled, TruncationSignal):
                 divergent = [
                     {"topic": tp.topic, "partition": tp.partition, "offset": o} for tp, o in polled.divergent.items()
                 ]
                 error = polled.error if isinstance(polled.error, str) else error_text(polled.error)
                 return {"truncation": divergent, "error": error}
-            return {"parts": parts_of(polled)}
+            return {"parts": polled if poll_parts else parts_of(polled)}
         if op == "assign":
             c.assign([_tp(p) for p in cmd["partitions"]])
         elif op == "subscribe":

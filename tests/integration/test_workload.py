@@ -276,11 +276,11 @@ def test_client_driver_contract(cluster: Cluster, client: str) -> None:
         Listener(),
     )
     tp = TopicPartition(topic, 0)
-    # the Python worker speaks the harness's current protocol (3: batch lines); the Java and
-    # Node.js workers 2 (revoke events: every consumer has them; batch lines are the harness's
-    # to write, and it writes them only to a worker of 3)
+    # the Python and Node.js workers speak the harness's current protocol (3: batch lines); the
+    # Java worker 2 (revoke events: every consumer has them; batch lines are the harness's to
+    # write, and it writes them only to a worker of 3)
     assert isinstance(consumer, WorkerConsumer)
-    assert consumer.process.protocol == (PROTOCOL if driver.name in ("kafka-python", "confluent-kafka") else 2)
+    assert consumer.process.protocol == (2 if driver.name == "java" else PROTOCOL)
 
     def read(n: int) -> list[PolledRecord]:
         got: list[PolledRecord] = []

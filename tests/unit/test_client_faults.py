@@ -10,7 +10,15 @@ from faults.common import FaultError
 from faults.spec import FaultKind, parse_fault
 from faults.target import ClientTarget, TargetKind, parse_target
 from harness.clients import PolledRecord, SendOutcome
-from harness.clients.worker import WorkerError, WorkerInfo, classify_send_result, parts_of, records_of, stated_outcome
+from harness.clients.worker import (
+    WorkerError,
+    WorkerInfo,
+    classify_send_result,
+    part_of,
+    parts_of,
+    records_of,
+    stated_outcome,
+)
 
 WORKERS = [
     WorkerInfo("producer-0", "producer", "kafka-python 3.0.12"),
@@ -67,6 +75,21 @@ def test_poll_replies_round_trip_through_their_runs() -> None:
     assert [p["offsets"] for p in parts] == [[5, 2, 8, 1], [9, 1], [0, 1]]
     assert parts[0]["epochs"] == [1, 2, 2, 1]
     assert records_of({"parts": parts}) == records
+
+
+def test_a_part_s_runs_take_the_fast_path_only_when_it_is_exact() -> None:
+    # consecutive offsets of one epoch: one run each
+    part = part_of("t", 0, 2, [7, 8, 9], ["a", "b", "c"], [4, 4, 4])
+    assert (part["offsets"], part["epochs"]) == ([7, 3], [4, 3])
+    # spans that look consecutive by their ends but are not (a seek back inside one poll)
+    assert part_of("t", 0, 2, [5, 7, 6, 8], ["a"] * 4, [1] * 4)["offsets"] == [5, 1, 7, 1, 6, 1, 8, 1]
+    assert part_of("t", 0, 2, [5, 6, 8], ["a"] * 3, [1] * 3)["offsets"] == [5, 2, 8, 1]
+    # epochs that change, unknown epochs, and no records at all
+    assert part_of("t", 0, None, [1, 2, 3], ["a"] * 3, [None, None, 3])["epochs"] == [None, 2, 3, 1]
+    empty = part_of("t", 0, None, [], [], [])
+    assert (empty["offsets"], empty["epochs"], empty["values"]) == ([], [], [])
+    records = [PolledRecord("t", 0, o, v, e, 1) for o, v, e in [(5, "a", 1), (7, None, 1), (8, "c", None)]]
+    assert records_of({"parts": [part_of("t", 0, 1, [5, 7, 8], ["a", None, "c"], [1, 1, None])]}) == records
 
 
 def test_a_worker_that_classifies_its_outcomes_is_taken_at_its_word() -> None:
