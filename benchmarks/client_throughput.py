@@ -541,7 +541,9 @@ def main() -> int:
     ap.add_argument("--no-bare", action="store_true", help="skip the libraries' own rates (without highwater)")
     ap.add_argument("--only", choices=("produce", "consume"), help="measure one direction only")
     ap.add_argument("--no-tool", action="store_true", help="skip Kafka's perf tools")
-    ap.add_argument("--cpu", action="store_true", help="print each produce's and consume's CPU per thread (harness, worker)")
+    ap.add_argument(
+        "--cpu", action="store_true", help="print each produce's and consume's CPU per thread (harness, worker)"
+    )
     args = ap.parse_args()
     global SHOW_CPU
     SHOW_CPU = args.cpu

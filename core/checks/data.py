@@ -63,6 +63,18 @@ def distinct(a: Any) -> np.ndarray:
     return s[keep]
 
 
+def search(s: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(s, keys)`` (``s`` sorted, not empty), clipped to ``s``'s last index so
+    ``s[at] == keys`` says which keys are in ``s``. The keys are searched in sorted order: a
+    binary search per key in random order (value ids are hashes) misses the cache at every
+    step once ``s`` outgrows it, measured 4x slower than sorting the keys first at 4 M keys."""
+    flat = keys.ravel()
+    order = np.argsort(flat)
+    at = np.empty(flat.shape, np.intp)
+    at[order] = np.searchsorted(s, flat[order])
+    return np.minimum(at, len(s) - 1).reshape(keys.shape)
+
+
 def member(a: Any, b: Any) -> np.ndarray:
     """``np.isin(a, b)`` by a sort of ``b`` and a binary search (``np.isin`` hashes ``b`` through
     ``np.unique``: see ``distinct``). Integers only."""
@@ -70,8 +82,7 @@ def member(a: Any, b: Any) -> np.ndarray:
     if b.size == 0:
         return np.zeros(a.shape, bool)
     s = np.sort(b)
-    at = np.minimum(np.searchsorted(s, a), len(s) - 1)
-    return np.asarray(s[at] == a, bool)
+    return np.asarray(s[search(s, a)] == a, bool)
 
 
 def is_truncation(text: str | None) -> bool:
@@ -131,7 +142,7 @@ def match_invokes(
     keys, first = np.unique(ik[order], return_index=True)
     first_row = inv_row[order][first]
     ck = key(proc, vid)
-    at = np.minimum(np.searchsorted(keys, ck), len(keys) - 1)
+    at = search(keys, ck)
     return np.where(keys[at] == ck, first_row[at], -1).astype(np.int64)
 
 
