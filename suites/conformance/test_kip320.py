@@ -52,7 +52,7 @@ from faults.inject import Injector
 from faults.spec import parse_fault
 from harness.distribution import parse_version
 from harness.local.cluster import Cluster
-from harness.observe import DEBUGGING_REPLICA_ID
+from harness.observe import DEBUGGING_REPLICA_ID, PartitionState
 from harness.waiting import wait_until
 from highwater.profiles import Profile
 from highwater.run_spec import RunSpec
@@ -107,26 +107,31 @@ def unclean_truncation(notes: dict[str, Any]):  # type: ignore[no-untyped-def]
         t_kill = time.monotonic()
         injector.heal(cut)
         t0 = time.monotonic()
-        try:
-            if parse_version(cluster.kafka_version) < AUTOMATIC_UNCLEAN_SINCE:
-                raise RuntimeError(f"Kafka {cluster.kafka_version}'s controller never elects uncleanly on its own")
-            st = cluster.wait_for_isr(
-                spec.topic,
-                0,
-                lambda st: st.leader == f1,
-                SESSION_MS / 1000 + 15,
-                f"broker {f1} is elected (uncleanly) once {leader} is fenced",
+        st: PartitionState | None = None
+        if parse_version(cluster.kafka_version) < AUTOMATIC_UNCLEAN_SINCE:
+            notes["automatic_election_error"] = (
+                f"Kafka {cluster.kafka_version}'s controller never elects uncleanly on its own"
             )
-            notes["election"] = "automatic (topic config unclean.leader.election.enable=true)"
-        except Exception as exc:  # noqa: BLE001 - then ask for it explicitly
-            notes["automatic_election_error"] = str(exc)
+        else:
+            try:
+                st = cluster.wait_for_isr(
+                    spec.topic,
+                    0,
+                    lambda st: st.leader == f1,
+                    SESSION_MS / 1000 + 15,
+                    f"broker {f1} is elected (uncleanly) once {leader} is fenced",
+                )
+                notes["election"] = "automatic (topic config unclean.leader.election.enable=true)"
+            except Exception as exc:  # noqa: BLE001 - then ask for it explicitly
+                notes["automatic_election_error"] = str(exc)
+        if st is None:
 
-            def elected() -> bool:  # asked again until F1 leads: the first may reach no controller
+            def elected() -> PartitionState | None:  # asked again until F1 leads: the first may reach no controller
                 notes["elect_leaders_response"] = obs.elect_unclean(spec.topic, [0])
-                return cluster.partition_state(spec.topic, 0).leader == f1
+                now = cluster.partition_state(spec.topic, 0)
+                return now if now.leader == f1 else None
 
-            wait_until(elected, SESSION_MS / 1000 + 20, f"broker {f1} is elected by ElectLeaders(UNCLEAN)")
-            st = cluster.partition_state(spec.topic, 0)
+            st = wait_until(elected, SESSION_MS / 1000 + 20, f"broker {f1} is elected by ElectLeaders(UNCLEAN)")
             notes["election"] = "ElectLeaders(UNCLEAN)"
         notes["election_seconds"] = round(time.monotonic() - t0, 1)
         notes["after_election"] = st.to_event_value()
