@@ -270,6 +270,9 @@ class Consumer:
         self.client = client
         self.settings = settings
         self.consumer = driver.consumer(settings, self)
+        # a driver that builds the reply's columns itself (poll_parts) skips a record object per
+        # record; any other is regrouped from its records (parts_of)
+        self.poll_parts = getattr(self.consumer, "poll_parts", None)
 
     def on_position_change(self, change: PositionChange) -> None:
         emit({"event": "position", **change.to_event_value()})
@@ -280,9 +283,7 @@ class Consumer:
     def handle(self, op: str, cmd: dict[str, Any]) -> dict[str, Any]:
         c = self.consumer
         if op == "poll":
-            # a driver that builds the reply's columns itself (poll_parts) skips a record object
-            # per record; any other is regrouped from its records (parts_of)
-            poll_parts = getattr(c, "poll_parts", None)
+            poll_parts = self.poll_parts
             polled = poll_parts(int(cmd["timeout_ms"])) if poll_parts else c.poll(int(cmd["timeout_ms"]))
             if isinstance(polled, TruncationSignal):
                 divergent = [

@@ -318,21 +318,15 @@ class KafkaPythonConsumer:
             offsets = [r.offset for r in recs]
             values = [r.value.decode() if isinstance(r.value, bytes) else r.value for r in recs]
             epochs = [e if e is not None and e >= 0 else None for e in (r.leader_epoch for r in recs)]
-            # one partition's records ascend: their sources come from one walk (sources_of),
-            # nearly always one broker for the whole poll
-            sources = self.sources.sources_of(tp, offsets)
-            if sources.count(sources[0]) == len(sources):
-                parts.append(part_of(tp.topic, tp.partition, sources[0], offsets, values, epochs))
-            else:
-                start = 0
-                for source, same in itertools.groupby(sources):
-                    end = start + sum(1 for _ in same)
-                    parts.append(
-                        part_of(
-                            tp.topic, tp.partition, source, offsets[start:end], values[start:end], epochs[start:end]
-                        )
-                    )
-                    start = end
+            # one partition's records ascend: their sources come from one walk (sources_of);
+            # an entry per run of one serving broker (nearly always one for the whole poll)
+            start = 0
+            for source, same in itertools.groupby(self.sources.sources_of(tp, offsets)):
+                end = start + sum(1 for _ in same)
+                parts.append(
+                    part_of(tp.topic, tp.partition, source, offsets[start:end], values[start:end], epochs[start:end])
+                )
+                start = end
             self.sources.forget_below(tp, recs[-1].offset)
         return parts
 

@@ -134,10 +134,8 @@ class ProducerWorker(Worker):
                 [op["value"] for op in ops],
                 _Outcomes(self, ops),
             )
-        except ClientGone:  # killed: its sends ended info already; a new producer once restarted
-            if self.await_restart():
-                self.close()
-                self._producer = self._make_producer()
+        except ClientGone:  # killed: its sends ended info already
+            self._replace_after_death()
 
     def _send_one(self, partition: int, value: str, txn: str | None = None) -> None:
         topic = self.config.topic
@@ -149,13 +147,17 @@ class ProducerWorker(Worker):
         try:
             assert self._producer is not None, "a send needs a producer"
             self._producer.send(topic, partition, value, lambda outcome: self._on_outcome(op, outcome))
-        except WorkerGone as exc:  # killed: this send is unknown; a new producer once restarted
+        except WorkerGone as exc:  # killed: this send is unknown
             self.history.info(self.name, "send", op, error=exc)
-            if self.await_restart():
-                self.close()
-                self._producer = self._make_producer()
+            self._replace_after_death()
         except Exception as exc:  # noqa: BLE001 - recorded; unknown outcome
             self.history.info(self.name, "send", op, error=exc)
+
+    def _replace_after_death(self) -> None:
+        """The producer's worker was killed: a new producer once a restart is asked for."""
+        if self.await_restart():
+            self.close()
+            self._producer = self._make_producer()
 
     def _record_acked(self, ops: Sequence[dict[str, Any]], offsets: Sequence[int]) -> None:
         with self._lock:
@@ -165,9 +167,7 @@ class ProducerWorker(Worker):
 
     def _on_outcome(self, op: dict[str, Any], outcome: SendOutcome) -> None:
         if outcome.outcome is Outcome.OK:
-            with self._lock:
-                self._acked += 1
-            self.history.ok(self.name, "send", {**op, "offset": outcome.offset})
+            self._record_acked((op,), (outcome.offset,))  # type: ignore[arg-type]
         elif outcome.outcome is Outcome.FAIL:
             self.history.fail(self.name, "send", op, error=outcome.error)
         else:
