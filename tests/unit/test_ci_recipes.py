@@ -156,13 +156,37 @@ def test_every_highwater_command_parses(recipe: tuple[str, list[Script]]) -> Non
 
 
 def test_reports_read_the_campaign_the_runs_wrote(recipe: tuple[str, list[Script]]) -> None:
-    """``highwater report RESULTS/CAMPAIGN`` of each job names a campaign a run of the recipe
-    writes (the nightly's report job reads what its shards wrote)."""
+    """``highwater report DIR`` of each job names a campaign a run of the recipe writes
+    (``RESULTS/CAMPAIGN``, the push job), or the results directory its runs and sweeps write
+    their campaigns into (the nightly's report job reads every campaign its shards wrote)."""
     name, scripts = recipe
     parsed = [parse(argv) for _, argv in highwater_commands(scripts)]
-    written = {Path(a.results) / a.campaign for a in parsed if a.command == "run"}
+    writers = [a for a in parsed if a.command in ("run", "sweep")]
+    written = {Path(a.results) / a.campaign for a in writers} | {Path(a.results) for a in writers}
     read = {Path(a.results) for a in parsed if a.command == "report"}
     assert read and read <= written, (name, read, written)
+
+
+#: the client libraries whose newest versions the nightly sweeps (``highwater sweep --over client``)
+CLIENT_LIBRARIES = ["kafka-python", "confluent-kafka", "java", "kafkajs"]
+
+
+def test_the_nightly_sweeps_each_clients_newest_versions_in_a_campaign_of_its_own(
+    recipe: tuple[str, list[Script]],
+) -> None:
+    """Each shard sweeps the newest few versions of every client library against the newest
+    Kafka (no ``--kafka-version``), each library into its own campaign: a campaign holds one
+    sweep's state per shard, and a second sweep of another plan into it is refused. The loop's
+    ``$lib`` stays as written, so the campaign must name it; the loop must list every library."""
+    name, scripts = recipe
+    sweeps = [parse(argv) for job, argv in highwater_commands(scripts) if job == "nightly" and argv[1] == "sweep"]
+    over_client = [a for a in sweeps if a.over == "client"]
+    assert len(over_client) == 1, f"{name}: one client sweep (in a loop over the libraries), not {len(over_client)}"
+    (a,) = over_client
+    assert a.client == "$lib" and a.campaign.endswith("-$lib") and a.newest == 3 and a.kafka_version is None
+    assert a.campaign not in {b.campaign for b in sweeps if b.over == "kafka"}
+    loop = f"for lib in {' '.join(CLIENT_LIBRARIES)}; do"
+    assert any(loop in s.text for s in scripts if s.job == "nightly"), f"{name}: no {loop!r}"
 
 
 def test_the_nightly_shards_cover_every_shard(recipe: tuple[str, list[Script]]) -> None:
