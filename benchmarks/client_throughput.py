@@ -82,7 +82,7 @@ from harness.clients import (  # noqa: E402
     get_driver,
 )
 from harness.clients.base import send_batch  # noqa: E402
-from harness.clients.node import ensure_tree, find_node  # noqa: E402
+from harness.clients.kafkajs import ensure_tree, find_node  # noqa: E402
 from harness.clients.pyversions import installed_version  # noqa: E402
 from harness.config import ClusterSpec  # noqa: E402
 from harness.distribution import default_version, ensure_kafka  # noqa: E402

@@ -8,7 +8,7 @@ import argparse
 
 from core.errors import SetupError
 from harness.clients.java import ensure_worker
-from harness.clients.node import ensure_tree, find_node, pinned_version
+from harness.clients.kafkajs import ensure_tree, find_node, pinned_version
 from harness.distribution import default_version, ensure_kafka, installed_versions
 from harness.java_runtime import find_java
 from harness.paths import home

@@ -24,7 +24,7 @@ from core.errors import HighwaterError
 from harness.backends import DEFAULT_BACKEND, get_backend
 from harness.clients import DEFAULT_CLIENT, ClientSpec, parse_client_spec, parse_client_specs
 from harness.clients.java import OLDEST as JAVA_OLDEST
-from harness.clients.node import OLDEST as KAFKAJS_OLDEST
+from harness.clients.kafkajs import OLDEST as KAFKAJS_OLDEST
 from harness.clients.python import OLDEST as PYTHON_OLDEST
 from harness.distribution import (
     MIN_VERSION,

@@ -75,7 +75,7 @@ def _java(version: str | None) -> ClientDriver:
 
 
 def _kafkajs(version: str | None) -> ClientDriver:
-    from .node import kafkajs_driver
+    from .kafkajs import kafkajs_driver
 
     return kafkajs_driver(version)
 
@@ -104,7 +104,7 @@ def _local(dist: str, path: Path) -> ClientDriver:
 
 
 def _local_kafkajs(path: Path) -> ClientDriver:
-    from .node import kafkajs_local_driver
+    from .kafkajs import kafkajs_local_driver
 
     return kafkajs_local_driver(path)
 

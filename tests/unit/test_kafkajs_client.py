@@ -1,4 +1,4 @@
-"""The kafkajs client's pure parts on the harness side (``harness.clients.node``): the pinned
+"""The kafkajs client's pure parts on the harness side (``harness.clients.kafkajs``): the pinned
 version, refusals before npm runs, what a tree's marker records, and the worker's environment.
 The worker itself is proved on a real cluster by the driver contract tests."""
 
@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from core.errors import SetupError
-from harness.clients import PolledRecord, UnknownClientError, parse_client_spec
-from harness.clients import node as kafkajs
+from harness.clients import PolledRecord, UnknownClientError, kafkajs, parse_client_spec
 from harness.clients.worker import parts_of, records_of
 from highwater import cli_sweep
 

@@ -333,7 +333,7 @@ def test_the_kafkajs_worker_reports_what_kafkajs_tells_it() -> None:
     """kafkajs names no partition when it gives them up: its REBALANCING event gives up every
     partition of the last join, a join without it those of the previous join; an assign-mode
     consumer (a private group of its own) reports none."""
-    from harness.clients import node as kafkajs
+    from harness.clients import kafkajs
 
     node, _ = kafkajs.find_node()
     env = {**os.environ, "NODE_PATH": str(kafkajs.ensure_tree(kafkajs.pinned_version()))}
