@@ -53,7 +53,7 @@ from harness.clients.txnversion import (
 from harness.clients.txnversion import (
     has_feature as has_transaction_version,
 )
-from harness.clients.worker import copy_worker_logs, worker_logs_mark
+from harness.clients.worker import copy_worker_logs, live_workers, worker_logs_mark
 from harness.features import ELIGIBLE_LEADER_REPLICAS, FeatureError, elr_refusal, has_elr
 from harness.gcpasses import streaming
 from harness.toxiproxy import ByteCounters
@@ -228,12 +228,15 @@ class _Workers:
     consumers: list[ConsumerWorker | CopyWorker | ShareConsumerWorker]
     observer: ObserverWorker
     ledger: ShareLedger | None  # a share group's: what every record's deliveries settled to
+    log_mark: int  # the client workers started from here on are this run's (``copy_worker_logs``)
 
 
 def _workers(cluster: ClusterBackend, spec: RunSpec, run: _Run) -> _Workers:
     """Phase 3's cast (not started yet): producers without a rack (they always write to the
     leader), one consumer per broker rack, the observer."""
     history, share, seed = run.history, run.share, run.seed
+    # taken before the first worker: a client's process starts with its workload worker
+    log_mark = worker_logs_mark()
     producers = [_producer(spec, i, cluster, history, seed) for i in range(spec.producers)]
     ledger = ShareLedger(share.delivery_limit) if share is not None else None
     consumers: list[ConsumerWorker | CopyWorker | ShareConsumerWorker]
@@ -282,7 +285,7 @@ def _workers(cluster: ClusterBackend, spec: RunSpec, run: _Run) -> _Workers:
         interval=spec.observe_interval,
         security=cluster.client_security,
     )
-    return _Workers(producers, consumers, observer, ledger)
+    return _Workers(producers, consumers, observer, ledger, log_mark)
 
 
 def _play(
@@ -302,7 +305,6 @@ def _play(
     # every run says whether its workers' clocks are faked (so a run that ended badly leaves no
     # setting to the next); a client clock fault moves them (harness.clients.clocks)
     fake_client_clocks(out / "client-clocks" if spec.client_clocks else None)
-    log_mark = worker_logs_mark()  # the client workers started from here on are this run's
     injector = Injector(cluster, history, seed=run.seed, default_partition=(spec.topic, 0))
     crashed: BaseException | None = None
     # fewer collector passes while records stream (harness.gcpasses); group-leader targets ask
@@ -343,7 +345,7 @@ def _play(
                     phases.mark("settle")
                 for w in [*consumers, observer]:
                     w.stop()
-                copy_worker_logs(log_mark, out / "logs" / "clients")  # the libraries' own account of the run
+                copy_worker_logs(workers.log_mark, out / "logs" / "clients")  # the libraries' own account of the run
                 fake_client_clocks(None)
                 # Consumers are closed, so their bytes are being counted; the final read would add its own.
                 client_bytes_after = wait_until_steady(
@@ -589,8 +591,12 @@ def _settle(
                 dumped = True
                 read = {c.name: c.records_read for c in consumers}
                 dump_thread_stacks(stacks_path, f"waiting until {what}; records read so far: {read}")
+                # and the client workers' own threads, in their logs (logs/clients/ of the run)
+                asked = [w.info.client_id for w in live_workers() if w.dump_stacks()]
+                also = f"; the stacks of {', '.join(asked)} in logs/clients/" if asked else ""
                 progress(
-                    f"consumers still behind after {STALL_DUMP_AFTER_S:.0f}s ({read}): thread stacks in {stacks_path}"
+                    f"consumers still behind after {STALL_DUMP_AFTER_S:.0f}s ({read}): "
+                    f"thread stacks in {stacks_path}{also}"
                 )
             return False
 

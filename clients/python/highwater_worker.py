@@ -27,9 +27,11 @@ parent's death (a watchdog thread), so it never outlives the test process.
 
 from __future__ import annotations
 
+import faulthandler
 import itertools
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -314,6 +316,9 @@ class Consumer:
 def main() -> int:
     set_streaming()  # fewer collector passes: each send's callback lives until its outcome
     watch_parent()
+    # a client that stopped moving: the harness asks for every thread's stack (into the log,
+    # which the run's results copy) and the worker goes on (WorkerProcess.dump_stacks)
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     threading.Thread(target=flush_outcomes, name="highwater-flush", daemon=True).start()
     # a buffer as large as the pipe the harness widens: a burst of sends is read in a few reads
     stdin = open(sys.stdin.fileno(), "rb", buffering=1 << 20, closefd=False)

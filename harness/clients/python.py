@@ -27,6 +27,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -183,7 +184,7 @@ class PythonLauncher(NeutralSettingsConfig):
         log_path = home() / "clients" / self.dist / "logs" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', client_id)}.log"
         env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1"}
         argv = [str(self.python), str(WORKER), f"--highwater-client={client_id}"]
-        return Launch(argv, log_path, env=env)
+        return Launch(argv, log_path, env=env, stacks_signal=signal.SIGUSR1)  # the worker's faulthandler
 
 
 def local_driver(dist: str, path: Path, progress: Progress = _to_stderr) -> WorkerDriver:

@@ -383,6 +383,10 @@ class Launch:
     env: Mapping[str, str] | None = None
     on_exit: Callable[[int | None], None] = _nothing
     on_exercised: Callable[[], None] = _nothing
+    # the signal on which the worker writes every thread's stack to its log and goes on (the
+    # Python worker's faulthandler); None where no signal does that harmlessly (a JVM's SIGQUIT
+    # dump goes to the protocol's stdout, Node's SIGUSR1 opens its inspector)
+    stacks_signal: int | None = None
 
 
 @dataclass(frozen=True)
@@ -810,6 +814,12 @@ class WorkerProcess:
         except ProcessLookupError:
             return False
         return True
+
+    def dump_stacks(self) -> bool:
+        """Ask the worker to write its threads' stacks to its log (``Launch.stacks_signal``), for
+        a client that stopped moving; False if it cannot or is gone."""
+        sig = self.launch.stacks_signal
+        return sig is not None and not self.frozen and self._signal(signal.Signals(sig))
 
     def freeze(self) -> bool:
         """SIGSTOP (a long GC pause, as the brokers and the group see it); False if gone."""

@@ -73,6 +73,9 @@ def test_fault_free_run_is_valid_on_every_check(cluster: Cluster, tmp_path: Path
     run = json.loads((result.dir / "run.json").read_text())
     assert run["valid"] is True and run["kafka_version"] == cluster.kafka.version  # type: ignore[union-attr]
     assert history.header["client"] == run["client"] == client_label(get_driver(spec.client))
+    # the client libraries' own logs: one per worker of the run (they start with the workload)
+    logs = sorted(p.name for p in (result.dir / "logs" / "clients").iterdir())
+    assert any("producer" in n for n in logs) and any("consumer" in n for n in logs), logs
 
 
 @pytest.mark.parametrize("acks, idempotence", [("1", False), ("all", True)])
@@ -304,6 +307,20 @@ def test_client_driver_contract(cluster: Cluster, client: str) -> None:
         consumer.seek_to_beginning(tp)
         again = read(1)
         assert again and again[0].offset == 0
+        # a client that stopped moving is asked for its threads' stacks, into its log (the
+        # Python workers; a JVM's or Node's dump signal would not leave the worker be)
+        log_path, worker = consumer.process.log_path, consumer.process
+        before = log_path.stat().st_size
+        if worker.launch.stacks_signal is None:
+            assert not worker.dump_stacks()
+        else:
+            assert worker.dump_stacks()
+            wait_until(
+                lambda: b"most recent call first" in log_path.read_bytes()[before:],
+                10,
+                "the worker's stacks in its log",
+            )
+            assert consumer.poll(200) is not None  # and it goes on
     finally:
         consumer.close()
     # nothing else moved the position; a library that resolves the beginning lazily (kafka-python)
