@@ -344,6 +344,13 @@ function fixedAssigner (wanted) {
  * after its batch was handled). */
 const BATCHES_AT_HAND = 16
 
+/** How many records may wait here, taken from kafkajs but not yet polled, before a batch is
+ * held until polls take records: kafkajs fetches a partition again only once its last batch was
+ * handled, so a batch is handed back at once (its offsets resolved: where kafkajs fetches next),
+ * and the next fetch and its decoding overlap the polls of this one. Positions and commits are
+ * the polled records' (`positions`), never kafkajs's resolved offsets. */
+const RECORDS_AHEAD = 10000
+
 const keyOf = (topic, partition) => `${topic}\u0000${partition}`
 
 /** One entry of a poll reply (docs/adding-a-client.md, "Poll replies"): kafkajs messages of one
@@ -400,7 +407,7 @@ class ConsumerRole {
     this.owned = new Set() // subscribe mode: keys of the last join's partitions not yet reported given up
     this.positions = new Map() // key -> the next offset to return
     this.seeks = new Map() // key -> an offset to seek to once the group is joined
-    this.batches = [] // {batch, taken, done, resolveOffset}
+    this.batches = [] // {batch, taken, done, resolveOffset, isStale, released}
     this.waiting = null // a poll waiting for a batch
     this.events = [] // position events for the next reply
     this.admin = null
@@ -516,9 +523,25 @@ class ConsumerRole {
     if (isStale() || !batch.messages.length) return Promise.resolve()
     return new Promise(resolve => {
       const beat = setInterval(() => heartbeat().catch(() => {}), 1000)
-      this.batches.push({ batch, taken: 0, resolveOffset, isStale, done: () => { clearInterval(beat); resolve() } })
+      const entry = { batch, taken: 0, resolveOffset, isStale, released: false, done: () => { clearInterval(beat); resolve() } }
+      this.batches.push(entry)
+      this.releaseAhead()
       this.wake()
     })
+  }
+
+  /** Hand batches back to kafkajs (fetch ahead) while fewer than RECORDS_AHEAD records wait. */
+  releaseAhead () {
+    let before = 0
+    for (const b of this.batches) {
+      if (before >= RECORDS_AHEAD) return
+      if (!b.released) {
+        b.released = true
+        b.resolveOffset(b.batch.lastOffset())
+        b.done()
+      }
+      before += b.batch.messages.length - b.taken
+    }
   }
 
   async ensureRunning () {
@@ -561,12 +584,13 @@ class ConsumerRole {
       room -= messages.length
       if (messages.length) {
         const last = messages[messages.length - 1].offset
-        b.resolveOffset(last)
+        if (!b.released) b.resolveOffset(last) // a released batch's offsets were resolved whole
         this.positions.set(key, Number(last) + 1)
         parts.push(partOf(topic, partition, b.batch.highwaterNode ?? null, messages))
       }
       if (b.taken >= b.batch.messages.length) { this.batches.shift(); b.done() }
     }
+    this.releaseAhead()
     return parts
   }
 
