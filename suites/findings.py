@@ -86,7 +86,8 @@ HW12 = ClientFinding(
 #: HW-13: a kafkajs consumer crashes when a broker it talks to dies, and restarts after a backoff.
 #: Not strict: the stall passed its bound in 3 runs of 4 (kafkajs's retry times are randomized),
 #: so a passing run is no change of behaviour. Only a run that broke timed checks alone is this
-#: finding (KIP-392's killed replica, KIP-207's leader kills)
+#: finding (KIP-392's killed replica, KIP-207's leader kills, durability's leader kill: 4 runs of 4,
+#: 2026-11-27)
 HW13 = stall_finding(
     "kafkajs",
     (

@@ -10,7 +10,7 @@ import pytest
 
 from core.checks.verdict import Verdict
 from highwater.runner import RunResult
-from suites.findings import expect_hw9, expect_hw17
+from suites.findings import expect_hw9, expect_hw13, expect_hw17
 from suites.hw8 import without_hw8
 from suites.scenario import PLANS, TIMED_CHECKS, TimedChecksOnly, check_verdicts, describe, run_once, run_plan
 
@@ -92,6 +92,8 @@ def test_consumers_keep_up_under_leader_faults(
         expect_hw9(request)
     if scenario == "leader-pause":
         expect_hw17(request)
+    if scenario == "leader-kill":
+        expect_hw13(request)  # kafkajs's consumers stall past their bound when the leader they read dies
     result = _run(cluster, profile, campaign, results_root, repro, scenario, kafka_version)
     try:
         verdicts, zombie = without_hw8(result.verdicts, result.dir / "history.jsonl")
