@@ -32,7 +32,9 @@ Python) and a fresh JVM per producer and consumer, which maps the worker's class
 (``harness.clients.java_archive``) once the first worker of its role made it: the first run of
 a fresh cache trains it and is slower. kafkajs (``kafkajs``) runs in highwater's Node.js worker
 (``clients/node``); its bare rows run ``benchmarks/kafkajs_bare.js`` on the same kafkajs tree
-(its consume figure includes a group join on both sides: kafkajs has no assign).
+(its consume figure includes connecting and a group join on both sides: kafkajs has no assign,
+and the worker's consumer connects at its first poll, so the bare side's clock starts before it
+connects).
 
 Every round measures each client through its worker and then alone, one after the other on one
 cluster (interleaved): the bare rate of a library swings by 2-3x within a session on a shared

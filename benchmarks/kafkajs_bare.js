@@ -55,12 +55,14 @@ async function consume (args) {
     maxWaitTimeInMs: 500,
     allowAutoTopicCreation: false
   })
+  // timed from before connecting, as the worker's side is: its consumer connects, subscribes
+  // and joins at its first poll, which the harness's clock includes
+  const t0 = process.hrtime.bigint()
   await consumer.connect()
   await consumer.subscribe({ topics: [args.topic], fromBeginning: true })
   let got = 0
   let done
   const finished = new Promise(resolve => { done = resolve })
-  const t0 = process.hrtime.bigint()
   await consumer.run({
     autoCommit: false,
     eachBatch: async ({ batch }) => {
