@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from core.errors import HighwaterError
+from core.versions import leading_numbers
 
 from .security import PLAINTEXT, ClientSecurity
 from .topology import Node, Topology
@@ -193,7 +194,7 @@ ADVERTISED_CONTROLLER_SINCE = (3, 9)
 
 
 def _release(version: str | None) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".")[:2]) if version else (0,)
+    return leading_numbers(version)[:2] if version else (0,)
 
 
 def render_properties(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import SetupError
+from core.versions import exact_release
 
 from .paths import home
 
@@ -53,10 +54,10 @@ class UnknownKafkaVersion(SetupError):
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
-    m = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", text.strip())
-    if not m:
+    release = exact_release(text)
+    if release is None:
         raise UnknownKafkaVersion(f"bad Kafka version {text!r}: expected MAJOR.MINOR.PATCH, e.g. 4.1.0")
-    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+    return release
 
 
 def check_supported(version: str) -> None:

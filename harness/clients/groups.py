@@ -17,9 +17,8 @@ Kafka's Java client; librdkafka 2.12 (confluent-kafka 2.12). kafka-python and ka
 
 from __future__ import annotations
 
-import re
-
 from core.errors import HighwaterError
+from core.versions import major_minor as release  # (major, minor) or None; the share and txn rules use it too
 
 GROUP_PROTOCOLS = ("classic", "consumer")
 #: KIP-848's server-side assignors (``group.remote.assignor``)
@@ -32,12 +31,6 @@ KAFKA_CONSUMER_PROTOCOL_SINCE = (4, 0)
 
 class GroupProtocolError(HighwaterError):
     """A group protocol (or assignor) the client or the Kafka release does not have."""
-
-
-def release(version: str) -> tuple[int, int] | None:
-    """(major, minor) of a version string ("4.4.0", "2.12.0rc1"), None if it has none."""
-    m = re.match(r"(\d+)\.(\d+)", version)
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def release_at_least(version: str, since: tuple[int, int]) -> bool:

@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import SetupError
+from core.versions import exact_release
 from harness.paths import home
 from harness.security import ClientSecurity
 
@@ -205,10 +206,10 @@ def share_properties(settings: ShareSettings, read: Callable[[str], str] = _read
 
 
 def _release(version: str) -> tuple[int, ...]:
-    m = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", version)
-    if m is None:
+    release = exact_release(version)
+    if release is None or version != version.strip():
         raise UnknownClientError(f"bad Java client version {version!r}: expected MAJOR.MINOR.PATCH, e.g. 3.9.1")
-    return tuple(int(g) for g in m.groups())
+    return release
 
 
 def source_digest(source: Path = SOURCE) -> str:

@@ -31,10 +31,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core.errors import SetupError
+from core.versions import leading_numbers as release
 from harness.paths import home
 
 from .base import UnknownClientError
-from .pyversions import release
 from .worker import Launch, NeutralSettingsConfig, WorkerDriver
 
 NAME = "kafkajs"

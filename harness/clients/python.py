@@ -35,11 +35,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core.errors import SetupError
+from core.versions import leading_numbers as _release
 from harness.paths import home
 
 from .base import UnknownClientError
 from .pyversions import installed_version
-from .pyversions import release as _release
 from .worker import Launch, NeutralSettingsConfig, WorkerDriver
 
 ROOT = Path(__file__).resolve().parents[2]

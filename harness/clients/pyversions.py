@@ -3,7 +3,7 @@
 Every Python client under test runs in a worker process on the interpreter of its version's
 virtual environment (``harness.clients.python``), so one process holds one version of a library
 and it is simply imported (``import_library``). ``installed_version`` is the version installed
-with highwater; ``release`` orders versions.
+with highwater (``core.versions`` orders versions).
 """
 
 from __future__ import annotations
@@ -14,16 +14,6 @@ import importlib.metadata
 from types import ModuleType
 
 from core.errors import SetupError
-
-
-def release(version: str) -> tuple[int, ...]:
-    """``"2.3.0"`` -> ``(2, 3, 0)``; a part that is not a number ends it (``2.3.0rc1`` -> 2.3)."""
-    parts: list[int] = []
-    for part in version.split("."):
-        if not part.isdigit():
-            break
-        parts.append(int(part))
-    return tuple(parts)
 
 
 @functools.cache
