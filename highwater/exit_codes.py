@@ -15,7 +15,9 @@ code   name         meaning
 =====  ===========  ==========================================================================
 
 ``run`` and ``campaign`` run the suites in a child pytest; its exit code is translated
-(:func:`of_pytest`): a failed test is 1, an interrupted session 130, and pytest's internal
+(:func:`of_pytest`): a failed test is 1 (4 when every failed test failed for the harness: the
+child runs with ``--highwater-exit-codes``, ``highwater.pytest_plugin``), an interrupted
+session 130, and pytest's internal
 error (3), usage error (4: the plugin refused its input, a path that does not exist) and "no
 test collected" (5) are all 4, since nothing was judged. The codes pytest itself returns when
 the plugin is used directly (``pytest suites/...``) are pytest's own.

@@ -141,6 +141,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="live progress lines (test i of n, elapsed and remaining, phase, active faults, events/s): "
         "auto/rich coloured on a terminal, plain, or off (default: $HIGHWATER_PROGRESS, else off)",
     )
+    group.addoption(
+        "--highwater-exit-codes",
+        action="store_true",
+        default=False,
+        help="when every failed test failed for the harness (an error that is no assertion: a wait that "
+        "timed out, a cluster that did not start, a bug), exit 4 rather than pytest's 1, which then means "
+        "a verdict; highwater run, sweep and bisect ask for it (default: pytest's own codes)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -252,6 +260,9 @@ def requested_and_rotated_clients(config: pytest.Config) -> list[ClientSpec]:
 
 #: what ``--shard`` did: the shard, the tests collected before the split, the tests it kept
 SHARDED = pytest.StashKey[tuple[Shard, int, int]]()
+#: the node ids of failed tests, by why: for the harness (an error that is no assertion) or for a verdict
+HARNESS_FAILED = pytest.StashKey[list[str]]()
+VERDICT_FAILED = pytest.StashKey[list[str]]()
 #: parameter values that name themselves alike in every process (others are named by position)
 _PLAIN = (str, int, float, bool, type(None))
 
@@ -300,10 +311,22 @@ def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A shard left without tests while the session collected some has nothing to do: exit 0,
-    not pytest's "no tests collected" (5, which ``highwater run`` takes for nothing judged)."""
-    sharded = session.config.stash.get(SHARDED, None)
+    not pytest's "no tests collected" (5, which ``highwater run`` takes for nothing judged). With
+    ``--highwater-exit-codes``, failed tests that all failed for the harness are no verdict: exit
+    4 (``highwater.exit_codes``), not 1."""
+    config = session.config
+    sharded = config.stash.get(SHARDED, None)
     if sharded is not None and sharded[1] > 0 and sharded[2] == 0 and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
         session.exitstatus = pytest.ExitCode.OK
+    harness, verdicts = config.stash.get(HARNESS_FAILED, []), config.stash.get(VERDICT_FAILED, [])
+    if config.getoption("--highwater-exit-codes") and exitstatus == pytest.ExitCode.TESTS_FAILED and harness:
+        if not verdicts:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR  # highwater run's 4: no verdict
+        _progress(
+            f"{len(harness)} test(s) failed for the harness, not for a verdict"
+            + (f" (and {len(verdicts)} for a verdict)" if verdicts else ": no verdict, exit 4")
+            + f": {', '.join(harness[:3])}{' ...' if len(harness) > 3 else ''}"
+        )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -327,7 +350,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
     report = yield
     setattr(item, f"highwater_rep_{report.when}", report)
+    if report.failed:
+        why = HARNESS_FAILED if failed_for_the_harness(call.excinfo) else VERDICT_FAILED
+        item.config.stash.setdefault(why, []).append(item.nodeid)
     return report
+
+
+def failed_for_the_harness(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:
+    """A failure that is no verdict: an exception that is no assertion (a suite states every
+    verdict as an ``AssertionError``, ``TimedChecksOnly`` among them) or ``pytest.fail``. A
+    strict xfail that passed has no exception: the behaviour changed, a verdict."""
+    return excinfo is not None and not excinfo.errisinstance((AssertionError, pytest.fail.Exception))
 
 
 def _failed(node: pytest.Item) -> bool:
