@@ -148,6 +148,9 @@ def duplicate(h: HistoryData) -> Verdict:
     keep[1:] = (pv[1:] != pv[:-1]) | (pk[1:] != pk[:-1])  # distinct (value, offset) pairs
     pv, pk = pv[keep], pk[keep]
     dup_start = np.nonzero(np.append(pv[1:] == pv[:-1], False) & np.append(True, pv[1:] != pv[:-1]))[0]
+    # the examples are the duplicates that start lowest in the log, not the first value ids:
+    # ids follow interning order, which a hash decides, so the same history showed other ones
+    dup_start = dup_start[np.argsort(pk[dup_start], kind="stable")]
     examples = []
     for i in dup_start[:5]:
         v = pv[i]

@@ -269,6 +269,22 @@ def test_duplicate_in_final_log() -> None:
     assert allowed("duplicate", {"idempotence": True}) is None
 
 
+def test_duplicate_examples_are_the_lowest_in_the_log() -> None:
+    """Seven values written twice: the five examples are those placed lowest, whatever order the
+    values were interned in (value ids once decided it, and a hash decided those)."""
+    b = builder()
+    begin(b)
+    write_and_read(b, 10)
+    values = [f"v{i}" for i in range(10)]
+    again = [9, 2, 7, 0, 5, 3, 8]  # retries of these, in this order, after the ten
+    recs = [(i, v) for i, v in enumerate(values)] + [(10 + j, values[i]) for j, i in enumerate(again)]
+    for r in (1, 2, 3):
+        b.final(T, 0, r, len(recs), recs)
+    v = check("duplicate", b)
+    assert v.valid is False and v.counts["duplicates"] == 7
+    assert [e["offsets"][0] for e in v.examples] == [0, 2, 3, 5, 7]
+
+
 # inconsistent-offsets ----------------------------------------------------------------------
 
 
