@@ -39,6 +39,7 @@ SHARED_COUNTS = {
 }
 MAX_FAILURE_RUNS_PER_CHECK = 5
 CONTEXT_RADIUS = 4
+CONTEXT_LIMIT = 24  # events shown around one example; the report says how many more there were
 
 
 @dataclass
@@ -345,11 +346,11 @@ def _pick_timeline_runs(runs: list[RunInfo], rows: list[dict[str, Any]], limit: 
 
 
 def context_events(
-    parquet: Path, indices: list[int], radius: int = CONTEXT_RADIUS, limit: int = 24, table: Any = None
+    parquet: Path, indices: list[int], radius: int = CONTEXT_RADIUS, limit: int | None = None, table: Any = None
 ) -> list[dict[str, Any]]:
     """The events around the given event indices (read with a row filter: big files stay on
-    disk), each marked ``involved`` when it is one of them. ``table``: rows already read
-    (``context_table``) that include them."""
+    disk), each marked ``involved`` when it is one of them, the first ``limit`` of them (None:
+    every one). ``table``: rows already read (``context_table``) that include them."""
     if not indices:
         return []
     spans = sorted({(max(i - radius, 0), i + radius) for i in indices})
@@ -404,13 +405,20 @@ def _failures(runs: list[RunInfo], rows: list[dict[str, Any]]) -> list[dict[str,
                 )
             for ex in v.get("examples", [])[:3]:
                 idx = _example_indices(ex)
-                ctx = (
+                around = (
                     context_events(r.parquet, idx, table=tables[r.key])
                     if r.parquet is not None and tables[r.key] is not None
                     else []
                 )
                 brief = {k: x for k, x in ex.items() if k not in ("events", "event_indices")}
-                examples.append({"what": brief, "indices": idx, "context": ctx})
+                examples.append(
+                    {
+                        "what": brief,
+                        "indices": idx,
+                        "context": around[:CONTEXT_LIMIT],
+                        "context_more": max(0, len(around) - CONTEXT_LIMIT),  # said in the report
+                    }
+                )
             out.append(
                 {
                     "run": row["label"],

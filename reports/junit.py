@@ -29,6 +29,19 @@ from reports.aggregate import ReportData
 from reports.attribution import attribute, describe
 
 MAX_RUNS_IN_MESSAGE = 10
+MAX_RUNS_LISTED = 50  # in a testcase's system-out; what is left out is counted there
+MAX_PER_RUN = 3  # notes and examples per run in a failure's text
+MAX_EVENTS = 4  # events per example there
+
+
+def _more(n: int, what: str) -> str:
+    """What a list left out, said: ``", ... and 3 more run(s)"``, or nothing."""
+    return f", ... and {n} more {what}(s)" if n > 0 else ""
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` shortened to ``limit`` characters, saying how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _scenario(r: dict[str, Any]) -> str:
@@ -87,10 +100,14 @@ def build_junit(data: ReportData) -> ET.Element:
                 tc,
                 "skipped",
                 message=f"{check} not applicable in {len(items)} run(s)"
-                + (f": {'; '.join(notes[:3])}" if notes else ""),
+                + (f": {'; '.join(notes[:MAX_PER_RUN])}{_more(len(notes) - MAX_PER_RUN, 'note')}" if notes else ""),
             )
         out = ET.SubElement(tc, "system-out")
-        out.text = f"{len(items)} run(s): " + ", ".join(f"{r['label']}={_word(v)}" for r, v in items[:50])
+        out.text = (
+            f"{len(items)} run(s): "
+            + ", ".join(f"{r['label']}={_word(v)}" for r, v in items[:MAX_RUNS_LISTED])
+            + _more(len(items) - MAX_RUNS_LISTED, "run")
+        )
         suite.attrib["tests"] = str(int(suite.attrib["tests"]) + 1)
         totals["tests"] += 1
         if kind:
@@ -115,13 +132,21 @@ def _details(items: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
             f"run {r['label']}\n  repro: {r['repro'] or '(no repro command recorded)'}\n"
             f"  counts: {json.dumps(v.get('counts', {}))}"
         )
-        for n in v.get("notes", [])[:3]:
+        notes, examples = v.get("notes", []), v.get("examples", [])
+        for n in notes[:MAX_PER_RUN]:
             parts.append(f"  note: {n}")
-        for ex in v.get("examples", [])[:3]:
+        if len(notes) > MAX_PER_RUN:
+            parts.append(f"  ... and {len(notes) - MAX_PER_RUN} more note(s)")
+        for ex in examples[:MAX_PER_RUN]:
             brief = {k: x for k, x in ex.items() if k != "events"}
-            parts.append(f"  example: {json.dumps(brief, default=str)[:600]}")
-            for e in ex.get("events", [])[:4]:
-                parts.append(f"    event: {json.dumps(e, default=str)[:400]}")
+            parts.append(f"  example: {_clip(json.dumps(brief, default=str), 600)}")
+            events = ex.get("events", [])
+            for e in events[:MAX_EVENTS]:
+                parts.append(f"    event: {_clip(json.dumps(e, default=str), 400)}")
+            if len(events) > MAX_EVENTS:
+                parts.append(f"    ... and {len(events) - MAX_EVENTS} more event(s)")
+        if len(examples) > MAX_PER_RUN:
+            parts.append(f"  ... and {len(examples) - MAX_PER_RUN} more example(s), all in the run's verdict.json")
     if len(items) > MAX_RUNS_IN_MESSAGE:
         parts.append(f"... and {len(items) - MAX_RUNS_IN_MESSAGE} more run(s)")
     return "\n".join(parts)

@@ -362,6 +362,7 @@ def _failures_view(d: ReportData, base: Path) -> dict[str, Any]:
                             }
                             for e in ex["context"]
                         ],
+                        "context_more": ex.get("context_more", 0),
                     }
                     for ex in f["examples"]
                 ],

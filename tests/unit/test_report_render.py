@@ -166,6 +166,33 @@ def test_junit_one_case_per_check_and_scenario_with_repro() -> None:
     ET.fromstring(ET.tostring(root))  # well-formed
 
 
+def test_junit_says_what_it_leaves_out() -> None:
+    """A failure's text shows a few examples and events of a run: the rest is counted, never
+    dropped silently (issue 30)."""
+    from reports.junit import _details
+
+    events = [{"index": i} for i in range(6)]
+    verdict = {
+        "counts": {"skips": 5},
+        "notes": [f"n{i}" for i in range(4)],
+        "examples": [{"kind": "poll-skip", "detail": "x" * 700, "events": events}] * 5,
+    }
+    text = _details([({"label": "c1/b", "repro": "highwater run ..."}, verdict)])
+    assert "... and 1 more note(s)" in text
+    assert "... and 2 more example(s), all in the run's verdict.json" in text
+    assert "... and 2 more event(s)" in text
+    assert "characters)" in text  # the long example was shortened, and says so
+
+
+def test_failures_say_how_many_context_events_were_left_out() -> None:
+    data = _data()
+    data.failures[0]["examples"][0]["context_more"] = 7
+    html = render(data)
+    assert "and 7 more events around it" in html
+    data.failures[0]["examples"][0]["context_more"] = 0
+    assert "more events around it" not in render(data)
+
+
 def test_summary_is_versioned_and_three_valued() -> None:
     s = summary(_data())
     assert s["format"] == "highwater.report-summary/1"
