@@ -32,7 +32,13 @@ def major_minor(version: str) -> tuple[int, int] | None:
     return (numbers[0], numbers[1]) if len(numbers) >= 2 else None
 
 
+def release_at_least(version: str, since: tuple[int, int]) -> bool:
+    """Whether ``version`` is ``since`` (major, minor) or later; False when it names no release."""
+    ours = major_minor(version)
+    return ours is not None and ours >= since
+
+
 def exact_release(text: str) -> tuple[int, int, int] | None:
-    """``MAJOR.MINOR.PATCH`` and nothing else (surrounding blanks aside), None otherwise."""
-    m = _EXACT.fullmatch(text.strip())
+    """``MAJOR.MINOR.PATCH`` and nothing else, None otherwise."""
+    m = _EXACT.fullmatch(text)
     return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from core.errors import HighwaterError
-from core.versions import leading_numbers
+from core.versions import release_at_least
 
 from .security import PLAINTEXT, ClientSecurity
 from .topology import Node, Topology
@@ -193,10 +193,6 @@ def fast_failure_defaults(brokers: int) -> dict[str, str]:
 ADVERTISED_CONTROLLER_SINCE = (3, 9)
 
 
-def _release(version: str | None) -> tuple[int, ...]:
-    return leading_numbers(version)[:2] if version else (0,)
-
-
 def render_properties(
     spec: ClusterSpec, topo: Topology, node: Node, data_dir: str, kafka_version: str | None = None
 ) -> dict[str, str]:
@@ -224,7 +220,7 @@ def render_properties(
     if node.is_controller:
         roles.append("controller")
         listeners.append(f"CONTROLLER://{home}:{ports.controller}")
-        if _release(kafka_version) >= ADVERTISED_CONTROLLER_SINCE:
+        if release_at_least(kafka_version or "", ADVERTISED_CONTROLLER_SINCE):
             # by name, so a peer reaches it through the proxy for its link, like replication
             advertised.append(f"CONTROLLER://{node.name}:{ports.controller}")
     protocol_map.append("CONTROLLER:PLAINTEXT")

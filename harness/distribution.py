@@ -54,7 +54,7 @@ class UnknownKafkaVersion(SetupError):
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
-    release = exact_release(text)
+    release = exact_release(text.strip())
     if release is None:
         raise UnknownKafkaVersion(f"bad Kafka version {text!r}: expected MAJOR.MINOR.PATCH, e.g. 4.1.0")
     return release

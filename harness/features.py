@@ -13,7 +13,7 @@ refuses a level a release lacks, before anything starts.
 from __future__ import annotations
 
 from core.errors import HighwaterError
-from harness.clients.groups import release_at_least
+from core.versions import release_at_least
 
 ELIGIBLE_LEADER_REPLICAS = "eligible.leader.replicas.version"
 #: the Kafka release from which a cluster has the ELR feature to set

@@ -18,7 +18,7 @@ Kafka's Java client; librdkafka 2.12 (confluent-kafka 2.12). kafka-python and ka
 from __future__ import annotations
 
 from core.errors import HighwaterError
-from core.versions import major_minor as release  # (major, minor) or None; the share and txn rules use it too
+from core.versions import major_minor
 
 GROUP_PROTOCOLS = ("classic", "consumer")
 #: KIP-848's server-side assignors (``group.remote.assignor``)
@@ -31,12 +31,6 @@ KAFKA_CONSUMER_PROTOCOL_SINCE = (4, 0)
 
 class GroupProtocolError(HighwaterError):
     """A group protocol (or assignor) the client or the Kafka release does not have."""
-
-
-def release_at_least(version: str, since: tuple[int, int]) -> bool:
-    """Whether ``version`` is ``since`` (major, minor) or later; False when it names no release."""
-    ours = release(version)
-    return ours is not None and ours >= since
 
 
 def group_protocol_refusal(
@@ -55,13 +49,13 @@ def group_protocol_refusal(
     since = CONSUMER_PROTOCOL_SINCE.get(client)
     if since is None:
         return f"{client} {client_version} has only the classic group protocol (no KIP-848 consumer protocol)"
-    have = release(client_version)
+    have = major_minor(client_version)
     if have is None or have < since:
         return (
             f"{client} {client_version} has no generally available KIP-848 consumer protocol "
             f"(since {client} {since[0]}.{since[1]})"
         )
-    kafka = release(kafka_version)
+    kafka = major_minor(kafka_version)
     if kafka is None or kafka < KAFKA_CONSUMER_PROTOCOL_SINCE:
         return (
             f"Kafka {kafka_version} has no generally available KIP-848 consumer protocol "

@@ -207,7 +207,7 @@ def share_properties(settings: ShareSettings, read: Callable[[str], str] = _read
 
 def _release(version: str) -> tuple[int, ...]:
     release = exact_release(version)
-    if release is None or version != version.strip():
+    if release is None:
         raise UnknownClientError(f"bad Java client version {version!r}: expected MAJOR.MINOR.PATCH, e.g. 3.9.1")
     return release
 

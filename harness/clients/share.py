@@ -25,10 +25,10 @@ from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
 from core.errors import HighwaterError
+from core.versions import major_minor
 from harness.security import PLAINTEXT, ClientSecurity
 
 from .base import client_label
-from .groups import release
 from .worker import WorkerDriver, WorkerError, WorkerInfo, WorkerProcess
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ def share_client_refusal(client: str, client_version: str) -> str | None:
     since = SHARE_CLIENTS.get(client)
     if since is None:
         return f"{client} {client_version} has no share consumer (KIP-932); share groups run on: {', '.join(SHARE_CLIENTS)}"
-    have = release(client_version)
+    have = major_minor(client_version)
     if have is None or have < since:
         return f"{client} {client_version} has no generally available share consumer (since {client} {since[0]}.{since[1]})"
     return None
@@ -65,7 +65,7 @@ def share_refusal(client: str, client_version: str, kafka_version: str) -> str |
     refused = share_client_refusal(client, client_version)
     if refused is not None:
         return refused
-    kafka = release(kafka_version)
+    kafka = major_minor(kafka_version)
     if kafka is None or kafka < SHARE_GROUPS_SINCE:
         return (
             f"Kafka {kafka_version} has no generally available share groups "

@@ -12,7 +12,7 @@ librdkafka has no KIP-890 part 2 yet (confluentinc/librdkafka#5423): they speak 
 from __future__ import annotations
 
 from core.errors import HighwaterError
-from harness.clients.groups import release, release_at_least
+from core.versions import major_minor, release_at_least
 
 TRANSACTION_VERSION = "transaction.version"  # the KRaft feature
 TRANSACTION_VERSIONS = (1, 2)
@@ -37,7 +37,7 @@ def transaction_version_refusal(client: str, client_version: str, kafka_version:
         since = ".".join(map(str, KAFKA_TRANSACTION_VERSION_SINCE))
         return f"Kafka {kafka_version} has no transactions v2 (transaction.version, since Kafka {since})"
     since_client = TRANSACTIONS_V2_SINCE.get(client)
-    have = release(client_version)
+    have = major_minor(client_version)
     if since_client is None or have is None or have < since_client:
         since = f" (since {client} {since_client[0]}.{since_client[1]})" if since_client else ""
         return f"{client} {client_version} speaks transactions v1 only (no KIP-890 part 2){since}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.versions import exact_release, leading_numbers, major_minor
+from core.versions import exact_release, leading_numbers, major_minor, release_at_least
 from harness.clients.base import UnknownClientError
 from harness.clients.java import _release as java_release
 from harness.distribution import UnknownKafkaVersion, parse_version
@@ -29,6 +29,8 @@ def test_versions_order_by_their_numbers_not_their_text() -> None:
     assert leading_numbers("3.10.0") > leading_numbers("3.9.2") > leading_numbers("3.9.1rc1")
     assert major_minor("4.4.0") == (4, 4) and major_minor("2.12.0rc1") == (2, 12)
     assert major_minor("4") is None and major_minor("main") is None
+    assert release_at_least("4.0.0-SNAPSHOT", (4, 0)) and release_at_least("3.10.0", (3, 9))
+    assert not release_at_least("3.8.1", (3, 9)) and not release_at_least("", (3, 9))
 
 
 @pytest.mark.parametrize("text", ["4.1", "4.1.0.1", "4.1.0-SNAPSHOT", "v4.1.0", "4.x.0", ""])
