@@ -346,11 +346,12 @@ def _pick_timeline_runs(runs: list[RunInfo], rows: list[dict[str, Any]], limit: 
 
 
 def context_events(
-    parquet: Path, indices: list[int], radius: int = CONTEXT_RADIUS, limit: int | None = None, table: Any = None
+    parquet: Path, indices: list[int], radius: int = CONTEXT_RADIUS, table: Any = None
 ) -> list[dict[str, Any]]:
     """The events around the given event indices (read with a row filter: big files stay on
-    disk), each marked ``involved`` when it is one of them, the first ``limit`` of them (None:
-    every one). ``table``: rows already read (``context_table``) that include them."""
+    disk), each marked ``involved`` when it is one of them; every one (the report shows the
+    first ``CONTEXT_LIMIT`` and counts the rest). ``table``: rows already read
+    (``context_table``) that include them."""
     if not indices:
         return []
     spans = sorted({(max(i - radius, 0), i + radius) for i in indices})
@@ -362,10 +363,7 @@ def context_events(
     table = table.filter(pc.and_(pc.greater_equal(table["index"], lo), pc.less_equal(table["index"], hi)))
     events = [e for e in rows_to_events(table) if any(a <= e["index"] <= b for a, b in spans)]
     want = set(indices)
-    out = []
-    for e in events[:limit]:
-        out.append({**e, "involved": e["index"] in want})
-    return out
+    return [{**e, "involved": e["index"] in want} for e in events]
 
 
 def context_table(parquet: Path, groups: list[list[int]], radius: int = CONTEXT_RADIUS) -> Any:

@@ -34,9 +34,10 @@ MAX_PER_RUN = 3  # notes and examples per run in a failure's text
 MAX_EVENTS = 4  # events per example there
 
 
-def _more(n: int, what: str) -> str:
-    """What a list left out, said: ``", ... and 3 more run(s)"``, or nothing."""
-    return f", ... and {n} more {what}(s)" if n > 0 else ""
+def _left_out(n: int, what: str) -> list[str]:
+    """What a list left out, said (``"... and 3 more run(s)"``), or nothing: a line or an item
+    to add to what was shown."""
+    return [f"... and {n} more {what}(s)"] if n > 0 else []
 
 
 def _clip(text: str, limit: int) -> str:
@@ -100,14 +101,15 @@ def build_junit(data: ReportData) -> ET.Element:
                 tc,
                 "skipped",
                 message=f"{check} not applicable in {len(items)} run(s)"
-                + (f": {'; '.join(notes[:MAX_PER_RUN])}{_more(len(notes) - MAX_PER_RUN, 'note')}" if notes else ""),
+                + (
+                    f": {'; '.join([*notes[:MAX_PER_RUN], *_left_out(len(notes) - MAX_PER_RUN, 'note')])}"
+                    if notes
+                    else ""
+                ),
             )
         out = ET.SubElement(tc, "system-out")
-        out.text = (
-            f"{len(items)} run(s): "
-            + ", ".join(f"{r['label']}={_word(v)}" for r, v in items[:MAX_RUNS_LISTED])
-            + _more(len(items) - MAX_RUNS_LISTED, "run")
-        )
+        listed = [f"{r['label']}={_word(v)}" for r, v in items[:MAX_RUNS_LISTED]]
+        out.text = f"{len(items)} run(s): " + ", ".join([*listed, *_left_out(len(items) - MAX_RUNS_LISTED, "run")])
         suite.attrib["tests"] = str(int(suite.attrib["tests"]) + 1)
         totals["tests"] += 1
         if kind:
@@ -133,22 +135,16 @@ def _details(items: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
             f"  counts: {json.dumps(v.get('counts', {}))}"
         )
         notes, examples = v.get("notes", []), v.get("examples", [])
-        for n in notes[:MAX_PER_RUN]:
-            parts.append(f"  note: {n}")
-        if len(notes) > MAX_PER_RUN:
-            parts.append(f"  ... and {len(notes) - MAX_PER_RUN} more note(s)")
+        parts += [f"  note: {n}" for n in notes[:MAX_PER_RUN]]
+        parts += [f"  {s}" for s in _left_out(len(notes) - MAX_PER_RUN, "note")]
         for ex in examples[:MAX_PER_RUN]:
             brief = {k: x for k, x in ex.items() if k != "events"}
             parts.append(f"  example: {_clip(json.dumps(brief, default=str), 600)}")
             events = ex.get("events", [])
-            for e in events[:MAX_EVENTS]:
-                parts.append(f"    event: {_clip(json.dumps(e, default=str), 400)}")
-            if len(events) > MAX_EVENTS:
-                parts.append(f"    ... and {len(events) - MAX_EVENTS} more event(s)")
-        if len(examples) > MAX_PER_RUN:
-            parts.append(f"  ... and {len(examples) - MAX_PER_RUN} more example(s), all in the run's verdict.json")
-    if len(items) > MAX_RUNS_IN_MESSAGE:
-        parts.append(f"... and {len(items) - MAX_RUNS_IN_MESSAGE} more run(s)")
+            parts += [f"    event: {_clip(json.dumps(e, default=str), 400)}" for e in events[:MAX_EVENTS]]
+            parts += [f"    {s}" for s in _left_out(len(events) - MAX_EVENTS, "event")]
+        parts += [f"  {s}, all in the run's verdict.json" for s in _left_out(len(examples) - MAX_PER_RUN, "example")]
+    parts += _left_out(len(items) - MAX_RUNS_IN_MESSAGE, "run")
     return "\n".join(parts)
 
 
