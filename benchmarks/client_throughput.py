@@ -42,7 +42,9 @@ cluster (interleaved): the bare rate of a library swings by 2-3x within a sessio
 each worker figure with the bare figure measured next to it. ``--only produce`` (or
 ``consume``) and ``--no-tool`` leave out what a question does not need, for more rounds in the
 time; ``--cpu`` prints the CPU each thread of the harness and of the worker used during each
-produce and each consume (``/proc/<pid>/task``): where the time went.
+produce and each consume (``/proc/<pid>/task``), the bare kafkajs process's own (the script
+measures its timed part), and the whole machine's busy and idle seconds (``/proc/stat``: the
+brokers and proxies too): where the time went, and whether the two cores had any to spare.
 
     .venv/bin/python benchmarks/client_throughput.py [--records 200000] [--runs 3]
         [--value-bytes 100] [--clients kafka-python,java] [--kafka-version V] [--no-bare]
@@ -354,7 +356,13 @@ def kafkajs_bare(version: str, args: dict[str, Any]) -> float:
     if done.returncode != 0:
         # the script's one line of error first, then the stack
         raise RuntimeError((done.stderr.strip().splitlines() or ["(no output)"])[0])
-    return float(json.loads(done.stdout.strip().splitlines()[-1])["rate"])
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if SHOW_CPU:  # the script measures its timed part itself: the process's start is not in it
+        print(f"      cpu bare: {result['cpu']:.2f} s (node)", flush=True)
+        if result.get("machine"):
+            busy, idle = result["machine"]
+            print(f"      cpu machine: {busy:.2f} s busy, {idle:.2f} s idle", flush=True)
+    return float(result["rate"])
 
 
 def bare_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records: int, size: int) -> float:

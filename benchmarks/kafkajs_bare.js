@@ -3,7 +3,7 @@
  * kafkajs alone, for benchmarks/client_throughput.py's "kafkajs bare" rows: the settings
  * highwater's Node.js worker gives it (clients/node/highwater_worker.js), no worker protocol,
  * no history. Run with NODE_PATH set to a kafkajs tree of the cache
- * (harness.clients.node.ensure_tree); one JSON argument, one JSON line out: {"rate": records/s}.
+ * (harness.clients.kafkajs.ensure_tree); one JSON argument, one JSON line out: {"rate": records/s, "cpu", "machine"}.
  *
  *   produce: {"mode": "produce", "bootstrap": [...], "topic": t, "records": n, "size": b, "partitions": p}
  *     records go to the partitions in turn; each partition sends one request at a time, as the
@@ -18,7 +18,33 @@
 
 const { Kafka, logLevel } = require('kafkajs')
 
+const fs = require('fs')
+const os = require('os')
+
 const BATCH = 1000 // records per produce request
+const TICK_S = 0.01 // /proc/stat counts in USER_HZ, 100 a second on Linux
+
+/** The machine's busy and idle CPU seconds so far, every core (/proc/stat's first line). */
+function machineCpu () {
+  const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number)
+  const idle = fields[3] + fields[4] // idle, iowait
+  return [(fields.reduce((a, b) => a + b, 0) - idle) * TICK_S, idle * TICK_S]
+}
+
+/** A timed part's clock and CPU: `end()` gives {seconds, cpu, machine}. */
+function timer () {
+  const t0 = process.hrtime.bigint()
+  const cpu0 = process.cpuUsage()
+  const machine0 = os.platform() === 'linux' ? machineCpu() : null
+  return {
+    end () {
+      const seconds = Number(process.hrtime.bigint() - t0) / 1e9
+      const used = process.cpuUsage(cpu0)
+      const machine = machine0 && machineCpu().map((v, i) => v - machine0[i])
+      return { seconds, cpu: (used.user + used.system) / 1e6, machine }
+    }
+  }
+}
 
 function kafkaOf (args) {
   return new Kafka({
@@ -37,16 +63,16 @@ async function produce (args) {
   for (let i = 0; i < args.records; i++) {
     queues[i % args.partitions].push(`v${i}:`.padEnd(args.size, '.'))
   }
-  const t0 = process.hrtime.bigint()
+  const clock = timer()
   await Promise.all(queues.map(async (values, partition) => {
     for (let at = 0; at < values.length; at += BATCH) {
       const messages = values.slice(at, at + BATCH).map(value => ({ value, partition }))
       await producer.send({ topic: args.topic, acks: -1, timeout: 5000, messages })
     }
   }))
-  const seconds = Number(process.hrtime.bigint() - t0) / 1e9
+  const timed = clock.end()
   await producer.disconnect()
-  return args.records / seconds
+  return { rate: args.records / timed.seconds, cpu: timed.cpu, machine: timed.machine }
 }
 
 async function consume (args) {
@@ -57,7 +83,7 @@ async function consume (args) {
   })
   // timed from before connecting, as the worker's side is: its consumer connects, subscribes
   // and joins at its first poll, which the harness's clock includes
-  const t0 = process.hrtime.bigint()
+  const clock = timer()
   await consumer.connect()
   await consumer.subscribe({ topics: [args.topic], fromBeginning: true })
   let got = 0
@@ -71,15 +97,15 @@ async function consume (args) {
     }
   })
   await finished
-  const seconds = Number(process.hrtime.bigint() - t0) / 1e9
+  const timed = clock.end()
   await consumer.disconnect()
-  return got / seconds
+  return { rate: got / timed.seconds, cpu: timed.cpu, machine: timed.machine }
 }
 
 async function main () {
   const args = JSON.parse(process.argv[2])
-  const rate = args.mode === 'produce' ? await produce(args) : await consume(args)
-  process.stdout.write(JSON.stringify({ rate }) + '\n')
+  const result = args.mode === 'produce' ? await produce(args) : await consume(args)
+  process.stdout.write(JSON.stringify(result) + '\n')
 }
 
 main().then(() => process.exit(0), err => {
