@@ -121,3 +121,48 @@ def test_finding_hw18_a_late_acknowledgement_is_refused(cluster: Cluster) -> Non
     finally:
         first.close()
         second.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HW-21 (docs/findings.md): Kafka's Java share consumer reports acknowledgements whose "
+    "request was cut off by a lost connection as UnknownServerException, a server error that never happened",
+)
+def test_finding_hw21_a_lost_connection_is_not_a_server_error(cluster: Cluster) -> None:
+    """A member acquires a record; its connection to the partition's leader then stops carrying
+    anything and is closed a second later (Toxiproxy's ``timeout`` toxic), and the member accepts
+    the record and commits. The acknowledgement cannot have reached the broker: the callback
+    must say so (a disconnection, or the ``NotLeaderOrFollowerException`` Kafka uses when it
+    notices the lost session). The Java client 4.4.0 reports ``UnknownServerException``: "the
+    server experienced an unexpected error when processing the request"."""
+    driver = get_driver("java")
+    refused = share_refusal(driver.name, driver.version, cluster.kafka_version)
+    if refused is not None:
+        pytest.skip(refused)
+    assert isinstance(driver, WorkerDriver)
+    topic, group = "share-cut-ack", "share-cut-ack-group"
+    produce_through_driver(driver, cluster, topic, 1, "share-cut-ack-producer")
+    cluster.observer().set_group_config(group, ShareGroupSettings(group, topic).group_configs())
+    outcomes: list[AckOutcome] = []
+    consumer = WorkerShareConsumer(
+        driver, ShareSettings(cluster.bootstrap(), "share-cut-ack-0", group), outcomes.append
+    )
+    link = cluster.client_link(cluster.default_client_rack, cluster.partition_state(topic, 0, offsets=False).leader)
+    cut = False
+    try:
+        consumer.subscribe([topic])
+        (held,) = _acquire(consumer, 1, 40)
+        cluster.add_toxic(
+            link, name="hw21", type="timeout", stream="upstream", toxicity=1.0, attributes={"timeout": 1000}
+        )
+        cut = True
+        consumer.acknowledge([(held, AckKind.ACCEPT)])
+        consumer.commit(15)
+        assert outcomes and outcomes[-1].offsets == (0,), outcomes
+        error = outcomes[-1].error
+        assert error is not None, "an acknowledgement that never reached the broker was reported applied"
+        assert not error.startswith("UnknownServerException"), f"the lost connection was reported as {error}"
+    finally:
+        if cut:
+            cluster.remove_toxic(link, "hw21")
+        consumer.close()
