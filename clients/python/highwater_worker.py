@@ -8,10 +8,11 @@ side. The library's adaptation is the in-process driver of ``harness/clients/`` 
 ``confluent``): it is imported *here*, in the worker, never in the harness process; this file
 only turns its calls and callbacks into protocol lines.
 
-The first line names the role and carries ``{"client": <dist>, "settings": <ProducerSettings or
-ConsumerSettings as a dict>}``; the reply is ``{"id": 0, "ok": true, "version", "protocol"}``.
-Every later command is answered with ``{"id", "ok": true, ...}`` or ``{"id", "error": "Class:
-message"}``, but sends, which come as ``sends`` lines (``[id, topic, partition, value]`` each)
+The first line names the role and carries ``{"client": <dist>, "settings": <ProducerSettings,
+ConsumerSettings or ShareSettings as a dict>}`` (the ``share_consumer`` role: confluent-kafka's
+share consumer, ``harness/clients/confluent_share.py``); the reply is ``{"id": 0, "ok": true,
+"version", "protocol"}``. Every later command is answered with ``{"id", "ok": true, ...}`` or
+``{"id", "error": "Class: message"}``, but sends, which come as ``sends`` lines (``[id, topic, partition, value]`` each)
 or, since protocol 3, ``batch`` lines (``{"topic", "first", "partitions", "values"}``: sends
 ``first``, ``first + 1``, ... as columns) and get no reply; their outcomes come in ``sends``
 lines (``[id, outcome, offset, error]`` each) and, from a driver that states them as plain
@@ -53,6 +54,7 @@ from harness.clients.base import (  # noqa: E402 - after the path above
     TopicPartition,
     TruncationSignal,
 )
+from harness.clients.share import ShareSettings  # noqa: E402
 from harness.clients.worker import PROTOCOL, GroupMetadata, encode_line, parts_of  # noqa: E402
 from harness.gcpasses import set_streaming  # noqa: E402
 from harness.security import ClientSecurity  # noqa: E402
@@ -193,8 +195,10 @@ def group_metadata_of(client: str, line: dict[str, Any]) -> Any:
     )
 
 
-def settings_of(role: str, raw: dict[str, Any]) -> ProducerSettings | ConsumerSettings:
+def settings_of(role: str, raw: dict[str, Any]) -> ProducerSettings | ConsumerSettings | ShareSettings:
     fields = {**raw, "bootstrap": tuple(raw["bootstrap"]), "security": ClientSecurity(**raw["security"])}
+    if role == "share_consumer":
+        return ShareSettings(**fields)
     return ProducerSettings(**fields) if role == "producer" else ConsumerSettings(**fields)
 
 
@@ -313,6 +317,52 @@ class Consumer:
         return {}
 
 
+class ShareConsumer:
+    """The ``share_consumer`` role (docs/adding-a-client.md, "Share groups"): confluent-kafka's
+    share consumer; each acknowledgement outcome an ``acked`` event, written as the library's
+    commit callback reports it, before the reply of the command that ran the callback."""
+
+    def __init__(self, client: str, settings: ShareSettings) -> None:
+        if client != "confluent-kafka":
+            raise ValueError(f"{client} has no share consumer (KIP-932)")
+        import confluent_kafka
+
+        from harness.clients.confluent_share import ConfluentShareMember
+
+        self.member = ConfluentShareMember(confluent_kafka, settings, self.acked)
+
+    @staticmethod
+    def acked(topic: str, partition: int, offsets: list[int], error: str | None) -> None:
+        emit({"event": "acked", "topic": topic, "partition": partition, "offsets": offsets, "error": error})
+
+    def handle(self, op: str, cmd: dict[str, Any]) -> dict[str, Any]:
+        m = self.member
+        if op == "poll":
+            return {"parts": m.poll(int(cmd["timeout_ms"]))}
+        if op == "subscribe":
+            m.subscribe([str(t) for t in cmd["topics"]])
+        elif op == "acknowledge":
+            m.acknowledge(cmd["acks"])
+        elif op == "commit":
+            m.commit(int(cmd.get("timeout_ms", 30_000)))
+        elif op == "close":
+            m.close()
+        else:
+            raise ValueError(f"unknown share consumer op {op!r}")
+        return {}
+
+
+def role_of(role: str, client: str, driver: Any, settings: Any) -> Producer | Consumer | ShareConsumer:
+    """The role the first line names, for ``client``'s ``driver``."""
+    if role == "producer":
+        return Producer(client, driver, settings)
+    if role == "consumer":
+        return Consumer(client, driver, settings)
+    if role == "share_consumer":
+        return ShareConsumer(client, settings)
+    raise ValueError(f"the {client} worker has no role {role!r}")
+
+
 def main() -> int:
     set_streaming()  # fewer collector passes: each send's callback lives until its outcome
     watch_parent()
@@ -327,12 +377,8 @@ def main() -> int:
     try:
         client = str(config["client"])
         driver = make_driver(client)
-        settings = settings_of(role, config["settings"])
-        worker: Producer | Consumer = (
-            Producer(client, driver, settings)  # type: ignore[arg-type]
-            if role == "producer"
-            else Consumer(client, driver, settings)  # type: ignore[arg-type]
-        )
+        settings = settings_of(str(role), config["settings"])
+        worker = role_of(str(role), client, driver, settings)
     except Exception as exc:  # noqa: BLE001 - a refused configuration is the first reply
         emit({"id": 0, "error": error_text(exc)})
         return 1

@@ -22,6 +22,7 @@ driver) from this repository (``PYTHONPATH``); nothing else of the harness's env
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import os
@@ -33,6 +34,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from core.errors import SetupError
 from core.versions import leading_numbers as _release
@@ -40,6 +42,7 @@ from harness.paths import home
 
 from .base import UnknownClientError
 from .pyversions import installed_version
+from .share import ShareSettings
 from .worker import Launch, NeutralSettingsConfig, WorkerDriver
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -179,6 +182,11 @@ class PythonLauncher(NeutralSettingsConfig):
     def __init__(self, dist: str, python: Path) -> None:
         self.dist = self.client = dist
         self.python = python
+
+    def share_config(self, settings: ShareSettings) -> dict[str, Any]:
+        """The ``share_consumer`` role's first line (``ShareLauncher``): the settings as they are;
+        the worker refuses the role for a library without a share consumer."""
+        return {"client": self.client, "settings": dataclasses.asdict(settings)}
 
     def launch(self, role: str, client_id: str) -> Launch:
         log_path = home() / "clients" / self.dist / "logs" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', client_id)}.log"

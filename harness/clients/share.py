@@ -7,10 +7,13 @@ consumer acknowledges it (``accept``: done, ``release``: give it to someone agai
 archive it unprocessed); a record whose lock expires, or whose holder leaves, becomes available
 again; after ``share.delivery.count.limit`` deliveries it is archived instead. Generally
 available since Kafka 4.2 (the broker's ``share.version`` 1 is then on in new clusters) and in
-Kafka's Java client 4.2 (``KafkaShareConsumer``); no other client under test has it yet.
+Kafka's Java client 4.2 (``KafkaShareConsumer``); confluent-kafka has one since 2.15
+(``ShareConsumer``, librdkafka's, a "Preview" there; tested from 2.16); kafka-python and kafkajs
+have none.
 
-The share consumer is a role of the Java worker (``clients/java/.../ShareRole.java``, role
-``share_consumer``; docs/adding-a-client.md, "Share groups"): ``subscribe``, ``poll`` (the
+The share consumer is a role of the Java worker (``clients/java/.../ShareRole.java``) and of the
+Python worker for confluent-kafka (``confluent_share.py``), role ``share_consumer``
+(docs/adding-a-client.md, "Share groups"): ``subscribe``, ``poll`` (the
 records acquired, with their delivery counts), ``acknowledge`` (records of the last poll, each
 with its kind), ``commit`` (``commitSync``) and ``close``; how each acknowledgement ended comes
 as ``acked`` events from the library's commit callback.
@@ -36,12 +39,22 @@ log = logging.getLogger(__name__)
 #: the release from which share groups are generally available, on the broker and in the client
 SHARE_GROUPS_SINCE = (4, 2)
 #: the clients that have a share consumer, and since which of their releases
-SHARE_CLIENTS: dict[str, tuple[int, int]] = {"java": SHARE_GROUPS_SINCE}
+SHARE_CLIENTS: dict[str, tuple[int, int]] = {"java": SHARE_GROUPS_SINCE, "confluent-kafka": (2, 16)}
+#: the clients whose worker also reads a share group's state (the ``share_admin`` role:
+#: ``Admin.listShareGroupOffsets``); confluent-kafka's admin client has no such call, so the
+#: state of its groups is read through the Java worker's (``workload.share.state_driver``)
+SHARE_ADMIN_CLIENTS = frozenset({"java"})
 #: the library's errors for acknowledgements surely not applied: the broker refused them (the
 #: record was no longer this consumer's: its lock had expired, or the broker released it), or no
 #: leader took them (the client completes acknowledgements it could not send to the partition's
-#: leader with this error; a broker that no longer leads applies nothing)
-REFUSED_ACKS = ("InvalidRecordStateException", "NotLeaderOrFollowerException")
+#: leader with this error; a broker that no longer leads applies nothing); the Java client
+#: names them by exception, librdkafka by error code
+REFUSED_ACKS = (
+    "InvalidRecordStateException",
+    "NotLeaderOrFollowerException",
+    "INVALID_RECORD_STATE",
+    "NOT_LEADER_OR_FOLLOWER",
+)
 
 
 class ShareGroupError(HighwaterError):

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from harness.clients import WorkerGone, resolve_driver
 from harness.clients.base import ClientDriver
 from harness.clients.share import (
+    SHARE_ADMIN_CLIENTS,
     AckKind,
     AckOutcome,
     AcquiredRecord,
@@ -60,6 +61,14 @@ def share_driver(client: str | ClientDriver) -> WorkerDriver:
     if not isinstance(driver, WorkerDriver):
         raise ShareGroupError(f"share groups run in a worker; {driver!r} is no worker driver")
     return driver
+
+
+def state_driver(driver: WorkerDriver) -> WorkerDriver:
+    """The driver whose worker reads the state of ``driver``'s share groups (``ShareAdmin``): its
+    own when it has the ``share_admin`` role, else Kafka's Java client's of the default release
+    (confluent-kafka's admin client cannot list share group offsets; the state is the broker's,
+    whoever asks)."""
+    return driver if driver.name in SHARE_ADMIN_CLIENTS else share_driver("java")
 
 
 @dataclass(frozen=True)
@@ -275,7 +284,7 @@ def record_share_state(
     acknowledgement of unknown outcome against (docs/checks.md)."""
     settings = ShareSettings(bootstrap=bootstrap, client_id="share-state", group_id=group, security=security)
     try:
-        with ShareAdmin(share_driver(client), settings) as admin:  # one worker for every read
+        with ShareAdmin(state_driver(share_driver(client)), settings) as admin:  # one worker for every read
             deadline = time.monotonic() + STATE_SETTLE_S
             offsets = admin.start_offsets(topic, partitions)
             # a lock that expired on a record's last delivery archives it with a write of its

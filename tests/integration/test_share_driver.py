@@ -25,12 +25,15 @@ from harness.clients.share import (
 )
 from harness.clients.worker import WorkerDriver
 from harness.local.cluster import Cluster
+from harness.workload.share import state_driver
 
 from .kafka_util import produce_through_driver
 
 pytestmark = pytest.mark.integration
 
 COUNT = 6
+#: every client with a share consumer (``share.SHARE_CLIENTS``)
+CLIENTS = ["java", "confluent-kafka"]
 
 
 def _acquire(consumer: WorkerShareConsumer, until: int, timeout_s: float) -> list[AcquiredRecord]:
@@ -42,13 +45,14 @@ def _acquire(consumer: WorkerShareConsumer, until: int, timeout_s: float) -> lis
     return got
 
 
-def test_share_consumer_accepts_releases_and_rejects_as_kafka_promises(cluster: Cluster) -> None:
-    driver = get_driver("java")
+@pytest.mark.parametrize("client", CLIENTS)
+def test_share_consumer_accepts_releases_and_rejects_as_kafka_promises(cluster: Cluster, client: str) -> None:
+    driver = get_driver(client)
     refused = share_refusal(driver.name, driver.version, cluster.kafka_version)
     if refused is not None:
         pytest.skip(refused)
     assert isinstance(driver, WorkerDriver)
-    topic, group = "share-driver", "share-driver-group"
+    topic, group = f"share-driver-{client}", f"share-driver-group-{client}"
     produce_through_driver(driver, cluster, topic, COUNT, "share-driver-producer")
     cluster.observer().set_group_config(group, ShareGroupSettings(group, topic).group_configs())
     outcomes: list[AckOutcome] = []
@@ -78,26 +82,29 @@ def test_share_consumer_accepts_releases_and_rejects_as_kafka_promises(cluster: 
     # Kafka writes the group's start offset down with the acknowledgements but moves it past the
     # last ones only at a later write (measured on 4.4.0: it stayed at 3, the released record,
     # after all six were settled), while the lag counts what is still owed, exactly
-    (state,) = share_start_offsets(driver, settings, topic, 1)
+    (state,) = share_start_offsets(state_driver(driver), settings, topic, 1)
     assert state.partition == 0 and 3 <= state.start_offset <= COUNT and state.lag == 0, state
 
 
-@pytest.mark.xfail(
+HW18 = pytest.mark.xfail(
     strict=True,
     reason="HW-18 (docs/findings.md): Kafka answers an acknowledgement of a record another member "
     "has since settled with success, and applies nothing",
 )
-def test_finding_hw18_a_late_acknowledgement_is_refused(cluster: Cluster) -> None:
+
+
+@pytest.mark.parametrize("client", [pytest.param("java", marks=HW18), pytest.param("confluent-kafka", marks=HW18)])
+def test_finding_hw18_a_late_acknowledgement_is_refused(cluster: Cluster, client: str) -> None:
     """A member acquires a record and sits on it past its 2 s lock; another member gets it (delivery
     count 2) and accepts it. The first member's accept then comes too late: the record is no
     longer its. The client's documentation has the commit callback report an
     InvalidRecordStateException then; Kafka answers with success."""
-    driver = get_driver("java")
+    driver = get_driver(client)
     refused = share_refusal(driver.name, driver.version, cluster.kafka_version)
     if refused is not None:
         pytest.skip(refused)
     assert isinstance(driver, WorkerDriver)
-    topic, group = "share-late-ack", "share-late-ack-group"
+    topic, group = f"share-late-ack-{client}", f"share-late-ack-group-{client}"
     produce_through_driver(driver, cluster, topic, 1, "share-late-ack-producer")
     cluster.observer().set_group_config(group, ShareGroupSettings(group, topic, lock_ms=2000).group_configs())
     late: list[AckOutcome] = []
@@ -123,24 +130,27 @@ def test_finding_hw18_a_late_acknowledgement_is_refused(cluster: Cluster) -> Non
         second.close()
 
 
-@pytest.mark.xfail(
+HW21 = pytest.mark.xfail(
     strict=True,
     reason="HW-21 (docs/findings.md): Kafka's Java share consumer reports acknowledgements whose "
     "request was cut off by a lost connection as UnknownServerException, a server error that never happened",
 )
-def test_finding_hw21_a_lost_connection_is_not_a_server_error(cluster: Cluster) -> None:
+
+
+@pytest.mark.parametrize("client", [pytest.param("java", marks=HW21), "confluent-kafka"])
+def test_finding_hw21_a_lost_connection_is_not_a_server_error(cluster: Cluster, client: str) -> None:
     """A member acquires a record; its connection to the partition's leader then stops carrying
     anything and is closed a second later (Toxiproxy's ``timeout`` toxic), and the member accepts
     the record and commits. The acknowledgement cannot have reached the broker: the callback
     must say so (a disconnection, or the ``NotLeaderOrFollowerException`` Kafka uses when it
     notices the lost session). The Java client 4.4.0 reports ``UnknownServerException``: "the
     server experienced an unexpected error when processing the request"."""
-    driver = get_driver("java")
+    driver = get_driver(client)
     refused = share_refusal(driver.name, driver.version, cluster.kafka_version)
     if refused is not None:
         pytest.skip(refused)
     assert isinstance(driver, WorkerDriver)
-    topic, group = "share-cut-ack", "share-cut-ack-group"
+    topic, group = f"share-cut-ack-{client}", f"share-cut-ack-group-{client}"
     produce_through_driver(driver, cluster, topic, 1, "share-cut-ack-producer")
     cluster.observer().set_group_config(group, ShareGroupSettings(group, topic).group_configs())
     outcomes: list[AckOutcome] = []
