@@ -7,9 +7,9 @@ consumer acknowledges it (``accept``: done, ``release``: give it to someone agai
 archive it unprocessed); a record whose lock expires, or whose holder leaves, becomes available
 again; after ``share.delivery.count.limit`` deliveries it is archived instead. Generally
 available since Kafka 4.2 (the broker's ``share.version`` 1 is then on in new clusters) and in
-Kafka's Java client 4.2 (``KafkaShareConsumer``); confluent-kafka has one since 2.15
-(``ShareConsumer``, librdkafka's, a "Preview" there; tested from 2.16); kafka-python and kafkajs
-have none.
+Kafka's Java client 4.2 (``KafkaShareConsumer``) and confluent-kafka 2.15 (``ShareConsumer``,
+librdkafka's, a "Preview" there; 2.15.1 and 2.16.1 pass the contract test); kafka-python and
+kafkajs have none.
 
 The share consumer is a role of the Java worker (``clients/java/.../ShareRole.java``) and of the
 Python worker for confluent-kafka (``confluent_share.py``), role ``share_consumer``
@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 #: the release from which share groups are generally available, on the broker and in the client
 SHARE_GROUPS_SINCE = (4, 2)
 #: the clients that have a share consumer, and since which of their releases
-SHARE_CLIENTS: dict[str, tuple[int, int]] = {"java": SHARE_GROUPS_SINCE, "confluent-kafka": (2, 16)}
+SHARE_CLIENTS: dict[str, tuple[int, int]] = {"java": SHARE_GROUPS_SINCE, "confluent-kafka": (2, 15)}
 #: the clients whose worker also reads a share group's state (the ``share_admin`` role:
 #: ``Admin.listShareGroupOffsets``); confluent-kafka's admin client has no such call, so the
 #: state of its groups is read through the Java worker's (``workload.share.state_driver``)

@@ -17,7 +17,7 @@ is archived by Kafka (``harness.workload.share``). The group's acquisition lock 
   cut off, then frozen; two partition leaders killed in turn.
 
 Share groups are generally available from Kafka 4.2, in Kafka's Java client from 4.2 and in
-confluent-kafka (librdkafka's share consumer, a "Preview" there) from 2.16; kafka-python,
+confluent-kafka (librdkafka's share consumer, a "Preview" there) from 2.15; kafka-python,
 kafkajs or an older release is skipped with the one line that says so.
 """
 

@@ -52,7 +52,7 @@ def test_share_consumer_accepts_releases_and_rejects_as_kafka_promises(cluster: 
     if refused is not None:
         pytest.skip(refused)
     assert isinstance(driver, WorkerDriver)
-    topic, group = f"share-driver-{client}", f"share-driver-group-{client}"
+    topic, group = f"share-driver-{driver.name}", f"share-driver-group-{driver.name}"
     produce_through_driver(driver, cluster, topic, COUNT, "share-driver-producer")
     cluster.observer().set_group_config(group, ShareGroupSettings(group, topic).group_configs())
     outcomes: list[AckOutcome] = []
@@ -104,7 +104,7 @@ def test_finding_hw18_a_late_acknowledgement_is_refused(cluster: Cluster, client
     if refused is not None:
         pytest.skip(refused)
     assert isinstance(driver, WorkerDriver)
-    topic, group = f"share-late-ack-{client}", f"share-late-ack-group-{client}"
+    topic, group = f"share-late-ack-{driver.name}", f"share-late-ack-group-{driver.name}"
     produce_through_driver(driver, cluster, topic, 1, "share-late-ack-producer")
     cluster.observer().set_group_config(group, ShareGroupSettings(group, topic, lock_ms=2000).group_configs())
     late: list[AckOutcome] = []
@@ -150,7 +150,7 @@ def test_finding_hw21_a_lost_connection_is_not_a_server_error(cluster: Cluster, 
     if refused is not None:
         pytest.skip(refused)
     assert isinstance(driver, WorkerDriver)
-    topic, group = f"share-cut-ack-{client}", f"share-cut-ack-group-{client}"
+    topic, group = f"share-cut-ack-{driver.name}", f"share-cut-ack-group-{driver.name}"
     produce_through_driver(driver, cluster, topic, 1, "share-cut-ack-producer")
     cluster.observer().set_group_config(group, ShareGroupSettings(group, topic).group_configs())
     outcomes: list[AckOutcome] = []

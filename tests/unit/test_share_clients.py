@@ -14,7 +14,7 @@ from harness.security import PLAINTEXT
 
 @pytest.mark.parametrize(
     ("client", "version"),
-    [("java", "4.2.0"), ("java", "4.4.0"), ("confluent-kafka", "2.16.1"), ("confluent-kafka", "3.0.0")],
+    [("java", "4.2.0"), ("java", "4.4.0"), ("confluent-kafka", "2.15.1"), ("confluent-kafka", "2.16.1")],
 )
 def test_clients_with_a_share_consumer_are_taken(client: str, version: str) -> None:
     assert share_client_refusal(client, version) is None
@@ -25,7 +25,7 @@ def test_clients_with_a_share_consumer_are_taken(client: str, version: str) -> N
     ("client", "version", "said"),
     [
         ("java", "4.1.2", "since java 4.2"),
-        ("confluent-kafka", "2.15.1", "since confluent-kafka 2.16"),
+        ("confluent-kafka", "2.14.2", "since confluent-kafka 2.15"),
         ("kafka-python", "3.0.12", "share groups run on: java, confluent-kafka"),
         ("kafkajs", "2.2.4", "has no share consumer"),
     ],
