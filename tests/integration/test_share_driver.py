@@ -36,6 +36,16 @@ COUNT = 6
 CLIENTS = ["java", "confluent-kafka"]
 
 
+def _driver(client: str, cluster: Cluster) -> WorkerDriver:
+    """The share client's driver, or the test skipped with the one line that says why not."""
+    driver = get_driver(client)
+    refused = share_refusal(driver.name, driver.version, cluster.kafka_version)
+    if refused is not None:
+        pytest.skip(refused)
+    assert isinstance(driver, WorkerDriver)
+    return driver
+
+
 def _acquire(consumer: WorkerShareConsumer, until: int, timeout_s: float) -> list[AcquiredRecord]:
     got: list[AcquiredRecord] = []
     deadline = time.monotonic() + timeout_s
@@ -47,11 +57,7 @@ def _acquire(consumer: WorkerShareConsumer, until: int, timeout_s: float) -> lis
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_share_consumer_accepts_releases_and_rejects_as_kafka_promises(cluster: Cluster, client: str) -> None:
-    driver = get_driver(client)
-    refused = share_refusal(driver.name, driver.version, cluster.kafka_version)
-    if refused is not None:
-        pytest.skip(refused)
-    assert isinstance(driver, WorkerDriver)
+    driver = _driver(client, cluster)
     topic, group = f"share-driver-{driver.name}", f"share-driver-group-{driver.name}"
     produce_through_driver(driver, cluster, topic, COUNT, "share-driver-producer")
     cluster.observer().set_group_config(group, ShareGroupSettings(group, topic).group_configs())
@@ -99,11 +105,7 @@ def test_finding_hw18_a_late_acknowledgement_is_refused(cluster: Cluster, client
     count 2) and accepts it. The first member's accept then comes too late: the record is no
     longer its. The client's documentation has the commit callback report an
     InvalidRecordStateException then; Kafka answers with success."""
-    driver = get_driver(client)
-    refused = share_refusal(driver.name, driver.version, cluster.kafka_version)
-    if refused is not None:
-        pytest.skip(refused)
-    assert isinstance(driver, WorkerDriver)
+    driver = _driver(client, cluster)
     topic, group = f"share-late-ack-{driver.name}", f"share-late-ack-group-{driver.name}"
     produce_through_driver(driver, cluster, topic, 1, "share-late-ack-producer")
     cluster.observer().set_group_config(group, ShareGroupSettings(group, topic, lock_ms=2000).group_configs())
@@ -145,11 +147,7 @@ def test_finding_hw21_a_lost_connection_is_not_a_server_error(cluster: Cluster, 
     must say so (a disconnection, or the ``NotLeaderOrFollowerException`` Kafka uses when it
     notices the lost session). The Java client 4.4.0 reports ``UnknownServerException``: "the
     server experienced an unexpected error when processing the request"."""
-    driver = get_driver(client)
-    refused = share_refusal(driver.name, driver.version, cluster.kafka_version)
-    if refused is not None:
-        pytest.skip(refused)
-    assert isinstance(driver, WorkerDriver)
+    driver = _driver(client, cluster)
     topic, group = f"share-cut-ack-{driver.name}", f"share-cut-ack-group-{driver.name}"
     produce_through_driver(driver, cluster, topic, 1, "share-cut-ack-producer")
     cluster.observer().set_group_config(group, ShareGroupSettings(group, topic).group_configs())
