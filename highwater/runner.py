@@ -44,7 +44,7 @@ from harness.backend import ClusterBackend, LinkControl, backend_name
 from harness.clients import client_label, get_driver
 from harness.clients.clocks import fake_client_clocks
 from harness.clients.groups import GroupProtocolError, group_configs, group_protocol_refusal
-from harness.clients.share import ShareGroupError, ShareGroupSettings, share_refusal
+from harness.clients.share import ShareGroupError, ShareGroupSettings, ShareSettings, share_refusal
 from harness.clients.txnversion import (
     TRANSACTION_VERSION,
     TransactionVersionError,
@@ -61,7 +61,14 @@ from harness.waiting import wait_until, wait_until_steady
 from harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
 from harness.workload.copy import CopyConfig, CopyWorker
 from harness.workload.final_read import final_read
-from harness.workload.share import AckPolicy, ShareConfig, ShareConsumerWorker, ShareLedger, record_share_state
+from harness.workload.share import (
+    AckPolicy,
+    GroupOwes,
+    ShareConfig,
+    ShareConsumerWorker,
+    ShareLedger,
+    record_share_state,
+)
 from harness.workload.transactions import TransactionalProducerWorker, TransactionConfig
 from highwater import progress as live
 from highwater.run_spec import COPY_READER, RunSpec, run_spec_to_json
@@ -341,7 +348,19 @@ def _play(
                     p.stop()
                 if crashed is None:
                     live_now.phase("settle")
-                    _settle(cluster, spec, consumers, producers, progress, out / "threads.txt", workers.ledger)
+                    owes = None
+                    if share is not None:  # a lost answer to an applied acknowledgement: the state settles it
+                        state = ShareSettings(
+                            cluster.bootstrap(), "share-settle", share.group, security=cluster.client_security
+                        )
+                        owes = GroupOwes(spec.client, state, spec.topic, spec.partitions, 2 * share.lock_ms / 1000)
+                    try:
+                        _settle(
+                            cluster, spec, consumers, producers, progress, out / "threads.txt", workers.ledger, owes
+                        )
+                    finally:
+                        if owes is not None:
+                            owes.close()
                     phases.mark("settle")
                 for w in [*consumers, observer]:
                     w.stop()
@@ -533,9 +552,12 @@ def _settle(
     progress: Callable[[str], None],
     stacks_path: Path | None = None,
     ledger: ShareLedger | None = None,
+    owes: GroupOwes | None = None,
 ) -> None:
     """After healing: wait until every partition has its full ISR and every consumer has read
-    up to the high watermark, so 'unseen' and the final read judge a quiet cluster. Consumers
+    up to the high watermark (a share group: every record settled in ``ledger``, or Kafka owing
+    nothing by the group's state, ``owes``), so 'unseen' and the final read judge a quiet
+    cluster. Consumers
     still behind after STALL_DUMP_AFTER_S get their thread stacks dumped to ``stacks_path``
     once: a client stuck inside kafka-python shows there where it waits."""
 
@@ -561,7 +583,7 @@ def _settle(
             return
         if ledger is not None:  # a share group: every record accepted or archived
             done, what = (
-                lambda: ledger.settled_below(spec.topic, hws),
+                lambda: ledger.settled_below(spec.topic, hws) or (owes is not None and owes.nothing()),
                 f"the share group has settled (accepted or archived) all {total} records",
             )
         elif spec.consumer_mode == "subscribe":  # one group: each partition is read by one member at a time
