@@ -127,7 +127,7 @@ class GroupOwes:
     """Whether a share group's state says Kafka owes nothing more (lag 0 on every partition of
     the topic), for the settle wait: an acknowledgement whose answer was lost with its
     connection (``info``) but which Kafka applied never reaches the ``ShareLedger``, whose wait
-    then ran to its deadline (60 s in 2 runs of 5 of the share suite's kill scenario). Asked only
+    then ran to its deadline (60 s: 3 of 4 confluent-kafka share scenarios, 2026-11-27). Asked only
     after ``after_s`` of waiting (a lost acknowledgement that was not applied comes back once
     its lock expires, and the ledger sees it settled), then at most every ``STATE_POLL_S``,
     through one ``ShareAdmin`` worker opened at the first asking; ``close`` stops it."""
