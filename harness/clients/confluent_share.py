@@ -7,8 +7,9 @@ here: explicit acknowledgement (``share.acknowledgement.mode=explicit``), ``ackn
 recording a kind locally, ``commit_sync`` sending what was recorded, and a commit callback that
 runs on the application's thread inside ``poll``, ``commit_sync`` and ``close``, so each
 ``acked`` event is written before the reply of the command that completed it. An error is
-named by librdkafka's code (``INVALID_RECORD_STATE: ...``), which ``share.REFUSED_ACKS`` knows
-beside the Java client's exception names.
+written as every confluent-kafka error of the history is (``confluent.error_text``:
+``KafkaError: INVALID_RECORD_STATE: ...``), which ``share.REFUSED_ACKS`` knows beside the Java
+client's exception names.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .confluent import error_text
 from .share import AckKind, ShareSettings
 
 log = logging.getLogger(__name__)
@@ -41,15 +43,6 @@ def share_config(settings: ShareSettings) -> dict[str, Any]:
     }
 
 
-def error_of(exc: Any) -> str:
-    """An acknowledgement's failure as librdkafka names it: ``<code name>: <text>``."""
-    err = exc.args[0] if getattr(exc, "args", None) else exc
-    name = getattr(err, "name", None)
-    if callable(name):
-        return f"{name()}: {err.str()}"
-    return f"{type(exc).__name__}: {exc}"
-
-
 class ConfluentShareMember:
     """One ``confluent_kafka.ShareConsumer``, driven by the worker's share commands; ``acked`` is
     told each acknowledgement outcome as the library's commit callback reports it."""
@@ -67,7 +60,8 @@ class ConfluentShareMember:
         self.closed = False
 
     def _on_commit(self, offsets: dict[Any, set[int]], exc: Any) -> None:
-        error = None if exc is None else error_of(exc)
+        # the callback's KafkaException carries the KafkaError that names the code
+        error = None if exc is None else error_text(exc.args[0] if exc.args else exc)
         for tp, acked in offsets.items():
             self.acked(str(tp.topic), int(tp.partition), sorted(int(o) for o in acked), error)
 

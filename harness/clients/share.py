@@ -52,8 +52,8 @@ SHARE_ADMIN_CLIENTS = frozenset({"java"})
 REFUSED_ACKS = (
     "InvalidRecordStateException",
     "NotLeaderOrFollowerException",
-    "INVALID_RECORD_STATE",
-    "NOT_LEADER_OR_FOLLOWER",
+    "KafkaError: INVALID_RECORD_STATE",
+    "KafkaError: NOT_LEADER_OR_FOLLOWER",
 )
 
 

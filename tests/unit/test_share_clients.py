@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.clients.confluent_share import error_of, share_config
+from harness.clients.confluent import error_text
+from harness.clients.confluent_share import share_config
 from harness.clients.share import AckOutcome, ShareSettings, share_client_refusal, share_refusal
 from harness.security import PLAINTEXT
 
@@ -46,10 +47,10 @@ def test_an_old_kafka_is_refused_for_a_client_that_has_one() -> None:
         (None, "ok"),
         ("InvalidRecordStateException: The record state is invalid.", "fail"),
         ("NotLeaderOrFollowerException: not the leader", "fail"),
-        ("INVALID_RECORD_STATE: Broker: Invalid record state", "fail"),
-        ("NOT_LEADER_OR_FOLLOWER: Broker: Not leader for partition", "fail"),
+        ("KafkaError: INVALID_RECORD_STATE: Broker: Invalid record state", "fail"),
+        ("KafkaError: NOT_LEADER_OR_FOLLOWER: Broker: Not leader for partition", "fail"),
         # a lost connection: the acknowledgement may or may not have been applied
-        ("_TRANSPORT: Local: Broker transport failure", "info"),
+        ("KafkaError: _TRANSPORT: Local: Broker transport failure", "info"),
         ("UnknownServerException: The server experienced an unexpected error", "info"),
         ("TimeoutException: commit timed out", "info"),
     ],
@@ -73,10 +74,9 @@ class _KafkaError:
 
 
 def test_librdkafka_errors_are_named_by_their_code() -> None:
-    assert error_of(Exception(_KafkaError("INVALID_RECORD_STATE", "Broker: Invalid record state"))) == (
-        "INVALID_RECORD_STATE: Broker: Invalid record state"
-    )
-    assert error_of(ValueError("no")) == "ValueError: no"
+    text = error_text(_KafkaError("INVALID_RECORD_STATE", "Broker: Invalid record state"))
+    assert text == "KafkaError: INVALID_RECORD_STATE: Broker: Invalid record state"
+    assert AckOutcome("t", 0, (1,), text).outcome == "fail"
 
 
 def test_the_share_consumer_acknowledges_explicitly_with_the_settings_asked() -> None:
