@@ -92,14 +92,12 @@ def test_share_consumer_accepts_releases_and_rejects_as_kafka_promises(cluster: 
     assert state.partition == 0 and 3 <= state.start_offset <= COUNT and state.lag == 0, state
 
 
-HW18 = pytest.mark.xfail(
+@pytest.mark.xfail(
     strict=True,
     reason="HW-18 (docs/findings.md): Kafka answers an acknowledgement of a record another member "
-    "has since settled with success, and applies nothing",
+    "has since settled with success, and applies nothing (every share client: the broker's answer)",
 )
-
-
-@pytest.mark.parametrize("client", [pytest.param("java", marks=HW18), pytest.param("confluent-kafka", marks=HW18)])
+@pytest.mark.parametrize("client", CLIENTS)
 def test_finding_hw18_a_late_acknowledgement_is_refused(cluster: Cluster, client: str) -> None:
     """A member acquires a record and sits on it past its 2 s lock; another member gets it (delivery
     count 2) and accepts it. The first member's accept then comes too late: the record is no
