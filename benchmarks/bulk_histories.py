@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core.checks.bounds import header_entries
-from core.history import FORMAT, HEADER_METADATA_KEY, PARQUET_SCHEMA, RECORD_TYPE
+from highwater.core.checks.bounds import header_entries
+from highwater.core.history import FORMAT, HEADER_METADATA_KEY, PARQUET_SCHEMA, RECORD_TYPE
 from highwater.run_spec import run_settings
 
 PARTS = 3

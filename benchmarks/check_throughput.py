@@ -210,7 +210,7 @@ def main() -> int:
                 [
                     py,
                     "-c",
-                    "import sys; from core.history import to_parquet; to_parquet(sys.argv[1], sys.argv[2])",
+                    "import sys; from highwater.core.history import to_parquet; to_parquet(sys.argv[1], sys.argv[2])",
                     str(jsonl),
                     str(parquet),
                 ]

@@ -71,9 +71,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.backend import ClusterBackend
-from harness.backends import start_backend  # noqa: E402
-from harness.clients import (  # noqa: E402
+from highwater.harness.backend import ClusterBackend
+from highwater.harness.backends import start_backend  # noqa: E402
+from highwater.harness.clients import (  # noqa: E402
     ClientDriver,
     ConsumerSettings,
     PositionChange,
@@ -85,14 +85,14 @@ from harness.clients import (  # noqa: E402
     client_names,
     get_driver,
 )
-from harness.clients.base import send_batch  # noqa: E402
-from harness.clients.kafkajs import ensure_tree, find_node  # noqa: E402
-from harness.clients.pyversions import installed_version  # noqa: E402
-from harness.config import ClusterSpec  # noqa: E402
-from harness.distribution import default_version, ensure_kafka  # noqa: E402
-from harness.gcpasses import streaming  # noqa: E402
-from harness.java_runtime import find_java  # noqa: E402
-from harness.paths import home  # noqa: E402
+from highwater.harness.clients.base import send_batch  # noqa: E402
+from highwater.harness.clients.kafkajs import ensure_tree, find_node  # noqa: E402
+from highwater.harness.clients.pyversions import installed_version  # noqa: E402
+from highwater.harness.config import ClusterSpec  # noqa: E402
+from highwater.harness.distribution import default_version, ensure_kafka  # noqa: E402
+from highwater.harness.gcpasses import streaming  # noqa: E402
+from highwater.harness.java_runtime import find_java  # noqa: E402
+from highwater.harness.paths import home  # noqa: E402
 
 PARTITIONS = 3
 TOOL = "kafka perf tools"
@@ -378,7 +378,7 @@ def bare_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records
     if library == "kafka-python":
         import kafka
 
-        from harness.clients.kafka_python import producer_config as kafka_python_config
+        from highwater.harness.clients.kafka_python import producer_config as kafka_python_config
 
         producer = kafka.KafkaProducer(**kafka_python_config(settings))
         try:
@@ -392,7 +392,7 @@ def bare_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records
     else:
         import confluent_kafka
 
-        from harness.clients.confluent import producer_config
+        from highwater.harness.clients.confluent import producer_config
 
         producer = confluent_kafka.Producer(producer_config(settings))
         errors: list[object] = []

@@ -18,12 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.compose.backend import ComposeCluster  # noqa: E402
-from harness.compose.images import build_images  # noqa: E402
-from harness.config import ClusterSpec  # noqa: E402
-from harness.distribution import default_version, ensure_kafka  # noqa: E402
-from harness.local.cluster import Cluster  # noqa: E402
-from harness.toxiproxy import ensure_toxiproxy  # noqa: E402
+from highwater.harness.compose.backend import ComposeCluster  # noqa: E402
+from highwater.harness.compose.images import build_images  # noqa: E402
+from highwater.harness.config import ClusterSpec  # noqa: E402
+from highwater.harness.distribution import default_version, ensure_kafka  # noqa: E402
+from highwater.harness.local.cluster import Cluster  # noqa: E402
+from highwater.harness.toxiproxy import ensure_toxiproxy  # noqa: E402
 
 
 def one_run(kind: type[Cluster], version: str) -> tuple[float, float]:

@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kafka import KafkaProducer  # noqa: E402
 
-from harness.backends import start_backend  # noqa: E402
-from harness.config import ClusterSpec  # noqa: E402
+from highwater.harness.backends import start_backend  # noqa: E402
+from highwater.harness.config import ClusterSpec  # noqa: E402
 
 
 def one_run(disk: str, records: int, value_bytes: int) -> tuple[float, float]:

@@ -32,12 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bulk_histories import generate  # noqa: E402  (beside this script)
 
-from core.checks import overall, run_all_checks  # noqa: E402
-from reports.aggregate import Options, build  # noqa: E402
-from reports.junit import write_junit  # noqa: E402
-from reports.render_html import write_html  # noqa: E402
-from reports.spark_session import Progress  # noqa: E402
-from reports.summary import write_summary  # noqa: E402
+from highwater.core.checks import overall, run_all_checks  # noqa: E402
+from highwater.reports.aggregate import Options, build  # noqa: E402
+from highwater.reports.junit import write_junit  # noqa: E402
+from highwater.reports.render_html import write_html  # noqa: E402
+from highwater.reports.spark_session import Progress  # noqa: E402
+from highwater.reports.summary import write_summary  # noqa: E402
 
 
 def make_store(root: Path, runs: int, events: int, templates: int) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.manifest import ManifestError, RunManifest  # noqa: E402
+from highwater.core.manifest import ManifestError, RunManifest  # noqa: E402
 
 PHASES = ("setup", "workload", "heal", "settle", "final_read", "checks")
 

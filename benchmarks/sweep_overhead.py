@@ -42,7 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.distribution import published_versions  # noqa: E402
+from highwater.harness.distribution import published_versions  # noqa: E402
 from highwater.profiles import PROFILES  # noqa: E402
 from highwater.spark_standalone import standalone  # noqa: E402
 from highwater.spark_sweep import run_cell  # noqa: E402

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from core.errors import HighwaterError
+from highwater.core.errors import HighwaterError
 
 FORMAT = "highwater.run/1"
 FORMAT_PREFIX = "highwater.run/"
@@ -294,6 +294,9 @@ class RunManifest:
     client_bytes: ClientBytes | None = None
     stats: RunStats | None = None
     valid: bool | str | None = None  # null until the checks ran
+    #: the run's class against the known findings (``highwater.core.findings.Classification``
+    #: as JSON: class, known, new, fixed); null until the checks ran, or from an older run
+    findings: dict[str, Any] | None = None
     format: str = FORMAT
     #: read from a manifest older than ``highwater.run/1`` (never written)
     legacy: bool = field(default=False, compare=False)
@@ -333,6 +336,7 @@ class RunManifest:
             "client_bytes": self.client_bytes,
             "stats": self.stats.to_json() if self.stats else None,
             "valid": self.valid,
+            "findings": self.findings,
         }
 
     @classmethod
@@ -377,6 +381,7 @@ class RunManifest:
             client_bytes=_client_bytes(data.get("client_bytes")),
             stats=RunStats.from_json(data["stats"]) if data.get("stats") is not None else None,
             valid=_valid(data.get("valid")),
+            findings=_obj(data["findings"], "findings") if data.get("findings") is not None else None,
             format=fmt,
         )
 

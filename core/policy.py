@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.checks.verdict import Verdict
+from highwater.core.checks.verdict import Verdict
 
 
 @dataclass(frozen=True)

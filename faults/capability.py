@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
-from faults.common import FaultError
-from faults.spec import FaultKind, FaultSpec
-from harness.backend import Capability, backend_name, has_capability
+from highwater.faults.common import FaultError
+from highwater.faults.spec import FaultKind, FaultSpec
+from highwater.harness.backend import Capability, backend_name, has_capability
 
 
 class CapabilityError(FaultError):

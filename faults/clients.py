@@ -44,11 +44,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from core.errors import WaitTimeout
-from faults.common import FaultError
-from faults.target import ClientTarget, TargetKind
-from harness.clients.worker import WorkerInfo, WorkerProcess, live_workers, request_restart
-from harness.waiting import wait_until
+from highwater.core.errors import WaitTimeout
+from highwater.faults.common import FaultError
+from highwater.faults.target import ClientTarget, TargetKind
+from highwater.harness.clients.worker import WorkerInfo, WorkerProcess, live_workers, request_restart
+from highwater.harness.waiting import wait_until
 
 #: how long ``group-leader`` waits for a group between generations to settle
 LEADER_WAIT_S = 30.0

@@ -14,11 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from faults.common import FaultError
-from faults.spec import FaultKind, FaultSpec
-from faults.target import ClientTarget
-from harness.backend import Capability, ClockControl, ClockHandle, ClusterBackend, backend_name, has_capability
-from harness.clients.clocks import client_clock
+from highwater.faults.common import FaultError
+from highwater.faults.spec import FaultKind, FaultSpec
+from highwater.faults.target import ClientTarget
+from highwater.harness.backend import (
+    Capability,
+    ClockControl,
+    ClockHandle,
+    ClusterBackend,
+    backend_name,
+    has_capability,
+)
+from highwater.harness.clients.clocks import client_clock
 
 
 def enabled(cluster: object) -> bool:

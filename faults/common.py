@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import Enum
 
-from core.errors import HighwaterError
-from harness.topology import Node, Topology, client_party
+from highwater.core.errors import HighwaterError
+from highwater.harness.topology import Node, Topology, client_party
 
 CLIENT_PREFIX = "clients@"
 

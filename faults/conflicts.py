@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from faults.common import Direction, FaultError
-from faults.scope import possible_links, possible_nodes, same_partition_leader_and_follower
-from faults.spec import FaultKind, FaultSpec
-from harness.topology import Link, Topology
+from highwater.faults.common import Direction, FaultError
+from highwater.faults.scope import possible_links, possible_nodes, same_partition_leader_and_follower
+from highwater.faults.spec import FaultKind, FaultSpec
+from highwater.harness.topology import Link, Topology
 
 
 def _toxic_streams(topology: Topology, spec: FaultSpec) -> frozenset[tuple[Link, Direction]]:

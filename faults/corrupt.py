@@ -25,7 +25,7 @@ import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from faults.common import FaultError
+from highwater.faults.common import FaultError
 
 
 @dataclass(frozen=True)

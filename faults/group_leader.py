@@ -25,8 +25,8 @@ from typing import Any
 from kafka.errors import for_code
 from kafka.record import MemoryRecords
 
-from faults.clients import GroupSnapshot
-from harness.observe import Observer
+from highwater.faults.clients import GroupSnapshot
+from highwater.harness.observe import Observer
 
 OFFSETS_TOPIC = "__consumer_offsets"
 GROUP_METADATA_KEY = 2  # the key version of a classic group's metadata record
@@ -209,7 +209,7 @@ class LiveGroups:
 
     @staticmethod
     def _records(obs: Observer, group: str) -> list[tuple[bytes | None, bytes | None]]:
-        from harness.workload.final_read import _fetch
+        from highwater.harness.workload.final_read import _fetch
 
         meta = obs.admin.describe_topics([OFFSETS_TOPIC])[0]
         topic_id = meta["topic_id"]

@@ -28,14 +28,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from faults import clients, clock, corrupt
-from faults.capability import check_capabilities
-from faults.common import FaultError
-from faults.conflicts import check_no_conflicts
-from faults.scope import resolve_link_fault
-from faults.spec import FaultKind, FaultSpec
-from faults.target import ClientTarget
-from harness.backend import (
+from highwater.faults import clients, clock, corrupt
+from highwater.faults.capability import check_capabilities
+from highwater.faults.common import FaultError
+from highwater.faults.conflicts import check_no_conflicts
+from highwater.faults.scope import resolve_link_fault
+from highwater.faults.spec import FaultKind, FaultSpec
+from highwater.faults.target import ClientTarget
+from highwater.harness.backend import (
     ClusterBackend,
     ControlledNode,
     DiskControl,
@@ -44,8 +44,8 @@ from harness.backend import (
     NodeState,
     ProcessControl,
 )
-from harness.topology import Link
-from harness.waiting import wait_until
+from highwater.harness.topology import Link
+from highwater.harness.waiting import wait_until
 
 log = logging.getLogger(__name__)
 

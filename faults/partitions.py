@@ -30,7 +30,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from faults.common import (
+from highwater.faults.common import (
     Direction,
     FaultError,
     check_client_rack,
@@ -40,7 +40,7 @@ from faults.common import (
     node_names,
     parties,
 )
-from harness.topology import Link, Listener, Node, Topology, client_party
+from highwater.harness.topology import Link, Listener, Node, Topology, client_party
 
 Key = int | str | Node
 Keys = Key | Iterable[Key]

@@ -32,10 +32,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from faults.common import Direction, FaultError
-from faults.conflicts import conflict
-from faults.spec import FaultKind, FaultSpec, Flow
-from faults.target import (
+from highwater.faults.common import Direction, FaultError
+from highwater.faults.conflicts import conflict
+from highwater.faults.spec import FaultKind, FaultSpec, Flow
+from highwater.faults.target import (
     BridgeTarget,
     BrokersTarget,
     BrokerTarget,
@@ -51,7 +51,7 @@ from faults.target import (
     TargetKind,
     parse_target,
 )
-from harness.topology import Topology
+from highwater.harness.topology import Topology
 
 FORMAT = "highwater.schedule/1"
 

@@ -9,11 +9,11 @@ initiated by ``P``; ``listeners`` filters; a ``bridge`` target takes the bridge 
 
 from __future__ import annotations
 
-from faults import partitions
-from faults.common import FaultError, node_names
-from faults.spec import FaultSpec, Flow
-from faults.target import BridgeTarget, ClusterView, FollowerInTarget, LeaderTarget, Target
-from harness.topology import Link, Topology
+from highwater.faults import partitions
+from highwater.faults.common import FaultError, node_names
+from highwater.faults.spec import FaultSpec, Flow
+from highwater.faults.target import BridgeTarget, ClusterView, FollowerInTarget, LeaderTarget, Target
+from highwater.harness.topology import Link, Topology
 
 
 def _filter(spec: FaultSpec, links: frozenset[Link]) -> frozenset[Link]:

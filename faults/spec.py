@@ -78,10 +78,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from faults.common import Direction, FaultError
-from faults.target import LINK_ONLY, Target, TargetKind, parse_target
-from harness.backend import Capability
-from harness.topology import Listener, Topology
+from highwater.faults.common import Direction, FaultError
+from highwater.faults.target import LINK_ONLY, Target, TargetKind, parse_target
+from highwater.harness.backend import Capability
+from highwater.harness.topology import Listener, Topology
 
 Value = int | float | bool | str
 

@@ -54,8 +54,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import ClassVar, Literal, Protocol, TypeAlias
 
-from faults import partitions
-from faults.common import (
+from highwater.faults import partitions
+from highwater.faults.common import (
     FaultError,
     all_parties,
     check_client_rack,
@@ -64,7 +64,7 @@ from faults.common import (
     find_node,
     node_names,
 )
-from harness.topology import Topology, client_party
+from highwater.harness.topology import Topology, client_party
 
 _TOPIC = r"[A-Za-z0-9._-]+"
 _TP = re.compile(rf"^({_TOPIC})/(\d+)$")

@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import HighwaterError
-from harness.backend import ClusterBackend, Progress
-from harness.clock import find_libfaketime
-from harness.config import ClusterSpec
+from highwater.core.errors import HighwaterError
+from highwater.harness.backend import ClusterBackend, Progress
+from highwater.harness.clock import find_libfaketime
+from highwater.harness.config import ClusterSpec
 
 DEFAULT_BACKEND = "local"
 

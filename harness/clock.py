@@ -15,7 +15,7 @@ for a broker). Only the wall clock moves: ``FAKETIME_DONT_FAKE_MONOTONIC=1`` lea
 parked threads spin).
 
 A drift is not libfaketime's ``x`` speed factor (it hangs a JVM): a small stepper process of ours
-(``python -m harness.clock drift``) rewrites the offset once a second, ``rate`` ms per second of
+(``python -m highwater.harness.clock drift``) rewrites the offset once a second, ``rate`` ms per second of
 real time. It is a process, not a thread, so it lasts as long as the fault does, also when
 ``highwater fault apply`` exits and leaves the fault in place; it stops when healed (SIGTERM),
 when the cluster's owner dies (it checks at every step) or its node's directory is gone, and the
@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from core.errors import HighwaterError
+from highwater.core.errors import HighwaterError
 
 from .procs import ProcessRecord, ProcessRegistry, is_zombie_or_gone, proc_start_time, signal_and_wait, spawn
 
@@ -233,7 +233,7 @@ class NodeClock:
         if self.drifting():
             raise ClockError(f"{self.name}'s clock is already drifting")
         base = self.offset()
-        argv = [sys.executable, "-m", "harness.clock", "drift", "--file", str(self.file)]
+        argv = [sys.executable, "-m", "highwater.harness.clock", "drift", "--file", str(self.file)]
         argv += ["--base", repr(base), "--rate", repr(float(rate_ms))]
         if self._owner_pid is not None:
             argv += ["--owner-pid", str(self._owner_pid)]
@@ -261,8 +261,8 @@ class NodeClock:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m harness.clock drift --file F --base S --rate MS [--owner-pid P]``: the stepper."""
-    parser = argparse.ArgumentParser(prog="python -m harness.clock")
+    """``python -m highwater.harness.clock drift --file F --base S --rate MS [--owner-pid P]``: the stepper."""
+    parser = argparse.ArgumentParser(prog="python -m highwater.harness.clock")
     sub = parser.add_subparsers(dest="command", required=True)
     drift = sub.add_parser("drift", help="step a clock file's offset once a second")
     drift.add_argument("--file", type=Path, required=True)

@@ -7,8 +7,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from core.errors import HighwaterError
-from core.versions import release_at_least
+from highwater.core.errors import HighwaterError
+from highwater.core.versions import release_at_least
 
 from .security import PLAINTEXT, ClientSecurity
 from .topology import Node, Topology

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import HighwaterError, SetupError
-from harness.paths import home
-from harness.procs import ProcessRegistry, signal_and_wait, spawn
-from harness.waiting import wait_until
+from highwater.core.errors import HighwaterError, SetupError
+from highwater.harness.paths import home
+from highwater.harness.procs import ProcessRegistry, signal_and_wait, spawn
+from highwater.harness.waiting import wait_until
 
 log = logging.getLogger(__name__)
 

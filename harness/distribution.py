@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import SetupError
-from core.versions import exact_release
+from highwater.core.errors import SetupError
+from highwater.core.versions import exact_release
 
 from .paths import home
 

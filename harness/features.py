@@ -12,8 +12,8 @@ refuses a level a release lacks, before anything starts.
 
 from __future__ import annotations
 
-from core.errors import HighwaterError
-from core.versions import release_at_least
+from highwater.core.errors import HighwaterError
+from highwater.core.versions import release_at_least
 
 ELIGIBLE_LEADER_REPLICAS = "eligible.leader.replicas.version"
 #: the Kafka release from which a cluster has the ELR feature to set

@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import JavaError
+from highwater.core.errors import JavaError
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import ClusterError, PortInUseError
+from highwater.core.errors import ClusterError, PortInUseError
 
 from .clock import remove_shm
 from .diskfs import unmount_ours_under

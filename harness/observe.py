@@ -24,7 +24,7 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaError, for_code
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
-from core.errors import ClusterError
+from highwater.core.errors import ClusterError
 
 from .security import PLAINTEXT, ClientSecurity
 from .topology import Topology

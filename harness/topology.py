@@ -21,7 +21,7 @@ import string
 from dataclasses import dataclass
 from enum import Enum
 
-from core.errors import HighwaterError
+from highwater.core.errors import HighwaterError
 
 SLOT_BASE = 100  # second octet of slot 0; slots use 127.100.x.y .. 127.(100+MAX_SLOTS-1).x.y
 MAX_SLOTS = 50

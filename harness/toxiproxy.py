@@ -27,7 +27,7 @@ import requests
 from toxiproxy.api import validate_response
 from toxiproxy.exceptions import NotFound, ProxyExists  # noqa: F401 - re-exported for callers
 
-from core.errors import SetupError
+from highwater.core.errors import SetupError
 
 from .paths import home
 

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from core.errors import HighwaterError, WaitTimeout
+from highwater.core.errors import HighwaterError, WaitTimeout
 
 T = TypeVar("T")
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from core.errors import HighwaterError
+from highwater.core.errors import HighwaterError
 
 
 class BisectError(HighwaterError, ValueError):

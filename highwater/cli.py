@@ -22,7 +22,7 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
-from core.errors import HighwaterError
+from highwater.core.errors import HighwaterError
 
 from .exit_codes import Exit, table
 

@@ -15,9 +15,9 @@ import json
 import sys
 from typing import Any, TextIO
 
-from core.checks import CHECKS, NEEDS, Input, load, needs_text, overall, present_inputs, run_checks
-from core.checks.verdict import NOT_APPLICABLE, Verdict
-from core.history import HistoryError
+from highwater.core.checks import CHECKS, NEEDS, Input, load, needs_text, overall, present_inputs, run_checks
+from highwater.core.checks.verdict import NOT_APPLICABLE, Verdict
+from highwater.core.history import HistoryError
 
 from .exit_codes import Exit, of_verdict
 

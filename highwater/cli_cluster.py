@@ -16,15 +16,15 @@ import threading
 import time
 from pathlib import Path
 
-from core.errors import ClusterError
-from harness.backend import ProcessControl
-from harness.backends import DEFAULT_BACKEND, BackendEntry, get_backend, start_backend
-from harness.config import ClusterSpec, parse_cpus
-from harness.local.cluster import check_spec
-from harness.paths import home
-from harness.procs import OwnerLock, ProcessRegistry, signal_and_wait, spawn
-from harness.waiting import wait_until
 from highwater.console import progress
+from highwater.core.errors import ClusterError
+from highwater.harness.backend import ProcessControl
+from highwater.harness.backends import DEFAULT_BACKEND, BackendEntry, get_backend, start_backend
+from highwater.harness.config import ClusterSpec, parse_cpus
+from highwater.harness.local.cluster import check_spec
+from highwater.harness.paths import home
+from highwater.harness.procs import OwnerLock, ProcessRegistry, signal_and_wait, spawn
+from highwater.harness.waiting import wait_until
 
 
 def manual_dir() -> Path:

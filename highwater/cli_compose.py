@@ -6,15 +6,15 @@ import argparse
 import time
 from pathlib import Path
 
-from core.errors import SetupError
-from harness.compose.images import build_images, image_exists, pull_images, render_images
-from harness.compose.render import RenderInput, render
-from harness.config import ClusterSpec, effective_client_racks
-from harness.distribution import default_version
-from harness.local.cluster import kraft_cluster_id
-from harness.topology import Ports
 from highwater.cli_cluster import add_limit_args, cpus_from_args
 from highwater.console import progress
+from highwater.core.errors import SetupError
+from highwater.harness.compose.images import build_images, image_exists, pull_images, render_images
+from highwater.harness.compose.render import RenderInput, render
+from highwater.harness.config import ClusterSpec, effective_client_racks
+from highwater.harness.distribution import default_version
+from highwater.harness.local.cluster import kraft_cluster_id
+from highwater.harness.topology import Ports
 
 
 def register(sub: argparse._SubParsersAction) -> None:

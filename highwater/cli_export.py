@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from core.errors import HighwaterError
+from highwater.core.errors import HighwaterError
 
 #: the tables of a results tree, then that of one history (``reports.frames``)
 TABLES = ("runs", "figures", "stalls", "fetch-shares", "events")
@@ -64,7 +64,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    from reports import frames
+    from highwater.reports import frames
 
     out = out or sys.stdout
     err = err or sys.stderr

@@ -15,10 +15,10 @@ import argparse
 import time
 from pathlib import Path
 
-from core.errors import ClusterError
-from faults.spec import FaultKind, kind_help
-from harness.backend import ClusterBackend
-from harness.backends import DEFAULT_BACKEND, get_backend
+from highwater.core.errors import ClusterError
+from highwater.faults.spec import FaultKind, kind_help
+from highwater.harness.backend import ClusterBackend
+from highwater.harness.backends import DEFAULT_BACKEND, get_backend
 
 #: what each fault kind does, one line (``fault apply KIND --help``; faults/spec.py says more)
 KIND_SUMMARY: dict[FaultKind, str] = {
@@ -98,8 +98,8 @@ def _attach(name: str, cluster_file: str | None = None) -> ClusterBackend:
     that started it; nodes it restarts outlive this command. With ``cluster_file``: the external
     cluster it describes (only what the file grants can be applied)."""
     if cluster_file is not None:
-        from harness.config import ClusterSpec
-        from harness.external import connect
+        from highwater.harness.config import ClusterSpec
+        from highwater.harness.external import connect
 
         return connect(ClusterSpec(brokers=1, racks=1), None, Path(cluster_file))
     from highwater.cli_cluster import _read_state, _supervisor_alive
@@ -114,8 +114,8 @@ def _attach(name: str, cluster_file: str | None = None) -> ClusterBackend:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from faults.inject import Injector
-    from faults.spec import parse_command
+    from highwater.faults.inject import Injector
+    from highwater.faults.spec import parse_command
 
     if any(w in ("-h", "--help") for w in args.words):  # help for the kind named, if any
         named = [w for w in args.words if not w.startswith("-")][:1]
@@ -144,7 +144,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_heal(args: argparse.Namespace) -> int:
-    from faults.inject import Injector
+    from highwater.faults.inject import Injector
 
     cluster = _attach(args.name, args.cluster_file)
     try:

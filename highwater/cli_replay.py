@@ -22,16 +22,16 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import HighwaterError
-from core.manifest import NemesisRecord, RunManifest
-from faults.schedule import Schedule
-from harness.backends import get_backend, start_backend
-from harness.clients import get_driver
-from harness.config import ClusterSpec
 from highwater import progress as live
 from highwater.cli_run import add_progress_arg
 from highwater.console import progress
+from highwater.core.errors import HighwaterError
+from highwater.core.manifest import NemesisRecord, RunManifest
 from highwater.exit_codes import of_verdict
+from highwater.faults.schedule import Schedule
+from highwater.harness.backends import get_backend, start_backend
+from highwater.harness.clients import get_driver
+from highwater.harness.config import ClusterSpec
 from highwater.nemesis import PlannedNemesis, Step, scheduled, scripted
 from highwater.run_spec import RunSpec, run_spec_from_json
 from highwater.runner import execute_run

@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from reports.spark_session import DEFAULT_MASTER, Progress
+from highwater.reports.spark_session import DEFAULT_MASTER, Progress
 
 from .exit_codes import Exit, of_verdict
 
@@ -55,10 +55,10 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reports.aggregate import Options, build
-    from reports.junit import write_junit
-    from reports.render_html import write_html
-    from reports.summary import write_summary
+    from highwater.reports.aggregate import Options, build
+    from highwater.reports.junit import write_junit
+    from highwater.reports.render_html import write_html
+    from highwater.reports.summary import write_summary
 
     results = Path(args.results)
     out = Path(args.out) if args.out else results / "report"

@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness.backends import DEFAULT_BACKEND, get_backend
-from harness.clients import DEFAULT_CLIENT, client_names, parse_client_specs
+from highwater.harness.backends import DEFAULT_BACKEND, get_backend
+from highwater.harness.clients import DEFAULT_CLIENT, client_names, parse_client_specs
 
 from .console import progress
 from .exit_codes import Exit, of_pytest, worst
@@ -124,11 +124,11 @@ def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
     get_backend(args.backend)  # an unknown backend or client fails here, in one line, before pytest starts
     clients = parse_client_specs(args.client)
     if args.backend == "external" and args.cluster_file is None:
-        from harness.external import cluster_file_from_env
+        from highwater.harness.external import cluster_file_from_env
 
         args.cluster_file = str(cluster_file_from_env())  # one line when neither is given
     if args.cluster_file is not None:
-        from harness.external import load_cluster_file
+        from highwater.harness.external import load_cluster_file
 
         load_cluster_file(args.cluster_file)  # a malformed file fails here, in one line
     kafka_versions = split_versions(args.kafka_version or [])

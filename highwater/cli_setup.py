@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import argparse
 
-from core.errors import SetupError
-from harness.clients.java import ensure_worker
-from harness.clients.kafkajs import ensure_tree, find_node, pinned_version
-from harness.distribution import default_version, ensure_kafka, installed_versions
-from harness.java_runtime import find_java
-from harness.paths import home
-from harness.toxiproxy import ensure_toxiproxy
 from highwater.console import progress
+from highwater.core.errors import SetupError
+from highwater.harness.clients.java import ensure_worker
+from highwater.harness.clients.kafkajs import ensure_tree, find_node, pinned_version
+from highwater.harness.distribution import default_version, ensure_kafka, installed_versions
+from highwater.harness.java_runtime import find_java
+from highwater.harness.paths import home
+from highwater.harness.toxiproxy import ensure_toxiproxy
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.diskfs import ensure_lossyfs
+    from highwater.harness.diskfs import ensure_lossyfs
 
     versions = args.kafka_version or [default_version(progress)]
     for version in versions:

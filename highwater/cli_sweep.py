@@ -20,13 +20,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from core.errors import HighwaterError
-from harness.backends import DEFAULT_BACKEND, get_backend
-from harness.clients import DEFAULT_CLIENT, ClientSpec, parse_client_spec, parse_client_specs
-from harness.clients.java import OLDEST as JAVA_OLDEST
-from harness.clients.kafkajs import OLDEST as KAFKAJS_OLDEST
-from harness.clients.python import OLDEST as PYTHON_OLDEST
-from harness.distribution import (
+from highwater.core.errors import HighwaterError
+from highwater.harness.backends import DEFAULT_BACKEND, get_backend
+from highwater.harness.clients import DEFAULT_CLIENT, ClientSpec, parse_client_spec, parse_client_specs
+from highwater.harness.clients.java import OLDEST as JAVA_OLDEST
+from highwater.harness.clients.kafkajs import OLDEST as KAFKAJS_OLDEST
+from highwater.harness.clients.python import OLDEST as PYTHON_OLDEST
+from highwater.harness.distribution import (
     MIN_VERSION,
     SetupError,
     check_supported,

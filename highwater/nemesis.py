@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from faults.capability import check_capabilities
-from faults.inject import ActiveFault, Injector
-from faults.schedule import Schedule
-from faults.spec import FaultKind, parse_fault
-from harness.backend import ClusterBackend
+from highwater.faults.capability import check_capabilities
+from highwater.faults.inject import ActiveFault, Injector
+from highwater.faults.schedule import Schedule
+from highwater.faults.spec import FaultKind, parse_fault
+from highwater.harness.backend import ClusterBackend
 from highwater.run_spec import RunSpec
 
 log = logging.getLogger(__name__)

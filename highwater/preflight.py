@@ -11,14 +11,19 @@ error buried in the output of a run.
   backend no broker is started here, so the release is only looked up in Maven Central's list.
 - Every client spec asked for is made once (``get_driver``: it installs or builds that client
   version if needed, and says in one line when it cannot).
+- The known findings (``core/findings.toml`` and the files of ``$HIGHWATER_FINDINGS``) are read
+  and each record's checks named, so a malformed record is refused before the first run, not
+  when that run is judged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from harness.clients import ClientSpec, get_driver, parse_client_spec
-from harness.distribution import check_published, ensure_kafka
+from highwater.core.checks import CHECKS
+from highwater.core.findings import configured, validate
+from highwater.harness.clients import ClientSpec, get_driver, parse_client_spec
+from highwater.harness.distribution import check_published, ensure_kafka
 
 Progress = Callable[[str], None]
 
@@ -46,7 +51,9 @@ def preflight(
     progress: Progress = _quiet,
 ) -> None:
     """Raise ``HighwaterError`` (one line) unless every Kafka release and client asked for can
-    be used. Each is checked once, in the order given; nothing is started."""
+    be used, and unless the known findings can be read. Each is checked once, in the order given;
+    nothing is started."""
+    validate(configured(), CHECKS)
     for version in split_versions(kafka_versions):
         if backend == "external":
             check_published(version)

@@ -26,6 +26,6 @@ def get_profile(name: str) -> Profile:
     try:
         return PROFILES[name]
     except KeyError:
-        from core.errors import HighwaterError
+        from highwater.core.errors import HighwaterError
 
         raise HighwaterError(f"unknown profile {name!r} (known: {', '.join(PROFILES)})") from None

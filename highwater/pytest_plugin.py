@@ -51,10 +51,10 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import HighwaterError
-from harness.backend import ClusterBackend, heal, unhealed
-from harness.backends import DEFAULT_BACKEND, BackendError, get_backend, start_backend
-from harness.clients import (
+from highwater.core.errors import HighwaterError
+from highwater.harness.backend import ClusterBackend, heal, unhealed
+from highwater.harness.backends import DEFAULT_BACKEND, BackendError, get_backend, start_backend
+from highwater.harness.clients import (
     DEFAULT_CLIENT,
     ClientSpec,
     UnknownClientError,
@@ -62,7 +62,7 @@ from harness.clients import (
     parse_client_spec,
     parse_client_specs,
 )
-from harness.config import ClusterSpec
+from highwater.harness.config import ClusterSpec
 
 from . import progress as live
 from .preflight import preflight, split_versions
@@ -173,7 +173,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if not cluster_file:
             raise pytest.UsageError("backend 'external' needs --cluster-file FILE (docs/external-clusters.md)")
     if cluster_file is not None:
-        from harness.external import ENV_CLUSTER_FILE, ENV_KEEP_TOPICS, load_cluster_file
+        from highwater.harness.external import ENV_CLUSTER_FILE, ENV_KEEP_TOPICS, load_cluster_file
 
         try:
             load_cluster_file(cluster_file)  # a malformed file fails before any test starts
@@ -411,7 +411,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(scope="session")
 def kafka_version(request: pytest.FixtureRequest) -> str:
-    from harness.distribution import default_version
+    from highwater.harness.distribution import default_version
 
     versions = requested_versions(request.config)
     return versions[0] if versions else default_version()

@@ -22,13 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.errors import HighwaterError
+from highwater.core.errors import HighwaterError
 
 
 def suites_dir() -> Path:
     """Where the ``suites`` package lives: a source checkout or an installed package alike.
     Located, not imported: the suites are test programs run by pytest, not a layer below us."""
-    spec = importlib.util.find_spec("suites")
+    spec = importlib.util.find_spec("highwater.suites")
     if spec is None or spec.origin is None:
         raise HighwaterError("the suites package is not installed (pip install highwater)")
     return Path(spec.origin).resolve().parent

@@ -10,11 +10,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from core.checks.bounds import Settings
-from core.errors import HighwaterError
-from harness.backend import ClusterBackend
-from harness.clients import DEFAULT_CLIENT
-from harness.clients.share import ShareGroupSettings
+from highwater.core.checks.bounds import Settings
+from highwater.core.errors import HighwaterError
+from highwater.harness.backend import ClusterBackend
+from highwater.harness.clients import DEFAULT_CLIENT
+from highwater.harness.clients.share import ShareGroupSettings
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class RunSpec:
         """The header's config: what the policy reads, and every time bound of the timed checks
         derived from the effective broker and client settings, each with its formula
         (``core.checks.bounds``)."""
-        from core.checks.bounds import header_entries
+        from highwater.core.checks.bounds import header_entries
 
         settings = run_settings(cluster.spec.brokers, cluster.spec.broker_config, self.observe_interval)
         return {
@@ -127,7 +127,7 @@ class RunSpec:
         group = self.share_group_id()
         if group is None:
             return None
-        from harness.config import fast_failure_defaults
+        from highwater.harness.config import fast_failure_defaults
 
         broker = {**fast_failure_defaults(brokers), **dict(broker_config)}
         return ShareGroupSettings(
@@ -184,8 +184,8 @@ def run_settings(brokers: int, broker_config: Mapping[str, str], observe_interva
     renders (fast-failure defaults, then the spec's overrides) and the settings every client
     driver applies (``harness.clients`` ProducerSettings / ConsumerSettings defaults). One place
     for the runner's header, the scenario plans and the synthetic histories."""
-    from harness.clients import ConsumerSettings, ProducerSettings
-    from harness.config import fast_failure_defaults
+    from highwater.harness.clients import ConsumerSettings, ProducerSettings
+    from highwater.harness.config import fast_failure_defaults
 
     broker = {**fast_failure_defaults(brokers), **dict(broker_config)}
 

@@ -25,43 +25,45 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from core.checks import load, overall, run_all_checks
-from core.checks.group_measures import GROUP_MEASURES, group_measures
-from core.checks.power_measures import POWER_MEASURES, power_measures
-from core.checks.verdict import Input, Verdict
-from core.errors import HighwaterError
-from core.history import HistoryWriter
-from core.manifest import ClusterShape, NemesisRecord, Racks, RunManifest, RunStats, iso_utc
-from faults.capability import check_capabilities, declared_faults
-from faults.clients import group_view
-from faults.group_leader import LiveGroups
-from faults.inject import Injector
-from harness.backend import ClusterBackend, LinkControl, backend_name
-from harness.clients import client_label, get_driver
-from harness.clients.clocks import fake_client_clocks
-from harness.clients.groups import GroupProtocolError, group_configs, group_protocol_refusal
-from harness.clients.share import ShareGroupError, ShareGroupSettings, ShareSettings, share_refusal
-from harness.clients.txnversion import (
+from highwater import progress as live
+from highwater.core.checks import load, overall, run_all_checks
+from highwater.core.checks.group_measures import GROUP_MEASURES, group_measures
+from highwater.core.checks.power_measures import POWER_MEASURES, power_measures
+from highwater.core.checks.verdict import Input, Overall, Verdict
+from highwater.core.errors import HighwaterError
+from highwater.core.findings import Classification, RunIdentity, classify, configured
+from highwater.core.history import HistoryWriter
+from highwater.core.manifest import ClusterShape, NemesisRecord, Racks, RunManifest, RunStats, iso_utc
+from highwater.faults.capability import check_capabilities, declared_faults
+from highwater.faults.clients import group_view
+from highwater.faults.group_leader import LiveGroups
+from highwater.faults.inject import Injector
+from highwater.harness.backend import ClusterBackend, LinkControl, backend_name
+from highwater.harness.clients import client_label, get_driver
+from highwater.harness.clients.clocks import fake_client_clocks
+from highwater.harness.clients.groups import GroupProtocolError, group_configs, group_protocol_refusal
+from highwater.harness.clients.share import ShareGroupError, ShareGroupSettings, ShareSettings, share_refusal
+from highwater.harness.clients.txnversion import (
     TRANSACTION_VERSION,
     TransactionVersionError,
     transaction_version_refusal,
 )
-from harness.clients.txnversion import (
+from highwater.harness.clients.txnversion import (
     has_feature as has_transaction_version,
 )
-from harness.clients.worker import copy_worker_logs, live_workers, worker_logs_mark
-from harness.features import ELIGIBLE_LEADER_REPLICAS, FeatureError, elr_refusal, has_elr
-from harness.gcpasses import streaming
-from harness.toxiproxy import ByteCounters
-from harness.waiting import wait_until, wait_until_steady
-from harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
-from harness.workload.copy import CopyConfig, CopyWorker
-from harness.workload.final_read import final_read
-from harness.workload.share import (
+from highwater.harness.clients.worker import copy_worker_logs, live_workers, worker_logs_mark
+from highwater.harness.features import ELIGIBLE_LEADER_REPLICAS, FeatureError, elr_refusal, has_elr
+from highwater.harness.gcpasses import streaming
+from highwater.harness.toxiproxy import ByteCounters
+from highwater.harness.waiting import wait_until, wait_until_steady
+from highwater.harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
+from highwater.harness.workload.copy import CopyConfig, CopyWorker
+from highwater.harness.workload.final_read import final_read
+from highwater.harness.workload.share import (
     AckPolicy,
     GroupOwes,
     ShareConfig,
@@ -69,8 +71,7 @@ from harness.workload.share import (
     ShareLedger,
     record_share_state,
 )
-from harness.workload.transactions import TransactionalProducerWorker, TransactionConfig
-from highwater import progress as live
+from highwater.harness.workload.transactions import TransactionalProducerWorker, TransactionConfig
 from highwater.run_spec import COPY_READER, RunSpec, run_spec_to_json
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,8 @@ class RunResult:
     valid: Any
     verdicts: list[Verdict]
     stats: dict[str, Any]
+    #: the run's class against the known findings (``highwater.core.findings``)
+    classification: Classification = field(default_factory=lambda: Classification("unknown"))
 
     @property
     def violations(self) -> list[Verdict]:
@@ -430,22 +433,50 @@ def _judge(
     if power is not None:  # the report's table of power-loss cases
         _write_json(out / POWER_MEASURES, power.to_json())
     valid = overall(verdicts)
+    m = run.manifest
+    classification = classify(
+        configured(),
+        RunIdentity.of(m.suite, m.scenario, m.client, m.kafka_version),
+        {v.check: v.valid for v in verdicts},
+    )
     phases.mark("checks")
     run_stats = replace(run_stats, phases=phases.seconds)
     stats = run_stats.to_json()
     _write_json(
         out / "verdict.json",
-        {"history": str(out / "history.jsonl"), "valid": valid, "verdicts": [v.to_json() for v in verdicts]},
+        {
+            "history": str(out / "history.jsonl"),
+            "valid": valid,
+            "findings": classification.to_json(),
+            "verdicts": [v.to_json() for v in verdicts],
+        },
     )
     manifest = replace(
-        run.manifest, client_bytes=client_bytes, stats=run_stats, valid=valid, ended_at=iso_utc(time.time())
+        run.manifest,
+        client_bytes=client_bytes,
+        stats=run_stats,
+        valid=valid,
+        findings=classification.to_json(),
+        ended_at=iso_utc(time.time()),
     )
     manifest.write(out / "run.json")
     if valid is not True:
         cluster.collect_logs(out / "logs")
-    progress(f"{run_id}: {'VALID' if valid is True else 'VIOLATIONS' if valid is False else 'UNKNOWN'} -> {out}")
-    live_now.message(f"{run_id}: {'valid' if valid is True else 'VIOLATIONS' if valid is False else 'unknown'}")
-    return RunResult(run_id, out, valid, verdicts, stats)
+    said = _said(valid, classification)
+    progress(f"{run_id}: {said.upper() if valid is not True else said} -> {out}")
+    live_now.message(f"{run_id}: {said}")
+    return RunResult(run_id, out, valid, verdicts, stats, classification)
+
+
+def _said(valid: Overall, c: Classification) -> str:
+    """What a run's end says: its verdict, with the findings that explain it or went missing."""
+    if c.run_class == "known":
+        return f"violations, all known ({', '.join(c.findings)})"
+    if c.run_class == "violated":
+        return f"new violations ({', '.join(c.new)})" + (f"; known: {', '.join(c.findings)}" if c.known else "")
+    if c.run_class == "fixed?":
+        return f"valid; fixed? {', '.join(c.fixed)} did not show"
+    return "valid" if valid is True else "unknown"
 
 
 def _producer(

@@ -26,10 +26,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.lifecycle import accepts_connection, address_free, pick_base_port, reap_stale
-from harness.paths import clusters_dir
-from harness.procs import OwnerLock, ProcessRegistry, is_zombie_or_gone, signal_and_wait, spawn
-from harness.waiting import wait_until
+from highwater.harness.lifecycle import accepts_connection, address_free, pick_base_port, reap_stale
+from highwater.harness.paths import clusters_dir
+from highwater.harness.procs import OwnerLock, ProcessRegistry, is_zombie_or_gone, signal_and_wait, spawn
+from highwater.harness.waiting import wait_until
 
 OWNER_ENV = "HIGHWATER_SPARK_OWNER"
 

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.procs import spawn
+from highwater.harness.procs import spawn
 
 from .exit_codes import Exit
 from .sweep_cells import CELL_LOGS, Cell, CellResult, CellSettings, Master, retried, run_argv, setup_argv
@@ -129,7 +129,7 @@ def sweep_context(master: Master, app_name: str) -> Iterator[SparkContext]:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark import SparkConf, SparkContext
 
-    from reports.spark_session import stop_gateway
+    from highwater.reports.spark_session import stop_gateway
 
     conf = (
         SparkConf()

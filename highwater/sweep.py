@@ -34,8 +34,8 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from core.errors import HighwaterError
-from harness.distribution import MIN_VERSION, parse_version
+from highwater.core.errors import HighwaterError
+from highwater.harness.distribution import MIN_VERSION, parse_version
 
 STATE_FORMAT = "highwater.sweep/1"
 STATE_FILE = "sweep.json"

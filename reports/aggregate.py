@@ -19,16 +19,16 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from core.checks import CHECKS
-from core.checks.verdict import MAX_EXAMPLES, merge_valid, overall_valid
-from core.history import rows_to_events
-from core.policy import allowed
-from reports.groups import group_rows
-from reports.layout import RunInfo, ensure_parquet, load_runs
-from reports.power import power_rows
-from reports.releases import release_view
-from reports.run_cache import RunCache
-from reports.spark_session import Progress
+from highwater.core.checks import CHECKS
+from highwater.core.checks.verdict import MAX_EXAMPLES, merge_valid, overall_valid
+from highwater.core.history import rows_to_events
+from highwater.core.policy import allowed
+from highwater.reports.groups import group_rows
+from highwater.reports.layout import RunInfo, ensure_parquet, load_runs
+from highwater.reports.power import power_rows
+from highwater.reports.releases import release_view
+from highwater.reports.run_cache import RunCache
+from highwater.reports.spark_session import Progress
 
 CHECK_ORDER = ["history", *CHECKS]
 SPARK_CHECKS = ("poll-skip", "lost-write")
@@ -158,7 +158,7 @@ def _example_sets(v: dict[str, Any]) -> set[tuple[int, ...]]:
 
 def build(results: Path, opts: Options, progress: Progress) -> ReportData:
     """Aggregate every run under ``results``. Starts and always stops one SparkSession."""
-    from reports.spark_session import spark_session
+    from highwater.reports.spark_session import spark_session
 
     runs = load_runs(results)
     progress.say(f"found {len(runs)} run(s) under {results}")
@@ -173,7 +173,7 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
     disagreements: list[dict[str, Any]] = []
     rc = RunCache(cache / "runs", enabled=opts.use_cache)
     with spark_session(opts.master) as spark, contextlib.ExitStack() as stack:
-        from reports import spark_checks, timelines
+        from highwater.reports import spark_checks, timelines
 
         spark_v, fetch_raw, need = _cached_run_results(rc, with_hist, opts)
         progress.say(f"Spark results of {len(with_hist) - len(need)}/{len(with_hist)} run(s) reused from {rc.root}")
@@ -241,7 +241,7 @@ def _cached_run_results(
 ) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]], list[RunInfo]]:
     """What the cache already holds (Spark verdicts per run key, fetch rows) and which runs
     must go through Spark again: those missing any part (one pass computes all of a run's)."""
-    from reports.spark_checks import SparkVerdict
+    from highwater.reports.spark_checks import SparkVerdict
 
     spark_v: dict[int, dict[str, Any]] = {}
     fetch_raw: list[dict[str, Any]] = []

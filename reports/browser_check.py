@@ -3,7 +3,7 @@ network requests, and the verdict matrix as rendered.
 
 Talks the DevTools protocol over ``--remote-debugging-pipe`` (fd 3: commands in, fd 4: events
 out, NUL-separated JSON), so no port, no websocket library and no new dependency. Used by the
-report's browser test; also by hand: ``python -m reports.browser_check report.html``.
+report's browser test; also by hand: ``python -m highwater.reports.browser_check report.html``.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def _collect(events: list[dict[str, Any]], out: PageReport) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     if len(args) != 1:
-        print("usage: python -m reports.browser_check REPORT.html", file=sys.stderr)
+        print("usage: python -m highwater.reports.browser_check REPORT.html", file=sys.stderr)
         return 2
     page = Path(args[0])
     r = check_page(page)

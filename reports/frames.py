@@ -38,13 +38,13 @@ from typing import Any
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped]
 
-from core.checks import load
-from core.checks.verdict import NOT_APPLICABLE, UNKNOWN, overall_valid
-from core.errors import HighwaterError
-from core.history import HistoryError, read_history
-from reports.aggregate import merge_run_verdicts
-from reports.layout import RunInfo, find_run_dirs, load_runs
-from reports.summary import stall_rows
+from highwater.core.checks import load
+from highwater.core.checks.verdict import NOT_APPLICABLE, UNKNOWN, overall_valid
+from highwater.core.errors import HighwaterError
+from highwater.core.history import HistoryError, read_history
+from highwater.reports.aggregate import merge_run_verdicts
+from highwater.reports.layout import RunInfo, find_run_dirs, load_runs
+from highwater.reports.summary import stall_rows
 
 #: a check's (or a run's) validity as the tables spell it
 VERDICTS = ("valid", "violated", "unknown", "not-applicable")

@@ -12,8 +12,8 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from core.checks.group_measures import GROUP_MEASURES
-from reports.layout import RunInfo
+from highwater.core.checks.group_measures import GROUP_MEASURES
+from highwater.reports.layout import RunInfo
 
 
 def _measures(r: RunInfo) -> dict[str, Any] | None:

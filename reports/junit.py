@@ -24,9 +24,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from core.checks.verdict import NOT_APPLICABLE
-from reports.aggregate import ReportData
-from reports.attribution import attribute, describe
+from highwater.core.checks.verdict import NOT_APPLICABLE
+from highwater.reports.aggregate import ReportData
+from highwater.reports.attribution import attribute, describe
 
 MAX_RUNS_IN_MESSAGE = 10
 MAX_RUNS_LISTED = 50  # in a testcase's system-out; what is left out is counted there

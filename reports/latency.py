@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from reports.releases import release_key
+from highwater.reports.releases import release_key
 
 CHECK = "follower-latency"
 

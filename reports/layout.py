@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.history import HistoryError, read_history, to_parquet
-from core.manifest import ManifestError, RunManifest, iso_utc
+from highwater.core.history import HistoryError, read_history, to_parquet
+from highwater.core.manifest import ManifestError, RunManifest, iso_utc
 
 log = logging.getLogger(__name__)
 

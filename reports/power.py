@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.checks.power_measures import POWER_MEASURES
-from core.policy import allowed
-from reports.layout import RunInfo
+from highwater.core.checks.power_measures import POWER_MEASURES
+from highwater.core.policy import allowed
+from highwater.reports.layout import RunInfo
 
 
 def _measures(r: RunInfo) -> dict[str, Any] | None:

@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from core.checks.verdict import NOT_APPLICABLE
+from highwater.core.checks.verdict import NOT_APPLICABLE
 
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
 

@@ -40,13 +40,13 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, StrictUndefined, Template, select_autoescape
 from markupsafe import Markup
 
-from core.checks.verdict import NOT_APPLICABLE
-from reports.aggregate import ReportData
-from reports.attribution import BROKER, CLIENTS, NONE, SINGLE, attribute, describe
-from reports.latency import latency_rows
-from reports.releases import changes
-from reports.summary import as_dict, config_key, fault_rows, longest_stall_ms, run_bounds, stall_rows
-from reports.svg import line_chart
+from highwater.core.checks.verdict import NOT_APPLICABLE
+from highwater.reports.aggregate import ReportData
+from highwater.reports.attribution import BROKER, CLIENTS, NONE, SINGLE, attribute, describe
+from highwater.reports.latency import latency_rows
+from highwater.reports.releases import changes
+from highwater.reports.summary import as_dict, config_key, fault_rows, longest_stall_ms, run_bounds, stall_rows
+from highwater.reports.svg import line_chart
 
 #: runs without a plotted timeline still get a details section (schedule, stalls), up to this many
 MAX_DETAIL_ONLY_RUNS = 200
@@ -69,7 +69,7 @@ ATTR_CLASS = {BROKER: "v-false", CLIENTS: "v-allowed", NONE: "v-true", SINGLE: "
 @cache
 def _env() -> Environment:
     env = Environment(
-        loader=PackageLoader("reports", "templates"),
+        loader=PackageLoader("highwater.reports", "templates"),
         autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=True, default=True),
         undefined=StrictUndefined,
         trim_blocks=True,

@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from reports.layout import RunInfo
+from highwater.reports.layout import RunInfo
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-from reports.layout import RunInfo
+from highwater.reports.layout import RunInfo
 
 MAX_EXAMPLES = 5
 RUN_KEYS = ["run", "topic", "partition"]

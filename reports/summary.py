@@ -32,12 +32,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from core.checks.bounds import BOUND_USERS, resolve
-from core.checks.verdict import NOT_APPLICABLE
-from reports.aggregate import ReportData
-from reports.attribution import attribute
-from reports.latency import latency_rows
-from reports.releases import changes
+from highwater.core.checks.bounds import BOUND_USERS, resolve
+from highwater.core.checks.verdict import NOT_APPLICABLE
+from highwater.reports.aggregate import ReportData
+from highwater.reports.attribution import attribute
+from highwater.reports.latency import latency_rows
+from highwater.reports.releases import changes
 
 FORMAT = "highwater.report-summary/1"
 #: the checks whose verdicts carry ``longest_stall_ms`` and ``longest-stall`` examples

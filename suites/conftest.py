@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.backend import ClusterBackend
+from highwater.harness.backend import ClusterBackend
 from highwater.profiles import Profile, get_profile
 from highwater.pytest_plugin import healed_for_module, rotated_client, shared_cluster
-from suites.scenario import RUN_OPTIONS, RunOptions
+from highwater.suites.scenario import RUN_OPTIONS, RunOptions
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -17,16 +17,18 @@ from pathlib import Path
 
 import numpy as np
 
-from core.checks.data import HistoryData, cached
-from core.checks.loading import load
-from core.checks.stalls import Stall, fault_stall_outcome, window_stall_bound, window_stalls
-from core.checks.verdict import MAX_EXAMPLES, Verdict
-from core.checks.windows import MS, fault_windows
-from suites.scenario import TimedChecksOnly
+from highwater.core.checks.data import HistoryData, cached
+from highwater.core.checks.loading import load
+from highwater.core.checks.stalls import Stall, fault_stall_outcome, window_stall_bound, window_stalls
+from highwater.core.checks.verdict import MAX_EXAMPLES, Verdict
+from highwater.core.checks.windows import MS, fault_windows
+from highwater.core.findings import find
+from highwater.suites.findings import FINDINGS
+from highwater.suites.scenario import TimedChecksOnly
 
 HW8 = "HW-8"
-#: the checks whose consumer stalls HW-8 can explain
-STALL_CHECKS = ("progress", "follower-fetch")
+#: the checks whose consumer stalls HW-8 can explain: its record's (core/findings.toml)
+STALL_CHECKS = tuple(c for s in find(FINDINGS, HW8).shows for c in s.checks)
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.checks.bounds import Bound, Settings, derive, required_window_ms, stall_bound_name
-from core.checks.verdict import Verdict
-from faults.schedule import DEFAULT_MIX, Schedule, ScheduleConfig
-from harness.backend import ClusterBackend
-from harness.clients import DEFAULT_CLIENT
-from harness.topology import Topology
+from highwater.core.checks.bounds import Bound, Settings, derive, required_window_ms, stall_bound_name
+from highwater.core.checks.verdict import Verdict
+from highwater.faults.schedule import DEFAULT_MIX, Schedule, ScheduleConfig
+from highwater.harness.backend import ClusterBackend
+from highwater.harness.clients import DEFAULT_CLIENT
+from highwater.harness.topology import Topology
 from highwater.nemesis import Step, scripted
 from highwater.profiles import Profile
 from highwater.run_spec import RunSpec, run_settings
@@ -722,7 +722,7 @@ def run_plan(
 
 def judge(history: Path) -> list[Verdict]:
     """Every check on a history, as the runner runs them."""
-    from core.checks import run_all_checks
+    from highwater.core.checks import run_all_checks
 
     return run_all_checks(history)
 

@@ -36,16 +36,23 @@ import signal
 import sys
 import threading
 import time
+import types
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # the harness's pure modules: the driver protocol and the drivers
+# The harness's pure modules (the driver protocol and the drivers) are the folders beside this
+# file's (a checkout's root, or the installed highwater package). They import as ``highwater.*``
+# through a package object of that name whose path is that folder, and nothing else: putting the
+# harness's own environment on the path would shadow the library version under test with its pin.
+FLOORS = Path(__file__).resolve().parents[2]
+if "highwater" not in sys.modules:
+    _highwater = types.ModuleType("highwater")
+    _highwater.__path__ = [str(FLOORS)]
+    sys.modules["highwater"] = _highwater
 
-from core.errors import error_text  # noqa: E402
-from harness.clients.base import (  # noqa: E402 - after the path above
+from highwater.core.errors import error_text  # noqa: E402
+from highwater.harness.clients.base import (  # noqa: E402 - after the path above
     ConsumerSettings,
     PositionChange,
     ProducerSettings,
@@ -54,10 +61,10 @@ from harness.clients.base import (  # noqa: E402 - after the path above
     TopicPartition,
     TruncationSignal,
 )
-from harness.clients.share import ShareSettings  # noqa: E402
-from harness.clients.worker import PROTOCOL, GroupMetadata, encode_line, parts_of  # noqa: E402
-from harness.gcpasses import set_streaming  # noqa: E402
-from harness.security import ClientSecurity  # noqa: E402
+from highwater.harness.clients.share import ShareSettings  # noqa: E402
+from highwater.harness.clients.worker import PROTOCOL, GroupMetadata, encode_line, parts_of  # noqa: E402
+from highwater.harness.gcpasses import set_streaming  # noqa: E402
+from highwater.harness.security import ClientSecurity  # noqa: E402
 
 # The protocol gets a descriptor of its own and descriptor 1 becomes the log's (stderr), so a
 # library or a C extension printing to stdout writes to the worker's log, never into the protocol
@@ -165,11 +172,11 @@ def watch_parent() -> None:
 def make_driver(client: str) -> Any:
     """The in-process driver of the library this environment has (one version: this venv's)."""
     if client == "kafka-python":
-        from harness.clients.kafka_python import KafkaPythonDriver
+        from highwater.harness.clients.kafka_python import KafkaPythonDriver
 
         return KafkaPythonDriver()
     if client == "confluent-kafka":
-        from harness.clients.confluent import ConfluentKafkaDriver
+        from highwater.harness.clients.confluent import ConfluentKafkaDriver
 
         return ConfluentKafkaDriver()
     raise ValueError(f"no Python worker for client {client!r}")
@@ -327,7 +334,7 @@ class ShareConsumer:
             raise ValueError(f"{client} has no share consumer (KIP-932)")
         import confluent_kafka
 
-        from harness.clients.confluent_share import ConfluentShareMember
+        from highwater.harness.clients.confluent_share import ConfluentShareMember
 
         self.member = ConfluentShareMember(confluent_kafka, settings, self.acked)
 

@@ -15,33 +15,33 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from core.checks.barrier import rebalance_barrier
-from core.checks.copy import copy_exactly_once
-from core.checks.data import HistoryData, from_events
-from core.checks.groups import (
+from highwater.core.checks.barrier import rebalance_barrier
+from highwater.core.checks.copy import copy_exactly_once
+from highwater.core.checks.data import HistoryData, from_events
+from highwater.core.checks.groups import (
     commit_ahead_of,
     commit_regression_of,
     group_delivery_of,
     rebalance_rewind_of,
     rebalance_skip_of,
 )
-from core.checks.latency import follower_latency
-from core.checks.liveness import follower_fetch, isr_stability, progress
-from core.checks.loading import load
-from core.checks.ownership import exclusive_read
-from core.checks.raw import on_rows
-from core.checks.reads import nonmonotonic_poll, poll_skip, truncation_undetected, uncommitted_read
-from core.checks.replicas import hw_regression, replica_divergence
-from core.checks.share import (
+from highwater.core.checks.latency import follower_latency
+from highwater.core.checks.liveness import follower_fetch, isr_stability, progress
+from highwater.core.checks.loading import load
+from highwater.core.checks.ownership import exclusive_read
+from highwater.core.checks.raw import on_rows
+from highwater.core.checks.reads import nonmonotonic_poll, poll_skip, truncation_undetected, uncommitted_read
+from highwater.core.checks.replicas import hw_regression, replica_divergence
+from highwater.core.checks.share import (
     share_delivery,
     share_delivery_limit,
     share_exclusive,
     share_release_redelivered,
     share_settled_redelivered,
 )
-from core.checks.torn import torn_transaction_of
-from core.checks.txn import aborted_read_of, open_txn_read_of
-from core.checks.verdict import (
+from highwater.core.checks.torn import torn_transaction_of
+from highwater.core.checks.txn import aborted_read_of, open_txn_read_of
+from highwater.core.checks.verdict import (
     NOT_APPLICABLE,
     UNKNOWN,
     Input,
@@ -51,7 +51,7 @@ from core.checks.verdict import (
     merge_valid,
     overall_valid,
 )
-from core.checks.writes import duplicate, inconsistent_offsets, lost_write, nonmonotonic_send, unseen
+from highwater.core.checks.writes import duplicate, inconsistent_offsets, lost_write, nonmonotonic_send, unseen
 
 Check = Callable[[HistoryData], Verdict]
 
@@ -220,7 +220,7 @@ def history_verdict(h: HistoryData) -> Verdict:
 def run_checks(h: HistoryData, names: list[str] | None = None, *, policy: bool = True) -> list[Verdict]:
     """Run the named checks (default: all) on loaded data; the first verdict is ``history``.
     A check whose inputs the history lacks is not run: its verdict is not-applicable."""
-    from core.policy import apply_policy
+    from highwater.core.policy import apply_policy
 
     selected = names or list(CHECKS)
     unknown = [n for n in selected if n not in CHECKS]

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.checks.data import OK, HistoryData, distinct
-from core.checks.group_cols import group_members
-from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
-from core.checks.windows import MS, bound_ns, fault_windows
+from highwater.core.checks.data import OK, HistoryData, distinct
+from highwater.core.checks.group_cols import group_members
+from highwater.core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
+from highwater.core.checks.windows import MS, bound_ns, fault_windows
 
 CHECK = "rebalance-barrier"
 

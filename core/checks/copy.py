@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.checks.groups import final_logs, settled_commits
-from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict
-from core.history.format import source_of
+from highwater.core.checks.groups import final_logs, settled_commits
+from highwater.core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict
+from highwater.core.history.format import source_of
 
 
 def copy_exactly_once(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Verdict:

@@ -26,8 +26,8 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow.parquet as pq
 
-from core.checks.txn_data import TxnCollector, TxnData, TxnSends
-from core.history import (
+from highwater.core.checks.txn_data import TxnCollector, TxnData, TxnSends
+from highwater.core.history import (
     HistoryError,
     LineError,
     check_header,

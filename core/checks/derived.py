@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from core.checks.data import HistoryData, cached, okey
-from core.checks.raw import allowed_uncommitted_reads
-from core.checks.verdict import MAX_EXAMPLES
+from highwater.core.checks.data import HistoryData, cached, okey
+from highwater.core.checks.raw import allowed_uncommitted_reads
+from highwater.core.checks.verdict import MAX_EXAMPLES
 
 ROW_SHIFT = 36
 AGREE, DISAGREE, NOAUTH = 0, 1, 2

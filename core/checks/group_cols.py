@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from core.checks.data import FAIL, INFO, OK, HistoryData, cached, distinct, member, okey
-from core.checks.raw import events_at, txn_outcomes
-from core.checks.txn_data import NO_OFFSET
-from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
+from highwater.core.checks.data import FAIL, INFO, OK, HistoryData, cached, distinct, member, okey
+from highwater.core.checks.raw import events_at, txn_outcomes
+from highwater.core.checks.txn_data import NO_OFFSET
+from highwater.core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
 
 TYPE_NAMES = ("invoke", "ok", "fail", "info")
 #: a (group, topic, partition) as the event checks spell it

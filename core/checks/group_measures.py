@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from core.checks.barrier import unchanged_stalls
-from core.checks.data import HistoryData, distinct, member
-from core.checks.group_cols import group_members
-from core.checks.windows import MS, fault_windows
+from highwater.core.checks.barrier import unchanged_stalls
+from highwater.core.checks.data import HistoryData, distinct, member
+from highwater.core.checks.group_cols import group_members
+from highwater.core.checks.windows import MS, fault_windows
 
 #: the file of a run's directory that holds its measures (written by the runner, read by the report)
 GROUP_MEASURES = "group-measures.json"

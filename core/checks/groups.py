@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from core.checks.data import OK, HistoryData, from_events
-from core.checks.group_cols import (
+from highwater.core.checks.data import OK, HistoryData, from_events
+from highwater.core.checks.group_cols import (
     commit_ahead_of,
     commit_keys,
     final_offsets,
@@ -30,10 +30,10 @@ from core.checks.group_cols import (
     move_events,
     settled,
 )
-from core.checks.txn import txn_ends
-from core.checks.txn_data import NO_OFFSET
-from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
-from core.history.format import value_text
+from highwater.core.checks.txn import txn_ends
+from highwater.core.checks.txn_data import NO_OFFSET
+from highwater.core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
+from highwater.core.history.format import value_text
 
 
 def settled_commits(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

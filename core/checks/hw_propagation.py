@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.checks.verdict import UNKNOWN, Verdict
+from highwater.core.checks.verdict import UNKNOWN, Verdict
 
 CHECK = "hw-propagation"
 

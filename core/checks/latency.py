@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.checks.data import OK, HistoryData, distinct, member
-from core.checks.verdict import NOT_APPLICABLE, Verdict
-from core.checks.windows import MS, bound_ns, fault_windows
+from highwater.core.checks.data import OK, HistoryData, distinct, member
+from highwater.core.checks.verdict import NOT_APPLICABLE, Verdict
+from highwater.core.checks.windows import MS, bound_ns, fault_windows
 
 CHECK = "follower-latency"
 #: quiet records of each kind the medians need

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from core.checks.data import OK, HistoryData, distinct
-from core.checks.derived import ROW_SHIFT, example
-from core.checks.stalls import (
+from highwater.core.checks.data import OK, HistoryData, distinct
+from highwater.core.checks.derived import ROW_SHIFT, example
+from highwater.core.checks.stalls import (
     Stall,
     fault_stall_outcome,
     longest_stall,
@@ -35,8 +35,8 @@ from core.checks.stalls import (
     window_stall_bound,
     window_stalls,
 )
-from core.checks.verdict import MAX_EXAMPLES, UNKNOWN, Verdict, decide
-from core.checks.windows import (
+from highwater.core.checks.verdict import MAX_EXAMPLES, UNKNOWN, Verdict, decide
+from highwater.core.checks.windows import (
     MS,
     Window,
     bound_ns,

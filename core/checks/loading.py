@@ -9,10 +9,10 @@ from __future__ import annotations
 from array import array
 from pathlib import Path
 
-from core.checks.data import HistoryData, JsonlSource, _Builder, _np, idempotent
-from core.checks.parquet_load import load_parquet
-from core.history import LineError, decode_event, event_lines, parse_line, read_history, read_parquet_header
-from core.history.format import INCOMPLETE_LINE
+from highwater.core.checks.data import HistoryData, JsonlSource, _Builder, _np, idempotent
+from highwater.core.checks.parquet_load import load_parquet
+from highwater.core.history import LineError, decode_event, event_lines, parse_line, read_history, read_parquet_header
+from highwater.core.history.format import INCOMPLETE_LINE
 
 
 def load(path: str | Path) -> HistoryData:

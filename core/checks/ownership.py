@@ -31,10 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.checks.data import HistoryData, member
-from core.checks.groups import group_of
-from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
-from core.checks.windows import MS, Window, bound_ns, fault_windows
+from highwater.core.checks.data import HistoryData, member
+from highwater.core.checks.groups import group_of
+from highwater.core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
+from highwater.core.checks.windows import MS, Window, bound_ns, fault_windows
 
 CHECK = "exclusive-read"
 

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from core.checks.data import (
+from highwater.core.checks.data import (
     _POLL_COLS,
     _SEND_COLS,
     FAIL,
@@ -47,9 +47,9 @@ from core.checks.data import (
     idempotent,
     match_invokes,
 )
-from core.checks.parquet_txn import commit_events, send_txns, txn_events
-from core.checks.txn_data import NO_OFFSET, TxnSends
-from core.history.format import value_text
+from highwater.core.checks.parquet_txn import commit_events, send_txns, txn_events
+from highwater.core.checks.txn_data import NO_OFFSET, TxnSends
+from highwater.core.history.format import value_text
 
 _COLUMNS = [
     "time_ns",

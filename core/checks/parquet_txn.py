@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.checks.txn_data import NO_OFFSET, OPS, TxnCollector
+from highwater.core.checks.txn_data import NO_OFFSET, OPS, TxnCollector
 
 _NAME = r'[^"\\]*'
 TXN_FORM = rf'^\{{"op":"(?P<op>begin|commit|abort)","txn":"(?P<txn>{_NAME})"\}}$'

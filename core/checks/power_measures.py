@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from core.checks.data import OK, HistoryData
-from core.checks.verdict import Verdict
-from core.checks.windows import MS, fault_windows
+from highwater.core.checks.data import OK, HistoryData
+from highwater.core.checks.verdict import Verdict
+from highwater.core.checks.windows import MS, fault_windows
 
 #: the file of a run's directory that holds its measures (written by the runner, read by the report)
 POWER_MEASURES = "power-measures.json"

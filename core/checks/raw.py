@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from core.checks.data import FAIL, OK, HistoryData, cached, okey
-from core.checks.txn import isolation_of
-from core.checks.txn_data import ABORT, COMMIT, TxnData, first_by, last_by
-from core.checks.verdict import Verdict
+from highwater.core.checks.data import FAIL, OK, HistoryData, cached, okey
+from highwater.core.checks.txn import isolation_of
+from highwater.core.checks.txn_data import ABORT, COMMIT, TxnData, first_by, last_by
+from highwater.core.checks.verdict import Verdict
 
 EventCheck = Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], Verdict]
 

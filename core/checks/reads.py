@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.checks.data import HistoryData
-from core.checks.derived import (
+from highwater.core.checks.data import HistoryData
+from highwater.core.checks.derived import (
     AGREE,
     DISAGREE,
     NOAUTH,
@@ -19,7 +19,7 @@ from core.checks.derived import (
     poll_status,
     reference,
 )
-from core.checks.verdict import UNKNOWN, Verdict, decide
+from highwater.core.checks.verdict import UNKNOWN, Verdict, decide
 
 
 def uncommitted_read(h: HistoryData) -> Verdict:

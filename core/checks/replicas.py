@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from core.checks.data import HistoryData
-from core.checks.derived import example, reference
-from core.checks.verdict import MAX_EXAMPLES, UNKNOWN, Verdict, decide
+from highwater.core.checks.data import HistoryData
+from highwater.core.checks.derived import example, reference
+from highwater.core.checks.verdict import MAX_EXAMPLES, UNKNOWN, Verdict, decide
 
 
 def replica_divergence(h: HistoryData) -> Verdict:

@@ -34,10 +34,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.checks.data import HistoryData, cached
-from core.checks.raw import events_at
-from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict, decide
-from core.checks.windows import fault_windows
+from highwater.core.checks.data import HistoryData, cached
+from highwater.core.checks.raw import events_at
+from highwater.core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict, decide
+from highwater.core.checks.windows import fault_windows
 
 #: the faults that end a client's hold on what it acquired at once (its connections close)
 CLIENT_ENDING = frozenset({"client-kill", "client-restart"})

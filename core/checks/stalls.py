@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from core.checks.bounds import stall_bound_name
-from core.checks.data import OK, HistoryData, MetaObs, distinct
-from core.checks.derived import example
-from core.checks.raw import txn_view
-from core.checks.verdict import MAX_EXAMPLES
-from core.checks.windows import MS, Window, bound_ns, fault_windows
+from highwater.core.checks.bounds import stall_bound_name
+from highwater.core.checks.data import OK, HistoryData, MetaObs, distinct
+from highwater.core.checks.derived import example
+from highwater.core.checks.raw import txn_view
+from highwater.core.checks.verdict import MAX_EXAMPLES
+from highwater.core.checks.windows import MS, Window, bound_ns, fault_windows
 
 
 def meta_by_tp(h: HistoryData) -> dict[int, list[MetaObs]]:

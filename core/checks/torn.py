@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from core.checks.data import FAIL, INVOKE, OK, HistoryData, distinct, from_events, member
-from core.checks.txn import read_committed
-from core.checks.txn_data import COMMIT
-from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
+from highwater.core.checks.data import FAIL, INVOKE, OK, HistoryData, distinct, from_events, member
+from highwater.core.checks.txn import read_committed
+from highwater.core.checks.txn_data import COMMIT
+from highwater.core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
 
 
 def _writes(h: HistoryData) -> dict[str, np.ndarray]:

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from core.checks.data import FAIL, OK, HistoryData, from_events, member
-from core.checks.txn_data import ABORT, COMMIT, TxnData, first_by
-from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
+from highwater.core.checks.data import FAIL, OK, HistoryData, from_events, member
+from highwater.core.checks.txn_data import ABORT, COMMIT, TxnData, first_by
+from highwater.core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
 
 
 def isolation_of(config: Mapping[str, Any], process: str) -> str:

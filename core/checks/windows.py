@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.checks.bounds import Bound, resolve
-from core.checks.data import HistoryData
+from highwater.core.checks.bounds import Bound, resolve
+from highwater.core.checks.data import HistoryData
 
 MS = 1_000_000
 #: faults that take their target brokers out for the window: the process is down or frozen (a

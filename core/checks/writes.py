@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.checks.data import FAIL, INFO, OK, HistoryData, distinct, idempotent, member
-from core.checks.derived import NOAUTH, example, okey, pick, poll_status, reference
-from core.checks.raw import COMMITTED, NOT_COMMITTED, UNDECIDED, txn_view
-from core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict, decide
-from core.history.format import value_text
+from highwater.core.checks.data import FAIL, INFO, OK, HistoryData, distinct, idempotent, member
+from highwater.core.checks.derived import NOAUTH, example, okey, pick, poll_status, reference
+from highwater.core.checks.raw import COMMITTED, NOT_COMMITTED, UNDECIDED, txn_view
+from highwater.core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict, decide
+from highwater.core.history.format import value_text
 
 
 def _in_final(h: HistoryData, vids: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from core.errors import error_text
+from highwater.core.errors import error_text
 
 from .format import EVENT_TYPES, FORMAT
 

@@ -35,8 +35,8 @@ from enum import Enum
 from functools import partial
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from core.errors import HighwaterError
-from harness.security import PLAINTEXT, ClientSecurity
+from highwater.core.errors import HighwaterError
+from highwater.harness.security import PLAINTEXT, ClientSecurity
 
 #: the client a run uses unless told otherwise
 DEFAULT_CLIENT = "kafka-python"

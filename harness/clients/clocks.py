@@ -16,7 +16,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from harness.clock import ClockError, NodeClock, faked_env, find_libfaketime
+from highwater.harness.clock import ClockError, NodeClock, faked_env, find_libfaketime
 
 _ROOT: Path | None = None
 _LOCK = threading.Lock()

@@ -64,8 +64,8 @@ from itertools import repeat
 from types import ModuleType
 from typing import Any
 
-from core.errors import HighwaterError
-from core.errors import error_text as exception_text
+from highwater.core.errors import HighwaterError
+from highwater.core.errors import error_text as exception_text
 
 from .base import (
     ConsumerListener,

@@ -17,8 +17,8 @@ Kafka's Java client; librdkafka 2.12 (confluent-kafka 2.12). kafka-python and ka
 
 from __future__ import annotations
 
-from core.errors import HighwaterError
-from core.versions import major_minor
+from highwater.core.errors import HighwaterError
+from highwater.core.versions import major_minor
 
 GROUP_PROTOCOLS = ("classic", "consumer")
 #: KIP-848's server-side assignors (``group.remote.assignor``)

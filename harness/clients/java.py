@@ -59,10 +59,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.errors import SetupError
-from core.versions import exact_release
-from harness.paths import home
-from harness.security import ClientSecurity
+from highwater.core.errors import SetupError
+from highwater.core.versions import exact_release
+from highwater.harness.paths import home
+from highwater.harness.security import ClientSecurity
 
 from . import java_archive
 from .base import ConsumerSettings, ProducerSettings, UnknownClientError
@@ -299,7 +299,7 @@ def _maven_build(mvn: str, version: str, build: Path, staging: Path) -> None:
 
 def default_version() -> str:
     """The default Kafka release's client (``harness.distribution.default_version``)."""
-    from harness.distribution import default_version as kafka_default
+    from highwater.harness.distribution import default_version as kafka_default
 
     return kafka_default(_to_stderr)
 
@@ -324,7 +324,7 @@ class JavaLauncher:
         return share_properties(settings)
 
     def launch(self, role: str, client_id: str) -> Launch:
-        from harness.java_runtime import find_java
+        from highwater.harness.java_runtime import find_java
 
         java = find_java()
         archive = java_archive.launch(self.lib, java.major, java_archive.java_tag(java.executable, java.major), role)

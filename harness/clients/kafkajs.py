@@ -30,9 +30,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from core.errors import SetupError
-from core.versions import leading_numbers as release
-from harness.paths import home
+from highwater.core.errors import SetupError
+from highwater.core.versions import leading_numbers as release
+from highwater.harness.paths import home
 
 from .base import UnknownClientError
 from .worker import Launch, NeutralSettingsConfig, WorkerDriver

@@ -17,7 +17,8 @@ protocol requests) is never the one under test and several versions run side by 
   its version is what the build reports, marked ``+local.<hash>``.
 
 The worker imports the harness's pure modules (the driver protocol, the library's in-process
-driver) from this repository (``PYTHONPATH``); nothing else of the harness's environment.
+driver) from beside its own file, a checkout or the installed package alike; nothing else of the
+harness's environment.
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.errors import SetupError
-from core.versions import leading_numbers as _release
-from harness.paths import home
+from highwater.core.errors import SetupError
+from highwater.core.versions import leading_numbers as _release
+from highwater.harness.paths import home
 
 from .base import UnknownClientError
 from .pyversions import installed_version
@@ -190,7 +191,8 @@ class PythonLauncher(NeutralSettingsConfig):
 
     def launch(self, role: str, client_id: str) -> Launch:
         log_path = home() / "clients" / self.dist / "logs" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', client_id)}.log"
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1"}
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the worker finds ours itself
+        env |= {"PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1"}
         argv = [str(self.python), str(WORKER), f"--highwater-client={client_id}"]
         return Launch(argv, log_path, env=env, stacks_signal=signal.SIGUSR1)  # the worker's faulthandler
 

@@ -13,7 +13,7 @@ import importlib
 import importlib.metadata
 from types import ModuleType
 
-from core.errors import SetupError
+from highwater.core.errors import SetupError
 
 
 @functools.cache

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
-from core.errors import HighwaterError
-from core.versions import major_minor
-from harness.security import PLAINTEXT, ClientSecurity
+from highwater.core.errors import HighwaterError
+from highwater.core.versions import major_minor
+from highwater.harness.security import PLAINTEXT, ClientSecurity
 
 from .base import client_label
 from .worker import WorkerDriver, WorkerError, WorkerInfo, WorkerProcess

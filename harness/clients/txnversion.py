@@ -11,8 +11,8 @@ librdkafka has no KIP-890 part 2 yet (confluentinc/librdkafka#5423): they speak 
 
 from __future__ import annotations
 
-from core.errors import HighwaterError
-from core.versions import major_minor, release_at_least
+from highwater.core.errors import HighwaterError
+from highwater.core.versions import major_minor, release_at_least
 
 TRANSACTION_VERSION = "transaction.version"  # the KRaft feature
 TRANSACTION_VERSIONS = (1, 2)

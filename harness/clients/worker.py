@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol
 
-from core.errors import HighwaterError
-from harness.clients.clocks import worker_env
+from highwater.core.errors import HighwaterError
+from highwater.harness.clients.clocks import worker_env
 
 from .base import (
     BatchOutcomes,

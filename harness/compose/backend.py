@@ -22,18 +22,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.errors import ClusterError, SetupError
-from harness.backend import NodeState
-from harness.cluster_state import shape_record, spec_from_state, topology_from_state
-from harness.config import ClusterSpec
-from harness.distribution import KafkaDistribution, default_version
-from harness.lifecycle import acquire_slot, reap_stale
-from harness.local.cluster import Cluster, check_spec, kraft_cluster_id
-from harness.paths import clusters_dir
-from harness.procs import OwnerLock, ProcessRegistry
-from harness.topology import Node
-from harness.toxiproxy import ToxiproxyAPI
-from harness.waiting import wait_until
+from highwater.core.errors import ClusterError, SetupError
+from highwater.harness.backend import NodeState
+from highwater.harness.cluster_state import shape_record, spec_from_state, topology_from_state
+from highwater.harness.config import ClusterSpec
+from highwater.harness.distribution import KafkaDistribution, default_version
+from highwater.harness.lifecycle import acquire_slot, reap_stale
+from highwater.harness.local.cluster import Cluster, check_spec, kraft_cluster_id
+from highwater.harness.paths import clusters_dir
+from highwater.harness.procs import OwnerLock, ProcessRegistry
+from highwater.harness.topology import Node
+from highwater.harness.toxiproxy import ToxiproxyAPI
+from highwater.harness.waiting import wait_until
 
 from .images import resolve_images
 from .reaping import LABEL_CLUSTER, LABEL_NODE, owner_labels, reap_dead_owners, remove_cluster

@@ -15,10 +15,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from core.errors import SetupError
-from harness.distribution import ensure_kafka
-from harness.paths import home
-from harness.toxiproxy import TOXIPROXY_VERSION, ensure_toxiproxy
+from highwater.core.errors import SetupError
+from highwater.harness.distribution import ensure_kafka
+from highwater.harness.paths import home
+from highwater.harness.toxiproxy import TOXIPROXY_VERSION, ensure_toxiproxy
 
 Progress = Callable[[str], None]
 SUITE = "bookworm"

@@ -8,7 +8,7 @@ import logging
 import os
 from typing import Any
 
-from harness.procs import is_zombie_or_gone, proc_start_time
+from highwater.harness.procs import is_zombie_or_gone, proc_start_time
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
-from harness.config import ClusterSpec, effective_client_racks, properties_text, render_properties
-from harness.topology import Node, Ports, Topology
+from highwater.harness.config import ClusterSpec, effective_client_racks, properties_text, render_properties
+from highwater.harness.topology import Node, Ports, Topology
 
 from .reaping import LABEL_CLUSTER, LABEL_NODE, LABEL_OWNER, USER_OWNED
 

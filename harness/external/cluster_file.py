@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from core.errors import HighwaterError
+from highwater.core.errors import HighwaterError
 
 from ..config import NO_RACK, ClusterSpec
 from ..security import PLAINTEXT, ClientSecurity, SecurityError

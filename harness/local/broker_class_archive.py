@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from core.errors import ClusterError, HighwaterError
+from highwater.core.errors import ClusterError, HighwaterError
 
 from ..distribution import KafkaDistribution, _DirLock
 from ..java_runtime import Java

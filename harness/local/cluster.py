@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.errors import ClusterError, HighwaterError, PortInUseError
+from highwater.core.errors import ClusterError, HighwaterError, PortInUseError
 
 from ..backend import ClockControl, ClusterBackend, LinkControl, ProcessControl
 from ..clock import CLOCK_FILE, ClockError, NodeClock, find_libfaketime, remove_shm

@@ -9,7 +9,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from core.errors import ClusterError
+from highwater.core.errors import ClusterError
 
 from ..backend import NodeState
 from ..clock import CLOCK_FILE, faked_env, find_libfaketime, remove_shm

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from core.errors import ClusterError
+from highwater.core.errors import ClusterError
 
 from ..lifecycle import accepts_connection
 from ..topology import Link, Listener, ProxyPlan, Topology, client_party

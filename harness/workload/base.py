@@ -7,7 +7,7 @@ import logging
 import threading
 from typing import Any, Protocol
 
-from harness.clients import take_restart
+from highwater.harness.clients import take_restart
 
 log = logging.getLogger(__name__)
 

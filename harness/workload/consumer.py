@@ -29,7 +29,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.clients import (
+from highwater.harness.clients import (
     DEFAULT_CLIENT,
     ClientDriver,
     ConsumerSettings,
@@ -42,7 +42,7 @@ from harness.clients import (
     WorkerGone,
     resolve_driver,
 )
-from harness.security import PLAINTEXT, ClientSecurity
+from highwater.harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink, Worker
 

@@ -29,15 +29,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.history.format import copy_value
-from harness.clients import (
+from highwater.core.history.format import copy_value
+from highwater.harness.clients import (
     ClientDriver,
     PolledRecord,
     PositionChange,
     PositionReason,
     TopicPartition,
 )
-from harness.security import PLAINTEXT, ClientSecurity
+from highwater.harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink
 from .consumer import ConsumerConfig, ConsumerWorker

@@ -30,8 +30,8 @@ from kafka.errors import for_code
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.record import MemoryRecords
 
-from harness.observe import Observer
-from harness.security import PLAINTEXT, ClientSecurity
+from highwater.harness.observe import Observer
+from highwater.harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink
 

@@ -7,8 +7,8 @@ brokers with kafka-python's admin and protocol classes whichever client driver
 
 from __future__ import annotations
 
-from harness.observe import Observer
-from harness.security import PLAINTEXT, ClientSecurity
+from highwater.harness.observe import Observer
+from highwater.harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink, Worker
 

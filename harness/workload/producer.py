@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.clients import (
+from highwater.harness.clients import (
     DEFAULT_CLIENT,
     ClientDriver,
     Outcome,
@@ -27,8 +27,8 @@ from harness.clients import (
     WorkerGone,
     resolve_driver,
 )
-from harness.clients.base import ClientGone, send_batch
-from harness.security import PLAINTEXT, ClientSecurity
+from highwater.harness.clients.base import ClientGone, send_batch
+from highwater.harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink, Worker
 

@@ -29,9 +29,9 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.clients import WorkerGone, resolve_driver
-from harness.clients.base import ClientDriver
-from harness.clients.share import (
+from highwater.harness.clients import WorkerGone, resolve_driver
+from highwater.harness.clients.base import ClientDriver
+from highwater.harness.clients.share import (
     SHARE_ADMIN_CLIENTS,
     AckKind,
     AckOutcome,
@@ -42,8 +42,8 @@ from harness.clients.share import (
     ShareSettings,
     WorkerShareConsumer,
 )
-from harness.clients.worker import WorkerDriver
-from harness.security import PLAINTEXT, ClientSecurity
+from highwater.harness.clients.worker import WorkerDriver
+from highwater.harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink, Worker
 

@@ -25,9 +25,9 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core.errors import HighwaterError
-from harness.clients import ClientDriver, TransactionalClient, TransactionalProducerDriver
-from harness.security import PLAINTEXT, ClientSecurity
+from highwater.core.errors import HighwaterError
+from highwater.harness.clients import ClientDriver, TransactionalClient, TransactionalProducerDriver
+from highwater.harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink
 from .producer import ProducerConfig, ProducerWorker

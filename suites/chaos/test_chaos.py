@@ -15,12 +15,12 @@ import json
 
 import pytest
 
-from faults.schedule import Schedule
-from faults.spec import FaultKind, Flow
-from faults.target import ClientsTarget, CoordinatorTarget
+from highwater.faults.schedule import Schedule
+from highwater.faults.spec import FaultKind, Flow
+from highwater.faults.target import ClientsTarget, CoordinatorTarget
 from highwater.nemesis import scheduled
 from highwater.profiles import PROFILES, Profile
-from suites.scenario import RUN_OPTIONS, assert_verdicts, chaos_schedule_config, client_topic, run_scenario
+from highwater.suites.scenario import RUN_OPTIONS, assert_verdicts, chaos_schedule_config, client_topic, run_scenario
 
 #: the group variant: its fault windows outlast the consumers' session timeout (45 s, the default
 #: of kafka-python 3.x and Java since KIP-735), so a member cut off from its group coordinator

@@ -20,7 +20,7 @@ from kafka.errors import for_code
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.record import MemoryRecords
 
-from harness.observe import DEBUGGING_REPLICA_ID, Observer
+from highwater.harness.observe import DEBUGGING_REPLICA_ID, Observer
 
 _Topic = FetchRequest.FetchTopic
 _Partition = FetchRequest.FetchTopic.FetchPartition

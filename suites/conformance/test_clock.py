@@ -32,34 +32,21 @@ from typing import Any
 
 import pytest
 
-from core.checks.verdict import Verdict
-from harness.backend import ClusterBackend
-from harness.clock import ClockError, find_libfaketime
+from highwater.core.checks.verdict import Verdict
+from highwater.harness.backend import ClusterBackend
+from highwater.harness.clock import ClockError, find_libfaketime
 from highwater.pytest_plugin import module_cluster
 from highwater.runner import RunResult
-from suites.scenario import CLOCK_PLANS, PLANS, TIMED_CHECKS, check_verdicts, describe, run_once, run_plan
+from highwater.suites.findings import finding_mark
+from highwater.suites.scenario import CLOCK_PLANS, PLANS, TIMED_CHECKS, check_verdicts, describe, run_once, run_plan
 
 #: HW-19: a follower whose last caught-up time the leader took while its clock was ahead stays in
 #: the ISR after the clock went back until the clock passes that time again (Replica's
 #: lastCaughtUpTimeMs only grows; the ISR check compares it with the wall clock): broker-side,
-#: every client (seen on Java 4.4.0 and kafka-python 3.0.12, 2 runs of 2)
-HW19 = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "FINDING HW-19 (Kafka 4.4.0): after the leader's wall clock went back ten minutes, a follower whose "
-        "replication is cut stays in the ISR (its last caught-up time was taken ten minutes ahead and only "
-        "grows), so acks=all writes to the partition stall for the whole cut. See docs/findings.md."
-    ),
-)
+#: every client (seen on Java 4.4.0 and kafka-python 3.0.12, 2 runs of 2). Strict
+HW19 = finding_mark("HW-19", "clock/leader-back-then-follower-cut")
 #: HW-20: after the active controller's clock went back, it may stop committing (intermittent)
-HW20 = pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "FINDING HW-20 (Kafka 4.4.0): after the active controller's wall clock went back ten minutes, the "
-        "controller may stop committing (heartbeats, topic creations and ISR changes time out); intermittent. "
-        "See docs/findings.md."
-    ),
-)
+HW20 = finding_mark("HW-20", "clock/controller-back-then-kill")
 CASES = [p.scenario for p in CLOCK_PLANS]
 #: what each test expects of each case: the controller's cases come last (HW-20 may leave the
 #: controller stalled for minutes after them)

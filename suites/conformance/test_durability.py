@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from core.checks.verdict import Verdict
+from highwater.core.checks.verdict import Verdict
 from highwater.runner import RunResult
-from suites.findings import expect_hw9, expect_hw13, expect_hw17
-from suites.hw8 import without_hw8
-from suites.scenario import PLANS, TIMED_CHECKS, TimedChecksOnly, check_verdicts, describe, run_once, run_plan
+from highwater.suites.findings import expect_hw9, expect_hw13, expect_hw17
+from highwater.suites.hw8 import without_hw8
+from highwater.suites.scenario import PLANS, TIMED_CHECKS, TimedChecksOnly, check_verdicts, describe, run_once, run_plan
 
 SCENARIOS = {p.scenario: list(p.steps) for p in PLANS.values() if p.suite == "durability"}
 

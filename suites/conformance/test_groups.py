@@ -55,13 +55,13 @@ from typing import Any
 
 import pytest
 
-from core.checks.verdict import Verdict
-from core.history import read_history
-from faults.schedule import Schedule
-from harness.clients import get_driver
-from harness.clients.groups import group_protocol_refusal
+from highwater.core.checks.verdict import Verdict
+from highwater.core.history import read_history
+from highwater.faults.schedule import Schedule
+from highwater.harness.clients import get_driver
+from highwater.harness.clients.groups import group_protocol_refusal
 from highwater.nemesis import PlannedNemesis, scheduled
-from suites.scenario import (
+from highwater.suites.scenario import (
     GROUP_SESSION_MS,
     PLANS,
     RUN_OPTIONS,

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.checks.verdict import Verdict
-from core.history import read_history
+from highwater.core.checks.verdict import Verdict
+from highwater.core.history import read_history
 from highwater.runner import RunResult
-from suites.findings import expect_hw9
-from suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
+from highwater.suites.findings import expect_hw9
+from highwater.suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
 
 HIGH_RATE = 150  # sends/s per producer, at least
 PRODUCERS = 3

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.checks.verdict import Verdict
-from suites.findings import expect_hw13
-from suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
+from highwater.core.checks.verdict import Verdict
+from highwater.suites.findings import expect_hw13
+from highwater.suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
 
 PLAN = PLANS["kip-207/leader-kills"]
 

@@ -47,18 +47,18 @@ from typing import Any
 
 import pytest
 
-from core.checks.verdict import Verdict
-from faults.inject import Injector
-from faults.spec import parse_fault
-from harness.distribution import parse_version
-from harness.local.cluster import Cluster
-from harness.observe import DEBUGGING_REPLICA_ID, PartitionState
-from harness.waiting import wait_until
+from highwater.core.checks.verdict import Verdict
+from highwater.faults.inject import Injector
+from highwater.faults.spec import parse_fault
+from highwater.harness.distribution import parse_version
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.observe import DEBUGGING_REPLICA_ID, PartitionState
+from highwater.harness.waiting import wait_until
 from highwater.profiles import Profile
 from highwater.run_spec import RunSpec
 from highwater.runner import RunResult, execute_run
-from suites.findings import expect_hw12
-from suites.scenario import KIP320_WINDOW_SECONDS, PLANS, RUN_OPTIONS
+from highwater.suites.findings import expect_hw12, finding_mark
+from highwater.suites.scenario import KIP320_WINDOW_SECONDS, PLANS, RUN_OPTIONS
 
 TOPIC = "kip320"
 #: the checks that must hold (the policy never allows them); the plan is PLANS["kip-320/unclean-truncation"]
@@ -323,20 +323,7 @@ def test_unclean_election_truncation_is_detected_by_consumers(
 
 #: HW-6 is kafka-python's (librdkafka finds the divergence point for every consumer:
 #: docs/findings.md), so the test is a strict xfail for kafka-python only
-FINDING_HW6 = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "FINDING HW-6: kafka-python 3.0.12 can fetch from a new leader before validating its position "
-        "(KIP-320): KafkaConsumer.poll marks positions for OffsetsForLeaderEpoch validation only at the "
-        "start of poll (Fetcher.maybe_validate_positions), but a fetch to a failed preferred replica "
-        "refreshes metadata inside the poll and Fetcher._select_read_replica falls back to the new "
-        "leader at once, sending current_leader_epoch from metadata with the unvalidated offset. The "
-        "new leader's log is shorter: OFFSET_OUT_OF_RANGE, and auto_offset_reset applies (a reset to "
-        "earliest) instead of a seek to the divergence point or LogTruncationError. Hits the consumer "
-        "whose in-rack follower died with the leader (5 of 5 runs). "
-        "Repro: .venv/bin/pytest suites/conformance/test_kip320.py --runxfail"
-    ),
-)
+FINDING_HW6 = finding_mark("HW-6", "kip-320/unclean-truncation")
 
 
 @ROTATION

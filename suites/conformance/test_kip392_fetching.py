@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
-from core.checks.bounds import derive
-from core.checks.hw_propagation import hw_propagation
-from core.checks.verdict import Verdict
-from harness.local.cluster import Cluster
-from harness.waiting import wait_until
-from harness.workload.final_read import _fetch
+from highwater.core.checks.bounds import derive
+from highwater.core.checks.hw_propagation import hw_propagation
+from highwater.core.checks.verdict import Verdict
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.waiting import wait_until
+from highwater.harness.workload.final_read import _fetch
 from highwater.run_spec import run_settings
-from suites.findings import expect_hw9, expect_hw13
-from suites.scenario import KIP392_FAULTS, PLANS, assert_verdicts, check_verdicts, run_plan
+from highwater.suites.findings import expect_hw9, expect_hw13
+from highwater.suites.scenario import KIP392_FAULTS, PLANS, assert_verdicts, check_verdicts, run_plan
 
 
 def assert_rack_local_reads(

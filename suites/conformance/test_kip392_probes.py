@@ -58,12 +58,12 @@ from typing import Any
 import pytest
 from kafka import KafkaProducer, TopicPartition
 
-from harness.backend import ClusterBackend, heal, unhealed
-from harness.local.cluster import Cluster
-from harness.local.node import NodeState
-from harness.observe import CONSUMER_REPLICA_ID, Observer
-from harness.waiting import wait_until
-from suites.conformance.probes import (
+from highwater.harness.backend import ClusterBackend, heal, unhealed
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.local.node import NodeState
+from highwater.harness.observe import CONSUMER_REPLICA_ID, Observer
+from highwater.harness.waiting import wait_until
+from highwater.suites.conformance.probes import (
     NONE,
     OFFSET_OUT_OF_RANGE,
     UNKNOWN_LEADER_EPOCH,

@@ -39,12 +39,12 @@ from typing import Any
 
 import pytest
 
-from core.checks.verdict import Verdict
-from harness.backend import ClusterBackend
-from harness.features import has_elr
+from highwater.core.checks.verdict import Verdict
+from highwater.harness.backend import ClusterBackend
+from highwater.harness.features import has_elr
 from highwater.pytest_plugin import module_cluster
 from highwater.runner import RunResult
-from suites.scenario import PLANS, POWER_CASES, TIMED_CHECKS, check_verdicts, run_plan
+from highwater.suites.scenario import PLANS, POWER_CASES, TIMED_CHECKS, check_verdicts, run_plan
 
 #: the election settings of each case (the RunSpec overrides on top of acks=all, min ISR 2)
 ELECTIONS: dict[str, dict[str, Any]] = {

@@ -27,11 +27,11 @@ from typing import Any
 
 import pytest
 
-from core.checks.verdict import Verdict
-from core.history import read_history
-from harness.clients import get_driver
-from harness.clients.share import share_refusal
-from suites.scenario import PLANS, RUN_OPTIONS, SHARE_LOCK_MS, assert_verdicts, check_verdicts, run_plan
+from highwater.core.checks.verdict import Verdict
+from highwater.core.history import read_history
+from highwater.harness.clients import get_driver
+from highwater.harness.clients.share import share_refusal
+from highwater.suites.scenario import PLANS, RUN_OPTIONS, SHARE_LOCK_MS, assert_verdicts, check_verdicts, run_plan
 
 KILLS = PLANS["share-groups/member-coordinator-kill"]
 NIGHTLY = [

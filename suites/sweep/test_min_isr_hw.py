@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.distribution import parse_version
+from highwater.harness.distribution import parse_version
 from highwater.nemesis import Step, scripted
-from suites.scenario import check_verdicts, run_scenario
+from highwater.suites.scenario import check_verdicts, run_scenario
 
 #: the cut lasts longer than the progress bound (12.5 s) plus the followers' ISR leave (9 s)
 CUT_SECONDS = 22

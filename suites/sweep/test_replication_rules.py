@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.checks.verdict import Verdict
-from suites.findings import expect_hw9, expect_hw17
-from suites.scenario import PLANS, RUN_OPTIONS, SWEEP_PLANS, assert_verdicts, check_verdicts, run_plan
+from highwater.core.checks.verdict import Verdict
+from highwater.suites.findings import expect_hw9, expect_hw17
+from highwater.suites.scenario import PLANS, RUN_OPTIONS, SWEEP_PLANS, assert_verdicts, check_verdicts, run_plan
 
 SCENARIOS = [p.scenario for p in SWEEP_PLANS]
 

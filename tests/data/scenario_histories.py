@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.checks.bounds import header_entries
-from suites.scenario import Plan
+from highwater.core.checks.bounds import header_entries
+from highwater.suites.scenario import Plan
 from tests.synth.histories import HistoryBuilder
 
 TICK_MS = 100

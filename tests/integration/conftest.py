@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.backend import ClusterBackend
+from highwater.harness.backend import ClusterBackend
 from highwater.pytest_plugin import healed_for_module, shared_cluster
 
 

@@ -6,12 +6,12 @@ import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from core.checks import CHECKS, NEEDS, Input
-from harness.backend import LinkControl
-from harness.clients import ClientDriver, ProducerSettings, SendOutcome
-from harness.local.cluster import Cluster
-from harness.toxiproxy import ByteCounters
-from harness.waiting import wait_until_steady
+from highwater.core.checks import CHECKS, NEEDS, Input
+from highwater.harness.backend import LinkControl
+from highwater.harness.clients import ClientDriver, ProducerSettings, SendOutcome
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.toxiproxy import ByteCounters
+from highwater.harness.waiting import wait_until_steady
 
 #: the checks a fault-free assign-mode run without transactions, commits or idempotent producers
 #: gives no input to (core.checks: their verdict is not-applicable)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.clients import ClientDriver, ProducerSettings, SendOutcome, UnknownClientError, get_driver
-from harness.local.cluster import Cluster
-from harness.paths import home
+from highwater.harness.clients import ClientDriver, ProducerSettings, SendOutcome, UnknownClientError, get_driver
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.paths import home
 
 SDIST = "kafka-python==3.0.12"  # a release whose source tree stands in for a checkout
 

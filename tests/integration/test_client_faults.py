@@ -13,11 +13,18 @@ import time
 
 import pytest
 
-from harness.clients import ConsumerSettings, ProducerSettings, SendOutcome, TopicPartition, WorkerGone, get_driver
-from harness.clients.worker import live_workers
-from harness.local.cluster import Cluster
-from harness.procs import is_zombie_or_gone
-from harness.waiting import wait_until
+from highwater.harness.clients import (
+    ConsumerSettings,
+    ProducerSettings,
+    SendOutcome,
+    TopicPartition,
+    WorkerGone,
+    get_driver,
+)
+from highwater.harness.clients.worker import live_workers
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.procs import is_zombie_or_gone
+from highwater.harness.waiting import wait_until
 
 
 def test_two_versions_of_one_client_run_side_by_side(cluster: Cluster) -> None:
@@ -57,7 +64,7 @@ class _Quiet:
 
 _CHILD = """
 import sys
-from harness.clients import ConsumerSettings, get_driver
+from highwater.harness.clients import ConsumerSettings, get_driver
 consumer = get_driver(sys.argv[1]).consumer(ConsumerSettings(sys.argv[2].split(","), "orphan"), None)
 print(consumer.process.pid, flush=True)
 sys.stdin.read()

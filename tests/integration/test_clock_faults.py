@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from kafka import KafkaProducer
 
-from core.history import HistoryWriter, read_history
-from faults.inject import Injector
-from faults.spec import parse_fault
-from harness.clock import SHM_DIR, ClockError, find_libfaketime
-from harness.local.cluster import Cluster
-from harness.procs import ProcessRegistry, is_zombie_or_gone
-from harness.waiting import wait_until
+from highwater.core.history import HistoryWriter, read_history
+from highwater.faults.inject import Injector
+from highwater.faults.spec import parse_fault
+from highwater.harness.clock import SHM_DIR, ClockError, find_libfaketime
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.procs import ProcessRegistry, is_zombie_or_gone
+from highwater.harness.waiting import wait_until
 
 
 def _libfaketime_missing() -> str | None:
@@ -172,9 +172,9 @@ def test_a_client_worker_s_clock_jumps_and_its_records_carry_it(cluster_factory:
     clocks stamps its records' CreateTime from its own clock, ten minutes ahead once jumped."""
     from kafka import KafkaConsumer, TopicPartition
 
-    from harness.clients import get_driver
-    from harness.clients.base import ProducerSettings
-    from harness.clients.clocks import client_clock, fake_client_clocks
+    from highwater.harness.clients import get_driver
+    from highwater.harness.clients.base import ProducerSettings
+    from highwater.harness.clients.clocks import client_clock, fake_client_clocks
 
     cluster: Cluster = cluster_factory(brokers=1, racks=1)
     cluster.create_topic("client-clock", 1, 1)

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.backend import ClusterBackend, LinkControl, ProcessControl
-from harness.config import RACK_AWARE_SELECTOR
-from harness.lifecycle import accepts_connection
-from harness.local.cluster import Cluster
-from harness.observe import PartitionState
-from harness.waiting import wait_until
+from highwater.harness.backend import ClusterBackend, LinkControl, ProcessControl
+from highwater.harness.config import RACK_AWARE_SELECTOR
+from highwater.harness.lifecycle import accepts_connection
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.observe import PartitionState
+from highwater.harness.waiting import wait_until
 
 from .kafka_util import BackgroundProducer, bytes_served, consume_all, produce
 
@@ -39,7 +39,7 @@ def test_the_local_backend_implements_every_backend_protocol(cluster: Cluster) -
 
 
 def test_brokers_start_from_the_release_class_archive(cluster: Cluster) -> None:
-    from harness.local.broker_class_archive import archive_flags
+    from highwater.harness.local.broker_class_archive import archive_flags
 
     node = next(iter(cluster.nodes.values()))
     flags = archive_flags(node._dist, node._java)

@@ -19,15 +19,15 @@ from typing import Any
 
 import pytest
 
-from core.history import read_history
-from harness.compose.backend import ComposeCluster, docker_available, docker_client
-from harness.compose.images import build_images, kafka_image, toxiproxy_image
-from harness.compose.reaping import LABEL_CLUSTER, LABEL_NODE, owner_labels, reap_dead_owners
-from harness.config import ClusterSpec
-from harness.distribution import default_version
-from harness.waiting import wait_until
+from highwater.core.history import read_history
+from highwater.harness.compose.backend import ComposeCluster, docker_available, docker_client
+from highwater.harness.compose.images import build_images, kafka_image, toxiproxy_image
+from highwater.harness.compose.reaping import LABEL_CLUSTER, LABEL_NODE, owner_labels, reap_dead_owners
+from highwater.harness.config import ClusterSpec
+from highwater.harness.distribution import default_version
+from highwater.harness.waiting import wait_until
 from highwater.profiles import get_profile
-from suites.scenario import PLANS, TIMED_CHECKS, Plan, check_verdicts, run_plan
+from highwater.suites.scenario import PLANS, TIMED_CHECKS, Plan, check_verdicts, run_plan
 
 from .kafka_util import bytes_served, consume_all, produce
 

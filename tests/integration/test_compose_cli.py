@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from harness.compose.backend import docker_available, docker_client
-from harness.compose.images import build_images
-from harness.compose.reaping import LABEL_CLUSTER, LABEL_NODE
-from harness.distribution import default_version
+from highwater.harness.compose.backend import docker_available, docker_client
+from highwater.harness.compose.images import build_images
+from highwater.harness.compose.reaping import LABEL_CLUSTER, LABEL_NODE
+from highwater.harness.distribution import default_version
 
 _REASON = docker_available()
 pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"compose backend: {_REASON}")

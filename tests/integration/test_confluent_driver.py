@@ -9,8 +9,8 @@ import threading
 import time
 from pathlib import Path
 
-from core.history import read_history
-from harness.clients import (
+from highwater.core.history import read_history
+from highwater.harness.clients import (
     ConsumerSettings,
     PolledRecord,
     PositionChange,
@@ -18,7 +18,7 @@ from harness.clients import (
     TopicPartition,
     get_driver,
 )
-from harness.local.cluster import Cluster
+from highwater.harness.local.cluster import Cluster
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
 from tests.integration.kafka_util import produce_through_driver

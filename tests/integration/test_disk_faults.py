@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from core.history import HistoryWriter, read_history
-from faults.inject import Injector
-from faults.spec import parse_fault
-from harness.diskfs import mounts_under
-from harness.local.cluster import Cluster
-from harness.paths import clusters_dir
+from highwater.core.history import HistoryWriter, read_history
+from highwater.faults.inject import Injector
+from highwater.faults.spec import parse_fault
+from highwater.harness.diskfs import mounts_under
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.paths import clusters_dir
 
 pytestmark = pytest.mark.integration
 

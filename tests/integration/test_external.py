@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from faults.capability import CapabilityError
-from harness.backend import LinkControl, ProcessControl
-from harness.config import NO_RACK, ClusterSpec
-from harness.external import ExternalCluster, connect
-from harness.paths import clusters_dir
-from harness.toxiproxy import ToxiproxyAPI
 from highwater.cli_cluster import manual_dir
+from highwater.faults.capability import CapabilityError
+from highwater.harness.backend import LinkControl, ProcessControl
+from highwater.harness.config import NO_RACK, ClusterSpec
+from highwater.harness.external import ExternalCluster, connect
+from highwater.harness.paths import clusters_dir
+from highwater.harness.toxiproxy import ToxiproxyAPI
 from highwater.nemesis import Step, scripted
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import ClusterSpec
-from harness.external import connect
-from harness.local.cluster import Cluster
-from harness.security import ClientSecurity
-from harness.waiting import wait_until
+from highwater.harness.config import ClusterSpec
+from highwater.harness.external import connect
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.security import ClientSecurity
+from highwater.harness.waiting import wait_until
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from core.history import HistoryWriter
-from faults.common import FaultError
-from faults.inject import Injector
-from faults.spec import FaultSpec, parse_fault
-from harness.lifecycle import accepts_connection
-from harness.local.cluster import Cluster
-from harness.observe import Observer, PartitionState
-from harness.waiting import wait_until
+from highwater.core.history import HistoryWriter
+from highwater.faults.common import FaultError
+from highwater.faults.inject import Injector
+from highwater.faults.spec import FaultSpec, parse_fault
+from highwater.harness.lifecycle import accepts_connection
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.observe import Observer, PartitionState
+from highwater.harness.waiting import wait_until
 
 from .kafka_util import BackgroundProducer, consume_all, produce
 

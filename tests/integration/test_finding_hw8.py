@@ -16,10 +16,10 @@ import time
 
 import pytest
 
-from faults.inject import Injector
-from faults.spec import parse_fault
-from harness.local.cluster import Cluster
-from harness.waiting import wait_until
+from highwater.faults.inject import Injector
+from highwater.faults.spec import parse_fault
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from kafka import KafkaAdminClient
 
-from faults.inject import Injector
-from faults.spec import parse_fault
-from harness.clients import (
+from highwater.faults.inject import Injector
+from highwater.faults.spec import parse_fault
+from highwater.harness.clients import (
     ConsumerSettings,
     Outcome,
     PositionChange,
@@ -28,10 +28,10 @@ from harness.clients import (
     client_names,
     get_driver,
 )
-from harness.lifecycle import accepts_connection
-from harness.local.cluster import Cluster
-from harness.toxiproxy import ByteCounters
-from harness.waiting import WaitTimeout, wait_until, wait_until_steady
+from highwater.harness.lifecycle import accepts_connection
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.toxiproxy import ByteCounters
+from highwater.harness.waiting import WaitTimeout, wait_until, wait_until_steady
 
 from .kafka_util import BackgroundProducer, produce
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from core.history import read_history
-from harness.clients import (
+from highwater.core.history import read_history
+from highwater.harness.clients import (
     ConsumerSettings,
     PolledRecord,
     PositionChange,
@@ -25,9 +25,9 @@ from harness.clients import (
     TopicPartition,
     get_driver,
 )
-from harness.local.cluster import Cluster
-from harness.procs import is_zombie_or_gone
-from harness.waiting import wait_until
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.procs import is_zombie_or_gone
+from highwater.harness.waiting import wait_until
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
 from tests.integration.kafka_util import produce_through_driver
@@ -36,7 +36,7 @@ from tests.integration.kafka_util import produce_through_driver
 _CHILD = """
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a Ctrl-C, even if our parent ignores it
-from harness.clients import ConsumerSettings, get_driver
+from highwater.harness.clients import ConsumerSettings, get_driver
 consumer = get_driver("java").consumer(ConsumerSettings(["127.0.0.1:1"], "java-orphan"), None)
 print(consumer._worker.proc.pid, flush=True)
 sys.stdin.read()  # until killed
@@ -111,7 +111,7 @@ def test_rack_consumer_names_its_replica_and_reports_a_reset(cluster: Cluster) -
 
 
 def test_a_refused_configuration_is_one_line_and_leaves_no_worker() -> None:
-    from harness.clients.worker import WorkerError, live_workers
+    from highwater.harness.clients.worker import WorkerError, live_workers
 
     before = len(live_workers())
     with pytest.raises(WorkerError) as err:

@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import JavaError, PortInUseError
-from harness.config import ClusterSpec
-from harness.diskfs import mounts_under
-from harness.distribution import UnknownKafkaVersion, ensure_kafka
-from harness.java_runtime import find_java
-from harness.lifecycle import listening_sockets, reap_stale
-from harness.local.cluster import Cluster
-from harness.procs import is_zombie_or_gone
-from harness.topology import TopologyError
-from harness.waiting import wait_until
+from highwater.core.errors import JavaError, PortInUseError
+from highwater.harness.config import ClusterSpec
+from highwater.harness.diskfs import mounts_under
+from highwater.harness.distribution import UnknownKafkaVersion, ensure_kafka
+from highwater.harness.java_runtime import find_java
+from highwater.harness.lifecycle import listening_sockets, reap_stale
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.procs import is_zombie_or_gone
+from highwater.harness.topology import TopologyError
+from highwater.harness.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,8 +57,8 @@ def test_kill_9_of_the_test_process_leaves_nothing_running(kafka_version: str) -
     next start's reaper detaches it."""
     child = _run_child(f"""
         import json, time
-        from harness.local.cluster import Cluster
-        from harness.config import ClusterSpec
+        from highwater.harness.local.cluster import Cluster
+        from highwater.harness.config import ClusterSpec
         c = Cluster(ClusterSpec(brokers=3, racks=3, kafka_version={kafka_version!r}, disk="lossy")).start()
         pids = [n.pid for n in c.nodes.values()] + [c._toxiproxy_proc.pid]
         disks = [d.proc.pid for d in c.disks.values()]
@@ -98,8 +98,8 @@ def test_reaper_kills_only_processes_it_can_prove_are_ours(tmp_path: Path) -> No
     killed by the next run's reaper; a process with a recycled-looking record is left alone."""
     child = _run_child("""
         import json, os, sys, time
-        from harness.paths import clusters_dir
-        from harness.procs import OwnerLock, ProcessRegistry, spawn
+        from highwater.harness.paths import clusters_dir
+        from highwater.harness.procs import OwnerLock, ProcessRegistry, spawn
         d = clusters_dir() / f"reaptest-{os.getpid()}"
         d.mkdir()
         lock = OwnerLock(d / "owner.lock"); assert lock.try_acquire()

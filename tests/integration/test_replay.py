@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from core.history import read_history
-from core.manifest import RunManifest
-from faults.schedule import Schedule, ScheduleConfig
-from harness.backends import start_backend
-from harness.config import ClusterSpec
 from highwater.cli import main as highwater
+from highwater.core.history import read_history
+from highwater.core.manifest import RunManifest
 from highwater.exit_codes import Exit
+from highwater.faults.schedule import Schedule, ScheduleConfig
+from highwater.harness.backends import start_backend
+from highwater.harness.config import ClusterSpec
 from highwater.nemesis import scheduled
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from core.checks import run_all_checks
 from highwater.cli import main as highwater
-from reports.browser_check import check_page, find_chromium
+from highwater.core.checks import run_all_checks
+from highwater.reports.browser_check import check_page, find_chromium
 from tests.synth.reports import RunSpec, demo_specs, write_results
 
 RANDOM_SPECS = [
@@ -51,7 +51,7 @@ def write_position_changes_run(root: Path) -> None:
     right after each kind of predecessor (record, seek). The last polls have records whose
     serving replica is unknown (all, or one of three). A second partition was never written:
     its final reads are empty."""
-    from core.checks import overall
+    from highwater.core.checks import overall
     from tests.synth.histories import HistoryBuilder
 
     b = HistoryBuilder({"acks": "all"})
@@ -87,7 +87,7 @@ def write_transactions_run(root: Path) -> None:
     """A transactional run (``tests/unit/test_txn_registry.history``): an aborted transaction's
     acked write is not owed to the log, a committed one's write is owed even though its own send
     ended ``info`` (and here it is missing: one lost write). Spark's lost-write must agree."""
-    from core.checks import overall
+    from highwater.core.checks import overall
     from tests.unit.test_txn_registry import history
 
     d = root / "nightly-3" / "transactions"
@@ -169,7 +169,7 @@ def test_spark_checks_agree_with_python_checks(report: dict[str, Any]) -> None:
 def test_fetch_counts_match_the_histories(report: dict[str, Any]) -> None:
     """Records per serving replica of every consumer, as the report counted them in Spark,
     equal a plain count over each history's polls."""
-    from core.history import read_history
+    from highwater.core.history import read_history
 
     s = report["summary"]
     got = {
@@ -197,10 +197,10 @@ def test_timelines_add_up_to_the_histories(report: dict[str, Any]) -> None:
     plain counts over the same histories: acks, send errors and polled records summed over the
     buckets, the ISR shrinking to 2 during the broker kill and back to 3, one kill window, lag
     per consumer."""
-    from core.history import read_history
-    from reports.layout import ensure_parquet, load_runs
-    from reports.run_cache import RunCache
-    from reports.timelines import Timeline
+    from highwater.core.history import read_history
+    from highwater.reports.layout import ensure_parquet, load_runs
+    from highwater.reports.run_cache import RunCache
+    from highwater.reports.timelines import Timeline
 
     root = report["root"]
     runs = [r for r in load_runs(root) if r.run_id in ("run-clean", "run-edges")]

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from core.history import read_history
-from harness.local.cluster import Cluster
+from highwater.core.history import read_history
+from highwater.harness.local.cluster import Cluster
+from highwater.reports.browser_check import check_page, find_chromium
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
-from reports.browser_check import check_page, find_chromium
 
 from .kafka_util import NOT_APPLICABLE_WITHOUT_TXN_COMMITS_OR_IDEMPOTENCE
 
@@ -68,12 +68,12 @@ def test_a_real_scheduled_runs_manifest_reaches_the_report(cluster: Cluster, tmp
     """A short seeded run on the real cluster; its run.json read back through the report path
     (``reports.layout`` and ``reports.aggregate.build``): the schedule and the start time survive
     (the start time is the manifest's, not the file's mtime)."""
-    from core.manifest import RunManifest
-    from faults.schedule import Schedule, ScheduleConfig
+    from highwater.core.manifest import RunManifest
+    from highwater.faults.schedule import Schedule, ScheduleConfig
     from highwater.nemesis import scheduled
-    from reports.aggregate import Options, build
-    from reports.layout import load_runs
-    from reports.spark_session import Progress
+    from highwater.reports.aggregate import Options, build
+    from highwater.reports.layout import load_runs
+    from highwater.reports.spark_session import Progress
 
     results = tmp_path / "results"
     config = ScheduleConfig(

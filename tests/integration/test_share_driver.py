@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from harness.clients import get_driver
-from harness.clients.share import (
+from highwater.harness.clients import get_driver
+from highwater.harness.clients.share import (
     AckKind,
     AckOutcome,
     AcquiredRecord,
@@ -23,9 +23,9 @@ from harness.clients.share import (
     share_refusal,
     share_start_offsets,
 )
-from harness.clients.worker import WorkerDriver
-from harness.local.cluster import Cluster
-from harness.workload.share import state_driver
+from highwater.harness.clients.worker import WorkerDriver
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.workload.share import state_driver
 
 from .kafka_util import produce_through_driver
 

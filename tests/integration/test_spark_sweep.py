@@ -20,9 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from harness.lifecycle import address_free
-from harness.procs import proc_cmdline, spawn
-from harness.waiting import wait_until
+from highwater.harness.lifecycle import address_free
+from highwater.harness.procs import proc_cmdline, spawn
+from highwater.harness.waiting import wait_until
 from highwater.spark_standalone import owned_pids, standalone
 from highwater.sweep_cells import REFUSE_FIRST_ENV
 

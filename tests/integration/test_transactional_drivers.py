@@ -17,7 +17,7 @@ from collections.abc import Callable
 import pytest
 from kafka import KafkaAdminClient
 
-from harness.clients import (
+from highwater.harness.clients import (
     ClientDriver,
     ConsumerDriver,
     ConsumerSettings,
@@ -32,8 +32,8 @@ from harness.clients import (
     client_names,
     get_driver,
 )
-from harness.local.cluster import Cluster
-from harness.waiting import wait_until
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.waiting import wait_until
 
 from .kafka_util import produce_through_driver
 

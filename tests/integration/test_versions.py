@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.distribution import installed_versions
+from highwater.harness.distribution import installed_versions
 
 from .kafka_util import bytes_served, consume_all, produce
 

@@ -12,10 +12,10 @@ import pytest
 from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer
 from kafka.structs import MemberState
 
-from core.errors import WaitTimeout
-from core.history import read_history
-from harness.backend import LinkControl
-from harness.clients import (
+from highwater.core.errors import WaitTimeout
+from highwater.core.history import read_history
+from highwater.harness.backend import LinkControl
+from highwater.harness.clients import (
     ConsumerSettings,
     PolledRecord,
     PositionChange,
@@ -26,11 +26,11 @@ from harness.clients import (
     client_names,
     get_driver,
 )
-from harness.clients.base import send_batch
-from harness.clients.worker import PROTOCOL, WorkerConsumer
-from harness.local.cluster import Cluster
-from harness.topology import Listener, client_party
-from harness.waiting import wait_until
+from highwater.harness.clients.base import send_batch
+from highwater.harness.clients.worker import PROTOCOL, WorkerConsumer
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.topology import Listener, client_party
+from highwater.harness.waiting import wait_until
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
 

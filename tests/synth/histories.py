@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.checks.data import HistoryData, from_events
-from core.history import FORMAT
+from highwater.core.checks.data import HistoryData, from_events
+from highwater.core.history import FORMAT
 
 MS = 1_000_000
 Record = tuple[str, int, int, Any]  # topic, partition, offset, value

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.checks import run_all_checks
-from core.manifest import NemesisRecord, Racks, RunManifest
+from highwater.core.checks import run_all_checks
+from highwater.core.manifest import NemesisRecord, Racks, RunManifest
 from tests.synth.histories import HistoryBuilder
 
 TOPIC = "t"
@@ -228,7 +228,7 @@ def write_run(root: Path, spec: RunSpec, *, with_verdict: bool = True) -> Path:
     ).write(d / "run.json")
     if with_verdict:
         verdicts = run_all_checks(hist)
-        from core.checks import overall
+        from highwater.core.checks import overall
 
         (d / "verdict.json").write_text(
             json.dumps(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.topology import Ports, Topology
+from highwater.harness.topology import Ports, Topology
 
 
 def topo(brokers: int = 5, racks: int = 3, controllers: int = 0) -> Topology:

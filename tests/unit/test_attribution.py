@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from reports.aggregate import CHECK_ORDER, ReportData
-from reports.attribution import attribute, attribute_check, client_status, describe
-from reports.junit import build_junit
-from reports.render_html import render
-from reports.summary import summary
+from highwater.reports.aggregate import CHECK_ORDER, ReportData
+from highwater.reports.attribution import attribute, attribute_check, client_status, describe
+from highwater.reports.junit import build_junit
+from highwater.reports.render_html import render
+from highwater.reports.summary import summary
 
 KP, JAVA, RDK = "kafka-python 3.0.12", "java 4.4.0", "confluent-kafka 2.6.1"
 
@@ -179,7 +179,7 @@ def _verdict(check: str, valid: Any) -> dict[str, Any]:
 
 
 def _run(label: str, client: str, bad: dict[str, Any], version: str = "4.3.1") -> dict[str, Any]:
-    from core.checks.verdict import merge_valid
+    from highwater.core.checks.verdict import merge_valid
 
     v = {c: _verdict(c, bad.get(c, True)) for c in CHECK_ORDER}
     camp, rid = label.split("/")

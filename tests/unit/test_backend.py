@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
-from core.errors import HighwaterError
-from faults.capability import CapabilityError, check_capabilities, declared_faults, refusal
-from faults.common import FaultError
-from faults.inject import Injector
-from faults.schedule import Schedule, ScheduleConfig, ScheduledFault, topology_summary
-from faults.spec import FaultKind, parse_fault
-from harness.backend import (
+from highwater import cli
+from highwater.core.errors import HighwaterError
+from highwater.faults.capability import CapabilityError, check_capabilities, declared_faults, refusal
+from highwater.faults.common import FaultError
+from highwater.faults.inject import Injector
+from highwater.faults.schedule import Schedule, ScheduleConfig, ScheduledFault, topology_summary
+from highwater.faults.spec import FaultKind, parse_fault
+from highwater.harness.backend import (
     Capability,
     ClusterBackend,
     ControlledNode,
@@ -31,14 +32,13 @@ from harness.backend import (
     ProcessControl,
     capabilities,
 )
-from harness.backends import DEFAULT_BACKEND, BackendError, backend_names, get_backend
-from harness.config import ClusterSpec
-from harness.local.cluster import Cluster
-from harness.local.node import KafkaNode
-from harness.observe import Observer, PartitionState
-from harness.security import PLAINTEXT, ClientSecurity
-from harness.topology import Topology
-from highwater import cli
+from highwater.harness.backends import DEFAULT_BACKEND, BackendError, backend_names, get_backend
+from highwater.harness.config import ClusterSpec
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.local.node import KafkaNode
+from highwater.harness.observe import Observer, PartitionState
+from highwater.harness.security import PLAINTEXT, ClientSecurity
+from highwater.harness.topology import Topology
 from highwater.nemesis import Step, scheduled, scripted
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
@@ -248,8 +248,8 @@ def test_a_fault_needing_a_missing_capability_is_refused_in_one_line() -> None:
 
 
 def test_lossy_disks_are_the_local_backend_s_alone() -> None:
-    from harness.backends import BackendError, get_backend
-    from harness.config import SpecError
+    from highwater.harness.backends import BackendError, get_backend
+    from highwater.harness.config import SpecError
 
     get_backend("local").check_spec(ClusterSpec(disk="lossy"))
     for name in ("compose", "external"):
@@ -338,12 +338,12 @@ def test_a_conflicting_fault_is_a_fail_event_too() -> None:
 
 
 def _active(spec: Any) -> Any:
-    from faults.inject import ActiveFault
+    from highwater.faults.inject import ActiveFault
 
     return ActiveFault(id="f0", spec=spec, nodes=("kafka-2",))
 
 
 def test_node_state_is_shared_by_backend_and_node_modules() -> None:
-    import harness.local.node
+    import highwater.harness.local.node
 
-    assert harness.local.node.NodeState is NodeState
+    assert highwater.harness.local.node.NodeState is NodeState

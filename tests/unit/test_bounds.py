@@ -3,7 +3,7 @@ header values win; the header a run writes carries them."""
 
 from __future__ import annotations
 
-from core.checks.bounds import (
+from highwater.core.checks.bounds import (
     BOUND_USERS,
     Settings,
     derive,

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from core.checks import CHECKS
-from core.checks.bounds import Settings, header_entries
-from core.checks.stalls import longest_stall, unread_acks
-from core.checks.verdict import UNKNOWN, Verdict
+from highwater.core.checks import CHECKS
+from highwater.core.checks.bounds import Settings, header_entries
+from highwater.core.checks.stalls import longest_stall, unread_acks
+from highwater.core.checks.verdict import UNKNOWN, Verdict
 from tests.synth.histories import HistoryBuilder
 
 # bounds ten times shorter than the fast-failure ones, so histories stay small:

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from core.checks import run_checks
-from core.checks.data import from_events
-from core.checks.verdict import Verdict
-from suites.conformance import (
+from highwater.core.checks import run_checks
+from highwater.core.checks.data import from_events
+from highwater.core.checks.verdict import Verdict
+from highwater.suites.conformance import (
     test_clock,
     test_durability,
     test_groups,
@@ -27,9 +27,9 @@ from suites.conformance import (
     test_power_loss,
     test_share_groups,
 )
-from suites.conformance import test_kip392_fetching as kip392
-from suites.scenario import KIP392_FAULTS, PLANS, POWER_CASES
-from suites.sweep import test_replication_rules as sweep
+from highwater.suites.conformance import test_kip392_fetching as kip392
+from highwater.suites.scenario import KIP392_FAULTS, PLANS, POWER_CASES
+from highwater.suites.sweep import test_replication_rules as sweep
 from tests.data.scenario_histories import TOPIC, Generated, generate
 from tests.synth.histories import HistoryBuilder
 
@@ -539,7 +539,7 @@ def test_group_twin_a_partition_never_read_again() -> None:
     acknowledged record; its twin, kafka-python #3131's shape, where nothing of partition 1 is
     returned after offset 1 (a member kept it across a rebalance and never fetched it again),
     fails it; so does a run that owed nothing."""
-    from core.checks.groups import group_delivery
+    from highwater.core.checks.groups import group_delivery
     from tests.synth.txn import Events
     from tests.synth.txn import header as txn_header
 
@@ -669,7 +669,7 @@ def probe_answer(**response: Any) -> dict[str, Any]:
     ],
 )
 def test_kip392_probe_twins(case: int, clean: dict[str, Any], twin: dict[str, Any]) -> None:
-    from suites.conformance import test_kip392_probes as probes
+    from highwater.suites.conformance import test_kip392_probes as probes
 
     expected = probes.empty_in_range(100) if case == 1 else probes.OUT_OF_RANGE
     kept: list[dict[str, Any]] = []

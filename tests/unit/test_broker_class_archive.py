@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.distribution import KafkaDistribution
-from harness.java_runtime import Java, jvm_base
-from harness.local.broker_class_archive import _training_properties, archive_flags, archive_path
+from highwater.harness.distribution import KafkaDistribution
+from highwater.harness.java_runtime import Java, jvm_base
+from highwater.harness.local.broker_class_archive import _training_properties, archive_flags, archive_path
 
 
 def test_flags_name_the_archive_only_when_it_exists(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.checks import CHECKS
-from core.checks.data import from_events
+from highwater.core.checks import CHECKS
+from highwater.core.checks.data import from_events
 from tests.synth.histories import HistoryBuilder
 
 CONSUMERS = {"consumer-0": 1, "consumer-1": 2}  # consumer -> the replica of its rack

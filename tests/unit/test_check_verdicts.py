@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.checks.verdict import UNKNOWN, Verdict
-from suites.scenario import TimedChecksOnly, check_verdicts
+from highwater.core.checks.verdict import UNKNOWN, Verdict
+from highwater.suites.scenario import TimedChecksOnly, check_verdicts
 
 
 def verdicts(**valid: object) -> list[Verdict]:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from core.checks import CHECKS, run_checks
-from core.checks.verdict import NOT_APPLICABLE, UNKNOWN, Verdict, merge_valid
-from core.policy import allowed, apply_policy
+from highwater.core.checks import CHECKS, run_checks
+from highwater.core.checks.verdict import NOT_APPLICABLE, UNKNOWN, Verdict, merge_valid
+from highwater.core.policy import allowed, apply_policy
 from tests.synth.histories import HistoryBuilder
 
 T = "t"
@@ -681,8 +681,8 @@ def test_policy_lost_write_by_config() -> None:
 def test_a_meta_observation_is_dated_by_when_it_began(tmp_path: Any) -> None:
     """An observer held up by a frozen broker writes its event late: the ISR it reports is as
     old as its Metadata read (``observed_ns``), on JSON Lines and Parquet alike."""
-    from core.checks import load
-    from core.history import to_parquet
+    from highwater.core.checks import load
+    from highwater.core.history import to_parquet
 
     b = builder()
     b.advance(1000)

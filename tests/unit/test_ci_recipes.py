@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from harness.paths import home
 from highwater.cli import build_parser
 from highwater.exit_codes import Exit, worst
+from highwater.harness.paths import home
 from highwater.pytest_runs import Shard
 
 ROOT = Path(__file__).resolve().parents[2]

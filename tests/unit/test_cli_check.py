@@ -7,9 +7,9 @@ import io
 import json
 from pathlib import Path
 
-from core.history import to_parquet
 from highwater.cli import main
 from highwater.cli_check import register, run
+from highwater.core.history import to_parquet
 from highwater.exit_codes import Exit
 from tests.synth.histories import HistoryBuilder
 from tests.unit.test_checks import TXN_AND_GROUP

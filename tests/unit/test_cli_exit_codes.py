@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import HighwaterError
 from highwater import cli, cli_sweep, preflight
+from highwater.core.errors import HighwaterError
 from highwater.exit_codes import MEANING, Exit, of_pytest, of_verdict, table, worst
 
 
@@ -149,11 +149,11 @@ def test_an_interrupted_sweep_is_130_and_a_complete_one_0(
 def test_a_report_that_cannot_be_built_is_4(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import reports.aggregate
+    import highwater.reports.aggregate
 
     def broken(*_: object) -> None:
         raise RuntimeError("spark fell over")
 
-    monkeypatch.setattr(reports.aggregate, "build", broken)
+    monkeypatch.setattr(highwater.reports.aggregate, "build", broken)
     assert cli.main(["report", str(tmp_path), "--quiet"]) == Exit.HARNESS
     assert "harness error: RuntimeError: spark fell over" in capsys.readouterr().err

@@ -8,10 +8,10 @@ import argparse
 
 import pytest
 
-from faults.spec import PARAMS, FaultKind, kind_help
 from highwater.cli import HelpFormatter, build_parser, main, version
 from highwater.cli_fault import KIND_SUMMARY, kind_text
 from highwater.exit_codes import Exit
+from highwater.faults.spec import PARAMS, FaultKind, kind_help
 
 
 def parsers(parser: argparse.ArgumentParser, path: str = "highwater") -> list[tuple[str, argparse.ArgumentParser]]:

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import SetupError
-from harness import distribution
-from harness.clients import ClientSpec
-from harness.distribution import UnknownKafkaVersion
 from highwater import cli, cli_run, cli_sweep, preflight
+from highwater.core.errors import SetupError
 from highwater.exit_codes import Exit
+from highwater.harness import distribution
+from highwater.harness.clients import ClientSpec
+from highwater.harness.distribution import UnknownKafkaVersion
 
 
 @pytest.mark.parametrize("command", ["run", "campaign"])
@@ -229,12 +229,12 @@ def test_client_sweep_and_bisect_refuse_a_kafka_release_that_does_not_exist_befo
 
 PATCHES = {
     "kafka": "import highwater.preflight as p\n"
-    "from harness.distribution import UnknownKafkaVersion\n"
+    "from highwater.harness.distribution import UnknownKafkaVersion\n"
     "def no(v, progress=None):\n"
     "    raise UnknownKafkaVersion(f'Kafka {v} is not on Maven Central (newest: 4.4.0)')\n"
     "p.ensure_kafka = no\n",
     "client": "import highwater.preflight as p\n"
-    "from core.errors import SetupError\n"
+    "from highwater.core.errors import SetupError\n"
     "def no(spec):\n"
     "    if spec.version == '99.0':\n"
     "        raise SetupError(f'{spec.name} {spec.version} is not on PyPI')\n"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from faults.common import FaultError
-from faults.spec import FaultKind, parse_fault
-from harness.clients import clocks
-from harness.clock import ClockError, find_libfaketime, parse_offset
+from highwater.faults.common import FaultError
+from highwater.faults.spec import FaultKind, parse_fault
+from highwater.harness.clients import clocks
+from highwater.harness.clock import ClockError, find_libfaketime, parse_offset
 
 
 def _missing() -> str | None:

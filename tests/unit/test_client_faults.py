@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from faults.clients import select
-from faults.common import FaultError
-from faults.spec import FaultKind, parse_fault
-from faults.target import ClientTarget, TargetKind, parse_target
-from harness.clients import PolledRecord, SendOutcome
-from harness.clients.worker import (
+from highwater.faults.clients import select
+from highwater.faults.common import FaultError
+from highwater.faults.spec import FaultKind, parse_fault
+from highwater.faults.target import ClientTarget, TargetKind, parse_target
+from highwater.harness.clients import PolledRecord, SendOutcome
+from highwater.harness.clients.worker import (
     WorkerError,
     WorkerInfo,
     classify_send_result,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from suites.findings import HW9, HW13
-from suites.scenario import RUN_OPTIONS, RunOptions
+from highwater.suites.findings import HW9, HW13
+from highwater.suites.scenario import RUN_OPTIONS, RunOptions
 
 
 class _Request:

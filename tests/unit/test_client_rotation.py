@@ -58,7 +58,7 @@ def test_the_session_client_without_rotation_marker_or_parameters() -> None:
 
 
 def test_each_client_gets_its_own_topic_and_the_default_keeps_its_name() -> None:
-    from suites.scenario import client_topic
+    from highwater.suites.scenario import client_topic
 
     assert client_topic("dur-leader-kill", "kafka-python") == "dur-leader-kill"
     assert client_topic("dur-leader-kill", "java:3.9.1") == "dur-leader-kill-java-3-9-1"

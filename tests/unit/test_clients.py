@@ -12,9 +12,9 @@ import kafka
 import pytest
 from kafka import errors as kerr
 
-from core.errors import HighwaterError
-from core.history import HistoryWriter, read_history
-from harness.clients import (
+from highwater.core.errors import HighwaterError
+from highwater.core.history import HistoryWriter, read_history
+from highwater.harness.clients import (
     CLIENTS,
     DEFAULT_CLIENT,
     ClientSpec,
@@ -34,10 +34,10 @@ from harness.clients import (
     parse_client_spec,
     parse_client_specs,
 )
-from harness.clients.base import Outcome, send_batch
-from harness.clients.kafka_python import FetchSources, classify_send_error
-from harness.clients.worker import WorkerGone
-from harness.workload import ConsumerConfig, ConsumerWorker, ProducerConfig, ProducerWorker
+from highwater.harness.clients.base import Outcome, send_batch
+from highwater.harness.clients.kafka_python import FetchSources, classify_send_error
+from highwater.harness.clients.worker import WorkerGone
+from highwater.harness.workload import ConsumerConfig, ConsumerWorker, ProducerConfig, ProducerWorker
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,7 +78,7 @@ def test_any_kafka_python_version_runs_in_a_virtual_environment_of_its_own(
     own venv's (made once), never in the harness's process."""
     import sys
 
-    from harness.clients import python as pyclients
+    from highwater.harness.clients import python as pyclients
 
     assert get_driver(f"kafka-python=={kafka.__version__}").launcher.python == Path(sys.executable)  # type: ignore[attr-defined]
     made: list[tuple[str, str]] = []
@@ -127,7 +127,7 @@ def test_a_local_build_is_named_by_its_path_made_absolute(tmp_path: Path, monkey
 def test_a_source_trees_fingerprint_follows_its_sources_only(tmp_path: Path) -> None:
     """A local build is installed again when its sources change (a file edited, added or
     removed), not when only version control, caches or build output do."""
-    from harness.clients.python import source_fingerprint
+    from highwater.harness.clients.python import source_fingerprint
 
     tree = tmp_path / "client"
     (tree / "kafka").mkdir(parents=True)

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from faults.capability import CapabilityError, check_capabilities
-from faults.common import FaultError
-from faults.conflicts import check_no_conflicts
-from faults.inject import Injector
-from faults.spec import FaultKind, FaultSpec, kind_help, parse_fault
-from harness.backend import Capability, ClockControl, has_capability
-from harness.backends import BackendError, get_backend
-from harness.clock import (
+from highwater.faults.capability import CapabilityError, check_capabilities
+from highwater.faults.common import FaultError
+from highwater.faults.conflicts import check_no_conflicts
+from highwater.faults.inject import Injector
+from highwater.faults.spec import FaultKind, FaultSpec, kind_help, parse_fault
+from highwater.harness.backend import Capability, ClockControl, has_capability
+from highwater.harness.backends import BackendError, get_backend
+from highwater.harness.clock import (
     CLOCK_FILE,
     ClockError,
     Drift,
@@ -31,11 +31,11 @@ from harness.clock import (
     remove_shm,
     run_drift,
 )
-from harness.config import ClusterSpec, SpecError
-from harness.local.cluster import Cluster
-from harness.procs import ProcessRegistry
-from harness.topology import Topology
-from harness.waiting import wait_until
+from highwater.harness.config import ClusterSpec, SpecError
+from highwater.harness.local.cluster import Cluster
+from highwater.harness.procs import ProcessRegistry
+from highwater.harness.topology import Topology
+from highwater.harness.waiting import wait_until
 from tests.unit.fault_topology import topo
 
 # -- kinds and params --------------------------------------------------------------------------
@@ -105,7 +105,7 @@ def test_only_a_cluster_with_faked_clocks_has_clock_control() -> None:
 
 
 def test_faked_clocks_are_the_local_backend_s_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("harness.backends.find_libfaketime", lambda: tmp_path / "libfaketime.so.1")
+    monkeypatch.setattr("highwater.harness.backends.find_libfaketime", lambda: tmp_path / "libfaketime.so.1")
     get_backend("local").check_spec(ClusterSpec(clock="faked"))
     for name in ("compose", "external"):
         with pytest.raises(BackendError, match=r"^clock 'faked' .* needs the local backend: backend") as err:
@@ -134,11 +134,11 @@ def test_a_cluster_with_faked_clocks_refuses_a_missing_library_before_starting_a
     def missing() -> Path:
         raise ClockError("libfaketime not found: install it with 'apt-get install libfaketime' (or 'make')")
 
-    monkeypatch.setattr("harness.local.cluster.find_libfaketime", missing)
+    monkeypatch.setattr("highwater.harness.local.cluster.find_libfaketime", missing)
     with pytest.raises(ClockError, match="apt-get install libfaketime"):
         Cluster(ClusterSpec(clock="faked"), progress=lambda _msg: None).start()
     assert not (tmp_path / "home").exists(), "nothing was started or created"
-    monkeypatch.setattr("harness.backends.find_libfaketime", missing)
+    monkeypatch.setattr("highwater.harness.backends.find_libfaketime", missing)
     with pytest.raises(ClockError, match="apt-get install libfaketime"):  # the registry's check, first
         get_backend("local").check_spec(ClusterSpec(clock="faked"))
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from core.checks.verdict import Verdict
-from suites.conformance.test_transactions import COMMITS_AFTER_FAILED_SEND, without_hw10
+from highwater.core.checks.verdict import Verdict
+from highwater.suites.conformance.test_transactions import COMMITS_AFTER_FAILED_SEND, without_hw10
 from tests.synth.histories import HistoryBuilder
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import SetupError
-from harness.compose.images import render_images, resolve_images
+from highwater.core.errors import SetupError
+from highwater.harness.compose.images import render_images, resolve_images
 
 OFFICIAL = ("apache/kafka:4.4.0", "ghcr.io/shopify/toxiproxy:2.12.0")
 LOCAL = ("highwater/kafka:4.4.0", "highwater/toxiproxy:2.12.0")

@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
-from core.errors import ClusterError
-from harness.backend import NodeState
-from harness.backends import BackendError, get_backend, start_backend
-from harness.cluster_state import spec_from_state, topology_from_state
-from harness.compose.backend import check_engine_fits, limit_args, node_state
-from harness.compose.render import RenderInput, limits_block, render
-from harness.config import ClusterSpec, SpecError, memory_bytes, parse_cpus
-from harness.topology import Ports
 from highwater import cli
 from highwater.cli_cluster import _forward_args
+from highwater.core.errors import ClusterError
+from highwater.harness.backend import NodeState
+from highwater.harness.backends import BackendError, get_backend, start_backend
+from highwater.harness.cluster_state import spec_from_state, topology_from_state
+from highwater.harness.compose.backend import check_engine_fits, limit_args, node_state
+from highwater.harness.compose.render import RenderInput, limits_block, render
+from highwater.harness.config import ClusterSpec, SpecError, memory_bytes, parse_cpus
+from highwater.harness.topology import Ports
 
 GIB = 1024**3
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from harness.compose.reaping import LABEL_OWNER, LABEL_OWNER_START, USER_OWNED, owner_alive, owner_labels
+from highwater.harness.compose.reaping import LABEL_OWNER, LABEL_OWNER_START, USER_OWNED, owner_alive, owner_labels
 
 
 def test_a_live_owner_keeps_its_containers() -> None:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.compose.images import apt_mirror
-from harness.compose.render import LABEL_CLUSTER, RenderInput, render
-from harness.config import ClusterSpec
-from harness.topology import Ports
+from highwater.harness.compose.images import apt_mirror
+from highwater.harness.compose.render import LABEL_CLUSTER, RenderInput, render
+from highwater.harness.config import ClusterSpec
+from highwater.harness.topology import Ports
 
 
 def _render(**spec: object) -> str:

@@ -12,7 +12,7 @@ import confluent_kafka as ck
 import pytest
 from confluent_kafka import KafkaError
 
-from harness.clients import (
+from highwater.harness.clients import (
     ConsumerSettings,
     Outcome,
     PositionChange,
@@ -24,7 +24,7 @@ from harness.clients import (
     get_driver,
     pyversions,
 )
-from harness.clients.confluent import (
+from highwater.harness.clients.confluent import (
     ConfluentConsumer,
     ConfluentProducer,
     FetchSources,
@@ -34,7 +34,7 @@ from harness.clients.confluent import (
     error_text,
     producer_config,
 )
-from harness.waiting import wait_until
+from highwater.harness.waiting import wait_until
 
 NOWHERE = ["127.0.0.1:1"]  # nothing listens: clients are made and closed, never connected
 
@@ -56,7 +56,7 @@ def test_driver_names_the_installed_library() -> None:
 def test_two_versions_are_two_workers_not_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each version's workers run on the interpreter of its own virtual environment, so two
     versions of the extension module live side by side in one run."""
-    from harness.clients import python as pyclients
+    from highwater.harness.clients import python as pyclients
 
     monkeypatch.setattr(pyclients, "ensure_venv", lambda dist, version, progress=None: tmp_path / version / "python")
     older, newer = get_driver("confluent-kafka==2.13.0"), get_driver("confluent-kafka==2.13.2")

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.checks import CHECKS, from_events
-from core.checks.copy import copy_exactly_once
-from core.checks.groups import commit_ahead, commit_regression, settled_commits
-from core.checks.verdict import NOT_APPLICABLE, UNKNOWN
-from core.history.format import copy_value, source_of
+from highwater.core.checks import CHECKS, from_events
+from highwater.core.checks.copy import copy_exactly_once
+from highwater.core.checks.groups import commit_ahead, commit_regression, settled_commits
+from highwater.core.checks.verdict import NOT_APPLICABLE, UNKNOWN
+from highwater.core.history.format import copy_value, source_of
 from tests.synth.txn import Events, header
 
 _COPY = {"source": "src", "sink": "dst", "group": "g"}

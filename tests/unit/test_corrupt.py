@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from faults.common import FaultError
-from faults.corrupt import flip_bits, pick_file, truncate_file
+from highwater.faults.common import FaultError
+from highwater.faults.corrupt import flip_bits, pick_file, truncate_file
 
 
 def _segment(root: Path, name: str, data: bytes, mtime: int) -> Path:
@@ -59,7 +59,7 @@ def test_flip_bits_flips_exactly_the_recorded_bits_and_the_seed_repeats_them(tmp
 
 
 def test_the_corruption_kinds_parse_with_a_file_glob_and_render_back() -> None:
-    from faults.spec import FaultKind, parse_command, parse_fault
+    from highwater.faults.spec import FaultKind, parse_command, parse_fault
 
     spec = parse_fault("truncate-file --target leader:t/0 --file 't-0/*.log' --bytes 100")
     assert spec.kind is FaultKind.TRUNCATE_FILE and spec.param("file") == "t-0/*.log" and spec.param("bytes") == 100
@@ -76,10 +76,10 @@ def test_the_corruption_kinds_parse_with_a_file_glob_and_render_back() -> None:
 
 
 def test_a_backend_without_the_nodes_files_refuses_corruption_in_one_line() -> None:
-    from faults.capability import CapabilityError, check_capabilities
-    from faults.spec import FaultKind
-    from harness.compose.backend import ComposeCluster
-    from harness.config import ClusterSpec
+    from highwater.faults.capability import CapabilityError, check_capabilities
+    from highwater.faults.spec import FaultKind
+    from highwater.harness.compose.backend import ComposeCluster
+    from highwater.harness.config import ClusterSpec
 
     compose = ComposeCluster(ClusterSpec(brokers=3, racks=3))  # not started: nothing runs
     with pytest.raises(CapabilityError, match="^fault 'flip-bits' needs data file access, which backend 'compose'"):

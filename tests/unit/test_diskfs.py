@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.diskfs import DiskError, LossyDisk, lossyfs_mounts, source_digest
+from highwater.harness.diskfs import DiskError, LossyDisk, lossyfs_mounts, source_digest
 
 MOUNTINFO = """\
 22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw

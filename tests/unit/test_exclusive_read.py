@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.checks.data import from_events
-from core.checks.ownership import exclusive_read
-from core.checks.verdict import NOT_APPLICABLE, Verdict
+from highwater.core.checks.data import from_events
+from highwater.core.checks.ownership import exclusive_read
+from highwater.core.checks.verdict import NOT_APPLICABLE, Verdict
 from tests.synth.txn import Events, header
 
 GRACE_MS = 5  # the given member_fence_grace_ms: five events (one per ms, ``_judge``)

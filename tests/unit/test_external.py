@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from faults.capability import CapabilityError, check_capabilities
-from faults.spec import FaultKind
-from harness.backend import LinkControl, ProcessControl
-from harness.backends import get_backend
-from harness.config import NO_RACK, ClusterSpec
-from harness.external import (
+from highwater.faults.capability import CapabilityError, check_capabilities
+from highwater.faults.spec import FaultKind
+from highwater.harness.backend import LinkControl, ProcessControl
+from highwater.harness.backends import get_backend
+from highwater.harness.config import NO_RACK, ClusterSpec
+from highwater.harness.external import (
     ENV_KEEP_TOPICS,
     ClusterFileError,
     ExternalCluster,
@@ -27,7 +27,7 @@ from harness.external import (
     load_cluster_file,
     with_command_line,
 )
-from harness.topology import Link, Listener
+from highwater.harness.topology import Link, Listener
 
 FULL = """
 [cluster]

@@ -6,9 +6,9 @@ import itertools
 
 import pytest
 
-from faults import partitions as P
-from faults.common import Direction, FaultError
-from harness.topology import Link, Listener, Ports, Topology, client_party
+from highwater.faults import partitions as P
+from highwater.faults.common import Direction, FaultError
+from highwater.harness.topology import Link, Listener, Ports, Topology, client_party
 
 
 def topo(brokers: int = 5, racks: int = 3, controllers: int = 0) -> Topology:

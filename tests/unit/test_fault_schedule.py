@@ -7,10 +7,10 @@ from collections import Counter
 
 import pytest
 
-from faults.common import FaultError
-from faults.conflicts import conflict
-from faults.schedule import DEFAULT_MIX, Schedule, ScheduleConfig
-from faults.spec import FaultKind
+from highwater.faults.common import FaultError
+from highwater.faults.conflicts import conflict
+from highwater.faults.schedule import DEFAULT_MIX, Schedule, ScheduleConfig
+from highwater.faults.spec import FaultKind
 from tests.unit.fault_topology import topo
 
 T = topo()
@@ -46,7 +46,7 @@ def test_reproducible_across_processes() -> None:
     import sys
 
     code = (
-        "from faults.schedule import Schedule, ScheduleConfig; from harness.topology import Ports, Topology;"
+        "from highwater.faults.schedule import Schedule, ScheduleConfig; from highwater.harness.topology import Ports, Topology;"
         "t = Topology.build(brokers=5, racks=3, slot=0, ports=Ports(9091, 9093, (9100, 9101, 9102), 8474));"
         "print(Schedule.generate(t, 99, ScheduleConfig(length=300, partitions=('hw/0',))).to_json())"
     )

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from faults.common import Direction, FaultError
-from faults.conflicts import check_no_conflicts, conflict
-from faults.scope import possible_links, possible_nodes, resolve_link_fault, resolve_links
-from faults.spec import FaultKind, FaultSpec, Flow, parse_command, parse_fault
-from faults.target import (
+from highwater.faults.common import Direction, FaultError
+from highwater.faults.conflicts import check_no_conflicts, conflict
+from highwater.faults.scope import possible_links, possible_nodes, resolve_link_fault, resolve_links
+from highwater.faults.spec import FaultKind, FaultSpec, Flow, parse_command, parse_fault
+from highwater.faults.target import (
     AllTarget,
     BridgeTarget,
     BrokersTarget,
@@ -28,7 +28,7 @@ from faults.target import (
     TargetKind,
     parse_target,
 )
-from harness.topology import Link, Listener
+from highwater.harness.topology import Link, Listener
 from tests.unit.fault_topology import topo
 
 T = topo()

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.checks.latency import MIN_SAMPLES, follower_latency
-from core.checks.verdict import NOT_APPLICABLE, Verdict
+from highwater.core.checks.latency import MIN_SAMPLES, follower_latency
+from highwater.core.checks.verdict import NOT_APPLICABLE, Verdict
 from tests.synth.histories import HistoryBuilder
 
 T = "t"

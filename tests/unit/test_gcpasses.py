@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.clients.base import Outcome, SendOutcome
-from harness.gcpasses import STREAMING, set_streaming, streaming
+from highwater.harness.clients.base import Outcome, SendOutcome
+from highwater.harness.gcpasses import STREAMING, set_streaming, streaming
 
 
 @pytest.fixture

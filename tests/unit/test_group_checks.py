@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from core.checks.groups import commit_ahead, commit_regression, group_delivery, rebalance_rewind, rebalance_skip
-from core.checks.verdict import NOT_APPLICABLE
+from highwater.core.checks.groups import (
+    commit_ahead,
+    commit_regression,
+    group_delivery,
+    rebalance_rewind,
+    rebalance_skip,
+)
+from highwater.core.checks.verdict import NOT_APPLICABLE
 from tests.synth.txn import Events, header
 
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 import tests.unit.test_group_checks as cases
-from core.checks import groups
-from core.checks.data import HistoryData, from_events
-from core.checks.verdict import Verdict
+from highwater.core.checks import groups
+from highwater.core.checks.data import HistoryData, from_events
+from highwater.core.checks.verdict import Verdict
 
 EventCheck = Callable[..., Verdict]
 

@@ -7,11 +7,11 @@ import dataclasses
 import json
 from pathlib import Path
 
-from core.checks.data import from_events
-from core.checks.group_measures import GROUP_MEASURES, GroupMeasures, Resume, group_measures
-from reports.groups import group_rows
-from reports.layout import RunInfo
-from reports.render_html import render
+from highwater.core.checks.data import from_events
+from highwater.core.checks.group_measures import GROUP_MEASURES, GroupMeasures, Resume, group_measures
+from highwater.reports.groups import group_rows
+from highwater.reports.layout import RunInfo
+from highwater.reports.render_html import render
 from tests.synth.txn import Events, header
 from tests.unit.test_report_render import _data
 

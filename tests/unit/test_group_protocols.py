@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.clients import ConsumerSettings
-from harness.clients.confluent import consumer_config
-from harness.clients.groups import group_configs, group_protocol_refusal
-from harness.clients.java import consumer_properties
+from highwater.harness.clients import ConsumerSettings
+from highwater.harness.clients.confluent import consumer_config
+from highwater.harness.clients.groups import group_configs, group_protocol_refusal
+from highwater.harness.clients.java import consumer_properties
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_classic_keeps_the_member_s_session_timeout() -> None:
 
 
 def test_transactions_v2_only_where_client_and_release_have_it() -> None:
-    from harness.clients.txnversion import has_feature, transaction_version_refusal
+    from highwater.harness.clients.txnversion import has_feature, transaction_version_refusal
 
     assert transaction_version_refusal("java", "4.4.0", "4.4.0", 2) is None
     for client, version in (("java", "3.9.1"), ("confluent-kafka", "2.16.1"), ("kafka-python", "3.0.12")):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from core.checks import load
-from core.history import (
+from highwater.core.checks import load
+from highwater.core.history import (
     FORMAT,
     PARQUET_SCHEMA,
     HistoryError,

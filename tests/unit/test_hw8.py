@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from core.checks.data import from_events
-from core.checks.verdict import Verdict
-from suites.conformance.test_durability import assert_live
-from suites.hw8 import STALL_CHECKS, without_hw8, zombie_readers
-from suites.scenario import PLANS
+from highwater.core.checks.data import from_events
+from highwater.core.checks.verdict import Verdict
+from highwater.suites.conformance.test_durability import assert_live
+from highwater.suites.hw8 import STALL_CHECKS, without_hw8, zombie_readers
+from highwater.suites.scenario import PLANS
 from tests.data.scenario_histories import Generated, generate
 from tests.unit.test_broken_twins import fails, fault_and_heal, never_moves, polls_of, reindex, verdicts_of, write
 

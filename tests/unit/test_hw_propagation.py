@@ -4,9 +4,9 @@ maximum alone included); a follower without samples is unknown, never valid."""
 
 from __future__ import annotations
 
-from core.checks.bounds import Settings, derive
-from core.checks.hw_propagation import hw_propagation
-from core.checks.verdict import UNKNOWN
+from highwater.core.checks.bounds import Settings, derive
+from highwater.core.checks.hw_propagation import hw_propagation
+from highwater.core.checks.verdict import UNKNOWN
 
 BOUND = derive(Settings(replica_fetch_wait_max_ms=200))["hw_propagation_bound_ms"].ms
 

@@ -6,8 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from harness.clients import java_archive
-from harness.clients.java_archive import archive_path, java_tag, launch
+from highwater.harness.clients import java_archive
+from highwater.harness.clients.java_archive import archive_path, java_tag, launch
 
 TAG = "java17-0123abcd"
 

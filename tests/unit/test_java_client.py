@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.clients import (
+from highwater.harness.clients import (
     CLIENTS,
     ClientSpec,
     ConsumerSettings,
@@ -22,15 +22,22 @@ from harness.clients import (
     UnknownClientError,
     parse_client_spec,
 )
-from harness.clients.java import (
+from highwater.harness.clients.java import (
     consumer_properties,
     ensure_worker,
     producer_properties,
     security_properties,
     source_digest,
 )
-from harness.clients.worker import WorkerError, classify_send_result, parse_line, position_of, records_of, truncation_of
-from harness.security import ClientSecurity
+from highwater.harness.clients.worker import (
+    WorkerError,
+    classify_send_result,
+    parse_line,
+    position_of,
+    records_of,
+    truncation_of,
+)
+from highwater.harness.security import ClientSecurity
 
 FILES = {"/c/cert.pem": "CERT", "/c/key.pem": "KEY"}
 

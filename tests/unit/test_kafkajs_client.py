@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from core.errors import SetupError
-from harness.clients import PolledRecord, UnknownClientError, kafkajs, parse_client_spec
-from harness.clients.worker import parts_of, records_of
 from highwater import cli_sweep
+from highwater.core.errors import SetupError
+from highwater.harness.clients import PolledRecord, UnknownClientError, kafkajs, parse_client_spec
+from highwater.harness.clients.worker import parts_of, records_of
 
 
 def test_the_pinned_version_is_the_lock_files() -> None:

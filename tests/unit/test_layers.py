@@ -5,6 +5,10 @@ records and checks (``core``: history, manifest, checks, policy, errors)
   <- reports
   <- orchestration (``highwater``: runner, CLI, pytest plugin)
 ``suites`` are the test programs the orchestrator runs; no product package imports them.
+
+Every floor is imported under the one name ``highwater`` (``highwater.core``, ``highwater.harness``,
+...; docs/architecture.md, "One import name"): a layer is the second part of such a name, or
+``highwater`` itself for the orchestration modules, and no file imports a floor by its bare name.
 """
 
 from __future__ import annotations
@@ -30,6 +34,19 @@ FORBIDDEN = {
 }
 
 
+#: the floors that live in top-level folders of the checkout and import as ``highwater.<floor>``
+FLOORS = ("core", "harness", "faults", "reports", "suites")
+
+
+def layer(module: str) -> str | None:
+    """The floor a module of ours sits on (``highwater.harness.x`` -> ``harness``,
+    ``highwater.runner`` -> ``highwater``, ``tests.x`` -> ``tests``); None for anyone else's."""
+    parts = module.split(".")
+    if parts[0] == "highwater":
+        return parts[1] if len(parts) > 1 and parts[1] in FLOORS else "highwater"
+    return parts[0] if parts[0] in ("tests", "benchmarks") else None
+
+
 def imported_modules(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names: list[str] = []
@@ -42,7 +59,9 @@ def imported_modules(path: Path) -> list[str]:
 
 
 def _files(package: str) -> list[Path]:
-    return sorted((ROOT / package).rglob("*.py"))
+    """The package's own files: for ``highwater``, not the floors its folder links to."""
+    top = (ROOT / package).resolve()
+    return sorted(f for f in (ROOT / package).rglob("*.py") if f.resolve().is_relative_to(top))
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
@@ -51,9 +70,30 @@ def test_no_upward_import(package: str) -> None:
         f"{f.relative_to(ROOT)} imports {m}"
         for f in _files(package)
         for m in imported_modules(f)
-        if m.split(".")[0] in FORBIDDEN[package]
+        if layer(m) in FORBIDDEN[package]
     ]
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("package", [*sorted(FORBIDDEN), "tests"])
+def test_no_floor_is_imported_by_its_bare_name(package: str) -> None:
+    """Installed, ``highwater`` is the only import name: ``import harness`` works in a checkout
+    (its root is on the path) and nowhere else."""
+    bad = [
+        f"{f.relative_to(ROOT)} imports {m}"
+        for f in _files(package)
+        for m in imported_modules(f)
+        if m.split(".")[0] in FLOORS
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_layers_are_read_from_the_one_import_name() -> None:
+    assert layer("highwater.harness.clients.java") == "harness"
+    assert layer("highwater.core") == "core"
+    assert layer("highwater.runner") == "highwater"
+    assert layer("tests.synth.histories") == "tests"
+    assert layer("harness.clients") is None and layer("pyspark.sql") is None
 
 
 def test_the_layer_test_sees_an_upward_import(tmp_path: Path) -> None:
@@ -67,10 +107,16 @@ PACKAGES = ("core", "harness", "faults", "reports", "highwater", "suites")
 
 
 def module_names(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
+    """Module name -> file; the floors of ours named as they import (``highwater.harness.x``)."""
     out: dict[str, Path] = {}
     for package in packages:
+        top = (root / package).resolve()
         for f in sorted((root / package).rglob("*.py")):
+            if not f.resolve().is_relative_to(top):
+                continue  # highwater/'s links to the floors: each floor is walked as itself
             parts = list(f.relative_to(root).with_suffix("").parts)
+            if root == ROOT and parts[0] in FLOORS:
+                parts.insert(0, "highwater")
             out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
     return out
 

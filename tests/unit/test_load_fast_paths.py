@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from core.checks.data import member, search
-from core.history import decode_event
+from highwater.core.checks.data import member, search
+from highwater.core.history import decode_event
 
 LINES = [
     b'{"index":0,"time_ns":1,"process":"p","type":"ok","f":"send","value":{"value":"v\\u00e9"},"error":null}\n',

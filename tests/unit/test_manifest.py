@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from core.errors import HighwaterError
-from core.manifest import (
+from highwater.core.errors import HighwaterError
+from highwater.core.manifest import (
     FORMAT,
     ClusterShape,
     ManifestError,
@@ -20,11 +20,11 @@ from core.manifest import (
     ScriptedStep,
     iso_utc,
 )
-from faults.schedule import Schedule, ScheduleConfig
+from highwater.faults.schedule import Schedule, ScheduleConfig
 from highwater.nemesis import Step, scheduled, scripted
+from highwater.reports.layout import load_run
 from highwater.run_spec import RunSpec, run_spec_from_json, run_spec_to_json
 from highwater.runner import describe_nemesis, run_seed
-from reports.layout import load_run
 from tests.unit.fault_topology import topo
 
 

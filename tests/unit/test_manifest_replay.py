@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import HighwaterError
-from core.manifest import ClusterShape, NemesisRecord, RunManifest, ScriptedStep
 from highwater.cli import main
 from highwater.cli_replay import plan_replay
+from highwater.core.errors import HighwaterError
+from highwater.core.manifest import ClusterShape, NemesisRecord, RunManifest, ScriptedStep
 from highwater.nemesis import Step, scripted
 from highwater.runner import describe_nemesis
 from tests.unit.test_manifest import OLD_RUNNER, full_manifest, schedule

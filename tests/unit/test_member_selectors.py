@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from faults import clients
-from faults.clients import GroupSnapshot, Unsettled, group_leader, group_view, majority, natural_key, select
-from faults.common import FaultError
-from faults.group_leader import (
+from highwater.faults import clients
+from highwater.faults.clients import GroupSnapshot, Unsettled, group_leader, group_view, majority, natural_key, select
+from highwater.faults.common import FaultError
+from highwater.faults.group_leader import (
     group_of_key,
     java_string_hash,
     last_stored,
@@ -25,12 +25,12 @@ from faults.group_leader import (
     parse_group_metadata,
     snapshot,
 )
-from faults.inject import Injector
-from faults.spec import FaultKind, FaultSpec, parse_fault
-from faults.target import ClientTarget, TargetKind, parse_target
-from harness.clients.worker import WorkerInfo
-from suites.conformance import test_groups
-from suites.scenario import PLANS
+from highwater.faults.inject import Injector
+from highwater.faults.spec import FaultKind, FaultSpec, parse_fault
+from highwater.faults.target import ClientTarget, TargetKind, parse_target
+from highwater.harness.clients.worker import WorkerInfo
+from highwater.suites.conformance import test_groups
+from highwater.suites.scenario import PLANS
 from tests.unit.fault_topology import topo
 
 
@@ -450,7 +450,7 @@ def test_the_scenarios_assert_the_resolved_targets() -> None:
 
 
 def test_member_churn_is_a_seeded_schedule_of_one_member_at_a_time() -> None:
-    from suites.scenario import GROUP_SESSION_MS, MEMBER_CHURN_SEED, member_churn_steps
+    from highwater.suites.scenario import GROUP_SESSION_MS, MEMBER_CHURN_SEED, member_churn_steps
 
     steps = PLANS["groups/member-churn"].steps
     assert steps == member_churn_steps(MEMBER_CHURN_SEED) and len(steps) >= 5
@@ -467,7 +467,7 @@ def test_the_seeded_member_fault_schedules_draw_the_member_selectors() -> None:
     """groups/seeded-member-faults: its classic schedule draws ``members:<g>``, ``members:<g>:1``
     and ``group-leader:<g>``; the consumer protocol's never draws the leader (it has none); every
     gap is at least the session timeout plus 2 s and every window 2..9 s."""
-    from suites.scenario import GROUP_SESSION_MS, member_fault_schedule
+    from highwater.suites.scenario import GROUP_SESSION_MS, member_fault_schedule
     from tests.unit.fault_topology import topo
 
     classic = member_fault_schedule(topo(), "g", "classic")

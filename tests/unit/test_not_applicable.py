@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from core.checks import (
+from highwater.cli import main
+from highwater.cli_check import run
+from highwater.core.checks import (
     CHECKS,
     NEEDS,
     NOT_APPLICABLE,
@@ -24,9 +26,7 @@ from core.checks import (
     present_inputs,
     run_checks,
 )
-from core.checks.verdict import Verdict, merge_valid, overall_valid
-from highwater.cli import main
-from highwater.cli_check import run
+from highwater.core.checks.verdict import Verdict, merge_valid, overall_valid
 from tests.synth.histories import HistoryBuilder
 from tests.unit.test_checks import TXN_AND_GROUP
 

@@ -12,10 +12,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from core.checks import load, run_checks
-from core.checks.data import HistoryData
-from core.checks.parquet_txn import SEND_FIXED, SEND_FORM, TXN_FIXED, TXN_FORM, parse
-from core.history import to_parquet
+from highwater.core.checks import load, run_checks
+from highwater.core.checks.data import HistoryData
+from highwater.core.checks.parquet_txn import SEND_FIXED, SEND_FORM, TXN_FIXED, TXN_FORM, parse
+from highwater.core.history import to_parquet
 from tests.synth.histories import HistoryBuilder
 
 GROUPED = {"consumers": {"consumer-0": {"group": "g"}, "consumer-1": {"group": "g"}}, "transactional": True}

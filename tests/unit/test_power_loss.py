@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from core.checks import run_checks
-from core.checks.power_measures import POWER_MEASURES, power_measures
-from core.policy import allowed
-from faults.common import FaultError
-from faults.target import ReplicasTarget, parse_target
-from harness.features import elr_refusal
-from reports.layout import RunInfo
-from reports.power import power_rows
+from highwater.core.checks import run_checks
+from highwater.core.checks.power_measures import POWER_MEASURES, power_measures
+from highwater.core.policy import allowed
+from highwater.faults.common import FaultError
+from highwater.faults.target import ReplicasTarget, parse_target
+from highwater.harness.features import elr_refusal
+from highwater.reports.layout import RunInfo
+from highwater.reports.power import power_rows
 from tests.synth.histories import HistoryBuilder
 from tests.unit import fault_topology
 
@@ -121,7 +121,7 @@ def test_no_power_loss_no_measures_and_unknown_is_not_zero() -> None:
 
 
 def test_the_lost_bytes_come_from_the_fault_events_of_a_written_history(tmp_path: Path) -> None:
-    from core.checks import load
+    from highwater.core.checks import load
 
     path = _history(back=True, lost=False).write(tmp_path / "history.jsonl")
     h = load(path)
@@ -171,7 +171,7 @@ def test_the_report_table_keeps_the_worst_run_and_what_kafka_promises(tmp_path: 
 
 
 def test_the_html_table_marks_a_broken_promise(tmp_path: Path) -> None:
-    from reports.render_html import _power
+    from highwater.reports.render_html import _power
 
     rows = power_rows([_run_dir(tmp_path, "leader@1", _measures(1, 2, 4000))])
     html = _power(type("D", (), {"power": rows})())

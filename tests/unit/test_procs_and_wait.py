@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import WaitTimeout
-from harness.java_runtime import parse_java_major
-from harness.procs import OwnerLock, ProcessRegistry, proc_cmdline, proc_start_time
-from harness.toxiproxy import parse_metrics
-from harness.waiting import wait_until, wait_until_steady
+from highwater.core.errors import WaitTimeout
+from highwater.harness.java_runtime import parse_java_major
+from highwater.harness.procs import OwnerLock, ProcessRegistry, proc_cmdline, proc_start_time
+from highwater.harness.toxiproxy import parse_metrics
+from highwater.harness.waiting import wait_until, wait_until_steady
 
 
 def test_wait_until_returns_the_value_and_times_out_with_the_message() -> None:

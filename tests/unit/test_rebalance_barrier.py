@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.checks import load
-from core.checks.barrier import rebalance_barrier, unchanged_stalls
-from core.checks.data import from_events
-from core.checks.verdict import NOT_APPLICABLE, Verdict
-from core.history import to_parquet
+from highwater.core.checks import load
+from highwater.core.checks.barrier import rebalance_barrier, unchanged_stalls
+from highwater.core.checks.data import from_events
+from highwater.core.checks.verdict import NOT_APPLICABLE, Verdict
+from highwater.core.history import to_parquet
 
 MS = 1_000_000
 GROUP = {"consumer-0": {"group": "g"}, "consumer-1": {"group": "g"}}

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from reports import run_cache
-from reports.layout import RunInfo
-from reports.run_cache import RunCache
+from highwater.reports import run_cache
+from highwater.reports.layout import RunInfo
+from highwater.reports.run_cache import RunCache
 
 
 def _run(tmp_path: Path) -> RunInfo:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.latency import latency_rows
+from highwater.reports.latency import latency_rows
 
 
 def run(
@@ -54,7 +54,7 @@ def test_the_page_shows_the_table_escaped() -> None:
     from dataclasses import replace
     from pathlib import Path
 
-    from reports.render_html import render
+    from highwater.reports.render_html import render
     from tests.unit.test_report_render import _data, _run
 
     measured = run("3.3.1", False, 1_500, 333_000)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.releases import (
+from highwater.reports.releases import (
     FAIL,
     PASS,
     UNKNOWN,

@@ -10,14 +10,14 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from reports.aggregate import CHECK_ORDER, ReportData, context_events, merge_run_verdicts
-from reports.junit import build_junit
-from reports.layout import load_run
-from reports.render_html import render
-from reports.spark_checks import SparkVerdict
-from reports.summary import exit_code, summary
-from reports.svg import _segments, line_chart
-from reports.timelines import fault_windows
+from highwater.reports.aggregate import CHECK_ORDER, ReportData, context_events, merge_run_verdicts
+from highwater.reports.junit import build_junit
+from highwater.reports.layout import load_run
+from highwater.reports.render_html import render
+from highwater.reports.spark_checks import SparkVerdict
+from highwater.reports.summary import exit_code, summary
+from highwater.reports.svg import _segments, line_chart
+from highwater.reports.timelines import fault_windows
 
 
 def _verdicts(bad: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -38,7 +38,7 @@ def _verdicts(bad: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def _run(label: str, bad: dict[str, Any], version: str = "4.3.1") -> dict[str, Any]:
     camp, rid = label.split("/")
     v = _verdicts(bad)
-    from core.checks.verdict import merge_valid
+    from highwater.core.checks.verdict import merge_valid
 
     return {
         "key": 0,
@@ -169,7 +169,7 @@ def test_junit_one_case_per_check_and_scenario_with_repro() -> None:
 def test_junit_says_what_it_leaves_out() -> None:
     """A failure's text shows a few examples and events of a run: the rest is counted, never
     dropped silently (issue 30)."""
-    from reports.junit import _details
+    from highwater.reports.junit import _details
 
     events = [{"index": i} for i in range(6)]
     verdict = {
@@ -266,7 +266,7 @@ def test_lenient_run_discovery(tmp_path: Path) -> None:
 
 
 def test_context_events_marks_involved(tmp_path: Path) -> None:
-    from core.history import to_parquet
+    from highwater.core.history import to_parquet
     from tests.synth.histories import HistoryBuilder
 
     b = HistoryBuilder()
@@ -281,8 +281,8 @@ def test_context_events_marks_involved(tmp_path: Path) -> None:
 
 def test_context_from_one_read_per_run(tmp_path: Path) -> None:
     """Several examples of one run share one read; each still gets only its own neighbours."""
-    from core.history import to_parquet
-    from reports.aggregate import context_table
+    from highwater.core.history import to_parquet
+    from highwater.reports.aggregate import context_table
     from tests.synth.histories import HistoryBuilder
 
     b = HistoryBuilder()
@@ -303,8 +303,8 @@ def test_context_from_one_read_per_run(tmp_path: Path) -> None:
 def test_run_links_partition_dirs(tmp_path: Path) -> None:
     """Spark reads ``run`` from ``run=<key>`` directories of links; closing removes the links
     and never the histories they point to."""
-    from reports.layout import RunInfo
-    from reports.spark_checks import RunLinks
+    from highwater.reports.layout import RunInfo
+    from highwater.reports.spark_checks import RunLinks
 
     runs = []
     for k in range(3):
@@ -434,8 +434,8 @@ def test_merge_accepts_spark_on_a_not_applicable_check_unless_it_found_a_violati
 
 
 def test_run_where_no_check_applied_is_unknown(tmp_path: Path) -> None:
-    from reports.aggregate import _run_row
-    from reports.layout import RunInfo
+    from highwater.reports.aggregate import _run_row
+    from highwater.reports.layout import RunInfo
 
     v = _verdicts({c: NA for c in CHECK_ORDER if c != "history"})
     assert _run_row(RunInfo(key=0, campaign="c", run_id="r", path=tmp_path), v)["valid"] == "unknown"
@@ -464,7 +464,7 @@ def _stall(consumer: str, partition: int, window: int, phase: str, stall_ms: int
 def _detail_data() -> ReportData:
     """Run c1/b (plotted) with a scheduled nemesis, stalls reported by progress and
     follower-fetch and a header config with derived bounds; c2/c (not plotted) scripted."""
-    from core.checks.bounds import Settings, header_entries
+    from highwater.core.checks.bounds import Settings, header_entries
 
     d = _data()
     b, c = d.runs[1], d.runs[2]
@@ -568,7 +568,7 @@ def test_config_table_groups_without_bounds_and_lists_them_apart() -> None:
     bl = bl[: bl.index("</details>")]
     assert "3 distinct" in bl and "c1/b:" in bl and "c2/c:" in bl
     assert "consumer_stall_bound 1 ms (given)" in bl  # the flat key the checks would use
-    from core.checks.bounds import Settings, derive
+    from highwater.core.checks.bounds import Settings, derive
 
     want = derive(Settings(bound_slack_ms=1234))["progress_bound_ms"]
     assert f"progress_bound {want.ms} ms" in bl and escape(want.formula) in bl  # formula on hover
@@ -579,7 +579,7 @@ def test_config_table_groups_without_bounds_and_lists_them_apart() -> None:
 def test_release_view_is_rendered_with_the_change_outlined_and_in_the_summary() -> None:
     from dataclasses import replace
 
-    from reports.releases import release_view
+    from highwater.reports.releases import release_view
 
     runs = [_run("s/a", {}, "3.9.2"), _run("s/b", {"poll-skip": False}, "4.0.2"), _run("s/c", {}, "4.4.0")]
     node = "suites/sweep/test_x.py::test_y[<z>]"

@@ -14,10 +14,10 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports.aggregate import ReportData
-from reports.releases import release_view
-from reports.render_html import FETCH_CSV, MAX_FETCH_ROWS, MAX_SCHEDULE_ROWS, render, write_html
-from reports.svg import line_chart
+from highwater.reports.aggregate import ReportData
+from highwater.reports.releases import release_view
+from highwater.reports.render_html import FETCH_CSV, MAX_FETCH_ROWS, MAX_SCHEDULE_ROWS, render, write_html
+from highwater.reports.svg import line_chart
 from tests.unit.test_report_render import _data, _run
 
 SCRIPT = "<script>alert('x')</script>"

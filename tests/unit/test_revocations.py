@@ -19,10 +19,10 @@ from typing import Any
 import confluent_kafka as ck
 import pytest
 
-from core.checks import run_all_checks
-from core.history import HistoryError, HistoryWriter, read_history, to_parquet
-from core.history.format import event_problem
-from harness.clients import (
+from highwater.core.checks import run_all_checks
+from highwater.core.history import HistoryError, HistoryWriter, read_history, to_parquet
+from highwater.core.history.format import event_problem
+from highwater.harness.clients import (
     ConsumerSettings,
     PositionChange,
     PositionReason,
@@ -31,8 +31,8 @@ from harness.clients import (
     RevocationReason,
     report_revocation,
 )
-from harness.clients.worker import PROTOCOL, PROTOCOLS, Launch, WorkerDriver, WorkerError, revocation_of
-from harness.workload.consumer import ConsumerConfig, ConsumerWorker
+from highwater.harness.clients.worker import PROTOCOL, PROTOCOLS, Launch, WorkerDriver, WorkerError, revocation_of
+from highwater.harness.workload.consumer import ConsumerConfig, ConsumerWorker
 from tests.synth.txn import Events, header
 
 NOWHERE = ("127.0.0.1:1",)
@@ -263,7 +263,7 @@ def test_the_checks_judge_a_history_with_revocations_as_one_without(tmp_path: Pa
 def test_kafka_python_reports_revoked_and_lost_partitions() -> None:
     from kafka import TopicPartition as KTopicPartition
 
-    from harness.clients.kafka_python import _Rebalances
+    from highwater.harness.clients.kafka_python import _Rebalances
 
     seen = Seen()
     listener = _Rebalances(seen)
@@ -290,7 +290,7 @@ class _Subscribing:
 
 
 def test_librdkafka_reports_revoked_and_lost_partitions() -> None:
-    from harness.clients.confluent import ConfluentConsumer
+    from highwater.harness.clients.confluent import ConfluentConsumer
 
     seen = Seen()
     consumer = ConfluentConsumer(ck, _settings(), seen)
@@ -333,7 +333,7 @@ def test_the_kafkajs_worker_reports_what_kafkajs_tells_it() -> None:
     """kafkajs names no partition when it gives them up: its REBALANCING event gives up every
     partition of the last join, a join without it those of the previous join; an assign-mode
     consumer (a private group of its own) reports none."""
-    from harness.clients import kafkajs
+    from highwater.harness.clients import kafkajs
 
     node, _ = kafkajs.find_node()
     env = {**os.environ, "NODE_PATH": str(kafkajs.ensure_tree(kafkajs.pinned_version()))}

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.checks.bounds import required_window_ms
+from highwater.core.checks.bounds import required_window_ms
 from highwater.profiles import PROFILES
-from suites.scenario import PLANS, TIMED_CHECKS, Plan
+from highwater.suites.scenario import PLANS, TIMED_CHECKS, Plan
 
 
 @pytest.mark.parametrize("key", sorted(PLANS))
@@ -57,7 +57,7 @@ def test_the_plans_settings_are_what_a_run_records() -> None:
     derive the bounds from the same settings."""
     from types import SimpleNamespace
 
-    from harness.config import ClusterSpec
+    from highwater.harness.config import ClusterSpec
     from highwater.run_spec import RunSpec
 
     for p in PLANS.values():
@@ -99,8 +99,8 @@ def test_chaos_schedules_draw_only_windows_the_timed_checks_can_judge(profile: s
     """Every fault a seeded chaos schedule draws outlasts every timed check's bound (plus margin),
     for the profile's seeds and a few more; at least one fault fits in the run; the run's last
     ``tail_seconds`` stay calm for progress after the last heal."""
-    from faults.schedule import Schedule
-    from suites.scenario import CHAOS, chaos_schedule_config
+    from highwater.faults.schedule import Schedule
+    from highwater.suites.scenario import CHAOS, chaos_schedule_config
     from tests.unit.fault_topology import topo
 
     p = PROFILES[profile]
@@ -119,8 +119,8 @@ def test_chaos_schedules_draw_only_windows_the_timed_checks_can_judge(profile: s
 def test_the_chaos_walk_sees_a_short_window() -> None:
     from dataclasses import replace
 
-    from faults.schedule import Schedule
-    from suites.scenario import CHAOS, chaos_schedule_config
+    from highwater.faults.schedule import Schedule
+    from highwater.suites.scenario import CHAOS, chaos_schedule_config
     from tests.unit.fault_topology import topo
 
     short = replace(chaos_schedule_config(PROFILES["ci"], "chaos"), duration=(5.0, 12.0))

@@ -6,11 +6,11 @@ from __future__ import annotations
 import confluent_kafka as ck
 import pytest
 
-from harness.clients import ConsumerSettings, ProducerSettings
-from harness.clients.confluent import ConfluentProducer, consumer_config, producer_config
-from harness.config import ClusterSpec, SpecError, render_properties
-from harness.security import PLAINTEXT, ClientSecurity, SecurityError
-from harness.topology import Ports, Topology
+from highwater.harness.clients import ConsumerSettings, ProducerSettings
+from highwater.harness.clients.confluent import ConfluentProducer, consumer_config, producer_config
+from highwater.harness.config import ClusterSpec, SpecError, render_properties
+from highwater.harness.security import PLAINTEXT, ClientSecurity, SecurityError
+from highwater.harness.topology import Ports, Topology
 
 NOWHERE = ["127.0.0.1:1"]
 SASL = ClientSecurity("SASL_PLAINTEXT", "PLAIN", "highwater", "s3cret")

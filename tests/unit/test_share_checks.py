@@ -4,8 +4,8 @@ share_release_redelivered."""
 
 from __future__ import annotations
 
-from core.checks import CHECKS, run_checks
-from core.checks.verdict import NOT_APPLICABLE, UNKNOWN
+from highwater.core.checks import CHECKS, run_checks
+from highwater.core.checks.verdict import NOT_APPLICABLE, UNKNOWN
 from tests.synth.histories import HistoryBuilder
 
 LOCK_MS = 5_000

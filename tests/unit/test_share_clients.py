@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.clients.confluent import error_text
-from harness.clients.confluent_share import share_config
-from harness.clients.share import AckOutcome, ShareSettings, share_client_refusal, share_refusal
-from harness.security import PLAINTEXT
+from highwater.harness.clients.confluent import error_text
+from highwater.harness.clients.confluent_share import share_config
+from highwater.harness.clients.share import AckOutcome, ShareSettings, share_client_refusal, share_refusal
+from highwater.harness.security import PLAINTEXT
 
 
 @pytest.mark.parametrize(

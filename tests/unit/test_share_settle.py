@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from harness.clients.share import ShareSettings, ShareStartOffset
-from harness.workload import share as share_module
-from harness.workload.share import GroupOwes
+from highwater.harness.clients.share import ShareSettings, ShareStartOffset
+from highwater.harness.workload import share as share_module
+from highwater.harness.workload.share import GroupOwes
 
 
 class _Admin:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.distribution import SetupError
 from highwater import cli, cli_sweep, preflight
+from highwater.harness.distribution import SetupError
 from highwater.sweep import (
     ReleaseStatus,
     SweepError,
@@ -477,7 +477,7 @@ def test_sweep_argument_parsing() -> None:
 
 
 def test_the_floors_are_the_drivers_own() -> None:
-    from harness.clients import java, python
+    from highwater.harness.clients import java, python
 
     assert cli_sweep.oldest_driven("kafka-python") == python.OLDEST["kafka-python"]
     assert cli_sweep.oldest_driven("confluent-kafka") == python.OLDEST["confluent-kafka"]

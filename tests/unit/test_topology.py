@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.config import RACK_AWARE_SELECTOR, ClusterSpec, render_properties
-from harness.topology import Listener, Ports, Topology, TopologyError, rack_name
+from highwater.harness.config import RACK_AWARE_SELECTOR, ClusterSpec, render_properties
+from highwater.harness.topology import Listener, Ports, Topology, TopologyError, rack_name
 
 
 def topo(brokers: int = 3, racks: int = 3, controllers: int = 0, slot: int = 0) -> Topology:
@@ -107,7 +107,7 @@ def test_kraft_cluster_ids_never_start_with_a_dash(monkeypatch: pytest.MonkeyPat
     """An id starting with '-' would be parsed as an option by kafka-storage (seen in CI)."""
     import uuid
 
-    from harness.local import cluster
+    from highwater.harness.local import cluster
 
     ids = iter([uuid.UUID(bytes=b"\xfb" + b"\x00" * 15), uuid.UUID(bytes=b"\x01" * 16)])
     monkeypatch.setattr(cluster.uuid, "uuid4", lambda: next(ids))

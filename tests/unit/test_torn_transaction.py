@@ -4,9 +4,9 @@ and re-positioned look-alikes pass or are not judged."""
 
 from __future__ import annotations
 
-from core.checks.torn import torn_transaction
-from core.checks.verdict import NOT_APPLICABLE
-from core.history.format import event_problem
+from highwater.core.checks.torn import torn_transaction
+from highwater.core.checks.verdict import NOT_APPLICABLE
+from highwater.core.history.format import event_problem
 from tests.synth.txn import Events, header
 
 T = "producer-0#1"

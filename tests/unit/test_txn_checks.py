@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from core.checks.data import from_events
-from core.checks.txn import aborted_read, open_txn_read
-from core.checks.verdict import NOT_APPLICABLE, Verdict
-from core.checks.writes import nonmonotonic_send
-from core.history.format import check_header, event_problem
+from highwater.core.checks.data import from_events
+from highwater.core.checks.txn import aborted_read, open_txn_read
+from highwater.core.checks.verdict import NOT_APPLICABLE, Verdict
+from highwater.core.checks.writes import nonmonotonic_send
+from highwater.core.history.format import check_header, event_problem
 from tests.synth.txn import Events, header
 
 
@@ -129,7 +129,7 @@ def test_acks_arriving_out_of_order_for_rising_offsets_are_fine() -> None:
 
 
 def test_txn_ends_says_only_what_is_sure() -> None:
-    from core.checks.txn import txn_ends
+    from highwater.core.checks.txn import txn_ends
 
     e = Events().txn("p", "commit", "c").txn("p", "abort", "a").txn("p", "commit", "u", "info")
     e.txn("p", "commit", "f", "fail").txn("p", "commit", "x", "info").txn("p", "abort", "x")
@@ -142,8 +142,8 @@ def test_txn_ends_says_only_what_is_sure() -> None:
 def test_json_lines_and_parquet_order_the_acks_by_the_same_invokes(tmp_path: Path) -> None:
     """Both loaders find each ack's invoke (``Sends.invoke_row``): the same verdict either way,
     and the rows are those of the invokes in the file."""
-    from core.checks.loading import load
-    from core.history import to_parquet
+    from highwater.core.checks.loading import load
+    from highwater.core.history import to_parquet
     from tests.synth.histories import HistoryBuilder
 
     b = HistoryBuilder(config={"idempotence": True})

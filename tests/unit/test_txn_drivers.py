@@ -9,16 +9,20 @@ import inspect
 
 import pytest
 
-from harness.clients import (
+from highwater.harness.clients import (
     ConsumerDriver,
     ProducerSettings,
     TopicPartition,
     TransactionalProducerDriver,
 )
-from harness.clients.confluent import ConfluentConsumer, ConfluentKafkaDriver, ConfluentTransactionalProducer
-from harness.clients.java import JavaDriver, producer_properties
-from harness.clients.kafka_python import KafkaPythonConsumer, KafkaPythonDriver, KafkaPythonTransactionalProducer
-from harness.clients.worker import (
+from highwater.harness.clients.confluent import ConfluentConsumer, ConfluentKafkaDriver, ConfluentTransactionalProducer
+from highwater.harness.clients.java import JavaDriver, producer_properties
+from highwater.harness.clients.kafka_python import (
+    KafkaPythonConsumer,
+    KafkaPythonDriver,
+    KafkaPythonTransactionalProducer,
+)
+from highwater.harness.clients.worker import (
     GroupMetadata,
     WorkerConsumer,
     WorkerDriver,

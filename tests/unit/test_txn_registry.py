@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.checks import CHECKS, Input, load, present_inputs, run_checks
-from core.checks.verdict import NOT_APPLICABLE
-from core.history import to_parquet
-from harness.workload.final_read import BatchView, split_transactions
+from highwater.core.checks import CHECKS, Input, load, present_inputs, run_checks
+from highwater.core.checks.verdict import NOT_APPLICABLE
+from highwater.core.history import to_parquet
+from highwater.harness.workload.final_read import BatchView, split_transactions
 from tests.synth.histories import HistoryBuilder
 
 T = "t"

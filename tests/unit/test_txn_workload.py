@@ -10,10 +10,14 @@ from typing import Any
 
 import pytest
 
-from core.history import HistoryWriter, read_history
-from harness.clients import ProducerSettings, SendOutcome
-from harness.workload import ProducerConfig
-from harness.workload.transactions import TransactionalProducerWorker, TransactionConfig, TransactionsUnsupported
+from highwater.core.history import HistoryWriter, read_history
+from highwater.harness.clients import ProducerSettings, SendOutcome
+from highwater.harness.workload import ProducerConfig
+from highwater.harness.workload.transactions import (
+    TransactionalProducerWorker,
+    TransactionConfig,
+    TransactionsUnsupported,
+)
 
 
 class TxnProducer:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.versions import exact_release, leading_numbers, major_minor, release_at_least
-from harness.clients.base import UnknownClientError
-from harness.clients.java import _release as java_release
-from harness.distribution import UnknownKafkaVersion, parse_version
+from highwater.core.versions import exact_release, leading_numbers, major_minor, release_at_least
+from highwater.harness.clients.base import UnknownClientError
+from highwater.harness.clients.java import _release as java_release
+from highwater.harness.distribution import UnknownKafkaVersion, parse_version
 
 
 @pytest.mark.parametrize(

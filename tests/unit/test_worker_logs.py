@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.clients import worker
-from harness.clients.worker import WorkerLog, copy_worker_logs, worker_logs_mark
+from highwater.harness.clients import worker
+from highwater.harness.clients.worker import WorkerLog, copy_worker_logs, worker_logs_mark
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from harness.clients import get_driver
-from harness.clients.base import Outcome, ProducerSettings, SendOutcome
-from harness.clients.worker import (
+from highwater.harness.clients import get_driver
+from highwater.harness.clients.base import Outcome, ProducerSettings, SendOutcome
+from highwater.harness.clients.worker import (
     BATCH_LINE_SENDS,
     PROTOCOL,
     Launch,
