@@ -239,8 +239,12 @@ def _read(path: Path) -> list[Finding]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise FindingsError(f"findings file {path}: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise FindingsError(f"findings file {path} is not TOML: {exc}") from None
+    if set(data) - {"finding"}:  # a misspelt [[finding]] would otherwise load as no record at all
+        raise FindingsError(
+            f"findings file {path}: unknown table(s) {', '.join(sorted(set(data) - {'finding'}))} (only [[finding]])"
+        )
     records = data.get("finding", [])
     if not isinstance(records, list):
         raise FindingsError(f"findings file {path}: 'finding' must be an array of tables ([[finding]])")
@@ -334,3 +338,10 @@ def find(findings: Iterable[Finding], fid: str) -> Finding:
         if f.id == fid:
             return f
     raise FindingsError(f"no finding {fid} among the records")
+
+
+def markdown_table(findings: Iterable[Finding]) -> str:
+    """docs/findings.md's table, from the records (a unit test holds the doc to it)."""
+    lines = ["| id | component | what | versions seen | status | repro |", "|---|---|---|---|---|---|"]
+    lines += [f"| {f.id} | {f.component} | {f.what} | {f.seen} | {f.status} | {f.repro} |" for f in findings]
+    return "\n".join(lines)

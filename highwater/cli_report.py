@@ -16,7 +16,7 @@ from typing import Any
 
 from highwater.reports.spark_session import DEFAULT_MASTER, Progress
 
-from .exit_codes import Exit, of_verdict
+from .exit_codes import Exit
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -24,8 +24,10 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "report",
         help="aggregate results with Spark into HTML / JSON / JUnit reports",
         description="Aggregate every run under RESULTS_DIR (results/<campaign>/<run_id>/) with "
-        "Spark and write report.html, summary.json and junit.xml. Exit 0: compliant, "
-        "1: violations, 3: unknown, 4: the report could not be built.",
+        "Spark and write report.html, summary.json and junit.xml. Every run is classed against "
+        "the known findings (docs/findings.md): a violation one of them explains is known, any "
+        "other is new. Exit 0: nothing new (valid, known findings only), 1: a new violation, "
+        "3: unknown, 4: the report could not be built.",
     )
     p.add_argument("results", metavar="RESULTS_DIR", help="results directory")
     p.add_argument("--out", metavar="DIR", help="output directory (default: RESULTS_DIR/report)")
@@ -49,12 +51,23 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "reports (kept per run under RESULTS_DIR/.parquet-cache/runs, keyed by the "
         "history file and the code)",
     )
+    p.add_argument(
+        "--findings",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a TOML file of your own known findings, beside highwater's (repeatable; also "
+        "$HIGHWATER_FINDINGS, os.pathsep-separated; docs/findings.md says the format)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output (default: progress on stderr)")
     p.set_defaults(func=run)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
+    from highwater.core.checks import CHECKS
+    from highwater.core.errors import HighwaterError
+    from highwater.core.findings import configured, validate
     from highwater.reports.aggregate import Options, build
     from highwater.reports.junit import write_junit
     from highwater.reports.render_html import write_html
@@ -62,6 +75,12 @@ def run(args: argparse.Namespace) -> int:
 
     results = Path(args.results)
     out = Path(args.out) if args.out else results / "report"
+    try:  # refused before Spark starts: one line
+        findings = configured(Path(f) for f in args.findings)
+        validate(findings, CHECKS)
+    except HighwaterError as e:
+        print(f"highwater report: error: {e}", file=sys.stderr)
+        return Exit.HARNESS
     progress = Progress(enabled=not getattr(args, "quiet", False))
     try:
         data = build(
@@ -71,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
                 max_timelines=args.max_timelines,
                 spark_checks=not args.no_spark_checks,
                 use_cache=not args.no_cache,
+                findings=findings,
             ),
             progress,
         )
@@ -87,10 +107,11 @@ def run(args: argparse.Namespace) -> int:
         return Exit.HARNESS
     t = s["totals"]
     print(
-        f"highwater report: {t['runs']} run(s): {t['valid']} valid, {t['violated']} violated, "
-        f"{t['unknown']} unknown -> {s['valid']}"
+        f"highwater report: {t['runs']} run(s): {t['valid']} valid, {t['known']} known, {t['violated']} violated "
+        f"(new), {t['fixed?']} fixed?, {t['unknown']} unknown -> {s['class']}"
     )
+    print(f"highwater report: {s['line']}")
     if data.disagreements:
         print(f"highwater report: {len(data.disagreements)} Spark/Python disagreement(s): harness bug", file=sys.stderr)
     print(f"highwater report: wrote {out / 'report.html'}, {out / 'summary.json'}, {out / 'junit.xml'}")
-    return of_verdict(data.valid)
+    return Exit(s["exit_code"])

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from highwater.core.checks import CHECKS
 from highwater.core.checks.verdict import MAX_EXAMPLES, merge_valid, overall_valid
+from highwater.core.findings import Finding, RunClass, RunIdentity, classify, configured, worst_class
 from highwater.core.history import rows_to_events
 from highwater.core.policy import allowed
 from highwater.reports.groups import group_rows
@@ -49,6 +50,8 @@ class Options:
     spark_checks: bool = True
     cache_dir: Path | None = None
     use_cache: bool = True  # False: recompute every run's Spark results (and refresh the cache)
+    #: the known findings each run is classed against (None: ``core.findings.configured()``)
+    findings: tuple[Finding, ...] | None = None
 
 
 #: runs with more events than this plot end-to-end latency from a 1-in-16 hash sample of values
@@ -85,6 +88,45 @@ class ReportData:
     @property
     def valid(self) -> bool | str:
         return merge_valid(r["valid"] for r in self.runs) if self.runs else "unknown"
+
+    @property
+    def run_class(self) -> RunClass:
+        """The worst of the runs' classes (``core.findings``): ``violated`` only when some run
+        has a violation no known finding explains."""
+        return worst_class(run_class_of(r) for r in self.runs)
+
+    def findings_seen(self, key: str) -> dict[str, int]:
+        """Finding id -> how many runs it explained (``key`` "known") or went missing in
+        ("fixed"), in id order."""
+        n: dict[str, int] = defaultdict(int)
+        for r in self.runs:
+            found = run_findings_of(r)
+            ids = found["fixed"] if key == "fixed" else {f for fs in found["known"].values() for f in fs}
+            for f in ids:
+                n[f] += 1
+        return dict(sorted(n.items(), key=lambda kv: _id_order(kv[0])))
+
+
+def run_class_of(r: dict[str, Any]) -> str:
+    """A run row's class; a row built without one (an older caller) is classed by its verdict
+    alone, as if no finding were known."""
+    c = r.get("class")
+    if c is not None:
+        return str(c)
+    v = r.get("valid")
+    return (
+        "valid" if v is True else "violated" if v is False else "not-applicable" if v == "not-applicable" else "unknown"
+    )
+
+
+def run_findings_of(r: dict[str, Any]) -> dict[str, Any]:
+    """A run row's findings (``Classification.to_json``), empty when it has none."""
+    return r.get("findings") or {"class": run_class_of(r), "known": {}, "new": [], "fixed": []}
+
+
+def _id_order(fid: str) -> tuple[str, int]:
+    prefix, _, number = fid.rpartition("-")
+    return (prefix, int(number)) if number.isdigit() else (fid, 0)
 
 
 def _policy(check: str, v: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
@@ -190,9 +232,10 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
                 fetch_raw += [{"run": r.key, **x} for x in fresh.fetch[r.key]]
                 rc.put(r, "fetch", fresh.fetch[r.key])
         run_rows = []
+        findings = configured() if opts.findings is None else opts.findings
         for r in runs:
             verdicts = merge_run_verdicts(r, spark_v.get(r.key), disagreements)
-            run_rows.append(_run_row(r, verdicts))
+            run_rows.append(_run_row(r, verdicts, findings))
         with progress.step("compliance matrix", spark):
             matrix, columns = _matrix(spark, run_rows)
         chosen = _pick_timeline_runs(runs, run_rows, opts.max_timelines)
@@ -258,7 +301,15 @@ def _cached_run_results(
     return spark_v, fetch_raw, need
 
 
-def _run_row(r: RunInfo, verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _run_row(r: RunInfo, verdicts: dict[str, dict[str, Any]], findings: tuple[Finding, ...] = ()) -> dict[str, Any]:
+    """A run as the renderers read it; its class is judged here, after Spark's verdicts and the
+    policy, against the findings known now (a run judged before a finding was recorded is
+    known once it is)."""
+    c = classify(
+        findings,
+        RunIdentity.of(r.suite, r.scenario, r.client, r.kafka_version),
+        {check: v["valid"] for check, v in verdicts.items()},
+    )
     return {
         "key": r.key,
         "label": r.label,
@@ -279,6 +330,8 @@ def _run_row(r: RunInfo, verdicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "problems": r.problems,
         "path": str(r.path),
         "valid": overall_valid((c, v["valid"]) for c, v in verdicts.items()),
+        "class": c.run_class,
+        "findings": c.to_json(),
         "verdicts": verdicts,
     }
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from highwater.core.checks.verdict import NOT_APPLICABLE
-from highwater.reports.aggregate import ReportData
+from highwater.reports.aggregate import ReportData, run_findings_of
 from highwater.reports.attribution import attribute, describe
 
 MAX_RUNS_IN_MESSAGE = 10
@@ -75,8 +75,23 @@ def build_junit(data: ReportData) -> ET.Element:
                 ET.SubElement(props, "property", name="attributed_clients", value=", ".join(a["clients"]))
         failed = [(r, v) for r, v in items if v["valid"] is False]
         unknown = [(r, v) for r, v in items if v["valid"] == "unknown"]
+        known = {f for r, _ in failed for f in run_findings_of(r)["known"].get(check, ())}
+        new = [(r, v) for r, v in failed if check not in run_findings_of(r)["known"]]
+        known_only = bool(failed) and not new  # every failure explained by a known finding
         kind = None
-        if failed:
+        if known_only:  # skipped with the findings' ids, not a failure: nothing new
+            kind = "skipped"
+            ids = ", ".join(sorted(known))
+            ET.SubElement(
+                props if a is not None else ET.SubElement(tc, "properties"), "property", name="known", value=ids
+            )
+            el = ET.SubElement(
+                tc,
+                "skipped",
+                message=f"known: {ids} ({check} violated in {len(items) - len(new)}/{len(items)} run(s) as recorded)",
+            )
+            el.text = _details([(r, v) for r, v in items if v["valid"] is False])
+        elif failed:
             kind = "failures"
             why = f"; {describe(a)}" if a is not None and group and len(group["labels"]) > 1 else ""
             el = ET.SubElement(

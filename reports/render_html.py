@@ -41,11 +41,19 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, Template, select
 from markupsafe import Markup
 
 from highwater.core.checks.verdict import NOT_APPLICABLE
-from highwater.reports.aggregate import ReportData
+from highwater.reports.aggregate import ReportData, run_class_of, run_findings_of
 from highwater.reports.attribution import BROKER, CLIENTS, NONE, SINGLE, attribute, describe
 from highwater.reports.latency import latency_rows
 from highwater.reports.releases import changes
-from highwater.reports.summary import as_dict, config_key, fault_rows, longest_stall_ms, run_bounds, stall_rows
+from highwater.reports.summary import (
+    as_dict,
+    config_key,
+    fault_rows,
+    findings_line,
+    longest_stall_ms,
+    run_bounds,
+    stall_rows,
+)
 from highwater.reports.svg import line_chart
 
 #: runs without a plotted timeline still get a details section (schedule, stalls), up to this many
@@ -201,12 +209,35 @@ def write_fetch_csv(rows: Iterable[Mapping[str, Any]], path: Path) -> None:
 
 
 def _header_view(d: ReportData) -> dict[str, Any]:
-    return {"counts": Counter(_valid_key(r["valid"]) for r in d.runs)}
+    """The runs' verdicts counted, and their classes against the known findings (a violation a
+    finding explains is known; only a new one fails the report)."""
+    return {
+        "counts": Counter(_valid_key(r["valid"]) for r in d.runs),
+        "classes": Counter(run_class_of(r) for r in d.runs),
+        "run_class": d.run_class,
+        "line": findings_line(d),
+    }
+
+
+def _known_of(d: ReportData) -> dict[tuple[str, str, str, str, str], tuple[set[str], int]]:
+    """(check, suite, scenario, Kafka release, client) -> the findings that explain its failures
+    there, and how many of its failures none explains."""
+    out: dict[tuple[str, str, str, str, str], tuple[set[str], int]] = {}
+    for r in d.runs:
+        for check, v in r["verdicts"].items():
+            if v["valid"] is not False:
+                continue
+            key = (check, r["suite"], r["scenario"], r["kafka_version"], r["client"])
+            ids, new = out.get(key, (set(), 0))
+            explained = run_findings_of(r)["known"].get(check)
+            out[key] = (ids | set(explained or ()), new + (0 if explained else 1))
+    return out
 
 
 def _matrix_view(d: ReportData) -> dict[str, Any]:
     cols = d.columns
     cell = {(m["check"], m["suite"], m["scenario"], m["kafka_version"], m["client"]): m for m in d.matrix}
+    known = _known_of(d)
     attr = attribute(d.matrix)
     rows = []
     for check in d.checks:
@@ -235,7 +266,14 @@ def _matrix_view(d: ReportData) -> dict[str, Any]:
                 text = f"{MARK[False]} {m['failed']}/{judged}"
             else:
                 text = f"{MARK[m['valid']]} {m['passed']}/{judged}"
-            cells.append({"cls": _cls(m["valid"], allowed), "valid": m["valid"], "tip": tip, "text": text})
+            css = _cls(m["valid"], allowed)
+            ids, new = known.get((check, c["suite"], c["scenario"], c["kafka_version"], c["client"]), (set(), 0))
+            if ids and not new:  # every failure here is a known finding's: not red
+                css, text = "v-known", f"{text} {', '.join(sorted(ids))}"
+                tip += f"; every violation known: {', '.join(sorted(ids))}"
+            elif ids:
+                tip += f"; known: {', '.join(sorted(ids))}, {new} run(s) with a new violation"
+            cells.append({"cls": css, "valid": m["valid"], "tip": tip, "text": text})
         rows.append({"check": check, "cells": cells})
     return {"columns": cols, "attribution": _attribution_cells(cols, attr), "rows": rows}
 
@@ -345,6 +383,7 @@ def _failures_view(d: ReportData, base: Path) -> dict[str, Any]:
     items = []
     for f in d.failures:
         run = runs.get(f["run"]) or {}
+        explained = ((run_findings_of(run) if run else None or {}).get("known") or {}).get(f["check"])
         recorded = len(((run.get("verdicts") or {}).get(f["check"]) or {}).get("examples") or [])
         verdict_json = Path(run["path"]) / "verdict.json" if run.get("path") else None
         items.append(
@@ -367,6 +406,7 @@ def _failures_view(d: ReportData, base: Path) -> dict[str, Any]:
                     for ex in f["examples"]
                 ],
                 "examples_recorded": max(recorded, len(f["examples"])),
+                "known": ", ".join(explained) if explained else None,
                 "verdict_href": href(verdict_json, base)
                 if verdict_json is not None and verdict_json.is_file()
                 else None,

@@ -34,12 +34,12 @@ from typing import Any
 
 from highwater.core.checks.bounds import BOUND_USERS, resolve
 from highwater.core.checks.verdict import NOT_APPLICABLE
-from highwater.reports.aggregate import ReportData
+from highwater.reports.aggregate import ReportData, run_class_of, run_findings_of
 from highwater.reports.attribution import attribute
 from highwater.reports.latency import latency_rows
 from highwater.reports.releases import changes
 
-FORMAT = "highwater.report-summary/1"
+FORMAT = "highwater.report-summary/2"  # 2: run classes against the known findings
 #: the checks whose verdicts carry ``longest_stall_ms`` and ``longest-stall`` examples
 STALL_CHECKS = ("progress", "follower-fetch")
 #: header config keys that are derived time bounds, not configuration (core.checks.bounds)
@@ -48,11 +48,30 @@ PHASE_ORDER = {"fault": 0, "after-heal": 1}
 #: the CLI's codes (highwater/exit_codes.py, docs/cli.md), spelled out: the reports floor does not
 #: import the CLI's
 EXIT_CODES = {True: 0, False: 1, "unknown": 3}
+#: a report's class (``core.findings``) -> its exit code: only a new violation fails it
+CLASS_EXIT_CODES = {"valid": 0, "known": 0, "fixed?": 0, "not-applicable": 0, "violated": 1, "unknown": 3}
 
 
 def exit_code(valid: bool | str) -> int:
     """0 compliant, 1 violations, 3 unknown (never valid)."""
     return EXIT_CODES.get(valid, 3)
+
+
+def class_exit_code(run_class: str) -> int:
+    """0 when nothing is new (valid, known findings only, a finding that did not show), 1 on a
+    new violation, 3 unknown (nothing new, but some run could not be judged)."""
+    return CLASS_EXIT_CODES.get(run_class, 3)
+
+
+def findings_line(data: ReportData) -> str:
+    """One line of the classes: ``no new violation; 3 known: HW-10, HW-12, HW-13; 0 fixed``."""
+    new = sum(run_class_of(r) == "violated" for r in data.runs)
+    known, fixed = data.findings_seen("known"), data.findings_seen("fixed")
+    head = "no new violation" if not new else f"{new} run(s) with a new violation"
+    return (
+        f"{head}; {len(known)} known{': ' + ', '.join(known) if known else ''}; "
+        f"{len(fixed)} fixed?{': ' + ', '.join(fixed) if fixed else ''}"
+    )
 
 
 def summary(data: ReportData) -> dict[str, Any]:
@@ -62,13 +81,18 @@ def summary(data: ReportData) -> dict[str, Any]:
         "generated_at": data.generated_at,
         "results_dir": data.results_dir,
         "valid": data.valid,
-        "exit_code": exit_code(data.valid),
+        "class": data.run_class,
+        "exit_code": class_exit_code(data.run_class),
         "totals": {
             "runs": len(runs),
-            "valid": sum(r["valid"] is True for r in runs),
-            "violated": sum(r["valid"] is False for r in runs),
-            "unknown": sum(r["valid"] == "unknown" for r in runs),
+            "valid": sum(run_class_of(r) in ("valid", "not-applicable") for r in runs),
+            "known": sum(run_class_of(r) == "known" for r in runs),
+            "violated": sum(run_class_of(r) == "violated" for r in runs),
+            "fixed?": sum(run_class_of(r) == "fixed?" for r in runs),
+            "unknown": sum(run_class_of(r) == "unknown" for r in runs),
         },
+        "findings": {"known": data.findings_seen("known"), "fixed": data.findings_seen("fixed")},
+        "line": findings_line(data),
         "checks": data.checks,
         "matrix": data.matrix,
         "attribution": attribution_rows(data.matrix),
@@ -85,6 +109,8 @@ def summary(data: ReportData) -> dict[str, Any]:
                 "kafka_version": r["kafka_version"],
                 "client": r["client"],
                 "valid": r["valid"],
+                "class": run_class_of(r),
+                "findings": run_findings_of(r),
                 "repro": r["repro"],
                 "failed_checks": [c for c, v in r["verdicts"].items() if v["valid"] is False],
                 "unknown_checks": [c for c, v in r["verdicts"].items() if v["valid"] == "unknown"],

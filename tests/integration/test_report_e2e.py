@@ -124,7 +124,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_exit_code_and_summary(report: dict[str, Any]) -> None:
     s = report["summary"]
     assert report["code"] == 1 and s["exit_code"] == 1 and s["valid"] is False
-    assert s["format"] == "highwater.report-summary/1"
+    assert s["format"] == "highwater.report-summary/2"
     runs = {r["run"]: r for r in s["runs"]}
     assert runs["nightly-1/run-clean"]["valid"] is True
     assert runs["nightly-1/run-skip"]["failed_checks"] == ["poll-skip"]

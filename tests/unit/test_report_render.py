@@ -195,9 +195,9 @@ def test_failures_say_how_many_context_events_were_left_out() -> None:
 
 def test_summary_is_versioned_and_three_valued() -> None:
     s = summary(_data())
-    assert s["format"] == "highwater.report-summary/1"
-    assert s["valid"] is False and s["exit_code"] == 1
-    assert s["totals"] == {"runs": 3, "valid": 1, "violated": 1, "unknown": 1}
+    assert s["format"] == "highwater.report-summary/2"
+    assert s["valid"] is False and s["exit_code"] == 1 and s["class"] == "violated"
+    assert s["totals"] == {"runs": 3, "valid": 1, "known": 0, "violated": 1, "fixed?": 0, "unknown": 1}
     json.dumps(s)
     assert [exit_code(v) for v in (True, False, "unknown")] == [0, 1, 3]
 
@@ -411,7 +411,7 @@ def test_summary_is_four_valued_per_check_and_three_valued_per_run() -> None:
     assert runs["c1/a"]["not_applicable_checks"] == ["hw-regression", "follower-fetch"]
     assert runs["c1/a"]["valid"] is True and runs["c1/a"]["checks"]["follower-fetch"]["valid"] == NA
     assert runs["c1/b"]["failed_checks"] == ["poll-skip"]
-    assert s["totals"] == {"runs": 3, "valid": 2, "violated": 1, "unknown": 0}
+    assert s["totals"] == {"runs": 3, "valid": 2, "known": 0, "violated": 1, "fixed?": 0, "unknown": 0}
     assert {m["valid"] for m in s["matrix"] if m["check"] == "follower-fetch"} == {NA}
     assert s["valid"] is False and s["exit_code"] == 1
     json.dumps(s)
