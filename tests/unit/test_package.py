@@ -1,0 +1,61 @@
+"""The wheel installs one import name and carries what setup and the runs read: built from this
+checkout with pip (the same build a user's ``pip install`` does), then read as a zip."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+    out = tmp_path_factory.mktemp("wheel")
+    res = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    (built,) = out.glob("highwater-*.whl")
+    return zipfile.ZipFile(built)
+
+
+def test_the_wheel_installs_only_the_highwater_name(wheel: zipfile.ZipFile) -> None:
+    names = wheel.namelist()
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"highwater"}
+    (top_level,) = [n for n in names if n.endswith(".dist-info/top_level.txt")]
+    assert wheel.read(top_level).decode().split() == ["highwater"]
+
+
+def test_the_wheel_carries_the_workers_templates_lossyfs_findings_and_suites(wheel: zipfile.ZipFile) -> None:
+    names = set(wheel.namelist())
+    for needed in (
+        "highwater/clients/java/pom.xml",
+        "highwater/clients/java/src/main/java/highwater/Worker.java",
+        "highwater/clients/node/highwater_worker.js",
+        "highwater/clients/node/package-lock.json",
+        "highwater/clients/python/highwater_worker.py",
+        "highwater/compose/docker-compose.yml.tmpl",
+        "highwater/faults/lossyfs/main.go",
+        "highwater/faults/lossyfs/go.sum",
+        "highwater/reports/templates/report.html",
+        "highwater/core/findings.toml",
+        "highwater/suites/conftest.py",
+        "highwater/suites/conformance/test_durability.py",
+        "highwater/harness/clients/java.py",
+        "highwater/pytest_plugin.py",
+    ):
+        assert needed in names, needed
+    # each Java source of the worker ships (the build copies the folder)
+    java = {p.name for p in (ROOT / "clients" / "java" / "src" / "main" / "java" / "highwater").glob("*.java")}
+    assert {n.rsplit("/", 1)[1] for n in names if n.startswith("highwater/clients/java/src/")} == java
+    # nothing built or installed by a run leaks in
+    assert not [n for n in names if "/target/" in n or "node_modules" in n or "__pycache__" in n]
