@@ -1,14 +1,19 @@
-"""``highwater report RESULTS_DIR [--out DIR] [--master URL]``.
+"""``highwater report RESULTS_DIR [--out DIR] [--master URL] [--baseline PATH]``.
 
 Writes ``report.html`` (self-contained), ``summary.json`` and ``junit.xml`` into ``--out``
-(default ``RESULTS_DIR/report``). Exit status (``highwater.exit_codes``): 0 every run valid,
-1 some violation, 3 something unknown (and nothing violated), 4 the report itself could not be
-built (a harness error: never a silent 0).
+(default ``RESULTS_DIR/report``). Exit status (``highwater.exit_codes``): 0 nothing new (valid,
+known findings only), 1 a new violation, 3 something unknown (and nothing violated), 4 the
+report itself could not be built or its input was refused (a harness error: never a silent 0).
+
+``--baseline PATH`` (an earlier report's ``summary.json``, or a directory holding one) adds what
+changed since it (``reports.baseline``): read and checked before Spark starts, written into
+``summary.json`` as ``baseline`` and told in a few lines. It never changes the exit status.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import traceback
 from pathlib import Path
@@ -59,6 +64,14 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help="a TOML file of your own known findings, beside highwater's (repeatable; also "
         "$HIGHWATER_FINDINGS, os.pathsep-separated; docs/findings.md says the format)",
     )
+    p.add_argument(
+        "--baseline",
+        metavar="PATH",
+        help="an earlier report's summary.json (or a directory holding one as summary.json or "
+        "report/summary.json) to say what changed since: new violations per scenario x release x "
+        "client, findings that stopped showing, verdicts that moved; written into summary.json as "
+        "'baseline'. It informs: the exit code is the report's own",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output (default: progress on stderr)")
     p.set_defaults(func=run)
     return p
@@ -68,16 +81,19 @@ def run(args: argparse.Namespace) -> int:
     from highwater.core.checks import CHECKS
     from highwater.core.errors import HighwaterError
     from highwater.core.findings import configured, validate
+    from highwater.reports import baseline as baselines
     from highwater.reports.aggregate import Options, build
     from highwater.reports.junit import write_junit
     from highwater.reports.render_html import write_html
-    from highwater.reports.summary import write_summary
+    from highwater.reports.summary import summary
 
     results = Path(args.results)
     out = Path(args.out) if args.out else results / "report"
     try:  # refused before Spark starts: one line
         findings = configured(Path(f) for f in args.findings)
         validate(findings, CHECKS)
+        # read now: the baseline may be the summary this report is about to overwrite
+        baseline = baselines.load(Path(args.baseline)) if getattr(args, "baseline", None) else None
     except HighwaterError as e:
         print(f"highwater report: error: {e}", file=sys.stderr)
         return Exit.HARNESS
@@ -96,7 +112,12 @@ def run(args: argparse.Namespace) -> int:
         )
         out.mkdir(parents=True, exist_ok=True)
         write_html(data, out / "report.html")
-        s = write_summary(data, out / "summary.json")
+        s = summary(data)
+        since = baselines.compare(baseline.summary, s, str(baseline.path)) if baseline else None
+        if since:
+            s["baseline"] = since.to_json()
+        # as reports.summary.write_summary writes it, with the baseline's changes in it
+        (out / "summary.json").write_text(json.dumps(s, indent=2, default=str) + "\n", encoding="utf-8")
         write_junit(data, out / "junit.xml")
     except FileNotFoundError as e:
         print(f"highwater report: error: {e}", file=sys.stderr)
@@ -111,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
         f"(new), {t['fixed?']} fixed?, {t['unknown']} unknown -> {s['class']}"
     )
     print(f"highwater report: {s['line']}")
+    for line in since.lines() if since else []:
+        print(f"highwater report: {line}")
     if data.disagreements:
         print(f"highwater report: {len(data.disagreements)} Spark/Python disagreement(s): harness bug", file=sys.stderr)
     print(f"highwater report: wrote {out / 'report.html'}, {out / 'summary.json'}, {out / 'junit.xml'}")
