@@ -23,6 +23,9 @@ from highwater.reports.spark_session import DEFAULT_MASTER, Progress
 
 from .exit_codes import Exit
 
+#: runs with a new violation named one per line (the rest are in summary.json)
+MAX_NEW_LISTED = 10
+
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
@@ -132,6 +135,14 @@ def run(args: argparse.Namespace) -> int:
         f"(new), {t['fixed?']} fixed?, {t['unknown']} unknown -> {s['class']}"
     )
     print(f"highwater report: {s['line']}")
+    new = [r for r in s["runs"] if r["class"] == "violated"]
+    for r in new[:MAX_NEW_LISTED]:  # what fails the report, named
+        print(
+            f"highwater report: new violation: {', '.join(r['findings']['new'])} in {r['suite']}/{r['scenario']} "
+            f"({r['client']}, Kafka {r['kafka_version']}; {r['run']})"
+        )
+    if len(new) > MAX_NEW_LISTED:
+        print(f"highwater report: ... and {len(new) - MAX_NEW_LISTED} more run(s) with a new violation (summary.json)")
     for line in since.lines() if since else []:
         print(f"highwater report: {line}")
     if data.disagreements:
