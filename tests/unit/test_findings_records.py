@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -687,3 +688,17 @@ def test_preflight_passes_a_clean_findings_file(tmp_path: Path, monkeypatch: pyt
 
     monkeypatch.setenv(ENV, str(_write(tmp_path, RECORD.format(fid="HW-X1"))))
     pf.preflight()
+
+
+def test_every_finding_a_test_names_has_a_record() -> None:
+    """The repro tests of tests/integration keep xfail texts of their own (per client, with
+    what was measured); each finding id they, or the suites, name must be a record's."""
+    root = Path(__file__).resolve().parents[2]
+    ids = {f.id for f in load()}
+    named = {
+        m
+        for folder in ("tests/integration", "suites")
+        for path in (root / folder).rglob("*.py")
+        for m in re.findall(r"FINDINGS? (HW-\d+)", path.read_text(encoding="utf-8"))
+    }
+    assert named and named <= ids, sorted(named - ids)
