@@ -65,7 +65,7 @@ def find_node() -> tuple[str, str]:
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:
         raise SetupError(
-            "kafkajs needs Node.js (node and npm on PATH): `make install` installs Debian's nodejs and npm"
+            "kafkajs needs Node.js (node and npm on PATH): install them (Debian: apt-get install nodejs npm; in a checkout `make install` does)"
         )
     return node, npm
 

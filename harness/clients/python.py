@@ -213,6 +213,8 @@ def python_driver(dist: str, version: str | None, progress: Progress = _to_stder
         check_floor(dist, version, f"{dist} {version}")
     if version is None or version == installed:
         if installed is None:
-            raise SetupError(f"{dist} is not installed with highwater (run `make install`)")
+            raise SetupError(
+                f"{dist} is not installed with highwater (pip install highwater again, or `make install` in a checkout)"
+            )
         return WorkerDriver(dist, installed, PythonLauncher(dist, Path(sys.executable)))
     return WorkerDriver(dist, version, PythonLauncher(dist, ensure_venv(dist, version, progress)))

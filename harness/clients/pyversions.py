@@ -31,4 +31,6 @@ def import_library(module: str, dist: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise SetupError(f"cannot import {module} ({dist}): {exc} (run `make install`)") from exc
+        raise SetupError(
+            f"cannot import {module} ({dist}): {exc} (pip install highwater again, or `make install` in a checkout)"
+        ) from exc

@@ -51,7 +51,9 @@ def docker_client() -> Any:
     try:
         import docker  # type: ignore[import-untyped]
     except ImportError:
-        raise SetupError("the docker Python package is missing: run `make install`") from None
+        raise SetupError(
+            "the docker Python package is missing: pip install docker (in a checkout, `make install`)"
+        ) from None
     try:
         client = docker.from_env(timeout=60)
         client.ping()
