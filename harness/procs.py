@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
 
 
-def _set_pdeathsig(sig: int = signal.SIGKILL) -> None:  # runs in the child between fork and exec
+def set_pdeathsig(sig: int = signal.SIGKILL) -> None:  # runs in the child between fork and exec
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, sig)
 
@@ -109,7 +109,7 @@ def spawn(
             env=env,
             start_new_session=True,
             close_fds=True,
-            preexec_fn=functools.partial(_set_pdeathsig, death_signal) if die_with_parent else None,
+            preexec_fn=functools.partial(set_pdeathsig, death_signal) if die_with_parent else None,
         )
     finally:
         out.close()

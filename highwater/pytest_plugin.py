@@ -15,6 +15,16 @@
 - ``cluster``: a 3-broker, 3-rack cluster shared by a test module. To share one across modules,
   a conftest makes a package- or session-scoped fixture of ``shared_cluster`` and a module-scoped
   ``cluster`` of ``healed_for_module`` (as ``suites/`` and ``tests/integration`` do).
+- ``highwater_results``: where scenario runs are written (``highwater.scenarios.Results``:
+  ``--highwater-results DIR``, default ``results``; ``--highwater-campaign NAME``, default
+  ``scenarios-<timestamp>``).
+- ``highwater_run``: ``highwater.scenarios.run`` bound to the session's client, seed and results
+  and to the command that reruns the test: ``highwater_run(cluster, scenario)``
+  (docs/writing-scenarios.md). With these a project of its own needs no conftest of highwater's.
+
+``--highwater-findings FILE`` (repeatable) adds a project's own known findings to every run's
+classification, as ``$HIGHWATER_FINDINGS`` does (the file is read at once: a bad one is a usage
+error).
 
 At session start, before collection, every Kafka release and client asked for (``--kafka-version``,
 ``--client``, ``--client-rotation``) is made ready once (``highwater.preflight``); one that cannot
@@ -44,10 +54,13 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -67,6 +80,9 @@ from highwater.harness.config import ClusterSpec
 from . import progress as live
 from .preflight import preflight, split_versions
 from .pytest_runs import Shard, partition, shard_spec
+
+if TYPE_CHECKING:  # imported by the fixtures that use them: the plugin loads in every pytest session
+    from highwater.scenarios import Results, ScenarioRunner
 
 ClusterFactory = Callable[..., ClusterBackend]
 
@@ -142,6 +158,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "auto/rich coloured on a terminal, plain, or off (default: $HIGHWATER_PROGRESS, else off)",
     )
     group.addoption(
+        "--highwater-results",
+        default="results",
+        help="where highwater_run writes its runs: <DIR>/<campaign>/<run id>/ (default: results)",
+    )
+    group.addoption(
+        "--highwater-campaign",
+        default=None,
+        help="the campaign of highwater_run's runs (default: scenarios-<timestamp>)",
+    )
+    group.addoption(
+        "--highwater-findings",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a findings file of the project's own (core/findings.toml's format), repeatable: violations "
+        "it explains are known (added to $HIGHWATER_FINDINGS)",
+    )
+    group.addoption(
         "--highwater-exit-codes",
         action="store_true",
         default=False,
@@ -182,6 +216,17 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[ENV_CLUSTER_FILE] = os.path.abspath(cluster_file)  # the backend factory reads it
         if config.getoption("--keep-topics"):
             os.environ[ENV_KEEP_TOPICS] = "1"
+    findings = [os.path.abspath(f) for f in config.getoption("--highwater-findings")]
+    if findings:
+        from highwater.core.findings import ENV as FINDINGS_ENV
+        from highwater.core.findings import configured
+
+        try:
+            configured([Path(f) for f in findings])  # a bad file fails before any test starts
+        except HighwaterError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        known = [f for f in os.environ.get(FINDINGS_ENV, "").split(os.pathsep) if f.strip()]
+        os.environ[FINDINGS_ENV] = os.pathsep.join(dict.fromkeys([*known, *findings]))  # every run reads it
     requested_and_rotated_clients(config)  # a bad spec: one line at once (the rest waits for the session)
     mode = config.getoption("--highwater-progress")
     if mode != "off":
@@ -531,3 +576,30 @@ def module_cluster(
 def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) -> Iterator[ClusterBackend]:
     """A 3-broker, 3-rack cluster shared by the tests of one module (``shared_cluster``)."""
     yield from module_cluster(request, kafka_version, backend)
+
+
+@pytest.fixture(scope="session")
+def highwater_results(request: pytest.FixtureRequest) -> Results:
+    """Where ``highwater_run`` writes runs: ``--highwater-results`` / ``--highwater-campaign``."""
+    from highwater.scenarios import Results
+
+    campaign = request.config.getoption("--highwater-campaign") or f"scenarios-{time.strftime('%Y%m%dT%H%M%S')}"
+    return Results(Path(request.config.getoption("--highwater-results")), campaign)
+
+
+@pytest.fixture
+def highwater_run(
+    request: pytest.FixtureRequest,
+    kafka_version: str,
+    backend: str,
+    client_name: str,
+    run_seed: int | None,
+    highwater_results: Results,
+) -> ScenarioRunner:
+    """``highwater.scenarios.run`` for this test: ``highwater_run(cluster, scenario)`` runs on the
+    session's client and seed, into ``highwater_results``, with this test's repro command."""
+    from highwater.scenarios import ScenarioRunner
+
+    repro = ["pytest", shlex.quote(request.node.nodeid), "--kafka-version", kafka_version, "--backend", backend]
+    repro += ["--client", client_name, *(["--seed", str(run_seed)] if run_seed is not None else [])]
+    return ScenarioRunner(highwater_results, client_name, run_seed, " ".join(repro))

@@ -25,7 +25,8 @@ register a factory ``(version or None) -> driver`` here.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -125,6 +126,21 @@ class ClientSpec(NamedTuple):
         if self.path is not None:
             return f"{self.name}@{self.path}"
         return self.name if self.version is None else f"{self.name}=={self.version}"
+
+
+@contextmanager
+def registered(driver: ClientDriver) -> Iterator[str]:
+    """``driver`` as the client named ``driver.name`` for as long as the block lasts (a
+    program of the user's in the workload, ``highwater.scenarios.App``): the runner and its
+    workers name their client by a string. A name taken already is refused."""
+    name = driver.name
+    if name in CLIENTS:
+        raise UnknownClientError(f"client {name!r} is registered already ({', '.join(CLIENTS)})")
+    CLIENTS[name] = lambda _version: driver
+    try:
+        yield name
+    finally:
+        CLIENTS.pop(name, None)
 
 
 def client_names() -> list[str]:

@@ -132,3 +132,23 @@ def test_the_recipe_s_push_job_is_red_on_a_planted_new_violation(installed_highw
     assert "new violation: poll-skip in chaos/kill-follower (kafkajs 2.2.4" in report.stdout, report.stdout
     verdict = job.run("Verdict")
     assert verdict.returncode == 1 and "new violations" in verdict.stdout, verdict.stdout + verdict.stderr
+
+
+def test_the_example_project_runs_its_own_scenario(installed_highwater: Installed) -> None:  # noqa: F811
+    """examples/my-app, a project of its own (its pyproject, its application, one scenario that
+    puts its application in the workload), installed against the wheel and run with its own
+    pytest from its own folder: the checks judge the application's reads."""
+    project = installed_highwater.home / "my-app"
+    shutil.copytree(
+        ROOT / "examples" / "my-app",
+        project,
+        ignore=shutil.ignore_patterns("results", "__pycache__", "*.egg-info", "build"),
+    )
+    pip = installed_highwater.run([str(installed_highwater.bin / "pip"), "install", "-q", str(project)])
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    done = installed_highwater.run(
+        [str(installed_highwater.bin / "pytest"), "-q", "-p", "no:cacheprovider"], cwd=project
+    )
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-4000:] + done.stderr[-4000:]
+    verdicts = [json.loads(p.read_text()) for p in project.rglob("verdict.json")]
+    assert verdicts and all(v["findings"]["class"] in ("valid", "known") for v in verdicts)
