@@ -320,8 +320,10 @@ def _names(where: str, value: Any, name: str, empty: bool = False) -> tuple[str,
 
 def validate(findings: Iterable[Finding], checks: Collection[str], scenarios: Collection[str] | None = None) -> None:
     """Refuse (``FindingsError``, one line) a record that names a check not in ``checks`` or a
-    scenario pattern that matches none of ``scenarios`` (not judged when None: the caller does
-    not know the suites' scenarios)."""
+    scenario pattern of one of ``scenarios``' suites that matches none of them (not judged when
+    None: the caller does not know the suites' scenarios; a pattern of another suite, a
+    project's own, is not judged either)."""
+    suites = {name.split("/", 1)[0] for name in scenarios or ()}
     for f in findings:
         for s in f.shows:
             for check in s.checks:
@@ -329,7 +331,11 @@ def validate(findings: Iterable[Finding], checks: Collection[str], scenarios: Co
                     raise FindingsError(f"finding {f.id} names an unknown check {check!r}")
             if scenarios is not None:
                 for pattern in s.scenarios:
-                    if not any(fnmatch.fnmatchcase(name, pattern) for name in scenarios):
+                    if pattern.split("/", 1)[0] not in suites:
+                        continue
+                    if not any(
+                        fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(pattern, name) for name in scenarios
+                    ):
                         raise FindingsError(f"finding {f.id} names an unknown scenario {pattern!r}")
 
 

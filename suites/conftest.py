@@ -16,10 +16,23 @@ from pathlib import Path
 
 import pytest
 
+from highwater.core.checks import CHECKS
+from highwater.core.errors import HighwaterError
+from highwater.core.findings import configured, validate
 from highwater.harness.backend import ClusterBackend
 from highwater.profiles import Profile, get_profile
 from highwater.pytest_plugin import healed_for_module, rotated_client, shared_cluster
-from highwater.suites.scenario import RUN_OPTIONS, RunOptions
+from highwater.suites.scenario import RUN_OPTIONS, RunOptions, scenario_names
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The known findings (``core/findings.toml``, ``$HIGHWATER_FINDINGS``, ``--highwater-findings``)
+    held to the checks and to these suites' scenarios before anything starts: a record that
+    names one that does not exist is one line, exit 4."""
+    try:
+        validate(configured(), CHECKS, scenario_names())
+    except HighwaterError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -463,6 +463,86 @@ SWEEP_PLANS = (
     ),
 )
 
+# the transactions suite ---------------------------------------------------------------------
+
+_TXN = ("aborted-read", "open-txn-read", "torn-transaction", "lost-write", "uncommitted-read", "poll-skip")
+_GROUP = ("commit-ahead", "commit-regression")
+#: a coordinator moves in seconds (its log's leader moves); held long enough for a client to
+#: time out a request against the dead one and find the new one
+COORDINATOR_FAULT_SECONDS = 12
+#: a coordinator cut off or frozen while its clients still reach it: held 10 s, long enough for
+#: its logs' leadership to move (fenced after broker.session.timeout.ms, 4 s), and shorter than
+#: the earliest a rack consumer's move off it could be judged (the observer sees it leave an ISR
+#: after replica.lag.time.max.ms at the soonest, 4 s, then follower_fetch_bound_ms, 7.5 s) and
+#: than every stall bound: the timed checks stay unjudged here for every client alike (with
+#: 12 s, librdkafka's HW-9 struck in the runs where the ISR shrink was seen within 4.5 s, and
+#: only in those), and this scenario judges transactions and groups
+COORDINATOR_LIVE_FAULT_SECONDS = 10
+
+#: the transactions suite's scenarios (suites/conformance/test_transactions.py)
+TRANSACTION_PLANS = (
+    Plan(
+        "transactions",
+        "coordinators-kill",
+        (
+            Step(3, "kill --target coordinator:txn/{txn}", COORDINATOR_FAULT_SECONDS),
+            Step(2, "kill --target coordinator:group/{group}", COORDINATOR_FAULT_SECONDS),
+        ),
+        (*_TXN, *_GROUP),
+        run_seconds=3 + COORDINATOR_FAULT_SECONDS + 2 + COORDINATOR_FAULT_SECONDS + 6,
+        what="a group of read_committed consumers (one read_uncommitted) through kills of the transaction "
+        "coordinator and the group coordinator: no aborted read, no torn transaction, no commit ahead or back",
+    ),
+    Plan(
+        "transactions",
+        "coordinators-cut-pause",
+        (
+            Step(3, "cut --target coordinator:txn/{txn}", COORDINATOR_LIVE_FAULT_SECONDS),
+            Step(2, "pause --target coordinator:group/{group}", COORDINATOR_LIVE_FAULT_SECONDS),
+        ),
+        (*_TXN, *_GROUP),
+        run_seconds=3 + COORDINATOR_LIVE_FAULT_SECONDS + 2 + COORDINATOR_LIVE_FAULT_SECONDS + 6,
+        what="the same group and producers while the transaction coordinator is cut off from every other "
+        "node (its clients still reach it: it keeps answering as coordinator, HW-8) and the group "
+        "coordinator is frozen (SIGSTOP: requests hang): no aborted read, no torn transaction, no commit "
+        "ahead or back",
+    ),
+    Plan(
+        "transactions",
+        "exactly-once-copy",
+        (
+            Step(3, "kill --target leader:{topic}/0", LEADER_FAULT_SECONDS),
+            Step(2, "kill --target coordinator:txn/{copier_txn}", COORDINATOR_FAULT_SECONDS),
+        ),
+        (*_TXN, *_GROUP, "rebalance-skip", "copy-exactly-once"),
+        run_seconds=3 + LEADER_FAULT_SECONDS + 2 + COORDINATOR_FAULT_SECONDS + 6,
+        what="two copiers copy the topic exactly once (consume, transform, produce with the offsets inside the "
+        "transaction) through a kill of the source's leader and of copier-0's transaction coordinator: each "
+        "committed record copied once, no aborted record copied, the copy group's offsets never ahead or back",
+    ),
+)
+
+#: transactions v1 and v2 (KIP-890, ``transaction.version``) side by side: the producers' own links
+#: to their transaction coordinator slowed, then cut, then their links to partition 0's leader
+#: cut (the "no-rack" clients' proxies: producers, not the rack consumers); each held 8 s, past
+#: the producer's request timeout (5 s) and within its delivery timeout (20 s)
+PRODUCER_LINK_SECONDS = 8
+PRODUCER_LINKS = Plan(
+    "transactions",
+    "producer-links",
+    (
+        Step(3, "latency --target coordinator:txn/{txn} --peer clients:no-rack --flow in --latency 2000", 8),
+        Step(2, "cut --target coordinator:txn/{txn} --peer clients:no-rack --flow in", PRODUCER_LINK_SECONDS),
+        Step(2, "cut --target leader:{topic}/0 --peer clients:no-rack --flow in", PRODUCER_LINK_SECONDS),
+    ),
+    _TXN,
+    run_seconds=3 + 8 + 2 + PRODUCER_LINK_SECONDS + 2 + PRODUCER_LINK_SECONDS + 6,
+    what="transactional producers whose links to their transaction coordinator are slowed, then cut, then whose "
+    "links to a partition leader are cut, on transaction.version 1 and 2: no aborted read, no torn transaction, "
+    "no lost committed write",
+)
+
+
 PLANS: dict[str, Plan] = {
     p.key: p
     for p in [
@@ -688,6 +768,26 @@ PLANS: dict[str, Plan] = {
 
 def plan(suite: str, scenario: str) -> Plan:
     return PLANS[f"{suite}/{scenario}"]
+
+
+#: the scenarios whose runs are named otherwise than by a plan of ``PLANS``: the KIP-320 suite's,
+#: the sweep's minimum-ISR case, the chaos suite's seeded runs, and PRODUCER_LINKS per
+#: transaction.version (the transactions suite's plans hold their faults shorter than the timed
+#: checks' bounds on purpose, so they stay out of ``PLANS``, whose windows a unit test holds to them)
+OTHER_SCENARIOS = (
+    "kip-320/unclean-truncation",
+    "sweep/leader-alone-acks1",
+    "chaos/*",
+    "transactions/producer-links-tv1",
+    "transactions/producer-links-tv2",
+)
+
+
+def scenario_names() -> frozenset[str]:
+    """Every ``suite/scenario`` a bundled suite's run may carry (the chaos suite's as a pattern):
+    what a findings record's scenarios are held to (``highwater.core.findings.validate``)."""
+    txn = {f"{p.suite}/{p.scenario}" for p in TRANSACTION_PLANS}
+    return frozenset(PLANS) | txn | frozenset(OTHER_SCENARIOS)
 
 
 def run_plan(

@@ -30,77 +30,20 @@ from highwater.core.history import read_history
 from highwater.core.history.format import source_of
 from highwater.harness.clients import TransactionalClient, get_driver, parse_client_spec
 from highwater.harness.clients.txnversion import transaction_version_refusal
-from highwater.nemesis import Step
 from highwater.suites.findings import FINDINGS, HW9_COORDINATOR_CUT, expect_kafkajs_transactions
 from highwater.suites.hw8 import without_hw8
 from highwater.suites.scenario import (
-    LEADER_FAULT_SECONDS,
+    PRODUCER_LINKS,
     RUN_OPTIONS,
-    Plan,
+    TRANSACTION_PLANS,
     check_verdicts,
     describe,
     run_once,
     run_plan,
 )
 
-_TXN = ("aborted-read", "open-txn-read", "torn-transaction", "lost-write", "uncommitted-read", "poll-skip")
-_GROUP = ("commit-ahead", "commit-regression")
-#: a coordinator moves in seconds (its log's leader moves); held long enough for a client to
-#: time out a request against the dead one and find the new one
-COORDINATOR_FAULT_SECONDS = 12
-#: a coordinator cut off or frozen while its clients still reach it: held 10 s, long enough for
-#: its logs' leadership to move (fenced after broker.session.timeout.ms, 4 s), and shorter than
-#: the earliest a rack consumer's move off it could be judged (the observer sees it leave an ISR
-#: after replica.lag.time.max.ms at the soonest, 4 s, then follower_fetch_bound_ms, 7.5 s) and
-#: than every stall bound: the timed checks stay unjudged here for every client alike (with
-#: 12 s, librdkafka's HW-9 struck in the runs where the ISR shrink was seen within 4.5 s, and
-#: only in those), and this scenario judges transactions and groups
-COORDINATOR_LIVE_FAULT_SECONDS = 10
-
-PLANS = {
-    p.scenario: p
-    for p in (
-        Plan(
-            "transactions",
-            "coordinators-kill",
-            (
-                Step(3, "kill --target coordinator:txn/{txn}", COORDINATOR_FAULT_SECONDS),
-                Step(2, "kill --target coordinator:group/{group}", COORDINATOR_FAULT_SECONDS),
-            ),
-            (*_TXN, *_GROUP),
-            run_seconds=3 + COORDINATOR_FAULT_SECONDS + 2 + COORDINATOR_FAULT_SECONDS + 6,
-            what="a group of read_committed consumers (one read_uncommitted) through kills of the transaction "
-            "coordinator and the group coordinator: no aborted read, no torn transaction, no commit ahead or back",
-        ),
-        Plan(
-            "transactions",
-            "coordinators-cut-pause",
-            (
-                Step(3, "cut --target coordinator:txn/{txn}", COORDINATOR_LIVE_FAULT_SECONDS),
-                Step(2, "pause --target coordinator:group/{group}", COORDINATOR_LIVE_FAULT_SECONDS),
-            ),
-            (*_TXN, *_GROUP),
-            run_seconds=3 + COORDINATOR_LIVE_FAULT_SECONDS + 2 + COORDINATOR_LIVE_FAULT_SECONDS + 6,
-            what="the same group and producers while the transaction coordinator is cut off from every other "
-            "node (its clients still reach it: it keeps answering as coordinator, HW-8) and the group "
-            "coordinator is frozen (SIGSTOP: requests hang): no aborted read, no torn transaction, no commit "
-            "ahead or back",
-        ),
-        Plan(
-            "transactions",
-            "exactly-once-copy",
-            (
-                Step(3, "kill --target leader:{topic}/0", LEADER_FAULT_SECONDS),
-                Step(2, "kill --target coordinator:txn/{copier_txn}", COORDINATOR_FAULT_SECONDS),
-            ),
-            (*_TXN, *_GROUP, "rebalance-skip", "copy-exactly-once"),
-            run_seconds=3 + LEADER_FAULT_SECONDS + 2 + COORDINATOR_FAULT_SECONDS + 6,
-            what="two copiers copy the topic exactly once (consume, transform, produce with the offsets inside the "
-            "transaction) through a kill of the source's leader and of copier-0's transaction coordinator: each "
-            "committed record copied once, no aborted record copied, the copy group's offsets never ahead or back",
-        ),
-    )
-}
+#: the suite's scenarios by name (their plans are data in ``highwater.suites.scenario``)
+TXN_PLANS = {p.scenario: p for p in TRANSACTION_PLANS}
 #: the suite's workload: transactional producers, acks=all on two in-sync replicas, read_committed
 #: consumers and one read_uncommitted beside them
 TXN_WORKLOAD: dict[str, Any] = {
@@ -110,26 +53,6 @@ TXN_WORKLOAD: dict[str, Any] = {
     "isolation_level": "read_committed",
     "read_uncommitted_consumers": 1,
 }
-#: transactions v1 and v2 (KIP-890, ``transaction.version``) side by side: the producers' own links
-#: to their transaction coordinator slowed, then cut, then their links to partition 0's leader
-#: cut (the "no-rack" clients' proxies: producers, not the rack consumers); each held 8 s, past
-#: the producer's request timeout (5 s) and within its delivery timeout (20 s)
-PRODUCER_LINK_SECONDS = 8
-PRODUCER_LINKS = Plan(
-    "transactions",
-    "producer-links",
-    (
-        Step(3, "latency --target coordinator:txn/{txn} --peer clients:no-rack --flow in --latency 2000", 8),
-        Step(2, "cut --target coordinator:txn/{txn} --peer clients:no-rack --flow in", PRODUCER_LINK_SECONDS),
-        Step(2, "cut --target leader:{topic}/0 --peer clients:no-rack --flow in", PRODUCER_LINK_SECONDS),
-    ),
-    _TXN,
-    run_seconds=3 + 8 + 2 + PRODUCER_LINK_SECONDS + 2 + PRODUCER_LINK_SECONDS + 6,
-    what="transactional producers whose links to their transaction coordinator are slowed, then cut, then whose "
-    "links to a partition leader are cut, on transaction.version 1 and 2: no aborted read, no torn transaction, "
-    "no lost committed write",
-)
-
 #: HW-10 and HW-15 (docs/findings.md): kafka-python and kafkajs commit a transaction one of whose
 #: records failed for good. Their deterministic repros are strict xfails
 #: (tests/integration/test_findings_by_client.py); here they strike when a fault outlasts the
@@ -211,8 +134,8 @@ COPIERS = {"exactly-once-copy": 2}
 OVERRIDES = {"exactly-once-copy": {"producers": 1}}
 
 
-@pytest.mark.client_rotation("scenario", list(PLANS))  # make test: one scenario per client
-@pytest.mark.parametrize("scenario", list(PLANS))
+@pytest.mark.client_rotation("scenario", list(TXN_PLANS))  # make test: one scenario per client
+@pytest.mark.parametrize("scenario", list(TXN_PLANS))
 def test_read_committed_sees_only_whole_committed_transactions(
     request,
     cluster,
@@ -236,7 +159,7 @@ def test_read_committed_sees_only_whole_committed_transactions(
         f"transactions/{scenario}",
         lambda: run_plan(
             cluster,
-            PLANS[scenario],
+            TXN_PLANS[scenario],
             profile=profile,
             campaign=campaign,
             results_root=results_root,
@@ -257,7 +180,7 @@ def test_read_committed_sees_only_whole_committed_transactions(
     assert by["uncommitted-read"].counts.get("txn_uncommitted_allowed", 0) > 0, (
         "the read_uncommitted consumer read no aborted record"
     )
-    verdicts, must_hold = result.verdicts, PLANS[scenario].must_hold
+    verdicts, must_hold = result.verdicts, TXN_PLANS[scenario].must_hold
     name = parse_client_spec(client).name
     if name in COMMITS_AFTER_FAILED_SEND:
         verdicts = without_hw10(verdicts, result.dir / "history.jsonl", COMMITS_AFTER_FAILED_SEND[name], name)

@@ -31,19 +31,18 @@ from highwater.core.findings import (
     worst_class,
 )
 from highwater.suites.findings import finding_mark
-from highwater.suites.scenario import PLANS, TimedChecksOnly
+from highwater.suites.scenario import PLANS, TimedChecksOnly, scenario_names
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
 
-#: the transactions suite's scenarios (suites/conformance/test_transactions.py: its own PLANS and
-#: PRODUCER_LINKS), which the scenario module's PLANS does not hold
+#: the transactions suite's scenarios, which the scenario module's PLANS does not hold
 TRANSACTIONS = (
     "transactions/coordinators-kill",
     "transactions/coordinators-cut-pause",
     "transactions/exactly-once-copy",
-    "transactions/producer-links",
+    "transactions/producer-links-tv1",
 )
-SCENARIOS = frozenset({*PLANS, *TRANSACTIONS, "kip-320/unclean-truncation"})
+SCENARIOS = scenario_names()
 
 
 def _finding(
@@ -538,12 +537,12 @@ def test_validate_refuses_an_unknown_check() -> None:
 
 
 def test_validate_refuses_a_scenario_matching_none() -> None:
-    f = _finding(shows=(_shows("lost-write", scenarios=("transaction/*",)),))
+    f = _finding(shows=(_shows("lost-write", scenarios=("transactions/coordinator-*",)),))
     validate([f], CHECKS)  # scenarios not judged when not given
     with pytest.raises(FindingsError) as exc:
         validate([f], CHECKS, SCENARIOS)
     assert "\n" not in str(exc.value)
-    assert "HW-T" in str(exc.value) and "unknown scenario 'transaction/*'" in str(exc.value)
+    assert "HW-T" in str(exc.value) and "unknown scenario 'transactions/coordinator-*'" in str(exc.value)
 
 
 def test_validate_passes_any_check_and_a_matching_pattern() -> None:
@@ -561,8 +560,16 @@ def test_find_names_a_missing_id() -> None:
 
 
 def test_the_bundled_records_name_real_checks_and_scenarios() -> None:
-    assert "transactions/coordinators-kill" not in PLANS  # the suite's own plans, listed above
+    assert "transactions/coordinators-kill" not in PLANS and set(TRANSACTIONS) <= SCENARIOS
     validate(BUNDLED, CHECKS, SCENARIOS)
+
+
+def test_a_pattern_of_a_project_s_own_suite_is_not_held_to_highwater_s_scenarios() -> None:
+    mine = _finding("MY-1", shows=(Shows(("myapp/leader-kill",), ("poll-skip",), strict=False),))
+    validate([mine], CHECKS, SCENARIOS)
+    typo = _finding("MY-2", shows=(Shows(("durability/leader-kil",), ("poll-skip",), strict=False),))
+    with pytest.raises(FindingsError, match="unknown scenario 'durability/leader-kil'"):
+        validate([typo], CHECKS, SCENARIOS)
 
 
 def test_the_bundled_ids_are_unique_and_in_order() -> None:

@@ -6,7 +6,9 @@ others (the ISR shrink is seen between 4 and 7 s) would make a client's finding 
 from __future__ import annotations
 
 from highwater.core.checks.bounds import stall_bound_name
-from highwater.suites.conformance.test_transactions import PLANS
+from highwater.suites.scenario import TRANSACTION_PLANS
+
+PLANS = {p.scenario: p for p in TRANSACTION_PLANS}
 
 
 def test_the_coordinators_that_clients_still_reach_are_held_shorter_than_any_judged_move_or_stall() -> None:
