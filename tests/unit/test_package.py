@@ -3,28 +3,16 @@ checkout with pip (the same build a user's ``pip install`` does), then read as a
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.integration.installed import ROOT, build_wheel
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
-    out = tmp_path_factory.mktemp("wheel")
-    res = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert res.returncode == 0, res.stdout + res.stderr
-    (built,) = out.glob("highwater-*.whl")
-    return zipfile.ZipFile(built)
+    return zipfile.ZipFile(build_wheel(tmp_path_factory.mktemp("wheel")))
 
 
 def test_the_wheel_installs_only_the_highwater_name(wheel: zipfile.ZipFile) -> None:
