@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import re
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -135,4 +136,20 @@ class PytestRun:
         passed, 1 some failed, 2 interrupted, 3 internal error, 4 usage error, 5 no tests)."""
         argv = self.argv()
         print("highwater: " + " ".join(argv[1:]), file=sys.stderr, flush=True)
-        return subprocess.call(argv)
+        code = subprocess.call(argv)
+        if code < 0:  # killed by a signal (the OOM killer, a kill -9): say so, and where its runs are
+            print(
+                f"highwater: error: the suites' pytest was killed by {signal_name(-code)}; the runs it began, "
+                f"their histories as far as they got, are under {Path(self.results) / self.campaign}",
+                file=sys.stderr,
+                flush=True,
+            )
+        return code
+
+
+def signal_name(number: int) -> str:
+    """``SIGKILL`` for 9; the number for a signal Python does not name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

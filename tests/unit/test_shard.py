@@ -228,3 +228,19 @@ def test_a_bad_spec_is_pytests_usage_error_and_an_empty_shard_passes(tmp_path: P
     assert "highwater: shard 13/13: 0 of 17 tests" in out
     code, out, err = _finish(nothing)  # nothing collected at all stays pytest's "no tests"
     assert code == pytest.ExitCode.NO_TESTS_COLLECTED, out + err
+
+
+def test_a_child_pytest_killed_by_a_signal_is_named_with_where_its_runs_are(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from highwater import pytest_runs
+
+    monkeypatch.setattr(pytest_runs.subprocess, "call", lambda argv: -9)
+    code = pytest_runs.PytestRun(["suites/chaos"], campaign="c1", results="res").call()
+    assert code == -9
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (
+        "highwater: error: the suites' pytest was killed by SIGKILL; the runs it began, their histories as far "
+        "as they got, are under res/c1"
+    )
+    assert pytest_runs.signal_name(9) == "SIGKILL" and pytest_runs.signal_name(999) == "signal 999"
