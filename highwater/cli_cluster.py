@@ -57,6 +57,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     st.set_defaults(func=cmd_status)
     down = csub.add_parser("down", help="stop a cluster started with up")
     down.add_argument("--name", default="manual", help="the cluster (as given to 'cluster up')")
+    down.add_argument(
+        "--backend",
+        default=None,
+        help="the backend it was started with (optional: the cluster's state records it; 'cluster up "
+        "--backend compose' is taken down the same way)",
+    )
     down.set_defaults(func=cmd_down)
     serve = csub.add_parser("_serve", help=argparse.SUPPRESS)
     add_spec_args(serve)
@@ -259,6 +265,9 @@ def cmd_down(args: argparse.Namespace) -> int:
         print(f"cluster {args.name!r} is not up")
         _state_path(args.name).unlink(missing_ok=True)
         return 0
+    recorded = state.get("backend", DEFAULT_BACKEND)
+    if args.backend is not None and args.backend != recorded:
+        raise ClusterError(f"cluster {args.name!r} runs on backend {recorded!r}, not {args.backend!r}")
     t0 = time.monotonic()
     if not signal_and_wait(int(state["pid"]), signal.SIGTERM, 120):
         raise ClusterError(f"supervisor pid {state['pid']} did not stop within 120s")

@@ -232,3 +232,16 @@ def test_a_containers_status_is_its_nodes_state() -> None:
     assert node_state("paused") is NodeState.PAUSED
     for status in ("exited", "created", "dead", "restarting"):
         assert node_state(status) is NodeState.STOPPED
+
+
+def test_cluster_down_takes_the_backend_it_was_started_with(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cluster down --backend compose`` parses (it was a usage error, so the natural way down
+    left the containers running); a backend other than the one the state records is refused."""
+    from highwater import cli_cluster
+
+    args = cli.build_parser().parse_args(["cluster", "down", "--name", "c", "--backend", "compose"])
+    assert args.backend == "compose"
+    monkeypatch.setattr(cli_cluster, "_read_state", lambda name: {"pid": 1, "backend": "local", "cluster_dir": "/x"})
+    monkeypatch.setattr(cli_cluster, "_supervisor_alive", lambda state: True)
+    with pytest.raises(ClusterError, match="runs on backend 'local', not 'compose'"):
+        cli_cluster.cmd_down(args)
