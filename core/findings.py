@@ -139,6 +139,9 @@ class Classification:
     known: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     new: tuple[str, ...] = ()
     fixed: tuple[str, ...] = ()
+    #: finding id -> checks whose violations in this run a suite's exact judgement found beyond
+    #: that finding (``beyond`` of ``classify``), recorded so every later classing keeps it
+    beyond: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def findings(self) -> tuple[str, ...]:
@@ -151,12 +154,30 @@ class Classification:
             "known": {c: list(ids) for c, ids in self.known.items()},
             "new": list(self.new),
             "fixed": list(self.fixed),
+            "beyond": {f: list(checks) for f, checks in self.beyond.items()},
         }
 
 
-def classify(findings: Iterable[Finding], run: RunIdentity, verdicts: Mapping[str, Valid]) -> Classification:
+def beyond_of(recorded: Mapping[str, Any] | None) -> dict[str, tuple[str, ...]]:
+    """The ``beyond`` of a run's recorded classification (``Classification.to_json``), if any."""
+    raw = (recorded or {}).get("beyond") or {}
+    return {str(f): tuple(str(c) for c in checks) for f, checks in raw.items()} if isinstance(raw, dict) else {}
+
+
+def classify(
+    findings: Iterable[Finding],
+    run: RunIdentity,
+    verdicts: Mapping[str, Valid],
+    beyond: Mapping[str, Iterable[str]] | None = None,
+) -> Classification:
     """The run's class from its checks' verdicts (``check -> valid``, after policy: an allowed
-    anomaly is valid) and the findings that apply to it (module docstring)."""
+    anomaly is valid) and the findings that apply to it (module docstring).
+
+    ``beyond``: finding id -> checks whose violations a suite that tells a finding's anomalies
+    exactly (HW-8's stalls, ``suites/hw8.py``; HW-10's losses, ``without_hw10``) found more than
+    that finding explains in this run: that finding does not explain them here, whatever its
+    record says (another finding still may)."""
+    not_here = {f: set(cs) for f, cs in (beyond or {}).items()}
     applying = [
         f
         for f in findings
@@ -167,15 +188,21 @@ def classify(findings: Iterable[Finding], run: RunIdentity, verdicts: Mapping[st
     known: dict[str, tuple[str, ...]] = {}
     new: list[str] = []
     for check in failed:
-        ids = tuple(f.id for f in applying if any(s.covers(run.scenario) and s.explains(check) for s in f.shows))
+        ids = tuple(
+            f.id
+            for f in applying
+            if any(s.covers(run.scenario) and s.explains(check) for s in f.shows)
+            and check not in not_here.get(f.id, ())
+        )
         if ids:
             known[check] = ids
         else:
             new.append(check)
+    kept = {f: tuple(sorted(cs)) for f, cs in not_here.items() if cs}
     if new:
-        return Classification("violated", known, tuple(new))
+        return Classification("violated", known, tuple(new), beyond=kept)
     if known:
-        return Classification("known", known)
+        return Classification("known", known, beyond=kept)
     fixed = tuple(
         f.id
         for f in applying
@@ -189,12 +216,12 @@ def classify(findings: Iterable[Finding], run: RunIdentity, verdicts: Mapping[st
     )
     values = list(verdicts.values())
     if fixed:
-        return Classification("fixed?", fixed=fixed)
+        return Classification("fixed?", fixed=fixed, beyond=kept)
     if any(v == UNKNOWN for v in values):
-        return Classification("unknown")
+        return Classification("unknown", beyond=kept)
     if values and all(v == NOT_APPLICABLE for v in values):
-        return Classification("not-applicable")
-    return Classification("valid" if values else "unknown")
+        return Classification("not-applicable", beyond=kept)
+    return Classification("valid" if values else "unknown", beyond=kept)
 
 
 def worst_class(classes: Iterable[str]) -> RunClass:

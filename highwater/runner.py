@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from highwater.core.checks.group_measures import GROUP_MEASURES, group_measures
 from highwater.core.checks.power_measures import POWER_MEASURES, power_measures
 from highwater.core.checks.verdict import Input, Overall, Verdict
 from highwater.core.errors import HighwaterError
-from highwater.core.findings import Classification, RunIdentity, classify, configured
+from highwater.core.findings import Classification, RunIdentity, beyond_of, classify, configured
 from highwater.core.history import HistoryWriter
 from highwater.core.manifest import ClusterShape, NemesisRecord, Racks, RunManifest, RunStats, iso_utc
 from highwater.faults.capability import check_capabilities, declared_faults
@@ -466,6 +466,29 @@ def _judge(
     progress(f"{run_id}: {said.upper() if valid is not True else said} -> {out}")
     live_now.message(f"{run_id}: {said}")
     return RunResult(run_id, out, valid, verdicts, stats, classification)
+
+
+def record_beyond(run_dir: Path, finding: str, checks: Iterable[str]) -> Classification | None:
+    """A suite's exact judgement that ``finding`` does not explain the violations of ``checks``
+    in the run of ``run_dir`` (more was lost or stalled than it can account for): the run is
+    classed again with that (``core.findings.classify``'s ``beyond``) and its class rewritten in
+    ``verdict.json`` and ``run.json``, where the report finds it. Returns the new class; None
+    for a history that is no run's (no ``run.json`` and ``verdict.json`` beside it)."""
+    if not ((run_dir / "run.json").is_file() and (run_dir / "verdict.json").is_file()):
+        return None
+    manifest = RunManifest.read(run_dir / "run.json")
+    verdict = json.loads((run_dir / "verdict.json").read_text(encoding="utf-8"))
+    beyond = {f: set(cs) for f, cs in beyond_of(manifest.findings).items()}
+    beyond.setdefault(finding, set()).update(checks)
+    c = classify(
+        configured(),
+        RunIdentity.of(manifest.suite, manifest.scenario, manifest.client, manifest.kafka_version),
+        {v["check"]: v["valid"] for v in verdict["verdicts"]},
+        beyond,
+    )
+    _write_json(run_dir / "verdict.json", {**verdict, "findings": c.to_json()})
+    replace(manifest, findings=c.to_json()).write(run_dir / "run.json")
+    return c
 
 
 def _said(valid: Overall, c: Classification) -> str:

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from highwater.core.checks import CHECKS
 from highwater.core.checks.verdict import MAX_EXAMPLES, merge_valid, overall_valid
-from highwater.core.findings import Finding, RunClass, RunIdentity, classify, configured, worst_class
+from highwater.core.findings import Finding, RunClass, RunIdentity, beyond_of, classify, configured, worst_class
 from highwater.core.history import rows_to_events
 from highwater.core.policy import allowed
 from highwater.reports.groups import group_rows
@@ -309,6 +309,7 @@ def _run_row(r: RunInfo, verdicts: dict[str, dict[str, Any]], findings: tuple[Fi
         findings,
         RunIdentity.of(r.suite, r.scenario, r.client, r.kafka_version),
         {check: v["valid"] for check, v in verdicts.items()},
+        beyond_of(r.manifest.findings if r.manifest is not None else None),
     )
     return {
         "key": r.key,

@@ -23,6 +23,7 @@ from highwater.core.checks.stalls import Stall, fault_stall_outcome, window_stal
 from highwater.core.checks.verdict import MAX_EXAMPLES, Verdict
 from highwater.core.checks.windows import MS, fault_windows
 from highwater.core.findings import find
+from highwater.runner import record_beyond
 from highwater.suites.findings import FINDINGS
 from highwater.suites.scenario import TimedChecksOnly
 
@@ -167,5 +168,7 @@ def without_hw8(verdicts: list[Verdict], history: Path) -> tuple[list[Verdict], 
     h = load(history)
     why = unexplained(verdicts, h)
     if why:  # timed checks only (STALL_CHECKS): a client's slowness finding may expect it
+        # the run's class says so too: HW-8 does not explain these stalls (another finding may)
+        record_beyond(history.parent, HW8, [v.check for v in verdicts if v.check in STALL_CHECKS and v.valid is False])
         raise TimedChecksOnly("liveness violations beyond HW-8:\n  " + "\n  ".join(why))
     return [v for v in verdicts if v.check not in STALL_CHECKS], cached(h, "hw8.zombie_readers", zombie_readers)

@@ -30,6 +30,7 @@ from highwater.core.history import read_history
 from highwater.core.history.format import source_of
 from highwater.harness.clients import TransactionalClient, get_driver, parse_client_spec
 from highwater.harness.clients.txnversion import transaction_version_refusal
+from highwater.runner import record_beyond
 from highwater.suites.findings import FINDINGS, HW9_COORDINATOR_CUT, expect_kafkajs_transactions
 from highwater.suites.hw8 import without_hw8
 from highwater.suites.scenario import (
@@ -115,6 +116,10 @@ def without_hw10(
             )
         )
     )
+    if not explained:  # the run's class says so too: the finding does not explain these here
+        record_beyond(
+            history.parent, finding, [v.check for v in (lost, torn, copy) if v is not None and v.valid is False]
+        )
     assert explained, f"losses beyond {finding}:\n" + describe([v for v in (lost, torn, copy) if v is not None])
     print(f"{finding}: {len(values)} write(s) of {len(txns)} committed transaction(s) failed for good ({client})")
     if copy is not None and copy.counts.get("missing"):

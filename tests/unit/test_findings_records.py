@@ -22,6 +22,7 @@ from highwater.core.findings import (
     FindingsError,
     RunIdentity,
     Shows,
+    beyond_of,
     classify,
     configured,
     find,
@@ -89,7 +90,7 @@ def test_a_violated_check_a_finding_explains_is_known() -> None:
     assert c.known == {"lost-write": ("HW-T",)}
     assert c.findings == ("HW-T",)
     assert c.new == () and c.fixed == ()
-    assert c.to_json() == {"class": "known", "known": {"lost-write": ["HW-T"]}, "new": [], "fixed": []}
+    assert c.to_json() == {"class": "known", "known": {"lost-write": ["HW-T"]}, "new": [], "fixed": [], "beyond": {}}
 
 
 def test_a_scenario_pattern_covers_its_matches() -> None:
@@ -709,3 +710,19 @@ def test_every_finding_a_test_names_has_a_record() -> None:
         for m in re.findall(r"FINDINGS? (HW-\d+)", path.read_text(encoding="utf-8"))
     }
     assert named and named <= ids, sorted(named - ids)
+
+
+def test_a_finding_a_suite_judged_beyond_explains_nothing_there_but_another_still_may() -> None:
+    """``beyond``: HW-8's exact subtraction found a stall HW-8 cannot account for; HW-13 (a
+    kafkajs consumer's crash) still explains it on kafkajs, nothing does on another client."""
+    hw8 = _finding("HW-8", clients={}, shows=(Shows(("durability/*",), ("progress",), strict=False),))
+    hw13 = _finding("HW-13", clients={"kafkajs": ""}, shows=(Shows(("durability/*",), ("progress",), strict=False),))
+    kafkajs = RunIdentity("durability/leader-kill", "kafkajs", "2.2.4", "4.4.0")
+    java = RunIdentity("durability/leader-kill", "java", "4.4.0", "4.4.0")
+    beyond = {"HW-8": ["progress"]}
+    assert classify([hw8, hw13], java, {"progress": False}).run_class == "known"
+    c = classify([hw8, hw13], java, {"progress": False}, beyond)
+    assert c.run_class == "violated" and c.new == ("progress",) and c.beyond == {"HW-8": ("progress",)}
+    c = classify([hw8, hw13], kafkajs, {"progress": False}, beyond)
+    assert c.run_class == "known" and c.known == {"progress": ("HW-13",)}
+    assert beyond_of(c.to_json()) == {"HW-8": ("progress",)} and beyond_of(None) == {}

@@ -101,3 +101,44 @@ def test_the_report_classes_runs_it_loads_against_the_findings_given() -> None:
     assert _run_row(info, base["verdicts"], ())["class"] == "violated"
     other = RunInfo(0, "c1", "b", Path("/x"), suite="chaos", scenario="kill", kafka_version="4.3.1", client="kp 0.9")
     assert _run_row(other, base["verdicts"], (FINDING,))["class"] == "violated"  # outside its versions
+
+
+def test_a_suite_s_exact_judgement_beyond_a_finding_makes_the_run_new_in_its_files_and_reports(
+    tmp_path: Path,
+) -> None:
+    """HW-10's record explains kafka-python's lost writes in the transactions suite; when the
+    suite's exact subtraction finds more lost than HW-10 can account for, ``record_beyond``
+    makes the run new in verdict.json and run.json, and the report keeps it new."""
+    import json
+
+    from highwater.core.findings import load
+    from highwater.reports.layout import load_run
+    from highwater.runner import record_beyond
+    from tests.synth.reports import RunSpec as SynthRun
+    from tests.synth.reports import write_run
+
+    d = write_run(
+        tmp_path,
+        SynthRun(
+            "c",
+            "r",
+            seed=3,
+            anomalies=("lost",),
+            client="kafka-python 3.0.12",
+            suite="transactions",
+            scenario="coordinators-kill",
+            kafka_version="4.4.0",
+        ),
+    )
+    info = load_run(tmp_path, d, 0)
+    verdicts = {v["check"]: v for v in info.verdicts or []}
+    assert verdicts["lost-write"]["valid"] is False
+    assert _run_row(info, verdicts, load())["findings"]["known"] == {"lost-write": ["HW-10"]}
+    c = record_beyond(d, "HW-10", ["lost-write"])
+    assert c is not None and c.run_class == "violated" and "lost-write" in c.new and "lost-write" not in c.known
+    assert json.loads((d / "verdict.json").read_text())["findings"]["beyond"] == {"HW-10": ["lost-write"]}
+    info = load_run(tmp_path, d, 0)
+    row = _run_row(info, verdicts, load())
+    assert row["class"] == "violated" and "lost-write" in row["findings"]["new"]
+    assert row["findings"]["beyond"] == {"HW-10": ["lost-write"]}
+    assert record_beyond(tmp_path / "nothing-here", "HW-10", ["lost-write"]) is None
