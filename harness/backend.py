@@ -41,8 +41,6 @@ if TYPE_CHECKING:
     from .observe import Observer, PartitionState
     from .toxiproxy import ByteCounters
 
-Progress = Callable[[str], None]
-
 
 class NodeState(str, Enum):
     NEW = "new"

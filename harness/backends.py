@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from highwater.core.errors import HighwaterError
-from highwater.harness.backend import ClusterBackend, Progress
+from highwater.core.progress import Progress
+from highwater.harness.backend import ClusterBackend
 from highwater.harness.clock import find_libfaketime
 from highwater.harness.config import ClusterSpec
 

@@ -16,11 +16,11 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from highwater.core.errors import SetupError
+from highwater.core.progress import Progress, quiet
 from highwater.core.versions import exact_release
 
 from .paths import home
@@ -31,12 +31,6 @@ MIN_VERSION = (3, 3, 1)  # first release with KRaft marked production-ready
 FALLBACK_DEFAULT = "4.3.1"  # used only when Maven Central cannot be asked and nothing is cached
 DEFAULT_TTL_S = 24 * 3600
 OTHER_SLF4J_BINDINGS = ("slf4j-reload4j", "slf4j-log4j12", "log4j-slf4j-impl", "log4j-slf4j2-impl")
-
-Progress = Callable[[str], None]
-
-
-def _quiet(_: str) -> None:
-    pass
 
 
 @dataclass(frozen=True)
@@ -145,7 +139,7 @@ def check_published(version: str) -> None:
         raise UnknownKafkaVersion(f"Kafka {version} is not on Maven Central (newest: {newest})")
 
 
-def ensure_kafka(version: str, progress: Progress = _quiet) -> KafkaDistribution:
+def ensure_kafka(version: str, progress: Progress = quiet) -> KafkaDistribution:
     """Return the cached distribution of ``version``, assembling it first if needed (idempotent)."""
     check_supported(version)
     root = kafka_root() / version
@@ -194,7 +188,7 @@ def ensure_kafka(version: str, progress: Progress = _quiet) -> KafkaDistribution
         return KafkaDistribution(version, libs)
 
 
-def default_version(progress: Progress = _quiet) -> str:
+def default_version(progress: Progress = quiet) -> str:
     """The newest stable release that Maven Central serves *completely* (a release's artifacts
     appear one by one, so the newest listed version can still miss a module for a while).
     The answer is cached for a day; offline, the newest installed version is used."""

@@ -18,18 +18,13 @@ error buried in the output of a run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from highwater.core.checks import CHECKS
 from highwater.core.findings import configured, validate
+from highwater.core.progress import Progress, quiet
 from highwater.harness.clients import ClientSpec, get_driver, parse_client_spec
 from highwater.harness.distribution import check_published, ensure_kafka
-
-Progress = Callable[[str], None]
-
-
-def _quiet(_: str) -> None:
-    pass
 
 
 def split_versions(raw: Iterable[str]) -> list[str]:
@@ -48,7 +43,7 @@ def preflight(
     clients: Iterable[str | ClientSpec] = (),
     *,
     backend: str | None = None,
-    progress: Progress = _quiet,
+    progress: Progress = quiet,
 ) -> None:
     """Raise ``HighwaterError`` (one line) unless every Kafka release and client asked for can
     be used, and unless the known findings can be read. Each is checked once, in the order given;

@@ -53,13 +53,13 @@ import logging
 import re
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from highwater.core.errors import SetupError
+from highwater.core.progress import Progress, to_stderr
 from highwater.core.versions import exact_release
 from highwater.harness.paths import home
 from highwater.harness.security import ClientSecurity
@@ -77,12 +77,6 @@ SHARE_SOURCES = "Share*.java"  # built only against a client with share groups (
 HEAP_MB = 256
 
 log = logging.getLogger(__name__)
-
-Progress = Callable[[str], None]
-
-
-def _to_stderr(line: str) -> None:
-    print(f"highwater: {line}", file=sys.stderr, flush=True)
 
 
 # --- settings -------------------------------------------------------------------------------
@@ -231,7 +225,7 @@ def _missing_clients(output: str, version: str) -> bool:
     )
 
 
-def ensure_worker(version: str, progress: Progress = _to_stderr) -> Path:
+def ensure_worker(version: str, progress: Progress = to_stderr) -> Path:
     """The directory of the worker's jars for ``kafka-clients`` ``version``, built first if
     needed (idempotent; concurrent builds of one version wait for each other)."""
     if _release(version) < OLDEST:
@@ -301,7 +295,7 @@ def default_version() -> str:
     """The default Kafka release's client (``harness.distribution.default_version``)."""
     from highwater.harness.distribution import default_version as kafka_default
 
-    return kafka_default(_to_stderr)
+    return kafka_default(to_stderr)
 
 
 # --- the launcher ---------------------------------------------------------------------------
@@ -350,6 +344,6 @@ class JavaDriver(WorkerDriver):
     """The Java client's driver: the generic worker driver over the Java worker of ``version``
     (built first if needed; without a version, the default Kafka release's)."""
 
-    def __init__(self, version: str | None = None, progress: Progress = _to_stderr) -> None:
+    def __init__(self, version: str | None = None, progress: Progress = to_stderr) -> None:
         resolved = version if version is not None else default_version()
         super().__init__(NAME, resolved, JavaLauncher(ensure_worker(resolved, progress)))

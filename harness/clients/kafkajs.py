@@ -25,12 +25,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from highwater.core.errors import SetupError
+from highwater.core.progress import Progress, to_stderr
 from highwater.core.versions import leading_numbers as release
 from highwater.harness.paths import home
 
@@ -47,12 +46,6 @@ _VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(?:-[A-Za-z0-9.]+)?$")
 #: the oldest kafkajs the worker supports: 2.0.0 fetches from each broker on its own
 #: (``ConsumerGroup#fetch(nodeId)``, which the worker wraps to learn the serving broker)
 OLDEST = (2, 0, 0)
-
-Progress = Callable[[str], None]
-
-
-def _to_stderr(line: str) -> None:
-    print(f"highwater: {line}", file=sys.stderr, flush=True)
 
 
 def pinned_version() -> str:
@@ -83,7 +76,7 @@ def _stamp(version: str) -> str:
     return f"{NAME}@{version} lock {digest}"
 
 
-def ensure_tree(version: str, progress: Progress = _to_stderr) -> Path:
+def ensure_tree(version: str, progress: Progress = to_stderr) -> Path:
     """The ``node_modules`` of a tree holding kafkajs ``version`` (installed first if needed;
     idempotent)."""
     if not _VERSION.match(version):
@@ -200,7 +193,7 @@ def kafkajs_local_driver(path: Path) -> WorkerDriver:
     return WorkerDriver(NAME, version, NodeLauncher(node, modules))
 
 
-def kafkajs_driver(version: str | None, progress: Progress = _to_stderr) -> WorkerDriver:
+def kafkajs_driver(version: str | None, progress: Progress = to_stderr) -> WorkerDriver:
     """The driver of kafkajs ``version`` (None: the one pinned in ``clients/node/package.json``),
     its producers and consumers each a Node.js worker process."""
     node, _ = find_node()

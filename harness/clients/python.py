@@ -33,11 +33,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from highwater.core.errors import SetupError
+from highwater.core.progress import Progress, to_stderr
 from highwater.core.versions import leading_numbers as _release
 from highwater.harness.paths import home
 
@@ -59,8 +59,6 @@ _VERSION = re.compile(r"^[0-9][A-Za-z0-9.+!-]*$")
 #: and 2.3.0 ``_handle_offset_for_leader_epoch_response``; 3.0.0 reads records with epochs)
 OLDEST: dict[str, tuple[int, ...]] = {"confluent-kafka": (2, 1, 0), "kafka-python": (3, 0, 0)}
 
-Progress = Callable[[str], None]
-
 
 def check_floor(dist: str, version: str, what: str) -> None:
     """Refuse (one line naming ``what``) a version of ``dist`` older than its driver supports."""
@@ -69,15 +67,11 @@ def check_floor(dist: str, version: str, what: str) -> None:
         raise UnknownClientError(f"{what} is too old: its driver needs {'.'.join(map(str, oldest))} or later")
 
 
-def _to_stderr(line: str) -> None:
-    print(f"highwater: {line}", file=sys.stderr, flush=True)
-
-
 def venv_dir(dist: str, version: str) -> Path:
     return home() / "clients" / dist / version / "venv"
 
 
-def ensure_venv(dist: str, version: str, progress: Progress = _to_stderr) -> Path:
+def ensure_venv(dist: str, version: str, progress: Progress = to_stderr) -> Path:
     """The interpreter of a virtual environment holding ``dist==version`` (made first if
     needed; idempotent; one line if PyPI has no such version)."""
     return _ensure(dist, venv_dir(dist, version), f"{dist}=={version}", f"{dist}=={version}", progress)
@@ -152,7 +146,7 @@ def source_fingerprint(path: Path) -> str:
     return digest.hexdigest()
 
 
-def local_build(dist: str, path: Path, progress: Progress = _to_stderr) -> tuple[Path, str]:
+def local_build(dist: str, path: Path, progress: Progress = to_stderr) -> tuple[Path, str]:
     """The interpreter of a virtual environment holding the local build of ``dist`` at ``path``
     (a source tree pip can build, or a wheel), and the version it reports with a
     ``+local.<key>`` mark (``<key>``: the path's hash, so two checkouts of one version are told
@@ -197,13 +191,13 @@ class PythonLauncher(NeutralSettingsConfig):
         return Launch(argv, log_path, env=env, stacks_signal=signal.SIGUSR1)  # the worker's faulthandler
 
 
-def local_driver(dist: str, path: Path, progress: Progress = _to_stderr) -> WorkerDriver:
+def local_driver(dist: str, path: Path, progress: Progress = to_stderr) -> WorkerDriver:
     """The driver of a local build of Python client ``dist`` (``local_build``)."""
     python, version = local_build(dist, path, progress)
     return WorkerDriver(dist, version, PythonLauncher(dist, python))
 
 
-def python_driver(dist: str, version: str | None, progress: Progress = _to_stderr) -> WorkerDriver:
+def python_driver(dist: str, version: str | None, progress: Progress = to_stderr) -> WorkerDriver:
     """The driver of Python client ``dist`` at ``version`` (None: the one installed with
     highwater), its producers and consumers each a worker process."""
     installed = installed_version(dist)

@@ -18,11 +18,11 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from highwater.core.errors import ClusterError, SetupError
+from highwater.core.progress import Progress
 from highwater.harness.backend import NodeState
 from highwater.harness.cluster_state import shape_record, spec_from_state, topology_from_state
 from highwater.harness.config import ClusterSpec
@@ -41,7 +41,6 @@ from .render import broker_command, extra_hosts, node_properties
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str], None]
 STOP_GRACE_S = 20
 TOXIPROXY = "toxiproxy"  # the proxy container's node label
 

@@ -16,19 +16,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from highwater.core.errors import SetupError
+from highwater.core.progress import Progress, quiet
 from highwater.harness.distribution import ensure_kafka
 from highwater.harness.paths import home
 from highwater.harness.toxiproxy import TOXIPROXY_VERSION, ensure_toxiproxy
 
-Progress = Callable[[str], None]
 SUITE = "bookworm"
 BASE_PACKAGES = ("openjdk-17-jre-headless", "ca-certificates")
 BASE_TAG = f"highwater/base:{SUITE}-jre17"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
-
-
-def _quiet(_: str) -> None:
-    pass
 
 
 def images_dir() -> Path:
@@ -125,7 +121,7 @@ def render_images(version: str, exists: Callable[[str], bool]) -> tuple[str, str
     return choose_image(kafka, exists) or kafka[0], choose_image(proxy, exists) or proxy[0]
 
 
-def pull_images(version: str, progress: Progress = _quiet) -> list[str]:
+def pull_images(version: str, progress: Progress = quiet) -> list[str]:
     """``docker pull`` the official images (for users with a registry; nothing here runs it)."""
     tags = [kafka_candidates(version)[0], toxiproxy_candidates()[0]]
     for tag in tags:
@@ -140,7 +136,7 @@ def _run(cmd: list[str], what: str, **kw: object) -> None:
         raise SetupError(f"{what} failed: {(res.stderr or res.stdout).strip()[-400:]}")
 
 
-def base_rootfs(progress: Progress = _quiet) -> Path:
+def base_rootfs(progress: Progress = quiet) -> Path:
     """The debootstrapped Debian rootfs with a JRE, as a cached tarball (built once)."""
     tarball = images_dir() / f"rootfs-{SUITE}-jre17.tar"
     if tarball.is_file():
@@ -169,7 +165,7 @@ def base_rootfs(progress: Progress = _quiet) -> Path:
     return tarball
 
 
-def ensure_base(progress: Progress = _quiet) -> str:
+def ensure_base(progress: Progress = quiet) -> str:
     if image_exists(BASE_TAG):
         return BASE_TAG
     tarball = base_rootfs(progress)
@@ -205,7 +201,7 @@ def _build(tag: str, dockerfile: str, context: dict[str, Path], progress: Progre
         _run([docker_cli(), "build", "-q", "-t", tag, str(ctx)], f"docker build {tag}", timeout=1800)
 
 
-def build_images(kafka_version: str, progress: Progress = _quiet, force: bool = False) -> list[str]:
+def build_images(kafka_version: str, progress: Progress = quiet, force: bool = False) -> list[str]:
     """Build (or find) ``highwater/kafka:<version>`` and ``highwater/toxiproxy:<version>``."""
     images_dir().mkdir(parents=True, exist_ok=True)
     docker_cli()

@@ -8,7 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..backend import Progress
+from highwater.core.progress import Progress
+
 from ..config import NO_RACK, ClusterSpec
 from ..observe import Observer, PartitionWaits
 from ..security import ClientSecurity

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from ..backend import NodeState, Progress
+from highwater.core.progress import Progress
+
+from ..backend import NodeState
 from ..config import ClusterSpec
 from ..topology import Link, Listener, Node, Topology, client_party
 from ..toxiproxy import ByteCounters, ToxiproxyAPI

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from highwater.core.errors import ClusterError, HighwaterError, PortInUseError
+from highwater.core.progress import Progress
 
 from ..backend import ClockControl, ClusterBackend, LinkControl, ProcessControl
 from ..clock import CLOCK_FILE, ClockError, NodeClock, find_libfaketime, remove_shm
@@ -48,8 +49,6 @@ from .node import KafkaNode, NodeState
 from .proxy_links import ProxyLinks
 
 log = logging.getLogger(__name__)
-
-Progress = Callable[[str], None]
 
 
 def kraft_cluster_id() -> str:
