@@ -28,7 +28,7 @@ import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+from highwater.core.checks.verdict import Valid, Verdict, decide
 from highwater.reports.layout import RunInfo
 
 MAX_EXAMPLES = 5
@@ -104,24 +105,9 @@ class SparkVerdict:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "valid": self.valid,
-            "counts": dict(self.counts),
-            "examples": list(self.examples),
-            "notes": list(self.notes),
-            "allowed": False,
-            "source": "spark",
-        }
-
-
-def decide(violations: int, judged: int, unjudged: int = 0) -> bool | str:
-    """Same rule as ``core.checks.verdict.decide`` (kept here so this module reads alone)."""
-    if violations:
-        return False
-    if judged == 0 or unjudged:
-        return "unknown"
-    return True
+        """``Verdict.to_json``'s shape (the same code), marked as Spark's."""
+        valid = cast(Valid, self.valid)
+        return {**Verdict(self.check, valid, self.counts, self.examples, self.notes).to_json(), "source": "spark"}
 
 
 # --------------------------------------------------------------------------------------------
