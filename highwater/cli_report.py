@@ -114,9 +114,9 @@ def run(args: argparse.Namespace) -> int:
             progress,
         )
         out.mkdir(parents=True, exist_ok=True)
-        write_html(data, out / "report.html")
         s = summary(data)
         since = baselines.compare(baseline.summary, s, str(baseline.path)) if baseline else None
+        write_html(data, out / "report.html", since)
         if since:
             s["baseline"] = since.to_json()
         # as reports.summary.write_summary writes it, with the baseline's changes in it

@@ -43,6 +43,7 @@ from markupsafe import Markup
 from highwater.core.checks.verdict import NOT_APPLICABLE
 from highwater.reports.aggregate import ReportData, run_class_of, run_findings_of
 from highwater.reports.attribution import BROKER, CLIENTS, NONE, SINGLE, attribute, describe
+from highwater.reports.baseline import Comparison
 from highwater.reports.latency import latency_rows
 from highwater.reports.releases import changes
 from highwater.reports.summary import (
@@ -138,12 +139,14 @@ def href(path: str | os.PathLike[str], base: Path) -> str | None:
     return quote(Path(rel).as_posix())
 
 
-def render(data: ReportData, base: Path | None = None) -> str:
+def render(data: ReportData, base: Path | None = None, since: Comparison | None = None) -> str:
     """The report as one HTML page. ``base``: the directory it will be written in, which its
-    links to other files are relative to (default: the current directory)."""
+    links to other files are relative to (default: the current directory); ``since``: what
+    changed since a baseline (``highwater report --baseline``), a section of its own."""
     base = Path.cwd() if base is None else base
     return _template("report.html").render(
         d=data,
+        since=_since_view(since),
         css=_asset("report.css"),
         js=_asset("report.js"),
         header=_header_view(data),
@@ -162,11 +165,11 @@ def render(data: ReportData, base: Path | None = None) -> str:
     )
 
 
-def write_html(data: ReportData, path: Path) -> None:
+def write_html(data: ReportData, path: Path, since: Comparison | None = None) -> None:
     """Write the report to ``path``, and beside it the full follower-fetch table when the page
     shows only part of it (a stale one from an earlier report is removed otherwise)."""
     base = path.parent
-    path.write_text(render(data, base), encoding="utf-8")
+    path.write_text(render(data, base, since), encoding="utf-8")
     full = base / FETCH_CSV
     if len(data.fetch) > MAX_FETCH_ROWS:
         write_fetch_csv(data.fetch, full)
@@ -206,6 +209,22 @@ def write_fetch_csv(rows: Iterable[Mapping[str, Any]], path: Path) -> None:
 
 
 # the sections: each a view of the report data for its template ----------------------------
+
+
+def _since_view(c: Comparison | None) -> dict[str, Any] | None:
+    """The baseline section's rows, each cell named as the CLI's lines name it."""
+    if c is None:
+        return None
+    return {
+        "path": c.path,
+        "generated_at": c.generated_at,
+        "new_violations": [
+            {"where": v.cell.where(), "was": v.cell.was, "checks": v.checks, "runs": v.runs} for v in c.new_violations
+        ],
+        "stopped_showing": c.stopped_showing,
+        "newly_shown": c.newly_shown,
+        "moved": [{"where": m.where(), "change": m.change, "was": m.was, "now": m.now} for m in c.moved],
+    }
 
 
 def _header_view(d: ReportData) -> dict[str, Any]:

@@ -340,6 +340,7 @@ def test_a_good_baseline_says_what_changed_and_keeps_the_exit_code(
     results = tmp_path / "new"
     code_without, plain = _report(monkeypatch, results)
     assert "baseline" not in plain
+    assert "id='since'" not in (results / "report" / "report.html").read_text()  # no baseline, no section
     capsys.readouterr()
 
     code, s = _report(monkeypatch, results, "--baseline", str(tmp_path / "old"))
@@ -360,6 +361,12 @@ def test_a_good_baseline_says_what_changed_and_keeps_the_exit_code(
         ("4.3.1", "moved", "known", "violated"),
     ]
     assert {k: v for k, v in s.items() if k != "baseline"} == plain  # the rest of the summary as before
+    page = (results / "report" / "report.html").read_text()
+    since = page[page.index("<h2 id='since'>") : page.index("<h2", page.index("<h2 id='since'>") + 1)]
+    assert "<tr class='v-false'><td>chaos/kill, Kafka 4.3.1, kp</td><td>known</td><td></td><td>c1/b</td>" in since
+    assert "HW-10 stopped showing: it explained 1 run(s) in 1 cell(s) then" in since
+    assert "<td>chaos/kill, Kafka 3.9.1, kp</td><td>added</td><td></td><td>unknown</td>" in since
+    assert "href='#since'" in page
 
 
 def test_the_baseline_may_be_the_summary_the_report_overwrites(
