@@ -33,7 +33,7 @@ from highwater import progress as live
 from highwater.core.checks import load, overall, run_all_checks
 from highwater.core.checks.group_measures import GROUP_MEASURES, group_measures
 from highwater.core.checks.power_measures import POWER_MEASURES, power_measures
-from highwater.core.checks.verdict import Input, Overall, Verdict
+from highwater.core.checks.verdict import Input, Overall, Valid, Verdict
 from highwater.core.errors import HighwaterError
 from highwater.core.findings import Classification, RunIdentity, beyond_of, classify, configured
 from highwater.core.history import HistoryWriter
@@ -433,12 +433,7 @@ def _judge(
     if power is not None:  # the report's table of power-loss cases
         _write_json(out / POWER_MEASURES, power.to_json())
     valid = overall(verdicts)
-    m = run.manifest
-    classification = classify(
-        configured(),
-        RunIdentity.of(m.suite, m.scenario, m.client, m.kafka_version),
-        {v.check: v.valid for v in verdicts},
-    )
+    classification = _classify(run.manifest, {v.check: v.valid for v in verdicts})
     phases.mark("checks")
     run_stats = replace(run_stats, phases=phases.seconds)
     stats = run_stats.to_json()
@@ -480,15 +475,17 @@ def record_beyond(run_dir: Path, finding: str, checks: Iterable[str]) -> Classif
     verdict = json.loads((run_dir / "verdict.json").read_text(encoding="utf-8"))
     beyond = {f: set(cs) for f, cs in beyond_of(manifest.findings).items()}
     beyond.setdefault(finding, set()).update(checks)
-    c = classify(
-        configured(),
-        RunIdentity.of(manifest.suite, manifest.scenario, manifest.client, manifest.kafka_version),
-        {v["check"]: v["valid"] for v in verdict["verdicts"]},
-        beyond,
-    )
+    c = _classify(manifest, {v["check"]: v["valid"] for v in verdict["verdicts"]}, beyond)
     _write_json(run_dir / "verdict.json", {**verdict, "findings": c.to_json()})
     replace(manifest, findings=c.to_json()).write(run_dir / "run.json")
     return c
+
+
+def _classify(
+    m: RunManifest, verdicts: Mapping[str, Valid], beyond: Mapping[str, Iterable[str]] | None = None
+) -> Classification:
+    """The run of manifest ``m`` classed against the known findings (``core.findings``)."""
+    return classify(configured(), RunIdentity.of(m.suite, m.scenario, m.client, m.kafka_version), verdicts, beyond)
 
 
 def _said(valid: Overall, c: Classification) -> str:

@@ -15,13 +15,22 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow.parquet as pq
 
 from highwater.core.checks import CHECKS
 from highwater.core.checks.verdict import MAX_EXAMPLES, merge_valid, overall_valid
-from highwater.core.findings import Finding, RunClass, RunIdentity, beyond_of, classify, configured, worst_class
+from highwater.core.findings import (
+    Classification,
+    Finding,
+    RunClass,
+    RunIdentity,
+    beyond_of,
+    classify,
+    configured,
+    worst_class,
+)
 from highwater.core.history import rows_to_events
 from highwater.core.policy import allowed
 from highwater.reports.groups import group_rows
@@ -121,7 +130,7 @@ def run_class_of(r: dict[str, Any]) -> str:
 
 def run_findings_of(r: dict[str, Any]) -> dict[str, Any]:
     """A run row's findings (``Classification.to_json``), empty when it has none."""
-    return r.get("findings") or {"class": run_class_of(r), "known": {}, "new": [], "fixed": []}
+    return r.get("findings") or Classification(cast(RunClass, run_class_of(r))).to_json()
 
 
 def _id_order(fid: str) -> tuple[str, int]:

@@ -402,7 +402,7 @@ def _failures_view(d: ReportData, base: Path) -> dict[str, Any]:
     items = []
     for f in d.failures:
         run = runs.get(f["run"]) or {}
-        explained = ((run_findings_of(run) if run else None or {}).get("known") or {}).get(f["check"])
+        explained = run_findings_of(run)["known"].get(f["check"]) if run else None
         recorded = len(((run.get("verdicts") or {}).get(f["check"]) or {}).get("examples") or [])
         verdict_json = Path(run["path"]) / "verdict.json" if run.get("path") else None
         items.append(
