@@ -9,11 +9,13 @@ without link control) is refused before the run starts, not halfway through it."
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from highwater.core.checks.bounds import Bound, required_window_ms
 from highwater.faults.capability import check_capabilities
 from highwater.faults.inject import ActiveFault, Injector
 from highwater.faults.schedule import Schedule
@@ -44,6 +46,20 @@ class Step:
     def kind(self) -> FaultKind:
         """The fault's kind, known before its placeholders are filled in."""
         return FaultKind.parse(self.fault.split(maxsplit=1)[0])
+
+
+def tail_seconds(bounds: Mapping[str, Bound]) -> float:
+    """Workload after the last heal: the progress bound with its margin (the after-heal phase
+    of progress must fit in the run)."""
+    return math.ceil(required_window_ms(bounds["progress_bound_ms"].ms) / 1000)
+
+
+def workload_seconds(base: float, steps: Sequence[Step], bounds: Mapping[str, Bound]) -> float:
+    """A scripted run's workload: at least ``base``; with steps, at least their calms and holds
+    plus ``tail_seconds`` after the last heal, so the timed checks can judge the time after it."""
+    if not steps:
+        return base
+    return max(base, sum(s.after + s.duration for s in steps) + tail_seconds(bounds))
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,6 @@ of that consumer, so every check that judges consumers judges the program.
 from __future__ import annotations
 
 import json
-import math
 import re
 import shutil
 import uuid
@@ -43,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from highwater.core.checks import CHECKS
-from highwater.core.checks.bounds import Settings, derive, required_window_ms
+from highwater.core.checks.bounds import Settings, derive
 from highwater.core.checks.verdict import Verdict
 from highwater.core.errors import HighwaterError
 from highwater.faults.spec import parse_fault
@@ -56,6 +55,7 @@ from highwater.harness.clients import (
 from highwater.harness.clients.app import APP_ENV, App, AppDriver, AppError, app_env, parse_app_line
 from highwater.harness.security import PLAINTEXT
 from highwater.nemesis import PlannedNemesis, Step, scripted
+from highwater.nemesis import workload_seconds as nemesis_workload_seconds
 from highwater.run_spec import RunSpec, run_settings
 from highwater.runner import RunResult, execute_run
 
@@ -210,10 +210,7 @@ def workload_seconds(scenario: Scenario, settings: Settings) -> float:
     at least their calms and holds plus the progress bound with its margin after the last heal
     (``core.checks.bounds``), so the timed checks can judge the time after it."""
     base = scenario.duration if scenario.duration is not None else DEFAULT_SECONDS
-    if not scenario.steps:
-        return base
-    tail = math.ceil(required_window_ms(derive(settings)["progress_bound_ms"].ms) / 1000)
-    return max(base, sum(s.after + s.duration for s in scenario.steps) + tail)
+    return nemesis_workload_seconds(base, scenario.steps, derive(settings))
 
 
 def topic_of(scenario: Scenario, token: str) -> str:

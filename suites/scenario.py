@@ -19,7 +19,7 @@ from highwater.faults.schedule import DEFAULT_MIX, Schedule, ScheduleConfig
 from highwater.harness.backend import ClusterBackend
 from highwater.harness.clients import DEFAULT_CLIENT
 from highwater.harness.topology import Topology
-from highwater.nemesis import Step, scripted
+from highwater.nemesis import Step, scripted, tail_seconds, workload_seconds
 from highwater.profiles import Profile
 from highwater.run_spec import RunSpec, run_settings
 from highwater.runner import Nemesis, RunResult, execute_run
@@ -161,17 +161,14 @@ class Plan:
         return derive(self.settings())
 
     def tail_seconds(self) -> float:
-        """Workload after the last heal: the progress bound with its margin (the after-heal
-        phase of progress must fit in the run)."""
-        return math.ceil(required_window_ms(self.bounds()["progress_bound_ms"].ms) / 1000)
+        """Workload after the last heal (``highwater.nemesis.tail_seconds``)."""
+        return tail_seconds(self.bounds())
 
     def duration(self, profile_seconds: float) -> float:
         """The workload's length: at least the profile's (or the plan's own); with scripted
-        faults, at least the schedule plus the tail."""
+        faults, at least the schedule plus the tail (``highwater.nemesis.workload_seconds``)."""
         base = self.run_seconds if self.run_seconds is not None else profile_seconds
-        if not self.steps or not self.scripted:
-            return base
-        return max(base, sum(s.after + s.duration for s in self.steps) + self.tail_seconds())
+        return workload_seconds(base, self.steps if self.scripted else (), self.bounds())
 
     def judging(self, step: Step) -> dict[str, Bound]:
         """The bounds a window of ``step`` must outlast, per timed check that judges it (every
