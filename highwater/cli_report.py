@@ -13,7 +13,6 @@ changed since it (``reports.baseline``): read and checked before Spark starts, w
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import traceback
 from pathlib import Path
@@ -88,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from highwater.reports.aggregate import Options, build
     from highwater.reports.junit import write_junit
     from highwater.reports.render_html import write_html
-    from highwater.reports.summary import summary
+    from highwater.reports.summary import summary, write_summary_json
 
     results = Path(args.results)
     out = Path(args.out) if args.out else results / "report"
@@ -116,11 +115,10 @@ def run(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         s = summary(data)
         since = baselines.compare(baseline.summary, s, str(baseline.path)) if baseline else None
-        write_html(data, out / "report.html", since)
         if since:
             s["baseline"] = since.to_json()
-        # as reports.summary.write_summary writes it, with the baseline's changes in it
-        (out / "summary.json").write_text(json.dumps(s, indent=2, default=str) + "\n", encoding="utf-8")
+        write_html(data, out / "report.html", since)
+        write_summary_json(s, out / "summary.json")
         write_junit(data, out / "junit.xml")
     except FileNotFoundError as e:
         print(f"highwater report: error: {e}", file=sys.stderr)

@@ -319,5 +319,11 @@ def run_bounds(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def write_summary(data: ReportData, path: Path) -> dict[str, Any]:
     s = summary(data)
-    path.write_text(json.dumps(s, indent=2, default=str) + "\n", encoding="utf-8")
+    write_summary_json(s, path)
     return s
+
+
+def write_summary_json(s: Mapping[str, Any], path: Path) -> None:
+    """A summary (``summary``'s, perhaps with ``highwater report --baseline``'s ``baseline``
+    added) written as ``summary.json`` is."""
+    path.write_text(json.dumps(s, indent=2, default=str) + "\n", encoding="utf-8")
