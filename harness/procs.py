@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
 
 
-def set_pdeathsig(sig: int = signal.SIGKILL) -> None:  # runs in the child between fork and exec
+def _set_pdeathsig(sig: int = signal.SIGKILL) -> None:  # runs in the child between fork and exec
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, sig)
 
@@ -92,24 +92,27 @@ def spawn(
     env: dict[str, str] | None = None,
     die_with_parent: bool = True,
     death_signal: int = signal.SIGKILL,
+    piped: bool = False,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` with stdout+stderr appended to ``log_path``, in its own session (so a
     Ctrl-C in the terminal reaches us, and our teardown stops it in order). With
     ``die_with_parent`` it gets ``death_signal`` when this process dies (SIGINT lets a child
-    that owns processes of its own, such as ``highwater run``, stop them first)."""
+    that owns processes of its own, such as ``highwater run``, stop them first). ``piped``: its
+    stdin and stdout are pipes to us (a program that talks through them) and only its stderr
+    goes to the log."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     out: IO[bytes] = open(log_path, "ab")
     try:
         return subprocess.Popen(
             list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
+            stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
+            stdout=subprocess.PIPE if piped else out,
+            stderr=out if piped else subprocess.STDOUT,
             cwd=cwd,
             env=env,
             start_new_session=True,
             close_fds=True,
-            preexec_fn=functools.partial(set_pdeathsig, death_signal) if die_with_parent else None,
+            preexec_fn=functools.partial(_set_pdeathsig, death_signal) if die_with_parent else None,
         )
     finally:
         out.close()

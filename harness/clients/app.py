@@ -20,7 +20,6 @@ any other line is kept in its log. The program's stderr and those other lines go
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import queue
@@ -52,7 +51,7 @@ from highwater.harness.clients import (
     WorkerGone,
     client_label,
 )
-from highwater.harness.procs import set_pdeathsig, signal_and_wait
+from highwater.harness.procs import signal_and_wait, spawn
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -237,22 +236,11 @@ class AppConsumer:
     def _start(self) -> None:
         if not self._starts:
             raise AppError(f"{self.app.name} was started with no partition assigned")
-        self.logs.mkdir(parents=True, exist_ok=True)
         name = self.settings.client_id
         env = {**os.environ, **self.app.env, **app_env(self.settings, self._starts)}
-        with open(self.logs / f"{name}.log", "ab") as err:
-            self._proc = subprocess.Popen(
-                list(self.app.argv),
-                cwd=self.app.cwd,
-                env=env,
-                stdin=subprocess.PIPE,  # closed when its consumer closes: a program may end at EOF
-                stdout=subprocess.PIPE,
-                stderr=err,
-                start_new_session=True,
-                close_fds=True,
-                # it dies with the thread that started it (its consumer's), however the run ends
-                preexec_fn=functools.partial(set_pdeathsig, signal.SIGKILL),
-            )
+        # its stdin is closed when its consumer closes (a program may end at EOF); it gets
+        # SIGKILL when the thread that started it ends (spawn's death signal), however the run ends
+        self._proc = spawn(self.app.argv, log_path=self.logs / f"{name}.log", cwd=self.app.cwd, env=env, piped=True)
         self._reader = threading.Thread(target=self._read, name=f"{name}-app", daemon=True)
         self._reader.start()
 
