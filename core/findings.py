@@ -96,10 +96,6 @@ class Finding:
                 return False
         return _within(kafka_version, self.kafka)
 
-    def applies_to_client(self, client: str) -> bool:
-        """Does the finding apply to some version of ``client`` (a suite's xfail mark)?"""
-        return not self.clients or client in self.clients
-
 
 def _within(version: str | None, spec: str) -> bool:
     if not spec:

@@ -45,16 +45,10 @@ STALL_CHECKS = ("progress", "follower-fetch")
 #: header config keys that are derived time bounds, not configuration (core.checks.bounds)
 BOUND_KEYS = frozenset({"bounds", "bound_settings", *BOUND_USERS})
 PHASE_ORDER = {"fault": 0, "after-heal": 1}
-#: the CLI's codes (highwater/exit_codes.py, docs/cli.md), spelled out: the reports floor does not
-#: import the CLI's
-EXIT_CODES = {True: 0, False: 1, "unknown": 3}
-#: a report's class (``core.findings``) -> its exit code: only a new violation fails it
+#: a report's class (``core.findings``) -> its exit code (the CLI's codes, highwater/exit_codes.py
+#: and docs/cli.md, spelled out: the reports floor does not import the CLI's): only a new
+#: violation fails it
 CLASS_EXIT_CODES = {"valid": 0, "known": 0, "fixed?": 0, "not-applicable": 0, "violated": 1, "unknown": 3}
-
-
-def exit_code(valid: bool | str) -> int:
-    """0 compliant, 1 violations, 3 unknown (never valid)."""
-    return EXIT_CODES.get(valid, 3)
 
 
 def class_exit_code(run_class: str) -> int:

@@ -15,7 +15,7 @@ from highwater.reports.junit import build_junit
 from highwater.reports.layout import load_run
 from highwater.reports.render_html import render
 from highwater.reports.spark_checks import SparkVerdict
-from highwater.reports.summary import exit_code, summary
+from highwater.reports.summary import class_exit_code, summary
 from highwater.reports.svg import _segments, line_chart
 from highwater.reports.timelines import fault_windows
 
@@ -199,7 +199,7 @@ def test_summary_is_versioned_and_three_valued() -> None:
     assert s["valid"] is False and s["exit_code"] == 1 and s["class"] == "violated"
     assert s["totals"] == {"runs": 3, "valid": 1, "known": 0, "violated": 1, "fixed?": 0, "unknown": 1}
     json.dumps(s)
-    assert [exit_code(v) for v in (True, False, "unknown")] == [0, 1, 3]
+    assert [class_exit_code(c) for c in ("valid", "violated", "unknown")] == [0, 1, 3]
 
 
 def test_fault_windows_pair_heals_by_kind_and_targets() -> None:
