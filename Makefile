@@ -15,87 +15,13 @@ TEST_PATHS ?= tests suites/conformance suites/chaos
 # tests cover, and durability and transactions kafkajs; KIP-320's one scenario runs on kafkajs;
 # the full matrix is `--client kafka-python,confluent-kafka,java,kafkajs`, e.g. in a campaign).
 CLIENT_ROTATION ?= kafka-python,confluent-kafka,java,kafkajs
-# The seeded chaos runs (assign-mode consumers, 90 s; a consumer group, 80 s) run in
-# `make campaign` (the ci profile), not here: with them make test would pass its 35 minutes.
-# Three findings-by-client runs that re-judge a finding on a client already known to keep or
-# break it the same way as another here (HW-1 and HW-11 on confluent-kafka, HW-14 on java,
-# ~45 s) bought kafkajs's place, and HW-16's Java run waits out Java's 60 s commit timeout while
-# kafkajs's shows the finding in ~25 s: `make test DESELECT=` runs them too. HW-1 on java (~22 s;
-# the broker's finding, every client) paid for the CI recipes' linters and the unit tests that
-# came with the CLI, reports and sharding (~40 s): kafka-python shows it here.
-# The groups suite's member-restart run (kafka-python, ~50 s) gave its place to member-faults on
-# both group protocols: its kill and restart is member-faults' first step, and the client bisect
-# plays member-restart itself. Transactions v1 against v2 (two Java runs, ~2 min) run in the nightly
-# profile and campaigns: `make test DESELECT=` runs them too.
-# The share-groups suite (KIP-932) runs its member-and-coordinator kill on Java (~60 s) and its
-# share consumer's driver test (~16 s); they bought their place with durability's leader-partition
-# (confluent-kafka's turn, ~42 s: a leader cut off, which the transactions suite's
-# coordinators-cut-pause and the fetching suite's cut-off keep in make test). The share suite's
-# freezes, coordinator cut-and-pause and leader kills (~3.5 min) run in the nightly profile and
-# campaigns. The disk faults' integration tests (~17 s: a power loss on lossyfs, a full and a slow
-# disk) bought their place with the report of a real seeded run's manifest (~42 s; the manifest's
-# round trip is unit-tested, the report of a real run keeps its Chromium test here).
-# The power-loss suite runs its leader case here (~57 s with its own cluster on lossyfs); its five
-# correlated cases (~4 min) run in the nightly profile and campaigns, and so does the corrupted
-# segments' integration test (~30 s; the corruption faults' file operations are unit-tested here).
-# The clock suite (four jumps on a leader and the active controller, ~4 min) and HW-20's probe
-# (~30 s, intermittent) run there too; the clock faults' integration test (~12 s) runs here. They and the leader's power loss bought their place
-# with durability's leader-kill (~43 s: the power loss is a kill of the leader judged by the same
-# checks), the fetching suite's cut-off and slowed replicas (~44 s each: its killed replica stays;
-# cuts stay in the compose durability run and HW-1's tests, a slowed follower in KAFKA-4485's
-# suite) and the transactions suite's coordinators-cut-pause (~46 s: coordinators-kill and
-# exactly-once-copy stay). The groups suite's consumer protocol with KIP-848's range assignor
-# (~45 s) runs in the nightly and campaigns; its uniform one and the classic protocol run here.
-# So do the group's leader member killed then frozen, a majority of members killed at once, and
-# member churn, and the seeded member faults (~45, ~45, ~100 and ~60 s a protocol).
-# After a fresh-clone run at 34.7 min (pytest 32:09) three more went to the nightly, ~110 s: the
-# durability suite's leader-pause (its promises through a leader failure stay in make test as the
-# power-loss suite's leader case, a pause in HW-5's and HW-11's tests), the SASL cluster's
-# conformance suite through pytest (every client's SASL authentication stays), and the report's
-# second pass over cached runs (the cache has its unit tests).
-# The fetching suite's quiet-rate follower latency (~60 s, KAFKA-14334 on 3.3.1) is new and
-# nightly: the follower-latency check judges every make-test run of the suite already.
-# The sweep spread over a standalone Spark cluster (~90 s: two real runs at once and a report)
-# runs in make campaign; its pure parts (cells, retries, master URLs) are unit-tested here.
-# The KIP-320 suite's scenario runs on kafkajs from the installed wheel instead
-# (tests/integration/test_installed.py: the CI recipe's push job, read from its YAML, in a clean
-# environment outside the checkout), the same tests the checkout ran here before.
-FINDINGS := tests/integration/test_findings_by_client.py
-DESELECT ?= --deselect suites/chaos/test_chaos.py \
-  --deselect '$(FINDINGS)::test_hw1_consumer_cut_off_from_its_preferred_replica_keeps_reading[confluent-kafka]' \
-  --deselect '$(FINDINGS)::test_hw1_consumer_cut_off_from_its_preferred_replica_keeps_reading[java]' \
-  --deselect '$(FINDINGS)::test_hw11_consumer_reads_a_frozen_leader_s_partition_from_its_successor[confluent-kafka]' \
-  --deselect '$(FINDINGS)::test_hw14_read_committed_never_returns_an_aborted_record[java]' \
-  --deselect '$(FINDINGS)::test_hw16_a_commit_that_returned_is_committed[java]' \
-  --deselect suites/conformance/test_groups.py::test_every_partition_is_read_through_a_member_restart \
-  --deselect suites/conformance/test_transactions.py::test_transactions_v1_and_v2_through_faults_on_the_producer_s_links \
-  --deselect 'suites/conformance/test_durability.py::test_no_loss_no_uncommitted_read_no_skip[leader-partition]' \
-  --deselect 'suites/conformance/test_durability.py::test_consumers_keep_up_under_leader_faults[leader-partition]' \
-  --deselect suites/conformance/test_share_groups.py::test_share_group_through_freezes_and_leader_kills \
-  --deselect tests/integration/test_report_real.py::test_a_real_scheduled_runs_manifest_reaches_the_report \
-  --deselect suites/conformance/test_power_loss.py::test_correlated_power_loss_is_detected_and_measured \
-  --deselect tests/integration/test_disk_faults.py::test_corrupted_segments_after_a_crash_and_after_a_clean_stop \
-  --deselect suites/conformance/test_clock.py \
-  --deselect tests/integration/test_clock_faults.py::test_hw20_the_controller_s_clock_going_back_stalls_its_writes \
-  --deselect tests/integration/test_external_security.py::test_a_conformance_suite_runs_on_a_sasl_cluster_through_pytest \
-  --deselect tests/integration/test_report_e2e.py::test_second_report_reuses_cached_runs_and_agrees \
-  --deselect 'suites/conformance/test_durability.py::test_no_loss_no_uncommitted_read_no_skip[leader-pause]' \
-  --deselect 'suites/conformance/test_durability.py::test_consumers_keep_up_under_leader_faults[leader-pause]' \
-  --deselect 'suites/conformance/test_groups.py::test_members_killed_and_frozen_lose_nothing[consumer-range]' \
-  --deselect suites/conformance/test_groups.py::test_the_leader_member_killed_then_frozen_loses_nothing \
-  --deselect suites/conformance/test_groups.py::test_a_majority_of_members_killed_then_restarted_loses_nothing \
-  --deselect suites/conformance/test_groups.py::test_member_churn_loses_nothing \
-  --deselect suites/conformance/test_groups.py::test_seeded_member_faults_lose_nothing \
-  --deselect 'suites/conformance/test_durability.py::test_no_loss_no_uncommitted_read_no_skip[leader-kill]' \
-  --deselect 'suites/conformance/test_durability.py::test_consumers_keep_up_under_leader_faults[leader-kill]' \
-  --deselect 'suites/conformance/test_kip392_fetching.py::test_consumer_moves_when_its_replica_leaves_the_isr_and_returns[cut-off]' \
-  --deselect 'suites/conformance/test_kip392_fetching.py::test_consumer_moves_when_its_replica_leaves_the_isr_and_returns[slowed]' \
-  --deselect 'suites/conformance/test_transactions.py::test_read_committed_sees_only_whole_committed_transactions[coordinators-cut-pause]' \
-  --deselect suites/conformance/test_kip392_fetching.py::test_follower_served_records_are_not_held_back_at_a_quiet_rate \
-  --deselect tests/integration/test_spark_sweep.py \
-  --deselect suites/conformance/test_kip320.py
+# What make test leaves out for its 35 minutes: the tests marked nightly(reason, seconds), each
+# with its reason where it is (docs/contributing.md lists them). `make test MARKS=` runs them too;
+# `make nightly SHARD=I/N` runs slice I of N of them, which .ci/run does after make test.
+MARKS ?= not nightly
+NIGHTLY_RESULTS := results/nightly-slice
 
-.PHONY: install system-packages lint test unit suites campaign
+.PHONY: install system-packages lint test nightly unit suites campaign
 
 $(STAMP): pyproject.toml
 	@echo "== highwater: creating $(VENV) and installing Python packages"
@@ -172,9 +98,18 @@ lint: $(STAMP)
 # listed, unknown (3) passes. The runs of an earlier make test are cleared first.
 test: install lint
 	rm -rf results/make-test results/make-test-report
-	$(BIN)/pytest $(PYTEST_ARGS) $(TEST_PATHS) --profile $(PROFILE) --client-rotation $(CLIENT_ROTATION) $(DESELECT) --results results/make-test
+	$(BIN)/pytest $(PYTEST_ARGS) $(TEST_PATHS) --profile $(PROFILE) --client-rotation $(CLIENT_ROTATION) -m "$(MARKS)" --results results/make-test
 	$(BIN)/highwater report results/make-test --out results/make-test-report --quiet; \
 	  code=$$?; [ $$code -eq 0 ] || [ $$code -eq 3 ] || { echo "== highwater: the report of make test's runs exited $$code"; exit 1; }
+
+# One slice of the nightly tests (SHARD=I/N: --shard, weighted by their marks' seconds) on the
+# clients of make test's rotation, then the report of its runs, judged as make test's are.
+SHARD ?= 1/1
+nightly: install
+	rm -rf $(NIGHTLY_RESULTS) $(NIGHTLY_RESULTS)-report
+	$(BIN)/pytest $(PYTEST_ARGS) $(TEST_PATHS) --profile $(PROFILE) --client-rotation $(CLIENT_ROTATION) -m nightly --shard $(SHARD) --results $(NIGHTLY_RESULTS)
+	@if [ -d $(NIGHTLY_RESULTS) ]; then $(BIN)/highwater report $(NIGHTLY_RESULTS) --out $(NIGHTLY_RESULTS)-report --quiet; \
+	  code=$$?; [ $$code -eq 0 ] || [ $$code -eq 3 ] || { echo "== highwater: the report of the nightly slice's runs exited $$code"; exit 1; }; fi
 
 unit: $(STAMP)
 	$(BIN)/pytest -m "not integration" tests

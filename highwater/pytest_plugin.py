@@ -197,6 +197,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "shared_run(param): the tests of a module with the same value of param judge one cached run: "
         "--shard keeps them in one shard (client_rotation(param, ...) says the same)",
     )
+    config.addinivalue_line(
+        "markers",
+        "nightly(reason, seconds): highwater's own make test leaves the test out for its time budget (the "
+        "reason says what covers it there); its CI runs it in rotating --shard slices weighted by seconds",
+    )
     try:
         get_backend(config.getoption("--backend"))
     except BackendError as exc:
@@ -330,6 +335,16 @@ def shard_group(item: pytest.Item) -> str:
     return "::".join(parts)
 
 
+#: a test's expected seconds when it says none (a short integration test's order of magnitude)
+DEFAULT_SECONDS = 30.0
+
+
+def expected_seconds(item: pytest.Item) -> float:
+    """What ``--shard`` weighs a test by: its ``nightly`` mark's seconds, else ``DEFAULT_SECONDS``."""
+    mark = item.get_closest_marker("nightly")
+    return float(mark.kwargs.get("seconds", DEFAULT_SECONDS)) if mark is not None else DEFAULT_SECONDS
+
+
 @pytest.hookimpl(trylast=True)  # after -k, -m and --deselect: the shards split what is left
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--shard I/N``: keep shard I of the collected tests (``highwater.pytest_runs.partition``
@@ -337,7 +352,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     shard: Shard | None = config.getoption("--shard")
     if shard is None:
         return
-    shards = partition([shard_group(item) for item in items], shard.total)
+    shards = partition([shard_group(item) for item in items], shard.total, [expected_seconds(item) for item in items])
     kept = [item for item, s in zip(items, shards) if s == shard.index]
     left = [item for item, s in zip(items, shards) if s != shard.index]
     config.stash[SHARDED] = (shard, len(items), len(kept))

@@ -66,17 +66,25 @@ def shard_spec(text: str) -> Shard:
     return shard
 
 
-def partition(keys: Sequence[str], total: int) -> list[int]:
+def partition(keys: Sequence[str], total: int, weights: Sequence[float] | None = None) -> list[int]:
     """The shard (1..total) of each of a session's tests, given each test's group key (tests
-    with one key stay in one shard; a key of its own per test otherwise): the groups, largest
-    first and then by key, each go to the shard with the fewest tests so far (the lowest
-    number on a tie). It depends on the keys alone, not on their order, so every shard of a
-    session computes the same split; with a key per test the shards differ by at most one
-    test, and by at most the largest group otherwise."""
+    with one key stay in one shard; a key of its own per test otherwise): the groups, heaviest
+    first and then by key, each go to the shard with the least load so far (the lowest number
+    on a tie). A group's weight is its number of tests, or with ``weights`` (a test's expected
+    seconds) its heaviest test's: the tests of a group judge one run, which is most of their
+    time. It depends on the keys and weights alone, not on their order, so every shard of a
+    session computes the same split; with a key per test and no weights the shards differ by at
+    most one test, and by at most the largest group otherwise."""
     if total < 1:
         raise ValueError(f"total must be at least 1, not {total}")
-    sizes = Counter(keys)
-    load = [0] * total
+    if weights is not None and len(weights) != len(keys):
+        raise ValueError(f"{len(weights)} weights for {len(keys)} keys")
+    sizes: dict[str, float] = dict(Counter(keys))
+    if weights is not None:
+        sizes = {}
+        for key, weight in zip(keys, weights):
+            sizes[key] = max(sizes.get(key, 0.0), weight)
+    load = [0.0] * total
     shard_of: dict[str, int] = {}
     for key in sorted(sizes, key=lambda k: (-sizes[k], k)):
         least = min(range(total), key=lambda i: (load[i], i))

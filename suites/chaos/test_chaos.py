@@ -20,6 +20,7 @@ from highwater.faults.spec import FaultKind, Flow
 from highwater.faults.target import ClientsTarget, CoordinatorTarget
 from highwater.nemesis import scheduled
 from highwater.profiles import PROFILES, Profile
+from highwater.suites.nightly import nightly
 from highwater.suites.scenario import RUN_OPTIONS, assert_verdicts, chaos_schedule_config, client_topic, run_scenario
 
 #: the group variant: its fault windows outlast the consumers' session timeout (45 s, the default
@@ -33,6 +34,8 @@ GROUP_WINDOW = (50.0, 56.0)
 #: same and two more at the profile's chaos length.
 GROUP_SEEDS = {"ci": (161,), "nightly": (161, 14, 58)}
 GROUP_SECONDS = {"ci": 80.0}
+#: make campaign runs the seeded chaos runs too; make test runs the fault kinds one by one
+pytestmark = nightly("make campaign runs it; make test's suites run each fault kind alone", 120)
 _DURABILITY = ("lost-write", "uncommitted-read", "poll-skip")
 _GROUP = ("commit-ahead", "commit-regression", "rebalance-skip", "group-delivery")
 

@@ -18,8 +18,8 @@ RF 3; the plans are ``suites.scenario.CLOCK_PLANS``:
 ``test_a_clock_jump_loses_nothing`` asserts the durability checks; ``test_what_a_clock_jump_costs``
 judges the timed checks (ISR stability, progress, the consumers' moves) of the same runs, which
 say whether a jump held up the ISR or the producers: it found HW-19 (a strict xfail) and HW-20
-(intermittent, a non-strict xfail), docs/findings.md. The suite runs in the nightly profile and
-campaigns (``make test`` runs the clock faults' own integration test).
+(intermittent, a non-strict xfail), docs/findings.md. The suite is nightly (``make test`` runs the
+clock faults' own integration test; ``.ci/run`` runs this suite in its rotating nightly slices).
 
 The suite needs the local backend and Debian's libfaketime (``make`` installs it); otherwise it
 is skipped with the line that says why.
@@ -38,6 +38,7 @@ from highwater.harness.clock import ClockError, find_libfaketime
 from highwater.pytest_plugin import module_cluster
 from highwater.runner import RunResult
 from highwater.suites.findings import finding_mark
+from highwater.suites.nightly import nightly
 from highwater.suites.scenario import CLOCK_PLANS, PLANS, TIMED_CHECKS, check_verdicts, describe, run_once, run_plan
 
 #: HW-19: a follower whose last caught-up time the leader took while its clock was ahead stays in
@@ -48,6 +49,9 @@ HW19 = finding_mark("HW-19", "clock/leader-back-then-follower-cut")
 #: HW-20: after the active controller's clock went back, it may stop committing (intermittent)
 HW20 = finding_mark("HW-20", "clock/controller-back-then-kill")
 CASES = [p.scenario for p in CLOCK_PLANS]
+pytestmark = nightly(
+    "make test runs the clock faults' own integration test (tests/integration/test_clock_faults.py)", 50
+)
 #: what each test expects of each case: the controller's cases come last (HW-20 may leave the
 #: controller stalled for minutes after them)
 SAFETY_CASES = [pytest.param(c, marks=HW20) if c == "controller-back-then-kill" else c for c in CASES]

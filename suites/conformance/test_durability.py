@@ -12,6 +12,7 @@ from highwater.core.checks.verdict import Verdict
 from highwater.runner import RunResult
 from highwater.suites.findings import expect_hw9, expect_hw13, expect_hw17
 from highwater.suites.hw8 import without_hw8
+from highwater.suites.nightly import cases, nightly
 from highwater.suites.scenario import PLANS, TIMED_CHECKS, TimedChecksOnly, check_verdicts, describe, run_once, run_plan
 
 SCENARIOS = {p.scenario: list(p.steps) for p in PLANS.values() if p.suite == "durability"}
@@ -57,9 +58,19 @@ HW9_SCENARIOS = ("leader-partition",)
 #: make test's economy (``--client-rotation``): scenario i runs on the i-th client of the rotation
 ROTATION = pytest.mark.client_rotation("scenario", list(SCENARIOS))
 
+#: the scenarios make test leaves to the nightly slices (each mark on both tests: they judge one run)
+NIGHTLY = {
+    "leader-kill": nightly("the power-loss suite's leader case kills the leader under the same checks", 45),
+    "leader-partition": nightly(
+        "a leader cut off stays in make test as the transactions suite's and the compose run's cuts", 45
+    ),
+    "leader-pause": nightly("a paused leader stays in make test in HW-5's and HW-11's tests", 45),
+}
+CASES = cases(SCENARIOS, NIGHTLY)
+
 
 @ROTATION
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
+@pytest.mark.parametrize("scenario", CASES)
 def test_no_loss_no_uncommitted_read_no_skip(
     cluster,
     profile,
@@ -77,7 +88,7 @@ def test_no_loss_no_uncommitted_read_no_skip(
 
 
 @ROTATION
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
+@pytest.mark.parametrize("scenario", CASES)
 def test_consumers_keep_up_under_leader_faults(
     request,
     cluster,

@@ -20,11 +20,11 @@ session timeout (evicted; it must find itself fenced when it thaws), one frozen 
 pause: it keeps its partitions). A client without the consumer protocol is skipped with the one
 line that says so. The consumer protocol runs with each of KIP-848's server-side assignors
 (``group.remote.assignor``): ``[consumer]`` with ``uniform`` (the brokers' default, named), and
-``[consumer-range]`` with ``range`` (nightly and campaigns only: deselected in ``make test``);
+``[consumer-range]`` with ``range`` (nightly: ``make test`` leaves it out);
 each is a report column of its own (``member-faults-consumer-uniform``,
 ``member-faults-consumer-range``), beside ``member-faults-classic``.
 
-Three more member-fault scenarios (nightly and campaigns only: deselected in ``make test``), with
+Three more member-fault scenarios (nightly: ``make test`` leaves them out), with
 member-faults' promises and its assertion, on the classic protocol and KIP-848's (uniform):
 
 - ``leader-member-faults`` (classic only: KIP-848's consumer protocol has no leader member, the
@@ -61,6 +61,7 @@ from highwater.faults.schedule import Schedule
 from highwater.harness.clients import get_driver
 from highwater.harness.clients.groups import group_protocol_refusal
 from highwater.nemesis import PlannedNemesis, scheduled
+from highwater.suites.nightly import cases, nightly
 from highwater.suites.scenario import (
     GROUP_SESSION_MS,
     PLANS,
@@ -107,6 +108,7 @@ def assert_group_delivered(verdicts: list[Verdict]) -> None:
     assert delivery.counts["unjudged"] == 0, f"partitions without a final read: {delivery.counts}"
 
 
+@nightly("member-faults' first step kills and restarts a member; the client bisect plays this one", 50)
 def test_every_partition_is_read_through_a_member_restart(cluster, profile, campaign, results_root, repro) -> None:  # type: ignore[no-untyped-def]
     result = run_plan(
         cluster,
@@ -128,11 +130,14 @@ def test_every_partition_is_read_through_a_member_restart(cluster, profile, camp
 # make test (--client-rotation kafka-python,confluent-kafka,java,kafkajs): classic on confluent-kafka,
 # consumer (uniform) on Java; the None holds kafka-python's turn (its group members are killed and
 # restarted in the client bisect, tests/integration/test_client_bisect.py). consumer-range is the
-# nightly's (make test deselects it); under the rotation it takes Java's turn again, the seventh
+# nightly's (make test leaves it out); under the rotation it takes Java's turn again, the seventh
 # place of a four-client turn (the Nones hold kafkajs's, kafka-python's and confluent-kafka's),
 # so uniform and range meet on one client.
 @pytest.mark.client_rotation("group_run", [None, "classic", "consumer", None, None, None, "consumer-range"])
-@pytest.mark.parametrize("group_run", list(GROUP_RUNS))
+@pytest.mark.parametrize(
+    "group_run",
+    cases(GROUP_RUNS, {"consumer-range": nightly("the consumer protocol's uniform assignor runs in make test", 45)}),
+)
 def test_members_killed_and_frozen_lose_nothing(  # type: ignore[no-untyped-def]
     cluster, profile, campaign, results_root, repro, group_run
 ) -> None:
@@ -221,8 +226,12 @@ def assert_faults_resolved(events: list[dict[str, Any]], plan: Plan, sizes: list
     return targets
 
 
-# Nightly and campaigns only (make test deselects them): each runs on whichever client the session
-# names (--client), on the protocols that have the fault.
+# Nightly only (make test leaves them out): each runs on whichever client the session names
+# (--client), on the protocols that have the fault; member-faults' kills and freezes run in make test.
+GROUP_FAULTS_NIGHTLY = "member-faults on both protocols (make test) kill and freeze members of a live group"
+
+
+@nightly(GROUP_FAULTS_NIGHTLY, 50)
 @pytest.mark.parametrize("group_run", ["classic"])  # the consumer protocol has no leader member
 def test_the_leader_member_killed_then_frozen_loses_nothing(  # type: ignore[no-untyped-def]
     cluster, profile, campaign, results_root, repro, group_run
@@ -233,6 +242,7 @@ def test_the_leader_member_killed_then_frozen_loses_nothing(  # type: ignore[no-
     assert_faults_resolved(events, LEADER_FAULTS, [1, 1])
 
 
+@nightly(GROUP_FAULTS_NIGHTLY, 50)
 @pytest.mark.parametrize("group_run", ["classic", "consumer"])
 def test_a_majority_of_members_killed_then_restarted_loses_nothing(  # type: ignore[no-untyped-def]
     cluster, profile, campaign, results_root, repro, group_run
@@ -244,6 +254,7 @@ def test_a_majority_of_members_killed_then_restarted_loses_nothing(  # type: ign
     assert assert_faults_resolved(events, MAJORITY_FAULTS, [2, 2]) == [["consumer-0", "consumer-1"]] * 2
 
 
+@nightly(GROUP_FAULTS_NIGHTLY, 105)
 @pytest.mark.parametrize("group_run", ["classic", "consumer"])
 def test_member_churn_loses_nothing(  # type: ignore[no-untyped-def]
     cluster, profile, campaign, results_root, repro, group_run
@@ -253,6 +264,7 @@ def test_member_churn_loses_nothing(  # type: ignore[no-untyped-def]
     assert targets == [[s.fault.rsplit(":", 1)[1]] for s in CHURN.steps]
 
 
+@nightly(GROUP_FAULTS_NIGHTLY, 65)
 @pytest.mark.parametrize("group_run", ["classic", "consumer"])
 def test_seeded_member_faults_lose_nothing(  # type: ignore[no-untyped-def]
     cluster, profile, campaign, results_root, repro, group_run

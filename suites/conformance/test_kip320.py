@@ -58,9 +58,12 @@ from highwater.profiles import Profile
 from highwater.run_spec import RunSpec
 from highwater.runner import RunResult, execute_run
 from highwater.suites.findings import expect_hw12, finding_mark
+from highwater.suites.nightly import nightly
 from highwater.suites.scenario import KIP320_WINDOW_SECONDS, PLANS, RUN_OPTIONS
 
 TOPIC = "kip320"
+#: make test runs this scenario from the installed wheel, the CI recipe's push job
+pytestmark = nightly("make test runs it from the installed wheel (tests/integration/test_installed.py)", 45)
 #: the checks that must hold (the policy never allows them); the plan is PLANS["kip-320/unclean-truncation"]
 MUST_HOLD = PLANS["kip-320/unclean-truncation"].must_hold
 #: every fault window of the scenario lasts at least this long (the timed checks' bounds plus

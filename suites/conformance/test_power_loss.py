@@ -27,7 +27,7 @@ Whatever a case allows, its run measures what happened (``power-measures.json``:
 writes lost, records served that then vanished, bytes the disks dropped, how long each partition
 took no write) and the report puts the cases side by side per release (``reports.power``).
 
-``make test`` runs the leader case; the correlated cases run in the nightly profile and campaigns.
+``make test`` runs the leader case; the correlated cases are nightly (``.ci/run``'s slices).
 The suite needs the local backend (the disk layer is a FUSE mount of ours): on another backend it
 is skipped with that line.
 """
@@ -44,6 +44,7 @@ from highwater.harness.backend import ClusterBackend
 from highwater.harness.features import has_elr
 from highwater.pytest_plugin import module_cluster
 from highwater.runner import RunResult
+from highwater.suites.nightly import nightly
 from highwater.suites.scenario import PLANS, POWER_CASES, TIMED_CHECKS, check_verdicts, run_plan
 
 #: the election settings of each case (the RunSpec overrides on top of acks=all, min ISR 2)
@@ -119,6 +120,7 @@ def test_power_loss_of_the_leader_loses_nothing_acknowledged(
     _judge(result, "leader", repro)
 
 
+@nightly("the leader's power loss runs in make test under the same checks", 55)
 @pytest.mark.parametrize("case", NIGHTLY_CASES)
 def test_correlated_power_loss_is_detected_and_measured(
     cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str, kafka_version: str, case: str

@@ -11,8 +11,8 @@ is archived by Kafka (``harness.workload.share``). The group's acquisition lock 
 
 - ``member-coordinator-kill`` (``make test``, on Kafka's Java client): a member killed and
   started again, then the broker coordinating the group killed and restarted.
-- ``member-freezes``, ``coordinator-cut-pause`` and ``leader-kills`` (nightly and campaigns:
-  ``make test`` deselects them): a member frozen past its lock (its records must come back to
+- ``member-freezes``, ``coordinator-cut-pause`` and ``leader-kills`` (nightly: ``make test``
+  leaves them out): a member frozen past its lock (its records must come back to
   the others, after the lock and not before) and one frozen for less; the coordinator's broker
   cut off, then frozen; two partition leaders killed in turn.
 
@@ -31,6 +31,7 @@ from highwater.core.checks.verdict import Verdict
 from highwater.core.history import read_history
 from highwater.harness.clients import get_driver
 from highwater.harness.clients.share import share_refusal
+from highwater.suites.nightly import nightly
 from highwater.suites.scenario import PLANS, RUN_OPTIONS, SHARE_LOCK_MS, assert_verdicts, check_verdicts, run_plan
 
 KILLS = PLANS["share-groups/member-coordinator-kill"]
@@ -92,6 +93,7 @@ def test_share_group_through_a_member_kill_and_a_coordinator_kill(  # type: igno
     assert any(e["type"] == "ok" for e in again), "the killed member never acquired a record after its restart"
 
 
+@nightly("the member-and-coordinator kill runs in make test", 75)
 @pytest.mark.parametrize("plan", NIGHTLY, ids=[p.scenario for p in NIGHTLY])
 def test_share_group_through_freezes_and_leader_kills(  # type: ignore[no-untyped-def]
     cluster, profile, campaign, results_root, repro, plan

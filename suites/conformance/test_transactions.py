@@ -33,6 +33,7 @@ from highwater.harness.clients.txnversion import transaction_version_refusal
 from highwater.runner import record_beyond
 from highwater.suites.findings import FINDINGS, HW9_COORDINATOR_CUT, expect_kafkajs_transactions
 from highwater.suites.hw8 import without_hw8
+from highwater.suites.nightly import cases, nightly
 from highwater.suites.scenario import (
     PRODUCER_LINKS,
     RUN_OPTIONS,
@@ -140,7 +141,13 @@ OVERRIDES = {"exactly-once-copy": {"producers": 1}}
 
 
 @pytest.mark.client_rotation("scenario", list(TXN_PLANS))  # make test: one scenario per client
-@pytest.mark.parametrize("scenario", list(TXN_PLANS))
+@pytest.mark.parametrize(
+    "scenario",
+    cases(
+        TXN_PLANS,
+        {"coordinators-cut-pause": nightly("coordinators-kill and exactly-once-copy stay in make test", 50)},
+    ),
+)
 def test_read_committed_sees_only_whole_committed_transactions(
     request,
     cluster,
@@ -203,6 +210,7 @@ def test_read_committed_sees_only_whole_committed_transactions(
         assert by["commit-ahead"].counts["commits"] > 0
 
 
+@nightly("make test's transactions run on the release's default transaction.version", 65)
 @pytest.mark.parametrize("version", [1, 2])
 def test_transactions_v1_and_v2_through_faults_on_the_producer_s_links(  # type: ignore[no-untyped-def]
     cluster, profile, campaign, results_root, repro, kafka_version, version

@@ -22,6 +22,7 @@ from highwater.harness.clock import SHM_DIR, ClockError, find_libfaketime
 from highwater.harness.local.cluster import Cluster
 from highwater.harness.procs import ProcessRegistry, is_zombie_or_gone
 from highwater.harness.waiting import wait_until
+from highwater.suites.nightly import nightly
 
 
 def _libfaketime_missing() -> str | None:
@@ -133,6 +134,7 @@ def _produce_until(cluster: Cluster, topic: str, stop: threading.Event) -> None:
         producer.close(5)
 
 
+@nightly("HW-20 is intermittent; the clock faults' own test runs in make test", 35)
 @pytest.mark.xfail(
     strict=False,  # seen in 1 of 5 runs of this test (and in both clock-suite runs): intermittent
     reason=(

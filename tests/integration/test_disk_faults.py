@@ -18,6 +18,7 @@ from highwater.faults.spec import parse_fault
 from highwater.harness.diskfs import mounts_under
 from highwater.harness.local.cluster import Cluster
 from highwater.harness.paths import clusters_dir
+from highwater.suites.nightly import nightly
 
 pytestmark = pytest.mark.integration
 
@@ -133,6 +134,7 @@ def _read_all(cluster: Cluster, topic: str) -> tuple[list[int], str | None]:
         consumer.close()
 
 
+@nightly("the corruption faults' file operations are unit-tested in make test", 35)
 def test_corrupted_segments_after_a_crash_and_after_a_clean_stop(cluster_factory: Any, tmp_path: Path) -> None:
     """What Kafka makes of a corrupted segment (one broker, RF 1: no replica to repair it from).
     Measured on Kafka 4.4.0 (50 records of one batch each):

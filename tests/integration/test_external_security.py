@@ -17,6 +17,7 @@ from highwater.harness.security import ClientSecurity
 from highwater.harness.waiting import wait_until
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
+from highwater.suites.nightly import nightly
 
 from .test_external import cluster_file, run_rack_suite_on_external
 
@@ -94,6 +95,7 @@ def test_a_run_through_the_external_backend_authenticates_every_client(
     )
 
 
+@nightly("every client's SASL authentication stays in make test", 45)
 def test_a_conformance_suite_runs_on_a_sasl_cluster_through_pytest(sasl_cluster: Cluster, tmp_path: Path) -> None:
     path = sasl_file(
         tmp_path,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -32,6 +33,7 @@ from highwater.harness.lifecycle import accepts_connection
 from highwater.harness.local.cluster import Cluster
 from highwater.harness.toxiproxy import ByteCounters
 from highwater.harness.waiting import WaitTimeout, wait_until, wait_until_steady
+from highwater.suites.nightly import nightly
 
 from .kafka_util import BackgroundProducer, produce
 
@@ -54,14 +56,26 @@ HW1_BREAKS = {
 NOT_YET = frozenset({"kafkajs"})
 
 
-def every_client(breaks: dict[str, str], also: frozenset[str] = frozenset()) -> list[Any]:
+def every_client(
+    breaks: dict[str, str], also: frozenset[str] = frozenset(), nightly: Mapping[str, pytest.MarkDecorator] = {}
+) -> list[Any]:
     """Every client (but those ``NOT_YET`` judged, unless in ``also``) as a test parameter;
-    those in ``breaks`` a strict xfail naming their finding."""
+    those in ``breaks`` a strict xfail naming their finding, those in ``nightly`` its mark."""
     return [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=f"FINDING {breaks[c]}")) if c in breaks else c
+        pytest.param(
+            c,
+            marks=[
+                *([pytest.mark.xfail(strict=True, reason=f"FINDING {breaks[c]}")] if c in breaks else []),
+                *([nightly[c]] if c in nightly else []),
+            ],
+        )
         for c in client_names()
         if c not in NOT_YET or c in also
     ]
+
+
+#: a finding's run on a client that keeps or breaks it the same way as another run here
+SAME_AS = "another client's run in make test shows the finding the same way"
 
 
 class _Quiet:
@@ -96,7 +110,16 @@ def _consume(client: str, cluster: Cluster, topic: str, count: int, rack: str, t
         consumer.close()
 
 
-@pytest.mark.parametrize("client", every_client(HW1_BREAKS))
+@pytest.mark.parametrize(
+    "client",
+    every_client(
+        HW1_BREAKS,
+        nightly={
+            "confluent-kafka": nightly(SAME_AS + " (HW-1 is the broker's: every client)", 25),
+            "java": nightly(SAME_AS + " (HW-1 is the broker's: kafka-python shows it)", 25),
+        },
+    ),
+)
 def test_hw1_consumer_cut_off_from_its_preferred_replica_keeps_reading(cluster: Cluster, client: str) -> None:
     """KIP-392 liveness: a consumer whose rack's in-sync follower is unreachable (only that
     client link is cut) still reads everything within 20 s: the leader keeps naming the follower
@@ -369,7 +392,7 @@ class _Reads:
         self.consumer.close()
 
 
-@pytest.mark.parametrize("client", every_client(HW11_BREAKS))
+@pytest.mark.parametrize("client", every_client(HW11_BREAKS, nightly={"confluent-kafka": nightly(SAME_AS, 25)}))
 def test_hw11_consumer_reads_a_frozen_leader_s_partition_from_its_successor(cluster: Cluster, client: str) -> None:
     """Liveness when a leader freezes (SIGSTOP: its kernel accepts connections, nothing answers)
     and its partition moves: with Kafka's default metadata.max.age.ms, a consumer of three
@@ -484,7 +507,11 @@ HW14_CLIENTS = ("java", "kafkajs")
 
 @pytest.mark.parametrize(
     "client",
-    [c for c in every_client(HW14_BREAKS, also=frozenset({"kafkajs"})) if getattr(c, "values", [c])[0] in HW14_CLIENTS],
+    [
+        c
+        for c in every_client(HW14_BREAKS, also=frozenset({"kafkajs"}), nightly={"java": nightly(SAME_AS, 25)})
+        if getattr(c, "values", [c])[0] in HW14_CLIENTS
+    ],
 )
 def test_hw14_read_committed_never_returns_an_aborted_record(cluster: Cluster, client: str) -> None:
     """KIP-98: a read_committed consumer never returns a record of an aborted transaction. Two
@@ -573,7 +600,15 @@ def _committed(cluster: Cluster, group: str, tp: TopicPartition) -> int | None:
 
 @pytest.mark.parametrize(
     "client",
-    [c for c in every_client(HW16_BREAKS, also=frozenset({"kafkajs"})) if getattr(c, "values", [c])[0] in HW16_CLIENTS],
+    [
+        c
+        for c in every_client(
+            HW16_BREAKS,
+            also=frozenset({"kafkajs"}),
+            nightly={"java": nightly("it waits out Java's 60 s commit timeout; kafkajs shows HW-16 in ~25 s", 70)},
+        )
+        if getattr(c, "values", [c])[0] in HW16_CLIENTS
+    ],
 )
 def test_hw16_a_commit_that_returned_is_committed(cluster: Cluster, client: str) -> None:
     """A consumer's synchronous commit returns only once the group's coordinator stored the

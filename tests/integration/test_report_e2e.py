@@ -20,6 +20,7 @@ import pytest
 from highwater.cli import main as highwater
 from highwater.core.checks import run_all_checks
 from highwater.reports.browser_check import check_page, find_chromium
+from highwater.suites.nightly import nightly
 from tests.synth.reports import RunSpec, demo_specs, write_results
 
 RANDOM_SPECS = [
@@ -234,6 +235,7 @@ def _verdict_view(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@nightly("the report's run cache has its unit tests in make test", 30)
 def test_second_report_reuses_cached_runs_and_agrees(
     report: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:

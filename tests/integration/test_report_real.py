@@ -19,6 +19,7 @@ from highwater.harness.local.cluster import Cluster
 from highwater.reports.browser_check import check_page, find_chromium
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
+from highwater.suites.nightly import nightly
 
 from .kafka_util import NOT_APPLICABLE_WITHOUT_TXN_COMMITS_OR_IDEMPOTENCE
 
@@ -64,6 +65,7 @@ def test_report_from_a_real_run_opens_clean_in_chromium(cluster: Cluster, tmp_pa
     assert [r["valid"] for r in page.content["runs"]] == ["true"]
 
 
+@nightly("the manifest's round trip is unit-tested; the report of a real run keeps its browser test in make test", 45)
 def test_a_real_scheduled_runs_manifest_reaches_the_report(cluster: Cluster, tmp_path: Path) -> None:
     """A short seeded run on the real cluster; its run.json read back through the report path
     (``reports.layout`` and ``reports.aggregate.build``): the schedule and the start time survive

@@ -24,6 +24,7 @@ from highwater.harness.lifecycle import address_free
 from highwater.harness.procs import proc_cmdline, spawn
 from highwater.harness.waiting import wait_until
 from highwater.spark_standalone import owned_pids, standalone
+from highwater.suites.nightly import nightly
 from highwater.sweep_cells import REFUSE_FIRST_ENV
 
 SCENARIO = "suites/conformance/test_kip392_fetching.py::test_each_rack_reads_from_its_own_replica"
@@ -61,6 +62,7 @@ def is_loopback(hex_address: str) -> bool:
     return addr == bytes(15) + b"\x01" or (addr[:12] == bytes(10) + b"\xff\xff" and addr[12] == 127)
 
 
+@nightly("make campaign runs it; the sweep's cells, retries and master URLs are unit-tested in make test", 95)
 def test_a_sweep_spread_over_a_standalone_cluster_retries_a_harness_error_only(tmp_path: Path) -> None:
     results = tmp_path / "results"
     campaign = "spread"

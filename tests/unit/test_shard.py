@@ -244,3 +244,23 @@ def test_a_child_pytest_killed_by_a_signal_is_named_with_where_its_runs_are(
         "as they got, are under res/c1"
     )
     assert pytest_runs.signal_name(9) == "SIGKILL" and pytest_runs.signal_name(999) == "signal 999"
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from("abcdefghij"), st.integers(min_value=1, max_value=300)), max_size=40),
+    st.integers(min_value=1, max_value=6),
+)
+def test_weighted_groups_stay_together_and_the_heaviest_shard_is_within_one_group_of_the_lightest(
+    tests: list[tuple[str, int]], total: int
+) -> None:
+    keys, weights = [k for k, _ in tests], [float(w) for _, w in tests]
+    shards = partition(keys, total, weights)
+    assert all(len({s for k2, s in zip(keys, shards) if k2 == k}) == 1 for k in set(keys))
+    group = {k: max(w for k2, w in zip(keys, weights) if k2 == k) for k in set(keys)}
+    load = [sum(w for k, w in group.items() if shards[keys.index(k)] == i) for i in range(1, total + 1)]
+    assert max(load) - min(load) <= max(group.values(), default=0.0)
+
+
+def test_a_weight_per_key_is_required() -> None:
+    with pytest.raises(ValueError, match="2 weights for 3 keys"):
+        partition(["a", "b", "c"], 2, [1.0, 2.0])
