@@ -101,6 +101,8 @@ class ClusterShape:
     racks: int = 3
     controllers: int = 0  # 0: combined broker+controller nodes
     broker_config: dict[str, str] = field(default_factory=dict)  # overrides of the defaults
+    disk: str = "plain"  # "lossy": the nodes' logs on lossyfs (disk faults); manifests before it: plain
+    clock: str = "real"  # "faked": the nodes' clocks through libfaketime (clock faults)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,6 +111,8 @@ class ClusterShape:
             "racks": self.racks,
             "controllers": self.controllers,
             "broker_config": dict(self.broker_config),
+            "disk": self.disk,
+            "clock": self.clock,
         }
 
     @classmethod
@@ -121,6 +125,8 @@ class ClusterShape:
             racks=_int(d.get("racks", 3), "cluster.racks"),
             controllers=_int(d.get("controllers", 0), "cluster.controllers"),
             broker_config=_str_map(d.get("broker_config") or {}, "cluster.broker_config"),
+            disk=str(d.get("disk") or "plain"),
+            clock=str(d.get("clock") or "real"),
         )
 
 

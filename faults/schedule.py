@@ -55,6 +55,9 @@ from highwater.harness.topology import Topology
 
 FORMAT = "highwater.schedule/1"
 
+#: a rolling restart needs minutes: a schedule shorter than this should not weigh it (seconds)
+ROLLING_RESTART_MIN_LENGTH = 240.0
+
 #: the member selectors ``ScheduleConfig.member_targets`` may name, in drawing order
 MEMBER_TARGETS = ("members", "group-leader")
 

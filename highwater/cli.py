@@ -37,6 +37,7 @@ SUBCOMMAND_MODULES = (
     "cli_run",
     "cli_sweep",
     "cli_replay",
+    "cli_hunt",
     "cli_report",
     "cli_export",
     "cli_compose",

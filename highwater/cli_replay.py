@@ -47,7 +47,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="re-run a recorded run from its manifest (run.json): same scenario, "
         "faults, Kafka version, cluster shape and client",
     )
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (holding run.json) or its run.json")
+    p.add_argument(
+        "run_dir",
+        metavar="RUN_DIR",
+        help="a run directory (holding run.json), its run.json, or a scenario file a shrink wrote (highwater hunt)",
+    )
     p.add_argument("--results", default="results", help="results root of the new run (default: results)")
     p.add_argument("--campaign", default=None, help="campaign of the new run (default: replay-<original campaign>)")
     add_progress_arg(p)
@@ -107,14 +111,16 @@ def plan_replay(manifest: RunManifest, run_dir: Path, *, results_root: Path, cam
         controllers=shape.controllers,
         kafka_version=manifest.kafka_version,
         broker_config=dict(shape.broker_config),
+        disk=shape.disk,
+        clock=shape.clock,
     )
     return ReplayPlan(shape.backend, cluster, spec, nemesis, schedule)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    run_dir = Path(args.run_dir)
-    run_dir = run_dir.parent if run_dir.name == "run.json" else run_dir
-    manifest = RunManifest.read(run_dir)
+    given = Path(args.run_dir)
+    manifest = RunManifest.read(given)  # a run dir, its run.json, or a shrunk scenario file
+    run_dir = given.parent if given.is_file() else given
     plan = plan_replay(manifest, run_dir, results_root=Path(args.results), campaign=args.campaign)
     c = plan.cluster
     progress(

@@ -54,6 +54,16 @@ def tail_seconds(bounds: Mapping[str, Bound]) -> float:
     return math.ceil(required_window_ms(bounds["progress_bound_ms"].ms) / 1000)
 
 
+def shortest_window(bounds: Mapping[str, Bound]) -> float:
+    """The shortest fault window every timed check can judge whatever the fault's kind: the
+    longest stall bound (a hanging fault's) plus its margin, in whole seconds. Seeded schedules
+    and a shrink's shortened windows stay at or above it, so a verdict can say no, not unknown."""
+    longest = max(
+        bounds[name].ms for name in ("consumer_stall_hang_bound_ms", "follower_fetch_bound_ms", "isr_leave_bound_ms")
+    )
+    return math.ceil(required_window_ms(longest) / 1000)
+
+
 def workload_seconds(base: float, steps: Sequence[Step], bounds: Mapping[str, Bound]) -> float:
     """A scripted run's workload: at least ``base``; with steps, at least their calms and holds
     plus ``tail_seconds`` after the last heal, so the timed checks can judge the time after it."""

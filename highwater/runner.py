@@ -63,6 +63,7 @@ from highwater.harness.waiting import wait_until, wait_until_steady
 from highwater.harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
 from highwater.harness.workload.copy import CopyConfig, CopyWorker
 from highwater.harness.workload.final_read import final_read
+from highwater.harness.workload.plant import planted_kind, skip_under
 from highwater.harness.workload.share import (
     AckPolicy,
     GroupOwes,
@@ -136,6 +137,10 @@ def _refuse(cluster: ClusterBackend, spec: RunSpec, client: str, version: str) -
         refused = elr_refusal(kafka, spec.eligible_leader_replicas)
         if refused is not None:
             raise FeatureError(refused)
+    try:
+        planted_kind(spec.extra)
+    except ValueError as exc:
+        raise HighwaterError(str(exc)) from None
 
 
 @dataclass
@@ -221,6 +226,8 @@ def _prepare(cluster: ClusterBackend, spec: RunSpec, nemesis_record: NemesisReco
             cluster.spec.racks,
             cluster.spec.controllers,
             {str(k): str(v) for k, v in cluster.spec.broker_config.items()},
+            disk=cluster.spec.disk,
+            clock=cluster.spec.clock,
         ),
         spec=run_spec_to_json(spec),
         nemesis=nemesis_record,
@@ -298,6 +305,20 @@ def _workers(cluster: ClusterBackend, spec: RunSpec, run: _Run) -> _Workers:
     return _Workers(producers, consumers, observer, ledger, log_mark)
 
 
+def _plant(spec: RunSpec, injector: Injector, consumers: Sequence[object]) -> None:
+    """highwater's own tests only: the planted skip its spec asks for (``harness.workload.plant``)."""
+    kind = planted_kind(spec.extra)
+    if kind is None:
+        return
+
+    def active() -> list[tuple[str, str]]:
+        return [(f.id, f.spec.kind.value) for f in list(injector.active.values())]
+
+    for consumer in consumers:
+        if isinstance(consumer, ConsumerWorker):
+            consumer.plant = skip_under(kind, active)
+
+
 def _play(
     cluster: ClusterBackend,
     spec: RunSpec,
@@ -316,6 +337,7 @@ def _play(
     # setting to the next); a client clock fault moves them (harness.clients.clocks)
     fake_client_clocks(out / "client-clocks" if spec.client_clocks else None)
     injector = Injector(cluster, history, seed=run.seed, default_partition=(spec.topic, 0))
+    _plant(spec, injector, consumers)
     crashed: BaseException | None = None
     # fewer collector passes while records stream (harness.gcpasses); group-leader targets ask
     # this cluster which member leads a group (faults.clients.group_view)

@@ -4,7 +4,6 @@ shares, and for turning verdicts into a readable test failure (with the repro co
 from __future__ import annotations
 
 import json
-import math
 import random
 import re
 from collections.abc import Callable, Iterable
@@ -13,13 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from highwater.core.checks.bounds import Bound, Settings, derive, required_window_ms, stall_bound_name
+from highwater.core.checks import TIMED_CHECKS
+from highwater.core.checks.bounds import Bound, Settings, derive, stall_bound_name
 from highwater.core.checks.verdict import Verdict
-from highwater.faults.schedule import DEFAULT_MIX, Schedule, ScheduleConfig
+from highwater.faults.schedule import DEFAULT_MIX, ROLLING_RESTART_MIN_LENGTH, Schedule, ScheduleConfig
 from highwater.harness.backend import ClusterBackend
 from highwater.harness.clients import DEFAULT_CLIENT
 from highwater.harness.topology import Topology
-from highwater.nemesis import Step, scripted, tail_seconds, workload_seconds
+from highwater.nemesis import Step, scripted, shortest_window, tail_seconds, workload_seconds
 from highwater.profiles import Profile
 from highwater.run_spec import RunSpec, run_settings
 from highwater.runner import Nemesis, RunResult, execute_run
@@ -117,9 +117,6 @@ def assert_verdicts(result: RunResult, *, must_hold: Iterable[str], judged: bool
 # the bound of each timed check that judges it (``core.checks.bounds``), and
 # ``tests/unit/test_broken_twins.py`` can feed each scenario's own assertions a broken twin.
 
-#: the timed checks, and the bounds that judge a fault window of a given kind for each
-TIMED_CHECKS = ("follower-fetch", "progress", "isr-stability", "follower-latency", "rebalance-barrier")
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -147,11 +144,7 @@ class Plan:
         """The shortest fault window every timed check can judge whatever the fault's kind: the
         longest stall bound (a hanging fault's) plus its margin. Seeded schedules draw their
         durations from here up, so a chaos verdict can say no, not just unknown."""
-        b = self.bounds()
-        longest = max(
-            b[name].ms for name in ("consumer_stall_hang_bound_ms", "follower_fetch_bound_ms", "isr_leave_bound_ms")
-        )
-        return math.ceil(required_window_ms(longest) / 1000)
+        return shortest_window(self.bounds())
 
     def settings(self) -> Settings:
         """The settings of a run of this plan: what ``RunSpec.header_config`` records."""
@@ -850,8 +843,6 @@ class TimedChecksOnly(AssertionError):
 
 #: the chaos run's settings, as a plan without scripted steps (its schedule is drawn per seed)
 CHAOS = Plan("chaos", "seeded")
-#: a rolling restart needs minutes; it is drawn only in runs long enough to hold one
-ROLLING_RESTART_MIN_LENGTH = 240.0
 
 
 def chaos_schedule_config(profile: Profile, topic: str) -> ScheduleConfig:

@@ -95,6 +95,10 @@ CHECKS: dict[str, Check] = {
     "share-release-redelivered": share_release_redelivered,
 }
 
+#: the timed checks: each judges time against a bound derived from the settings (a stall, a
+#: follower's lag, the ISR's churn), where the others judge what was read and written
+TIMED_CHECKS = ("follower-fetch", "progress", "isr-stability", "follower-latency", "rebalance-barrier")
+
 #: what a check needs: every group must be carried, a group by any one of its inputs
 Needs = tuple[frozenset[Input], ...]
 

@@ -26,7 +26,7 @@ and reacts to truncation signals, the same way for every client.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from highwater.harness.clients import (
@@ -97,6 +97,9 @@ class ConsumerWorker(Worker):
             group_remote_assignor=config.group_remote_assignor if subscribe else None,
         )
         self.consumer = self.client.consumer(self.settings, self)
+        #: highwater's own tests only (``harness.workload.plant``): when it says so, a poll's first
+        #: record is dropped, a skip by construction
+        self.plant: Callable[[], bool] | None = None
 
     def on_position_change(self, change: PositionChange) -> None:
         """The driver's report of a move the client made on its own (``ConsumerListener``)."""
@@ -161,6 +164,10 @@ class ConsumerWorker(Worker):
         if isinstance(polled, TruncationSignal):
             self._on_truncation(polled)
             return ()
+        if polled and self.plant is not None and self.plant():
+            dropped, polled = polled[0], polled[1:]  # planted: neither recorded nor returned, but read
+            self.records_read += 1
+            self._next[TopicPartition(dropped.topic, dropped.partition)] = dropped.offset + 1
         if polled:
             self.history.ok(self.name, "poll", {"records": [r.to_event_value() for r in polled]})
             self.records_read += len(polled)

@@ -1,0 +1,396 @@
+"""A hunt: seeded draws (``highwater.hunt_draw``) played one after another on real clusters
+through the runner, the same checks and the known findings as every run; a run with a new
+violation is shrunk (``highwater.shrink``) on the same cluster, written as a scenario file that
+``highwater replay`` (and ``highwater run``) take, played once on a second client (whose promise
+is it: the broker's or the client's?) and drafted as a finding record (docs/hunting.md).
+
+Where it writes (under ``<results>/<campaign>/``): the runs, as every run; ``hunt.json`` (what was
+drawn and found, rewritten after every run, so an interrupted hunt says how far it got);
+``shrunk/<run>.json`` (a scenario file: the smallest failing run's manifest, with the original
+and shrunk schedules and the tries under ``spec.extra.shrunk``); ``findings-draft.toml`` (one
+record per new violation, in the format of ``core/findings.toml``, for a person to check).
+
+Clusters: one at a time, of the release the draw names; draws are played in blocks of
+``BLOCK`` seeds grouped by release, so a hunt over several releases restarts a cluster once a
+block, not once a run. Between runs the cluster is healed and checked healed (``heal``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from highwater.core.checks import CHECKS, TIMED_CHECKS
+from highwater.core.findings import Classification
+from highwater.core.manifest import RunManifest
+from highwater.faults.capability import refusal
+from highwater.faults.schedule import Schedule
+from highwater.faults.spec import FaultKind
+from highwater.harness.backend import ClusterBackend, heal
+from highwater.harness.backends import start_backend
+from highwater.harness.clients import get_driver
+from highwater.harness.clients.groups import group_protocol_refusal
+from highwater.harness.clients.share import share_refusal
+from highwater.harness.config import ClusterSpec
+from highwater.harness.workload.plant import PLANT_KEY
+from highwater.hunt_draw import Draw, HuntSpace, draw, schedule_for, schedule_length
+from highwater.nemesis import scheduled, shortest_window, tail_seconds
+from highwater.run_spec import RunSpec, run_settings
+from highwater.runner import RunResult, execute_run
+from highwater.shrink import Candidate, Outcome, ShrinkResult, shrink
+
+#: seeds drawn at once and played grouped by release
+BLOCK = 4
+
+
+@dataclass(frozen=True)
+class HuntSettings:
+    """One hunt: the space, the budget (``runs`` or ``minutes``; the first reached ends it), the
+    first seed (run i plays seed ``seed + i``), shrinking, and the cluster's disks and clocks
+    (lossy disks and faked clocks let disk and clock faults be drawn)."""
+
+    space: HuntSpace
+    seed: int = 1
+    runs: int | None = None
+    minutes: float | None = None
+    results: Path = Path("results")
+    campaign: str = "hunt"
+    tries: int = 3
+    shrink: bool = True
+    shrink_runs: int = 24
+    second_client: str | None = None  # None: another client of the space, if it has one
+    disk: str = "plain"
+    clock: str = "real"
+    plant: str | None = None  # highwater's own tests only: harness.workload.plant
+
+    def budget_left(self, done: int, started: float) -> bool:
+        if self.runs is not None and done >= self.runs:
+            return False
+        return not (self.minutes is not None and time.monotonic() - started >= self.minutes * 60)
+
+
+@dataclass
+class HuntedRun:
+    """What one drawn run gave."""
+
+    draw: Draw
+    run_dir: str
+    run_class: str
+    new: tuple[str, ...]
+    findings: tuple[str, ...]
+    faults: int
+    shrunk: dict[str, Any] | None = None  # the shrink's summary and its scenario file
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "draw": self.draw.to_json(),
+            "run_dir": self.run_dir,
+            "class": self.run_class,
+            "new": list(self.new),
+            "findings": list(self.findings),
+            "faults": self.faults,
+            "shrunk": self.shrunk,
+        }
+
+
+@dataclass
+class HuntReport:
+    """The hunt so far: every run, and what was found."""
+
+    settings: HuntSettings
+    runs: list[HuntedRun] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def new(self) -> list[HuntedRun]:
+        return [r for r in self.runs if r.new]
+
+    def line(self) -> str:
+        classes: dict[str, int] = {}
+        for r in self.runs:
+            classes[r.run_class] = classes.get(r.run_class, 0) + 1
+        found = "; ".join(f"{r.run_dir}: {', '.join(r.new)}" for r in self.new) or "no new violation"
+        counts = ", ".join(f"{n} {c}" for c, n in sorted(classes.items())) or "no run"
+        return f"hunt: {len(self.runs)} run(s) ({counts}); {found}"
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "format": "highwater.hunt/1",
+            "space": {
+                "releases": list(s.space.releases),
+                "clients": list(s.space.clients),
+                "workloads": list(s.space.workloads),
+                "seconds": s.space.seconds,
+            },
+            "first_seed": s.seed,
+            "tries": s.tries,
+            "runs": [r.to_json() for r in self.runs],
+            "refused": self.refused,
+            "line": self.line(),
+        }
+
+
+def supports(release: str, client: str) -> tuple[str, ...]:
+    """The workloads (and ``group-consumer``: KIP-848's protocol) ``client`` can run on
+    ``release``, from the refusals the runner itself applies."""
+    driver = get_driver(client)
+    out = ["plain", "group", "transactional", "copy"]
+    if group_protocol_refusal(driver.name, driver.version, release, "consumer", None) is None:
+        out.append("group-consumer")
+    if share_refusal(driver.name, driver.version, release) is None:
+        out.append("share")
+    return tuple(out)
+
+
+def applicable_kinds(cluster: ClusterBackend) -> tuple[str, ...]:
+    """The fault kinds ``cluster`` can apply (its backend's capabilities and its disks and clocks)."""
+    return tuple(k.value for k in FaultKind if refusal(cluster, [k]) is None)
+
+
+class _Clusters:
+    """One cluster at a time, of the release asked for; stopped when another is asked for or at
+    the end (``close``)."""
+
+    def __init__(self, settings: HuntSettings, progress: Callable[[str], None]) -> None:
+        self.settings, self.progress = settings, progress
+        self.release: str | None = None
+        self.cluster: ClusterBackend | None = None
+
+    def get(self, release: str) -> ClusterBackend:
+        if self.cluster is not None and self.release == release:
+            heal(self.cluster)
+            return self.cluster
+        self.close()
+        spec = ClusterSpec(kafka_version=release, disk=self.settings.disk, clock=self.settings.clock)
+        self.cluster, self.release = start_backend("local", spec, self.progress), release
+        return self.cluster
+
+    def close(self) -> None:
+        cluster, self.cluster, self.release = self.cluster, None, None
+        if cluster is not None:
+            cluster.stop()
+
+
+def seeds(settings: HuntSettings) -> Iterator[int]:
+    i = 0
+    while True:
+        yield settings.seed + i
+        i += 1
+
+
+def hunt_topic(d: Draw) -> str:
+    """The topic of draw ``d``'s run: from its seed, so the schedule drawn with the topic's
+    targets is the seed's alone (each hunt starts its own clusters: no topic is there before)."""
+    return f"hunt-{d.seed}"
+
+
+def _try_topic(d: Draw) -> str:
+    """A topic of its own for one try of a shrink (its schedule retargeted to it)."""
+    return f"hunt-{d.seed}-try-{uuid.uuid4().hex[:6]}"
+
+
+def spec_of(d: Draw, settings: HuntSettings, topic: str, duration: float) -> RunSpec:
+    """The run spec of draw ``d`` (its settings, its topic, the hunt's results and campaign)."""
+    fields = dict(d.settings)
+    extra: dict[str, Any] = {"hunt": d.to_json()}
+    if settings.plant:
+        extra[PLANT_KEY] = {"skip_under": settings.plant}
+    return RunSpec(
+        suite="hunt",
+        scenario=d.scenario,
+        campaign=settings.campaign,
+        results_root=settings.results,
+        topic=topic,
+        client=d.client,
+        duration=duration,
+        settle_timeout=90.0,
+        seed=d.schedule_seed,
+        repro="highwater replay RUN_DIR (this run's directory)",
+        extra=extra,
+        **fields,
+    )
+
+
+def retargeted(schedule: Schedule, old_topic: str, new_topic: str) -> Schedule:
+    """The schedule with its topic's name (in leader, follower and group targets) changed: every
+    try of a shrink writes a topic of its own, and the schedule names the topic it was drawn for
+    (the names are unique tokens, so a textual replacement changes nothing else)."""
+    return Schedule.from_json(schedule.to_json().replace(old_topic, new_topic))
+
+
+def _bounds(cluster: ClusterBackend) -> tuple[float, float]:
+    from highwater.core.checks.bounds import derive
+
+    b = derive(run_settings(cluster.spec.brokers, cluster.spec.broker_config, 1.0))
+    return float(shortest_window(b)), float(tail_seconds(b))
+
+
+def target_check(new: Iterable[str]) -> str:
+    """The check a shrink keeps failing: the first new one in report order that judges what was
+    read and written, else the first timed one (a lost record outranks a slow one)."""
+    ranked = sorted(new, key=lambda c: (c in TIMED_CHECKS, list(CHECKS).index(c) if c in CHECKS else len(CHECKS), c))
+    return ranked[0]
+
+
+def _outcome(result: RunResult) -> Outcome:
+    return Outcome(frozenset(result.classification.new), str(result.dir))
+
+
+def _findings(c: Classification) -> tuple[str, ...]:
+    return c.findings
+
+
+class Hunter:
+    """Plays a hunt (``run``) and shrinks what it finds; ``progress`` hears every step."""
+
+    def __init__(self, settings: HuntSettings, progress: Callable[[str], None]) -> None:
+        self.settings, self.progress = settings, progress
+        self.out = settings.results / settings.campaign
+        self.report = HuntReport(settings)
+
+    def run(self) -> HuntReport:
+        started = time.monotonic()
+        clusters = _Clusters(self.settings, self.progress)
+        seed_iter = seeds(self.settings)
+        try:
+            while self.settings.budget_left(len(self.report.runs), started):
+                block = [draw(self.settings.space, next(seed_iter), supports) for _ in range(BLOCK)]
+                for d in sorted(block, key=lambda d: (d.release, d.seed)):
+                    if not self.settings.budget_left(len(self.report.runs), started):
+                        break
+                    self._play(clusters.get(d.release), d)
+                    self._write()
+        finally:
+            clusters.close()
+            self._write()
+        return self.report
+
+    def _play(self, cluster: ClusterBackend, d: Draw) -> None:
+        shortest, tail = _bounds(cluster)
+        length = schedule_length(self.settings.space, shortest, tail)
+        topic = hunt_topic(d)
+        group = f"{topic}-group" if d.settings.get("consumer_mode") == "subscribe" else None
+        schedule = schedule_for(
+            d, cluster.topo, applicable_kinds(cluster), topic=topic, length=length, shortest=shortest, group=group
+        )
+        spec = spec_of(d, self.settings, topic, self.settings.space.seconds)
+        self.progress(
+            f"hunt seed {d.seed}: Kafka {d.release}, {d.client}, {d.workload}, {len(schedule.faults)} fault(s): "
+            + ", ".join(f.spec.kind.value for f in schedule.faults)
+        )
+        result = execute_run(cluster, spec, scheduled(schedule), progress=self.progress)
+        c = result.classification
+        hunted = HuntedRun(d, str(result.dir), c.run_class, tuple(c.new), _findings(c), len(schedule.faults))
+        self.report.runs.append(hunted)
+        self.progress(f"hunt seed {d.seed}: {c.run_class}{': new ' + ', '.join(c.new) if c.new else ''}")
+        if c.new and self.settings.shrink:
+            hunted.shrunk = self._shrink(cluster, d, spec, schedule, result)
+
+    def _shrink(
+        self, cluster: ClusterBackend, d: Draw, spec: RunSpec, schedule: Schedule, result: RunResult
+    ) -> dict[str, Any]:
+        shortest, tail = _bounds(cluster)
+        check = target_check(result.classification.new)
+        original = Candidate(schedule.faults, spec.producers, spec.rate)
+
+        def attempt(c: Candidate, client: str | None = None) -> Outcome:
+            heal(cluster)
+            topic = _try_topic(d)
+            tried = retargeted(replace(schedule, faults=c.faults), spec.topic, topic)
+            run = replace(
+                spec,
+                topic=topic,
+                producers=c.producers,
+                rate=c.rate,
+                duration=max(c.end + tail, shortest + tail),
+                client=client or spec.client,
+                extra={**spec.extra, "shrinking": str(result.dir)},
+            )
+            return _outcome(execute_run(cluster, run, scheduled(tried), progress=self.progress))
+
+        found = shrink(
+            original,
+            check,
+            attempt,
+            tries=self.settings.tries,
+            shortest=shortest,
+            max_runs=self.settings.shrink_runs,
+            seen=_outcome(result),
+            say=self.progress,
+        )
+        self.progress(f"hunt seed {d.seed}: shrunk {found.line()}")
+        summary: dict[str, Any] = {"result": found.to_json()}
+        if not found.reproduced or found.final_trial is None:
+            return summary
+        scenario = self._scenario_file(found, schedule, spec)
+        summary["scenario"] = str(scenario)
+        second = self._second_client(d.client)
+        if second is not None:
+            outcome = attempt(found.shrunk, second)
+            summary["second_client"] = {"client": second, "new": sorted(outcome.new), "run_dir": outcome.run_dir}
+            self.progress(
+                f"hunt seed {d.seed}: the shrunk schedule on {second}: "
+                + (f"{check} again (the broker's?)" if check in outcome.new else f"no {check} (the client's?)")
+            )
+        self._draft(d, found, summary, scenario)
+        return summary
+
+    def _second_client(self, client: str) -> str | None:
+        if self.settings.second_client is not None:
+            return self.settings.second_client or None
+        others = [c for c in self.settings.space.clients if c != client]
+        return others[0] if others else None
+
+    def _scenario_file(self, found: ShrinkResult, schedule: Schedule, spec: RunSpec) -> Path:
+        """The smallest failing run's manifest as a scenario file, with how it was shrunk."""
+        failing = found.final_trial.failing_run if found.final_trial else ""
+        manifest = RunManifest.read(Path(failing))
+        data = manifest.to_json()
+        extra = data["spec"].setdefault("extra", {})
+        extra["shrunk"] = {
+            "check": found.check,
+            "failed": found.final_trial.failed if found.final_trial else 0,
+            "tries": found.final_trial.tries if found.final_trial else 0,
+            "original_run": str(found.original_trial.failing_run),
+            "original": {"schedule": schedule.to_dict(), **found.original.to_json()},
+            "shrunk": found.shrunk.to_json(),
+        }
+        path = self.out / "shrunk" / f"{manifest.run_id}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        self.progress(f"scenario file: {path} (highwater replay {path})")
+        return path
+
+    def _draft(self, d: Draw, found: ShrinkResult, summary: dict[str, Any], scenario: Path) -> None:
+        second: dict[str, Any] | None = summary.get("second_client")
+        both = second is not None and found.check in second["new"]
+        component = "broker (seen on two clients)" if both else f"client: {d.client} (or broker; one client seen)"
+        final = found.final_trial
+        record = {
+            "id": f"HW-DRAFT-{d.seed}",
+            "component": component,
+            "what": f"{found.check} says no under {found.shrunk.describe()}",
+            "seen": f"Kafka {d.release}; {d.client}"
+            + (f"; {second['client']}: {'the same' if both else 'not seen'}" if second else ""),
+            "status": f"draft from a hunt; the shrunk run failed {final.failed if final else 0} of "
+            f"{final.tries if final else 0} tries",
+            "repro": f"`highwater replay {scenario}`",
+            "reason": f"FINDING HW-DRAFT-{d.seed}: a hunt's {found.check} (see {scenario})",
+        }
+        lines = ["[[finding]]"] + [f"{k} = {json.dumps(v)}" for k, v in record.items()]
+        path = self.out / "findings-draft.toml"
+        with path.open("a", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n\n")
+        summary["draft"] = str(path)
+
+    def _write(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        tmp = self.out / "hunt.json.tmp"
+        tmp.write_text(json.dumps(self.report.to_json(), indent=2) + "\n", encoding="utf-8")
+        tmp.replace(self.out / "hunt.json")

@@ -1,0 +1,118 @@
+"""A hunt's draws: every choice from the seed alone, windows that outlast the timed checks'
+bounds, no conflicting faults together, only the kinds the cluster can apply, refusals honoured."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from highwater.faults.conflicts import conflict
+from highwater.faults.spec import FaultKind
+from highwater.hunt import hunt_topic, retargeted
+from highwater.hunt_draw import NEVER_DRAWN, WORKLOADS, Draw, HuntError, HuntSpace, draw, hunt_mix, schedule_for
+from highwater.hunt_draw import schedule_length as length_of
+from tests.unit.fault_topology import topo
+
+T = topo(brokers=3, racks=3)
+PLAIN_CLUSTER = tuple(k.value for k in FaultKind if not (k.is_disk or k.is_clock))
+SPACE = HuntSpace(("4.3.1", "4.4.0"), ("java", "kafka-python"), WORKLOADS, 90.0)
+SHORTEST, TAIL = 29.0, 15.0
+
+
+def _schedule(d: Draw, kinds: tuple[str, ...] = PLAIN_CLUSTER, space: HuntSpace = SPACE):  # type: ignore[no-untyped-def]
+    group = f"{hunt_topic(d)}-group" if d.settings.get("consumer_mode") == "subscribe" else None
+    return schedule_for(
+        d, T, kinds, topic=hunt_topic(d), length=length_of(space, SHORTEST, TAIL), shortest=SHORTEST, group=group
+    )
+
+
+@given(st.integers(min_value=0, max_value=2**31))
+@settings(max_examples=60, deadline=None)
+def test_a_draw_and_its_schedule_come_from_the_seed_alone(seed: int) -> None:
+    a, b = draw(SPACE, seed), draw(SPACE, seed)
+    assert a == b
+    assert _schedule(a).to_json() == _schedule(b).to_json()
+    assert Draw.from_json(a.to_json()) == a  # recorded in the manifest, read back as drawn
+
+
+def test_the_draws_reach_every_release_client_workload_and_setting() -> None:
+    draws = [draw(SPACE, s) for s in range(300)]
+    assert {d.release for d in draws} == set(SPACE.releases)
+    assert {d.client for d in draws} == set(SPACE.clients)
+    assert {d.workload for d in draws} == set(WORKLOADS)
+    assert {d.settings["idempotence"] for d in draws if d.workload == "plain"} == {True, False}
+    assert {d.settings["partitions"] for d in draws} == set(range(1, 7))
+    assert {d.settings.get("group_protocol") for d in draws if d.workload == "group"} == {"classic", "consumer"}
+    assert {d.concurrency for d in draws} == {1, 2}
+
+
+def test_a_pair_that_cannot_run_a_workload_never_draws_it() -> None:
+    def supports(release: str, client: str) -> tuple[str, ...]:
+        return ("plain", "group", "transactional", "copy") if client == "java" else ("plain",)
+
+    draws = [draw(SPACE, s, supports) for s in range(200)]
+    assert {d.workload for d in draws if d.client == "kafka-python"} == {"plain"}
+    assert "share" not in {d.workload for d in draws}
+    # no KIP-848 where the pair lacks it ("group-consumer" not supported): classic only
+    assert {d.settings["group_protocol"] for d in draws if d.workload == "group"} == {"classic"}
+
+
+@given(st.integers(min_value=0, max_value=2**31))
+@settings(max_examples=60, deadline=None)
+def test_every_window_outlasts_the_timed_checks_and_no_conflicting_faults_overlap(seed: int) -> None:
+    faults = _schedule(draw(SPACE, seed)).faults
+    for f in faults:
+        assert f.duration >= SHORTEST
+        assert f.start + f.duration <= length_of(SPACE, SHORTEST, TAIL) + 1e-6  # the tail stays calm
+        assert f.spec.kind.value in PLAIN_CLUSTER
+    for i, f in enumerate(faults):
+        for g in faults[i + 1 :]:
+            if f.start < g.end and g.start < f.end:
+                assert conflict(T, f.spec, g.spec) is None
+
+
+def test_the_mix_weighs_only_what_the_cluster_can_apply_and_never_corruption() -> None:
+    plain = dict(hunt_mix(PLAIN_CLUSTER, 75.0))
+    assert plain["client_freeze"] > 0 and plain["latency"] > 0 and plain["kill"] > 0
+    assert plain["power_loss"] == plain["clock_jump"] == 0.0  # no lossy disks, no faked clocks here
+    assert plain["rolling_restart"] == 0.0  # a 75 s schedule cannot hold one
+    every = dict(hunt_mix(tuple(k.value for k in FaultKind), 300.0))
+    assert every["power_loss"] > 0 and every["clock_drift"] > 0 and every["rolling_restart"] > 0
+    assert all(every[k] == 0.0 for k in NEVER_DRAWN)
+
+
+def test_disk_and_clock_faults_are_drawn_on_a_cluster_that_has_them() -> None:
+    every = tuple(k.value for k in FaultKind)
+    drawn = {f.spec.kind for s in range(120) for f in _schedule(draw(SPACE, s), every).faults}
+    assert any(k.is_disk for k in drawn) and any(k.is_clock for k in drawn)
+    assert not {FaultKind.TRUNCATE_FILE, FaultKind.FLIP_BITS} & drawn
+
+
+def test_a_run_too_short_for_one_window_and_the_tail_is_refused_in_one_line() -> None:
+    with pytest.raises(HuntError, match="cannot hold one fault window.*--seconds 44"):
+        length_of(HuntSpace(("4.4.0",), ("java",), ("plain",), 40.0), SHORTEST, TAIL)
+
+
+def test_an_unknown_workload_or_an_empty_space_is_refused() -> None:
+    with pytest.raises(HuntError, match="unknown workload"):
+        HuntSpace(("4.4.0",), ("java",), ("streams",))
+    with pytest.raises(HuntError, match="at least one release"):
+        HuntSpace((), ("java",))
+
+
+def test_a_schedule_retargeted_to_a_try_s_topic_names_only_the_new_topic() -> None:
+    d = next(d for d in (draw(SPACE, s) for s in range(100)) if d.workload == "group")
+    s = _schedule(d)
+    moved = retargeted(s, hunt_topic(d), "hunt-x-try-1")
+    assert hunt_topic(d) not in moved.to_json()
+    assert [f.spec.kind for f in moved.faults] == [f.spec.kind for f in s.faults]
+    assert [(f.start, f.duration) for f in moved.faults] == [(f.start, f.duration) for f in s.faults]
+
+
+def test_the_hunt_integration_test_s_seeds_draw_what_it_expects() -> None:
+    """tests/integration/test_hunt.py: seed 58 has no latency fault, 59 a latency and one more."""
+    space = HuntSpace(("4.4.0",), ("kafka-python",), ("plain",), 60.0)
+    first, second = (_schedule(draw(space, s), space=space) for s in (58, 59))
+    assert "latency" not in [f.spec.kind.value for f in first.faults]
+    assert sorted(f.spec.kind.value for f in second.faults) == ["client_freeze", "latency"]
