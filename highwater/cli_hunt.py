@@ -15,7 +15,6 @@ import os
 import time
 from pathlib import Path
 
-from highwater.cli_run import add_progress_arg
 from highwater.console import progress
 from highwater.exit_codes import Exit
 from highwater.harness.clients import DEFAULT_CLIENT, client_names
@@ -23,6 +22,7 @@ from highwater.harness.distribution import default_version
 from highwater.hunt import Hunter, HuntSettings
 from highwater.hunt_draw import WORKLOADS, HuntError, HuntSpace
 from highwater.preflight import preflight, split_versions
+from highwater.progress import add_progress_arg
 
 
 def register(sub: argparse._SubParsersAction) -> None:

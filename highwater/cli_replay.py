@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from highwater import progress as live
-from highwater.cli_run import add_progress_arg
 from highwater.console import progress
 from highwater.core.errors import HighwaterError
 from highwater.core.manifest import NemesisRecord, RunManifest
@@ -33,6 +32,7 @@ from highwater.harness.backends import get_backend, start_backend
 from highwater.harness.clients import get_driver
 from highwater.harness.config import ClusterSpec
 from highwater.nemesis import PlannedNemesis, Step, scheduled, scripted
+from highwater.progress import add_progress_arg
 from highwater.run_spec import RunSpec, run_spec_from_json
 from highwater.runner import execute_run
 
@@ -118,10 +118,15 @@ def plan_replay(manifest: RunManifest, run_dir: Path, *, results_root: Path, cam
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    given = Path(args.run_dir)
-    manifest = RunManifest.read(given)  # a run dir, its run.json, or a shrunk scenario file
+    return replay(Path(args.run_dir), results=Path(args.results), campaign=args.campaign, progress_mode=args.progress)
+
+
+def replay(given: Path, *, results: Path, campaign: str | None, progress_mode: str) -> int:
+    """Replay the run recorded at ``given`` (a run dir, its run.json, or a shrunk scenario file
+    of ``highwater hunt``); the exit status of its verdict."""
+    manifest = RunManifest.read(given)
     run_dir = given.parent if given.is_file() else given
-    plan = plan_replay(manifest, run_dir, results_root=Path(args.results), campaign=args.campaign)
+    plan = plan_replay(manifest, run_dir, results_root=results, campaign=campaign)
     c = plan.cluster
     progress(
         f"replaying {manifest.campaign}/{manifest.run_id}: {manifest.suite}/{manifest.scenario}, "
@@ -133,7 +138,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         if plan.schedule is not None:
             plan.schedule.check_topology(cluster.topo)  # the same shape gives the same node names
-        with live.using(live.for_stream(sys.stderr, args.progress)):  # phases, faults, events/s
+        with live.using(live.for_stream(sys.stderr, progress_mode)):  # phases, faults, events/s
             result = execute_run(cluster, plan.spec, plan.nemesis, progress=progress)
     finally:
         cluster.stop()

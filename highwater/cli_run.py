@@ -15,20 +15,19 @@ campaign after the last shard reports them all (docs/ci-recipes.md)."""
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from highwater.core.errors import HighwaterError
 from highwater.harness.backends import DEFAULT_BACKEND, get_backend
 from highwater.harness.clients import DEFAULT_CLIENT, client_names, parse_client_specs
 
 from .console import progress
 from .exit_codes import Exit, of_pytest, worst
 from .preflight import preflight, split_versions
-from .progress import ENV as PROGRESS_ENV
-from .progress import MODES as PROGRESS_MODES
+from .progress import add_progress_arg
 from .pytest_runs import PytestRun, shard_spec
 
 
@@ -103,18 +102,6 @@ def _common(p: argparse.ArgumentParser) -> None:
     add_progress_arg(p)
 
 
-def add_progress_arg(p: argparse.ArgumentParser) -> None:
-    """``--progress``: how the live progress is shown (``highwater.progress``)."""
-    p.add_argument(
-        "--progress",
-        choices=PROGRESS_MODES,
-        default=os.environ.get(PROGRESS_ENV) or "auto",
-        help="live progress (test i of n, elapsed and remaining, phase, active faults, events/s): "
-        "auto is rich on a terminal and plain lines otherwise; off shows pytest's own output only; "
-        f"${PROGRESS_ENV} changes it",
-    )
-
-
 def progress_args(args: argparse.Namespace) -> list[str]:
     """The child pytest's option for the live progress (``highwater.pytest_plugin``)."""
     return ["--highwater-progress", str(getattr(args, "progress", "auto"))]
@@ -171,8 +158,24 @@ def _shard_without_campaign(args: argparse.Namespace) -> bool:
 def cmd_run(args: argparse.Namespace) -> int:
     if _shard_without_campaign(args):
         return Exit.USAGE
+    scenario_files = [t for t in args.tests if t.endswith(".json") and Path(t).is_file()]
+    if scenario_files:
+        return _scenario_files(scenario_files, args)
     campaign = args.campaign or f"{args.profile}-{time.strftime('%Y%m%dT%H%M%S')}"
     return _pytest(args.tests or ["suites"], args, campaign)
+
+
+def _scenario_files(files: list[str], args: argparse.Namespace) -> int:
+    """``highwater run SCENARIO.json ...``: each scenario file (a shrunk run of ``highwater
+    hunt``, or any run.json) played as ``highwater replay`` plays it; the worst exit status."""
+    if len(files) != len(args.tests):
+        raise HighwaterError("a scenario file (.json) runs without suites or node ids beside it: give them apart")
+    from highwater.cli_replay import replay  # here: cli_replay takes this module's options
+
+    codes = [
+        replay(Path(f), results=Path(args.results), campaign=args.campaign, progress_mode=args.progress) for f in files
+    ]
+    return worst(*codes)
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:

@@ -36,10 +36,11 @@ from highwater.harness.distribution import (
 )
 
 from .bisect import BisectError, Probe, bisect, report_lines
-from .cli_run import add_progress_arg, progress_args
+from .cli_run import progress_args
 from .console import progress as _say
 from .exit_codes import Exit
 from .preflight import preflight
+from .progress import add_progress_arg
 from .pytest_runs import PytestRun, Shard, shard_spec
 from .spread import cells_state_file, sweep_spread
 from .sweep import (

@@ -19,6 +19,7 @@ Modes (``--progress`` of the long commands, ``--highwater-progress`` of the pyte
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import sys
@@ -255,3 +256,15 @@ def watch_run(
         stop.set()
         thread.join(timeout=5)
         poll()
+
+
+def add_progress_arg(p: argparse.ArgumentParser) -> None:
+    """``--progress`` of a command: how its live progress is shown (this module)."""
+    p.add_argument(
+        "--progress",
+        choices=MODES,
+        default=os.environ.get(ENV) or "auto",
+        help="live progress (test i of n, elapsed and remaining, phase, active faults, events/s): "
+        "auto is rich on a terminal and plain lines otherwise; off shows pytest's own output only; "
+        f"${ENV} changes it",
+    )

@@ -8,6 +8,7 @@ import pytest
 
 from highwater.core.checks.verdict import Verdict
 from highwater.suites.findings import expect_hw13
+from highwater.suites.nightly import nightly
 from highwater.suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
 
 PLAN = PLANS["kip-207/leader-kills"]
@@ -21,6 +22,7 @@ def assert_hw_monotonic(verdicts: list[Verdict]) -> None:
     assert hw.counts["observation_pairs"] >= 50, "too few HW observations to judge"
 
 
+@nightly("hw-regression judges every run in make test; the power-loss and fetching suites' runs kill leaders", 90)
 def test_hw_never_goes_backwards_across_leader_kills(
     request: pytest.FixtureRequest, cluster, profile, campaign, results_root, repro
 ) -> None:  # type: ignore[no-untyped-def]

@@ -74,6 +74,9 @@ def test_power_loss_loses_what_an_acks_1_write_left_unsynced(cluster_factory: An
     assert applied[0]["value"]["lost"]["kafka-1"] == lost, "the history says what the power loss took"
 
 
+@nightly(
+    "a power loss on lossyfs stays in make test (this module's first test and the power-loss suite's leader case)", 70
+)
 def test_disk_full_and_slow_are_applied_and_healed(cluster_factory: Any, tmp_path: Path) -> None:
     cluster: Cluster = cluster_factory(brokers=1, racks=1, disk="lossy")
     cluster.create_topic(TOPIC, 1, 1)

@@ -25,6 +25,7 @@ from highwater.harness.toxiproxy import ToxiproxyAPI
 from highwater.nemesis import Step, scripted
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
+from highwater.suites.nightly import nightly
 
 HW = [sys.executable, "-m", "highwater.cli"]
 HIGHWATER = str(Path(sys.executable).parent / "highwater")  # the installed command
@@ -174,6 +175,7 @@ def run_rack_suite_on_external(cluster_file: Path, results: Path) -> subprocess.
     )
 
 
+@nightly("the external backend's run through commands stays in make test", 30)
 def test_conformance_suite_runs_through_pytest_on_external(full_file: Path, tmp_path: Path) -> None:
     """A fault-free conformance suite (rack fetching) with ``--backend external --cluster-file``."""
     res = run_rack_suite_on_external(full_file, tmp_path)

@@ -18,6 +18,7 @@ import subprocess
 
 from ruamel.yaml import YAML
 
+from highwater.suites.nightly import nightly
 from tests.integration.installed import ROOT, Installed, installed_highwater  # noqa: F401 - the fixture
 from tests.synth.reports import RunSpec as SynthRun
 from tests.synth.reports import write_run
@@ -134,6 +135,7 @@ def test_the_recipe_s_push_job_is_red_on_a_planted_new_violation(installed_highw
     assert verdict.returncode == 1 and "new violations" in verdict.stdout, verdict.stdout + verdict.stderr
 
 
+@nightly("the scenarios API is unit-tested and the installed wheel's push job runs in make test", 75)
 def test_the_example_project_runs_its_own_scenario(installed_highwater: Installed) -> None:  # noqa: F811
     """examples/my-app, a project of its own (its pyproject, its application, one scenario that
     puts its application in the workload), installed against the wheel and run with its own
