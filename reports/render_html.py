@@ -5,8 +5,9 @@ no fonts, no favicon (a ``data:`` icon stops the browser from asking for /favico
 verdict matrix (with a row that attributes each suite/scenario and Kafka version's violations to
 the broker or to clients, ``reports.attribution``), runs, failures with the events around each
 anomaly and the repro command, per-run timelines with fault windows, follower fetching, trends
-across campaigns, versions and configuration. Each run's section (under Timelines) also lists
-its nemesis schedule, the longest consumer stall per consumer and partition during each fault
+across campaigns, versions and configuration, and the hunts (``reports.hunts``: each shrunk
+failure's original and shrunk fault schedules side by side). Each run's section (under
+Timelines) also lists its nemesis schedule, the longest consumer stall per consumer and partition during each fault
 and after each heal with the bound that judged it, and the time bounds of its config (which the
 configuration table leaves out of its grouping).
 
@@ -31,7 +32,7 @@ import csv
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from highwater.core.checks.verdict import NOT_APPLICABLE
 from highwater.reports.aggregate import ReportData, run_class_of, run_findings_of
 from highwater.reports.attribution import BROKER, CLIENTS, NONE, SINGLE, attribute, describe
 from highwater.reports.baseline import Comparison
+from highwater.reports.hunts import HuntFault, ScheduleSide, ShrunkFailure, load_hunts
 from highwater.reports.latency import latency_rows
 from highwater.reports.releases import changes
 from highwater.reports.summary import (
@@ -162,6 +164,7 @@ def render(data: ReportData, base: Path | None = None, since: Comparison | None 
         trends=_trends_view(data),
         versions=_versions_view(data),
         disagreements=data.disagreements,
+        hunts=_hunts_view(data),
     )
 
 
@@ -559,6 +562,93 @@ def _fetch_view(d: ReportData) -> dict[str, Any]:
         "rows": [
             {**f, "share": _pct(f["local_share"]), "replicas": _j(f["by_replica"])} for f in d.fetch[:MAX_FETCH_ROWS]
         ],
+    }
+
+
+def _hunts_view(d: ReportData) -> dict[str, Any] | None:
+    """The hunts of the report's results (``reports.hunts``), each shrunk failure with its
+    original and shrunk schedules side by side; None (no section) when there is no hunt.json.
+    Faults the shrink dropped are greyed in the original, what it shortened or moved is
+    outlined in the shrunk one, so the reduction reads at a glance."""
+    runs = [Path(r["path"]) for r in d.runs if r.get("path")]
+    found = load_hunts(Path(d.results_dir), runs)
+    if not found.found:
+        return None
+    return {
+        "hunts": [
+            {
+                "campaign": h.campaign,
+                "path": str(h.path),
+                "summary": h.summary,
+                "line": h.line,
+                "failures": [_shrunk_view(f) for f in h.shrunk],
+            }
+            for h in found.hunts
+        ],
+        "notes": found.notes,
+    }
+
+
+def _shrunk_view(f: ShrunkFailure) -> dict[str, Any]:
+    kept = {x.id for x in f.shrunk.faults if x.id is not None}
+    before = {x.id: x for x in f.original.faults if x.id is not None}
+    second = f.second
+
+    def dropped(x: HuntFault) -> dict[str, Any]:
+        return {"dropped": x.id is not None and x.id not in kept}
+
+    def changed(x: HuntFault) -> dict[str, Any]:
+        was = before.get(x.id) if x.id is not None else None
+        return {
+            "at_was": f"{was.at_s:g}s" if was is not None and was.at_s != x.at_s else None,
+            "duration_was": f"{was.duration_s:g}s" if was is not None and was.duration_s != x.duration_s else None,
+        }
+
+    return {
+        "f": f,
+        "trial": (
+            f"failed {f.failed} of {f.tries} tries"
+            if f.reproduced and f.failed is not None and f.tries is not None
+            else f"not reproduced in {f.original_tries} tries; nothing shrunk"
+        ),
+        "second": None
+        if second is None
+        else {
+            "client": second.client,
+            "same": second.same,
+            "verdict": "same check failed: the broker's?" if second.same else "not seen: the client's?",
+            "new": ", ".join(second.new),
+        },
+        "original": _side_view(f.original, dropped),
+        "shrunk": {
+            **_side_view(f.shrunk, changed),
+            "workload_changed": (f.shrunk.producers, f.shrunk.rate) != (f.original.producers, f.original.rate),
+        },
+    }
+
+
+def _side_view(s: ScheduleSide, marks: Callable[[HuntFault], dict[str, Any]]) -> dict[str, Any]:
+    """One schedule as the rows of a compact fault table (``marks``: what the shrink did to each
+    fault), with its workload."""
+    return {
+        "faults": [
+            {
+                "at": f"{x.at_s:g}s",
+                "duration": f"{x.duration_s:g}s",
+                "kind": x.kind,
+                "target": x.target,
+                "cli": x.cli,
+                "dropped": False,
+                "at_was": None,
+                "duration_was": None,
+                **marks(x),
+            }
+            for x in s.faults
+        ],
+        "producers": "?" if s.producers is None else s.producers,
+        "rate": "?" if s.rate is None else f"{s.rate:g}/s",
+        "described": s.described,
+        "workload_changed": False,
     }
 
 
