@@ -247,5 +247,8 @@ def test_transactions_v1_and_v2_through_faults_on_the_producer_s_links(  # type:
     name = parse_client_spec(client).name
     if name in COMMITS_AFTER_FAILED_SEND:
         verdicts = without_hw10(verdicts, result.dir / "history.jsonl", COMMITS_AFTER_FAILED_SEND[name], name)
+    # HW-8's stalls subtracted exactly, as the suite's other transactional runs do (a stall
+    # beyond it still fails, and the run's class records it)
+    verdicts, _ = without_hw8(verdicts, result.dir / "history.jsonl")
     kept = {v.check for v in verdicts}
     check_verdicts(verdicts, tuple(c for c in PRODUCER_LINKS.must_hold if c in kept), f" in run {result.run_id}")
