@@ -17,16 +17,16 @@ block, not once a run. Between runs the cluster is healed and checked healed (``
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from highwater.core.checks import CHECKS, TIMED_CHECKS
-from highwater.core.findings import Classification
 from highwater.core.manifest import RunManifest
 from highwater.faults.capability import refusal
 from highwater.faults.schedule import Schedule
@@ -177,13 +177,6 @@ class _Clusters:
             cluster.stop()
 
 
-def seeds(settings: HuntSettings) -> Iterator[int]:
-    i = 0
-    while True:
-        yield settings.seed + i
-        i += 1
-
-
 def hunt_topic(d: Draw) -> str:
     """The topic of draw ``d``'s run: from its seed, so the schedule drawn with the topic's
     targets is the seed's alone (each hunt starts its own clusters: no topic is there before)."""
@@ -242,10 +235,6 @@ def _outcome(result: RunResult) -> Outcome:
     return Outcome(frozenset(result.classification.new), str(result.dir))
 
 
-def _findings(c: Classification) -> tuple[str, ...]:
-    return c.findings
-
-
 class Hunter:
     """Plays a hunt (``run``) and shrinks what it finds; ``progress`` hears every step."""
 
@@ -257,7 +246,7 @@ class Hunter:
     def run(self) -> HuntReport:
         started = time.monotonic()
         clusters = _Clusters(self.settings, self.progress)
-        seed_iter = seeds(self.settings)
+        seed_iter = itertools.count(self.settings.seed)
         try:
             while self.settings.budget_left(len(self.report.runs), started):
                 block = [draw(self.settings.space, next(seed_iter), supports) for _ in range(BLOCK)]
@@ -286,16 +275,22 @@ class Hunter:
         )
         result = execute_run(cluster, spec, scheduled(schedule), progress=self.progress)
         c = result.classification
-        hunted = HuntedRun(d, str(result.dir), c.run_class, tuple(c.new), _findings(c), len(schedule.faults))
+        hunted = HuntedRun(d, str(result.dir), c.run_class, tuple(c.new), c.findings, len(schedule.faults))
         self.report.runs.append(hunted)
         self.progress(f"hunt seed {d.seed}: {c.run_class}{': new ' + ', '.join(c.new) if c.new else ''}")
         if c.new and self.settings.shrink:
-            hunted.shrunk = self._shrink(cluster, d, spec, schedule, result)
+            hunted.shrunk = self._shrink(cluster, d, spec, schedule, result, shortest, tail)
 
     def _shrink(
-        self, cluster: ClusterBackend, d: Draw, spec: RunSpec, schedule: Schedule, result: RunResult
+        self,
+        cluster: ClusterBackend,
+        d: Draw,
+        spec: RunSpec,
+        schedule: Schedule,
+        result: RunResult,
+        shortest: float,
+        tail: float,
     ) -> dict[str, Any]:
-        shortest, tail = _bounds(cluster)
         check = target_check(result.classification.new)
         original = Candidate(schedule.faults, spec.producers, spec.rate)
 

@@ -129,7 +129,8 @@ def draw(space: HuntSpace, seed: int, supports: Supports | None = None) -> Draw:
     rng = random.Random(seed)
     release = rng.choice(sorted(space.releases))
     client = rng.choice(sorted(space.clients))
-    allowed = [w for w in space.workloads if supports is None or w in supports(release, client)]
+    able = tuple(supports(release, client)) if supports is not None else (*WORKLOADS, "group-consumer")
+    allowed = [w for w in space.workloads if w in able]
     if not allowed:
         allowed = ["plain"]
     workload = rng.choice(allowed)
@@ -146,7 +147,7 @@ def draw(space: HuntSpace, seed: int, supports: Supports | None = None) -> Draw:
     txn_abort_share = rng.choice((0.0, 0.25, 0.5))
     if workload == "group":
         settings.update(consumer_mode="subscribe", group_protocol=group_protocol)
-        if supports is not None and "group-consumer" not in supports(release, client):
+        if "group-consumer" not in able:
             settings["group_protocol"] = "classic"
     elif workload in ("transactional", "copy"):
         settings.update(
