@@ -19,6 +19,12 @@ uncommitted-read       unclean leader election is on (committed data may be trun
                        or such a power loss
 hw-regression          unclean leader election is on (the new leader's log is shorter),
                        or such a power loss
+follower-fetch,         a power loss took a majority of the KRaft controller voters at
+isr-stability,          once (combined mode: every broker a voter; see below)
+progress, follower-
+latency, rebalance-
+barrier (the timed
+checks)
 =====================  ==============================================================
 
 Power loss (``power_loss_replicas`` in the header's config: how many replicas of a partition a
@@ -29,9 +35,16 @@ ISR may be as small as ``min.insync.replicas`` when the write is acknowledged, s
 fewer replicas than that must lose nothing, and one of that many or more may lose what was
 acknowledged (and what consumers were served), whatever the election settings.
 
+A power loss of a majority of the controller voters (``controller_voters_lost`` of
+``controller_voters`` in the header, ``RunSpec.quorum_loss``) leaves the cluster without a
+metadata quorum: until enough voters are back and have replayed their logs no ISR may shrink, no
+broker be fenced and no leader be elected, and what was due meanwhile happens after the heal.
+Kafka promises no liveness without a quorum, so the timed checks' stalls and late ISR changes
+are allowed; what the loss cost is measured instead (``power-measures.json``: how long each
+partition took no write), and the safety checks judge as always.
+
 Never allowed, whatever the config: poll-skip, nonmonotonic-poll, unseen,
-inconsistent-offsets, replica-divergence, follower-fetch, isr-stability, progress, and
-truncation-undetected: where loss is allowed, the consumer must still *detect* the truncation
+inconsistent-offsets, replica-divergence, and truncation-undetected: where loss is allowed, the consumer must still *detect* the truncation
 (KIP-320), so that check is what guards unclean runs.
 """
 
@@ -41,6 +54,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from highwater.core.checks import TIMED_CHECKS
 from highwater.core.checks.verdict import Verdict
 
 
@@ -53,6 +67,13 @@ class RunConfig:
     unclean_leader_election: bool = False
     min_insync_replicas: int = 1
     power_loss_replicas: int = 0
+    controller_voters: int = 0
+    controller_voters_lost: int = 0
+
+    @property
+    def quorum_lost(self) -> bool:
+        """A power loss took a majority of the KRaft controller voters at once."""
+        return self.controller_voters > 0 and self.controller_voters_lost > self.controller_voters // 2
 
     @property
     def power_loss_may_lose(self) -> bool:
@@ -70,6 +91,8 @@ class RunConfig:
             unclean_leader_election=_flag(config.get("unclean_leader_election", False)),
             min_insync_replicas=int(config.get("min_insync_replicas", 1) or 1),
             power_loss_replicas=int(config.get("power_loss_replicas", 0) or 0),
+            controller_voters=int(config.get("controller_voters", 0) or 0),
+            controller_voters_lost=int(config.get("controller_voters_lost", 0) or 0),
         )
 
 
@@ -85,6 +108,17 @@ _POWER_LOSS = (
     "a power loss took {c.power_loss_replicas} replicas at once (min.insync.replicas={c.min_insync_replicas}):"
     " Kafka acknowledges writes held in memory, unfsynced"
 )
+
+
+def _quorum_lost(c: RunConfig) -> str | None:
+    return (
+        f"a power loss took {c.controller_voters_lost} of the {c.controller_voters} KRaft controller voters at once:"
+        " without a quorum no ISR shrinks, no broker is fenced and no leader is elected until it is back"
+        " (liveness measured in power-measures.json, not promised)"
+        if c.quorum_lost
+        else None
+    )
+
 
 #: anomaly -> rule returning why the config allows it, or None when it does not
 POLICY: dict[str, Rule] = {
@@ -112,6 +146,7 @@ POLICY: dict[str, Rule] = {
         if c.power_loss_may_lose
         else None
     ),
+    **{check: _quorum_lost for check in TIMED_CHECKS},
 }
 
 

@@ -100,9 +100,19 @@ class RunSpec:
             "group_protocol": self.group_protocol,
             **({"group_remote_assignor": self.group_remote_assignor} if self.group_remote_assignor else {}),
             **({"power_loss_replicas": self.power_loss_replicas} if self.power_loss_replicas else {}),
+            **self.quorum_loss(cluster.spec.brokers, cluster.spec.controllers),
             **({"client_clocks": True} if self.client_clocks else {}),
             **header_entries(settings),
         }
+
+    def quorum_loss(self, brokers: int, controllers: int) -> dict[str, int]:
+        """The header's ``controller_voters`` and ``controller_voters_lost`` when the run's power
+        loss takes KRaft controller voters: in combined mode (``controllers == 0``) every broker
+        is a voter, so a power loss of k replicas takes k of them at once (the policy reads
+        whether that is a majority, ``core.policy``); with dedicated controllers it takes none."""
+        if not self.power_loss_replicas or controllers:
+            return {}
+        return {"controller_voters": brokers, "controller_voters_lost": min(self.power_loss_replicas, brokers)}
 
     def consumer_names(self, racks: int) -> list[str]:
         return [f"consumer-{i}" for i in range(racks)]

@@ -23,7 +23,9 @@ all-unclean         every broker, unclean        the same
                     election on
 ==================  ==========================  =====================================================
 
-Whatever a case allows, its run measures what happened (``power-measures.json``: acknowledged
+A correlated case takes a majority of the KRaft controller voters too (every broker is one
+here): without a quorum nothing in the metadata moves until it is back, so the policy allows its
+timed checks' stalls. Whatever a case allows, its run measures what happened (``power-measures.json``: acknowledged
 writes lost, records served that then vanished, bytes the disks dropped, how long each partition
 took no write) and the report puts the cases side by side per release (``reports.power``).
 
@@ -45,7 +47,7 @@ from highwater.harness.features import has_elr
 from highwater.pytest_plugin import module_cluster
 from highwater.runner import RunResult
 from highwater.suites.nightly import nightly
-from highwater.suites.scenario import PLANS, POWER_CASES, TIMED_CHECKS, check_verdicts, run_plan
+from highwater.suites.scenario import PLANS, POWER_CASES, check_verdicts, run_plan
 
 #: the election settings of each case (the RunSpec overrides on top of acks=all, min ISR 2)
 ELECTIONS: dict[str, dict[str, Any]] = {
@@ -71,11 +73,11 @@ def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) ->
 
 
 def assert_power_case(verdicts: list[Verdict], case: str) -> None:
-    """The case's assertions: its plan's checks hold (the policy has turned what the case allows
-    valid) and no safety check is violated. The timed checks are left out: a correlated power
-    loss may leave a partition without a leader for the rest of the run, and that is measured
-    (``power-measures.json``), not a verdict of this suite."""
-    check_verdicts([v for v in verdicts if v.check not in TIMED_CHECKS], PLANS[f"power-loss/{case}"].must_hold)
+    """The case's assertions: its plan's checks hold, the policy having turned what the case
+    allows valid. A correlated power loss takes a majority of the controller voters (every broker
+    is one here), so the timed checks' stalls are allowed and measured (``power-measures.json``),
+    not promised; the leader's alone leaves the quorum, and its timed checks judge as anywhere."""
+    check_verdicts(verdicts, PLANS[f"power-loss/{case}"].must_hold)
 
 
 def _run(cluster: ClusterBackend, case: str, kafka_version: str, **fixtures: Any) -> RunResult:

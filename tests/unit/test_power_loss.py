@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from highwater.core.checks import run_checks
+from highwater.core.checks import TIMED_CHECKS, run_checks
 from highwater.core.checks.power_measures import POWER_MEASURES, power_measures
 from highwater.core.policy import allowed
 from highwater.faults.common import FaultError
@@ -19,6 +19,7 @@ from highwater.faults.target import ReplicasTarget, parse_target
 from highwater.harness.features import elr_refusal
 from highwater.reports.layout import RunInfo
 from highwater.reports.power import power_rows
+from highwater.run_spec import RunSpec
 from tests.synth.histories import HistoryBuilder
 from tests.unit import fault_topology
 
@@ -60,6 +61,39 @@ def test_the_policy_allows_loss_only_from_min_insync_replicas_lost_at_once() -> 
         assert allowed(check, {**base, "power_loss_replicas": 1}) is None, "one replica's page cache: no excuse"
         assert "power loss took 2 replicas" in (allowed(check, {**base, "power_loss_replicas": 2}) or "")
     assert allowed("poll-skip", {**base, "power_loss_replicas": 3}) is None, "a skip is never allowed"
+
+
+@pytest.mark.parametrize("check", TIMED_CHECKS)
+def test_the_timed_checks_are_allowed_only_when_the_power_loss_took_the_controller_quorum(check: str) -> None:
+    base = {"acks": "all", "min_insync_replicas": 2, "power_loss_replicas": 2}
+    assert "2 of the 3 KRaft controller voters" in (
+        allowed(check, {**base, "controller_voters": 3, "controller_voters_lost": 2}) or ""
+    )
+    assert "3 of the 5" in (allowed(check, {**base, "controller_voters": 5, "controller_voters_lost": 3}) or "")
+    # look-alikes: a minority of the voters, half of an even quorum, dedicated controllers (none lost)
+    assert allowed(check, {**base, "controller_voters": 3, "controller_voters_lost": 1}) is None
+    assert allowed(check, {**base, "controller_voters": 4, "controller_voters_lost": 2}) is None
+    assert allowed(check, base) is None
+
+
+def test_a_safety_check_is_never_allowed_by_the_lost_quorum() -> None:
+    lost = {"acks": "all", "min_insync_replicas": 2, "controller_voters": 3, "controller_voters_lost": 3}
+    for check in ("poll-skip", "nonmonotonic-poll", "truncation-undetected", "inconsistent-offsets", "unseen"):
+        assert allowed(check, lost) is None, check
+
+
+@pytest.mark.parametrize(
+    ("replicas", "controllers", "header"),
+    [
+        (2, 0, {"controller_voters": 3, "controller_voters_lost": 2}),
+        (3, 0, {"controller_voters": 3, "controller_voters_lost": 3}),
+        (1, 0, {"controller_voters": 3, "controller_voters_lost": 1}),
+        (2, 3, {}),  # dedicated controllers: a broker's power loss takes no voter
+        (0, 0, {}),  # no power loss
+    ],
+)
+def test_the_header_counts_the_voters_a_power_loss_takes(replicas: int, controllers: int, header: dict) -> None:
+    assert RunSpec(suite="power-loss", scenario="s", power_loss_replicas=replicas).quorum_loss(3, controllers) == header
 
 
 def test_asking_for_elr_on_a_release_without_it_is_refused_in_one_line() -> None:
