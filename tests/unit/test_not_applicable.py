@@ -280,8 +280,10 @@ def test_merge_ignores_not_applicable() -> None:
 
 
 def test_the_check_table_says_what_each_check_needs() -> None:
-    """The table of checks in docs/running.md ("Checking a history"), column "needs"."""
-    lines = (Path(__file__).parents[2] / "docs" / "running.md").read_text(encoding="utf-8").splitlines()
+    """The one table of checks, docs/checks.md ("Definitions and inputs"), column "needs": every
+    check in report order; no other page keeps a second table of what the checks need."""
+    docs = Path(__file__).parents[2] / "docs"
+    lines = (docs / "checks.md").read_text(encoding="utf-8").splitlines()
     head = next(i for i, x in enumerate(lines) if x.startswith("| check |") and "needs" in x)
     cols = [c.strip() for c in lines[head].strip("|").split("|")]
     k = next(i for i, c in enumerate(cols) if c.startswith("needs"))
@@ -292,6 +294,14 @@ def test_the_check_table_says_what_each_check_needs() -> None:
         cells = [c.strip().strip("`") for c in x.strip("|").split("|")]
         rows[cells[0]] = cells[k]
     assert rows == {c: needs_text(NEEDS[c]) for c in CHECKS}
+    assert list(rows) == list(CHECKS)
+    others = [
+        p.name
+        for p in docs.glob("*.md")
+        if p.name != "checks.md"
+        and any(x.startswith("| check |") and "needs" in x for x in p.read_text(encoding="utf-8").splitlines())
+    ]
+    assert others == []
 
 
 def test_failed_final_reads_make_the_checks_unknown_not_inapplicable() -> None:
