@@ -54,7 +54,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from highwater.core.checks import TIMED_CHECKS
+from highwater.core.checks.timed import TIMED_CHECKS
 from highwater.core.checks.verdict import Verdict
 
 

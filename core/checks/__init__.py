@@ -39,6 +39,7 @@ from highwater.core.checks.share import (
     share_release_redelivered,
     share_settled_redelivered,
 )
+from highwater.core.checks.timed import TIMED_CHECKS
 from highwater.core.checks.torn import torn_transaction_of
 from highwater.core.checks.txn import aborted_read_of, open_txn_read_of
 from highwater.core.checks.verdict import (
@@ -95,9 +96,6 @@ CHECKS: dict[str, Check] = {
     "share-release-redelivered": share_release_redelivered,
 }
 
-#: the timed checks: each judges time against a bound derived from the settings (a stall, a
-#: follower's lag, the ISR's churn), where the others judge what was read and written
-TIMED_CHECKS = ("follower-fetch", "progress", "isr-stability", "follower-latency", "rebalance-barrier")
 
 #: what a check needs: every group must be carried, a group by any one of its inputs
 Needs = tuple[frozenset[Input], ...]
@@ -270,6 +268,7 @@ def overall(verdicts: list[Verdict]) -> Overall:
 
 __all__ = [
     "CHECKS",
+    "TIMED_CHECKS",
     "NEEDS",
     "Input",
     "HistoryData",
