@@ -108,7 +108,7 @@ def _needs(*groups: Input | frozenset[Input]) -> Needs:
 _R, _S, _P, _F, _M = Input.RACKS, Input.SENDS, Input.POLLS, Input.FINAL_READS, Input.META
 _T, _C, _X, _Q = Input.TXNS, Input.COMMITS, Input.COPY, Input.SHARE
 
-#: the inputs each check needs (docs/running.md's check table, column "needs")
+#: the inputs each check needs (docs/checks.md's table, column "needs")
 NEEDS: dict[str, Needs] = {
     "uncommitted-read": _needs(_P, _F),
     "poll-skip": _needs(_P, _F),
@@ -193,7 +193,7 @@ def missing_inputs(check: str, present: Iterable[Input]) -> Needs:
 
 
 def needs_text(needs: Needs) -> str:
-    """``sends, final reads`` / ``final reads or polls``: for notes, the CLI and docs/running.md."""
+    """``sends, final reads`` / ``final reads or polls``: for notes, the CLI and docs/checks.md."""
     return ", ".join(" or ".join(i.label for i in sorted(g, key=_ORDER.index)) for g in needs)
 
 
