@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from highwater.core.errors import HighwaterError
+from highwater.core.run_dir import RunDir
 
 FORMAT = "highwater.run/1"
 FORMAT_PREFIX = "highwater.run/"
@@ -465,7 +466,7 @@ class RunManifest:
     def read(cls, path: Path) -> RunManifest:
         """The manifest at ``path`` (a run.json or the run dir holding it); one ``ManifestError``
         naming the file when it is missing, not JSON, malformed or of an unknown version."""
-        p = path / "run.json" if path.is_dir() else path
+        p = RunDir(path).run_json if path.is_dir() else path
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:

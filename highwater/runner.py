@@ -1,6 +1,6 @@
 """One recorded run: workloads + faults on a cluster, then heal, final read and checks.
 
-A run writes ``results/<campaign>/<run_id>/``:
+A run writes ``results/<campaign>/<run_id>/`` (its files named by ``core.run_dir.RunDir``):
 - ``history.jsonl`` (flushed as events happen),
 - ``verdict.json`` (what ``highwater check --json`` prints),
 - ``run.json``: the run manifest (``core.manifest.RunManifest``, format ``highwater.run/1``:
@@ -31,13 +31,14 @@ from typing import Any
 
 from highwater import progress as live
 from highwater.core.checks import load, overall, run_all_checks
-from highwater.core.checks.group_measures import GROUP_MEASURES, group_measures
-from highwater.core.checks.power_measures import POWER_MEASURES, power_measures
+from highwater.core.checks.group_measures import group_measures
+from highwater.core.checks.power_measures import power_measures
 from highwater.core.checks.verdict import Input, Overall, Valid, Verdict
 from highwater.core.errors import HighwaterError
 from highwater.core.findings import Classification, RunIdentity, beyond_of, classify, configured
 from highwater.core.history import HistoryWriter
 from highwater.core.manifest import ClusterShape, NemesisRecord, Racks, RunManifest, RunStats, iso_utc
+from highwater.core.run_dir import RunDir
 from highwater.faults.capability import check_capabilities, declared_faults
 from highwater.faults.clients import group_view
 from highwater.faults.group_leader import LiveGroups
@@ -196,7 +197,7 @@ def _prepare(cluster: ClusterBackend, spec: RunSpec, nemesis_record: NemesisReco
     inputs += [Input.TXNS] if spec.transactional or spec.copiers else []
     inputs += [Input.COMMITS] if group is not None or spec.copiers else []
     history = HistoryWriter(
-        out / "history.jsonl",
+        RunDir(out).history,
         run_id=run_id,
         kafka_version=cluster.kafka_version,
         client=label,
@@ -232,7 +233,7 @@ def _prepare(cluster: ClusterBackend, spec: RunSpec, nemesis_record: NemesisReco
         spec=run_spec_to_json(spec),
         nemesis=nemesis_record,
     )
-    manifest.write(out / "run.json")
+    manifest.write(RunDir(out).run_json)
     return _Run(run_id, out, seed, history, manifest, group, share, sink, restore)
 
 
@@ -381,7 +382,7 @@ def _play(
                         owes = GroupOwes(spec.client, state, spec.topic, spec.partitions, 2 * share.lock_ms / 1000)
                     try:
                         _settle(
-                            cluster, spec, consumers, producers, progress, out / "threads.txt", workers.ledger, owes
+                            cluster, spec, consumers, producers, progress, RunDir(out).threads, workers.ledger, owes
                         )
                     finally:
                         if owes is not None:
@@ -389,7 +390,8 @@ def _play(
                     phases.mark("settle")
                 for w in [*consumers, observer]:
                     w.stop()
-                copy_worker_logs(workers.log_mark, out / "logs" / "clients")  # the libraries' own account of the run
+                # the libraries' own account of the run
+                copy_worker_logs(workers.log_mark, RunDir(out).logs / "clients")
                 fake_client_clocks(None)
                 # Consumers are closed, so their bytes are being counted; the final read would add its own.
                 client_bytes_after = wait_until_steady(
@@ -438,6 +440,7 @@ def _judge(
     """Phase 5: the checks and the measures on the closed history, ``verdict.json``, the
     completed manifest, and the cluster's logs when the run was not valid."""
     out, run_id = run.out, run.run_id
+    files = RunDir(out)
     producers, consumers, observer = workers.producers, workers.consumers, workers.observer
     run_stats = RunStats(
         producers={p.name: p.stats() for p in [*producers, *(c for c in consumers if isinstance(c, CopyWorker))]},
@@ -446,23 +449,23 @@ def _judge(
     )
     live_now = live.current()
     live_now.phase("checks")
-    judged = load(out / "history.jsonl")
+    judged = load(files.history)
     verdicts = run_all_checks(judged)
     measures = group_measures(judged)
     if measures is not None:  # what the report compares across group protocols
-        _write_json(out / GROUP_MEASURES, measures.to_json())
+        _write_json(files.group_measures, measures.to_json())
     power = power_measures(judged, verdicts)
     if power is not None:  # the report's table of power-loss cases
-        _write_json(out / POWER_MEASURES, power.to_json())
+        _write_json(files.power_measures, power.to_json())
     valid = overall(verdicts)
     classification = _classify(run.manifest, {v.check: v.valid for v in verdicts})
     phases.mark("checks")
     run_stats = replace(run_stats, phases=phases.seconds)
     stats = run_stats.to_json()
     _write_json(
-        out / "verdict.json",
+        files.verdict_json,
         {
-            "history": str(out / "history.jsonl"),
+            "history": str(files.history),
             "valid": valid,
             "findings": classification.to_json(),
             "verdicts": [v.to_json() for v in verdicts],
@@ -476,9 +479,9 @@ def _judge(
         findings=classification.to_json(),
         ended_at=iso_utc(time.time()),
     )
-    manifest.write(out / "run.json")
+    manifest.write(files.run_json)
     if valid is not True:
-        cluster.collect_logs(out / "logs")
+        cluster.collect_logs(files.logs)
     said = _said(valid, classification)
     progress(f"{run_id}: {said.upper() if valid is not True else said} -> {out}")
     live_now.message(f"{run_id}: {said}")
@@ -491,15 +494,16 @@ def record_beyond(run_dir: Path, finding: str, checks: Iterable[str]) -> Classif
     classed again with that (``core.findings.classify``'s ``beyond``) and its class rewritten in
     ``verdict.json`` and ``run.json``, where the report finds it. Returns the new class; None
     for a history that is no run's (no ``run.json`` and ``verdict.json`` beside it)."""
-    if not ((run_dir / "run.json").is_file() and (run_dir / "verdict.json").is_file()):
+    files = RunDir(run_dir)
+    if not (files.run_json.is_file() and files.verdict_json.is_file()):
         return None
-    manifest = RunManifest.read(run_dir / "run.json")
-    verdict = json.loads((run_dir / "verdict.json").read_text(encoding="utf-8"))
+    manifest = RunManifest.read(files.run_json)
+    verdict = json.loads(files.verdict_json.read_text(encoding="utf-8"))
     beyond = {f: set(cs) for f, cs in beyond_of(manifest.findings).items()}
     beyond.setdefault(finding, set()).update(checks)
     c = _classify(manifest, {v["check"]: v["valid"] for v in verdict["verdicts"]}, beyond)
-    _write_json(run_dir / "verdict.json", {**verdict, "findings": c.to_json()})
-    replace(manifest, findings=c.to_json()).write(run_dir / "run.json")
+    _write_json(files.verdict_json, {**verdict, "findings": c.to_json()})
+    replace(manifest, findings=c.to_json()).write(files.run_json)
     return c
 
 

@@ -45,6 +45,7 @@ from highwater.core.checks import CHECKS
 from highwater.core.checks.bounds import Settings, derive
 from highwater.core.checks.verdict import Verdict
 from highwater.core.errors import HighwaterError
+from highwater.core.run_dir import RunDir
 from highwater.faults.spec import parse_fault
 from highwater.harness.backend import ClusterBackend
 from highwater.harness.clients import (
@@ -294,7 +295,7 @@ def run(
                 say(f"{app.name}'s logs: {logs}")
             raise
     if logs.exists():
-        dest = result.dir / "logs" / "app"
+        dest = RunDir(result.dir).logs / "app"
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(logs), str(dest))
     return result
@@ -380,7 +381,7 @@ def assert_holds(result: RunResult, checks: Iterable[str] | Scenario) -> Judgeme
 
 def _repro(run_dir: Path) -> str:
     try:
-        repro = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("repro")
+        repro = json.loads(RunDir(run_dir).run_json.read_text(encoding="utf-8")).get("repro")
     except (OSError, ValueError):
         return ""
     return f"; repro: {repro}" if repro else ""

@@ -42,6 +42,7 @@ from highwater.core.checks import load
 from highwater.core.checks.verdict import NOT_APPLICABLE, UNKNOWN, overall_valid
 from highwater.core.errors import HighwaterError
 from highwater.core.history import HistoryError, read_history
+from highwater.core.run_dir import HISTORY_FILES, RunDir
 from highwater.reports.aggregate import merge_run_verdicts
 from highwater.reports.layout import RunInfo, find_run_dirs, load_runs
 from highwater.reports.summary import stall_rows
@@ -113,7 +114,6 @@ EVENTS_COLUMNS: dict[str, str] = {
     "error": "str",
     "value": "str",
 }
-HISTORY_FILES = ("history.parquet", "history.jsonl")
 
 
 class ResultsError(HighwaterError, ValueError):
@@ -348,7 +348,7 @@ def _with_problems(df: pd.DataFrame, judged: list[tuple[RunInfo, dict[str, dict[
     problems += [
         f"{r.label}: no verdict.json, its checks are unknown"
         for r, _ in judged
-        if not (r.path / "verdict.json").exists()
+        if not RunDir(r.path).verdict_json.exists()
     ]
     df.attrs["problems"] = problems
     return df

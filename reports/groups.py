@@ -12,12 +12,12 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from highwater.core.checks.group_measures import GROUP_MEASURES
+from highwater.core.run_dir import GROUP_MEASURES, RunDir
 from highwater.reports.layout import RunInfo
 
 
 def _measures(r: RunInfo) -> dict[str, Any] | None:
-    path = r.path / GROUP_MEASURES
+    path = RunDir(r.path).group_measures
     if not path.exists():
         return None
     try:

@@ -28,10 +28,9 @@ from typing import Any
 
 from highwater.core.history import HistoryError, read_history, to_parquet
 from highwater.core.manifest import ManifestError, RunManifest, iso_utc
+from highwater.core.run_dir import HISTORY_FILES, RUN_FILES, RunDir
 
 log = logging.getLogger(__name__)
-
-RUN_FILES = ("history.jsonl", "history.parquet", "verdict.json", "run.json")
 
 
 @dataclass
@@ -118,14 +117,15 @@ def load_run(results: Path, run_dir: Path, key: int) -> RunInfo:
     """Read run.json, the history header and verdict.json of one run (never raises on bad data)."""
     problems: list[str] = []
     manifest: RunManifest | None = None
-    if (run_dir / "run.json").exists():
+    files = RunDir(run_dir)
+    if files.run_json.exists():
         try:
-            manifest = RunManifest.read(run_dir / "run.json")
+            manifest = RunManifest.read(files.run_json)
         except ManifestError as e:
             problems.append(f"run.json unreadable: {e}")
     m = manifest
     header: dict[str, Any] = {}
-    for name in ("history.parquet", "history.jsonl"):
+    for name in HISTORY_FILES:
         hp = run_dir / name
         if hp.exists():
             try:
@@ -133,7 +133,7 @@ def load_run(results: Path, run_dir: Path, key: int) -> RunInfo:
                 break
             except HistoryError as e:
                 problems.append(f"{name}: {e}")
-    vj = _read_json(run_dir / "verdict.json", problems)
+    vj = _read_json(files.verdict_json, problems)
     verdicts: list[dict[str, Any]] | None = None
     if isinstance(vj, dict) and isinstance(vj.get("verdicts"), list):
         verdicts = [v for v in vj["verdicts"] if isinstance(v, dict) and "check" in v]
@@ -160,7 +160,7 @@ def load_run(results: Path, run_dir: Path, key: int) -> RunInfo:
         verdicts=verdicts,
         problems=problems,
     )
-    if not header and not (run_dir / "history.jsonl").exists() and not (run_dir / "history.parquet").exists():
+    if not header and not files.history.exists() and not files.history_parquet.exists():
         problems.append("no history file")
     return info
 
@@ -202,8 +202,8 @@ def ensure_parquet(runs: list[RunInfo], cache: Path) -> Iterator[RunInfo]:
     while it is newer than its source. Yields each run as it is ready, for progress output.
     """
     for r in runs:
-        own = r.path / "history.parquet"
-        src = r.path / "history.jsonl"
+        own = RunDir(r.path).history_parquet
+        src = RunDir(r.path).history
         if own.exists():
             r.parquet = own
         elif src.exists():

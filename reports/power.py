@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from highwater.core.checks.power_measures import POWER_MEASURES
 from highwater.core.policy import allowed
+from highwater.core.run_dir import POWER_MEASURES, RunDir
 from highwater.reports.layout import RunInfo
 
 
 def _measures(r: RunInfo) -> dict[str, Any] | None:
-    path = r.path / POWER_MEASURES
+    path = RunDir(r.path).power_measures
     if not path.exists():
         return None
     try:

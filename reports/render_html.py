@@ -42,6 +42,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, Template, select
 from markupsafe import Markup
 
 from highwater.core.checks.verdict import NOT_APPLICABLE
+from highwater.core.run_dir import RunDir
 from highwater.reports.aggregate import ReportData, run_class_of, run_findings_of
 from highwater.reports.attribution import BROKER, CLIENTS, NONE, SINGLE, attribute, describe
 from highwater.reports.baseline import Comparison
@@ -407,7 +408,7 @@ def _failures_view(d: ReportData, base: Path) -> dict[str, Any]:
         run = runs.get(f["run"]) or {}
         explained = run_findings_of(run)["known"].get(f["check"]) if run else None
         recorded = len(((run.get("verdicts") or {}).get(f["check"]) or {}).get("examples") or [])
-        verdict_json = Path(run["path"]) / "verdict.json" if run.get("path") else None
+        verdict_json = RunDir(Path(run["path"])).verdict_json if run.get("path") else None
         items.append(
             {
                 "f": f,
@@ -510,7 +511,7 @@ def _run_detail(r: dict[str, Any], base: Path) -> dict[str, Any]:
     if sched.get("seed") is not None:
         extra += f", seed {sched['seed']}"
     faults = fault_rows(r)
-    run_json = Path(r["path"]) / "run.json" if r.get("path") else None
+    run_json = RunDir(Path(r["path"])).run_json if r.get("path") else None
     stalls = [
         {
             **x,

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 from highwater.core.checks.verdict import Valid, Verdict, decide
+from highwater.core.run_dir import HISTORY_PARQUET
 from highwater.reports.layout import RunInfo
 
 MAX_EXAMPLES = 5
@@ -59,7 +60,7 @@ class RunLinks:
         for r in self.runs:
             d = self.root / f"run={r.key}"
             d.mkdir()
-            os.symlink(r.parquet.resolve(), d / "history.parquet")  # type: ignore[union-attr]
+            os.symlink(r.parquet.resolve(), d / HISTORY_PARQUET)  # type: ignore[union-attr]
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)  # removes the links, never their targets

@@ -15,6 +15,7 @@ from typing import Any
 from highwater.core.checks import TIMED_CHECKS
 from highwater.core.checks.bounds import Bound, Settings, derive, stall_bound_name
 from highwater.core.checks.verdict import Verdict
+from highwater.core.run_dir import RunDir
 from highwater.faults.schedule import DEFAULT_MIX, ROLLING_RESTART_MIN_LENGTH, Schedule, ScheduleConfig
 from highwater.harness.backend import ClusterBackend
 from highwater.harness.clients import DEFAULT_CLIENT
@@ -102,7 +103,7 @@ def describe(verdicts: Iterable[Verdict]) -> str:
 def assert_verdicts(result: RunResult, *, must_hold: Iterable[str], judged: bool = True) -> None:
     """Every check in ``must_hold`` is True (not unknown: a check that could not judge proves
     nothing); no check at all is False. The message names the run dir and the repro command."""
-    run = json.loads((result.dir / "run.json").read_text())
+    run = json.loads(RunDir(result.dir).run_json.read_text())
     check_verdicts(
         result.verdicts,
         must_hold if judged else (),

@@ -31,9 +31,6 @@ from highwater.core.checks.data import HistoryData, distinct, member
 from highwater.core.checks.group_cols import group_members
 from highwater.core.checks.windows import MS, fault_windows
 
-#: the file of a run's directory that holds its measures (written by the runner, read by the report)
-GROUP_MEASURES = "group-measures.json"
-
 
 @dataclass(frozen=True)
 class Resume:

@@ -24,8 +24,6 @@ from highwater.core.checks.data import OK, HistoryData
 from highwater.core.checks.verdict import Verdict
 from highwater.core.checks.windows import MS, fault_windows
 
-#: the file of a run's directory that holds its measures (written by the runner, read by the report)
-POWER_MEASURES = "power-measures.json"
 POWER_LOSS = "power_loss"
 
 

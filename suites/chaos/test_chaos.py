@@ -15,6 +15,7 @@ import json
 
 import pytest
 
+from highwater.core.run_dir import RunDir
 from highwater.faults.schedule import Schedule
 from highwater.faults.spec import FaultKind, Flow
 from highwater.faults.target import ClientsTarget, CoordinatorTarget
@@ -77,7 +78,7 @@ def run_schedule(  # type: ignore[no-untyped-def]
         extra={"schedule": schedule.to_dict()},
         **spec,
     )
-    run = json.loads((result.dir / "run.json").read_text())
+    run = json.loads(RunDir(result.dir).run_json.read_text())
     assert run["spec"]["extra"]["schedule"]["seed"] == schedule.seed and run["repro"]
     return result, run
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from highwater.core.checks.verdict import Verdict
+from highwater.core.run_dir import RunDir
 from highwater.runner import RunResult
 from highwater.suites.findings import expect_hw9, expect_hw13, expect_hw17
 from highwater.suites.hw8 import without_hw8
@@ -107,7 +108,7 @@ def test_consumers_keep_up_under_leader_faults(
         expect_hw13(request)  # kafkajs's consumers stall past their bound when the leader they read dies
     result = _run(cluster, profile, campaign, results_root, repro, scenario, kafka_version)
     try:
-        verdicts, zombie = without_hw8(result.verdicts, result.dir / "history.jsonl")
+        verdicts, zombie = without_hw8(result.verdicts, RunDir(result.dir).history)
         for z in zombie:
             print(z)
         assert_live(verdicts)

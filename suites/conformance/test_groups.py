@@ -57,6 +57,7 @@ import pytest
 
 from highwater.core.checks.verdict import Verdict
 from highwater.core.history import read_history
+from highwater.core.run_dir import RunDir
 from highwater.faults.schedule import Schedule
 from highwater.harness.clients import get_driver
 from highwater.harness.clients.groups import group_protocol_refusal
@@ -197,7 +198,7 @@ def run_member_faults(  # type: ignore[no-untyped-def]
         settle_timeout=10.0,
         **({"nemesis": nemesis} if nemesis is not None else {}),
     )
-    history = read_history(result.dir / "history.jsonl")
+    history = read_history(RunDir(result.dir).history)
     assert history.config["group_protocol"] == protocol  # the header says which protocol it judged
     assert history.config.get("group_remote_assignor") == assignor  # and which assignor
     # KIP-848's promise of no group-wide barrier: judged on the consumer protocol only (classic's

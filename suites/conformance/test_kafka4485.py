@@ -10,6 +10,7 @@ from pathlib import Path
 
 from highwater.core.checks.verdict import Verdict
 from highwater.core.history import read_history
+from highwater.core.run_dir import RunDir
 from highwater.runner import RunResult
 from highwater.suites.findings import expect_hw9
 from highwater.suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
@@ -38,7 +39,7 @@ def isr_transitions(history: Path, topic: str, partition: int) -> list[tuple[str
 def run_topic(result: RunResult) -> str:
     """The topic the run used: the scenario's, with the client's suffix on any client but the
     default one (``suites.scenario.client_topic``)."""
-    return str(json.loads((result.dir / "run.json").read_text())["spec"]["topic"])
+    return str(json.loads(RunDir(result.dir).run_json.read_text())["spec"]["topic"])
 
 
 def acked_sends(history: Path) -> int:
@@ -88,7 +89,7 @@ def test_keeping_up_under_many_small_requests_means_no_isr_churn(
     assert_verdicts(result, must_hold=p.must_hold)
     assert_no_isr_churn(
         result.verdicts,
-        result.dir / "history.jsonl",
+        RunDir(result.dir).history,
         run_topic(result),
         0.5 * PRODUCERS * rate * p.duration(profile.run_seconds),
     )
@@ -108,4 +109,4 @@ def test_slowed_follower_leaves_once_and_returns_once(request, cluster, profile,
         partitions=1,
     )
     assert_verdicts(result, must_hold=p.must_hold)
-    assert_leaves_once_returns_once(result.verdicts, result.dir / "history.jsonl", run_topic(result))
+    assert_leaves_once_returns_once(result.verdicts, RunDir(result.dir).history, run_topic(result))

@@ -48,6 +48,7 @@ from typing import Any
 import pytest
 
 from highwater.core.checks.verdict import Verdict
+from highwater.core.run_dir import RunDir
 from highwater.faults.inject import Injector
 from highwater.faults.spec import parse_fault
 from highwater.harness.distribution import parse_version
@@ -298,7 +299,7 @@ def _scenario(
     )
     result = execute_run(cluster, spec, nemesis=unclean_truncation(notes))
     (result.dir / "scenario.json").write_text(json.dumps(notes, indent=2, default=str))
-    outcome = _OUTCOMES[key] = Outcome(result.dir / "history.jsonl", result.verdicts, notes, result)
+    outcome = _OUTCOMES[key] = Outcome(RunDir(result.dir).history, result.verdicts, notes, result)
     return outcome
 
 

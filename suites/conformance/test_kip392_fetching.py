@@ -16,6 +16,7 @@ from kafka import KafkaProducer
 from highwater.core.checks.bounds import derive
 from highwater.core.checks.hw_propagation import hw_propagation
 from highwater.core.checks.verdict import Verdict
+from highwater.core.run_dir import RunDir
 from highwater.harness.local.cluster import Cluster
 from highwater.harness.waiting import wait_until
 from highwater.harness.workload.final_read import _fetch
@@ -53,7 +54,7 @@ def test_each_rack_reads_from_its_own_replica(cluster, profile, campaign, result
     )
     # Records are 1 KB so the payload dominates what crosses the proxies; the request overhead of
     # kafka-python's leader/follower ping-pong (docs/findings.md, HW-4) stays a few percent.
-    run = json.loads((result.dir / "run.json").read_text())
+    run = json.loads(RunDir(result.dir).run_json.read_text())
     bytes_by_rack = {rack: run["client_bytes"][rack] for rack in cluster.topo.racks}
     assert_verdicts(result, must_hold=p.must_hold)
     assert_rack_local_reads(result.verdicts, bytes_by_rack, {b: cluster.rack_of(b) for b in cluster.broker_ids})
@@ -145,7 +146,7 @@ def test_consumer_moves_when_its_replica_leaves_the_isr_and_returns(
         topic=f"k392{how.replace('-', '')}",
         partitions=1,
     )
-    run = json.loads((result.dir / "run.json").read_text())
+    run = json.loads(RunDir(result.dir).run_json.read_text())
     try:
         assert_consumer_moves(result.verdicts, how)
     except AssertionError as exc:  # the same kind (TimedChecksOnly stays itself), with where to look

@@ -29,6 +29,7 @@ import pytest
 
 from highwater.core.checks.verdict import Verdict
 from highwater.core.history import read_history
+from highwater.core.run_dir import RunDir
 from highwater.harness.clients import get_driver
 from highwater.harness.clients.share import share_refusal
 from highwater.suites.nightly import nightly
@@ -79,7 +80,7 @@ def test_share_group_through_a_member_kill_and_a_coordinator_kill(  # type: igno
     )  # fmt: skip
     assert_verdicts(result, must_hold=KILLS.must_hold)
     assert_share_judged(result.verdicts)
-    events = list(read_history(result.dir / "history.jsonl"))
+    events = list(read_history(RunDir(result.dir).history))
     kinds = [k for k, _ in faults_of(events)]
     assert kinds == ["client_kill", "kill"], kinds
     killed_at = next(e["time_ns"] for e in events if e["f"] == "fault" and e["value"]["kind"] == "client_kill")
@@ -107,7 +108,7 @@ def test_share_group_through_freezes_and_leader_kills(  # type: ignore[no-untype
     assert_verdicts(result, must_hold=plan.must_hold)
     assert_share_judged(result.verdicts)
     if plan.scenario == "member-freezes":
-        assert_frozen_member_s_records_came_back(list(read_history(result.dir / "history.jsonl")))
+        assert_frozen_member_s_records_came_back(list(read_history(RunDir(result.dir).history)))
 
 
 def assert_frozen_member_s_records_came_back(events: list[dict[str, Any]]) -> None:

@@ -28,6 +28,7 @@ from highwater.core.checks.verdict import Verdict
 from highwater.core.findings import find
 from highwater.core.history import read_history
 from highwater.core.history.format import source_of
+from highwater.core.run_dir import RunDir
 from highwater.harness.clients import TransactionalClient, get_driver, parse_client_spec
 from highwater.harness.clients.txnversion import transaction_version_refusal
 from highwater.runner import record_beyond
@@ -195,8 +196,8 @@ def test_read_committed_sees_only_whole_committed_transactions(
     verdicts, must_hold = result.verdicts, TXN_PLANS[scenario].must_hold
     name = parse_client_spec(client).name
     if name in COMMITS_AFTER_FAILED_SEND:
-        verdicts = without_hw10(verdicts, result.dir / "history.jsonl", COMMITS_AFTER_FAILED_SEND[name], name)
-    verdicts, zombie = without_hw8(verdicts, result.dir / "history.jsonl")
+        verdicts = without_hw10(verdicts, RunDir(result.dir).history, COMMITS_AFTER_FAILED_SEND[name], name)
+    verdicts, zombie = without_hw8(verdicts, RunDir(result.dir).history)
     for z in zombie:
         print(z)
     kept = {v.check for v in verdicts}
@@ -239,16 +240,16 @@ def test_transactions_v1_and_v2_through_faults_on_the_producer_s_links(  # type:
             **TXN_WORKLOAD,
         ),
     )
-    config = read_history(result.dir / "history.jsonl").config  # the header says which version it judged
+    config = read_history(RunDir(result.dir).history).config  # the header says which version it judged
     assert config.get("transaction_version", 1) == version, config.get("transaction_version")
     stats = result.stats["producers"]
     assert sum(p["committed"] for p in stats.values()) > 0 and sum(p["aborted"] for p in stats.values()) > 0, stats
     verdicts = result.verdicts
     name = parse_client_spec(client).name
     if name in COMMITS_AFTER_FAILED_SEND:
-        verdicts = without_hw10(verdicts, result.dir / "history.jsonl", COMMITS_AFTER_FAILED_SEND[name], name)
+        verdicts = without_hw10(verdicts, RunDir(result.dir).history, COMMITS_AFTER_FAILED_SEND[name], name)
     # HW-8's stalls subtracted exactly, as the suite's other transactional runs do (a stall
     # beyond it still fails, and the run's class records it)
-    verdicts, _ = without_hw8(verdicts, result.dir / "history.jsonl")
+    verdicts, _ = without_hw8(verdicts, RunDir(result.dir).history)
     kept = {v.check for v in verdicts}
     check_verdicts(verdicts, tuple(c for c in PRODUCER_LINKS.must_hold if c in kept), f" in run {result.run_id}")

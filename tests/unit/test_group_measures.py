@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from highwater.core.checks.data import from_events
-from highwater.core.checks.group_measures import GROUP_MEASURES, GroupMeasures, Resume, group_measures
+from highwater.core.checks.group_measures import GroupMeasures, Resume, group_measures
+from highwater.core.run_dir import GROUP_MEASURES
 from highwater.reports.groups import group_rows
 from highwater.reports.layout import RunInfo
 from highwater.reports.render_html import render

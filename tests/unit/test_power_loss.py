@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from highwater.core.checks import TIMED_CHECKS, run_checks
-from highwater.core.checks.power_measures import POWER_MEASURES, power_measures
+from highwater.core.checks.power_measures import power_measures
 from highwater.core.policy import allowed
+from highwater.core.run_dir import POWER_MEASURES
 from highwater.faults.common import FaultError
 from highwater.faults.target import ReplicasTarget, parse_target
 from highwater.harness.features import elr_refusal
