@@ -20,10 +20,14 @@ What is drawn, and what is not (and why):
   ``min.insync.replicas=2``, and the losses ``acks=1`` allows would read as lost writes. Racks are
   not drawn: the cluster is shared by a hunt's runs, and always has three (consumers with
   ``client.rack``).
-- **client library settings**: today every driver fixes its library's timeouts, retries,
-  ``max.in.flight`` and fetch sizes to what the timed checks' bounds are derived from
-  (``highwater.run_spec.run_settings``); drawing them needs bounds that follow them, so none is
-  drawn yet (docs/hunting.md lists them per library).
+- **client settings**: the ones users commonly change that no check's bound is derived from,
+  mapped by every driver to its library's own name (``harness.clients.base``): the producers'
+  ``linger.ms`` (0 to 100 ms) and, with idempotence, ``max.in.flight.requests.per.connection``
+  (1, 2 or 5; without idempotence it stays 1, as a retry could otherwise overtake a later batch,
+  which is the application's choice, not Kafka's fault), and the consumers' ``max.poll.records``
+  (10 to 500). The timeouts, retries, ``fetch.max.wait.ms`` and ``metadata.max.age.ms`` stay
+  fixed: the timed checks' bounds are derived from them (``highwater.run_spec.run_settings``),
+  and drawing them needs bounds that follow them (docs/hunting.md lists them per library).
 - **faults**: every kind in ``DEFAULT_MIX`` the cluster can apply (``kinds``: the caller asks the
   backend's capabilities), client faults, and disk and clock faults on a cluster with lossy disks
   or faked clocks; corruption faults never (they lose data on purpose, which no check allows).
@@ -57,6 +61,11 @@ EXTRA_WEIGHTS = {
     "clock_jump": 1.0,
     "clock_drift": 0.5,
 }
+#: the client settings a hunt draws (module docstring): producers' linger.ms, requests in flight
+#: with idempotence, consumers' max.poll.records
+LINGER_MS = (0, 2, 5, 20, 100)
+MAX_IN_FLIGHT = (1, 2, 5)
+MAX_POLL_RECORDS = (10, 100, 500)
 
 
 class HuntError(HighwaterError):
@@ -164,6 +173,12 @@ def draw(space: HuntSpace, seed: int, supports: Supports | None = None) -> Draw:
         settings.update(consumer_mode="share", isolation_level="read_uncommitted")
     concurrency = rng.choice((1, 1, 2))
     schedule_seed = rng.randrange(2**31)
+    # drawn last, so the draws above stay those of seeds recorded before client settings were drawn
+    linger_ms = rng.choice(LINGER_MS)
+    max_in_flight = rng.choice(MAX_IN_FLIGHT)
+    settings.update(linger_ms=linger_ms, max_poll_records=rng.choice(MAX_POLL_RECORDS))
+    if settings["idempotence"]:
+        settings["max_in_flight"] = max_in_flight
     return Draw(seed, release, client, workload, settings, schedule_seed, concurrency)
 
 

@@ -38,6 +38,12 @@ class RunSpec:
     producers: int = 2
     rate: float = 100.0  # per producer, sends/s
     value_size: int = 0  # bytes per value (0: just the unique id)
+    # the client settings users commonly change (each driver maps them to its library's names,
+    # ``harness.clients.base``): the producers' linger and requests in flight (None: 1 without
+    # idempotence, 5 with), the consumers' records per poll. A hunt draws them (``hunt_draw``).
+    linger_ms: int = 2
+    max_in_flight: int | None = None
+    max_poll_records: int = 500
     consumer_mode: str = "assign"
     # subscribe mode: the members' session timeout (None: the client's default); a scenario that
     # freezes or kills a member sets it short, so the group evicts it within the run
@@ -113,6 +119,21 @@ class RunSpec:
         if not self.power_loss_replicas or controllers:
             return {}
         return {"controller_voters": brokers, "controller_voters_lost": min(self.power_loss_replicas, brokers)}
+
+    def client_settings_refusal(self) -> str | None:
+        """Why the run's client settings cannot be run, in one line, or None: a linger below 0,
+        records per poll below 1, requests in flight below 1, or above 5 with idempotence (the
+        most the broker keeps in order for an idempotent producer; every library refuses more)."""
+        if self.linger_ms < 0:
+            return f"linger_ms must be 0 or more, not {self.linger_ms}"
+        if self.max_poll_records < 1:
+            return f"max_poll_records must be 1 or more, not {self.max_poll_records}"
+        if self.max_in_flight is not None:
+            idempotent = self.idempotence or self.transactional
+            if not 1 <= self.max_in_flight <= (5 if idempotent else 1_000):
+                most = "5 with idempotence" if idempotent else "1 or more"
+                return f"max_in_flight must be {most}, not {self.max_in_flight}"
+        return None
 
     def consumer_names(self, racks: int) -> list[str]:
         return [f"consumer-{i}" for i in range(racks)]

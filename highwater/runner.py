@@ -138,6 +138,9 @@ def _refuse(cluster: ClusterBackend, spec: RunSpec, client: str, version: str) -
         refused = elr_refusal(kafka, spec.eligible_leader_replicas)
         if refused is not None:
             raise FeatureError(refused)
+    refused = spec.client_settings_refusal()
+    if refused is not None:
+        raise HighwaterError(refused)
     try:
         planted_kind(spec.extra)
     except ValueError as exc:
@@ -284,6 +287,7 @@ def _workers(cluster: ClusterBackend, spec: RunSpec, run: _Run) -> _Workers:
                     client_rack=rack,
                     group_id=run.group,
                     isolation_level=spec.isolation_of(i, len(cluster.topo.racks)),
+                    max_poll_records=spec.max_poll_records,
                     session_timeout_ms=spec.session_timeout_ms,
                     group_protocol=spec.group_protocol,
                     group_remote_assignor=spec.group_remote_assignor,
@@ -530,7 +534,14 @@ def _producer(
 ) -> ProducerWorker:
     """Producer ``i``: plain, or transactional (``RunSpec.transactional_id``)."""
     config = ProducerConfig(
-        spec.topic, spec.partitions, spec.acks, spec.idempotence, spec.rate, value_size=spec.value_size
+        spec.topic,
+        spec.partitions,
+        spec.acks,
+        spec.idempotence,
+        spec.rate,
+        value_size=spec.value_size,
+        linger_ms=spec.linger_ms,
+        max_in_flight=spec.max_in_flight,
     )
     name = f"producer-{i}"
     if not spec.transactional:

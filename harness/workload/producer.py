@@ -46,6 +46,18 @@ class ProducerConfig:
     request_timeout_ms: int = 5000
     delivery_timeout_ms: int = 20000
     value_size: int = 0  # pad values to this many bytes (0: no padding); they stay unique
+    linger_ms: int = 2
+    # requests in flight per connection; None: 1 without idempotence (retries stay in order), 5 with
+    max_in_flight: int | None = None
+
+
+def in_flight(config: ProducerConfig) -> int:
+    """The producer's requests in flight per connection: the config's, or by default one without
+    idempotence (a retry cannot overtake a later batch) and five with it (the most the broker's
+    sequence checks keep in order)."""
+    if config.max_in_flight is not None:
+        return config.max_in_flight
+    return 5 if config.idempotence else 1
 
 
 #: the most sends handed over at once (a producer far behind its rate catches up in several)
@@ -76,8 +88,8 @@ class ProducerWorker(Worker):
             retries=config.retries,
             request_timeout_ms=config.request_timeout_ms,
             delivery_timeout_ms=config.delivery_timeout_ms,
-            # one request in flight keeps retries in order without idempotence
-            max_in_flight=1 if not config.idempotence else 5,
+            linger_ms=config.linger_ms,
+            max_in_flight=in_flight(config),
             security=security,
         )
         self._producer: ProducerDriver | None = self._make_producer()

@@ -30,7 +30,7 @@ from highwater.harness.clients import ClientDriver, TransactionalClient, Transac
 from highwater.harness.security import PLAINTEXT, ClientSecurity
 
 from .base import HistorySink
-from .producer import ProducerConfig, ProducerWorker
+from .producer import ProducerConfig, ProducerWorker, in_flight
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class TransactionalProducerWorker(ProducerWorker):
         self.settings = replace(
             self.settings,
             idempotence=True,
-            max_in_flight=5,
+            max_in_flight=in_flight(replace(config, idempotence=True)),
             transactional_id=txn.transactional_id,
             transaction_timeout_ms=txn.transaction_timeout_ms,
         )

@@ -282,6 +282,31 @@ def test_the_runner_refuses_before_the_run_starts(tmp_path: Path) -> None:
     assert backend.touched == [] and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("fields", "line"),
+    [
+        ({"linger_ms": -1}, "linger_ms must be 0 or more, not -1"),
+        ({"max_poll_records": 0}, "max_poll_records must be 1 or more, not 0"),
+        ({"max_in_flight": 6, "idempotence": True}, "max_in_flight must be 5 with idempotence, not 6"),
+        ({"max_in_flight": 0}, "max_in_flight must be 1 or more, not 0"),
+    ],
+)
+def test_the_runner_refuses_client_settings_no_library_takes(tmp_path: Path, fields: dict, line: str) -> None:
+    backend = FakeProcessBackend()
+    spec = RunSpec(suite="unit", scenario="refused", results_root=tmp_path, **fields)
+    with pytest.raises(HighwaterError, match=f"^{line}$"):
+        execute_run(backend, spec, scripted([]))
+    assert backend.touched == [] and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"linger_ms": 0}, {"max_in_flight": 5, "idempotence": True}, {"max_in_flight": 8}, {"max_poll_records": 1}],
+)
+def test_client_settings_a_library_takes_are_not_refused(fields: dict) -> None:
+    assert RunSpec(suite="unit", scenario="ok", **fields).client_settings_refusal() is None
+
+
 def test_the_injector_refuses_and_records_the_refusal() -> None:
     history = ListHistory()
     with pytest.raises(CapabilityError):

@@ -610,3 +610,20 @@ def test_kafka_python_is_imported_only_by_its_driver_and_the_observation() -> No
     files = sorted([*(ROOT / "harness/clients").rglob("*.py"), *(ROOT / "harness/workload").rglob("*.py")])
     importing = {str(f.relative_to(ROOT)) for f in files if "kafka" in _imports(f)}
     assert importing <= allowed and "harness/clients/kafka_python.py" in importing
+
+
+@pytest.mark.parametrize(
+    ("idempotence", "asked", "linger", "in_flight"),
+    [(False, None, 2, 1), (True, None, 0, 5), (True, 2, 100, 2), (False, 1, 20, 1)],
+)
+def test_the_producer_hands_its_driver_the_run_s_linger_and_requests_in_flight(
+    tmp_path: Path, idempotence: bool, asked: int | None, linger: int, in_flight: int
+) -> None:
+    """One request in flight without idempotence unless asked; five with it; a hunt's draw wins."""
+    driver = ScriptedDriver([], stop_after=0)
+    made: list[Any] = []
+    driver.producer = lambda settings: made.append(settings) or BatchScriptedProducer([])  # type: ignore[method-assign]
+    config = ProducerConfig("t", idempotence=idempotence, linger_ms=linger, max_in_flight=asked)
+    with HistoryWriter(tmp_path / "h.jsonl") as history:
+        ProducerWorker("producer-0", ["127.0.0.1:1"], history, config, client=driver)
+    assert (made[0].linger_ms, made[0].max_in_flight, made[0].idempotence) == (linger, in_flight, idempotence)

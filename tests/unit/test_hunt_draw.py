@@ -10,7 +10,19 @@ from hypothesis import strategies as st
 from highwater.faults.conflicts import conflict
 from highwater.faults.spec import FaultKind
 from highwater.hunt import hunt_topic, retargeted
-from highwater.hunt_draw import NEVER_DRAWN, WORKLOADS, Draw, HuntError, HuntSpace, draw, hunt_mix, schedule_for
+from highwater.hunt_draw import (
+    LINGER_MS,
+    MAX_IN_FLIGHT,
+    MAX_POLL_RECORDS,
+    NEVER_DRAWN,
+    WORKLOADS,
+    Draw,
+    HuntError,
+    HuntSpace,
+    draw,
+    hunt_mix,
+    schedule_for,
+)
 from highwater.hunt_draw import schedule_length as length_of
 from tests.unit.fault_topology import topo
 
@@ -45,6 +57,35 @@ def test_the_draws_reach_every_release_client_workload_and_setting() -> None:
     assert {d.settings["partitions"] for d in draws} == set(range(1, 7))
     assert {d.settings.get("group_protocol") for d in draws if d.workload == "group"} == {"classic", "consumer"}
     assert {d.concurrency for d in draws} == {1, 2}
+    assert {d.settings["linger_ms"] for d in draws} == set(LINGER_MS)
+    assert {d.settings["max_poll_records"] for d in draws} == set(MAX_POLL_RECORDS)
+    assert {d.settings.get("max_in_flight") for d in draws if d.settings["idempotence"]} == set(MAX_IN_FLIGHT)
+
+
+def test_requests_in_flight_are_drawn_only_with_idempotence() -> None:
+    """Without idempotence a retry could overtake a later batch: the producer keeps one in flight."""
+    for d in (draw(SPACE, s) for s in range(300)):
+        assert ("max_in_flight" in d.settings) == bool(d.settings["idempotence"]), d
+
+
+def test_the_client_settings_are_drawn_after_everything_recorded_before_them() -> None:
+    """Seeds drawn before the client settings keep their release, client, workload and schedule."""
+    d = draw(SPACE, 7)  # what seed 7 drew before (1796035739: its schedule's seed then)
+    bare = {k: v for k, v in d.settings.items() if k not in ("linger_ms", "max_in_flight", "max_poll_records")}
+    assert (d.release, d.client, d.workload, d.concurrency, d.schedule_seed) == ("4.4.0", "java", "copy", 1, 1796035739)
+    assert bare == {
+        "partitions": 6,
+        "producers": 1,
+        "rate": 20.0,
+        "value_size": 0,
+        "idempotence": True,
+        "isolation_level": "read_committed",
+        "transactional": True,
+        "read_uncommitted_consumers": 1,
+        "txn_records": 1,
+        "txn_abort_share": 0.0,
+        "copiers": 2,
+    }
 
 
 def test_a_pair_that_cannot_run_a_workload_never_draws_it() -> None:
