@@ -23,6 +23,9 @@ spells one. What the folder holds, and who writes it:
   (``core.checks.power_measures``), written by the runner, read by the report;
 - ``threads.txt`` (``THREADS``): every Python thread's stack when consumers were still behind
   into settling, written by the runner;
+- ``client-clocks/`` (``CLIENT_CLOCKS``): with ``RunSpec.client_clocks``, each client worker's
+  faked-clock file (``<client id>/clock.rc``, ``harness.clients.clocks``), set up by the runner
+  before the first worker starts and moved by clock faults on clients;
 - ``logs/`` (``LOGS``): the brokers' and Toxiproxy's logs, collected by the runner when the run
   was not valid; the client libraries' own logs under ``logs/clients/`` (the runner) and a
   user's program's under ``logs/app/`` (``highwater.scenarios``).
@@ -41,6 +44,7 @@ GROUP_MEASURES = "group-measures.json"
 POWER_MEASURES = "power-measures.json"
 THREADS = "threads.txt"
 LOGS = "logs"
+CLIENT_CLOCKS = "client-clocks"
 
 #: the files any one of which makes a folder a run's (the report looks for these)
 RUN_FILES = (HISTORY, HISTORY_PARQUET, VERDICT_JSON, RUN_JSON)
@@ -85,3 +89,7 @@ class RunDir:
     @property
     def logs(self) -> Path:
         return self.path / LOGS
+
+    @property
+    def client_clocks(self) -> Path:
+        return self.path / CLIENT_CLOCKS

@@ -258,6 +258,10 @@ def _workers(cluster: ClusterBackend, spec: RunSpec, run: _Run) -> _Workers:
     history, share, seed = run.history, run.share, run.seed
     # taken before the first worker: a client's process starts with its workload worker
     log_mark = worker_logs_mark()
+    # every run says whether its workers' clocks are faked, before the first worker's process
+    # starts with its environment (so a run that ended badly leaves no setting to the next); a
+    # client clock fault moves them (harness.clients.clocks)
+    fake_client_clocks(RunDir(run.out).client_clocks if spec.client_clocks else None)
     producers = [_producer(spec, i, cluster, history, seed) for i in range(spec.producers)]
     ledger = ShareLedger(share.delivery_limit) if share is not None else None
     consumers: list[ConsumerWorker | CopyWorker | ShareConsumerWorker]
@@ -338,9 +342,6 @@ def _play(
     Returns the client byte counters once the consumers are closed."""
     history, share, out = run.history, run.share, run.out
     producers, consumers, observer = workers.producers, workers.consumers, workers.observer
-    # every run says whether its workers' clocks are faked (so a run that ended badly leaves no
-    # setting to the next); a client clock fault moves them (harness.clients.clocks)
-    fake_client_clocks(out / "client-clocks" if spec.client_clocks else None)
     injector = Injector(cluster, history, seed=run.seed, default_partition=(spec.topic, 0))
     _plant(spec, injector, consumers)
     crashed: BaseException | None = None

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from highwater.core.run_dir import (
+    CLIENT_CLOCKS,
     GROUP_MEASURES,
     HISTORY,
     HISTORY_FILES,
@@ -36,7 +37,7 @@ PRODUCT = ("core", "harness", "faults", "reports", "highwater", "suites")
 #: the one module that may spell the names
 OWNER = Path("core/run_dir.py")
 #: the names looked for (``logs`` is left out: other folders than a run's are called that too)
-NAMES = (HISTORY, HISTORY_PARQUET, RUN_JSON, VERDICT_JSON, GROUP_MEASURES, POWER_MEASURES, THREADS)
+NAMES = (HISTORY, HISTORY_PARQUET, RUN_JSON, VERDICT_JSON, GROUP_MEASURES, POWER_MEASURES, THREADS, CLIENT_CLOCKS)
 LOCATOR = re.compile(r"(?:^|/)(?:" + "|".join(re.escape(n) for n in NAMES) + r")$")
 
 
