@@ -81,13 +81,31 @@ def _kafkajs(version: str | None) -> ClientDriver:
     return kafkajs_driver(version)
 
 
+def _franz_go(version: str | None) -> ClientDriver:
+    from .franz_go import franz_go_driver
+
+    return franz_go_driver(version)
+
+
 #: client name -> driver factory, given the version asked for (None: the default one)
 CLIENTS: dict[str, Callable[[str | None], ClientDriver]] = {
     "kafka-python": _kafka_python,
     "confluent-kafka": _confluent_kafka,
     "java": _java,
     "kafkajs": _kafkajs,
+    "franz-go": _franz_go,
 }
+
+#: the clients whose workers have a transactional producer (KIP-98): franz-go's has none yet
+TRANSACTIONAL_CLIENTS = frozenset({"kafka-python", "confluent-kafka", "java", "kafkajs"})
+
+
+def transactions_refusal(client: str, client_version: str) -> str | None:
+    """Why ``client`` cannot run a transactional workload in highwater (one line), or None."""
+    if client in TRANSACTIONAL_CLIENTS:
+        return None
+    return f"{client} {client_version} has no transactional producer in highwater's worker yet"
+
 
 #: client name -> driver factory of a local build at a path (the Python clients, kafkajs; the Java client
 #: names a build published to the local Maven repository by its version)
@@ -209,6 +227,8 @@ __all__ = [
     "SendOutcome",
     "TopicPartition",
     "TransactionalClient",
+    "TRANSACTIONAL_CLIENTS",
+    "transactions_refusal",
     "TransactionalProducerDriver",
     "TruncationSignal",
     "UnknownClientError",

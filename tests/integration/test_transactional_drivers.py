@@ -18,6 +18,7 @@ import pytest
 from kafka import KafkaAdminClient
 
 from highwater.harness.clients import (
+    TRANSACTIONAL_CLIENTS,
     ClientDriver,
     ConsumerDriver,
     ConsumerSettings,
@@ -98,7 +99,7 @@ def _group_offsets(cluster: Cluster, group: str) -> dict[TopicPartition, int]:
     return {TopicPartition(tp.topic, tp.partition): int(om.offset) for tp, om in found.items() if om.offset >= 0}
 
 
-@pytest.mark.parametrize("client", client_names())
+@pytest.mark.parametrize("client", [c for c in client_names() if c in TRANSACTIONAL_CLIENTS])
 def test_offsets_sent_to_a_transaction_commit_and_abort_with_it(cluster: Cluster, client: str) -> None:
     started = time.monotonic()
     driver = get_driver(client)  # not at collection: making the Java driver may build its worker
@@ -180,7 +181,7 @@ GIVES_UP_FIRST = {
 @pytest.mark.parametrize(
     "client, timeout_s",
     # Java's own bound is max.block.ms (5 s): a longer timeout is kept by calling again
-    [(c, 2.0) for c in client_names()] + [("java", 7.0)],
+    [(c, 2.0) for c in client_names() if c in TRANSACTIONAL_CLIENTS] + [("java", 7.0)],
 )
 def test_a_commit_behind_an_unreachable_coordinator_keeps_its_deadline(
     cluster: Cluster, client: str, timeout_s: float

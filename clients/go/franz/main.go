@@ -1,0 +1,675 @@
+// highwater's worker for franz-go (github.com/twmb/franz-go): one producer or one consumer,
+// driven over the worker protocol (docs/adding-a-client.md, version 3) on stdin/stdout; stderr
+// is the log. It is built once per franz-go version, in the cache (harness/clients/franz_go.py
+// sets the version in a copy of this module and runs `go build`).
+//
+// What franz-go does not tell an application, and how this worker learns it:
+//   - the broker that served a record: a hook sees each batch read from a fetch response with
+//     the broker it came from (HookFetchBatchRead), then each record as it is buffered
+//     (HookFetchRecordBuffered), in the same source goroutine, so each buffered record is
+//     tagged with the broker of its partition's last batch;
+//   - a truncation (KIP-320) or an out-of-range reset below the consumed position: franz-go
+//     handles both itself and reports them as *kgo.ErrDataLoss in a poll's errors, which this
+//     worker reports as a `truncation` position change to the new offset.
+//
+// Not here yet: transactions (franz-go's GroupTransactSession), KIP-848's consumer protocol, and
+// TLS/SASL: each is refused in one line.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// settings: ProducerSettings and ConsumerSettings of harness/clients/base.py, as the harness
+// writes them (one struct: the fields of both).
+type settings struct {
+	Bootstrap         []string        `json:"bootstrap"`
+	ClientID          string          `json:"client_id"`
+	Acks              json.RawMessage `json:"acks"`
+	Idempotence       bool            `json:"idempotence"`
+	Retries           int             `json:"retries"`
+	RequestTimeoutMs  int64           `json:"request_timeout_ms"`
+	DeliveryTimeoutMs int64           `json:"delivery_timeout_ms"`
+	LingerMs          int64           `json:"linger_ms"`
+	MaxInFlight       int             `json:"max_in_flight"`
+	TransactionalID   *string         `json:"transactional_id"`
+	Security          struct {
+		Protocol string `json:"protocol"`
+	} `json:"security"`
+	ClientRack       *string `json:"client_rack"`
+	GroupID          *string `json:"group_id"`
+	AutoOffsetReset  string  `json:"auto_offset_reset"`
+	MaxPollRecords   int     `json:"max_poll_records"`
+	MetadataMaxAgeMs int64   `json:"metadata_max_age_ms"`
+	FetchMaxWaitMs   int64   `json:"fetch_max_wait_ms"`
+	IsolationLevel   string  `json:"isolation_level"`
+	SessionTimeoutMs *int64  `json:"session_timeout_ms"`
+	GroupProtocol    string  `json:"group_protocol"`
+}
+
+func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+func (s *settings) common() ([]kgo.Opt, error) {
+	if p := s.Security.Protocol; p != "" && p != "PLAINTEXT" {
+		return nil, fmt.Errorf("the franz-go worker speaks PLAINTEXT only, not %s", p)
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(s.Bootstrap...), kgo.ClientID(s.ClientID)}
+	if s.MetadataMaxAgeMs > 0 {
+		opts = append(opts, kgo.MetadataMaxAge(ms(s.MetadataMaxAgeMs)))
+	}
+	return opts, nil
+}
+
+func (s *settings) producerOpts() ([]kgo.Opt, error) {
+	opts, err := s.common()
+	if err != nil {
+		return nil, err
+	}
+	if s.TransactionalID != nil {
+		return nil, errors.New("the franz-go worker has no transactional producer yet")
+	}
+	acks := strings.Trim(string(s.Acks), `"`)
+	switch acks {
+	case "all", "-1", "":
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case "1":
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
+	case "0":
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
+	default:
+		return nil, fmt.Errorf("unknown acks %s", acks)
+	}
+	if !s.Idempotence {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	opts = append(opts,
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordRetries(s.Retries),
+		kgo.ProducerLinger(ms(s.LingerMs)),
+	)
+	if s.RequestTimeoutMs > 0 {
+		opts = append(opts, kgo.ProduceRequestTimeout(ms(s.RequestTimeoutMs)))
+	}
+	if s.DeliveryTimeoutMs > 0 {
+		opts = append(opts, kgo.RecordDeliveryTimeout(ms(s.DeliveryTimeoutMs)))
+	}
+	if s.MaxInFlight > 0 && !s.Idempotence {
+		opts = append(opts, kgo.MaxProduceRequestsInflightPerBroker(s.MaxInFlight))
+	}
+	return opts, nil
+}
+
+// version is the franz-go version this worker was built against.
+func version() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "github.com/twmb/franz-go" {
+				return strings.TrimPrefix(dep.Version, "v")
+			}
+		}
+	}
+	return "unknown"
+}
+
+// role is a producer or a consumer: commands in order, sends at once.
+type role interface {
+	send(id int64, topic string, partition int32, value string)
+	handle(c *command) (map[string]any, error)
+}
+
+// --- producer ------------------------------------------------------------------------------
+
+type producer struct {
+	cl  *kgo.Client
+	out *out
+}
+
+func (p *producer) send(id int64, topic string, partition int32, value string) {
+	r := &kgo.Record{Topic: topic, Partition: partition, Value: []byte(value)}
+	p.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
+		p.out.outcome(id, r.Offset, err)
+	})
+}
+
+func (p *producer) handle(c *command) (map[string]any, error) {
+	switch c.Op {
+	case "flush":
+		ctx, cancel := context.WithTimeout(context.Background(), ms(c.TimeoutMs))
+		defer cancel()
+		return map[string]any{}, p.cl.Flush(ctx)
+	case "close":
+		ctx, cancel := context.WithTimeout(context.Background(), ms(c.TimeoutMs))
+		defer cancel()
+		err := p.cl.Flush(ctx)
+		p.cl.Close()
+		return map[string]any{}, err
+	case "init_transactions", "begin_transaction", "commit_transaction", "abort_transaction", "send_offsets":
+		return nil, errors.New("UnsupportedOperation: the franz-go worker has no transactional producer yet")
+	}
+	return nil, fmt.Errorf("unknown producer op %s", c.Op)
+}
+
+// --- consumer ------------------------------------------------------------------------------
+
+// servedBy tags each buffered record with the broker that served its batch (package comment).
+type servedBy struct {
+	mu     sync.Mutex
+	last   map[topicPartition]int32
+	record map[*kgo.Record]int32
+}
+
+func (h *servedBy) OnFetchBatchRead(meta kgo.BrokerMetadata, topic string, partition int32, _ kgo.FetchBatchMetrics) {
+	h.mu.Lock()
+	h.last[topicPartition{topic, partition}] = meta.NodeID
+	h.mu.Unlock()
+}
+
+func (h *servedBy) OnFetchRecordBuffered(r *kgo.Record) {
+	h.mu.Lock()
+	if node, ok := h.last[topicPartition{r.Topic, r.Partition}]; ok {
+		h.record[r] = node
+	}
+	h.mu.Unlock()
+}
+
+// OnFetchRecordUnbuffered forgets a record dropped without being polled (a polled one is
+// unbuffered inside PollRecords, before the worker asks who served it: take forgets it).
+func (h *servedBy) OnFetchRecordUnbuffered(r *kgo.Record, polled bool) {
+	if polled {
+		return
+	}
+	h.mu.Lock()
+	delete(h.record, r)
+	h.mu.Unlock()
+}
+
+// take is the broker that served r (-1: unknown), forgotten once asked.
+func (h *servedBy) take(r *kgo.Record) int32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	node, ok := h.record[r]
+	if !ok {
+		return -1
+	}
+	delete(h.record, r)
+	return node
+}
+
+type consumer struct {
+	s         settings
+	out       *out
+	cl        *kgo.Client
+	served    *servedBy
+	mode      string
+	positions map[topicPartition]int64
+	mu        sync.Mutex // positions, written by poll and by the group's callbacks
+}
+
+func (c *consumer) send(int64, string, int32, string) {}
+
+func (c *consumer) opts() ([]kgo.Opt, error) {
+	opts, err := c.s.common()
+	if err != nil {
+		return nil, err
+	}
+	reset := kgo.NewOffset().AtStart()
+	if c.s.AutoOffsetReset == "latest" {
+		reset = kgo.NewOffset().AtEnd()
+	}
+	opts = append(opts, kgo.ConsumeResetOffset(reset), kgo.WithHooks(c.served))
+	if c.s.ClientRack != nil {
+		opts = append(opts, kgo.Rack(*c.s.ClientRack))
+	}
+	if c.s.FetchMaxWaitMs > 0 {
+		opts = append(opts, kgo.FetchMaxWait(ms(c.s.FetchMaxWaitMs)))
+	}
+	if c.s.IsolationLevel == "read_committed" {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	if c.s.GroupProtocol != "" && c.s.GroupProtocol != "classic" {
+		return nil, fmt.Errorf("the franz-go worker runs the classic group protocol only, not %s", c.s.GroupProtocol)
+	}
+	return opts, nil
+}
+
+func (c *consumer) revoked(reason string) func(context.Context, *kgo.Client, map[string][]int32) {
+	return func(_ context.Context, _ *kgo.Client, gone map[string][]int32) {
+		for topic, parts := range gone {
+			for _, p := range parts {
+				c.out.line(map[string]any{"event": "revoke", "topic": topic, "partition": p, "reason": reason})
+			}
+		}
+	}
+}
+
+func (c *consumer) assigned(_ context.Context, _ *kgo.Client, got map[string][]int32) {
+	for topic, parts := range got {
+		for _, p := range parts {
+			c.out.line(map[string]any{"event": "position", "topic": topic, "partition": p, "offset": nil, "reason": "rebalance"})
+		}
+	}
+}
+
+func (c *consumer) start(extra ...kgo.Opt) error {
+	opts, err := c.opts()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(opts, extra...)...)
+	if err != nil {
+		return err
+	}
+	c.cl = cl
+	return nil
+}
+
+func (c *consumer) handle(cmd *command) (map[string]any, error) {
+	ok := map[string]any{}
+	switch cmd.Op {
+	case "assign":
+		tps, _, err := cmd.partitionList()
+		if err != nil {
+			return nil, err
+		}
+		if c.cl == nil {
+			if err := c.start(); err != nil {
+				return nil, err
+			}
+		}
+		c.mode = "assign"
+		add := map[string]map[int32]kgo.Offset{}
+		for _, tp := range tps {
+			if add[tp.Topic] == nil {
+				add[tp.Topic] = map[int32]kgo.Offset{}
+			}
+			add[tp.Topic][tp.Partition] = kgo.NewOffset().AtStart()
+		}
+		c.cl.AddConsumePartitions(add)
+		return ok, nil
+	case "subscribe":
+		if c.s.GroupID == nil {
+			return nil, errors.New("subscribe needs a group id")
+		}
+		extra := []kgo.Opt{
+			kgo.ConsumerGroup(*c.s.GroupID), kgo.ConsumeTopics(cmd.Topics...), kgo.DisableAutoCommit(),
+			kgo.OnPartitionsAssigned(c.assigned),
+			kgo.OnPartitionsRevoked(c.revoked("revoked")), kgo.OnPartitionsLost(c.revoked("lost")),
+		}
+		if c.s.SessionTimeoutMs != nil {
+			extra = append(extra, kgo.SessionTimeout(ms(*c.s.SessionTimeoutMs)))
+		}
+		if c.cl != nil {
+			c.cl.Close()
+		}
+		c.mode = "subscribe"
+		return ok, c.start(extra...)
+	case "seek":
+		c.setOffset(cmd.Topic, cmd.Partition, cmd.Offset)
+		return ok, nil
+	case "seek_to_beginning":
+		low, err := c.logStart(cmd.Topic, cmd.Partition)
+		if err != nil {
+			return nil, err
+		}
+		c.setOffset(cmd.Topic, cmd.Partition, low)
+		c.out.line(map[string]any{"event": "position", "topic": cmd.Topic, "partition": cmd.Partition, "offset": low, "reason": "reset"})
+		return ok, nil
+	case "poll":
+		return c.poll(cmd.TimeoutMs)
+	case "commit":
+		return ok, c.commit(cmd.Offsets)
+	case "group_metadata":
+		member, generation := "", int32(-1)
+		if c.mode == "subscribe" && c.cl != nil {
+			member, generation = c.cl.GroupMetadata()
+		}
+		group := ""
+		if c.s.GroupID != nil {
+			group = *c.s.GroupID
+		}
+		return map[string]any{"group_id": group, "generation_id": generation, "member_id": member, "group_instance_id": nil}, nil
+	case "close":
+		if c.cl != nil {
+			if c.mode == "subscribe" {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				c.cl.LeaveGroupContext(ctx)
+				cancel()
+			}
+			c.cl.Close()
+		}
+		return ok, nil
+	}
+	return nil, fmt.Errorf("unknown consumer op %s", cmd.Op)
+}
+
+func (c *consumer) setOffset(topic string, partition int32, offset int64) {
+	c.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{topic: {partition: {Epoch: -1, Offset: offset}}})
+	c.mu.Lock()
+	c.positions[topicPartition{topic, partition}] = offset
+	c.mu.Unlock()
+}
+
+// logStart asks the partition's leader for its log start offset (ListOffsets, timestamp -2).
+func (c *consumer) logStart(topic string, partition int32) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = topic
+	p := kmsg.NewListOffsetsRequestTopicPartition()
+	p.Partition = partition
+	p.CurrentLeaderEpoch = -1
+	p.Timestamp = -2
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil {
+		return 0, err
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.Partition == partition {
+				if rp.ErrorCode != 0 {
+					return 0, fmt.Errorf("ListOffsets %s-%d: %w", topic, partition, kerr.ErrorForCode(rp.ErrorCode))
+				}
+				return rp.Offset, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("ListOffsets answered nothing for %s-%d", topic, partition)
+}
+
+type part struct {
+	Topic     string   `json:"topic"`
+	Partition int32    `json:"partition"`
+	Replica   *int32   `json:"replica"`
+	Offsets   []int64  `json:"offsets"`
+	Values    []string `json:"values"`
+	Epochs    []any    `json:"epochs"`
+	next      int64
+	epoch     int32
+}
+
+func (c *consumer) poll(timeoutMs int64) (map[string]any, error) {
+	if c.cl == nil {
+		return nil, errors.New("poll before assign or subscribe")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ms(timeoutMs))
+	defer cancel()
+	max := c.s.MaxPollRecords
+	if max <= 0 {
+		max = 500
+	}
+	fetches := c.cl.PollRecords(ctx, max)
+	if fetches.IsClientClosed() {
+		return nil, errors.New("ClientClosed: the consumer is closed")
+	}
+	fetches.EachError(func(topic string, partition int32, err error) {
+		var loss *kgo.ErrDataLoss
+		switch {
+		case errors.As(err, &loss):
+			c.mu.Lock()
+			c.positions[topicPartition{loss.Topic, loss.Partition}] = loss.ResetTo
+			c.mu.Unlock()
+			c.out.line(map[string]any{"event": "position", "topic": loss.Topic, "partition": loss.Partition, "offset": loss.ResetTo, "reason": "truncation"})
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		default:
+			logf("fetch error on %s-%d: %v", topic, partition, err)
+		}
+	})
+	var parts []*part
+	index := map[[3]int64]*part{}
+	keys := map[string]int64{}
+	fetches.EachRecord(func(r *kgo.Record) {
+		replica := c.served.take(r)
+		tk, ok := keys[r.Topic]
+		if !ok {
+			tk = int64(len(keys))
+			keys[r.Topic] = tk
+		}
+		key := [3]int64{tk, int64(r.Partition), int64(replica)}
+		p := index[key]
+		if p == nil {
+			p = &part{Topic: r.Topic, Partition: r.Partition, next: -1}
+			if replica >= 0 {
+				rep := replica
+				p.Replica = &rep
+			}
+			index[key] = p
+			parts = append(parts, p)
+		}
+		if n := len(p.Offsets); n > 0 && p.next == r.Offset {
+			p.Offsets[n-1]++
+		} else {
+			p.Offsets = append(p.Offsets, r.Offset, 1)
+		}
+		p.next = r.Offset + 1
+		if n := len(p.Epochs); n > 0 && p.epoch == r.LeaderEpoch {
+			p.Epochs[n-1] = p.Epochs[n-1].(int) + 1
+		} else {
+			var e any = r.LeaderEpoch
+			if r.LeaderEpoch < 0 {
+				e = nil
+			}
+			p.Epochs = append(p.Epochs, e, 1)
+		}
+		p.epoch = r.LeaderEpoch
+		p.Values = append(p.Values, string(r.Value))
+		c.mu.Lock()
+		c.positions[topicPartition{r.Topic, r.Partition}] = r.Offset + 1
+		c.mu.Unlock()
+	})
+	if parts == nil {
+		parts = []*part{}
+	}
+	return map[string]any{"parts": parts}, nil
+}
+
+func (c *consumer) commit(asked []partitionOffset) error {
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	add := func(topic string, partition int32, offset int64) {
+		if offsets[topic] == nil {
+			offsets[topic] = map[int32]kgo.EpochOffset{}
+		}
+		offsets[topic][partition] = kgo.EpochOffset{Epoch: -1, Offset: offset}
+	}
+	if asked != nil {
+		for _, o := range asked {
+			add(o.Topic, o.Partition, o.Offset)
+		}
+	} else {
+		c.mu.Lock()
+		for tp, off := range c.positions {
+			add(tp.Topic, tp.Partition, off)
+		}
+		c.mu.Unlock()
+	}
+	if len(offsets) == 0 {
+		return nil
+	}
+	if c.s.GroupID == nil {
+		return errors.New("commit needs a group id")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if c.mode == "subscribe" {
+		var failed error
+		c.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			failed = firstCommitError(resp, err)
+		})
+		return failed
+	}
+	// assign mode: a commit outside any generation, as an admin would make it (by name and by
+	// topic id: OffsetCommit v10, Kafka 4.1's, names topics by id only)
+	ids, err := c.topicIDs(ctx, offsets)
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group = *c.s.GroupID
+	req.Generation = -1
+	for topic, parts := range offsets {
+		t := kmsg.NewOffsetCommitRequestTopic()
+		t.Topic = topic
+		t.TopicID = ids[topic]
+		for p, eo := range parts {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition = p
+			rp.Offset = eo.Offset
+			rp.LeaderEpoch = -1
+			t.Partitions = append(t.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, c.cl)
+	return firstCommitError(resp, err)
+}
+
+// topicIDs asks the cluster for the ids of the topics of offsets.
+func (c *consumer) topicIDs(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) (map[string][16]byte, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	for topic := range offsets {
+		t := kmsg.NewMetadataRequestTopic()
+		name := topic
+		t.Topic = &name
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string][16]byte{}
+	for _, t := range resp.Topics {
+		if t.Topic != nil {
+			ids[*t.Topic] = t.TopicID
+		}
+	}
+	return ids, nil
+}
+
+func firstCommitError(resp *kmsg.OffsetCommitResponse, err error) error {
+	if err != nil {
+		return err
+	}
+	if resp == nil {
+		return nil
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return fmt.Errorf("OffsetCommit %s-%d: %w", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
+	}
+	return nil
+}
+
+// --- the process ---------------------------------------------------------------------------
+
+func main() {
+	watchParent()
+	o := newOut()
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<30)
+	var r role
+	for in.Scan() {
+		raw := in.Bytes()
+		if len(strings.TrimSpace(string(raw))) == 0 {
+			continue
+		}
+		var cmd command
+		if err := json.Unmarshal(raw, &cmd); err != nil {
+			logf("unreadable line: %v", err)
+			os.Exit(2)
+		}
+		if r == nil {
+			made, err := start(&cmd, o)
+			if err != nil {
+				o.line(map[string]any{"id": 0, "error": errorText(err)})
+				os.Exit(1)
+			}
+			r = made
+			o.line(map[string]any{"id": 0, "ok": true, "version": version(), "protocol": Protocol, "batches": true, "compact_oks": true})
+			continue
+		}
+		switch cmd.Op {
+		case "batch":
+			_, parts, err := cmd.partitionList()
+			if err != nil || len(parts) != len(cmd.Values) {
+				logf("bad batch line: %v", err)
+				os.Exit(2)
+			}
+			for i, v := range cmd.Values {
+				r.send(cmd.First+int64(i), cmd.Topic, parts[i], v)
+			}
+			continue
+		case "sends":
+			for _, s := range cmd.Sends {
+				r.send(int64(s[0].(float64)), s[1].(string), int32(s[2].(float64)), s[3].(string))
+			}
+			continue
+		case "send":
+			r.send(cmd.ID, cmd.Topic, cmd.Partition, cmd.Value)
+			continue
+		}
+		reply, err := r.handle(&cmd)
+		if err != nil {
+			o.line(map[string]any{"id": cmd.ID, "error": errorText(err)})
+		} else {
+			reply["id"] = cmd.ID
+			reply["ok"] = true
+			o.line(reply)
+		}
+		if cmd.Op == "close" {
+			os.Exit(0)
+		}
+	}
+}
+
+func start(cmd *command, o *out) (role, error) {
+	var cfg struct {
+		Client   string   `json:"client"`
+		Settings settings `json:"settings"`
+	}
+	if err := json.Unmarshal(cmd.Config, &cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Client != "franz-go" {
+		return nil, fmt.Errorf("no franz-go worker for client %s", cfg.Client)
+	}
+	s := cfg.Settings
+	switch cmd.Role {
+	case "producer":
+		opts, err := s.producerOpts()
+		if err != nil {
+			return nil, err
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &producer{cl: cl, out: o}, nil
+	case "consumer":
+		c := &consumer{s: s, out: o, positions: map[topicPartition]int64{},
+			served: &servedBy{last: map[topicPartition]int32{}, record: map[*kgo.Record]int32{}}}
+		if _, err := c.opts(); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("the franz-go worker has no role %s", cmd.Role)
+}
