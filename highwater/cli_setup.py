@@ -8,6 +8,9 @@ import argparse
 
 from highwater.console import progress
 from highwater.core.errors import SetupError
+from highwater.harness.clients.franz_go import ensure_worker as ensure_go_worker
+from highwater.harness.clients.franz_go import find_go
+from highwater.harness.clients.franz_go import pinned_version as franz_pinned
 from highwater.harness.clients.java import ensure_worker
 from highwater.harness.clients.kafkajs import ensure_tree, find_node, pinned_version
 from highwater.harness.distribution import default_version, ensure_kafka, installed_versions
@@ -50,6 +53,11 @@ def run(args: argparse.Namespace) -> int:
         progress(f"kafkajs {pinned_version()} ready ({ensure_tree(pinned_version(), progress)})")
     except SetupError as exc:
         progress(f"{exc}: --client kafkajs will be refused")
+    try:  # franz-go under test (--client franz-go): its worker, built against the pinned version, when Go is here
+        find_go()
+        progress(f"franz-go {franz_pinned()} worker ready ({ensure_go_worker(franz_pinned(), progress)})")
+    except SetupError as exc:
+        progress(f"{exc}: --client franz-go will be refused")
     binary = ensure_toxiproxy(progress)
     progress(f"Toxiproxy ready ({binary})")
     progress(f"lossyfs (the disk fault layer) ready ({ensure_lossyfs(progress)})")
