@@ -14,12 +14,8 @@ from highwater.core.checks.bounds import Settings
 from highwater.core.errors import HighwaterError
 from highwater.harness.backend import ClusterBackend
 from highwater.harness.clients import DEFAULT_CLIENT
-from highwater.harness.clients.share import ShareGroupSettings
 
 log = logging.getLogger(__name__)
-
-#: the read_committed consumer of an exactly-once copy's sink (``RunSpec.consumer_config``)
-COPY_READER = "copy-reader"
 
 
 @dataclass
@@ -70,7 +66,7 @@ class RunSpec:
     isolation_level: str = "read_uncommitted"  # every consumer's, but the last ``read_uncommitted_consumers``
     read_uncommitted_consumers: int = 0
     # an exactly-once copy (harness.workload.copy): this many copiers read the topic in one group
-    # (read_committed) and write ``copy_topic()`` in transactions with the offsets inside; a
+    # (read_committed) and write the topic's copy in transactions with the offsets inside; a
     # read_committed ``copy-reader`` reads the copy. ``txn_abort_share`` of copies abort.
     copiers: int = 0
     # consumer_mode "share" (KIP-932): one share group of the consumers (harness.clients.share), its
@@ -135,9 +131,6 @@ class RunSpec:
                 return f"max_in_flight must be {most}, not {self.max_in_flight}"
         return None
 
-    def consumer_names(self, racks: int) -> list[str]:
-        return [f"consumer-{i}" for i in range(racks)]
-
     def transactional_id(self, producer: int) -> str:
         """Producer ``producer``'s transactional id: from the topic (a fault step can name its
         coordinator, ``coordinator:txn/{txn}``). Reused by a later run on the same topic, it
@@ -152,62 +145,18 @@ class RunSpec:
         """The consumers' share group in share mode (``coordinator:group/{share_group}``), else None."""
         return f"{self.topic}-share" if self.consumer_mode == "share" else None
 
-    def share_group(self, broker_config: Mapping[str, str], brokers: int) -> ShareGroupSettings | None:
-        """The share group's settings in share mode: its group configs and the bounds the share
-        checks read (the delivery limit is the brokers' ``group.share.delivery.count.limit``)."""
-        group = self.share_group_id()
-        if group is None:
-            return None
-        from highwater.harness.config import fast_failure_defaults
-
-        broker = {**fast_failure_defaults(brokers), **dict(broker_config)}
-        return ShareGroupSettings(
-            group,
-            self.topic,
-            lock_ms=self.share_lock_ms,
-            session_ms=self.share_session_ms,
-            heartbeat_ms=min(1000, self.share_session_ms // 3),
-            delivery_limit=int(broker.get("group.share.delivery.count.limit", "5")),
-        )
-
-    def copy_topic(self) -> str | None:
-        """The exactly-once copy's sink topic, None without copiers."""
-        return f"{self.topic}-copy" if self.copiers else None
-
     def copy_group(self) -> str:
         """The copiers' group (``coordinator:group/{copy_group}``)."""
         return f"{self.topic}-copy-group"
-
-    def copier_names(self) -> list[str]:
-        return [f"copier-{i}" for i in range(self.copiers)]
 
     def copier_transactional_id(self, copier: int) -> str:
         """Copier ``copier``'s transactional id (``coordinator:txn/{copier_txn}``)."""
         return f"{self.topic}-copier-{copier}"
 
-    def copy_config(self, sink: str) -> dict[str, str]:
-        """The header's ``config.copy``: what ``copy-exactly-once`` judges (``sink``: the copy's
-        topic as the cluster names it)."""
-        return {"source": self.topic, "sink": sink, "group": self.copy_group()}
-
     def isolation_of(self, index: int, racks: int) -> str:
         """Consumer ``index``'s isolation level: the last ``read_uncommitted_consumers`` read
         uncommitted, the others ``isolation_level``."""
         return "read_uncommitted" if index >= racks - self.read_uncommitted_consumers else self.isolation_level
-
-    def consumer_config(self, racks: int, group: str | None) -> dict[str, dict[str, str | bool]]:
-        """The header's ``config.consumers``: each consumer's isolation level and group."""
-        out: dict[str, dict[str, str | bool]] = {}
-        for i, name in enumerate(self.consumer_names(racks)):
-            own: dict[str, str | bool] = {"isolation_level": self.isolation_of(i, racks)}
-            if group is not None:
-                own["group"] = group
-            out[name] = own
-        for name in self.copier_names():
-            out[name] = {"isolation_level": "read_committed", "group": self.copy_group(), "copier": True}
-        if self.copiers:
-            out[COPY_READER] = {"isolation_level": "read_committed"}
-        return out
 
 
 def run_settings(brokers: int, broker_config: Mapping[str, str], observe_interval_s: float) -> Settings:

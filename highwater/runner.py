@@ -11,7 +11,10 @@ A run writes ``results/<campaign>/<run_id>/`` (its files named by ``core.run_dir
   Python thread's stack at that moment (where a stuck client waits; see docs/findings.md, HW-7).
 
 The client (workloads), the fault injector, the schedule and the checks are separate parts; this
-module only sequences them, and its ``finally`` always heals and always closes the history.
+module only sequences them, and its ``finally`` always heals and always closes the history. What
+a kind of run (plain, group, transactional, share, an exactly-once copy) does in each phase is
+its mode's (``highwater.modes``): the runner asks the run's modes, phase by phase, and branches
+on none of them.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -46,35 +50,19 @@ from highwater.faults.inject import Injector
 from highwater.harness.backend import ClusterBackend, LinkControl, backend_name
 from highwater.harness.clients import client_label, get_driver
 from highwater.harness.clients.clocks import fake_client_clocks
-from highwater.harness.clients.groups import GroupProtocolError, group_configs, group_protocol_refusal
-from highwater.harness.clients.share import ShareGroupError, ShareGroupSettings, ShareSettings, share_refusal
-from highwater.harness.clients.txnversion import (
-    TRANSACTION_VERSION,
-    TransactionVersionError,
-    transaction_version_refusal,
-)
-from highwater.harness.clients.txnversion import (
-    has_feature as has_transaction_version,
-)
+from highwater.harness.clients.groups import GroupProtocolError, group_protocol_refusal
+from highwater.harness.clients.txnversion import TransactionVersionError, transaction_version_refusal
 from highwater.harness.clients.worker import copy_worker_logs, live_workers, worker_logs_mark
 from highwater.harness.features import ELIGIBLE_LEADER_REPLICAS, FeatureError, elr_refusal, has_elr
 from highwater.harness.gcpasses import streaming
 from highwater.harness.toxiproxy import ByteCounters
 from highwater.harness.waiting import wait_until, wait_until_steady
-from highwater.harness.workload import ConsumerConfig, ConsumerWorker, ObserverWorker, ProducerConfig, ProducerWorker
-from highwater.harness.workload.copy import CopyConfig, CopyWorker
+from highwater.harness.workload import ConsumerWorker, ObserverWorker, ProducerWorker
 from highwater.harness.workload.final_read import final_read
 from highwater.harness.workload.plant import planted_kind, skip_under
-from highwater.harness.workload.share import (
-    AckPolicy,
-    GroupOwes,
-    ShareConfig,
-    ShareConsumerWorker,
-    ShareLedger,
-    record_share_state,
-)
-from highwater.harness.workload.transactions import TransactionalProducerWorker, TransactionConfig
-from highwater.run_spec import COPY_READER, RunSpec, run_spec_to_json
+from highwater.modes import Workload, run_modes
+from highwater.modes.base import INPUT_ORDER, Consumer, Features
+from highwater.run_spec import RunSpec, run_spec_to_json
 
 log = logging.getLogger(__name__)
 
@@ -111,25 +99,28 @@ def execute_run(
     spec = replace(spec, topic=cluster.topic_name(spec.topic))
     phases = PhaseClock()
     driver = get_driver(spec.client)
-    _refuse(cluster, spec, driver.name, driver.version)
-    run = _prepare(cluster, spec, describe_nemesis(nemesis), client_label(driver))
+    modes = run_modes(spec, cluster)  # what the run's consumers, producers and copy do in each phase
+    _refuse(cluster, spec, modes, driver.name, driver.version)
+    run = _prepare(cluster, spec, modes, describe_nemesis(nemesis), client_label(driver))
     workers = _workers(cluster, spec, run)
     client_bytes_before = _client_bytes(cluster)
     client_bytes_after = _play(cluster, spec, run, workers, nemesis, phases, progress)
     return _judge(cluster, run, workers, phases, progress, _bytes_read(client_bytes_before, client_bytes_after))
 
 
-def _refuse(cluster: ClusterBackend, spec: RunSpec, client: str, version: str) -> None:
+def _refuse(cluster: ClusterBackend, spec: RunSpec, modes: Workload, client: str, version: str) -> None:
     """Phase 1: what the client or the release lacks, each refused in one line before anything
-    starts (as a fault whose capability the backend lacks is)."""
+    starts (as a fault whose capability the backend lacks is): what the spec asks whatever its
+    modes (a group protocol, a transaction version, eligible leader replicas, the client
+    settings, a planted skip) and what each mode needs (``RunMode.refuse``)."""
     kafka = cluster.kafka_version
     refused = group_protocol_refusal(client, version, kafka, spec.group_protocol, spec.group_remote_assignor)
     if refused is not None:
         raise GroupProtocolError(refused)
-    if spec.consumer_mode == "share":
-        refused = share_refusal(client, version, kafka)
-        if refused is not None:
-            raise ShareGroupError(refused)
+    for mode in modes.parts:
+        mode.refuse(client, version, kafka)
+    # refused whatever the modes, as ever: a spec that names a transaction version (or a group
+    # protocol, above) the client or release lacks is refused even where no mode would use it
     if spec.transaction_version is not None:
         refused = transaction_version_refusal(client, version, kafka, spec.transaction_version)
         if refused is not None:
@@ -156,13 +147,13 @@ class _Run:
     seed: int | None
     history: HistoryWriter
     manifest: RunManifest
-    group: str | None
-    share: ShareGroupSettings | None
-    sink: str | None  # the exactly-once copy's sink topic
+    modes: Workload
     restore: dict[str, int]  # the cluster features to restore after the run
 
 
-def _prepare(cluster: ClusterBackend, spec: RunSpec, nemesis_record: NemesisRecord, label: str) -> _Run:
+def _prepare(
+    cluster: ClusterBackend, spec: RunSpec, modes: Workload, nemesis_record: NemesisRecord, label: str
+) -> _Run:
     """Phase 2: the topics and group configs, the features the run holds, the history's header
     and the manifest."""
     seed = run_seed(spec, nemesis_record)  # a seed that contradicts the schedule's is refused here
@@ -173,32 +164,27 @@ def _prepare(cluster: ClusterBackend, spec: RunSpec, nemesis_record: NemesisReco
         "min.insync.replicas": str(spec.min_insync_replicas),
         "unclean.leader.election.enable": str(spec.unclean_leader_election).lower(),
     }
-    cluster.create_topic(spec.topic, spec.partitions, spec.replication_factor, topic_config)
-    sink = spec.copy_topic()
-    if sink is not None:
-        sink = cluster.topic_name(sink)
-        cluster.create_topic(sink, spec.partitions, spec.replication_factor, topic_config)
+    for topic in [spec.topic, *(t for mode in modes.parts for t in mode.topics())]:
+        cluster.create_topic(topic, spec.partitions, spec.replication_factor, topic_config)
     racks = {
         "brokers": {str(b): cluster.rack_of(b) for b in cluster.broker_ids},
         "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)},
     }
-    group = spec.group_id()
-    if group is not None and spec.group_protocol == "consumer" and spec.session_timeout_ms is not None:
-        cluster.observer().set_group_config(group, group_configs(spec.session_timeout_ms))
-    share = spec.share_group(cluster.spec.broker_config, cluster.spec.brokers)
-    if share is not None:  # before a member joins: the group reads from the earliest record
-        cluster.observer().set_group_config(share.group, share.group_configs())
-    header_config = {**spec.header_config(cluster), "consumers": spec.consumer_config(len(cluster.topo.racks), group)}
-    if share is not None:
-        header_config["share"] = share.header()
-    restore = _hold_features(cluster, spec, header_config)
-    if sink is not None:
-        header_config["copy"] = spec.copy_config(sink)
+    for mode in modes.parts:
+        mode.prepare(cluster)
+    consumers: dict[str, dict[str, str | bool]] = {}
+    for mode in modes.parts:
+        consumers.update(mode.consumers_header(len(cluster.topo.racks)))
+    # the header's config in the order it has always had: the consumers' entries and their
+    # reader's, the features the run holds, then the writers' (the copy's)
+    header_config = {**spec.header_config(cluster), "consumers": consumers, **modes.reader.header()}
+    restore = _hold_features(cluster, spec, modes, header_config)
+    for mode in modes.writers:
+        header_config.update(mode.header())
     # The inputs this run sets out to record: if one is missing (a crash before the final read),
     # the checks that need it say unknown, not not-applicable.
-    inputs = [Input.RACKS, Input.SENDS, Input.POLLS if share is None else Input.SHARE, Input.META, Input.FINAL_READS]
-    inputs += [Input.TXNS] if spec.transactional or spec.copiers else []
-    inputs += [Input.COMMITS] if group is not None or spec.copiers else []
+    wanted = {Input.RACKS, Input.SENDS, Input.META, Input.FINAL_READS}.union(*(m.inputs() for m in modes.parts))
+    inputs = [i for i in INPUT_ORDER if i in wanted]
     history = HistoryWriter(
         RunDir(out).history,
         run_id=run_id,
@@ -237,7 +223,7 @@ def _prepare(cluster: ClusterBackend, spec: RunSpec, nemesis_record: NemesisReco
         nemesis=nemesis_record,
     )
     manifest.write(RunDir(out).run_json)
-    return _Run(run_id, out, seed, history, manifest, group, share, sink, restore)
+    return _Run(run_id, out, seed, history, manifest, modes, restore)
 
 
 @dataclass
@@ -246,63 +232,24 @@ class _Workers:
     the copy's reader), the observer."""
 
     producers: list[ProducerWorker]
-    consumers: list[ConsumerWorker | CopyWorker | ShareConsumerWorker]
+    consumers: list[Consumer]
     observer: ObserverWorker
-    ledger: ShareLedger | None  # a share group's: what every record's deliveries settled to
     log_mark: int  # the client workers started from here on are this run's (``copy_worker_logs``)
 
 
 def _workers(cluster: ClusterBackend, spec: RunSpec, run: _Run) -> _Workers:
     """Phase 3's cast (not started yet): producers without a rack (they always write to the
-    leader), one consumer per broker rack, the observer."""
-    history, share, seed = run.history, run.share, run.seed
+    leader), one consumer per broker rack, the observer: each mode's (``RunMode.producers`` and
+    ``consumers``)."""
+    history, seed = run.history, run.seed
     # taken before the first worker: a client's process starts with its workload worker
     log_mark = worker_logs_mark()
     # every run says whether its workers' clocks are faked, before the first worker's process
     # starts with its environment (so a run that ended badly leaves no setting to the next); a
     # client clock fault moves them (harness.clients.clocks)
     fake_client_clocks(RunDir(run.out).client_clocks if spec.client_clocks else None)
-    producers = [_producer(spec, i, cluster, history, seed) for i in range(spec.producers)]
-    ledger = ShareLedger(share.delivery_limit) if share is not None else None
-    consumers: list[ConsumerWorker | CopyWorker | ShareConsumerWorker]
-    if share is not None and ledger is not None:  # share mode: one share group member per rack
-        consumers = [
-            ShareConsumerWorker(
-                f"consumer-{i}",
-                cluster.bootstrap(rack),
-                history,
-                ShareConfig(spec.topic, share, AckPolicy(spec.share_release, spec.share_reject, seed or 0)),
-                ledger,
-                client=spec.client,
-                security=cluster.client_security,
-            )
-            for i, rack in enumerate(cluster.topo.racks)
-        ]
-    else:
-        consumers = [
-            ConsumerWorker(
-                f"consumer-{i}",
-                cluster.bootstrap(rack),
-                history,
-                ConsumerConfig(
-                    spec.topic,
-                    spec.partitions,
-                    mode=spec.consumer_mode,
-                    client_rack=rack,
-                    group_id=run.group,
-                    isolation_level=spec.isolation_of(i, len(cluster.topo.racks)),
-                    max_poll_records=spec.max_poll_records,
-                    session_timeout_ms=spec.session_timeout_ms,
-                    group_protocol=spec.group_protocol,
-                    group_remote_assignor=spec.group_remote_assignor,
-                ),
-                client=spec.client,
-                security=cluster.client_security,
-            )
-            for i, rack in enumerate(cluster.topo.racks)
-        ]
-    if run.sink is not None:
-        consumers += _copy_workers(spec, run.sink, cluster, history, seed)
+    producers = [p for mode in run.modes.parts for p in mode.producers(cluster, history, seed)]
+    consumers = [c for mode in run.modes.parts for c in mode.consumers(cluster, history, seed)]
     observer = ObserverWorker(
         cluster.bootstrap(),
         history,
@@ -311,7 +258,7 @@ def _workers(cluster: ClusterBackend, spec: RunSpec, run: _Run) -> _Workers:
         interval=spec.observe_interval,
         security=cluster.client_security,
     )
-    return _Workers(producers, consumers, observer, ledger, log_mark)
+    return _Workers(producers, consumers, observer, log_mark)
 
 
 def _plant(spec: RunSpec, injector: Injector, consumers: Sequence[object]) -> None:
@@ -340,7 +287,7 @@ def _play(
     """Phases 3 and 4: the workload for its duration with the nemesis; then, in ``finally``,
     heal everything, settle, stop the consumers, read every replica's log and close the history.
     Returns the client byte counters once the consumers are closed."""
-    history, share, out = run.history, run.share, run.out
+    history, out = run.history, run.out
     producers, consumers, observer = workers.producers, workers.consumers, workers.observer
     injector = Injector(cluster, history, seed=run.seed, default_partition=(spec.topic, 0))
     _plant(spec, injector, consumers)
@@ -379,19 +326,10 @@ def _play(
                     p.stop()
                 if crashed is None:
                     live_now.phase("settle")
-                    owes = None
-                    if share is not None:  # a lost answer to an applied acknowledgement: the state settles it
-                        state = ShareSettings(
-                            cluster.bootstrap(), "share-settle", share.group, security=cluster.client_security
-                        )
-                        owes = GroupOwes(spec.client, state, spec.topic, spec.partitions, 2 * share.lock_ms / 1000)
-                    try:
-                        _settle(
-                            cluster, spec, consumers, producers, progress, RunDir(out).threads, workers.ledger, owes
-                        )
-                    finally:
-                        if owes is not None:
-                            owes.close()
+                    with ExitStack() as holding:  # what each mode holds open while the run settles
+                        for mode in run.modes.parts:
+                            holding.enter_context(mode.settling(cluster))
+                        _settle(cluster, spec, run.modes, consumers, progress, RunDir(out).threads)
                     phases.mark("settle")
                 for w in [*consumers, observer]:
                     w.stop()
@@ -402,20 +340,13 @@ def _play(
                 client_bytes_after = wait_until_steady(
                     lambda: _client_bytes(cluster), CLIENT_BYTES_QUIET_S, 15, "the client byte counters"
                 )
-                if crashed is None and share is not None:  # what the group's state says, after settling
-                    record_share_state(
-                        history,
-                        spec.client,
-                        cluster.bootstrap(),
-                        share.group,
-                        spec.topic,
-                        spec.partitions,
-                        cluster.client_security,
-                    )
+                if crashed is None:  # what the cluster's state says, after settling
+                    for mode in run.modes.parts:
+                        mode.record_state(cluster, history)
                 if crashed is None:
                     progress(f"{run.run_id}: final read")
                     live_now.phase("final read")
-                    for topic in [spec.topic] if run.sink is None else [spec.topic, run.sink]:
+                    for topic in [spec.topic, *(t for mode in run.modes.parts for t in mode.topics())]:
                         final_read(cluster.bootstrap(), history, topic, spec.partitions, cluster.client_security)
                     phases.mark("final_read")
                 history.close()
@@ -448,7 +379,8 @@ def _judge(
     files = RunDir(out)
     producers, consumers, observer = workers.producers, workers.consumers, workers.observer
     run_stats = RunStats(
-        producers={p.name: p.stats() for p in [*producers, *(c for c in consumers if isinstance(c, CopyWorker))]},
+        # the copiers write too (a consumer-side process that is a producer)
+        producers={p.name: p.stats() for p in [*producers, *(c for c in consumers if isinstance(c, ProducerWorker))]},
         consumers={c.name: c.records_read for c in consumers},
         worker_errors={w.name: repr(w.error) for w in [*producers, *consumers, observer] if w.error},
     )
@@ -530,57 +462,6 @@ def _said(valid: Overall, c: Classification) -> str:
     return "valid" if valid is True else "unknown"
 
 
-def _producer(
-    spec: RunSpec, i: int, cluster: ClusterBackend, history: HistoryWriter, seed: int | None
-) -> ProducerWorker:
-    """Producer ``i``: plain, or transactional (``RunSpec.transactional_id``)."""
-    config = ProducerConfig(
-        spec.topic,
-        spec.partitions,
-        spec.acks,
-        spec.idempotence,
-        spec.rate,
-        value_size=spec.value_size,
-        linger_ms=spec.linger_ms,
-        max_in_flight=spec.max_in_flight,
-    )
-    name = f"producer-{i}"
-    if not spec.transactional:
-        return ProducerWorker(
-            name, cluster.bootstrap(), history, config, client=spec.client, security=cluster.client_security
-        )
-    txn = TransactionConfig(
-        transactional_id=spec.transactional_id(i),
-        records=spec.txn_records,
-        abort_share=spec.txn_abort_share,
-        seed=seed or 0,
-    )
-    return TransactionalProducerWorker(
-        name, cluster.bootstrap(), history, config, txn, client=spec.client, security=cluster.client_security
-    )
-
-
-#: the process reading an exactly-once copy's sink topic (read_committed, assign mode)
-
-
-def _copy_workers(
-    spec: RunSpec, sink: str, cluster: ClusterBackend, history: HistoryWriter, seed: int | None
-) -> list[ConsumerWorker | CopyWorker]:
-    """The exactly-once copy: ``spec.copiers`` copiers of one group, and the copy's reader."""
-    copy = CopyConfig(spec.topic, sink, spec.partitions, spec.copy_group())
-    workers: list[ConsumerWorker | CopyWorker] = []
-    for i, name in enumerate(spec.copier_names()):
-        txn = TransactionConfig(
-            transactional_id=spec.copier_transactional_id(i), abort_share=spec.txn_abort_share, seed=seed or 0
-        )
-        workers.append(CopyWorker(name, cluster.bootstrap(), history, copy, txn, spec.client, cluster.client_security))
-    reader = ConsumerConfig(sink, spec.partitions, isolation_level="read_committed")
-    workers.append(
-        ConsumerWorker(COPY_READER, cluster.bootstrap(), history, reader, spec.client, cluster.client_security)
-    )
-    return workers
-
-
 def _events_so_far(history: HistoryWriter) -> int:
     """How many events the run has recorded (for the live progress: read without the lock)."""
     return int(getattr(history, "_next_index", 0))
@@ -636,16 +517,14 @@ def dump_thread_stacks(path: Path, why: str) -> None:
 def _settle(
     cluster: ClusterBackend,
     spec: RunSpec,
-    consumers: Sequence[ConsumerWorker | CopyWorker | ShareConsumerWorker],
-    producers: list[ProducerWorker],
+    modes: Workload,
+    consumers: Sequence[Consumer],
     progress: Callable[[str], None],
     stacks_path: Path | None = None,
-    ledger: ShareLedger | None = None,
-    owes: GroupOwes | None = None,
 ) -> None:
     """After healing: wait until every partition has its full ISR and every consumer has read
-    up to the high watermark (a share group: every record settled in ``ledger``, or Kafka owing
-    nothing by the group's state, ``owes``), so 'unseen' and the final read judge a quiet
+    up to the high watermark (what that means is the reader mode's, ``ReaderMode.caught_up``: a
+    share group, every record settled), so 'unseen' and the final read judge a quiet
     cluster. Consumers
     still behind after STALL_DUMP_AFTER_S get their thread stacks dumped to ``stacks_path``
     once: a client stuck inside kafka-python shows there where it waits."""
@@ -659,8 +538,7 @@ def _settle(
     try:
         wait_until(full, spec.settle_timeout, "every partition has its full ISR after healing")
         hws = [cluster.partition_state(spec.topic, p).hw or 0 for p in range(spec.partitions)]
-        total = sum(hws)
-        if spec.transactional or spec.copiers:
+        if modes.writes_transactions:  # what any mode that writes transactions does to the topic:
             # markers and aborted records take offsets no read_committed consumer returns: the
             # high watermarks overstate what there is to read, so wait until reading stops
             wait_until_steady(
@@ -670,28 +548,7 @@ def _settle(
                 "the consumers' reads of a transactional topic",
             )
             return
-        if ledger is not None:  # a share group: every record accepted or archived
-            done, what = (
-                lambda: ledger.settled_below(spec.topic, hws) or (owes is not None and owes.nothing()),
-                f"the share group has settled (accepted or archived) all {total} records",
-            )
-        elif spec.consumer_mode == "subscribe":  # one group: each partition is read by one member at a time
-            # per partition, not a sum of records read: a rebalance re-delivers what was read but
-            # not committed, and the duplicates would count for records still unread
-            members = [c for c in consumers if isinstance(c, ConsumerWorker)]
-            done, what = (
-                (
-                    lambda: all(
-                        max((c.read_past(spec.topic, p) for c in members), default=0) >= hw for p, hw in enumerate(hws)
-                    )
-                ),
-                f"the group has read every partition up to its high watermark ({total} records)",
-            )
-        else:
-            done, what = (
-                (lambda: all(c.records_read >= total for c in consumers)),
-                f"every consumer has read the {total} committed records",
-            )
+        done, what = modes.reader.caught_up(spec.topic, hws, consumers)
         since, dumped = time.monotonic(), False
 
         def caught_up() -> bool:
@@ -716,16 +573,17 @@ def _settle(
         progress(f"settling incomplete: {exc}")
 
 
-def _hold_features(cluster: ClusterBackend, spec: RunSpec, header: dict[str, Any]) -> dict[str, int]:
+def _hold_features(cluster: ClusterBackend, spec: RunSpec, modes: Workload, header: dict[str, Any]) -> dict[str, int]:
     """Set the feature levels the run asks for (``harness.features``), write the levels the run
     has into the header, and return the levels to restore afterwards (those the run changed).
 
-    - ``transaction_version``: for a transactional run on a cluster with the feature;
+    - each mode's (``RunMode.features``: ``transaction_version`` for a run with transactions on
+      a cluster with the feature);
     - ``eligible_leader_replicas`` (0 or 1): when the run sets it or loses power (what an election
       after the power loss may do depends on it)."""
-    wanted: dict[str, tuple[str, int | None]] = {}
-    if (spec.transactional or spec.copiers) and has_transaction_version(cluster.kafka_version):
-        wanted[TRANSACTION_VERSION] = ("transaction_version", spec.transaction_version)
+    wanted: Features = {}
+    for mode in modes.parts:
+        wanted.update(mode.features(cluster.kafka_version))
     if (spec.eligible_leader_replicas is not None or spec.power_loss_replicas) and has_elr(cluster.kafka_version):
         level = None if spec.eligible_leader_replicas is None else int(spec.eligible_leader_replicas)
         wanted[ELIGIBLE_LEADER_REPLICAS] = ("eligible_leader_replicas", level)
