@@ -21,7 +21,7 @@ from highwater.harness.local.cluster import Cluster
 from highwater.harness.waiting import wait_until
 from highwater.harness.workload.final_read import _fetch
 from highwater.run_spec import run_settings
-from highwater.suites.findings import expect_hw9, expect_hw13, expect_hw22
+from highwater.suites.findings import expect_hw9, expect_hw13, expect_hw22, expect_hw23
 from highwater.suites.nightly import cases, nightly
 from highwater.suites.scenario import KIP392_FAULTS, PLANS, assert_verdicts, check_verdicts, run_plan
 
@@ -136,6 +136,7 @@ def test_consumer_moves_when_its_replica_leaves_the_isr_and_returns(
         expect_hw9(request)
     if how == "killed":
         expect_hw13(request)
+    expect_hw23(request)
     result = run_plan(
         cluster,
         PLANS[f"kip-392/replica-{how}"],
