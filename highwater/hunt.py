@@ -33,7 +33,7 @@ from highwater.faults.schedule import Schedule
 from highwater.faults.spec import FaultKind
 from highwater.harness.backend import ClusterBackend, heal
 from highwater.harness.backends import start_backend
-from highwater.harness.clients import get_driver
+from highwater.harness.clients import get_driver, transactions_refusal
 from highwater.harness.clients.groups import group_protocol_refusal
 from highwater.harness.clients.share import share_refusal
 from highwater.harness.config import ClusterSpec
@@ -140,7 +140,9 @@ def supports(release: str, client: str) -> tuple[str, ...]:
     """The workloads (and ``group-consumer``: KIP-848's protocol) ``client`` can run on
     ``release``, from the refusals the runner itself applies."""
     driver = get_driver(client)
-    out = ["plain", "group", "transactional", "copy"]
+    out = ["plain", "group"]
+    if transactions_refusal(driver.name, driver.version) is None:
+        out += ["transactional", "copy"]
     if group_protocol_refusal(driver.name, driver.version, release, "consumer", None) is None:
         out.append("group-consumer")
     if share_refusal(driver.name, driver.version, release) is None:

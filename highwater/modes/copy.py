@@ -15,7 +15,7 @@ from highwater.harness.workload import ConsumerConfig, ConsumerWorker
 from highwater.harness.workload.copy import CopyConfig, CopyWorker
 from highwater.harness.workload.transactions import TransactionConfig
 from highwater.modes.base import Consumer, Extras, Features
-from highwater.modes.transactional import transaction_version
+from highwater.modes.transactional import refuse_without_transactions, transaction_version
 from highwater.run_spec import RunSpec
 
 #: the process reading an exactly-once copy's sink topic (read_committed, assign mode)
@@ -31,6 +31,9 @@ class Copy(Extras):
         self.spec = spec
         #: the copy's topic as the cluster names it
         self.sink = cluster.topic_name(f"{spec.topic}-copy")
+
+    def refuse(self, client: str, version: str, kafka: str) -> None:
+        refuse_without_transactions(client, version)
 
     def copier_names(self) -> list[str]:
         return [f"copier-{i}" for i in range(self.spec.copiers)]

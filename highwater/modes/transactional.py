@@ -7,10 +7,15 @@ from __future__ import annotations
 from highwater.core.checks.verdict import Input
 from highwater.core.history import HistoryWriter
 from highwater.harness.backend import ClusterBackend
+from highwater.harness.clients import transactions_refusal
 from highwater.harness.clients.txnversion import TRANSACTION_VERSION
 from highwater.harness.clients.txnversion import has_feature as has_transaction_version
 from highwater.harness.workload import ProducerWorker
-from highwater.harness.workload.transactions import TransactionalProducerWorker, TransactionConfig
+from highwater.harness.workload.transactions import (
+    TransactionalProducerWorker,
+    TransactionConfig,
+    TransactionsUnsupported,
+)
 from highwater.modes.base import Extras, Features
 from highwater.modes.plain import producer_config
 from highwater.run_spec import RunSpec
@@ -23,6 +28,14 @@ def transaction_version(spec: RunSpec, kafka_version: str) -> Features:
     return {TRANSACTION_VERSION: ("transaction_version", spec.transaction_version)}
 
 
+def refuse_without_transactions(client: str, version: str) -> None:
+    """Raise ``TransactionsUnsupported`` (one line) when ``client``'s worker has no transactional
+    producer (``harness.clients.transactions_refusal``)."""
+    refused = transactions_refusal(client, version)
+    if refused is not None:
+        raise TransactionsUnsupported(refused)
+
+
 class Transactional(Extras):
     """Producers that write transactions."""
 
@@ -30,6 +43,9 @@ class Transactional(Extras):
 
     def __init__(self, spec: RunSpec) -> None:
         self.spec = spec
+
+    def refuse(self, client: str, version: str, kafka: str) -> None:
+        refuse_without_transactions(client, version)
 
     def features(self, kafka_version: str) -> Features:
         return transaction_version(self.spec, kafka_version)

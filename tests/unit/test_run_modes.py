@@ -13,6 +13,7 @@ import pytest
 
 from highwater.core.manifest import NemesisRecord
 from highwater.core.run_dir import RunDir
+from highwater.harness.workload.transactions import TransactionsUnsupported
 from highwater.modes import run_modes
 from highwater.modes.copy import Copy
 from highwater.modes.group import Group
@@ -152,3 +153,13 @@ def test_an_assign_reader_has_caught_up_when_every_consumer_read_every_record() 
     assert not done() and what == "every consumer has read the 10 committed records"
     consumers[1].records_read = 10
     assert done()
+
+
+@pytest.mark.parametrize("transactional", [True, False])
+def test_a_client_without_a_transactional_producer_is_refused_a_transactional_or_copy_run(transactional: bool) -> None:
+    spec = RunSpec(suite="unit", scenario="s", transactional=transactional, copiers=0 if transactional else 2)
+    mode = Transactional(spec) if transactional else Copy(spec, FakeBackend())
+    with pytest.raises(TransactionsUnsupported, match="^franz-go 1.22.3 has no transactional producer"):
+        mode.refuse("franz-go", "1.22.3", "4.4.0")
+    for client in ("kafka-python", "confluent-kafka", "java", "kafkajs"):
+        mode.refuse(client, "1.0", "4.4.0")  # look-alikes: every other client has one

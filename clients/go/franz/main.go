@@ -66,7 +66,12 @@ func (s *settings) common() ([]kgo.Opt, error) {
 	if p := s.Security.Protocol; p != "" && p != "PLAINTEXT" {
 		return nil, fmt.Errorf("the franz-go worker speaks PLAINTEXT only, not %s", p)
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(s.Bootstrap...), kgo.ClientID(s.ClientID)}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(s.Bootstrap...),
+		kgo.ClientID(s.ClientID),
+		// the library's own account of the run, in the worker's log (stderr)
+		kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, nil)),
+	}
 	if s.MetadataMaxAgeMs > 0 {
 		opts = append(opts, kgo.MetadataMaxAge(ms(s.MetadataMaxAgeMs)))
 	}
@@ -96,6 +101,9 @@ func (s *settings) producerOpts() ([]kgo.Opt, error) {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
 	opts = append(opts,
+		// uncompressed, as every other client's worker writes (franz-go's default is snappy,
+		// which a reader without a snappy codec cannot read back)
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RecordRetries(s.Retries),
 		kgo.ProducerLinger(ms(s.LingerMs)),
