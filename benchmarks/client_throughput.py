@@ -378,7 +378,7 @@ def bare_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records
     if library == "kafka-python":
         import kafka
 
-        from highwater.harness.clients.kafka_python import producer_config as kafka_python_config
+        from highwater.clients.python.kafka_python import producer_config as kafka_python_config
 
         producer = kafka.KafkaProducer(**kafka_python_config(settings))
         try:
@@ -392,7 +392,7 @@ def bare_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records
     else:
         import confluent_kafka
 
-        from highwater.harness.clients.confluent import producer_config
+        from highwater.clients.python.confluent import producer_config
 
         producer = confluent_kafka.Producer(producer_config(settings))
         errors: list[object] = []

@@ -4,13 +4,13 @@ worker protocol (``docs/adding-a-client.md``) on stdin/stdout.
 It runs in a process of its own, with the interpreter of the client version's virtual
 environment (``harness.clients.python``), so the kafka-python the harness itself uses for its
 observer and admin is never the one under test, and two versions of one client can run side by
-side. The library's adaptation is the in-process driver of ``harness/clients/`` (``kafka_python``,
-``confluent``): it is imported *here*, in the worker, never in the harness process; this file
-only turns its calls and callbacks into protocol lines.
+side. The library's adaptation is the in-worker driver beside this file (``kafka_python.py``,
+``confluent.py``: the worker side of ``clients/python/``): it is imported *here*, in the worker,
+never in the harness process; this file only turns its calls and callbacks into protocol lines.
 
 The first line names the role and carries ``{"client": <dist>, "settings": <ProducerSettings,
 ConsumerSettings or ShareSettings as a dict>}`` (the ``share_consumer`` role: confluent-kafka's
-share consumer, ``harness/clients/confluent_share.py``); the reply is ``{"id": 0, "ok": true,
+share consumer, ``clients/python/confluent_share.py``); the reply is ``{"id": 0, "ok": true,
 "version", "protocol"}``. Every later command is answered with ``{"id", "ok": true, ...}`` or
 ``{"id", "error": "Class: message"}``, but sends, which come as ``sends`` lines (``[id, topic, partition, value]`` each)
 or, since protocol 3, ``batch`` lines (``{"topic", "first", "partitions", "values"}``: sends
@@ -172,11 +172,11 @@ def watch_parent() -> None:
 def make_driver(client: str) -> Any:
     """The in-process driver of the library this environment has (one version: this venv's)."""
     if client == "kafka-python":
-        from highwater.harness.clients.kafka_python import KafkaPythonDriver
+        from highwater.clients.python.kafka_python import KafkaPythonDriver
 
         return KafkaPythonDriver()
     if client == "confluent-kafka":
-        from highwater.harness.clients.confluent import ConfluentKafkaDriver
+        from highwater.clients.python.confluent import ConfluentKafkaDriver
 
         return ConfluentKafkaDriver()
     raise ValueError(f"no Python worker for client {client!r}")
@@ -334,7 +334,7 @@ class ShareConsumer:
             raise ValueError(f"{client} has no share consumer (KIP-932)")
         import confluent_kafka
 
-        from highwater.harness.clients.confluent_share import ConfluentShareMember
+        from highwater.clients.python.confluent_share import ConfluentShareMember
 
         self.member = ConfluentShareMember(confluent_kafka, settings, self.acked)
 

@@ -16,9 +16,11 @@ protocol requests) is never the one under test and several versions run side by 
   again whenever the source tree or wheel changed, so a run always tests the code as it is now;
   its version is what the build reports, marked ``+local.<hash>``.
 
-The worker imports the harness's pure modules (the driver protocol, the library's in-process
-driver) from beside its own file, a checkout or the installed package alike; nothing else of the
-harness's environment.
+This module is the harness side (launching the worker); the worker side, each library's
+in-worker adaptation, is ``clients/python/`` (``kafka_python.py``, ``confluent.py``,
+``confluent_share.py``), imported only inside the worker. The worker finds those and the
+harness's pure modules (the driver protocol) beside its own file, a checkout or the installed
+package alike; nothing else of the harness's environment.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ librdkafka's, a "Preview" there; 2.15.1 and 2.16.1 pass the contract test); kafk
 kafkajs have none.
 
 The share consumer is a role of the Java worker (``clients/java/.../ShareRole.java``) and of the
-Python worker for confluent-kafka (``confluent_share.py``), role ``share_consumer``
+Python worker for confluent-kafka (``clients/python/confluent_share.py``), role ``share_consumer``
 (docs/adding-a-client.md, "Share groups"): ``subscribe``, ``poll`` (the
 records acquired, with their delivery counts), ``acknowledge`` (records of the last poll, each
 with its kind), ``commit`` (``commitSync``) and ``close``; how each acknowledgement ended comes

@@ -12,6 +12,7 @@ import kafka
 import pytest
 from kafka import errors as kerr
 
+from highwater.clients.python.kafka_python import FetchSources, classify_send_error
 from highwater.core.errors import HighwaterError
 from highwater.core.history import HistoryWriter, read_history
 from highwater.harness.clients import (
@@ -35,7 +36,6 @@ from highwater.harness.clients import (
     parse_client_specs,
 )
 from highwater.harness.clients.base import Outcome, send_batch
-from highwater.harness.clients.kafka_python import FetchSources, classify_send_error
 from highwater.harness.clients.worker import WorkerGone
 from highwater.harness.workload import ConsumerConfig, ConsumerWorker, ProducerConfig, ProducerWorker
 
@@ -605,11 +605,17 @@ def _imports(path: Path) -> set[str]:
 
 def test_kafka_python_is_imported_only_by_its_driver_and_the_observation() -> None:
     """The workers use the driver protocol; kafka-python's client classes and patches live in
-    ``harness/clients/kafka_python.py``. The final read observes with its protocol classes."""
-    allowed = {"harness/clients/kafka_python.py", "harness/workload/final_read.py"}
-    files = sorted([*(ROOT / "harness/clients").rglob("*.py"), *(ROOT / "harness/workload").rglob("*.py")])
+    ``clients/python/kafka_python.py`` (the worker side). The final read observes with its protocol classes."""
+    allowed = {"clients/python/kafka_python.py", "clients/python/highwater_worker.py", "harness/workload/final_read.py"}
+    files = sorted(
+        [
+            *(ROOT / "harness/clients").rglob("*.py"),
+            *(ROOT / "harness/workload").rglob("*.py"),
+            *(ROOT / "clients/python").rglob("*.py"),
+        ]
+    )
     importing = {str(f.relative_to(ROOT)) for f in files if "kafka" in _imports(f)}
-    assert importing <= allowed and "harness/clients/kafka_python.py" in importing
+    assert importing <= allowed and "clients/python/kafka_python.py" in importing
 
 
 @pytest.mark.parametrize(

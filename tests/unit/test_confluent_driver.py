@@ -12,6 +12,16 @@ import confluent_kafka as ck
 import pytest
 from confluent_kafka import KafkaError
 
+from highwater.clients.python.confluent import (
+    ConfluentConsumer,
+    ConfluentProducer,
+    FetchSources,
+    LibrdkafkaLog,
+    classify_delivery_error,
+    consumer_config,
+    error_text,
+    producer_config,
+)
 from highwater.harness.clients import (
     ConsumerSettings,
     Outcome,
@@ -23,16 +33,6 @@ from highwater.harness.clients import (
     UnknownClientError,
     get_driver,
     pyversions,
-)
-from highwater.harness.clients.confluent import (
-    ConfluentConsumer,
-    ConfluentProducer,
-    FetchSources,
-    LibrdkafkaLog,
-    classify_delivery_error,
-    consumer_config,
-    error_text,
-    producer_config,
 )
 from highwater.harness.waiting import wait_until
 
@@ -287,7 +287,7 @@ def test_only_the_driver_knows_confluent_kafka() -> None:
         or "from confluent_kafka" in f.read_text(encoding="utf-8")
     ]
     assert offenders == []
-    assert '"confluent_kafka"' in (root / "harness/clients/confluent.py").read_text(encoding="utf-8")
+    assert '"confluent_kafka"' in (root / "clients/python/confluent.py").read_text(encoding="utf-8")
 
 
 def test_a_version_without_leader_epochs_is_refused_in_one_line() -> None:

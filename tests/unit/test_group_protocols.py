@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from highwater.clients.python.confluent import consumer_config
 from highwater.harness.clients import ConsumerSettings
-from highwater.harness.clients.confluent import consumer_config
 from highwater.harness.clients.groups import group_configs, group_protocol_refusal
 from highwater.harness.clients.java import consumer_properties
 

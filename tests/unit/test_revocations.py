@@ -263,7 +263,7 @@ def test_the_checks_judge_a_history_with_revocations_as_one_without(tmp_path: Pa
 def test_kafka_python_reports_revoked_and_lost_partitions() -> None:
     from kafka import TopicPartition as KTopicPartition
 
-    from highwater.harness.clients.kafka_python import _Rebalances
+    from highwater.clients.python.kafka_python import _Rebalances
 
     seen = Seen()
     listener = _Rebalances(seen)
@@ -290,7 +290,7 @@ class _Subscribing:
 
 
 def test_librdkafka_reports_revoked_and_lost_partitions() -> None:
-    from highwater.harness.clients.confluent import ConfluentConsumer
+    from highwater.clients.python.confluent import ConfluentConsumer
 
     seen = Seen()
     consumer = ConfluentConsumer(ck, _settings(), seen)

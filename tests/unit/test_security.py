@@ -6,8 +6,8 @@ from __future__ import annotations
 import confluent_kafka as ck
 import pytest
 
+from highwater.clients.python.confluent import ConfluentProducer, consumer_config, producer_config
 from highwater.harness.clients import ConsumerSettings, ProducerSettings
-from highwater.harness.clients.confluent import ConfluentProducer, consumer_config, producer_config
 from highwater.harness.config import ClusterSpec, SpecError, render_properties
 from highwater.harness.security import PLAINTEXT, ClientSecurity, SecurityError
 from highwater.harness.topology import Ports, Topology

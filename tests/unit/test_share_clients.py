@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from highwater.harness.clients.confluent import error_text
-from highwater.harness.clients.confluent_share import share_config
+from highwater.clients.python.confluent import error_text
+from highwater.clients.python.confluent_share import share_config
 from highwater.harness.clients.share import AckOutcome, ShareSettings, share_client_refusal, share_refusal
 from highwater.harness.security import PLAINTEXT
 

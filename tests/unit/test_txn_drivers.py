@@ -9,19 +9,19 @@ import inspect
 
 import pytest
 
+from highwater.clients.python.confluent import ConfluentConsumer, ConfluentKafkaDriver, ConfluentTransactionalProducer
+from highwater.clients.python.kafka_python import (
+    KafkaPythonConsumer,
+    KafkaPythonDriver,
+    KafkaPythonTransactionalProducer,
+)
 from highwater.harness.clients import (
     ConsumerDriver,
     ProducerSettings,
     TopicPartition,
     TransactionalProducerDriver,
 )
-from highwater.harness.clients.confluent import ConfluentConsumer, ConfluentKafkaDriver, ConfluentTransactionalProducer
 from highwater.harness.clients.java import JavaDriver, producer_properties
-from highwater.harness.clients.kafka_python import (
-    KafkaPythonConsumer,
-    KafkaPythonDriver,
-    KafkaPythonTransactionalProducer,
-)
 from highwater.harness.clients.worker import (
     GroupMetadata,
     WorkerConsumer,

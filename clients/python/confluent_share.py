@@ -18,8 +18,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .confluent import error_text
-from .share import AckKind, ShareSettings
+from highwater.clients.python.confluent import error_text
+from highwater.harness.clients.share import AckKind, ShareSettings
 
 log = logging.getLogger(__name__)
 

@@ -66,8 +66,7 @@ from typing import Any
 
 from highwater.core.errors import HighwaterError
 from highwater.core.errors import error_text as exception_text
-
-from .base import (
+from highwater.harness.clients.base import (
     ConsumerListener,
     ConsumerSettings,
     PolledRecord,
@@ -81,8 +80,8 @@ from .base import (
     TruncationSignal,
     report_revocation,
 )
-from .base import FetchSources as BaseFetchSources
-from .pyversions import import_library
+from highwater.harness.clients.base import FetchSources as BaseFetchSources
+from highwater.harness.clients.pyversions import import_library
 
 DIST = "confluent-kafka"
 

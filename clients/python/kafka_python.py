@@ -29,7 +29,7 @@ from kafka import TopicPartition as KTopicPartition
 from kafka import errors as kerr
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
-from .base import (
+from highwater.harness.clients.base import (
     ConsumerListener,
     ConsumerSettings,
     FetchSources,
@@ -44,7 +44,7 @@ from .base import (
     TruncationSignal,
     report_revocation,
 )
-from .worker import part_of, records_of
+from highwater.harness.clients.worker import part_of, records_of
 
 # Errors that prove the broker did not append: each is returned before the write is applied.
 DEFINITE_REJECTIONS = (
