@@ -73,6 +73,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from highwater.harness.backend import ClusterBackend
 from highwater.harness.backends import start_backend  # noqa: E402
+from highwater.harness.client_common import installed_version  # noqa: E402
 from highwater.harness.clients import (  # noqa: E402
     ClientDriver,
     ConsumerSettings,
@@ -87,7 +88,6 @@ from highwater.harness.clients import (  # noqa: E402
 )
 from highwater.harness.clients.base import send_batch  # noqa: E402
 from highwater.harness.clients.kafkajs import ensure_tree, find_node  # noqa: E402
-from highwater.harness.clients.pyversions import installed_version  # noqa: E402
 from highwater.harness.config import ClusterSpec  # noqa: E402
 from highwater.harness.distribution import default_version, ensure_kafka  # noqa: E402
 from highwater.harness.gcpasses import streaming  # noqa: E402

@@ -66,7 +66,7 @@ from typing import Any
 
 from highwater.core.errors import HighwaterError
 from highwater.core.errors import error_text as exception_text
-from highwater.harness.clients.base import (
+from highwater.harness.client_common import (
     ConsumerListener,
     ConsumerSettings,
     PolledRecord,
@@ -78,10 +78,10 @@ from highwater.harness.clients.base import (
     SendOutcome,
     TopicPartition,
     TruncationSignal,
+    import_library,
     report_revocation,
 )
-from highwater.harness.clients.base import FetchSources as BaseFetchSources
-from highwater.harness.clients.pyversions import import_library
+from highwater.harness.client_common import FetchSources as BaseFetchSources
 
 DIST = "confluent-kafka"
 

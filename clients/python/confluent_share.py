@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from highwater.clients.python.confluent import error_text
-from highwater.harness.clients.share import AckKind, ShareSettings
+from highwater.harness.client_common import AckKind, ShareSettings
 
 log = logging.getLogger(__name__)
 

@@ -41,10 +41,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-# The harness's pure modules (the driver protocol and the drivers) are the folders beside this
-# file's (a checkout's root, or the installed highwater package). They import as ``highwater.*``
+# What the worker imports of ours is the worker side beside this file (``clients/python/``: the
+# in-worker drivers) and the one module both sides share (``harness/client_common.py``: settings,
+# outcome types, the line codec, the libraries' versions; no process management), both under the
+# folder two levels up (a checkout's root, or the installed highwater package). A client
+# version's virtual environment has no highwater installed, so they import as ``highwater.*``
 # through a package object of that name whose path is that folder, and nothing else: putting the
 # harness's own environment on the path would shadow the library version under test with its pin.
+# Nothing here imports ``highwater.harness.clients`` (its package holds the process management:
+# ``harness.procs``, the ``atexit`` reaper), which tests/unit/test_layers.py holds the worker to.
 FLOORS = Path(__file__).resolve().parents[2]
 if "highwater" not in sys.modules:
     _highwater = types.ModuleType("highwater")
@@ -52,17 +57,20 @@ if "highwater" not in sys.modules:
     sys.modules["highwater"] = _highwater
 
 from highwater.core.errors import error_text  # noqa: E402
-from highwater.harness.clients.base import (  # noqa: E402 - after the path above
+from highwater.harness.client_common import (  # noqa: E402 - after the path above
+    PROTOCOL,
     ConsumerSettings,
+    GroupMetadata,
     PositionChange,
     ProducerSettings,
     Revocation,
     SendOutcome,
+    ShareSettings,
     TopicPartition,
     TruncationSignal,
+    encode_line,
+    parts_of,
 )
-from highwater.harness.clients.share import ShareSettings  # noqa: E402
-from highwater.harness.clients.worker import PROTOCOL, GroupMetadata, encode_line, parts_of  # noqa: E402
 from highwater.harness.gcpasses import set_streaming  # noqa: E402
 from highwater.harness.security import ClientSecurity  # noqa: E402
 

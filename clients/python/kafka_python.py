@@ -29,7 +29,7 @@ from kafka import TopicPartition as KTopicPartition
 from kafka import errors as kerr
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
-from highwater.harness.clients.base import (
+from highwater.harness.client_common import (
     ConsumerListener,
     ConsumerSettings,
     FetchSources,
@@ -42,9 +42,10 @@ from highwater.harness.clients.base import (
     SendOutcome,
     TopicPartition,
     TruncationSignal,
+    part_of,
+    records_of,
     report_revocation,
 )
-from highwater.harness.clients.worker import part_of, records_of
 
 # Errors that prove the broker did not append: each is returned before the write is applied.
 DEFINITE_REJECTIONS = (

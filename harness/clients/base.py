@@ -22,21 +22,39 @@ and private patch of a library stays inside its driver module.
   partitions a group consumer gives up, revoked or lost (``Revocation``), to a listener that
   takes them (``RevocationListener``, ``report_revocation``).
 
+The settings and the types a driver answers in (``SendOutcome``, ``PolledRecord``, ...) live in
+``harness.client_common``, the one module a client's worker process shares with the harness, and
+are named here as before.
+
 Errors carried by events are the library's own exception (recorded as ``"Class: message"``) or
 a string already in that form (a driver talking to another process).
 """
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from enum import Enum
 from functools import partial
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from highwater.core.errors import HighwaterError
-from highwater.harness.security import PLAINTEXT, ClientSecurity
+from highwater.harness.client_common import (  # noqa: F401 - the common module's, re-exported under the old names
+    ConsumerListener,
+    ConsumerSettings,
+    FetchSources,
+    Outcome,
+    PolledRecord,
+    PositionChange,
+    PositionReason,
+    ProducerSettings,
+    Revocation,
+    RevocationListener,
+    RevocationReason,
+    SendOutcome,
+    TopicPartition,
+    TruncationSignal,
+    _new_tuple,
+    report_revocation,
+)
 
 #: the client a run uses unless told otherwise
 DEFAULT_CLIENT = "kafka-python"
@@ -50,183 +68,6 @@ class ClientGone(HighwaterError):
     """The process of a client under test is gone (killed by a fault, crashed): nothing more
     can be sent through it (``harness.clients.worker.WorkerGone``)."""
 
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-
-class Outcome(str, Enum):
-    """How an operation ended, in the history's terms."""
-
-    OK = "ok"  # it definitely happened
-    FAIL = "fail"  # it definitely did not happen
-    INFO = "info"  # unknown: it may have happened
-
-
-class SendOutcome(NamedTuple):
-    """The outcome of one send. ``offset`` is set for ``OK`` (the offset the broker acknowledged);
-    ``error`` for ``FAIL`` and ``INFO``. A named tuple, not a frozen dataclass: one is made per
-    record written (in the worker and again in the harness), and a frozen dataclass took 1.3 us
-    to make, a tuple 0.3 us."""
-
-    outcome: Outcome
-    offset: int | None = None
-    error: BaseException | str | None = None
-
-    @classmethod
-    def ok(cls, offset: int) -> SendOutcome:
-        return _new_tuple(cls, (Outcome.OK, int(offset), None))
-
-    @classmethod
-    def fail(cls, error: BaseException | str) -> SendOutcome:
-        return _new_tuple(cls, (Outcome.FAIL, None, error))
-
-    @classmethod
-    def info(cls, error: BaseException | str) -> SendOutcome:
-        return _new_tuple(cls, (Outcome.INFO, None, error))
-
-
-_new_tuple = tuple.__new__  # a named tuple's fields in one call, without its __new__'s keywords
-
-
-class PolledRecord(NamedTuple):
-    """One record a poll returned. ``leader_epoch`` is None when the batch carries none;
-    ``replica`` is the broker that served the fetch the record came from, None when the driver
-    cannot tell. A named tuple rather than a frozen dataclass: one is made per record read, and
-    a tuple is made about five times faster (it is immutable all the same)."""
-
-    topic: str
-    partition: int
-    offset: int
-    value: str | None
-    leader_epoch: int | None = None
-    replica: int | None = None
-
-    def to_event_value(self) -> dict[str, Any]:
-        """The record as a ``poll`` event lists it."""
-        return {  # not ``_asdict()``: the history's field order and names are fixed here
-            "topic": self.topic,
-            "partition": self.partition,
-            "offset": self.offset,
-            "value": self.value,
-            "leader_epoch": self.leader_epoch,
-            "replica": self.replica,
-        }
-
-
-class PositionReason(str, Enum):
-    """Why a consumer's position changed (the ``reason`` of ``assign``/``seek`` events)."""
-
-    ASSIGN = "assign"  # the workload assigned the partition and chose where to start
-    REBALANCE = "rebalance"  # a group rebalance assigned it (the position is not known yet)
-    RESET = "reset"  # the library applied auto.offset.reset
-    TRUNCATION = "truncation"  # moved to a divergence point (KIP-320), by the library or by us
-    REWIND = "rewind"  # the workload moved back to re-read (after its copy transaction aborted)
-
-
-@dataclass(frozen=True, slots=True)
-class PositionChange:
-    """A consumer's position in one partition changed. ``offset`` None means "a new position,
-    not known yet" (the checks restart their skip judgement there) or, for a truncation seek
-    with no divergence point, the log start."""
-
-    topic: str
-    partition: int
-    offset: int | None
-    reason: PositionReason
-
-    @property
-    def f(self) -> str:
-        """The history's ``f``: ``assign`` for an assignment, ``seek`` for every other move."""
-        return "assign" if self.reason in (PositionReason.ASSIGN, PositionReason.REBALANCE) else "seek"
-
-    def to_event_value(self) -> dict[str, Any]:
-        return {"topic": self.topic, "partition": self.partition, "offset": self.offset, "reason": self.reason.value}
-
-
-class RevocationReason(str, Enum):
-    """How a consumer gave a group partition up (the ``reason`` of ``revoke`` events)."""
-
-    REVOKED = "revoked"  # the library's revocation callback: given up knowingly (a rebalance, a close)
-    LOST = "lost"  # the library's lost callback: no longer the member's, maybe already another's
-    # kafkajs, which names no partition when it gives them up: its group-level REBALANCING event
-    # (the worker lists the partitions of the member's last join, all of which an eager member
-    # gives up), or a join with no REBALANCING before it (the partitions of the previous join
-    # that it no longer has: its member id was unknown to the coordinator, or it restarted)
-    REBALANCING = "rebalancing"
-    REJOIN = "rejoin"
-
-
-@dataclass(frozen=True, slots=True)
-class Revocation:
-    """A group consumer gave up one partition, as its library reported it (a rebalance
-    listener's revoked or lost callback). Recorded as a ``revoke`` event when it happens."""
-
-    topic: str
-    partition: int
-    reason: RevocationReason
-
-    f = "revoke"  # the history's ``f`` (a class attribute, not a field)
-
-    def to_event_value(self) -> dict[str, Any]:
-        return {"topic": self.topic, "partition": self.partition, "reason": self.reason.value}
-
-
-@dataclass(frozen=True, slots=True)
-class TruncationSignal:
-    """KIP-320: the library found the log truncated below its position and left the move to
-    us (Java's ``LogTruncationException``, kafka-python's ``LogTruncationError``). ``divergent``
-    maps each partition to its first divergent offset, None when the library knows none."""
-
-    divergent: Mapping[TopicPartition, int | None]
-    error: BaseException | str
-
-
-@dataclass(frozen=True)
-class ProducerSettings:
-    """What a workload asks of a producer, in Kafka's terms (each driver maps them)."""
-
-    bootstrap: Sequence[str]
-    client_id: str
-    acks: str | int = "all"  # "all", 1 or 0
-    idempotence: bool = False
-    retries: int = 3
-    request_timeout_ms: int = 5000
-    delivery_timeout_ms: int = 20000
-    linger_ms: int = 2
-    max_in_flight: int = 1
-    max_block_ms: int = 5000  # how long a send may wait for metadata or buffer space
-    security: ClientSecurity = PLAINTEXT  # TLS/SASL, as the cluster asks (harness.security)
-    transactional_id: str | None = None  # KIP-98: a transactional producer (idempotence implied)
-    # the coordinator aborts a transaction open this long; librdkafka wants it >= delivery_timeout_ms
-    transaction_timeout_ms: int = 20000
-
-
-@dataclass(frozen=True)
-class ConsumerSettings:
-    """What a workload asks of a consumer, in Kafka's terms (each driver maps them)."""
-
-    bootstrap: Sequence[str]
-    client_id: str
-    client_rack: str | None = None  # KIP-392: fetch from this rack's replica
-    group_id: str | None = None
-    auto_commit: bool = False
-    auto_offset_reset: str = "earliest"
-    max_poll_records: int = 500
-    request_timeout_ms: int = 10000
-    metadata_max_age_ms: int = 5000  # bounds how long a consumer may keep fetching from a stale replica
-    fetch_max_wait_ms: int = 500  # how long a broker may hold a fetch with no data
-    security: ClientSecurity = PLAINTEXT  # TLS/SASL, as the cluster asks (harness.security)
-    isolation_level: str = "read_uncommitted"  # or "read_committed" (KIP-98)
-    # a group member silent this long is evicted (None: the library's default, 45 s for Java and
-    # librdkafka, 10 s for kafka-python); a group scenario that freezes a member sets it
-    session_timeout_ms: int | None = None
-    # KIP-848: "classic" (JoinGroup/SyncGroup, the members' assignor) or "consumer" (the group
-    # coordinator assigns, ConsumerGroupHeartbeat); with "consumer" the session timeout and the
-    # heartbeat interval are the group's (a group config the runner sets), not the client's
-    group_protocol: str = "classic"
-    group_remote_assignor: str | None = None  # "consumer" only: "uniform" or "range" (None: the broker's first)
     # The checks' time bounds are derived from these defaults (RunSpec.header_config), so a
     # driver must apply every one of them, not its library's own defaults.
 
@@ -305,33 +146,6 @@ def send_batch(
                 gone = exc
     if gone is not None:
         raise gone
-
-
-class ConsumerListener(Protocol):
-    def on_position_change(self, change: PositionChange) -> None:
-        """Called by the driver, as it happens, for every position change the library makes
-        on its own: group assignments (``REBALANCE``), resets (``RESET``), seeks to a
-        divergence point it handled itself (``TRUNCATION``)."""
-        ...
-
-
-@runtime_checkable
-class RevocationListener(Protocol):
-    """A ``ConsumerListener`` that also takes the partitions a group consumer gave up. Optional:
-    drivers hand revocations over through ``report_revocation``, which skips a listener without
-    ``on_revocation``."""
-
-    def on_revocation(self, revocation: Revocation) -> None:
-        """Called by the driver, as it happens, for each partition the library reported revoked
-        or lost (subscribe mode)."""
-        ...
-
-
-def report_revocation(listener: object, revocation: Revocation) -> None:
-    """Give ``revocation`` to ``listener`` if it takes revocations (``RevocationListener``)."""
-    on_revocation = getattr(listener, "on_revocation", None)
-    if on_revocation is not None:
-        on_revocation(revocation)
 
 
 class ConsumerDriver(Protocol):
@@ -414,70 +228,3 @@ class ClientDriver(Protocol):
 def client_label(driver: ClientDriver) -> str:
     """The client as histories and manifests name it: ``"<name> <version>"``."""
     return f"{driver.name} {driver.version}"
-
-
-class FetchSources:
-    """Which broker answered the fetches of each partition, by fetch offset: a record's source
-    is the broker of the fetch at the greatest fetch offset <= the record's offset. Looked up once
-    per polled record, so the fetch offsets are kept sorted (bisect) between two changes."""
-
-    KEEP = 64  # fetch offsets kept per partition before old ones are forgotten
-
-    def __init__(self) -> None:
-        self._by_tp: dict[Any, dict[int, int]] = {}
-        self._sorted: dict[Any, list[int]] = {}  # tp -> its fetch offsets, sorted; dropped on change
-
-    def _changed(self, tp: Any) -> dict[int, int]:
-        """``tp``'s fetch offsets, about to change (the sorted copy is made again when needed)."""
-        self._sorted.pop(tp, None)
-        return self._by_tp.setdefault(tp, {})
-
-    def _starts(self, tp: Any, by_offset: dict[int, int]) -> list[int]:
-        """``tp``'s fetch offsets, sorted (made once after each change)."""
-        starts = self._sorted.get(tp)
-        if starts is None:
-            starts = self._sorted[tp] = sorted(by_offset)
-        return starts
-
-    def note(self, tp: Any, fetch_offset: int, node_id: int) -> None:
-        self._changed(tp)[int(fetch_offset)] = int(node_id)
-
-    def source_of(self, tp: Any, offset: int) -> int | None:
-        by_offset = self._by_tp.get(tp)
-        if not by_offset:
-            return None
-        starts = self._starts(tp, by_offset)
-        i = bisect.bisect_right(starts, offset)
-        return by_offset[starts[i - 1]] if i else None
-
-    def sources_of(self, tp: Any, offsets: Sequence[int]) -> list[int | None]:
-        """``source_of`` for each of ``offsets`` (one partition's records of a poll, which
-        ascend): one bisect for the first, then a walk over the fetch offsets, instead of one
-        bisect per record. An offset below its predecessor (never seen; a seek back within one
-        batch would make it) is looked up afresh."""
-        by_offset = self._by_tp.get(tp)
-        if not by_offset or not offsets:
-            return [None] * len(offsets)
-        starts = self._starts(tp, by_offset)
-        i = bisect.bisect_right(starts, offsets[0])  # starts[i] is the next fetch offset above
-        source = by_offset[starts[i - 1]] if i else None
-        low = starts[i - 1] if i else None  # the fetch offset ``source`` came from
-        bound = starts[i] if i < len(starts) else None
-        out: list[int | None] = []
-        for offset in offsets:
-            if (bound is not None and offset >= bound) or (low is not None and offset < low):
-                i = bisect.bisect_right(starts, offset)
-                source = by_offset[starts[i - 1]] if i else None
-                low = starts[i - 1] if i else None
-                bound = starts[i] if i < len(starts) else None
-            out.append(source)
-        return out
-
-    def forget_below(self, tp: Any, offset: int) -> None:
-        """Drop fetch offsets below ``offset`` except the one that still covers it."""
-        by_offset = self._by_tp.get(tp)
-        if by_offset and len(by_offset) > self.KEEP:
-            by_offset = self._changed(tp)
-            keep = max((o for o in by_offset if o <= offset), default=None)
-            for o in [o for o in by_offset if o < offset and o != keep]:
-                by_offset.pop(o, None)

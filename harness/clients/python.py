@@ -41,10 +41,10 @@ from typing import Any
 from highwater.core.errors import SetupError
 from highwater.core.progress import Progress, to_stderr
 from highwater.core.versions import leading_numbers as _release
+from highwater.harness.client_common import installed_version
 from highwater.harness.paths import home
 
 from .base import UnknownClientError
-from .pyversions import installed_version
 from .share import ShareSettings
 from .worker import Launch, NeutralSettingsConfig, WorkerDriver
 

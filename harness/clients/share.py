@@ -24,12 +24,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
 from highwater.core.errors import HighwaterError
 from highwater.core.versions import major_minor
-from highwater.harness.security import PLAINTEXT, ClientSecurity
+from highwater.harness.client_common import (  # noqa: F401 - the common module's, re-exported under the old names
+    AckKind,
+    ShareSettings,
+)
 
 from .base import client_label
 from .worker import WorkerDriver, WorkerError, WorkerInfo, WorkerProcess
@@ -85,25 +87,6 @@ def share_refusal(client: str, client_version: str, kafka_version: str) -> str |
             f"(since Kafka {SHARE_GROUPS_SINCE[0]}.{SHARE_GROUPS_SINCE[1]})"
         )
     return None
-
-
-class AckKind(str, Enum):
-    ACCEPT = "accept"
-    RELEASE = "release"
-    REJECT = "reject"
-
-
-@dataclass(frozen=True)
-class ShareSettings:
-    """What a workload asks of a share consumer (the Java worker writes them as properties)."""
-
-    bootstrap: Sequence[str]
-    client_id: str
-    group_id: str
-    max_poll_records: int = 500
-    request_timeout_ms: int = 10000
-    metadata_max_age_ms: int = 5000
-    security: ClientSecurity = PLAINTEXT
 
 
 @dataclass(frozen=True)

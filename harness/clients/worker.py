@@ -43,7 +43,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol
 
-from highwater.core.errors import HighwaterError
+from highwater.harness.client_common import (  # noqa: F401 - the common module's, re-exported under the old names
+    PROTOCOL,
+    GroupMetadata,
+    WorkerError,
+    _opt_int,
+    _runs,
+    encode_line,
+    part_of,
+    parts_of,
+    records_of,
+)
 from highwater.harness.clients.clocks import worker_env
 
 from .base import (
@@ -66,12 +76,8 @@ from .base import (
     report_revocation,
 )
 
-#: the protocol version the Python worker announces in its ready line. Version 2 added
-#: ``revoke`` events (the partitions a group consumer gave up); version 3 ``batch`` lines (a
-#: batch of sends to one topic as columns, ``encode_batch``), written only to a worker of
-#: version 3 or later. A worker of version 1 (no revocations) or 2 (the Java and Node.js
-#: workers: sends as ``sends`` lines) is still accepted. Any other version is refused.
-PROTOCOL = 3
+#: the versions a worker's ready line may name (the newest: ``PROTOCOL``, in ``harness.client_common``).
+#: A worker of version 1 (no revocations) or 2 (sends as ``sends`` lines) is still accepted.
 PROTOCOLS = frozenset({1, 2, 3})
 #: the first version that takes ``batch`` lines
 BATCH_LINES = 3
@@ -80,11 +86,6 @@ BATCH_LINES = 3
 BATCH_LINE_SENDS = 1000
 
 log = logging.getLogger(__name__)
-
-
-class WorkerError(HighwaterError):
-    """A worker refused a command (the message is the library's ``"Class: message"``) or did
-    not answer in time."""
 
 
 class WorkerGone(WorkerError, ClientGone):
@@ -138,11 +139,6 @@ def classify_send_result(line: Mapping[str, Any], single_attempt: bool) -> SendO
     if single_attempt and simple in DEFINITE_REJECTIONS:
         return SendOutcome.fail(error)
     return SendOutcome.info(error)
-
-
-def encode_line(value: Mapping[str, Any]) -> bytes:
-    """One protocol line, as the harness and a Python worker write it: compact JSON and a newline."""
-    return (json.dumps(value, separators=(",", ":")) + "\n").encode()
 
 
 #: the encoder of a ``sends`` line: UTF-8 as it is (no ``\\uXXXX`` for non-ASCII characters), so
@@ -201,107 +197,6 @@ def parse_line(text: str) -> dict[str, Any] | None:
     return value
 
 
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def _runs(flat: Sequence[Any]) -> tuple[list[Any], list[int]]:
-    """A run-length list ``[value, count, value, count, ...]`` as its values and counts."""
-    if len(flat) % 2:
-        raise WorkerError(f"a malformed run-length list in a poll reply: {len(flat)} items")
-    return list(flat[0::2]), [int(n) for n in flat[1::2]]
-
-
-def records_of(reply: Mapping[str, Any]) -> list[PolledRecord]:
-    """The records of a poll reply: one entry per partition with records, ``{"topic",
-    "partition", "replica", "offsets": [first, count, ...], "values": [...], "epochs": [epoch or
-    null, count, ...]}``; offsets and leader epochs come as runs (of consecutive offsets, of one
-    epoch), one value a record. A partition whose records came from two replicas is two
-    entries. Raises ``WorkerError`` when the runs do not cover the values exactly."""
-    out: list[PolledRecord] = []
-    for part in reply.get("parts") or ():
-        topic, partition, replica = str(part["topic"]), int(part["partition"]), _opt_int(part.get("replica"))
-        values = part["values"]
-        firsts, lengths = _runs(part["offsets"])
-        epochs, counts = _runs(part["epochs"])
-        if sum(lengths) != len(values) or sum(counts) != len(values):
-            raise WorkerError(
-                f"a malformed poll reply for {topic}-{partition}: {len(values)} values, offsets for "
-                f"{sum(lengths)}, epochs for {sum(counts)}"
-            )
-        firsts = [int(f) for f in firsts]
-        offsets = itertools.chain.from_iterable(range(f, f + n) for f, n in zip(firsts, lengths))
-        leader_epochs = itertools.chain.from_iterable(map(itertools.repeat, map(_opt_int, epochs), counts))
-        # _new_tuple fills each named tuple in C; calling PolledRecord goes through its
-        # Python-level __new__, which took about twice as long (500 records: ~230 µs)
-        fields = zip(
-            itertools.repeat(topic),
-            itertools.repeat(partition),
-            offsets,
-            values,
-            leader_epochs,
-            itertools.repeat(replica),
-        )
-        out.extend(map(_new_tuple, itertools.repeat(PolledRecord), fields))
-    return out
-
-
-_PART = operator.itemgetter(0, 1, 5)  # a PolledRecord's topic, partition, replica
-
-
-def parts_of(records: Sequence[PolledRecord]) -> list[dict[str, Any]]:
-    """The ``parts`` of a poll reply for ``records`` (the inverse of ``records_of``; what a
-    worker written in Python sends): consecutive records of one partition and replica share an
-    entry (``part_of``)."""
-    parts: list[dict[str, Any]] = []
-    for (topic, partition, replica), group in itertools.groupby(records, _PART):
-        run = list(group)
-        offsets = [r.offset for r in run]
-        parts.append(part_of(topic, partition, replica, offsets, [r.value for r in run], [r.leader_epoch for r in run]))
-    return parts
-
-
-def part_of(
-    topic: str,
-    partition: int,
-    replica: int | None,
-    offsets: list[int],
-    values: list[str | None],
-    epochs: list[int | None],
-) -> dict[str, Any]:
-    """One entry of a poll reply: records of one partition served by one replica, given as
-    columns; offsets as runs of consecutive offsets, leader epochs as runs of one epoch. A
-    poll's records of one partition are nearly always consecutive offsets of one epoch: that
-    case is found with comparisons done in C (a ``range`` and ``count``), the rest walks the
-    records (measured: a 500-record part in ~30 µs instead of ~150 µs)."""
-    n = len(offsets)
-    if n and offsets == list(range(offsets[0], offsets[0] + n)):
-        offset_runs: list[int] = [offsets[0], n]
-    else:
-        offset_runs = []
-        expected = None
-        for offset in offsets:
-            if offset == expected:
-                offset_runs[-1] += 1
-            else:
-                offset_runs += [offset, 1]
-            expected = offset + 1
-    if n and epochs.count(epochs[0]) == n:
-        epoch_runs: list[int | None] = [epochs[0], n]
-    else:
-        epoch_runs = []
-        for epoch, same in itertools.groupby(epochs):
-            epoch_runs += [epoch, sum(1 for _ in same)]
-    return {
-        "topic": topic,
-        "partition": partition,
-        "replica": replica,
-        "offsets": offset_runs,
-        "values": values,
-        "epochs": epoch_runs,
-    }
-
-
 def truncation_of(reply: Mapping[str, Any]) -> TruncationSignal | None:
     """A poll reply's truncation signal (KIP-320, left to us), if it carries one."""
     divergent = reply.get("truncation")
@@ -328,41 +223,6 @@ def revocation_of(event: Mapping[str, Any]) -> Revocation:
 def offsets_line(offsets: Mapping[TopicPartition, int]) -> list[dict[str, Any]]:
     """Offsets per partition as ``commit`` and ``send_offsets`` list them."""
     return [{"topic": tp.topic, "partition": tp.partition, "offset": int(o)} for tp, o in offsets.items()]
-
-
-@dataclass(frozen=True, slots=True)
-class GroupMetadata:
-    """A consumer's group metadata as of its last join (KIP-447: the coordinator fences a stale
-    member by it): what a transactional producer's ``send_offsets`` needs, carried from the
-    consumer's worker to the producer's."""
-
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None = None
-    opaque: str | None = None  # a library's own serialized form (librdkafka's), hex; else None
-
-    @classmethod
-    def of_reply(cls, reply: Mapping[str, Any]) -> GroupMetadata:
-        instance, opaque = reply.get("group_instance_id"), reply.get("opaque")
-        return cls(
-            str(reply["group_id"]),
-            int(reply["generation_id"]),
-            str(reply["member_id"]),
-            None if instance is None else str(instance),
-            None if opaque is None else str(opaque),
-        )
-
-    def to_line(self) -> dict[str, Any]:
-        line: dict[str, Any] = {
-            "group_id": self.group_id,
-            "generation_id": self.generation_id,
-            "member_id": self.member_id,
-            "group_instance_id": self.group_instance_id,
-        }
-        if self.opaque is not None:
-            line["opaque"] = self.opaque
-        return line
 
 
 # --- starting a worker ----------------------------------------------------------------------

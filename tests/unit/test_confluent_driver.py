@@ -22,6 +22,7 @@ from highwater.clients.python.confluent import (
     error_text,
     producer_config,
 )
+from highwater.harness import client_common
 from highwater.harness.clients import (
     ConsumerSettings,
     Outcome,
@@ -32,7 +33,6 @@ from highwater.harness.clients import (
     TruncationSignal,
     UnknownClientError,
     get_driver,
-    pyversions,
 )
 from highwater.harness.waiting import wait_until
 
@@ -65,8 +65,8 @@ def test_two_versions_are_two_workers_not_one_process(tmp_path: Path, monkeypatc
 
 
 def test_the_installed_version_is_the_environments() -> None:
-    assert pyversions.installed_version("confluent-kafka") == ck.__version__
-    assert pyversions.installed_version("no-such-distribution-here") is None
+    assert client_common.installed_version("confluent-kafka") == ck.__version__
+    assert client_common.installed_version("no-such-distribution-here") is None
 
 
 def test_every_producer_setting_reaches_librdkafka() -> None:
@@ -277,7 +277,7 @@ def test_no_consumed_record_goes_unrecorded_around_a_truncation() -> None:
 
 def test_only_the_driver_knows_confluent_kafka() -> None:
     """Every import and quirk of confluent-kafka stays in its driver module (which imports it by
-    name through ``pyversions``, inside the worker)."""
+    name through ``client_common.import_library``, inside the worker)."""
     root = Path(__file__).resolve().parents[2]
     offenders = [
         str(f.relative_to(root))
