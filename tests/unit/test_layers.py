@@ -202,3 +202,120 @@ def test_the_loop_test_sees_a_planted_loop(tmp_path: Path) -> None:
     (pkg / "backend.py").write_text("from . import registry\n\nclass Backend:\n    pass\n")
     (pkg / "leaf.py").write_text("from pkg.backend import Backend\n")
     assert import_loops(import_graph(module_names(tmp_path, ("pkg",)))) == [["pkg.backend", "pkg.registry"]]
+
+
+# --- the clients' homes: the worker side imports no process management -----------------------
+
+#: a Python worker's own folder (the worker side: the worker program and each library's in-worker
+#: driver), importing as ``highwater.clients.python``
+WORKER_SIDE = "clients/python"
+#: modules of the harness's process management, never to be imported inside a worker process:
+#: the process manager and the worker processes with their ``atexit`` reaper
+PROCESS_MODULES = frozenset({"highwater.harness.procs", "highwater.harness.clients.worker"})
+#: standard modules that make a module process management wherever it sits (a hook at exit, a
+#: child process of its own)
+PROCESS_STDLIB = frozenset({"atexit", "subprocess"})
+
+
+def module_file(module: str, root: Path = ROOT) -> Path | None:
+    """The file of one of our modules named as it imports (``highwater.harness.x``,
+    ``highwater.clients.python.x``); None for anyone else's and for ``highwater`` itself (a
+    worker makes that package object itself)."""
+    parts = module.split(".")
+    if parts[0] != "highwater" or len(parts) < 2:
+        return None
+    base = root.joinpath(*parts[1:])
+    for f in (base.with_suffix(".py"), base / "__init__.py"):
+        if f.is_file():
+            return f
+    return None
+
+
+def _name_of(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(["highwater", *(parts[:-1] if parts[-1] == "__init__" else parts)])
+
+
+def _imports_of(path: Path, root: Path) -> list[str]:
+    """What ``path`` imports, at the top or inside a function, relative imports resolved; for
+    ``from pkg import name`` both ``pkg`` and ``pkg.name`` (a submodule, if it is one)."""
+    here = _name_of(path, root).split(".")
+    if path.name != "__init__.py":
+        here = here[:-1]
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(here[: len(here) - node.level + 1] + ([base] if base else []))
+            names.append(base)
+            names.extend(f"{base}.{a.name}" for a in node.names if module_file(f"{base}.{a.name}", root))
+    return names
+
+
+def worker_side_violations(root: Path = ROOT) -> list[str]:
+    """Each import chain from a worker-side file to process management: a module of
+    ``PROCESS_MODULES``, or one of ours importing ``atexit`` or ``subprocess``. Importing a
+    module runs its packages' ``__init__.py`` first, so each package on the way counts too."""
+    bad: list[str] = []
+    for start in sorted((root / WORKER_SIDE).glob("*.py")):
+        seen: dict[Path, str] = {start: str(start.relative_to(root))}
+        todo = [start]
+        while todo:
+            path = todo.pop()
+            chain = seen[path]
+            for name in _imports_of(path, root):
+                if name in PROCESS_STDLIB:
+                    bad.append(f"{chain} imports {name}")
+                    continue
+                parts = name.split(".")
+                for i in range(2, len(parts) + 1):  # the packages on the way, then the module
+                    module = ".".join(parts[:i])
+                    f = module_file(module, root)
+                    if f is None or f in seen:
+                        continue
+                    seen[f] = f"{chain} -> {module}"
+                    if module in PROCESS_MODULES:
+                        bad.append(seen[f])
+                    todo.append(f)
+    return sorted(set(bad))
+
+
+def test_the_worker_side_imports_no_process_management() -> None:
+    """A Python worker (``clients/python/``) imports the module both sides share
+    (``harness.client_common``), never the harness's process management: ``harness.procs``,
+    ``harness.clients.worker`` (the worker processes, an ``atexit`` reaper), nor through
+    ``harness.clients`` (whose package imports them); and no module of ours it reaches, itself
+    included, starts processes or hooks the interpreter's exit (``subprocess``, ``atexit``)."""
+    assert worker_side_violations() == []
+
+
+def test_the_worker_side_reaches_the_common_module_and_its_drivers() -> None:
+    reached = {name for f in sorted((ROOT / WORKER_SIDE).glob("*.py")) for name in _imports_of(f, ROOT)}
+    assert {"highwater.harness.client_common", "highwater.clients.python.kafka_python"} <= reached
+    assert {"highwater.clients.python.confluent", "highwater.clients.python.confluent_share"} <= reached
+
+
+def test_the_worker_side_test_sees_a_planted_import_of_process_management(tmp_path: Path) -> None:
+    for folder in ("clients/python", "harness/clients"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "harness" / "__init__.py").write_text("")
+    (tmp_path / "harness" / "common.py").write_text("import json\n")
+    (tmp_path / "harness" / "clients" / "__init__.py").write_text("from .worker import WorkerProcess\n")
+    (tmp_path / "harness" / "clients" / "worker.py").write_text("import atexit\n\nclass WorkerProcess: ...\n")
+    (tmp_path / "harness" / "clients" / "base.py").write_text("from highwater.harness import common\n")
+    (tmp_path / "harness" / "reaper.py").write_text("import atexit\n")
+    (tmp_path / "clients" / "python" / "ok.py").write_text("from highwater.harness.common import json\n")
+    (tmp_path / "clients" / "python" / "driver.py").write_text(
+        "def make():\n    from highwater.harness.clients.base import X\n    return X\n"
+    )
+    (tmp_path / "clients" / "python" / "hook.py").write_text("from highwater.harness import reaper\n")
+    (tmp_path / "clients" / "python" / "spawner.py").write_text("import subprocess\n")
+    assert worker_side_violations(tmp_path) == [
+        "clients/python/driver.py -> highwater.harness.clients -> highwater.harness.clients.worker",
+        "clients/python/driver.py -> highwater.harness.clients -> highwater.harness.clients.worker imports atexit",
+        "clients/python/hook.py -> highwater.harness.reaper imports atexit",
+        "clients/python/spawner.py imports subprocess",
+    ]

@@ -31,6 +31,11 @@ def test_the_wheel_carries_the_workers_templates_lossyfs_findings_and_suites(whe
         "highwater/clients/node/highwater_worker.js",
         "highwater/clients/node/package-lock.json",
         "highwater/clients/python/highwater_worker.py",
+        # the worker side of the Python clients (their in-worker drivers) and the module it shares
+        "highwater/clients/python/kafka_python.py",
+        "highwater/clients/python/confluent.py",
+        "highwater/clients/python/confluent_share.py",
+        "highwater/harness/client_common.py",
         "highwater/compose/docker-compose.yml.tmpl",
         "highwater/faults/lossyfs/main.go",
         "highwater/faults/lossyfs/go.sum",
