@@ -154,7 +154,7 @@ def test_finding_hw7_leader_rejoining_on_a_metadata_change_takes_its_assignment(
             def on_partitions_assigned(self, assigned: object) -> None:
                 owned[name] = {tp.partition for tp in assigned}  # type: ignore[attr-defined]
 
-        consumer = KafkaConsumer(  # harness/clients/kafka_python.py's settings
+        consumer = KafkaConsumer(  # clients/python/kafka_python.py's settings
             bootstrap_servers=list(cluster.bootstrap(rack)),
             client_id=name,
             group_id=group,
