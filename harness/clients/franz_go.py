@@ -47,7 +47,13 @@ OLDEST = (1, 16, 0)
 
 def pinned_version() -> str:
     """The franz-go version the worker's ``go.mod`` requires (the default client)."""
-    found = re.search(rf"^\s*(?:require\s+)?{re.escape(MODULE)}\s+v(\S+)", (SOURCE / "go.mod").read_text(), re.M)
+    try:
+        text = (SOURCE / "go.mod").read_text()
+    except OSError as exc:
+        raise SetupError(
+            f"franz-go's worker sources are missing ({SOURCE}: {exc.strerror}): reinstall highwater"
+        ) from None
+    found = re.search(rf"^\s*(?:require\s+)?{re.escape(MODULE)}\s+v(\S+)", text, re.M)
     if not found:
         raise SetupError(f"{SOURCE / 'go.mod'} requires no {MODULE}")
     return found.group(1)
