@@ -32,10 +32,11 @@ from pathlib import Path
 
 from highwater.core.errors import SetupError
 from highwater.core.progress import Progress, to_stderr
+from highwater.core.versions import leading_numbers as release
 from highwater.harness.paths import home
 
 from .base import UnknownClientError
-from .worker import Launch, NeutralSettingsConfig, WorkerDriver
+from .worker import Launch, NeutralSettingsConfig, WorkerDriver, worker_log_path
 
 NAME = "franz-go"
 MODULE = "github.com/twmb/franz-go"
@@ -74,17 +75,13 @@ def source_digest(source: Path = SOURCE) -> str:
     return digest.hexdigest()[:16]
 
 
-def _release(version: str) -> tuple[int, ...]:
-    return tuple(int(n) for n in re.findall(r"[0-9]+", version)[:3])
-
-
 def ensure_worker(version: str, progress: Progress = to_stderr) -> Path:
     """The worker binary built against franz-go ``version`` (built first if needed)."""
     matched = _VERSION.match(version)
     if not matched:
         raise UnknownClientError(f"bad franz-go version {version!r} (e.g. 1.22.3)")
     version = matched.group(1)
-    if _release(version) < OLDEST:
+    if release(version) < OLDEST:
         raise UnknownClientError(
             f"franz-go {version} is too old: its worker needs {'.'.join(map(str, OLDEST))} or later"
         )
@@ -148,7 +145,7 @@ class GoLauncher(NeutralSettingsConfig):
         self.binary = binary
 
     def launch(self, role: str, client_id: str) -> Launch:
-        log_path = home() / "clients" / self.client / "logs" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', client_id)}.log"
+        log_path = worker_log_path(self.client, client_id)
         return Launch([str(self.binary), f"--highwater-client={client_id}"], log_path)
 
 

@@ -50,7 +50,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import logging
-import re
 import shutil
 import subprocess
 import time
@@ -67,7 +66,7 @@ from highwater.harness.security import ClientSecurity
 from . import java_archive
 from .base import ConsumerSettings, ProducerSettings, UnknownClientError
 from .share import ShareSettings, share_client_refusal
-from .worker import Launch, WorkerDriver
+from .worker import Launch, WorkerDriver, worker_log_path
 
 NAME = "java"
 OLDEST = (3, 3, 1)  # the oldest Kafka release highwater runs (KRaft); the client is as old
@@ -322,7 +321,7 @@ class JavaLauncher:
 
         java = find_java()
         archive = java_archive.launch(self.lib, java.major, java_archive.java_tag(java.executable, java.major), role)
-        log_path = home() / "clients" / NAME / "logs" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', client_id)}.log"
+        log_path = worker_log_path(NAME, client_id)
         argv = [
             str(java.executable),
             f"-Xmx{HEAP_MB}m",

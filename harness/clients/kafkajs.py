@@ -34,7 +34,7 @@ from highwater.core.versions import leading_numbers as release
 from highwater.harness.paths import home
 
 from .base import UnknownClientError
-from .worker import Launch, NeutralSettingsConfig, WorkerDriver
+from .worker import Launch, NeutralSettingsConfig, WorkerDriver, worker_log_path
 
 NAME = "kafkajs"
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +144,7 @@ class NodeLauncher(NeutralSettingsConfig):
         self.modules = modules
 
     def launch(self, role: str, client_id: str) -> Launch:
-        log_path = home() / "clients" / NAME / "logs" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', client_id)}.log"
+        log_path = worker_log_path(NAME, client_id)
         env = {**_without_node_env(), "NODE_PATH": str(self.modules)}
         argv = [self.node, str(WORKER), f"--highwater-client={client_id}"]
         return Launch(argv, log_path, env=env)

@@ -46,7 +46,7 @@ from highwater.harness.paths import home
 
 from .base import UnknownClientError
 from .share import ShareSettings
-from .worker import Launch, NeutralSettingsConfig, WorkerDriver
+from .worker import Launch, NeutralSettingsConfig, WorkerDriver, worker_log_path
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "clients" / "python" / "highwater_worker.py"
@@ -186,7 +186,7 @@ class PythonLauncher(NeutralSettingsConfig):
         return {"client": self.client, "settings": dataclasses.asdict(settings)}
 
     def launch(self, role: str, client_id: str) -> Launch:
-        log_path = home() / "clients" / self.dist / "logs" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', client_id)}.log"
+        log_path = worker_log_path(self.dist, client_id)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the worker finds ours itself
         env |= {"PYTHONNOUSERSITE": "1", "PYTHONUNBUFFERED": "1"}
         argv = [str(self.python), str(WORKER), f"--highwater-client={client_id}"]

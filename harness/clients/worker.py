@@ -34,6 +34,7 @@ import logging
 import operator
 import os
 import queue
+import re
 import signal
 import subprocess
 import threading
@@ -55,6 +56,7 @@ from highwater.harness.client_common import (  # noqa: F401 - the common module'
     records_of,
 )
 from highwater.harness.clients.clocks import worker_env
+from highwater.harness.paths import home
 
 from .base import (
     BatchOutcomes,
@@ -230,6 +232,12 @@ def offsets_line(offsets: Mapping[TopicPartition, int]) -> list[dict[str, Any]]:
 
 def _nothing(*_: Any) -> None:
     return None
+
+
+def worker_log_path(client: str, client_id: str) -> Path:
+    """Where a worker of ``client`` with ``client_id`` appends its log: one file per client id in
+    the cache (``<cache>/clients/<client>/logs/<client id>.log``, the id made a safe file name)."""
+    return home() / "clients" / client / "logs" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', client_id)}.log"
 
 
 @dataclass

@@ -84,22 +84,21 @@ func watchParent() {
 
 // command is one line from the harness: a command with an id and an op, or sends.
 type command struct {
-	ID         int64             `json:"id"`
-	Op         string            `json:"op"`
-	Role       string            `json:"role"`
-	Config     json.RawMessage   `json:"config"`
-	Topic      string            `json:"topic"`
-	Partition  int32             `json:"partition"`
-	Value      string            `json:"value"`
-	Offset     int64             `json:"offset"`
-	TimeoutMs  int64             `json:"timeout_ms"`
-	Partitions []topicPartition  `json:"-"`
-	RawParts   json.RawMessage   `json:"partitions"`
-	Topics     []string          `json:"topics"`
-	Offsets    []partitionOffset `json:"offsets"`
-	Sends      [][]any           `json:"sends"`
-	First      int64             `json:"first"`
-	Values     []string          `json:"values"`
+	ID        int64             `json:"id"`
+	Op        string            `json:"op"`
+	Role      string            `json:"role"`
+	Config    json.RawMessage   `json:"config"`
+	Topic     string            `json:"topic"`
+	Partition int32             `json:"partition"`
+	Value     string            `json:"value"`
+	Offset    int64             `json:"offset"`
+	TimeoutMs int64             `json:"timeout_ms"`
+	RawParts  json.RawMessage   `json:"partitions"`
+	Topics    []string          `json:"topics"`
+	Offsets   []partitionOffset `json:"offsets"`
+	Sends     [][]any           `json:"sends"`
+	First     int64             `json:"first"`
+	Values    []string          `json:"values"`
 }
 
 type topicPartition struct {
