@@ -124,11 +124,10 @@ class RunSpec:
             return f"linger_ms must be 0 or more, not {self.linger_ms}"
         if self.max_poll_records < 1:
             return f"max_poll_records must be 1 or more, not {self.max_poll_records}"
-        if self.max_in_flight is not None:
-            idempotent = self.idempotence or self.transactional
-            if not 1 <= self.max_in_flight <= (5 if idempotent else 1_000):
-                most = "5 with idempotence" if idempotent else "1 or more"
-                return f"max_in_flight must be {most}, not {self.max_in_flight}"
+        if self.max_in_flight is not None and self.max_in_flight < 1:
+            return f"max_in_flight must be 1 or more, not {self.max_in_flight}"
+        if self.max_in_flight is not None and self.max_in_flight > 5 and (self.idempotence or self.transactional):
+            return f"max_in_flight must be 5 with idempotence, not {self.max_in_flight}"
         return None
 
     def transactional_id(self, producer: int) -> str:
