@@ -376,7 +376,9 @@ def progress(h: HistoryData) -> Verdict:
     stalls): (d) during every fault that cuts off a broker (kill, stop, pause, a whole cut...),
     no stall longer than S while records are acknowledged (a window not longer than S, with
     records acknowledged: unjudged); stalls during other faults are reported, not judged; (e) after
-    every heal, when records are acknowledged within B, the consumer polls one within B. One
+    every heal, when a record it had not read is acknowledged within B, the consumer polls the
+    partition within B of that acknowledgement (acks of records it had read, e.g. a commit its
+    producer heard late, owe nothing). One
     count per stall; a heal less than B before the end of the history is unjudged. Reports
     ``longest_stall_ms`` and the ``longest-stall`` examples (module doc)."""
     B = bound_ns(h, "progress_bound_ms")
@@ -445,8 +447,8 @@ def progress(h: HistoryData) -> Verdict:
                 stalls += 1
                 add("consumer-stalled-during-fault", [w.row, w.heal_row or w.row], x.tp, **stall_fields(h, w, x, S))
         else:
-            if x.polled:
-                judged += 1
+            if x.owed is None or x.polled:
+                judged += 1  # nothing it had not read, or it read on within B of the first such ack
             elif not x.complete:
                 unjudged += 1
             else:
@@ -457,8 +459,9 @@ def progress(h: HistoryData) -> Verdict:
                     [w.heal_row or w.row],
                     x.tp,
                     consumer=h.proc_name(x.proc),
-                    stall_ms=x.stall // MS,
+                    stall_ms=B // MS,  # at least: no poll of it from `owed_from_ns` for B
                     bound_ms=B // MS,
+                    owed_from_ns=x.owed,
                 )
     longest, stall_examples = stall_summary(
         h, cstalls, lambda w, s: window_stall_bound(h, w) if s.phase == "fault" else B

@@ -85,8 +85,9 @@ class Stall:
     t_from: int
     t_to: int
     acked: bool  # records of the partition were acknowledged during the phase
-    polled: bool  # the consumer polled a record of the partition during the phase
-    complete: bool  # the history covers the whole phase
+    polled: bool  # fault: it polled the partition in the phase; after-heal: within the bound of `owed`
+    complete: bool  # the history covers the whole phase (after-heal: up to `owed` plus the bound)
+    owed: int | None = None  # the first ack in the phase of a record it had not read (ns)
 
 
 def _series(
@@ -197,7 +198,9 @@ def member_moves(h: HistoryData) -> Any:
 
 def window_stalls(h: HistoryData) -> list[Stall]:
     """The longest stall of every consumer and partition it was reading (it polled a record of
-    it before the window), during every fault window and after every heal (``progress_bound_ms``).
+    it before the window), during every fault window and after every heal (``progress_bound_ms``);
+    after a heal also ``owed``, its first unread ack there, and whether it polled the partition
+    within ``progress_bound_ms`` of that ack.
     Copiers of an exactly-once copy (``config.consumers.<name>.copier``) have none: between two
     polls a copier waits on its transaction's calls, whose timeouts are the workload's
     (``harness.workload.copy``), not a fetch's, so the consumer bounds do not apply to them."""
@@ -232,7 +235,15 @@ def window_stalls(h: HistoryData) -> list[Stall]:
                 st, fr, to = longest_stall(pt, in_acks, t0, t1)
                 polled = bool(np.any((pt > t0) & (pt <= t1)))
                 acked = bool(np.any((a_t >= t0) & (a_t < t1)))  # anything acknowledged, read or not
-                out.append(Stall(wi, phase, proc, tp, t0, t1, st, fr, to, acked, polled, complete))
+                owed = int(in_acks[0]) if len(in_acks) else None
+                if phase == "after-heal" and owed is not None:
+                    # owed a read from its first unread ack on, for as long as after a heal: an
+                    # ack late in the phase is not owed by the phase's end, and acks of records
+                    # it had read already (a commit heard late) owe nothing
+                    horizon = owed + after
+                    polled = bool(np.any((pt > owed) & (pt <= horizon)))
+                    complete = h.end_time >= horizon and (away is None or away >= horizon)
+                out.append(Stall(wi, phase, proc, tp, t0, t1, st, fr, to, acked, polled, complete, owed))
     h.cache["stalls"] = out
     return out
 

@@ -172,6 +172,61 @@ def test_a_quiet_partition_after_a_late_ack_is_no_stall_but_an_unread_ack_is() -
     assert stalled.valid is False and stalled.counts["longest_stall_ms"] >= 2700, stalled.counts
 
 
+def _after_a_heal(owed_at_ms: int | None, read_at_ms: int | None, heard_late: bool) -> HistoryBuilder:
+    """Seen with kafka-python's transactions (links-tv1): a 1 s cut of the coordinator, healed at
+    2 s (B = 1.25 s). Partition 1 is written and read all along; partition 0's producer stalls:
+    ``heard_late``, its last record (read at 1.95 s) is acknowledged only at 2.1 s, after the
+    heal; ``owed_at_ms``, one more record of partition 0 is acknowledged then and read at
+    ``read_at_ms`` (None: never)."""
+    b = HistoryBuilder(header_entries(SMALL), step_ms=0, racks=RACKS)
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
+    params = {"peer": None, "cuts_off": []}
+    n0, late = 0, None
+    for now in range(TICK, 6000, TICK):
+        b.now = now * 1_000_000
+        if now == START:
+            b.event("nemesis", "invoke", "fault", {"kind": "cut", "targets": ["kafka-2"], "params": params})
+            b.event("nemesis", "ok", "fault", {"kind": "cut", "targets": ["kafka-2"], "params": params})
+        if now == 2000:
+            b.event("nemesis", "invoke", "heal", {"kind": "cut", "targets": ["kafka-2"], "params": params})
+            b.event("nemesis", "ok", "heal", {"kind": "cut", "targets": ["kafka-2"], "params": params})
+        recs = [(T, 1, now // TICK, f"w{now}")]
+        b.send("producer-1", T, 1, f"w{now}", offset=now // TICK)
+        if now < START:
+            b.send("producer-0", T, 0, f"v{n0}", offset=n0)
+            recs.append((T, 0, n0, f"v{n0}"))
+            n0 += 1
+        if heard_late and now == 1940:
+            late = b.send("producer-0", T, 0, f"v{n0}", outcome=None)["value"]
+        if heard_late and now == 1960:
+            recs.append((T, 0, n0, f"v{n0}"))
+        if heard_late and now == 2100:
+            b.event("producer-0", "ok", "send", dict(late, offset=n0))
+        owed = n0 + int(heard_late)
+        if now == owed_at_ms:
+            b.send("producer-0", T, 0, f"v{owed}", offset=owed)
+        if now == read_at_ms:
+            recs.append((T, 0, owed, f"v{owed}"))
+        b.poll("consumer-0", recs, replica=1)
+        if now % 100 == 0:
+            b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=n0)
+    return b
+
+
+def test_after_a_heal_a_consumer_owes_a_read_only_of_what_it_had_not_read() -> None:
+    """(e): a commit heard late owes nothing; an unread ack late in the after-heal phase is owed
+    for B from the ack, past the phase's end."""
+    heard_late = check("progress", _after_a_heal(None, None, heard_late=True))
+    assert heard_late.valid is True, heard_late.examples
+    read_soon = check("progress", _after_a_heal(3200, 3300, heard_late=True))
+    assert read_soon.valid is True, read_soon.examples
+    never = check("progress", _after_a_heal(3200, None, heard_late=False))
+    read_late = check("progress", _after_a_heal(3200, 4500, heard_late=True))
+    for stalled in (never, read_late):
+        ex = [e for e in stalled.examples if e["kind"] == "consumer-stalled-after-heal"]
+        assert stalled.valid is False and len(ex) == 1 and ex[0]["owed_from_ns"] == 3200 * 1_000_000, ex
+
+
 def test_clean_fault_cycle_is_valid_and_reports_the_stall() -> None:
     b = scenario(3000, move_ms=800)
     for name in ("follower-fetch", "progress", "isr-stability"):
