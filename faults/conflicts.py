@@ -11,7 +11,7 @@ confuse the other:
   latency toxics on ``replication:kafka-1->kafka-2`` downstream): which latency holds is
   ambiguous and removing one by name leaves the other.
 
-Two **clock** faults (clock_jump, clock_drift) that may act on the same node contradict (healing
+A ``finalize`` contradicts nothing: it is a call to whichever controller is active. Two **clock** faults (clock_jump, clock_drift) that may act on the same node contradict (healing
 one puts the clock back under the other), but a clock fault and another process fault never do:
 the clock lives in a file that outlives the JVM. Link and process faults never contradict each
 other, nor do toxics of different types (latency and bandwidth on one link compose). "May": a
@@ -41,6 +41,8 @@ def _show(items: Iterable[object]) -> str:
 
 def conflict(topology: Topology, a: FaultSpec, b: FaultSpec) -> str | None:
     """Why ``a`` and ``b`` cannot be active at the same time, or None if they can."""
+    if FaultKind.FINALIZE in (a.kind, b.kind):
+        return None  # an Admin API call to whichever controller is active: it acts on no process
     if a.kind.is_process and b.kind.is_process:
         if a.kind.is_clock != b.kind.is_clock:
             return None  # a node's clock file outlives its JVM: a kill or pause leaves the clock as it is

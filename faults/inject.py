@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from highwater.faults import clients, clock, corrupt
+from highwater.faults import clients, clock, corrupt, release
 from highwater.faults.capability import check_capabilities
 from highwater.faults.common import FaultError
 from highwater.faults.conflicts import check_no_conflicts
@@ -104,6 +104,8 @@ class ActiveFault:
     corrupted: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: clock faults: each node's clock offset, seconds (as applied; at heal, what it had reached)
     clock_offsets: dict[str, float] = field(default_factory=dict)
+    #: roll and finalize: what the step did and observed (``faults.release``)
+    release: dict[str, Any] = field(default_factory=dict)
 
     def event_value(self) -> dict[str, Any]:
         """The history's fault/heal value. ``params.cuts_off`` lists the brokers whose every
@@ -122,6 +124,7 @@ class ActiveFault:
             value["corrupted"] = dict(sorted(self.corrupted.items()))
         if self.lost:
             value["lost"] = {name: dict(counts) for name, counts in sorted(self.lost.items())}
+        value.update(self.release)
         if self.spec.kind.is_link:
             value["links"] = sorted(lk.proxy_name for lk in self.links)
             params["peer"] = None if self.spec.peer is None else str(self.spec.peer)
@@ -193,7 +196,7 @@ class Injector:
             self._undo(fault)  # leave nothing half-applied
             raise FaultError(f"applying {spec} failed: {type(exc).__name__}: {exc}") from exc
         self._record("ok", "fault", fault.event_value())
-        if spec.kind not in (FaultKind.RESTART, FaultKind.ROLLING_RESTART, FaultKind.CLIENT_RESTART):
+        if not spec.kind.heals_itself:
             self.active[fault.id] = fault
         return fault
 
@@ -262,6 +265,15 @@ class Injector:
             return
         if kind.is_client:
             self._apply_client(fault)
+            return
+        if kind is FaultKind.FINALIZE:
+            release.finalize(
+                self.cluster, str(fault.spec.param("feature")), int(fault.spec.param("level")), fault.release
+            )
+            return
+        if kind is FaultKind.ROLL:
+            to, interval = str(fault.spec.param("release")), float(fault.spec.param("interval"))
+            release.roll(self.cluster, fault.nodes, to, interval, fault.release)
             return
         control = self._processes()
         nodes = [control.node(name) for name in fault.nodes]

@@ -90,6 +90,9 @@ DEFAULT_MIX: tuple[tuple[str, float], ...] = (
     # on purpose, which no check of a seeded run allows)
     ("truncate_file", 0.0),
     ("flip_bits", 0.0),
+    # release steps: never drawn (a schedule has no release to roll to; faults.release)
+    ("roll", 0.0),
+    ("finalize", 0.0),
 )
 
 
@@ -147,6 +150,8 @@ class ScheduleConfig:
             kind = FaultKind.parse(name)
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
                 raise FaultError(f"weight of {kind.cli} must be a number >= 0, got {weight!r}")
+            if weight and kind in (FaultKind.ROLL, FaultKind.FINALIZE):
+                raise FaultError(f"{kind.cli} is not drawn: a schedule has no release to roll to; script it as a step")
             weights[kind] = float(weight)
         if not any(weights.values()):
             raise FaultError("the fault mix has no kind with a positive weight")

@@ -57,6 +57,14 @@ Kinds and their params (Toxiproxy attribute names and units; defaults in :data:`
   node, whose log recovery meets what was done. They take process targets and need a backend
   whose nodes' data directories are files of this machine (``FileControl``: the local one).
 
+* Release steps (``faults.release``): ``roll`` (release, interval s) restarts the target's
+  nodes one at a time on another Kafka release (a rolling upgrade, or a roll back), controllers
+  first, each stopped cleanly and waited for until it is back; it needs a backend that can start
+  a node on another release (``ReleaseControl``: the local one). ``finalize`` (feature, level)
+  finalizes a KRaft feature (``metadata.version`` by default; level 0 = the newest every broker
+  supports) through UpdateFeatures to the active controller (its target is ``controller``); it
+  needs nothing beyond the Admin API. Both are done when applied: nothing is left to heal.
+
 * Clock faults act on the wall clock of the target's node JVMs (``faults.clock``,
   ``harness.clock``): ``clock_jump`` (offset s, + ahead or - behind: the clock jumps at once) and
   ``clock_drift`` (rate ms per second, either sign: the clock gains or loses that much per second
@@ -78,6 +86,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from highwater.core.versions import exact_release
 from highwater.faults.common import Direction, FaultError
 from highwater.faults.target import LINK_ONLY, Target, TargetKind, parse_target
 from highwater.harness.backend import Capability
@@ -109,6 +118,8 @@ class FaultKind(str, Enum):
     CLOCK_DRIFT = "clock_drift"
     TRUNCATE_FILE = "truncate_file"
     FLIP_BITS = "flip_bits"
+    ROLL = "roll"
+    FINALIZE = "finalize"
 
     @classmethod
     def parse(cls, text: str) -> FaultKind:
@@ -155,8 +166,18 @@ class FaultKind(str, Enum):
         return self in CORRUPTION_KINDS
 
     @property
-    def capability(self) -> Capability:
-        """What the backend must be able to do for this fault (see ``faults.capability``)."""
+    def heals_itself(self) -> bool:
+        """Done when applied, nothing left to heal: restarts, rolls and finalizations."""
+        return self in SELF_HEALING_KINDS
+
+    @property
+    def capability(self) -> Capability | None:
+        """What the backend must be able to do for this fault (see ``faults.capability``); None:
+        nothing beyond a ``ClusterBackend`` (a client fault, a finalization through the Admin API)."""
+        if self.is_client or self is FaultKind.FINALIZE:
+            return None
+        if self is FaultKind.ROLL:
+            return Capability.RELEASE_CONTROL
         if self.is_corruption:
             return Capability.FILE_CONTROL
         if self.is_disk:
@@ -194,6 +215,15 @@ CORRUPTION_KINDS = frozenset({FaultKind.TRUNCATE_FILE, FaultKind.FLIP_BITS})
 #: faults on a node's wall clock: process targets, and a backend whose node JVMs read their clocks
 #: through libfaketime
 CLOCK_KINDS = frozenset({FaultKind.CLOCK_JUMP, FaultKind.CLOCK_DRIFT})
+
+#: steps that are done when applied (the injector keeps nothing of them active; a heal has nothing
+#: to undo): restarts, a roll onto another release, a feature finalization
+SELF_HEALING_KINDS = frozenset(
+    {FaultKind.RESTART, FaultKind.ROLLING_RESTART, FaultKind.CLIENT_RESTART, FaultKind.ROLL, FaultKind.FINALIZE}
+)
+
+#: ``finalize --level 0``: the newest level every broker supports
+NEWEST_LEVEL = 0
 
 
 class Flow(str, Enum):
@@ -293,6 +323,14 @@ PARAMS: dict[FaultKind, tuple[Param, ...]] = {
         Param("seed", int, 1, "chooses the positions"),
         Param("clean", bool, False, "stop with SIGTERM (flushed, checkpointed) instead of SIGKILL"),
     ),
+    FaultKind.ROLL: (
+        Param("release", str, "", "the Kafka release the nodes restart on, e.g. 4.4.0"),
+        Param("interval", float, 5.0, "seconds between nodes, after each is back"),
+    ),
+    FaultKind.FINALIZE: (
+        Param("feature", str, "metadata.version", "the KRaft feature (KIP-584)"),
+        Param("level", int, NEWEST_LEVEL, "feature level; 0 = the newest every broker supports"),
+    ),
     FaultKind.CLOCK_JUMP: (Param("offset", float, 60.0, "seconds the clock jumps, - for back", -math.inf),),
     FaultKind.CLOCK_DRIFT: (Param("rate", float, 100.0, "ms gained per second, - for lost", -math.inf),),
 }
@@ -309,6 +347,8 @@ def _normalise_params(kind: FaultKind, given: Mapping[str, Any]) -> tuple[tuple[
         out[key] = defs[key].coerce(kind, raw)
     if kind is FaultKind.SLICER and int(out["size_variation"]) >= int(out["average_size"]):
         raise FaultError("slicer --size-variation must be smaller than --average-size")
+    if kind is FaultKind.ROLL and exact_release(str(out["release"])) is None:
+        raise FaultError(f"roll needs --release MAJOR.MINOR.PATCH (e.g. 4.4.0), got {out['release']!r}")
     return tuple(sorted(out.items()))
 
 
@@ -346,6 +386,8 @@ class FaultSpec:
                 raise FaultError(f"{k.cli} is a process fault and takes no {', '.join(extras)}")
             if self.target.kind in LINK_ONLY:
                 raise FaultError(f"{k.cli} acts on processes; target {self.target} is not a process")
+            if k is FaultKind.FINALIZE and self.target.kind is not TargetKind.CONTROLLER:
+                raise FaultError(f"finalize goes to the active controller: its target is controller, not {self.target}")
             if k.is_clock and self.target.kind is TargetKind.CLIENT:
                 return  # a client's wall clock (its worker's, ``harness.clients.clocks``)
             if k.is_client != (self.target.kind is TargetKind.CLIENT):
@@ -405,7 +447,7 @@ class FaultSpec:
         return dict(self.params)[name]
 
     @property
-    def capability(self) -> Capability:
+    def capability(self) -> Capability | None:
         """What the backend must be able to do to apply this fault."""
         return self.kind.capability
 

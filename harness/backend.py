@@ -205,6 +205,21 @@ class ProcessControl(Protocol):
     def node(self, key: int | str) -> ControlledNode: ...
 
 
+@runtime_checkable
+class ReleaseControl(Protocol):
+    """Capability: a node can be restarted on another Kafka release, on the same data and
+    configuration (a rolling upgrade or a roll back, ``faults.release``)."""
+
+    def release_of(self, key: int | str) -> str:
+        """The Kafka release node ``key`` runs (or last ran)."""
+        ...
+
+    def restart_on(self, key: int | str, release: str) -> None:
+        """Stop node ``key`` cleanly, then start it on ``release`` (one clear error if that
+        release cannot be had); returns once it is started, not once it is back."""
+        ...
+
+
 class DiskHandle(Protocol):
     """A node's disk under a fault layer (``harness.diskfs.LossyDisk``)."""
 
@@ -282,6 +297,7 @@ class Capability(str, Enum):
     DISK_CONTROL = "disk control"
     CLOCK_CONTROL = "clock control"
     FILE_CONTROL = "data file access"
+    RELEASE_CONTROL = "release control"
 
     @property
     def protocol(self) -> type:
@@ -291,6 +307,7 @@ class Capability(str, Enum):
             Capability.DISK_CONTROL: DiskControl,
             Capability.CLOCK_CONTROL: ClockControl,
             Capability.FILE_CONTROL: FileControl,
+            Capability.RELEASE_CONTROL: ReleaseControl,
         }[self]
 
 

@@ -413,6 +413,45 @@ class Observer:
             out[broker] = levels.get(name, 0)
         return out
 
+    def supported_levels(self, name: str) -> dict[int, int]:
+        """Each known broker's newest supported level of feature ``name`` (ApiVersions'
+        ``supported_features``; 0: not supported); a broker that did not answer is left out."""
+        from kafka.protocol.metadata import ApiVersionsRequest
+
+        brokers = self._broker_ids()
+        ask = ApiVersionsRequest(client_software_name="highwater", client_software_version="0", min_version=3)
+        out: dict[int, int] = {}
+        for broker, answer in zip(brokers, self._send_all([(b, ask) for b in brokers])):
+            if not isinstance(answer, BaseException):
+                levels = {f.name: int(f.max_version) for f in (answer.supported_features or [])}
+                out[broker] = levels.get(name, 0)
+        return out
+
+    def cluster_record(self) -> dict[str, Any]:
+        """What an upgrade must keep, as Kafka reports it now: the cluster id, each topic's id and
+        partition count (internal topics left out) and each finalized feature level."""
+        cluster = self.admin.describe_cluster()
+        topics = {
+            str(t["name"]): {"id": str(t["topic_id"]), "partitions": len(t["partitions"])}
+            for t in self.admin.describe_topics()
+            if not t.get("is_internal") and int(t.get("error_code") or 0) == 0
+        }
+        features = {
+            name: int(found["finalized"][1])
+            for name, found in self.admin.describe_features().items()
+            if found.get("finalized")
+        }
+        return {"cluster_id": cluster.get("cluster_id"), "topics": topics, "features": features}
+
+    def under_replicated(self) -> list[str]:
+        """The partitions (``topic/p``) whose ISR lacks one of their replicas."""
+        return [
+            f"{t['name']}/{p['partition_index']}"
+            for t in self.admin.describe_topics()
+            for p in t["partitions"]
+            if set(p["replica_nodes"]) - set(p["isr_nodes"])
+        ]
+
     def set_group_config(self, group: str, configs: dict[str, str]) -> None:
         """Set ``configs`` of consumer group ``group`` (KIP-848's dynamic group configs, Kafka
         4.0+: IncrementalAlterConfigs on a GROUP resource); one clear error if the broker refuses."""

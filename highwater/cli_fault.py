@@ -44,6 +44,8 @@ KIND_SUMMARY: dict[FaultKind, str] = {
     FaultKind.CLOCK_DRIFT: "make the wall clock of the target's JVMs gain or lose --rate ms per second",
     FaultKind.TRUNCATE_FILE: "kill (or stop) the node, cut bytes off the end of its newest matching data file",
     FaultKind.FLIP_BITS: "kill (or stop) the node, flip bits in its newest matching data file",
+    FaultKind.ROLL: "restart the target's nodes one at a time on Kafka --release, controllers first (an upgrade)",
+    FaultKind.FINALIZE: "finalize --feature (metadata.version) at --level (0: the newest all brokers support)",
 }
 
 TARGETS = (

@@ -49,7 +49,7 @@ from highwater.harness.topology import Topology
 
 WORKLOADS = ("plain", "group", "transactional", "copy", "share")
 #: fault kinds a hunt never draws: a corrupted segment loses data on purpose
-NEVER_DRAWN = frozenset({"truncate_file", "flip_bits"})
+NEVER_DRAWN = frozenset({"truncate_file", "flip_bits", "roll", "finalize"})
 #: weights of the kinds ``DEFAULT_MIX`` leaves at 0 for the chaos suite's sake
 EXTRA_WEIGHTS = {
     "client_kill": 1.0,

@@ -115,7 +115,10 @@ class Cluster(ProxyLinks, PartitionWaits):
         records = {r.name: r for r in c._registry.load()}
         c.toxiproxy = ToxiproxyAPI(c.topology.toxiproxy_host, c.topology.ports.toxiproxy_api)
         for n in c.topology.nodes:
-            node = KafkaNode(n, c.topology, spec, c.kafka, java, cluster_dir, c._registry, die_with_parent=False)
+            release = (state["nodes"].get(n.name) or {}).get("release", c.kafka.version)  # after a roll
+            dist = c.kafka if release == c.kafka.version else ensure_kafka(release)
+            node_java = java if release == c.kafka.version else find_java(release)
+            node = KafkaNode(n, c.topology, spec, dist, node_java, cluster_dir, c._registry, die_with_parent=False)
             rec = records.get(n.name)
             if rec is not None and rec.still_ours():
                 node.adopt(rec.pid)
@@ -267,6 +270,7 @@ class Cluster(ProxyLinks, PartitionWaits):
                     "pid": n.pid,
                     "role": n.node.role.value,
                     "log": str(n.log_path),
+                    "release": n.release,
                 }
                 for n in self.nodes.values()
             },
@@ -394,8 +398,36 @@ class Cluster(ProxyLinks, PartitionWaits):
             raise ClockError(f"{node.name} has no faked clock: start the cluster with ClusterSpec(clock='faked')")
         return clock
 
+    def release_of(self, key: int | str) -> str:
+        """The Kafka release node ``key`` runs (``ReleaseControl``)."""
+        return self.node(key).release
+
+    def restart_on(self, key: int | str, release: str) -> None:
+        """Stop node ``key`` cleanly and start it on ``release`` (``ReleaseControl``): the
+        release is assembled (cached) and its class archive made before the node goes down."""
+        node = self.node(key)
+        java = find_java(release)
+        dist = ensure_kafka(release, self._progress)
+        ensure_class_archive(dist, java, jvm_base(java, self.spec.heap_mb), self._progress)
+        if node.state in (NodeState.RUNNING, NodeState.PAUSED):
+            node.stop()
+        node.switch_release(dist, java)
+        node.start()
+        if self.dir is not None:
+            self._record_releases()
+
+    def _record_releases(self) -> None:
+        """Each node's release in ``cluster.json`` (an attached handle starts it on that one)."""
+        assert self.dir is not None
+        path = self.dir / "cluster.json"
+        state = json.loads(path.read_text())
+        for n in self.nodes.values():
+            state["nodes"].setdefault(n.name, {})["release"] = n.release
+        path.write_text(json.dumps(state, indent=2))
+
     @property
     def kafka_version(self) -> str:
+        """The release the cluster was started on (a roll moves nodes: ``release_of``)."""
         if self.kafka is None:
             raise ClusterError("cluster is not started")
         return self.kafka.version

@@ -95,12 +95,28 @@ class KafkaNode:
             self._dist.classpath,
         ]
 
-    def prepare(self, cluster_id: str) -> None:
-        """Write configs and format the storage (KRaft needs a formatted log dir)."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+    @property
+    def release(self) -> str:
+        """The Kafka release this node runs (or runs next, after ``switch_release``)."""
+        return self._dist.version
+
+    def _write_config(self) -> None:
         (self.dir / "hosts").write_text(self._topo.hosts_file(self.node))
         props = render_properties(self._spec, self._topo, self.node, str(self.data_dir), self._dist.version)
         (self.dir / "server.properties").write_text(properties_text(props))
+
+    def switch_release(self, dist: KafkaDistribution, java: Java) -> None:
+        """Run ``dist`` from the next start on, on the same data: its configuration is written
+        again for that release (``render_properties`` differs by release). The node must be down."""
+        if self.state in (NodeState.RUNNING, NodeState.PAUSED):
+            raise ClusterError(f"cannot switch {self.name} to Kafka {dist.version}: it is {self.state.value}")
+        self._dist, self._java = dist, java
+        self._write_config()
+
+    def prepare(self, cluster_id: str) -> None:
+        """Write configs and format the storage (KRaft needs a formatted log dir)."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._write_config()
         cmd = [
             *self._jvm_args(),
             "kafka.tools.StorageTool",

@@ -74,7 +74,12 @@ def test_local_backend_has_every_member_of_every_protocol() -> None:
 def test_local_backend_is_link_and_process_control_at_runtime() -> None:
     cluster = Cluster(ClusterSpec(brokers=3, racks=3))  # not started: nothing runs
     assert isinstance(cluster, LinkControl) and isinstance(cluster, ProcessControl)
-    assert capabilities(cluster) == {Capability.LINK_CONTROL, Capability.PROCESS_CONTROL, Capability.FILE_CONTROL}
+    assert capabilities(cluster) == {
+        Capability.LINK_CONTROL,
+        Capability.PROCESS_CONTROL,
+        Capability.FILE_CONTROL,
+        Capability.RELEASE_CONTROL,
+    }
     assert cluster.backend_name == "local"
 
 
@@ -224,8 +229,12 @@ def test_every_fault_kind_declares_its_capability() -> None:
             kind.is_disk: Capability.DISK_CONTROL,
             kind.is_clock: Capability.CLOCK_CONTROL,
             kind.is_corruption: Capability.FILE_CONTROL,
+            kind is FaultKind.ROLL: Capability.RELEASE_CONTROL,
         }.get(True)
-        assert kind.capability is (special or expected)
+        if kind.is_client or kind is FaultKind.FINALIZE:
+            assert kind.capability is None  # client workers are ours; a finalization is an Admin API call
+        else:
+            assert kind.capability is (special or expected)
     assert parse_fault("latency --target broker:1 --latency 5").capability is Capability.LINK_CONTROL
 
 

@@ -104,9 +104,15 @@ def test_mix_is_respected() -> None:
 def test_default_mix_covers_every_kind() -> None:
     conf = ScheduleConfig(length=1500, duration=(1, 3), gap=(0, 2), partitions=("hw/0",))
     kinds = {f.spec.kind for f in Schedule.generate(T, 11, conf).faults}
-    # client, disk, clock and corruption kinds weigh 0 by default
+    # client, disk, clock, corruption and release kinds weigh 0 by default
     assert kinds == {
-        k for k in FaultKind if not k.is_client and not k.is_disk and not k.is_clock and not k.is_corruption
+        k
+        for k in FaultKind
+        if not k.is_client
+        and not k.is_disk
+        and not k.is_clock
+        and not k.is_corruption
+        and k not in (FaultKind.ROLL, FaultKind.FINALIZE)
     }
     assert {k for k, _ in DEFAULT_MIX} == {k.value for k in FaultKind}
 

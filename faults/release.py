@@ -1,0 +1,118 @@
+"""Release steps: a roll of nodes onto another Kafka release, and a feature finalization.
+
+``roll --target SELECTOR --release B [--interval S]`` restarts the target's nodes one at a time on
+release B, in the order Kafka's upgrade notes give: nodes that are only controllers, then nodes
+that are both, then nodes that are only brokers (a scenario names another order by rolling one
+selector at a time). Each node is stopped cleanly (a controlled shutdown), started on B on the
+same data, and waited for before the next: a broker until it is registered and unfenced and every
+partition's ISR is whole again, a controller-only node until the quorum has a leader. The ISR
+wait gives up after :data:`ISR_BACK_S` (under another fault it may never be whole): the step
+records ``isr_whole: false`` for that node and goes on. Then ``interval`` seconds of calm.
+
+``finalize --target controller [--feature F] [--level N]`` finalizes KRaft feature F
+(``metadata.version`` by default) at level N through UpdateFeatures to the active controller;
+level 0 means the newest level every broker supports (what ``kafka-features upgrade
+--release-version`` of the newest release does). It returns once every broker reports the level.
+
+What a step observes before and after (``Observer.cluster_record``: the cluster id, each topic's
+id and partition count, each finalized feature level) goes into its history event
+(``observed``), with each node's release before and after (``releases``); the ``upgrade`` check
+(``core.checks.upgrade``) judges them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from highwater.core.errors import WaitTimeout
+from highwater.faults.common import FaultError
+from highwater.faults.spec import NEWEST_LEVEL
+from highwater.harness.backend import ClusterBackend, ReleaseControl
+from highwater.harness.observe import Observer
+from highwater.harness.topology import Role, Topology
+from highwater.harness.waiting import wait_until
+
+log = logging.getLogger(__name__)
+
+#: how long a rolled broker's partitions may take to be whole again before the roll goes on
+ISR_BACK_S = 60.0
+#: how long a rolled node may take to be registered (broker) or the quorum to have a leader
+NODE_BACK_S = 90.0
+
+#: the order of a roll: Kafka's upgrade notes roll controllers before brokers
+_ROLE_ORDER = {Role.CONTROLLER: 0, Role.COMBINED: 1, Role.BROKER: 2}
+
+
+def roll_order(topo: Topology, names: Sequence[str]) -> list[str]:
+    """``names`` in the order a roll takes them: controllers only, then combined nodes, then
+    brokers only; by node id within each."""
+    nodes = [topo.node(n) for n in names]
+    return [n.name for n in sorted(nodes, key=lambda n: (_ROLE_ORDER[n.role], n.node_id))]
+
+
+def _observe(cluster: ClusterBackend) -> dict[str, Any]:
+    return wait_until(lambda: cluster.observer().cluster_record(), 30, "the cluster describes itself")
+
+
+def _wait_back(cluster: ClusterBackend, name: str) -> bool:
+    """Until node ``name`` is back (module doc); whether every partition's ISR is whole again."""
+    node = cluster.topo.node(name)
+    if not node.is_broker:
+        wait_until(lambda: cluster.observer().active_controller(), NODE_BACK_S, "the KRaft quorum has a leader")
+        return True
+    cluster.wait_for_brokers(NODE_BACK_S, ids=[node.node_id])
+    try:
+        wait_until(lambda: not cluster.observer().under_replicated(), ISR_BACK_S, f"every ISR is whole after {name}")
+    except WaitTimeout as exc:
+        log.warning("rolling on: %s", exc)
+        return False
+    return True
+
+
+def roll(cluster: ClusterBackend, names: Sequence[str], release: str, interval: float, record: dict[str, Any]) -> None:
+    """Restart ``names`` on ``release``, one at a time (module doc). ``record`` gets
+    ``releases`` ({node: {"from", "to", "isr_whole", "back_s"}}) as each node is done, and
+    ``observed`` ({"before", "after"}), so a roll that fails halfway says how far it got."""
+    if not isinstance(cluster, ReleaseControl):  # refused before the run (faults.capability)
+        raise FaultError(f"backend {getattr(cluster, 'backend_name', '?')!r} cannot start a node on another release")
+    order = roll_order(cluster.topo, names)
+    record["observed"] = {"before": _observe(cluster)}
+    releases: dict[str, dict[str, Any]] = record.setdefault("releases", {})
+    for i, name in enumerate(order):
+        if i:
+            time.sleep(interval)  # a schedule gap between nodes, not a synchronisation wait
+        was = cluster.release_of(name)
+        t0 = time.monotonic()
+        cluster.restart_on(name, release)
+        whole = _wait_back(cluster, name)
+        releases[name] = {"from": was, "to": release, "isr_whole": whole, "back_s": round(time.monotonic() - t0, 3)}
+        log.info("rolled %s from Kafka %s to %s in %.1fs", name, was, release, releases[name]["back_s"])
+    record["observed"]["after"] = _observe(cluster)
+
+
+def newest_level(observer: Observer, feature: str) -> int:
+    """The newest level of ``feature`` every broker supports; one clear error if one does not."""
+    levels = observer.supported_levels(feature)
+    if not levels:
+        raise FaultError(f"no broker answered which {feature} levels it supports")
+    level = min(levels.values())
+    if level <= 0:
+        lacking = sorted(b for b, v in levels.items() if v <= 0)
+        raise FaultError(f"broker(s) {lacking} do not support feature {feature}")
+    return level
+
+
+def finalize(cluster: ClusterBackend, feature: str, level: int, record: dict[str, Any]) -> None:
+    """Finalize ``feature`` at ``level`` (0: ``newest_level``); ``record`` gets ``finalized``
+    ({"feature", "asked", "from", "to"}) and ``observed`` ({"before", "after"})."""
+    observer = cluster.observer()
+    record["observed"] = {"before": _observe(cluster)}
+    target = newest_level(observer, feature) if level == NEWEST_LEVEL else level
+    was = observer.feature_level(feature)
+    record["finalized"] = {"feature": feature, "asked": target, "from": was}
+    observer.set_feature_level(feature, target)
+    record["finalized"]["to"] = observer.feature_level(feature)
+    record["observed"]["after"] = _observe(cluster)

@@ -1,0 +1,63 @@
+"""The release steps (``faults.release``): roll and finalize as fault specs, their order, their
+refusals in one line, and that they contradict what they should (pure; no processes)."""
+
+from __future__ import annotations
+
+import pytest
+
+from highwater.faults.capability import check_capabilities
+from highwater.faults.common import FaultError
+from highwater.faults.conflicts import conflict
+from highwater.faults.release import roll_order
+from highwater.faults.schedule import ScheduleConfig
+from highwater.faults.spec import FaultKind, parse_fault
+from tests.unit.fault_topology import topo
+from tests.unit.test_backend import FakeBackend, FakeProcessBackend
+
+
+def test_a_roll_takes_controllers_then_combined_nodes_then_brokers() -> None:
+    dedicated = topo(3, 3, controllers=3)
+    names = ["kafka-2", "controller-3", "kafka-1", "controller-1"]
+    assert roll_order(dedicated, names) == ["controller-1", "controller-3", "kafka-1", "kafka-2"]
+    assert roll_order(topo(3, 3), ["kafka-3", "kafka-1", "kafka-2"]) == ["kafka-1", "kafka-2", "kafka-3"]
+
+
+def test_a_roll_names_its_release_and_round_trips() -> None:
+    spec = parse_fault("roll --target brokers --release 4.4.0 --interval 2")
+    assert spec.kind is FaultKind.ROLL and spec.param("release") == "4.4.0" and spec.param("interval") == 2.0
+    assert parse_fault(str(spec)) == spec and spec.kind.heals_itself
+    for bad in ("roll --target brokers", "roll --target brokers --release 4.4", "roll --target brokers --release x"):
+        with pytest.raises(FaultError, match="roll needs --release MAJOR.MINOR.PATCH"):
+            parse_fault(bad)
+
+
+def test_finalize_goes_to_the_controller_and_defaults_to_the_newest_metadata_version() -> None:
+    spec = parse_fault("finalize --target controller")
+    assert spec.param("feature") == "metadata.version" and spec.param("level") == 0 and spec.kind.heals_itself
+    assert parse_fault("finalize --target controller --feature transaction.version --level 2").param("level") == 2
+    with pytest.raises(FaultError, match="finalize goes to the active controller"):
+        parse_fault("finalize --target broker:1")
+
+
+def test_a_roll_needs_release_control_and_finalize_needs_nothing_more() -> None:
+    roll = parse_fault("roll --target brokers --release 4.4.0")
+    for backend in (FakeBackend(), FakeProcessBackend()):
+        with pytest.raises(FaultError) as err:
+            check_capabilities(backend, [roll])
+        assert str(err.value).startswith("fault 'roll' needs release control, which backend")
+        check_capabilities(backend, [parse_fault("finalize --target controller")])
+
+
+def test_a_roll_contradicts_a_fault_on_its_nodes_and_a_finalization_contradicts_none() -> None:
+    t = topo(3, 3)
+    roll = parse_fault("roll --target broker:2 --release 4.4.0")
+    assert conflict(t, roll, parse_fault("kill --target broker:2")) is not None
+    assert conflict(t, roll, parse_fault("kill --target broker:3")) is None
+    finalize = parse_fault("finalize --target controller")
+    assert conflict(t, finalize, parse_fault("kill --target controller")) is None
+
+
+def test_a_schedule_never_draws_a_release_step() -> None:
+    with pytest.raises(FaultError, match="roll is not drawn"):
+        ScheduleConfig(mix=(("roll", 1.0), ("cut", 1.0)))
+    assert dict(ScheduleConfig().mix)["finalize"] == 0.0
