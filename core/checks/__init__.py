@@ -42,6 +42,7 @@ from highwater.core.checks.share import (
 from highwater.core.checks.timed import TIMED_CHECKS
 from highwater.core.checks.torn import torn_transaction_of
 from highwater.core.checks.txn import aborted_read_of, open_txn_read_of
+from highwater.core.checks.upgrade import RELEASE_STEPS, upgrade
 from highwater.core.checks.verdict import (
     NOT_APPLICABLE,
     UNKNOWN,
@@ -94,6 +95,8 @@ CHECKS: dict[str, Check] = {
     "share-settled-redelivered": share_settled_redelivered,
     "share-delivery-limit": share_delivery_limit,
     "share-release-redelivered": share_release_redelivered,
+    # rolls and finalizations (faults.release): the few release-step events, by row
+    "upgrade": on_rows(upgrade, lambda h: [f.row for f in h.faults if f.kind in RELEASE_STEPS]),
 }
 
 
@@ -141,6 +144,7 @@ NEEDS: dict[str, Needs] = {
     "share-settled-redelivered": _needs(_Q),
     "share-delivery-limit": _needs(_Q),
     "share-release-redelivered": _needs(_Q),
+    "upgrade": _needs(Input.RELEASE_STEPS),
 }
 assert NEEDS.keys() == CHECKS.keys(), "every check declares its inputs"
 
@@ -182,6 +186,7 @@ def present_inputs(h: HistoryData) -> frozenset[Input]:
         Input.COMMITS: len(h.commit_rows) > 0,
         Input.COPY: bool(h.config.get("copy")),
         Input.SHARE: len(h.share_rows) > 0,
+        Input.RELEASE_STEPS: any(f.kind in RELEASE_STEPS for f in h.faults),
     }
     return frozenset(i for i, yes in has.items() if yes) | promised_inputs(h.header)
 

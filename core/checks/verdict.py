@@ -43,6 +43,7 @@ class Input(str, Enum):
     COMMITS = "commits"  # commit events (offsets committed for a consumer group), any outcome
     COPY = "copy"  # header config.copy: an exactly-once copy ran (its source, sink and group)
     SHARE = "share"  # acquire/ack events (a share group's deliveries and acknowledgements)
+    RELEASE_STEPS = "release-steps"  # fault events of a roll or finalize (faults.release)
 
     @property
     def label(self) -> str:

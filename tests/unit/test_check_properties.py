@@ -323,6 +323,7 @@ EVENT_CHECK_TESTS = {
     "share-settled-redelivered": "test_share_checks.py",
     "share-delivery-limit": "test_share_checks.py",
     "share-release-redelivered": "test_share_checks.py",
+    "upgrade": "test_upgrade_check.py",
     # a median over at least 100 quiet records of each serving replica kind: no small generated
     # history reaches it
     "follower-latency": "test_follower_latency.py",

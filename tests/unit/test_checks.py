@@ -87,6 +87,7 @@ TXN_AND_GROUP = {
     "share-settled-redelivered",
     "share-delivery-limit",
     "share-release-redelivered",
+    "upgrade",  # judged only over a roll or finalize step
 }
 
 

@@ -26,6 +26,7 @@ from highwater.core.checks import (
     present_inputs,
     run_checks,
 )
+from highwater.core.checks.upgrade import RELEASE_STEPS
 from highwater.core.checks.verdict import Verdict, merge_valid, overall_valid
 from tests.synth.histories import HistoryBuilder
 from tests.unit.test_checks import TXN_AND_GROUP
@@ -65,7 +66,7 @@ def plain(n: int = 6, *, lost: bool = False) -> HistoryBuilder:
 
 
 def full(n: int = 6) -> HistoryBuilder:
-    """A clean history carrying every input: racks, meta, sends, polls, a fault, final reads,
+    """A clean history carrying every input: racks, meta, sends, polls, a fault, a finalization, final reads,
     and a committed transaction (v{n+1}, v{n+2}; its marker at n+3) whose reads the group of
     the read_committed consumer commits, then an aborted one (its record at n+4, marker n+5)."""
     b = HistoryBuilder(
@@ -92,6 +93,11 @@ def full(n: int = 6) -> HistoryBuilder:
         b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=i + 1)
         b.poll("consumer-0", [(T, 0, i, f"v{i}")], replica=1)
     b.heal("latency", [3])
+    # a finalization that kept everything (faults.release)
+    kept = {"cluster_id": "c", "topics": {T: {"id": "i", "partitions": 1}}, "features": {"metadata.version": 27}}
+    asked = {"feature": "metadata.version", "asked": 27, "from": 27, "to": 27}
+    step = {"kind": "finalize", "targets": ["kafka-1"], "params": {}}
+    b.event("nemesis", "ok", "fault", {**step, "observed": {"before": kept, "after": kept}, "finalized": asked})
     b.send("producer-0", T, 0, f"v{n}", offset=n)
     b.poll("consumer-0", [(T, 0, n, f"v{n}")], replica=1)
     b.txn("producer-0", "begin", "producer-0#1")
@@ -126,6 +132,10 @@ def full(n: int = 6) -> HistoryBuilder:
     return b
 
 
+def is_step(e: dict[str, Any]) -> bool:
+    return e["f"] == "fault" and (e.get("value") or {}).get("kind") in RELEASE_STEPS
+
+
 def without(b: HistoryBuilder, *drop: Input) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     kinds = set().union(*(KINDS.get(i, set()) for i in drop))
     header = dict(b.header)
@@ -133,7 +143,9 @@ def without(b: HistoryBuilder, *drop: Input) -> tuple[dict[str, Any], list[dict[
         header.pop("racks", None)
     if Input.COPY in drop:
         header["config"] = {k: v for k, v in header["config"].items() if k != "copy"}
-    events = [dict(e) for e in b.events if e["f"] not in kinds]
+    # release steps are fault events of their own inputs' (a roll, a finalize): each input drops its own
+    steps = Input.RELEASE_STEPS in drop
+    events = [dict(e) for e in b.events if (not steps if is_step(e) else e["f"] not in kinds)]
     for i, e in enumerate(events):
         e["index"] = i
     return header, events
