@@ -4,7 +4,7 @@
 release B, in the order Kafka's upgrade notes give: nodes that are only controllers, then nodes
 that are both, then nodes that are only brokers (a scenario names another order by rolling one
 selector at a time). Each node is stopped cleanly (a controlled shutdown), started on B on the
-same data, and waited for before the next: a broker until it is registered and unfenced and every
+same data (a node already on B is left alone), and waited for before the next: a broker until it is registered and unfenced and every
 partition's ISR is whole again, a controller-only node until the quorum has a leader. The ISR
 wait gives up after :data:`ISR_BACK_S` (under another fault it may never be whole): the step
 records ``isr_whole: false`` for that node and goes on. Then ``interval`` seconds of calm.
@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from highwater.core.errors import WaitTimeout
+from highwater.core.versions import exact_release
 from highwater.faults.common import FaultError
 from highwater.faults.spec import NEWEST_LEVEL
 from highwater.harness.backend import ClusterBackend, ReleaseControl
@@ -44,6 +45,58 @@ NODE_BACK_S = 90.0
 
 #: the order of a roll: Kafka's upgrade notes roll controllers before brokers
 _ROLE_ORDER = {Role.CONTROLLER: 0, Role.COMBINED: 1, Role.BROKER: 2}
+
+
+#: the first release with production KRaft: no road of ours starts or ends before it
+KRAFT_SINCE = (3, 3, 1)
+
+
+def path_refusal(start: str, to: str) -> str | None:
+    """Why the upgrade path ``start`` -> ``to`` cannot be run (one line), or None: both must be
+    exact releases from :data:`KRAFT_SINCE` on, and ``to`` newer than ``start``."""
+    a, b = exact_release(start), exact_release(to)
+    if a is None or b is None:
+        return f"upgrade path {start} -> {to}: releases are MAJOR.MINOR.PATCH, e.g. 3.9.1 -> 4.4.0"
+    if min(a, b) < KRAFT_SINCE:
+        since = ".".join(map(str, KRAFT_SINCE))
+        return f"upgrade path {start} -> {to}: both ends must be KRaft releases, {since} or newer"
+    if b <= a:
+        return f"upgrade path {start} -> {to}: {to} is not newer than {start} (a roll back is a roll step, not a path)"
+    return None
+
+
+#: the newest production ``metadata.version`` level of each release line (Kafka's
+#: ``MetadataVersion`` at each line's releases): a node of the line cannot run a cluster that has
+#: finalized a higher one (a controller halts on the FeatureLevelRecord; a broker-only node is
+#: refused registration, UNSUPPORTED_VERSION, and waits forever)
+NEWEST_METADATA_LEVEL = {
+    (3, 3): 7,
+    (3, 4): 8,
+    (3, 5): 11,
+    (3, 6): 14,
+    (3, 7): 19,
+    (3, 8): 20,
+    (3, 9): 21,
+    (4, 0): 25,
+    (4, 1): 27,
+    (4, 2): 29,
+    (4, 3): 30,
+    (4, 4): 33,
+}
+
+
+def rollback_refusal(release: str, finalized: int) -> str | None:
+    """Why no node can be rolled onto ``release`` while the cluster has finalized
+    ``metadata.version`` level ``finalized`` (one line), or None (also for a line this table
+    does not know yet: the node's own refusal then says it)."""
+    release_tuple = exact_release(release)
+    newest = NEWEST_METADATA_LEVEL.get(release_tuple[:2]) if release_tuple else None
+    if newest is None or finalized <= newest:
+        return None
+    return (
+        f"roll onto Kafka {release} refused: the cluster has finalized metadata.version {finalized}, and "
+        f"{release} runs {newest} at most (a roll back is possible only before finalizing)"
+    )
 
 
 def roll_order(topo: Topology, names: Sequence[str]) -> list[str]:
@@ -79,12 +132,21 @@ def roll(cluster: ClusterBackend, names: Sequence[str], release: str, interval: 
     if not isinstance(cluster, ReleaseControl):  # refused before the run (faults.capability)
         raise FaultError(f"backend {getattr(cluster, 'backend_name', '?')!r} cannot start a node on another release")
     order = roll_order(cluster.topo, names)
-    record["observed"] = {"before": _observe(cluster)}
+    seen = _observe(cluster)
+    record["observed"] = {"before": seen}
+    refused = rollback_refusal(release, int(seen["features"].get("metadata.version", 0)))
+    if refused:  # before any node goes down
+        raise FaultError(refused)
     releases: dict[str, dict[str, Any]] = record.setdefault("releases", {})
-    for i, name in enumerate(order):
-        if i:
-            time.sleep(interval)  # a schedule gap between nodes, not a synchronisation wait
+    rolled = 0
+    for name in order:
         was = cluster.release_of(name)
+        if was == release:
+            releases[name] = {"from": was, "to": release, "skipped": "already on it"}
+            continue
+        if rolled:
+            time.sleep(interval)  # a schedule gap between nodes, not a synchronisation wait
+        rolled += 1
         t0 = time.monotonic()
         cluster.restart_on(name, release)
         whole = _wait_back(cluster, name)

@@ -400,6 +400,32 @@ CLOCK_PLANS = (
     ),
 )
 
+#: the upgrades suite (suites/conformance/test_upgrades.py): every case starts on an older release
+#: and rolls to the Kafka version under test, filled in for ``{release}`` by the test; the data
+#: checks hold across the road, and the upgrade check says what the steps kept
+_UPGRADE = (*_DURABILITY, "upgrade", "nonmonotonic-poll", "truncation-undetected")
+#: what the rolls of a plan take beyond their steps' holds (a roll blocks until each node is back)
+UPGRADE_ROLL_RESERVE_SECONDS = 15
+UPGRADE_PLANS = (
+    Plan(
+        "upgrades",
+        "roll-kill-finalize",
+        (
+            Step(3, "roll --target broker:1 --release {release}", 1),
+            Step(1, "kill --target broker:2", LEADER_FAULT_SECONDS),
+            Step(2, "roll --target brokers --release {release} --interval 2", 1),
+            Step(2, "finalize --target controller", 1),
+        ),
+        _UPGRADE,
+        # the steps' calms and holds (31 s), the rolls themselves (each node ~2.5 s back, 2 s apart:
+        # reserved 15 s) and the progress tail after the last step (15 s)
+        run_seconds=31 + UPGRADE_ROLL_RESERVE_SECONDS + 15,
+        what="one node rolled to the new release, then a node still on the old one killed in the "
+        "mixed-version window and restarted on it, then the roll finished (controllers first) and "
+        "metadata.version finalized at the newest level: no loss, no skip, nothing the upgrade must keep changed",
+    ),
+)
+
 #: the power-loss cases (acks=all, min.insync.replicas=2, RF 3; suites/conformance/test_power_loss.py
 #: sets each case's election settings): the case name, the target, how many replicas of partition
 #: 0 it takes at once, and what it is
@@ -752,6 +778,7 @@ PLANS: dict[str, Plan] = {
             for case, (target, replicas, what) in POWER_CASES.items()
         ),
         *CLOCK_PLANS,
+        *UPGRADE_PLANS,
         *SWEEP_PLANS,
     ]
 }

@@ -8,7 +8,7 @@ import pytest
 from highwater.faults.capability import check_capabilities
 from highwater.faults.common import FaultError
 from highwater.faults.conflicts import conflict
-from highwater.faults.release import roll_order
+from highwater.faults.release import path_refusal, roll_order, rollback_refusal
 from highwater.faults.schedule import ScheduleConfig
 from highwater.faults.spec import FaultKind, parse_fault
 from tests.unit.fault_topology import topo
@@ -61,3 +61,17 @@ def test_a_schedule_never_draws_a_release_step() -> None:
     with pytest.raises(FaultError, match="roll is not drawn"):
         ScheduleConfig(mix=(("roll", 1.0), ("cut", 1.0)))
     assert dict(ScheduleConfig().mix)["finalize"] == 0.0
+
+
+def test_an_upgrade_path_is_refused_in_one_line_unless_it_goes_up_between_kraft_releases() -> None:
+    assert path_refusal("3.9.1", "4.4.0") is None and path_refusal("3.3.1", "3.9.1") is None
+    assert "not newer" in str(path_refusal("4.4.0", "3.9.1")) and "not newer" in str(path_refusal("4.4.0", "4.4.0"))
+    assert "KRaft releases, 3.3.1 or newer" in str(path_refusal("3.2.3", "4.4.0"))
+    assert "MAJOR.MINOR.PATCH" in str(path_refusal("3.9", "4.4.0"))
+
+
+def test_a_roll_back_after_finalizing_beyond_the_old_release_is_refused_in_one_line() -> None:
+    assert rollback_refusal("3.9.1", 21) is None  # 3.9 runs 3.9-IV0 (21): not finalized past it
+    refused = rollback_refusal("3.9.1", 33)
+    assert refused is not None and "finalized metadata.version 33" in refused and "21 at most" in refused
+    assert rollback_refusal("4.4.0", 33) is None and rollback_refusal("9.9.0", 99) is None  # unknown line: Kafka says

@@ -1,0 +1,71 @@
+"""The road between releases: a cluster started on an older Kafka release rolled, node by node,
+to the release under test while the clients write and read, with faults on the way
+(``faults.release``: ``roll`` and ``finalize``; plans in ``suites.scenario.UPGRADE_PLANS``).
+
+Each case's cluster starts on :data:`UPGRADE_FROM` (the newest 3.x release; Kafka 4.x upgrades
+directly from any 3.3.x through 3.9.x) and rolls to the version under test (``--kafka-version``),
+filling in the plans' ``{release}``.
+Every data check holds across the road (no acknowledged write lost, no skip, no uncommitted read)
+and the ``upgrade`` check compares what Kafka reported before and after each step: the cluster
+id, topic ids and partition counts, the finalized feature levels.
+
+==================  ==================================================================================
+case                what happens
+==================  ==================================================================================
+roll-kill-finalize  kafka-1 rolled; kafka-2 (still on the old release) killed for 20 s in the mixed
+                    window and restarted on it; every node rolled (controllers first); then
+                    metadata.version finalized at the newest level every broker supports
+==================  ==================================================================================
+
+``make test`` runs roll-kill-finalize. The suite needs the local backend (``ReleaseControl``:
+a node restarted on another release); elsewhere it is skipped with that line, and so is a
+version under test the path does not reach (``faults.release.path_refusal``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from highwater.faults.release import path_refusal
+from highwater.harness.backend import ClusterBackend
+from highwater.pytest_plugin import module_cluster
+from highwater.suites.scenario import PLANS, check_verdicts, run_plan
+
+#: the release every case starts on
+UPGRADE_FROM = "3.9.1"
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) -> Iterator[ClusterBackend]:
+    """This module's own 3-broker, 3-rack cluster, started on :data:`UPGRADE_FROM`."""
+    if backend != "local":
+        pytest.skip(f"a roll onto another release needs the local backend, not the {backend} backend")
+    refused = path_refusal(UPGRADE_FROM, kafka_version)
+    if refused:
+        pytest.skip(refused)
+    yield from module_cluster(request, UPGRADE_FROM, backend)
+
+
+def test_a_roll_with_a_node_killed_in_the_mixed_window_then_finalized_keeps_everything(
+    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str, kafka_version: str
+) -> None:
+    p = PLANS["upgrades/roll-kill-finalize"]
+    steps = [dataclasses.replace(s, fault=s.fault.replace("{release}", kafka_version)) for s in p.steps]
+    result = run_plan(
+        cluster,
+        dataclasses.replace(p, steps=tuple(steps)),
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+    )
+    try:
+        check_verdicts(result.verdicts, p.must_hold)
+    except AssertionError as exc:
+        raise type(exc)(f"{exc}\n(results: {result.dir}; repro: {repro})") from None
+    upgrade = next(v for v in result.verdicts if v.check == "upgrade")
+    assert upgrade.counts["steps"] == 3, upgrade.counts  # two rolls and the finalization completed
