@@ -17,6 +17,7 @@ from highwater.core.checks.bounds import Bound, Settings, derive, stall_bound_na
 from highwater.core.checks.verdict import Verdict
 from highwater.core.run_dir import RunDir
 from highwater.faults.schedule import DEFAULT_MIX, ROLLING_RESTART_MIN_LENGTH, Schedule, ScheduleConfig
+from highwater.faults.spec import FaultKind
 from highwater.harness.backend import ClusterBackend
 from highwater.harness.clients import DEFAULT_CLIENT
 from highwater.harness.topology import Topology
@@ -195,6 +196,8 @@ def step_cuts_off(step: Step) -> bool:
     words = step.fault.split()
     if step.kind.is_client or step.kind.is_clock:  # a client's worker, or a clock: nothing is cut off
         return False
+    if step.kind in (FaultKind.ROLL, FaultKind.FINALIZE):
+        return False  # done when applied: each rolled node is back before the step ends (faults.release)
     if step.kind.is_process:
         return True
     return step.kind.value in ("cut", "timeout") and "--peer" not in words and "--flow" not in words

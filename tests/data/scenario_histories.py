@@ -19,10 +19,12 @@ bounds), so the checks judge them with the scenario's own bounds.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 from highwater.core.checks.bounds import header_entries
+from highwater.core.checks.upgrade import RELEASE_STEPS
 from highwater.suites.scenario import Plan
 from tests.synth.histories import HistoryBuilder
 
@@ -128,6 +130,9 @@ def generate(plan: Plan, *, partitions: int = 1, profile_seconds: float = 20.0) 
         b.now = int(now * S)
         for at, what, step in [x for x in sched if x[0] <= now]:
             sched.remove((at, what, step))
+            if step.kind.value in RELEASE_STEPS:  # no broker is out for the window: it only records
+                _release_step(b, what, step.kind.value)
+                continue
             if what == "fault":
                 kind, broker, params = _fault_target(step.fault, leaders)
                 active[id(step)] = (kind, broker, params)
@@ -188,6 +193,22 @@ def generate(plan: Plan, *, partitions: int = 1, profile_seconds: float = 20.0) 
         for r in (1, 2, 3):
             b.final(TOPIC, p, r, hw[p], [(o, f"p{p}-{o}") for o in range(hw[p])])
     return gen
+
+
+#: what a release step observes before and after it on a generated run (``faults.release``): one
+#: topic, the cluster id and metadata.version, all kept
+KEPT = {"cluster_id": "c", "topics": {TOPIC: {"id": "t-id", "partitions": 3}}, "features": {"metadata.version": 21}}
+
+
+def _release_step(b: HistoryBuilder, f: str, kind: str) -> None:
+    """A roll or finalize as the injector records it: its ``ok`` says what it observed."""
+    value: dict[str, Any] = {"kind": kind, "targets": ["kafka-1", "kafka-2", "kafka-3"], "params": {}, "id": kind}
+    b.event("nemesis", "invoke", f, value)
+    if f == "fault":
+        value = {**value, "observed": {"before": copy.deepcopy(KEPT), "after": copy.deepcopy(KEPT)}}
+        if kind == "finalize":
+            value["finalized"] = {"feature": "metadata.version", "asked": 21, "from": 21, "to": 21}
+    b.event("nemesis", "ok", f, value)
 
 
 def _nemesis(b: HistoryBuilder, f: str, kind: str, broker: int, params: dict[str, Any]) -> None:

@@ -26,6 +26,7 @@ from highwater.suites.conformance import (
     test_kip320,
     test_power_loss,
     test_share_groups,
+    test_upgrades,
 )
 from highwater.suites.conformance import test_kip392_fetching as kip392
 from highwater.suites.scenario import KIP392_FAULTS, PLANS, POWER_CASES
@@ -439,6 +440,38 @@ def test_clock_cost_twin_a_cut_off_follower_stays_in_the_isr() -> None:
     assert [v.check for v in test_clock.timed_problems(verdicts_of(g.header, stuck))] == ["isr-stability"]
 
 
+# -- upgrades ------------------------------------------------------------------------------------
+
+
+def topic_id_changed(events: Events) -> Events:
+    """The last release step's ``after`` names another id for the topic."""
+    out = copy.deepcopy(events)
+    last = [e for e in out if e["f"] == "fault" and e["type"] == "ok" and "observed" in (e["value"] or {})][-1]
+    after = last["value"]["observed"]["after"]
+    after["topics"] = {name: {**t, "id": "another"} for name, t in after["topics"].items()}
+    return out
+
+
+@pytest.fixture(scope="module")
+def rolled() -> Generated:
+    return generate(PLANS["upgrades/roll-kill-finalize"], partitions=3)
+
+
+@pytest.mark.parametrize(
+    "mutate, check",
+    [
+        (write_lost, "lost-write"),
+        (read_above_hw, "uncommitted-read"),
+        (skips, "poll-skip"),
+        (topic_id_changed, "upgrade"),
+    ],
+)
+def test_upgrade_twins(rolled: Generated, mutate: Callable[[Events], Events], check: str) -> None:
+    test_upgrades.assert_road_kept(verdicts_of(rolled.header, rolled.events))
+    msg = fails(lambda: test_upgrades.assert_road_kept(verdicts_of(rolled.header, mutate(rolled.events))))
+    assert f"{check}: False" in msg
+
+
 # -- KIP-320 -------------------------------------------------------------------------------------
 
 X = 20  # F1's log end when it is cut off: the divergence point
@@ -632,6 +665,7 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         "share-groups/leader-kills",
         *(f"power-loss/{c}" for c in POWER_CASES),  # test_power_loss_twin_...
         *(f"clock/{c}" for c in test_clock.CASES),  # test_clock_twins
+        "upgrades/roll-kill-finalize",  # test_upgrade_twins
     }
     assert covered == set(PLANS)
 
