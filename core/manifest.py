@@ -155,15 +155,22 @@ class ScriptedStep:
     after: float
     fault: str
     duration: float
+    during: bool = False  # started ``after`` s after the previous step's fault, while it is on
 
     def to_json(self) -> dict[str, Any]:
-        return {"after": self.after, "fault": self.fault, "duration": self.duration}
+        out: dict[str, Any] = {"after": self.after, "fault": self.fault, "duration": self.duration}
+        if self.during:  # left out otherwise: records from before it read the same
+            out["during"] = True
+        return out
 
     @classmethod
     def from_json(cls, data: Any) -> ScriptedStep:
         d = _obj(data, "nemesis.steps[]")
         try:
-            return cls(float(d["after"]), str(d["fault"]), float(d["duration"]))
+            during = d.get("during", False)
+            if not isinstance(during, bool):
+                raise ValueError(f"'during' must be true or false, got {during!r}")
+            return cls(float(d["after"]), str(d["fault"]), float(d["duration"]), during)
         except (KeyError, TypeError, ValueError) as exc:
             raise ManifestError(f"malformed scripted step {d!r}: {exc!r}") from None
 

@@ -273,7 +273,8 @@ class Injector:
             return
         if kind is FaultKind.ROLL:
             to, interval = str(fault.spec.param("release")), float(fault.spec.param("interval"))
-            release.roll(self.cluster, fault.nodes, to, interval, fault.release)
+            crash = float(fault.spec.param("crash_after"))
+            release.roll(self.cluster, fault.nodes, to, interval, fault.release, crash_after=crash)
             return
         control = self._processes()
         nodes = [control.node(name) for name in fault.nodes]

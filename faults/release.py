@@ -31,7 +31,7 @@ from highwater.core.errors import WaitTimeout
 from highwater.core.versions import exact_release
 from highwater.faults.common import FaultError
 from highwater.faults.spec import NEWEST_LEVEL
-from highwater.harness.backend import ClusterBackend, ReleaseControl
+from highwater.harness.backend import ClusterBackend, ProcessControl, ReleaseControl
 from highwater.harness.observe import Observer
 from highwater.harness.topology import Role, Topology
 from highwater.harness.waiting import wait_until
@@ -125,10 +125,29 @@ def _wait_back(cluster: ClusterBackend, name: str) -> bool:
     return True
 
 
-def roll(cluster: ClusterBackend, names: Sequence[str], release: str, interval: float, record: dict[str, Any]) -> None:
+def _crash_and_start(cluster: ClusterBackend, name: str, after: float) -> None:
+    """SIGKILL node ``name`` ``after`` seconds into its start, then start it again."""
+    if not isinstance(cluster, ProcessControl):  # every backend with ReleaseControl has it
+        raise FaultError(f"backend {getattr(cluster, 'backend_name', '?')!r} cannot kill a node mid-start")
+    time.sleep(after)  # the moment of the crash, not a synchronisation wait
+    node = cluster.node(name)
+    node.kill()
+    node.start()
+
+
+def roll(
+    cluster: ClusterBackend,
+    names: Sequence[str],
+    release: str,
+    interval: float,
+    record: dict[str, Any],
+    crash_after: float = 0.0,
+) -> None:
     """Restart ``names`` on ``release``, one at a time (module doc). ``record`` gets
     ``releases`` ({node: {"from", "to", "isr_whole", "back_s"}}) as each node is done, and
-    ``observed`` ({"before", "after"}), so a roll that fails halfway says how far it got."""
+    ``observed`` ({"before", "after"}), so a roll that fails halfway says how far it got.
+    ``crash_after`` > 0: each node is SIGKILLed that many seconds after it starts on the
+    release (mid-start: log recovery, registration, catching up), then started again."""
     if not isinstance(cluster, ReleaseControl):  # refused before the run (faults.capability)
         raise FaultError(f"backend {getattr(cluster, 'backend_name', '?')!r} cannot start a node on another release")
     order = roll_order(cluster.topo, names)
@@ -149,9 +168,14 @@ def roll(cluster: ClusterBackend, names: Sequence[str], release: str, interval: 
         rolled += 1
         t0 = time.monotonic()
         cluster.restart_on(name, release)
-        whole = _wait_back(cluster, name)
-        releases[name] = {"from": was, "to": release, "isr_whole": whole, "back_s": round(time.monotonic() - t0, 3)}
-        log.info("rolled %s from Kafka %s to %s in %.1fs", name, was, release, releases[name]["back_s"])
+        step: dict[str, Any] = {"from": was, "to": release}
+        if crash_after > 0:
+            _crash_and_start(cluster, name, crash_after)
+            step["crashed_after_s"] = crash_after
+        step["isr_whole"] = _wait_back(cluster, name)
+        step["back_s"] = round(time.monotonic() - t0, 3)
+        releases[name] = step
+        log.info("rolled %s from Kafka %s to %s in %.1fs", name, was, release, step["back_s"])
     record["observed"]["after"] = _observe(cluster)
 
 

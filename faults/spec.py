@@ -326,6 +326,7 @@ PARAMS: dict[FaultKind, tuple[Param, ...]] = {
     FaultKind.ROLL: (
         Param("release", str, "", "the Kafka release the nodes restart on, e.g. 4.4.0"),
         Param("interval", float, 5.0, "seconds between nodes, after each is back"),
+        Param("crash_after", float, 0.0, "seconds after each node starts on the release to SIGKILL it once; 0 = never"),
     ),
     FaultKind.FINALIZE: (
         Param("feature", str, "metadata.version", "the KRaft feature (KIP-584)"),

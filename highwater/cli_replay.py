@@ -74,7 +74,7 @@ def nemesis_from_record(record: NemesisRecord) -> tuple[PlannedNemesis | None, S
     if record.kind == "none":
         return None, None
     if record.kind == "scripted":
-        return scripted([Step(s.after, s.fault, s.duration) for s in record.steps]), None
+        return scripted([Step(s.after, s.fault, s.duration, s.during) for s in record.steps]), None
     if record.kind == "scheduled" and record.schedule is not None:
         schedule = Schedule.from_dict(record.schedule)
         return scheduled(schedule), schedule

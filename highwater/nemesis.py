@@ -41,6 +41,10 @@ class Step:
     # {txn} producer-0's transactional id and {group} the consumers' group, {copier_txn}
     # copier-0's transactional id and {copy_group} the copiers' group (RunSpec)
     duration: float  # seconds the fault stays before it is healed
+    #: False: the fault comes ``after`` seconds after the previous step's heal (each step alone);
+    #: True: ``after`` seconds after the previous step's fault was applied, while it is still on
+    #: (e.g. a finalization while the active controller is down); each is healed at its own time
+    during: bool = False
 
     @property
     def kind(self) -> FaultKind:
@@ -93,11 +97,31 @@ class PlannedNemesis:
 
 
 def scripted(steps: Sequence[Step]) -> PlannedNemesis:
-    """Apply each step's fault after its calm, hold it, heal it; in order."""
+    """Apply each step's fault after its calm, hold it, heal it; in order. A step ``during`` the
+    one before starts while that one is on; the faults still on are healed, each at its time, before
+    a step that is not ``during`` begins its calm (``Step``)."""
 
     def run(injector: Injector, cluster: ClusterBackend, spec: RunSpec) -> None:
+        on: list[tuple[float, ActiveFault]] = []  # (when it is due to be healed, the fault)
+        applied_at = time.monotonic()
+
+        def heal_due(until: float | None) -> None:
+            """Heal, each at its time, the faults due before ``until`` (None: all of them)."""
+            for due, fault in sorted(on, key=lambda x: x[0]):
+                if until is not None and due > until:
+                    break
+                hold(due - time.monotonic())
+                injector.heal(fault)
+                on.remove((due, fault))
+
         for step in steps:
-            hold(step.after)
+            if step.during:
+                start = applied_at + step.after
+                heal_due(start)
+            else:
+                heal_due(None)
+                start = time.monotonic() + step.after
+            hold(start - time.monotonic())
             state = cluster.partition_state(spec.topic, 0, offsets=False)
             follower = min((r for r in state.replicas if r != state.leader), default=-1)
             text = step.fault.format(
@@ -111,14 +135,23 @@ def scripted(steps: Sequence[Step]) -> PlannedNemesis:
                 copy_group=spec.copy_group(),
             )
             fault = injector.apply(parse_fault(text))
-            hold(step.duration)
-            injector.heal(fault)
+            applied_at = time.monotonic()
+            on.append((applied_at + step.duration, fault))
+        heal_due(None)
 
     return PlannedNemesis(
         tuple(dict.fromkeys(s.kind for s in steps)),
         run,
-        {"kind": "scripted", "steps": [{"after": s.after, "fault": s.fault, "duration": s.duration} for s in steps]},
+        {"kind": "scripted", "steps": [step_record(s) for s in steps]},
     )
+
+
+def step_record(step: Step) -> dict[str, Any]:
+    """A step as ``run.json`` records it (``core.manifest.ScriptedStep``)."""
+    out: dict[str, Any] = {"after": step.after, "fault": step.fault, "duration": step.duration}
+    if step.during:
+        out["during"] = True
+    return out
 
 
 def scheduled(schedule: Schedule) -> PlannedNemesis:

@@ -407,25 +407,81 @@ CLOCK_PLANS = (
 #: and rolls to the Kafka version under test, filled in for ``{release}`` by the test; the data
 #: checks hold across the road, and the upgrade check says what the steps kept
 _UPGRADE = (*_DURABILITY, "upgrade", "nonmonotonic-poll", "truncation-undetected")
-#: what the rolls of a plan take beyond their steps' holds (a roll blocks until each node is back)
-UPGRADE_ROLL_RESERVE_SECONDS = 15
+#: what a roll takes beyond its step's hold (it blocks until each node is back: ~2.5 s a node, 2 s
+#: apart, more with --crash-after)
+UPGRADE_ROLL_RESERVE_SECONDS = 18
+
+
+def _upgrade_plan(case: str, steps: tuple[Step, ...], what: str) -> Plan:
+    """An upgrade case: its steps (``{release}`` the release under test, ``{from}`` the one the
+    cluster started on, both filled in by the test), long enough for the steps' calms and holds,
+    the rolls themselves and the progress tail after the last step."""
+    rolls = sum(1 for st in steps if st.kind is FaultKind.ROLL)
+    held = sum(st.after + st.duration for st in steps if not st.during)
+    return Plan(
+        "upgrades", case, steps, _UPGRADE, run_seconds=held + rolls * UPGRADE_ROLL_RESERVE_SECONDS + 15, what=what
+    )
+
+
+_ROLL_ALL = "roll --target brokers --release {release} --interval 2"
+_FINALIZE = "finalize --target controller"
 UPGRADE_PLANS = (
-    Plan(
-        "upgrades",
+    _upgrade_plan(
         "roll-kill-finalize",
         (
             Step(3, "roll --target broker:1 --release {release}", 1),
             Step(1, "kill --target broker:2", LEADER_FAULT_SECONDS),
-            Step(2, "roll --target brokers --release {release} --interval 2", 1),
-            Step(2, "finalize --target controller", 1),
+            Step(2, _ROLL_ALL, 1),
+            Step(2, _FINALIZE, 1),
         ),
-        _UPGRADE,
-        # the steps' calms and holds (31 s), the rolls themselves (each node ~2.5 s back, 2 s apart:
-        # reserved 15 s) and the progress tail after the last step (15 s)
-        run_seconds=31 + UPGRADE_ROLL_RESERVE_SECONDS + 15,
-        what="one node rolled to the new release, then a node still on the old one killed in the "
+        "one node rolled to the new release, then a node still on the old one killed in the "
         "mixed-version window and restarted on it, then the roll finished (controllers first) and "
         "metadata.version finalized at the newest level: no loss, no skip, nothing the upgrade must keep changed",
+    ),
+    _upgrade_plan(
+        "crash-mid-roll",
+        (Step(3, "roll --target brokers --release {release} --interval 2 --crash-after 3", 1), Step(2, _FINALIZE, 1)),
+        "every node rolled, each SIGKILLed 3 s into its first start on the new release (log recovery, "
+        "registration) and started again, then finalized",
+    ),
+    _upgrade_plan(
+        "finalize-controller-down",
+        (
+            Step(3, _ROLL_ALL, 1),
+            Step(2, "kill --target controller", LEADER_FAULT_SECONDS),
+            Step(3, _FINALIZE, 1, during=True),
+        ),
+        "every node rolled, then the active controller killed and metadata.version finalized through "
+        "the controller elected in its place, while it is down; it comes back on the finalized level",
+    ),
+    _upgrade_plan(
+        "mixed-cut",
+        (
+            Step(3, "roll --target broker:1 --release {release}", 1),
+            Step(1, "cut --target broker:1", KIP392_FAULT_SECONDS),
+            Step(2, _ROLL_ALL, 1),
+            Step(2, _FINALIZE, 1),
+        ),
+        "the one node on the new release cut off from the nodes still on the old one (and from the "
+        "clients) in the mixed-version window, then the roll finished and finalized",
+    ),
+    _upgrade_plan(
+        "roll-under-latency",
+        (
+            Step(3, "latency --target broker:2 --latency 150", 40),
+            Step(2, _ROLL_ALL, 1, during=True),
+            Step(2, _FINALIZE, 1),
+        ),
+        "every link of one node delayed 150 ms while every node is rolled, then finalized",
+    ),
+    _upgrade_plan(
+        "roll-back",
+        (
+            Step(3, "roll --target broker:1 --release {release}", 5),
+            Step(2, "roll --target brokers --release {from} --interval 2", 1),
+        ),
+        "one node rolled to the new release and back, with every other node, to the old one before "
+        "anything was finalized (Kafka's supported roll back)",
     ),
 )
 

@@ -9,15 +9,24 @@ Every data check holds across the road (no acknowledged write lost, no skip, no 
 and the ``upgrade`` check compares what Kafka reported before and after each step: the cluster
 id, topic ids and partition counts, the finalized feature levels.
 
-==================  ==================================================================================
-case                what happens
-==================  ==================================================================================
-roll-kill-finalize  kafka-1 rolled; kafka-2 (still on the old release) killed for 20 s in the mixed
-                    window and restarted on it; every node rolled (controllers first); then
-                    metadata.version finalized at the newest level every broker supports
-==================  ==================================================================================
+========================  ============================================================================
+case                      what happens
+========================  ============================================================================
+roll-kill-finalize        kafka-1 rolled; kafka-2 (still on the old release) killed for 20 s in the
+                          mixed window and restarted on it; every node rolled (controllers first);
+                          metadata.version finalized at the newest level every broker supports
+crash-mid-roll            every node rolled, each SIGKILLed 3 s into its first start on the new
+                          release and started again; finalized
+finalize-controller-down  every node rolled; the active controller killed and, 3 s later, while it
+                          is down, metadata.version finalized through its successor
+mixed-cut                 kafka-1 rolled and then cut off from the nodes still on the old release
+                          (and the clients) for 22 s; the roll finished; finalized
+roll-under-latency        every link of kafka-2 delayed 150 ms while every node is rolled; finalized
+roll-back                 kafka-1 rolled to the new release, then every node to the old one, before
+                          anything was finalized
+========================  ============================================================================
 
-``make test`` runs roll-kill-finalize. The suite needs the local backend (``ReleaseControl``:
+``make test`` runs roll-kill-finalize; the others are nightly (``.ci/run``'s slices). The suite needs the local backend (``ReleaseControl``:
 a node restarted on another release); elsewhere it is skipped with that line, and so is a
 version under test the path does not reach (``faults.release.path_refusal``).
 """
@@ -32,18 +41,25 @@ import pytest
 
 from highwater.core.checks.verdict import Verdict
 from highwater.faults.release import path_refusal
+from highwater.faults.spec import FaultKind
 from highwater.harness.backend import ClusterBackend
 from highwater.pytest_plugin import module_cluster
-from highwater.suites.scenario import PLANS, check_verdicts, run_plan
+from highwater.suites.nightly import nightly
+from highwater.suites.scenario import PLANS, UPGRADE_PLANS, check_verdicts, run_plan
 
 #: the release every case starts on
 UPGRADE_FROM = "3.9.1"
 
 
-def assert_road_kept(verdicts: list[Verdict], case: str = "roll-kill-finalize", steps: int = 3) -> None:
-    """The case's checks hold (the data checks and ``upgrade``), and ``upgrade`` judged its
-    ``steps`` rolls and finalizations (a step that failed observed nothing to compare)."""
-    check_verdicts(verdicts, PLANS[f"upgrades/{case}"].must_hold)
+NIGHTLY_CASES = [p.scenario for p in UPGRADE_PLANS if p.scenario != "roll-kill-finalize"]
+
+
+def assert_road_kept(verdicts: list[Verdict], case: str = "roll-kill-finalize") -> None:
+    """The case's checks hold (the data checks and ``upgrade``), and ``upgrade`` judged every
+    roll and finalization of it (a step that failed observed nothing to compare)."""
+    p = PLANS[f"upgrades/{case}"]
+    check_verdicts(verdicts, p.must_hold)
+    steps = sum(1 for st in p.steps if st.kind in (FaultKind.ROLL, FaultKind.FINALIZE))
     upgrade = next(v for v in verdicts if v.check == "upgrade")
     assert upgrade.counts["steps"] == steps, f"upgrade judged {upgrade.counts['steps']} of {steps} steps"
 
@@ -59,20 +75,36 @@ def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) ->
     yield from module_cluster(request, UPGRADE_FROM, backend)
 
 
+def _run_case(cluster: ClusterBackend, case: str, kafka_version: str, repro: str, **fixtures: Any) -> None:
+    p = PLANS[f"upgrades/{case}"]
+    steps = [
+        dataclasses.replace(st, fault=st.fault.replace("{release}", kafka_version).replace("{from}", UPGRADE_FROM))
+        for st in p.steps
+    ]
+    result = run_plan(cluster, dataclasses.replace(p, steps=tuple(steps)), repro=repro, **fixtures)
+    try:
+        assert_road_kept(result.verdicts, case)
+    except AssertionError as exc:
+        raise type(exc)(f"{exc}\n(results: {result.dir}; repro: {repro})") from None
+
+
 def test_a_roll_with_a_node_killed_in_the_mixed_window_then_finalized_keeps_everything(
     cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str, kafka_version: str
 ) -> None:
-    p = PLANS["upgrades/roll-kill-finalize"]
-    steps = [dataclasses.replace(s, fault=s.fault.replace("{release}", kafka_version)) for s in p.steps]
-    result = run_plan(
+    _run_case(
         cluster,
-        dataclasses.replace(p, steps=tuple(steps)),
+        "roll-kill-finalize",
+        kafka_version,
+        repro,
         profile=profile,
         campaign=campaign,
         results_root=results_root,
-        repro=repro,
     )
-    try:
-        assert_road_kept(result.verdicts)  # two rolls and the finalization
-    except AssertionError as exc:
-        raise type(exc)(f"{exc}\n(results: {result.dir}; repro: {repro})") from None
+
+
+@nightly("the roll with a node killed in the mixed window runs in make test under the same checks", 90)
+@pytest.mark.parametrize("case", NIGHTLY_CASES)
+def test_the_road_under_faults_keeps_everything(
+    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str, kafka_version: str, case: str
+) -> None:
+    _run_case(cluster, case, kafka_version, repro, profile=profile, campaign=campaign, results_root=results_root)

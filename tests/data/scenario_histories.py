@@ -69,6 +69,8 @@ def _fault_target(text: str, leaders: dict[int, int]) -> tuple[str, int, dict[st
         broker = leaders[int(target.rsplit("/", 1)[1])]
     elif target == "broker:{follower}":
         broker = 2
+    elif target == "controller":  # the active controller: kafka-1 on a generated run
+        broker = 1
     else:
         broker = int(target.split(":")[1])
     params: dict[str, Any] = {}
@@ -109,12 +111,12 @@ def generate(plan: Plan, *, partitions: int = 1, profile_seconds: float = 20.0) 
     timers: list[tuple[float, str, int]] = []  # (time s, what, broker)
     # the schedule: (time s, "fault"/"heal", step)
     sched: list[tuple[float, str, Any]] = []
-    t = 0.0
+    t = applied = 0.0  # the last heal, the last fault (highwater.nemesis.scripted)
     for step in plan.steps:
-        t += step.after
-        sched.append((t, "fault", step))
-        t += step.duration
-        sched.append((t, "heal", step))
+        start = (applied if step.during else t) + step.after
+        sched.append((start, "fault", step))
+        sched.append((start + step.duration, "heal", step))
+        applied, t = start, max(t, start + step.duration)
     end = plan.duration(profile_seconds)
     observe = settings.observe_interval_ms / 1000
     for p in range(partitions):

@@ -457,6 +457,16 @@ def rolled() -> Generated:
     return generate(PLANS["upgrades/roll-kill-finalize"], partitions=3)
 
 
+@pytest.mark.parametrize("case", test_upgrades.NIGHTLY_CASES)
+def test_upgrade_twins_of_the_nightly_cases(case: str) -> None:
+    """Each case's own steps generated: clean, its assertion holds; a step that changed a topic's
+    id breaks it (the data mutations are the same checks as roll-kill-finalize's, below)."""
+    g = generate(PLANS[f"upgrades/{case}"], partitions=3)
+    test_upgrades.assert_road_kept(verdicts_of(g.header, g.events), case)
+    msg = fails(lambda: test_upgrades.assert_road_kept(verdicts_of(g.header, topic_id_changed(g.events)), case))
+    assert "upgrade: False" in msg
+
+
 @pytest.mark.parametrize(
     "mutate, check",
     [
@@ -665,7 +675,7 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         "share-groups/leader-kills",
         *(f"power-loss/{c}" for c in POWER_CASES),  # test_power_loss_twin_...
         *(f"clock/{c}" for c in test_clock.CASES),  # test_clock_twins
-        "upgrades/roll-kill-finalize",  # test_upgrade_twins
+        *(f"upgrades/{c}" for c in ("roll-kill-finalize", *test_upgrades.NIGHTLY_CASES)),  # test_upgrade_twins...
     }
     assert covered == set(PLANS)
 
