@@ -88,6 +88,12 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="the Kafka release(s) to test, repeatable or comma-separated; every test runs on each "
         "(default: $HIGHWATER_KAFKA_VERSION, else the newest stable release)",
     )
+    p.add_argument(
+        "--upgrade-from",
+        default=None,
+        metavar="RELEASE",
+        help="the release the upgrades suite's clusters start on, rolled to --kafka-version (default: 3.9.1)",
+    )
     p.add_argument("--campaign", default=None, help="campaign name (default: <profile>-<timestamp>)")
     p.add_argument("--results", default="results", help="where campaigns and their runs are written")
     p.add_argument(
@@ -119,11 +125,20 @@ def _pytest(tests: list[str], args: argparse.Namespace, campaign: str) -> int:
 
         load_cluster_file(args.cluster_file)  # a malformed file fails here, in one line
     kafka_versions = split_versions(args.kafka_version or [])
+    start = getattr(args, "upgrade_from", None)
+    if start:
+        from highwater.faults.release import path_refusal
+
+        refused = next((r for v in kafka_versions if (r := path_refusal(start, v))), None)
+        if refused:
+            raise HighwaterError(refused)
     # a release that does not exist, or a client version that cannot be installed: one line, no pytest
-    preflight(kafka_versions, clients, backend=args.backend, progress=progress)
+    preflight([*kafka_versions, *([start] if start else [])], clients, backend=args.backend, progress=progress)
     extra = ["--cluster-file", str(Path(args.cluster_file).resolve())] if args.cluster_file is not None else []
     if args.keep_topics:
         extra.append("--keep-topics")
+    if start:
+        extra += ["--upgrade-from", start]
     extra += progress_args(args)
     code = PytestRun(
         tests=tests,

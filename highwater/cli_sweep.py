@@ -51,12 +51,14 @@ from .sweep import (
     newest_patches,
     parse_range,
     parse_version_list,
+    path_ends,
     recorded_plan,
     releases_in_range,
     run_sweep,
     select_versions,
     selection_text,
     summary_lines,
+    upgrade_paths,
     version_key,
 )
 from .sweep_cells import CellSettings, Master, check_reachable, check_results, parse_master
@@ -101,9 +103,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("tests", nargs="*", help="pytest node ids or paths (default: suites/conformance suites/sweep)")
     s.add_argument(
         "--over",
-        choices=["kafka", "client"],
+        choices=["kafka", "client", "path"],
         default="kafka",
-        help="sweep Kafka releases, or versions of the --client library against one Kafka release",
+        help="sweep Kafka releases, versions of the --client library against one Kafka release, or upgrade "
+        "paths between the releases of --kafka-versions (the upgrades suite, one cell per path)",
+    )
+    s.add_argument(
+        "--upgrade-to",
+        default=None,
+        metavar="B",
+        help="with --over path: only the paths ending at release B (default: every path of the range)",
     )
     s.add_argument(
         "--kafka-versions", default=None, help="Kafka releases LOW..HIGH, e.g. 3.3.1..newest or 3.5.0..3.9.1"
@@ -193,13 +202,14 @@ class SweepAxis:
     sweep (``plan``), how a version is made ready (``prepare``: raises ``HighwaterError`` to
     skip it) and which client and Kafka release a cell runs."""
 
-    what: str  # a version in progress lines: "release" (Kafka) or the client's name
+    what: str  # a version in progress lines: "release" (Kafka), the client's name, or "path"
     versions: list[str]
     plan: dict[str, object]
     prepare: Callable[[str], None]
     client: Callable[[str], str]
     kafka: Callable[[str], list[str]]
-    summary: str  # "12 releases", "3 kafka-python versions on Kafka 4.4.0"
+    summary: str  # "12 releases", "3 kafka-python versions on Kafka 4.4.0", "7 upgrade paths"
+    extra: Callable[[str], list[str]] = lambda _version: []  # the child pytest's own options for a cell
 
 
 def _no_range_options(args: argparse.Namespace) -> bool:
@@ -261,6 +271,46 @@ def kafka_axis(args: argparse.Namespace) -> SweepAxis:
         client=lambda _release: str(args.client),
         kafka=lambda release: [release],
         summary=f"{len(releases)} releases",
+    )
+
+
+#: what a sweep over upgrade paths runs unless told
+UPGRADE_TESTS = ["suites/conformance/test_upgrades.py"]
+
+
+def path_axis(args: argparse.Namespace) -> SweepAxis:
+    """A sweep over upgrade paths (``--over path --kafka-versions LOW..HIGH [--upgrade-to B]``):
+    the upgrades suite once per path (``highwater.sweep.upgrade_paths``), its cluster started on
+    the path's start (``--upgrade-from``) and rolled to its end (``--kafka-version``)."""
+    if args.kafka_versions is None or not _no_range_options(args) or args.kafka_version is not None:
+        raise SweepError("--over path takes the releases as --kafka-versions LOW..HIGH (and --upgrade-to B)")
+    low, high = parse_range(args.kafka_versions)
+    paths = upgrade_paths(releases_in_range(published_versions(), low, high), args.upgrade_to)
+    paths = paths if args.newest is None else paths[-args.newest :]  # the paths of the newest starts
+    preflight((), parse_client_specs(args.client), backend=args.backend, progress=_say)
+    plan: dict[str, object] = {
+        "upgrade_paths": args.kafka_versions,
+        **({"upgrade_to": args.upgrade_to} if args.upgrade_to else {}),
+        "tests": list(args.tests or UPGRADE_TESTS),
+        "client": args.client,
+        "profile": args.profile,
+        "backend": args.backend,
+        "seed": args.seed,
+    }
+
+    def prepare(path: str) -> None:
+        for release in path_ends(path):
+            ensure_kafka(release, _say)
+
+    return SweepAxis(
+        what="path",
+        versions=paths,
+        plan=plan,
+        prepare=prepare,
+        client=lambda _path: str(args.client),
+        kafka=lambda path: [path_ends(path)[1]],
+        summary=f"{len(paths)} upgrade paths",
+        extra=lambda path: ["--upgrade-from", path_ends(path)[0]],
     )
 
 
@@ -358,12 +408,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     shard: Shard | None = getattr(args, "shard", None)
     if shard is not None and args.campaign is None:
         raise SweepError("--shard needs --campaign NAME: every shard writes into that one campaign")
-    tests = args.tests or DEFAULT_SWEEP_TESTS
-    swept = f"{library_of(args.client).name}-" if args.over == "client" else ""
+    tests = args.tests or (UPGRADE_TESTS if args.over == "path" else DEFAULT_SWEEP_TESTS)
+    swept = f"{library_of(args.client).name}-" if args.over == "client" else "paths-" if args.over == "path" else ""
     campaign = args.campaign or f"sweep-{swept}{args.profile}-{time.strftime('%Y%m%dT%H%M%S')}"
     master = _checked_master(args)  # one line before anything starts: a bad or unreachable master
     state_path = Path(args.results) / campaign / (state_file(shard) if master is None else cells_state_file(shard))
-    axis = client_axis(args, state_path) if args.over == "client" else kafka_axis(args)
+    if args.upgrade_to is not None and args.over != "path":
+        raise SweepError("--upgrade-to is for --over path")
+    if args.over == "path" and master is not None:
+        raise SweepError(
+            "a sweep over upgrade paths runs here, one path after another: --master is not for --over path yet"
+        )
+    axis = {"client": client_axis, "path": lambda a, _state: path_axis(a)}.get(args.over, lambda a, _s: kafka_axis(a))(
+        args, state_path
+    )
     if shard is not None:
         mine = shard_versions(axis.versions, shard)
         if not mine:
@@ -403,7 +461,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             kafka_versions=axis.kafka(version),
             seed=args.seed,
             results=args.results,
-            extra=progress_args(args),
+            extra=[*progress_args(args), *axis.extra(version)],
         ).call()
 
     state = run_sweep(state, state_path, axis.prepare, run_version, _say, what=axis.what)

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from highwater.core.errors import HighwaterError
+from highwater.core.versions import exact_release
 from highwater.harness.backend import ClusterBackend, heal, unhealed
 from highwater.harness.backends import DEFAULT_BACKEND, BackendError, get_backend, start_backend
 from highwater.harness.clients import (
@@ -151,6 +152,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--results for every shard, one report after the last)",
     )
     group.addoption(
+        "--upgrade-from",
+        default=None,
+        metavar="RELEASE",
+        help="the release the upgrades suite's clusters start on and roll from to --kafka-version "
+        "(default: 3.9.1; faults.release)",
+    )
+    group.addoption(
         "--highwater-progress",
         choices=live.MODES,
         default=os.environ.get(live.ENV) or "off",
@@ -206,6 +214,9 @@ def pytest_configure(config: pytest.Config) -> None:
         get_backend(config.getoption("--backend"))
     except BackendError as exc:
         raise pytest.UsageError(str(exc)) from None
+    start = config.getoption("--upgrade-from")
+    if start is not None and exact_release(start) is None:
+        raise pytest.UsageError(f"--upgrade-from {start!r}: a release is MAJOR.MINOR.PATCH, e.g. 3.9.1")
     cluster_file = config.getoption("--cluster-file")
     if config.getoption("--backend") == "external" and cluster_file is None:
         cluster_file = os.environ.get("HIGHWATER_CLUSTER_FILE")
@@ -485,6 +496,15 @@ def _progress(msg: str) -> None:
         print(f"[highwater] {msg}", flush=True)
     else:
         reporter.message(msg)
+
+
+@pytest.fixture(scope="session")
+def upgrade_from(request: pytest.FixtureRequest) -> str:
+    """The release an upgrade's cluster starts on (``--upgrade-from``, default
+    ``faults.release.DEFAULT_UPGRADE_FROM``); the suites roll it to ``kafka_version``."""
+    from highwater.faults.release import DEFAULT_UPGRADE_FROM
+
+    return str(request.config.getoption("--upgrade-from") or DEFAULT_UPGRADE_FROM)
 
 
 @pytest.fixture(scope="session")

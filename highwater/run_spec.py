@@ -55,6 +55,9 @@ class RunSpec:
     # (the policy reads it, core.policy), and eligible leader replicas (KIP-966,
     # harness.features) on or off for the run (None: as the cluster has it), restored after it
     power_loss_replicas: int = 0
+    #: a run whose cluster is rolled from one release to another (``faults.release``): ``A->B``, in
+    #: the header as ``upgrade_path``; the header's ``kafka_version`` is the release it started on
+    upgrade_path: str | None = None
     eligible_leader_replicas: bool | None = None
     # every client worker's wall clock through libfaketime, for clock faults on clients
     # (``clock-jump --target client:<id>``, harness.clients.clocks)
@@ -102,6 +105,7 @@ class RunSpec:
             "group_protocol": self.group_protocol,
             **({"group_remote_assignor": self.group_remote_assignor} if self.group_remote_assignor else {}),
             **({"power_loss_replicas": self.power_loss_replicas} if self.power_loss_replicas else {}),
+            **({"upgrade_path": self.upgrade_path} if self.upgrade_path else {}),
             **self.quorum_loss(cluster.spec.brokers, cluster.spec.controllers),
             **({"client_clocks": True} if self.client_clocks else {}),
             **header_entries(settings),

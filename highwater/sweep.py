@@ -156,6 +156,33 @@ def newest_patches(releases: Sequence[str]) -> list[str]:
     return list(newest.values())
 
 
+#: how a cell of a sweep over upgrade paths names its path: ``3.9.1->4.4.0``
+PATH_ARROW = "->"
+
+
+def upgrade_paths(releases: Sequence[str], to: str | None = None) -> list[str]:
+    """Every upgrade path between the newest patches of the minor lines among ``releases``, from
+    each line to each newer one (``to``: only the paths ending there, which must be one of them),
+    oldest start first, as ``FROM->TO``; paths Kafka does not take (``faults.release.path_refusal``)
+    are left out."""
+    from highwater.faults.release import path_refusal
+
+    lines = newest_patches(releases)
+    if to is not None and to not in lines:
+        raise SweepError(f"--upgrade-to {to} is not the newest patch of its line in {lines[0]}..{lines[-1]}")
+    ends = [to] if to is not None else lines
+    paths = [f"{a}{PATH_ARROW}{b}" for b in ends for a in lines if path_refusal(a, b) is None]
+    if not paths:
+        raise SweepError(f"no upgrade path among {', '.join(lines)}: give a range of two minor lines or more")
+    return sorted(paths, key=lambda p: (parse_version(p.split(PATH_ARROW)[0]), parse_version(p.split(PATH_ARROW)[1])))
+
+
+def path_ends(path: str) -> tuple[str, str]:
+    """``3.9.1->4.4.0`` -> ``("3.9.1", "4.4.0")``."""
+    start, _, to = path.partition(PATH_ARROW)
+    return start, to
+
+
 def newest(versions: Sequence[str], n: int | None) -> list[str]:
     """The ``n`` newest of ``versions``, oldest first (all of them when ``n`` is None): a
     nightly's "the newest few versions of each client", whatever was released since."""

@@ -94,8 +94,11 @@ def run_options(request: pytest.FixtureRequest, client_name: str, run_seed: int 
 def repro(
     request: pytest.FixtureRequest, kafka_version: str, profile: Profile, backend: str, run_options: RunOptions
 ) -> str:
-    """The command that reruns exactly this test (with its backend, client and seed)."""
+    """The command that reruns exactly this test (with its backend, client, seed and, when it is
+    not the default, the release an upgrade starts on)."""
     seed = ["--seed", str(run_options.seed)] if run_options.seed is not None else []
+    start = request.config.getoption("--upgrade-from")
+    seed += ["--upgrade-from", start] if start else []
     return " ".join(
         [
             "highwater",

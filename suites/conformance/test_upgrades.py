@@ -2,9 +2,10 @@
 to the release under test while the clients write and read, with faults on the way
 (``faults.release``: ``roll`` and ``finalize``; plans in ``suites.scenario.UPGRADE_PLANS``).
 
-Each case's cluster starts on :data:`UPGRADE_FROM` (the newest 3.x release; Kafka 4.x upgrades
-directly from any 3.3.x through 3.9.x) and rolls to the version under test (``--kafka-version``),
-filling in the plans' ``{release}``.
+Each case's cluster starts on ``--upgrade-from`` (default 3.9.1, the newest 3.x: Kafka 4.x
+upgrades directly from any 3.3.x through 3.9.x) and rolls to the version under test
+(``--kafka-version``), filling in the plans' ``{release}`` and ``{from}``; ``highwater sweep
+--upgrade-paths`` runs it over many paths.
 Every data check holds across the road (no acknowledged write lost, no skip, no uncommitted read)
 and the ``upgrade`` check compares what Kafka reported before and after each step: the cluster
 id, topic ids and partition counts, the finalized feature levels.
@@ -47,10 +48,6 @@ from highwater.pytest_plugin import module_cluster
 from highwater.suites.nightly import nightly
 from highwater.suites.scenario import PLANS, UPGRADE_PLANS, check_verdicts, run_plan
 
-#: the release every case starts on
-UPGRADE_FROM = "3.9.1"
-
-
 NIGHTLY_CASES = [p.scenario for p in UPGRADE_PLANS if p.scenario != "roll-kill-finalize"]
 
 
@@ -65,23 +62,27 @@ def assert_road_kept(verdicts: list[Verdict], case: str = "roll-kill-finalize") 
 
 
 @pytest.fixture(scope="module")
-def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) -> Iterator[ClusterBackend]:
-    """This module's own 3-broker, 3-rack cluster, started on :data:`UPGRADE_FROM`."""
+def cluster(
+    request: pytest.FixtureRequest, kafka_version: str, backend: str, upgrade_from: str
+) -> Iterator[ClusterBackend]:
+    """This module's own 3-broker, 3-rack cluster, started on ``upgrade_from``."""
     if backend != "local":
         pytest.skip(f"a roll onto another release needs the local backend, not the {backend} backend")
-    refused = path_refusal(UPGRADE_FROM, kafka_version)
+    refused = path_refusal(upgrade_from, kafka_version)
     if refused:
         pytest.skip(refused)
-    yield from module_cluster(request, UPGRADE_FROM, backend)
+    yield from module_cluster(request, upgrade_from, backend)
 
 
-def _run_case(cluster: ClusterBackend, case: str, kafka_version: str, repro: str, **fixtures: Any) -> None:
+def _run_case(cluster: ClusterBackend, case: str, path: tuple[str, str], repro: str, **fixtures: Any) -> None:
     p = PLANS[f"upgrades/{case}"]
+    start, to = path
     steps = [
-        dataclasses.replace(st, fault=st.fault.replace("{release}", kafka_version).replace("{from}", UPGRADE_FROM))
-        for st in p.steps
+        dataclasses.replace(st, fault=st.fault.replace("{release}", to).replace("{from}", start)) for st in p.steps
     ]
-    result = run_plan(cluster, dataclasses.replace(p, steps=tuple(steps)), repro=repro, **fixtures)
+    result = run_plan(
+        cluster, dataclasses.replace(p, steps=tuple(steps)), repro=repro, upgrade_path=f"{start}->{to}", **fixtures
+    )
     try:
         assert_road_kept(result.verdicts, case)
     except AssertionError as exc:
@@ -105,6 +106,14 @@ def test_a_roll_with_a_node_killed_in_the_mixed_window_then_finalized_keeps_ever
 @nightly("the roll with a node killed in the mixed window runs in make test under the same checks", 90)
 @pytest.mark.parametrize("case", NIGHTLY_CASES)
 def test_the_road_under_faults_keeps_everything(
-    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str, kafka_version: str, case: str
+    cluster: ClusterBackend,
+    profile: Any,
+    campaign: str,
+    results_root: Any,
+    repro: str,
+    kafka_version: str,
+    upgrade_from: str,
+    case: str,
 ) -> None:
-    _run_case(cluster, case, kafka_version, repro, profile=profile, campaign=campaign, results_root=results_root)
+    path = (upgrade_from, kafka_version)
+    _run_case(cluster, case, path, repro, profile=profile, campaign=campaign, results_root=results_root)

@@ -11,6 +11,7 @@ from highwater.faults.conflicts import conflict
 from highwater.faults.release import path_refusal, roll_order, rollback_refusal
 from highwater.faults.schedule import ScheduleConfig
 from highwater.faults.spec import FaultKind, parse_fault
+from highwater.sweep import SweepError, path_ends, upgrade_paths
 from tests.unit.fault_topology import topo
 from tests.unit.test_backend import FakeBackend, FakeProcessBackend
 
@@ -75,3 +76,21 @@ def test_a_roll_back_after_finalizing_beyond_the_old_release_is_refused_in_one_l
     refused = rollback_refusal("3.9.1", 33)
     assert refused is not None and "finalized metadata.version 33" in refused and "21 at most" in refused
     assert rollback_refusal("4.4.0", 33) is None and rollback_refusal("9.9.0", 99) is None  # unknown line: Kafka says
+
+
+def test_a_sweep_s_upgrade_paths_go_from_each_line_s_newest_patch_to_each_newer_one() -> None:
+    releases = ["3.8.0", "3.8.1", "3.9.0", "3.9.1", "4.0.1", "4.4.0"]
+    assert upgrade_paths(releases, "4.4.0") == ["3.8.1->4.4.0", "3.9.1->4.4.0", "4.0.1->4.4.0"]
+    assert upgrade_paths(releases) == [
+        "3.8.1->3.9.1",
+        "3.8.1->4.0.1",
+        "3.8.1->4.4.0",
+        "3.9.1->4.0.1",
+        "3.9.1->4.4.0",
+        "4.0.1->4.4.0",
+    ]
+    assert path_ends("3.9.1->4.4.0") == ("3.9.1", "4.4.0")
+    with pytest.raises(SweepError, match="--upgrade-to 3.9.0 is not the newest patch of its line"):
+        upgrade_paths(releases, "3.9.0")
+    with pytest.raises(SweepError, match="no upgrade path among 4.4.0"):
+        upgrade_paths(["4.4.0"])
