@@ -47,7 +47,7 @@ NODE_BACK_S = 90.0
 _ROLE_ORDER = {Role.CONTROLLER: 0, Role.COMBINED: 1, Role.BROKER: 2}
 
 
-#: the release an upgrade starts on unless told (``--upgrade-from``): the newest 3.x (Kafka 4.x
+#: the release an upgrade starts on unless told (``--upgrade-from``): of the last 3.x line (Kafka 4.x
 #: upgrades directly from any 3.3.x through 3.9.x)
 DEFAULT_UPGRADE_FROM = "3.9.1"
 #: the first release with production KRaft: no road of ours starts or ends before it

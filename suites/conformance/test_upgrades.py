@@ -2,7 +2,7 @@
 to the release under test while the clients write and read, with faults on the way
 (``faults.release``: ``roll`` and ``finalize``; plans in ``suites.scenario.UPGRADE_PLANS``).
 
-Each case's cluster starts on ``--upgrade-from`` (default 3.9.1, the newest 3.x: Kafka 4.x
+Each case's cluster starts on ``--upgrade-from`` (default 3.9.1, of the last 3.x line: Kafka 4.x
 upgrades directly from any 3.3.x through 3.9.x) and rolls to the version under test
 (``--kafka-version``), filling in the plans' ``{release}`` and ``{from}``; ``highwater sweep
 --upgrade-paths`` runs it over many paths.
