@@ -27,14 +27,17 @@ roll-back                 kafka-1 rolled to the new release, then every node to 
                           anything was finalized
 ========================  ============================================================================
 
-``make test`` runs roll-kill-finalize; the others are nightly (``.ci/run``'s slices). The suite needs the local backend (``ReleaseControl``:
-a node restarted on another release); elsewhere it is skipped with that line, and so is a
-version under test the path does not reach (``faults.release.path_refusal``).
+``make test`` runs roll-kill-finalize; the others are nightly (``.ci/run``'s slices). Each case
+starts a cluster of its own (a roll changes a cluster for good). The suite needs the local
+backend (``ReleaseControl``: a node restarted on another release); elsewhere it is skipped with
+that line, and so is a version under test the path does not reach
+(``faults.release.path_refusal``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,7 +47,7 @@ from highwater.core.checks.verdict import Verdict
 from highwater.faults.release import path_refusal
 from highwater.faults.spec import FaultKind
 from highwater.harness.backend import ClusterBackend
-from highwater.pytest_plugin import module_cluster
+from highwater.pytest_plugin import shared_cluster
 from highwater.suites.nightly import nightly
 from highwater.suites.scenario import PLANS, UPGRADE_PLANS, check_verdicts, run_plan
 
@@ -61,17 +64,20 @@ def assert_road_kept(verdicts: list[Verdict], case: str = "roll-kill-finalize") 
     assert upgrade.counts["steps"] == steps, f"upgrade judged {upgrade.counts['steps']} of {steps} steps"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def cluster(
     request: pytest.FixtureRequest, kafka_version: str, backend: str, upgrade_from: str
 ) -> Iterator[ClusterBackend]:
-    """This module's own 3-broker, 3-rack cluster, started on ``upgrade_from``."""
+    """Each case's own 3-broker, 3-rack cluster, started on ``upgrade_from``: a roll and a
+    finalization change a cluster for good, so no two cases share one."""
     if backend != "local":
         pytest.skip(f"a roll onto another release needs the local backend, not the {backend} backend")
     refused = path_refusal(upgrade_from, kafka_version)
     if refused:
         pytest.skip(refused)
-    yield from module_cluster(request, upgrade_from, backend)
+    test = request.node
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"upgrades.{test.name}")
+    yield from shared_cluster(request, upgrade_from, backend, lambda item: item is test, name)
 
 
 def _run_case(cluster: ClusterBackend, case: str, path: tuple[str, str], repro: str, **fixtures: Any) -> None:
