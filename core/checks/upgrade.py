@@ -4,7 +4,9 @@ Judged over the ``ok`` fault events of kind ``roll`` and ``finalize`` (``faults.
 each carrying ``observed: {"before": R, "after": R}`` with R what Kafka reported
 (``Observer.cluster_record``): ``{"cluster_id", "topics": {name: {"id", "partitions"}},
 "features": {name: level}}``; a finalization also carries ``finalized: {"feature", "asked",
-"from", "to"}``. Every other check judges the records across the road as on any run.
+"from", "to"}``, and a roll ``releases: {node: {"from", "to", "back_s", ...}}`` (``skipped`` for
+a node already on the release): ``counts["nodes_rolled"]`` says how many restarts moved a node.
+Every other check judges the records across the road as on any run.
 """
 
 from __future__ import annotations
@@ -42,7 +44,14 @@ def upgrade(header: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> V
     if not steps:  # a step that failed or was cut short observed nothing to compare
         return Verdict("upgrade", UNKNOWN, {"steps": 0}, notes=["no roll or finalize step completed"])
     examples: list[dict[str, Any]] = []
-    counts = {"steps": len(steps), "observations": 0, "violations": 0}
+    # nodes a roll restarted on another release (one left alone, already on it, is not counted)
+    rolled = sum(
+        1
+        for e in steps
+        for r in ((e.get("value") or {}).get("releases") or {}).values()
+        if isinstance(r, Mapping) and "back_s" in r
+    )
+    counts = {"steps": len(steps), "nodes_rolled": rolled, "observations": 0, "violations": 0}
 
     def bad(kind: str, ev: Mapping[str, Any], **fields: Any) -> None:
         counts["violations"] += 1

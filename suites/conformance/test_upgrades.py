@@ -62,6 +62,8 @@ def assert_road_kept(verdicts: list[Verdict], case: str = "roll-kill-finalize") 
     steps = sum(1 for st in p.steps if st.kind in (FaultKind.ROLL, FaultKind.FINALIZE))
     upgrade = next(v for v in verdicts if v.check == "upgrade")
     assert upgrade.counts["steps"] == steps, f"upgrade judged {upgrade.counts['steps']} of {steps} steps"
+    # every node moved at least once: a roll of nodes already on the release proves nothing
+    assert upgrade.counts["nodes_rolled"] >= 3, f"only {upgrade.counts['nodes_rolled']} node restarts moved a release"
 
 
 @pytest.fixture

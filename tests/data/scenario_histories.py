@@ -20,6 +20,7 @@ bounds), so the checks judge them with the scenario's own bounds.
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,7 +134,7 @@ def generate(plan: Plan, *, partitions: int = 1, profile_seconds: float = 20.0) 
         for at, what, step in [x for x in sched if x[0] <= now]:
             sched.remove((at, what, step))
             if step.kind.value in RELEASE_STEPS:  # no broker is out for the window: it only records
-                _release_step(b, what, step.kind.value)
+                _release_step(b, what, step)
                 continue
             if what == "fault":
                 kind, broker, params = _fault_target(step.fault, leaders)
@@ -202,12 +203,18 @@ def generate(plan: Plan, *, partitions: int = 1, profile_seconds: float = 20.0) 
 KEPT = {"cluster_id": "c", "topics": {TOPIC: {"id": "t-id", "partitions": 3}}, "features": {"metadata.version": 21}}
 
 
-def _release_step(b: HistoryBuilder, f: str, kind: str) -> None:
-    """A roll or finalize as the injector records it: its ``ok`` says what it observed."""
-    value: dict[str, Any] = {"kind": kind, "targets": ["kafka-1", "kafka-2", "kafka-3"], "params": {}, "id": kind}
+def _release_step(b: HistoryBuilder, f: str, step: Any) -> None:
+    """A roll or finalize as the injector records it: its ``ok`` says what it observed (and a
+    roll, which nodes it moved: the one it names, or all three)."""
+    kind = step.kind.value
+    one = re.search(r"--target broker:(\d)", step.fault)
+    targets = [f"kafka-{one.group(1)}"] if one else ["kafka-1", "kafka-2", "kafka-3"]
+    value: dict[str, Any] = {"kind": kind, "targets": targets, "params": {}, "id": kind}
     b.event("nemesis", "invoke", f, value)
     if f == "fault":
         value = {**value, "observed": {"before": copy.deepcopy(KEPT), "after": copy.deepcopy(KEPT)}}
+        if kind == "roll":
+            value["releases"] = {n: {"from": "a", "to": "b", "back_s": 2.5} for n in targets}
         if kind == "finalize":
             value["finalized"] = {"feature": "metadata.version", "asked": 21, "from": 21, "to": 21}
     b.event("nemesis", "ok", f, value)

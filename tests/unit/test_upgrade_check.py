@@ -46,6 +46,7 @@ def test_a_clean_road_is_valid_and_new_topics_and_raised_levels_are_no_change() 
         ("finalize", seen(topics=other), seen(topics=other, mv=27), finalized(27, 27)),
     )
     assert v.valid is True and v.counts["steps"] == 3 and v.counts["observations"] == 6, v
+    assert v.counts["nodes_rolled"] == 0  # these rolls name no node they moved
 
 
 def test_a_changed_cluster_id_or_topic_is_found() -> None:
@@ -78,3 +79,11 @@ def test_a_history_without_a_release_step_is_not_applicable() -> None:
     b.event("nemesis", "invoke", "fault", {"kind": "roll", "targets": ["kafka-1"], "params": {}})
     cut_short = CHECKS["upgrade"](b.data())  # a roll the run ended in: it observed nothing to compare
     assert cut_short.valid == UNKNOWN and cut_short.counts == {"steps": 0}
+
+
+def test_only_restarts_that_moved_a_node_count_as_rolled() -> None:
+    moved = {
+        "kafka-1": {"from": "3.9.1", "to": "4.4.0", "back_s": 2.4},
+        "kafka-2": {"from": "4.4.0", "to": "4.4.0", "skipped": "already on it"},
+    }
+    assert judge(("roll", seen(), seen(), {"releases": moved})).counts["nodes_rolled"] == 1
