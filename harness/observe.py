@@ -389,6 +389,7 @@ class Observer:
         )
         if answer != "OK":
             raise ClusterError(f"the cluster refused {name}={level} (from {current}): {answer}")
+
         # the controller has it; each broker learns it from the metadata log, and a client takes
         # the level of the broker it asks (ApiVersions): every broker must tell it first. A broker
         # that does not answer (killed, as in a finalization during a fault) is left out: it
