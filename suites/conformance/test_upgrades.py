@@ -98,17 +98,16 @@ def _run_case(cluster: ClusterBackend, case: str, path: tuple[str, str], repro: 
 
 
 def test_a_roll_with_a_node_killed_in_the_mixed_window_then_finalized_keeps_everything(
-    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str, kafka_version: str
+    cluster: ClusterBackend,
+    profile: Any,
+    campaign: str,
+    results_root: Any,
+    repro: str,
+    kafka_version: str,
+    upgrade_from: str,
 ) -> None:
-    _run_case(
-        cluster,
-        "roll-kill-finalize",
-        kafka_version,
-        repro,
-        profile=profile,
-        campaign=campaign,
-        results_root=results_root,
-    )
+    path = (upgrade_from, kafka_version)
+    _run_case(cluster, "roll-kill-finalize", path, repro, profile=profile, campaign=campaign, results_root=results_root)
 
 
 @nightly("the roll with a node killed in the mixed window runs in make test under the same checks", 90)
