@@ -60,10 +60,12 @@ def assert_road_kept(verdicts: list[Verdict], case: str = "roll-kill-finalize") 
     p = PLANS[f"upgrades/{case}"]
     check_verdicts(verdicts, p.must_hold)
     steps = sum(1 for st in p.steps if st.kind in (FaultKind.ROLL, FaultKind.FINALIZE))
+    rolls = sum(1 for st in p.steps if st.kind is FaultKind.ROLL)
     upgrade = next(v for v in verdicts if v.check == "upgrade")
     assert upgrade.counts["steps"] == steps, f"upgrade judged {upgrade.counts['steps']} of {steps} steps"
-    # every node moved at least once: a roll of nodes already on the release proves nothing
-    assert upgrade.counts["nodes_rolled"] >= 3, f"only {upgrade.counts['nodes_rolled']} node restarts moved a release"
+    # a roll that moved no node (its nodes already on the release) proves nothing
+    moved = upgrade.counts["nodes_rolled"]
+    assert moved >= rolls, f"only {moved} node restarts moved a release in {rolls} rolls"
 
 
 @pytest.fixture
