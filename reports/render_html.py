@@ -439,11 +439,24 @@ def _failures_view(d: ReportData, base: Path) -> dict[str, Any]:
     return {"entries": items, "partial": partial}
 
 
+def mixed_version_window(windows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The band a run's nodes ran different Kafka releases in: from its first ``roll`` window's
+    start to its last one's end (``faults.release``; a roll back ends it too), whatever came in
+    between; None for a run without a roll. Drawn with ``band: "mixed"``, not as a fault."""
+    rolls = [w for w in windows if w.get("kind") == "roll"]
+    if not rolls:
+        return None
+    start, end = min(w["start_s"] for w in rolls), max(w["end_s"] for w in rolls)
+    return {"start_s": start, "end_s": end, "kind": "mixed-version window", "targets": "[]", "band": "mixed"}
+
+
 def _timelines_view(d: ReportData, base: Path) -> dict[str, Any]:
     runs = {r["label"]: r for r in d.runs}
     plotted: list[dict[str, Any]] = []
     for label, tl in d.timelines.items():
         t, fw = tl["t"], tl["faults"]
+        mixed = mixed_version_window(fw)
+        fw = [mixed, *fw] if mixed else fw
         charts = [
             line_chart(
                 t,

@@ -73,10 +73,11 @@ def line_chart(
         a, b = max(px(f["start_s"]), ML), min(px(f["end_s"]), ML + pw)
         if b <= a:
             b = a + 1
+        band = str(f.get("band") or "fault")  # "mixed": nodes on different releases (timelines.mixed_version_window)
         label = f"{f.get('kind')} {f.get('targets')} {f['start_s']:.1f}s-{f['end_s']:.1f}s"
         out.append(
-            f'<rect class="fault" x="{a:.1f}" y="{MT}" width="{b - a:.1f}" height="{ph}">'
-            f"<title>fault: {escape(label)}</title></rect>"
+            f'<rect class="{escape(band)}" x="{a:.1f}" y="{MT}" width="{b - a:.1f}" height="{ph}">'
+            f"<title>{'fault: ' if band == 'fault' else ''}{escape(label)}</title></rect>"
         )
     for i, (name, s) in enumerate(series):
         color = PALETTE[i % len(PALETTE)]

@@ -605,3 +605,19 @@ def test_release_view_is_rendered_with_the_change_outlined_and_in_the_summary() 
     assert [(c["release"], c["to"]) for c in s["release_changes"]] == [("4.0.2", "fail"), ("4.4.0", "pass")]
     # one release: the section says how to fill it instead of a table
     assert "id='releases-table'" not in render(_data())
+
+
+def test_a_run_with_rolls_shows_its_mixed_version_window_as_a_band_of_its_own() -> None:
+    from highwater.reports.render_html import mixed_version_window
+
+    windows = [
+        {"start_s": 3.0, "end_s": 6.0, "kind": "roll", "targets": "[]"},
+        {"start_s": 7.0, "end_s": 27.0, "kind": "kill", "targets": "[]"},
+        {"start_s": 29.0, "end_s": 39.0, "kind": "roll", "targets": "[]"},
+    ]
+    band = mixed_version_window(windows)
+    assert band is not None and (band["start_s"], band["end_s"], band["band"]) == (3.0, 39.0, "mixed")
+    assert mixed_version_window([w for w in windows if w["kind"] == "kill"]) is None  # no roll, no band
+    svg = str(line_chart([0, 40], [("a", [1, 2])], title="t", faults=[band, windows[1]]))
+    assert svg.count('class="mixed"') == 1 and svg.count('class="fault"') == 1
+    assert "<title>mixed-version window" in svg and "<title>fault: kill" in svg
