@@ -4,9 +4,10 @@
 release B, in the order Kafka's upgrade notes give: nodes that are only controllers, then nodes
 that are both, then nodes that are only brokers (a scenario names another order by rolling one
 selector at a time). Each node is stopped cleanly (a controlled shutdown), started on B on the
-same data (a node already on B is left alone), and waited for before the next: a broker until it is registered and unfenced and every
-partition's ISR is whole again, a controller-only node until the quorum has a leader. The ISR
-wait gives up after :data:`ISR_BACK_S` (under another fault it may never be whole): the step
+same data (a node already on B is left alone), and waited for before the next: a controller
+(combined or not) until, as a voter, it has caught up with the quorum's leader since its restart
+(DescribeQuorum); a broker until it is registered and unfenced and every partition's ISR is
+whole again. The ISR wait gives up after :data:`ISR_BACK_S` (under another fault it may never be whole): the step
 records ``isr_whole: false`` for that node and goes on. Then ``interval`` seconds of calm.
 
 ``finalize --target controller [--feature F] [--level N]`` finalizes KRaft feature F
@@ -113,11 +114,18 @@ def _observe(cluster: ClusterBackend) -> dict[str, Any]:
     return wait_until(lambda: cluster.observer().cluster_record(), 30, "the cluster describes itself")
 
 
-def _wait_back(cluster: ClusterBackend, name: str) -> bool:
-    """Until node ``name`` is back (module doc); whether every partition's ISR is whole again."""
+def _wait_back(cluster: ClusterBackend, name: str, since_ms: int) -> bool:
+    """Until node ``name``, restarted at ``since_ms`` (epoch ms), is back (module doc): as a
+    controller, caught up with the quorum's leader since then; as a broker, registered and
+    unfenced. Then whether every partition's ISR is whole again (brokers only)."""
     node = cluster.topo.node(name)
+    if node.is_controller:
+        wait_until(
+            lambda: cluster.observer().voter_caught_up(node.node_id, since_ms),
+            NODE_BACK_S,
+            f"controller {name} has caught up with the KRaft quorum",
+        )
     if not node.is_broker:
-        wait_until(lambda: cluster.observer().active_controller(), NODE_BACK_S, "the KRaft quorum has a leader")
         return True
     cluster.wait_for_brokers(NODE_BACK_S, ids=[node.node_id])
     try:
@@ -169,13 +177,13 @@ def roll(
         if rolled:
             time.sleep(interval)  # a schedule gap between nodes, not a synchronisation wait
         rolled += 1
-        t0 = time.monotonic()
+        t0, since_ms = time.monotonic(), int(time.time() * 1000)
         cluster.restart_on(name, release)
         step: dict[str, Any] = {"from": was, "to": release}
         if crash_after > 0:
             _crash_and_start(cluster, name, crash_after)
             step["crashed_after_s"] = crash_after
-        step["isr_whole"] = _wait_back(cluster, name)
+        step["isr_whole"] = _wait_back(cluster, name, since_ms)
         step["back_s"] = round(time.monotonic() - t0, 3)
         releases[name] = step
         log.info("rolled %s from Kafka %s to %s in %.1fs", name, was, release, step["back_s"])

@@ -435,6 +435,15 @@ class Observer:
                 out[broker] = levels.get(name, 0)
         return out
 
+    def voter_caught_up(self, node_id: int, since_ms: int) -> bool:
+        """Whether KRaft controller ``node_id`` leads the metadata quorum or, as a voter, has
+        caught up with the leader at ``since_ms`` (epoch ms) or later (DescribeQuorum)."""
+        quorum = self.admin.describe_metadata_quorum()["topics"][0]["partitions"][0]
+        if quorum["leader_id"] == node_id:
+            return True
+        voter = next((v for v in quorum["current_voters"] if v["replica_id"] == node_id), None)
+        return voter is not None and int(voter["last_caught_up_timestamp"]) >= since_ms
+
     def cluster_record(self) -> dict[str, Any]:
         """What an upgrade must keep, as Kafka reports it now: the cluster id, each topic's id and
         partition count (internal topics left out) and each finalized feature level."""

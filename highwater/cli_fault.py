@@ -130,6 +130,17 @@ def cmd_apply(args: argparse.Namespace) -> int:
         fault = nemesis.apply(command.spec)
         what = ", ".join(fault.nodes) or ", ".join(sorted(lk.proxy_name for lk in fault.links))
         print(f"applied {command.spec} -> {what}")
+        if command.spec.kind.heals_itself:
+            for name, step in sorted((fault.release.get("releases") or {}).items()):
+                print(
+                    f"  {name}: Kafka {step['from']} -> {step['to']}"
+                    + (f" ({step['skipped']})" if "skipped" in step else "")
+                )
+            if "finalized" in fault.release:
+                f = fault.release["finalized"]
+                print(f"  {f['feature']}: {f['from']} -> {f['to']}")
+            print("done: nothing to heal")
+            return 0
         if command.duration is None:
             print("in place until: highwater fault heal" + (f" --name {args.name}" if args.name != "manual" else ""))
             return 0
