@@ -320,6 +320,7 @@ def _run_row(r: RunInfo, verdicts: dict[str, dict[str, Any]], findings: tuple[Fi
         {check: v["valid"] for check, v in verdicts.items()},
         beyond_of(r.manifest.findings if r.manifest is not None else None),
     )
+    path = r.config.get("upgrade_path")
     return {
         "key": r.key,
         "label": r.label,
@@ -327,7 +328,9 @@ def _run_row(r: RunInfo, verdicts: dict[str, dict[str, Any]], findings: tuple[Fi
         "run_id": r.run_id,
         "suite": r.suite,
         "scenario": r.scenario,
-        "kafka_version": r.kafka_version,
+        # a run rolled from one release to another is the path's, in every table (the matrix's
+        # column, across releases); its findings are matched on the release it started on, above
+        "kafka_version": path if isinstance(path, str) and path else r.kafka_version,
         "client": r.client,
         "config": r.config,
         "seed": r.seed,

@@ -143,3 +143,21 @@ def test_a_suite_s_exact_judgement_beyond_a_finding_makes_the_run_new_in_its_fil
     assert row["class"] == "violated" and "lost-write" in row["findings"]["new"]
     assert row["findings"]["beyond"] == {"HW-10": ["lost-write"]}
     assert record_beyond(tmp_path / "nothing-here", "HW-10", ["lost-write"]) is None
+
+
+def test_a_run_rolled_from_one_release_to_another_shows_as_its_path() -> None:
+    base = _data().runs[1]
+    rolled = RunInfo(
+        0,
+        "c1",
+        "b",
+        Path("/x"),
+        suite="upgrades",
+        scenario="r",
+        kafka_version="3.9.1",
+        client="kp 1.0",
+        config={"upgrade_path": "3.9.1->4.4.0"},
+    )
+    assert _run_row(rolled, base["verdicts"], ())["kafka_version"] == "3.9.1->4.4.0"
+    plain = RunInfo(0, "c1", "b", Path("/x"), suite="chaos", scenario="kill", kafka_version="4.3.1", client="kp 1.0")
+    assert _run_row(plain, base["verdicts"], ())["kafka_version"] == "4.3.1"
