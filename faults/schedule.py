@@ -17,7 +17,8 @@ Targets drawn: ``broker:<id>``, ``rack:<rack>``, ``minority:<seed>`` and ``bridg
 ``follower-in:<rack>@<tp>`` for each partition in ``config.partitions``, ``coordinator:group/<id>``
 for each group in ``config.groups`` (ids, not placeholders: a schedule is drawn before the run
 and replayed as is; no groups, no such target, and the draws of every other schedule unchanged),
-``brokers`` for rolling restarts, ``consumers:<rack>`` or ``group:<id>`` for client faults (drawn
+``brokers`` for rolling restarts (and ``broker:<id>`` or ``brokers`` for rolls, drawn only with
+``config.roll_to``, the release they roll to), ``consumers:<rack>`` or ``group:<id>`` for client faults (drawn
 only where the mix weighs them; with ``config.member_targets``, also ``members:<id>`` (a
 majority), ``members:<id>:1`` and, for classic-protocol groups, ``group-leader:<id>``), and ``clients:<rack> --peer broker:<id>`` (or, with groups,
 ``--peer coordinator:group/<id>``) for link faults. Cuts are one-way (``--flow in``/``out``) one
@@ -32,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from highwater.core.versions import exact_release
 from highwater.faults.common import Direction, FaultError
 from highwater.faults.conflicts import conflict
 from highwater.faults.spec import FaultKind, FaultSpec, Flow
@@ -129,6 +131,9 @@ class ScheduleConfig:
     toxicity: tuple[float, float] = (1.0, 1.0)
     groups: tuple[str, ...] = ()
     member_targets: tuple[str, ...] = ()
+    #: the release ``roll`` steps roll to (``faults.release``): a mix may weigh ``roll`` only with
+    #: it; a roll takes one broker (a mixed window) or every broker, each onto this release
+    roll_to: str | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -150,8 +155,10 @@ class ScheduleConfig:
             kind = FaultKind.parse(name)
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
                 raise FaultError(f"weight of {kind.cli} must be a number >= 0, got {weight!r}")
-            if weight and kind in (FaultKind.ROLL, FaultKind.FINALIZE):
-                raise FaultError(f"{kind.cli} is not drawn: a schedule has no release to roll to; script it as a step")
+            if weight and kind is FaultKind.FINALIZE:
+                raise FaultError("finalize is not drawn: a finalization is for good; script it as a step")
+            if weight and kind is FaultKind.ROLL and self.roll_to is None:
+                raise FaultError("roll is drawn only with roll_to, the release it rolls to")
             weights[kind] = float(weight)
         if not any(weights.values()):
             raise FaultError("the fault mix has no kind with a positive weight")
@@ -168,6 +175,8 @@ class ScheduleConfig:
         if self.member_targets and not self.groups:
             raise FaultError("member_targets needs groups: the group ids whose members may be targeted")
         set_(self, "member_targets", tuple(m for m in MEMBER_TARGETS if m in self.member_targets))
+        if self.roll_to is not None and exact_release(str(self.roll_to)) is None:
+            raise FaultError(f"roll_to must be a release MAJOR.MINOR.PATCH, got {self.roll_to!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -182,6 +191,7 @@ class ScheduleConfig:
             # only when set: the JSON of a schedule without groups is what it always was
             **({"groups": list(self.groups)} if self.groups else {}),
             **({"member_targets": list(self.member_targets)} if self.member_targets else {}),
+            **({"roll_to": self.roll_to} if self.roll_to else {}),
         }
 
     @classmethod
@@ -329,6 +339,9 @@ def _draw_target(
     """A (target, peer) for ``kind``, or None if the drawn target shape is impossible here."""
     if kind is FaultKind.ROLLING_RESTART:
         return BrokersTarget(), None
+    if kind is FaultKind.ROLL:  # one broker (the mixed window begins) or all of them
+        one = rng.choice([*topology.brokers, None])
+        return (BrokersTarget() if one is None else parse_target(f"broker:{one.node_id}")), None
     if kind.is_client:
         # a rack's consumers, or with groups a group's members (the workers of the run's clients)
         shapes: list[Target] = [ClientTarget(TargetKind.CONSUMERS, r) for r in topology.client_racks]
@@ -404,6 +417,8 @@ def _draw_params(
         return {"rate": round(rng.uniform(-1000, 1000), 1)}
     if kind is FaultKind.ROLLING_RESTART:
         return {"interval": round(duration / len(topology.brokers), 3), "clean": rng.random() < 0.5}
+    if kind is FaultKind.ROLL:
+        return {"release": str(config.roll_to), "interval": round(rng.uniform(1, 5), 3)}
     return {}
 
 

@@ -9,7 +9,7 @@ from highwater.faults.capability import check_capabilities
 from highwater.faults.common import FaultError
 from highwater.faults.conflicts import conflict
 from highwater.faults.release import path_refusal, roll_order, rollback_refusal
-from highwater.faults.schedule import ScheduleConfig
+from highwater.faults.schedule import Schedule, ScheduleConfig
 from highwater.faults.spec import FaultKind, parse_fault
 from highwater.sweep import SweepError, path_ends, upgrade_paths
 from tests.unit.fault_topology import topo
@@ -58,10 +58,21 @@ def test_a_roll_contradicts_a_fault_on_its_nodes_and_a_finalization_contradicts_
     assert conflict(t, finalize, parse_fault("kill --target controller")) is None
 
 
-def test_a_schedule_never_draws_a_release_step() -> None:
-    with pytest.raises(FaultError, match="roll is not drawn"):
+def test_a_schedule_draws_rolls_only_toward_a_release_it_is_given_and_never_a_finalization() -> None:
+    with pytest.raises(FaultError, match="roll is drawn only with roll_to"):
         ScheduleConfig(mix=(("roll", 1.0), ("cut", 1.0)))
-    assert dict(ScheduleConfig().mix)["finalize"] == 0.0
+    with pytest.raises(FaultError, match="finalize is not drawn"):
+        ScheduleConfig(mix=(("finalize", 1.0), ("cut", 1.0)), roll_to="4.4.0")
+    with pytest.raises(FaultError, match="roll_to must be a release"):
+        ScheduleConfig(roll_to="4.4")
+    assert dict(ScheduleConfig().mix)["roll"] == 0.0 and dict(ScheduleConfig().mix)["finalize"] == 0.0
+    config = ScheduleConfig(length=600, duration=(20, 40), mix=(("roll", 1.0), ("kill", 1.0)), roll_to="4.4.0")
+    schedule = Schedule.generate(topo(3, 3), 7, config)
+    rolls = [f.spec for f in schedule.faults if f.spec.kind is FaultKind.ROLL]
+    assert rolls and all(r.param("release") == "4.4.0" for r in rolls)
+    assert {str(r.target) for r in rolls} <= {"brokers", "broker:1", "broker:2", "broker:3"}
+    assert Schedule.from_json(schedule.to_json()) == schedule and ScheduleConfig.from_dict(config.to_dict()) == config
+    assert Schedule.generate(topo(3, 3), 7, config) == schedule  # seeded
 
 
 def test_an_upgrade_path_is_refused_in_one_line_unless_it_goes_up_between_kraft_releases() -> None:
