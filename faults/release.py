@@ -41,12 +41,11 @@ log = logging.getLogger(__name__)
 
 #: how long a rolled broker's partitions may take to be whole again before the roll goes on
 ISR_BACK_S = 60.0
-#: how long a rolled node may take to be registered (broker) or the quorum to have a leader
+#: how long a rolled node may take to catch up with the quorum (controller) or register (broker)
 NODE_BACK_S = 90.0
 
 #: the order of a roll: Kafka's upgrade notes roll controllers before brokers
 _ROLE_ORDER = {Role.CONTROLLER: 0, Role.COMBINED: 1, Role.BROKER: 2}
-
 
 #: the release an upgrade starts on unless told (``--upgrade-from``): of the last 3.x line (Kafka 4.x
 #: upgrades directly from any 3.3.x through 3.9.x)
