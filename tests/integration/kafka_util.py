@@ -15,8 +15,8 @@ from highwater.harness.waiting import wait_until_steady
 
 #: the checks a fault-free assign-mode run without transactions, commits or idempotent producers
 #: gives no input to (core.checks: their verdict is not-applicable)
-#: the inputs a plain run (no transactions, groups, copy or share group) does not record
-_EXTRA_INPUTS = frozenset({Input.TXNS, Input.COMMITS, Input.COPY, Input.SHARE})
+#: the inputs a plain run (no transactions, groups, copy, share group or release step) does not record
+_EXTRA_INPUTS = frozenset({Input.TXNS, Input.COMMITS, Input.COPY, Input.SHARE, Input.RELEASE_STEPS})
 #: the checks such a run cannot judge (they say not-applicable), in report order: derived from
 #: what each check needs, so a new check of transactions, groups or share groups is in it at once;
 #: nonmonotonic-send is not applicable because the producers are not idempotent
