@@ -408,31 +408,29 @@ class Observer:
     def feature_levels(self, name: str) -> dict[int, int]:
         """Each known broker's finalized level of feature ``name`` from its own ApiVersions answer
         (0: not finalized; a broker that did not answer is left out)."""
-        from kafka.protocol.metadata import ApiVersionsRequest
-
-        brokers = self._broker_ids()
-        ask = ApiVersionsRequest(client_software_name="highwater", client_software_version="0", min_version=3)
-        answers = self._send_all([(b, ask) for b in brokers])
-        out: dict[int, int] = {}
-        for broker, answer in zip(brokers, answers):
-            if isinstance(answer, BaseException):
-                continue
-            levels = {f.name: int(f.max_version_level) for f in (answer.finalized_features or [])}
-            out[broker] = levels.get(name, 0)
-        return out
+        return self._levels_by_broker(name, finalized=True)
 
     def supported_levels(self, name: str) -> dict[int, int]:
         """Each known broker's newest supported level of feature ``name`` (ApiVersions'
         ``supported_features``; 0: not supported); a broker that did not answer is left out."""
+        return self._levels_by_broker(name, finalized=False)
+
+    def _levels_by_broker(self, name: str, *, finalized: bool) -> dict[int, int]:
+        """Each broker's ApiVersions answer for feature ``name``: its finalized level, or the
+        newest it supports."""
         from kafka.protocol.metadata import ApiVersionsRequest
 
         brokers = self._broker_ids()
         ask = ApiVersionsRequest(client_software_name="highwater", client_software_version="0", min_version=3)
         out: dict[int, int] = {}
         for broker, answer in zip(brokers, self._send_all([(b, ask) for b in brokers])):
-            if not isinstance(answer, BaseException):
+            if isinstance(answer, BaseException):
+                continue
+            if finalized:
+                levels = {f.name: int(f.max_version_level) for f in (answer.finalized_features or [])}
+            else:
                 levels = {f.name: int(f.max_version) for f in (answer.supported_features or [])}
-                out[broker] = levels.get(name, 0)
+            out[broker] = levels.get(name, 0)
         return out
 
     def voter_caught_up(self, node_id: int, since_ms: int) -> bool:
