@@ -11,7 +11,11 @@ the fault behind most rebalances in production; SIGCONT on heal) or restarted. T
   the last record it returned) and waits for it.
 - ``client_freeze``: SIGSTOP now, SIGCONT on heal. A command waiting on a frozen worker waits
   for the thaw (``WorkerProcess.request``).
-- ``client_restart``: SIGKILL and started again at once (heals itself).
+- ``client_restart``: SIGKILL and started again at once (heals itself). With ``version`` the new
+  worker runs that version of the same client (a member rolled to a newer client, so one group
+  holds two versions); with ``group_protocol`` a group member rejoins on that protocol (KIP-848's
+  online migration of a classic group, member by member, Kafka 4.0+). The owner keeps them for
+  every later restart; :func:`relaunch_refusal` refuses what the client or release lacks.
 
 A killed client's sends still in flight end ``info`` (they may have been written) and its
 history ends with what it reported before it died, then a ``poll``/``send`` ``info`` whose
@@ -42,12 +46,13 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from highwater.core.errors import WaitTimeout
 from highwater.faults.common import FaultError
 from highwater.faults.target import ClientTarget, TargetKind
-from highwater.harness.clients.worker import WorkerInfo, WorkerProcess, live_workers, request_restart
+from highwater.harness.clients.groups import group_protocol_refusal
+from highwater.harness.clients.worker import Relaunch, WorkerInfo, WorkerProcess, live_workers, request_restart
 from highwater.harness.waiting import wait_until
 
 #: how long ``group-leader`` waits for a group between generations to settle
@@ -163,6 +168,35 @@ def group_view(view: GroupView) -> Iterator[GroupView]:
             _VIEW.remove(view)
 
 
+@runtime_checkable
+class GroupTypes(Protocol):
+    """Says what type a group is now (ListGroups, KIP-848: ``classic``, ``consumer``)."""
+
+    def group_type(self, group: str) -> str: ...
+
+
+def group_type(group: str, want: str | None = None, timeout_s: float = 15.0) -> str | None:
+    """``group``'s type as its coordinator lists it now, asked of the registered view
+    (:func:`group_view`); with ``want``, asked again until it says so or ``timeout_s`` has passed
+    (then what it said last: the history records it, the suite judges it). None when no view that
+    answers it is registered (a run without a cluster of its own, a unit test)."""
+    with _VIEW_LOCK:
+        view = _VIEW[-1] if _VIEW else None
+    if not isinstance(view, GroupTypes):
+        return None
+    seen: list[str] = []
+
+    def answered() -> bool:
+        seen[:] = [view.group_type(group)]
+        return want is None or seen[0] == want
+
+    try:
+        wait_until(answered, timeout_s, f"group {group} is a {want} group", interval=0.5)
+    except WaitTimeout:
+        pass  # what it said last is the answer, recorded as it is
+    return seen[0] if seen else None
+
+
 def _running() -> list[WorkerInfo]:
     """The live workers not killed by a fault: a killed one not started again is no member to
     count or pick."""
@@ -242,14 +276,40 @@ def thaw_all() -> None:
             w.thaw()
 
 
-def restart(ids: Sequence[str], timeout_s: float = 60.0) -> None:
-    """Ask the owners of ``ids`` to start them again, and wait until each runs a new worker."""
+def relaunch_refusal(workers: Iterable[WorkerInfo], relaunch: Relaunch, kafka_version: str) -> str | None:
+    """Why ``workers`` cannot restart on what ``relaunch`` asks (one line), or None when they can:
+    another group protocol is for group members only, and on it the client at the version it
+    restarts on and Kafka ``kafka_version`` must have that protocol (``group_protocol_refusal``)."""
+    for w in workers:
+        name, _, version = w.client.partition(" ")
+        after = relaunch.version or version
+        protocol = relaunch.group_protocol
+        if protocol is not None and (w.role != "consumer" or w.group_id is None):
+            what = "a producer" if w.role == "producer" else f"a {w.role} outside a group (assign mode)"
+            return f"client-restart --group-protocol: {w.client_id} is {what}; only a group member has a group protocol"
+        protocol = protocol or w.group_protocol
+        if protocol is not None:
+            refused = group_protocol_refusal(name, after, kafka_version, protocol)
+            if refused is not None:
+                return f"client-restart of {w.client_id} onto {name} {after} ({protocol} protocol) refused: {refused}"
+    return None
+
+
+def infos(ids: Sequence[str]) -> dict[str, WorkerInfo]:
+    """The running workers of ``ids``, by client id (what a restart is about to replace)."""
+    return {w.info.client_id: w.info for w in _workers(ids) if not w.killed_by}
+
+
+def restart(ids: Sequence[str], timeout_s: float = 60.0, relaunch: Relaunch | None = None) -> dict[str, WorkerInfo]:
+    """Ask the owners of ``ids`` to start them again (on what ``relaunch`` asks, if given), wait
+    until each runs a new worker, and return the new workers' infos by client id."""
     before = {w.pid for w in _workers(ids)}
     for client_id in ids:
-        request_restart(client_id)
+        request_restart(client_id, relaunch)
 
     def back() -> bool:
         running = {w.info.client_id for w in live_workers() if w.pid not in before and not w.killed_by}
         return set(ids) <= running
 
     wait_until(back, timeout_s, f"client workers {', '.join(ids)} started again by their workloads")
+    return {w.info.client_id: w.info for w in live_workers() if w.pid not in before and w.info.client_id in ids}

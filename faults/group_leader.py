@@ -196,11 +196,20 @@ class LiveGroups:
     def __init__(self, observer: Callable[[], Observer]) -> None:
         self._observer = observer
 
+    def group_type(self, group: str) -> str:
+        """ListGroups' type of ``group`` at its coordinator (``""``: unlisted, or not said)."""
+        obs = self._observer()
+        return self._listed_type(obs, obs.coordinator("group", group), group)
+
+    @staticmethod
+    def _listed_type(obs: Observer, coordinator: int, group: str) -> str:
+        listed = [g for g in obs.admin.list_groups(broker_ids=[coordinator]) if g.get("group_id") == group]
+        return str(listed[0].get("group_type") or "") if listed else ""
+
     def group(self, group: str) -> GroupSnapshot:
         obs = self._observer()
         coordinator = obs.coordinator("group", group)
-        listed = [g for g in obs.admin.list_groups(broker_ids=[coordinator]) if g.get("group_id") == group]
-        group_type = str(listed[0].get("group_type") or "") if listed else ""
+        group_type = self._listed_type(obs, coordinator, group)
         described = obs.admin.describe_groups([group], group_coordinator_id=coordinator).get(group)
         if described is not None and described.get("error"):
             raise RuntimeError(f"DescribeGroups {group}: {described['error']}")

@@ -44,6 +44,7 @@ from highwater.harness.backend import (
     NodeState,
     ProcessControl,
 )
+from highwater.harness.clients.worker import Relaunch, WorkerInfo
 from highwater.harness.topology import Link
 from highwater.harness.waiting import wait_until
 
@@ -106,6 +107,10 @@ class ActiveFault:
     clock_offsets: dict[str, float] = field(default_factory=dict)
     #: roll and finalize: what the step did and observed (``faults.release``)
     release: dict[str, Any] = field(default_factory=dict)
+    #: client-restart with --version/--group-protocol: each worker's client and group protocol
+    #: before and after, by client id (``{"from": {...}, "to": {...}}``)
+    #: and, for a new group protocol, ``"group_type"``: what the group's coordinator then lists
+    members: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def event_value(self) -> dict[str, Any]:
         """The history's fault/heal value. ``params.cuts_off`` lists the brokers whose every
@@ -125,6 +130,8 @@ class ActiveFault:
         if self.lost:
             value["lost"] = {name: dict(counts) for name, counts in sorted(self.lost.items())}
         value.update(self.release)
+        if self.members:
+            value["members"] = dict(sorted(self.members.items()))
         if self.spec.kind.is_link:
             value["links"] = sorted(lk.proxy_name for lk in self.links)
             params["peer"] = None if self.spec.peer is None else str(self.spec.peer)
@@ -209,6 +216,12 @@ class Injector:
             fault.parties = tuple(sorted(parties))
         elif isinstance(spec.target, ClientTarget):
             fault.nodes = clients.resolve(spec.target)
+            relaunch = _relaunch(spec)
+            if relaunch is not None:
+                running = clients.infos(fault.nodes).values()
+                refused = clients.relaunch_refusal(running, relaunch, self.cluster.kafka_version)
+                if refused is not None:
+                    raise FaultError(refused)
         else:
             parties = spec.target.resolve(topo, self.view, seed=self.seed, default_partition=self.default_partition)
             fault.nodes = tuple(sorted(parties))
@@ -254,9 +267,24 @@ class Injector:
         if kind is FaultKind.CLIENT_FREEZE:
             clients.freeze(ids)
             return
+        before = clients.infos(ids)
         clients.kill(ids, f"{fault.id} ({kind.cli})")
         if kind is FaultKind.CLIENT_RESTART:
-            clients.restart(ids)
+            relaunch = _relaunch(fault.spec)
+            after = clients.restart(ids, relaunch=relaunch)
+            if relaunch is not None:
+                fault.members = {
+                    cid: {"from": _member(before[cid]), "to": _member(after[cid])}
+                    for cid in ids
+                    if cid in before and cid in after
+                }
+                # a member back on the consumer protocol converts a classic group (KIP-848's online
+                # migration) at its first heartbeat: what the coordinator then lists, for the record
+                for cid, change in fault.members.items():
+                    group = after[cid].group_id
+                    if relaunch.group_protocol is not None and group is not None:
+                        want = "consumer" if relaunch.group_protocol == "consumer" else None
+                        change["group_type"] = clients.group_type(group, want)
 
     def _apply_process(self, fault: ActiveFault) -> None:
         kind = fault.spec.kind
@@ -473,3 +501,18 @@ class Injector:
                 node.start()
                 revived.append(node.name)
         self._wait_nodes_back(revived)
+
+
+def _relaunch(spec: FaultSpec) -> Relaunch | None:
+    """What a ``client_restart`` asks its workers to restart on (None: as they were)."""
+    if spec.kind is not FaultKind.CLIENT_RESTART:
+        return None
+    version, protocol = str(spec.param("version")), str(spec.param("group_protocol"))
+    if not version and not protocol:
+        return None
+    return Relaunch(version or None, protocol or None)
+
+
+def _member(info: WorkerInfo) -> dict[str, str | None]:
+    """A worker's client and group protocol, as a relaunch's event records them."""
+    return {"client": info.client, "group_protocol": info.group_protocol}

@@ -36,7 +36,10 @@ Kinds and their params (Toxiproxy attribute names and units; defaults in :data:`
 * Client faults act on the worker processes of the clients under test (``faults.clients``):
   ``client_kill`` (SIGKILL; on heal the workload starts the client again), ``client_freeze``
   (SIGSTOP, SIGCONT on heal: a long GC pause as the group coordinator sees it),
-  ``client_restart`` (SIGKILL and started again at once). Their targets are client selectors:
+  ``client_restart`` (SIGKILL and started again at once; with ``version`` and/or
+  ``group_protocol`` the new worker runs another version of the same client, or a group member
+  rejoins on the other group protocol: a member rolled to a newer client, a classic group
+  migrated online to KIP-848, one member at a time). Their targets are client selectors:
   ``client:<client id>``, ``consumers[:<rack>]``, ``producers``, ``group:<group id>``,
   ``group-leader:<group id>``, ``members:<group id>[:<n>]``. They
   need no backend capability.
@@ -80,6 +83,7 @@ Kinds and their params (Toxiproxy attribute names and units; defaults in :data:`
 from __future__ import annotations
 
 import math
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -90,6 +94,7 @@ from highwater.core.versions import exact_release
 from highwater.faults.common import Direction, FaultError
 from highwater.faults.target import LINK_ONLY, Target, TargetKind, parse_target
 from highwater.harness.backend import Capability
+from highwater.harness.clients.groups import GROUP_PROTOCOLS
 from highwater.harness.topology import Listener, Topology
 
 Value = int | float | bool | str
@@ -304,7 +309,15 @@ PARAMS: dict[FaultKind, tuple[Param, ...]] = {
     ),
     FaultKind.CLIENT_KILL: (),
     FaultKind.CLIENT_FREEZE: (),
-    FaultKind.CLIENT_RESTART: (),
+    FaultKind.CLIENT_RESTART: (
+        Param("version", str, "", "the workers restart on this version of their client (e.g. 4.1.0); '' = unchanged"),
+        Param(
+            "group_protocol",
+            str,
+            "",
+            "a group member restarts on this group protocol (classic, consumer); '' = unchanged",
+        ),
+    ),
     FaultKind.POWER_LOSS: (),
     FaultKind.DISK_FULL: (),
     FaultKind.DISK_SLOW: (
@@ -345,12 +358,27 @@ def _normalise_params(kind: FaultKind, given: Mapping[str, Any]) -> tuple[tuple[
         if key not in defs:
             known = ", ".join(f"--{_opt(n)}" for n in defs) or "none"
             raise FaultError(f"{kind.cli} has no parameter {name!r} (parameters: {known})")
-        out[key] = defs[key].coerce(kind, raw)
+        default = defs[key].default
+        # a default given back as it is (params stored complete, normalised again) stays, even
+        # one no value could be coerced to ('' = unchanged)
+        out[key] = default if type(raw) is type(default) and raw == default else defs[key].coerce(kind, raw)
     if kind is FaultKind.SLICER and int(out["size_variation"]) >= int(out["average_size"]):
         raise FaultError("slicer --size-variation must be smaller than --average-size")
     if kind is FaultKind.ROLL and exact_release(str(out["release"])) is None:
         raise FaultError(f"roll needs --release MAJOR.MINOR.PATCH (e.g. 4.4.0), got {out['release']!r}")
+    if kind is FaultKind.CLIENT_RESTART:
+        version, protocol = str(out["version"]), str(out["group_protocol"])
+        if version and _CLIENT_VERSION.match(version) is None:
+            raise FaultError(f"client-restart --version takes a client version (e.g. 4.1.0), got {version!r}")
+        if protocol and protocol not in GROUP_PROTOCOLS:
+            raise FaultError(
+                f"client-restart --group-protocol takes one of {', '.join(GROUP_PROTOCOLS)}, got {protocol!r}"
+            )
     return tuple(sorted(out.items()))
+
+
+#: a client version as ``--client NAME==VERSION`` takes it (``harness.clients.parse_client_spec``)
+_CLIENT_VERSION = re.compile(r"^[0-9][A-Za-z0-9_.+-]*$")
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,8 @@ class Step:
     fault: str  # e.g. "kill --target leader:{topic}/0"; {topic} is the run's topic, {leader} and
     # {follower} the leader of partition 0 and its lowest-id follower when the fault starts,
     # {txn} producer-0's transactional id and {group} the consumers' group, {copier_txn}
-    # copier-0's transactional id and {copy_group} the copiers' group (RunSpec)
+    # copier-0's transactional id and {copy_group} the copiers' group, {client_to} the client
+    # version steps restart workers on (RunSpec)
     duration: float  # seconds the fault stays before it is healed
     #: False: the fault comes ``after`` seconds after the previous step's heal (each step alone);
     #: True: ``after`` seconds after the previous step's fault was applied, while it is still on
@@ -124,17 +125,7 @@ def scripted(steps: Sequence[Step]) -> PlannedNemesis:
             hold(start - time.monotonic())
             state = cluster.partition_state(spec.topic, 0, offsets=False)
             follower = min((r for r in state.replicas if r != state.leader), default=-1)
-            text = step.fault.format(
-                topic=spec.topic,
-                leader=state.leader,
-                follower=follower,
-                txn=spec.transactional_id(0),
-                group=spec.group_id() or "",
-                share_group=spec.share_group_id() or "",
-                copier_txn=spec.copier_transactional_id(0),
-                copy_group=spec.copy_group(),
-            )
-            fault = injector.apply(parse_fault(text))
+            fault = injector.apply(parse_fault(fill(step.fault, spec, state.leader, follower)))
             applied_at = time.monotonic()
             on.append((applied_at + step.duration, fault))
         heal_due(None)
@@ -143,6 +134,22 @@ def scripted(steps: Sequence[Step]) -> PlannedNemesis:
         tuple(dict.fromkeys(s.kind for s in steps)),
         run,
         {"kind": "scripted", "steps": [step_record(s) for s in steps]},
+    )
+
+
+def fill(fault: str, spec: RunSpec, leader: int = -1, follower: int = -1) -> str:
+    """A step's fault with its placeholders filled (``Step``): the run's names, and partition
+    0's leader and a follower as they are when the step begins (-1 before the run)."""
+    return fault.format(
+        topic=spec.topic,
+        leader=leader,
+        follower=follower,
+        txn=spec.transactional_id(0),
+        group=spec.group_id() or "",
+        share_group=spec.share_group_id() or "",
+        copier_txn=spec.copier_transactional_id(0),
+        copy_group=spec.copy_group(),
+        client_to=spec.client_to or "",
     )
 
 

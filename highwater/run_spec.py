@@ -58,6 +58,9 @@ class RunSpec:
     #: a run whose cluster is rolled from one release to another (``faults.release``): ``A->B``, in
     #: the header as ``upgrade_path``; the header's ``kafka_version`` is the release it started on
     upgrade_path: str | None = None
+    #: the version of ``client`` that steps restart workers on (``{client_to}`` in a step's fault:
+    #: ``client-restart --version {client_to}``, a group rolled member by member to a newer client)
+    client_to: str | None = None
     eligible_leader_replicas: bool | None = None
     # every client worker's wall clock through libfaketime, for clock faults on clients
     # (``clock-jump --target client:<id>``, harness.clients.clocks)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from highwater import progress as live
+from highwater.client_road import ClientRoad, client_road, install, road_refusal
 from highwater.core.checks import load, overall, run_all_checks
 from highwater.core.checks.group_measures import group_measures
 from highwater.core.checks.power_measures import power_measures
@@ -99,9 +100,16 @@ def execute_run(
     spec = replace(spec, topic=cluster.topic_name(spec.topic))
     phases = PhaseClock()
     driver = get_driver(spec.client)
-    modes = run_modes(spec, cluster)  # what the run's consumers, producers and copy do in each phase
+    record = describe_nemesis(nemesis)
+    road = client_road(record, spec, driver.name, driver.version)  # versions and protocols steps move onto
+    # what the run's consumers, producers and copy do in each phase
+    modes = run_modes(spec, cluster, road.protocols)
     _refuse(cluster, spec, modes, driver.name, driver.version)
-    run = _prepare(cluster, spec, modes, describe_nemesis(nemesis), client_label(driver))
+    refused = road_refusal(road, spec, cluster.kafka_version)
+    if refused is not None:
+        raise GroupProtocolError(refused)
+    install(road, progress)
+    run = _prepare(cluster, spec, modes, record, client_label(driver), road)
     workers = _workers(cluster, spec, run)
     client_bytes_before = _client_bytes(cluster)
     client_bytes_after = _play(cluster, spec, run, workers, nemesis, phases, progress)
@@ -152,7 +160,12 @@ class _Run:
 
 
 def _prepare(
-    cluster: ClusterBackend, spec: RunSpec, modes: Workload, nemesis_record: NemesisRecord, label: str
+    cluster: ClusterBackend,
+    spec: RunSpec,
+    modes: Workload,
+    nemesis_record: NemesisRecord,
+    label: str,
+    road: ClientRoad | None = None,
 ) -> _Run:
     """Phase 2: the topics and group configs, the features the run holds, the history's header
     and the manifest."""
@@ -178,6 +191,10 @@ def _prepare(
     # the header's config in the order it has always had: the consumers' entries and their
     # reader's, the features the run holds, then the writers' (the copy's)
     header_config = {**spec.header_config(cluster), "consumers": consumers, **modes.reader.header()}
+    # where steps restart the clients on (``highwater.client_road``); the run started on the top's
+    for key, path in (("client_path", road and road.client_path), ("group_protocol_path", road and road.protocol_path)):
+        if path:
+            header_config[key] = path
     restore = _hold_features(cluster, spec, modes, header_config)
     for mode in modes.writers:
         header_config.update(mode.header())

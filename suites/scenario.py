@@ -252,6 +252,18 @@ MEMBER_CHURN_SEED = 27
 MEMBER_CHURN_ROUNDS = 6
 
 
+def road_steps(what: str, members: int = 3) -> tuple[Step, ...]:
+    """Each member in turn restarted on something new (``client-restart ... <what>``: a group
+    protocol, a client version), 4 s of calm first, then a session timeout and 2 s more between
+    two members, so that a classic group, which waits for a killed member's session to expire,
+    has settled and every member reads again before the next one goes; each window 4 s."""
+    gap = GROUP_SESSION_MS // 1000 + 2
+    return tuple(
+        Step(4 if m == 0 else gap, f"client-restart --target client:consumer-{m} {what}".rstrip(), 4)
+        for m in range(members)
+    )
+
+
 def member_churn_steps(
     seed: int = MEMBER_CHURN_SEED, rounds: int = MEMBER_CHURN_ROUNDS, members: int = 3
 ) -> tuple[Step, ...]:
@@ -780,6 +792,26 @@ PLANS: dict[str, Plan] = {
             what=f"member churn while the load runs: {MEMBER_CHURN_ROUNDS} members in turn killed and started "
             f"again, or restarted at once, 8-10 s apart (seeded, seed {MEMBER_CHURN_SEED}: "
             "suites.scenario.member_churn_steps): the group loses nothing",
+        ),
+        Plan(
+            "groups",
+            "protocol-migration",
+            road_steps("--group-protocol consumer"),
+            (*_GROUP_FAULTS, "rebalance-barrier"),
+            run_seconds=sum(s.after + s.duration for s in road_steps("")) + 6,
+            what="a classic group migrated online to KIP-848's consumer protocol, one member at a time "
+            "(each restarted on group.protocol=consumer; Kafka 4.0+, group.consumer.migration.policy "
+            "bidirectional by default): nothing lost, skipped or rewound, no partition owned twice "
+            "through the mixed group, and a migrated member whose assignment holds keeps consuming",
+        ),
+        Plan(
+            "groups",
+            "member-version-roll",
+            road_steps("--version {client_to}"),
+            _GROUP_FAULTS,
+            run_seconds=sum(s.after + s.duration for s in road_steps("")) + 6,
+            what="a group rolled to a newer version of its client, one member at a time (two versions "
+            "in one group in between): the group loses nothing, skips and rewinds nothing",
         ),
         Plan(
             "share-groups",

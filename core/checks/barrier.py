@@ -21,10 +21,16 @@ after it, of a record on a partition M held (``waiting_ms``). It is judged when
 - no fault on a broker or a link was open during it, nor within ``progress_bound_ms`` before
   it: those stalls are ``progress``'s and ``follower-fetch``'s to judge.
 
+- M ran the consumer protocol over the whole of it (``group_cols.member_protocols``: a group
+  migrated online from the classic protocol, member by member, judges each member from its
+  restart on ``consumer``; KIP-848 makes no exception for a group that still holds classic
+  members, whose rebalances move only the partitions they give up or take).
+
 Anomaly: a judged stall longer than ``member_stall_bound_ms`` (``core.checks.bounds``).
-Not applicable without a group, or for a group on the classic protocol. Counted:
+Not applicable without a group, or when no member ever ran the consumer protocol. Counted:
 ``gaps_judged`` (gaps between two polls of a member whose assignment held, with a record
-waiting), ``stalls_over_fetch_wait``, ``longest_waiting_ms``, ``violations``.
+waiting), ``stalls_over_fetch_wait``, ``longest_waiting_ms``, ``violations``, and of those
+``violations_while_mixed`` (another member ran the classic protocol when the stall began).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from highwater.core.checks.data import OK, HistoryData, distinct
-from highwater.core.checks.group_cols import group_members
+from highwater.core.checks.group_cols import group_members, member_protocols, protocol_over
 from highwater.core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, Verdict
 from highwater.core.checks.windows import MS, bound_ns, fault_windows
 
@@ -52,6 +58,10 @@ class Stall:
     rows: tuple[int, int]  # the two polls' events
     waiting_ms: int
     partitions: tuple[tuple[str, int], ...]
+    #: the protocol the member ran over the whole stall (None: it moved to another within it)
+    protocol: str | None = None
+    #: another member of the group ran another protocol when it began (a mixed group)
+    mixed: bool = False
 
 
 def _held(h: HistoryData, proc: int) -> list[tuple[int, int, int]]:
@@ -82,6 +92,7 @@ def unchanged_stalls(h: HistoryData, over_ms: int = 0) -> list[Stall]:
     members = group_members(h)
     if not members:
         return []
+    protocols = member_protocols(h)
     windows = fault_windows(h)
     grace, after_fault = bound_ns(h, "member_fence_grace_ms"), bound_ns(h, "progress_bound_ms")
     world = [(w.start, w.until(h.end_time) + after_fault) for w in windows if not w.on_clients]
@@ -113,7 +124,10 @@ def unchanged_stalls(h: HistoryData, over_ms: int = 0) -> list[Stall]:
             waited = (b - max(a, min(firsts))) // MS
             if waited >= 0 and (not over_ms or waited > over_ms):
                 parts = tuple(sorted(tp for tp in (h.tp_name(x) for x in held) if tp is not None))
-                out.append(Stall(name, a, b, (int(rows[i]), int(rows[i + 1])), int(waited), parts))
+                ran = protocol_over(protocols[name], a, b)
+                others = {protocol_over(c, a, a) for m, c in protocols.items() if m != name}
+                mixed = any(o != ran for o in others)
+                out.append(Stall(name, a, b, (int(rows[i]), int(rows[i + 1])), int(waited), parts, ran, mixed))
     return out
 
 
@@ -122,7 +136,7 @@ def rebalance_barrier(h: HistoryData) -> Verdict:
     protocol = str(h.config.get("group_protocol") or "classic")
     if not group_members(h):
         return Verdict(CHECK, NOT_APPLICABLE, notes=["not applicable: no consumer group in this history"])
-    if protocol != "consumer":
+    if not any(p == "consumer" for changes in member_protocols(h).values() for _, p in changes):
         return Verdict(
             CHECK,
             NOT_APPLICABLE,
@@ -133,7 +147,7 @@ def rebalance_barrier(h: HistoryData) -> Verdict:
         )
     bound = bound_ns(h, "member_stall_bound_ms") // MS
     fetch_wait = int(h.config.get("consumer_fetch_max_wait_ms") or 500)
-    gaps = unchanged_stalls(h)
+    gaps = [g for g in unchanged_stalls(h) if g.protocol == "consumer"]
     stalls = [g for g in gaps if g.waiting_ms > fetch_wait]
     bad = [st for st in stalls if st.waiting_ms > bound]
     examples = [
@@ -156,6 +170,7 @@ def rebalance_barrier(h: HistoryData) -> Verdict:
             "stalls_over_fetch_wait": len(stalls),
             "longest_waiting_ms": max((g.waiting_ms for g in gaps), default=0),
             "violations": len(bad),
+            "violations_while_mixed": sum(st.mixed for st in bad),
         },
         examples=examples,
         notes=[f"member_stall_bound_ms = {bound} ms"],

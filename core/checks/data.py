@@ -218,6 +218,9 @@ class FaultEvent:
     kind: str | None
     targets: tuple[Any, ...]
     params: Mapping[str, Any]
+    #: a client restart onto another version or group protocol: ``{client id: {"from": {...},
+    #: "to": {"client": ..., "group_protocol": ...}}}`` (``faults.inject``); empty otherwise
+    members: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -593,7 +596,10 @@ class _Builder:
             targets = [] if targets is None else [targets]
         raw_params = v.get("params")
         params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
-        self.faults.append(FaultEvent(row, t, f, v.get("kind"), tuple(targets), params))
+        members = v.get("members")
+        self.faults.append(
+            FaultEvent(row, t, f, v.get("kind"), tuple(targets), params, members if isinstance(members, dict) else {})
+        )
 
     def _final(self, row: int, v: Mapping[str, Any]) -> None:
         recs = v["records"]

@@ -35,6 +35,29 @@ def group_members(h: HistoryData) -> list[int]:
     return [i for i, name in enumerate(h.processes) if group_of(h.config, name) is not None]
 
 
+def member_protocols(h: HistoryData) -> dict[str, list[tuple[int, str]]]:
+    """Each group member's group protocol over time, ``[(from ns, protocol), ...]``: the run's
+    (``config.group_protocol``) from the start, then what each ``client_restart`` that moved it
+    restarted it on (the fault event's ``members``, ``faults.inject``; the member was dead from
+    the kill to that event, so the change is unambiguous)."""
+    start = str(h.config.get("group_protocol") or "classic")
+    out = {h.proc_name(p): [(0, start)] for p in group_members(h)}
+    for ev in sorted(h.faults, key=lambda e: e.time):
+        for name, change in ev.members.items():
+            to = (change or {}).get("to") or {}
+            protocol = to.get("group_protocol")
+            if name in out and isinstance(protocol, str) and protocol != out[name][-1][1]:
+                out[name].append((ev.time, protocol))
+    return out
+
+
+def protocol_over(changes: list[tuple[int, str]], a: int, b: int) -> str | None:
+    """The one protocol a member ran over the whole of ``[a, b]`` (``member_protocols``), None
+    when it changed within it."""
+    at = [p for t, p in changes if t <= a][-1:] or [changes[0][1]]
+    return None if any(a < t <= b for t, _ in changes) else at[0]
+
+
 def groups_of(config: Mapping[str, Any]) -> dict[str, set[str]]:
     """Each group named in ``config.consumers`` and the consumers naming it."""
     out: dict[str, set[str]] = {}

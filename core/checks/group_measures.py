@@ -107,5 +107,10 @@ def group_measures(h: HistoryData) -> GroupMeasures | None:
                 resumes.append(Resume(w.kind or "?", target, topic, partition, took))
     unchanged = max((st.waiting_ms for st in unchanged_stalls(h)), default=0)
     return GroupMeasures(
-        str(h.config.get("group_protocol", "classic")), _duplicates(h, members), stalls, resumes, unchanged
+        # a group migrated member by member is its own row: "classic->consumer"
+        str(h.config.get("group_protocol_path") or h.config.get("group_protocol", "classic")),
+        _duplicates(h, members),
+        stalls,
+        resumes,
+        unchanged,
     )

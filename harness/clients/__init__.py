@@ -54,7 +54,7 @@ from .base import (
     client_label,
     report_revocation,
 )
-from .worker import WorkerError, WorkerGone, take_restart
+from .worker import Relaunch, WorkerError, WorkerGone, take_relaunch, take_restart
 
 
 def _kafka_python(version: str | None) -> ClientDriver:
@@ -209,6 +209,7 @@ def resolve_driver(client: str | ClientDriver) -> ClientDriver:
 
 __all__ = [
     "CLIENTS",
+    "Relaunch",
     "ClientSpec",
     "DEFAULT_CLIENT",
     "ClientDriver",
@@ -234,6 +235,7 @@ __all__ = [
     "UnknownClientError",
     "WorkerError",
     "WorkerGone",
+    "take_relaunch",
     "take_restart",
     "client_label",
     "client_names",

@@ -336,6 +336,16 @@ class WorkerInfo:
     client: str  # the client label, "<name> <version>"
     rack: str | None = None
     group_id: str | None = None
+    group_protocol: str | None = None  # a group member's (classic, consumer)
+
+
+@dataclass(frozen=True)
+class Relaunch:
+    """What a restarted worker runs differently (``client_restart --version/--group-protocol``):
+    another version of the same client, another group protocol; None: as before."""
+
+    version: str | None = None
+    group_protocol: str | None = None
 
 
 # --- the worker process ---------------------------------------------------------------------
@@ -358,12 +368,24 @@ def live_workers() -> list[WorkerProcess]:
 
 
 _RESTARTS: set[str] = set()  # client ids whose owner should start a new worker (a healed kill)
+_RELAUNCH: dict[str, Relaunch] = {}  # what the new worker runs differently, by client id
 
 
-def request_restart(client_id: str) -> None:
-    """Ask the owner of ``client_id``'s dead worker to start it again (a client fault's heal)."""
+def request_restart(client_id: str, relaunch: Relaunch | None = None) -> None:
+    """Ask the owner of ``client_id``'s dead worker to start it again (a client fault's heal),
+    on what ``relaunch`` says if given (its owner reads it once: :func:`take_relaunch`)."""
     with _LIVE_LOCK:
         _RESTARTS.add(client_id)
+        if relaunch is not None:
+            _RELAUNCH[client_id] = relaunch
+        else:
+            _RELAUNCH.pop(client_id, None)
+
+
+def take_relaunch(client_id: str) -> Relaunch:
+    """What the restart of ``client_id`` asked for (once; an empty ``Relaunch`` when nothing)."""
+    with _LIVE_LOCK:
+        return _RELAUNCH.pop(client_id, Relaunch())
 
 
 def take_restart(client_id: str) -> bool:
@@ -998,7 +1020,14 @@ class WorkerConsumer:
         self.listener = listener
         self._closed = False
         launch = driver.launcher.launch("consumer", settings.client_id)
-        info = WorkerInfo(settings.client_id, "consumer", client_label(driver), settings.client_rack, settings.group_id)
+        info = WorkerInfo(
+            settings.client_id,
+            "consumer",
+            client_label(driver),
+            settings.client_rack,
+            settings.group_id,
+            settings.group_protocol if settings.group_id else None,
+        )
         config = driver.launcher.consumer_config(settings)
         self._worker = WorkerProcess(launch, info, config, self._no_send)
         # a command may block in the library for a request (a commit, a metadata lookup)

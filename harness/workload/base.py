@@ -7,7 +7,7 @@ import logging
 import threading
 from typing import Any, Protocol
 
-from highwater.harness.clients import take_restart
+from highwater.harness.clients import ClientDriver, ClientSpec, Relaunch, get_driver, take_restart
 
 log = logging.getLogger(__name__)
 
@@ -65,3 +65,12 @@ class Worker:
             self._thread.join(timeout)
         if self._thread.is_alive():
             log.warning("%s did not stop within %.0fs", self.name, timeout)
+
+
+def relaunched_driver(driver: ClientDriver, relaunch: Relaunch) -> ClientDriver:
+    """The driver a restarted worker runs on: ``driver``'s client at the version the restart
+    asked for (``client_restart --version``), else ``driver`` itself. The version is installed
+    before the run (``highwater.runner``), so this finds it ready."""
+    if relaunch.version is None or relaunch.version == driver.version:
+        return driver
+    return get_driver(ClientSpec(driver.name, relaunch.version))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from highwater.harness.clients import (
     DEFAULT_CLIENT,
@@ -36,15 +36,17 @@ from highwater.harness.clients import (
     PolledRecord,
     PositionChange,
     PositionReason,
+    Relaunch,
     Revocation,
     TopicPartition,
     TruncationSignal,
     WorkerGone,
     resolve_driver,
+    take_relaunch,
 )
 from highwater.harness.security import PLAINTEXT, ClientSecurity
 
-from .base import HistorySink, Worker
+from .base import HistorySink, Worker, relaunched_driver
 
 log = logging.getLogger(__name__)
 
@@ -133,12 +135,25 @@ class ConsumerWorker(Worker):
 
     def _restart_after_death(self) -> None:
         """The worker died: once a restart is asked for, a new consumer with the same settings
-        (a group member rejoins; an assign-mode consumer resumes after its last record)."""
+        (a group member rejoins; an assign-mode consumer resumes after its last record), or on
+        what the restart asked for (``Relaunch``: another version of the client, a group member
+        on the other group protocol), kept for every later restart."""
         if not self.await_restart():
             return
         self.close()
+        self._relaunch(take_relaunch(self.name))
         self.consumer = self.client.consumer(self.settings, self)
         self._start()
+
+    def _relaunch(self, relaunch: Relaunch) -> None:
+        self.client = relaunched_driver(self.client, relaunch)
+        protocol = relaunch.group_protocol
+        if protocol is None or self.settings.group_id is None or protocol == self.settings.group_protocol:
+            return
+        # a classic member names no server-side assignor (``group_protocol_refusal``)
+        assignor = None if protocol == "classic" else self.settings.group_remote_assignor
+        self.settings = replace(self.settings, group_protocol=protocol, group_remote_assignor=assignor)
+        self.config = replace(self.config, group_protocol=protocol, group_remote_assignor=assignor)
 
     def read_past(self, topic: str, partition: int) -> int:
         """The offset after the last record of ``topic``-``partition`` this consumer returned (0:

@@ -26,11 +26,12 @@ from highwater.harness.clients import (
     SendOutcome,
     WorkerGone,
     resolve_driver,
+    take_relaunch,
 )
 from highwater.harness.clients.base import ClientGone, send_batch
 from highwater.harness.security import PLAINTEXT, ClientSecurity
 
-from .base import HistorySink, Worker
+from .base import HistorySink, Worker, relaunched_driver
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +170,7 @@ class ProducerWorker(Worker):
         """The producer's worker was killed: a new producer once a restart is asked for."""
         if self.await_restart():
             self.close()
+            self.client = relaunched_driver(self.client, take_relaunch(self.name))  # --version
             self._producer = self._make_producer()
 
     def _record_acked(self, ops: Sequence[dict[str, Any]], offsets: Sequence[int]) -> None:

@@ -16,15 +16,16 @@ from highwater.run_spec import RunSpec
 __all__ = ["ReaderMode", "RunMode", "Workload", "run_modes"]
 
 
-def run_modes(spec: RunSpec, cluster: ClusterBackend) -> Workload:
+def run_modes(spec: RunSpec, cluster: ClusterBackend, group_protocols: tuple[str, ...] = ()) -> Workload:
     """``spec``'s modes on ``cluster`` (whose names its topics take): the consumers' by
     ``consumer_mode`` ("share", "subscribe", else assign), the producers' by ``transactional``,
-    and a copy with ``copiers``."""
+    and a copy with ``copiers``. ``group_protocols``: every group protocol the run's members run
+    on (``highwater.client_road``; default: the spec's)."""
     reader: ReaderMode
     if spec.consumer_mode == "share":
         reader = Share(spec, cluster)
     elif spec.consumer_mode == "subscribe":
-        reader = Group(spec)
+        reader = Group(spec, group_protocols or (spec.group_protocol,))
     else:
         reader = Assign(spec)
     writer: RunMode = Transactional(spec) if spec.transactional else PlainProducers(spec)

@@ -19,17 +19,16 @@ from highwater.run_spec import RunSpec
 class Group(Assign):
     """The consumers of ``Assign``, in one group."""
 
-    def __init__(self, spec: RunSpec) -> None:
+    def __init__(self, spec: RunSpec, protocols: tuple[str, ...] = ()) -> None:
         super().__init__(spec)
         self.group = spec.group_id()
+        #: every protocol the members run on: the spec's, and those steps restart them on
+        self.protocols = protocols or (spec.group_protocol,)
 
     def prepare(self, cluster: ClusterBackend) -> None:
-        """A ``consumer``-protocol group's session timeout is a group config (KIP-848)."""
-        if (
-            self.group is not None
-            and self.spec.group_protocol == "consumer"
-            and self.spec.session_timeout_ms is not None
-        ):
+        """A ``consumer``-protocol group's session timeout is a group config (KIP-848), set
+        before any member joins on it (at the start, or migrated onto it by a step)."""
+        if self.group is not None and "consumer" in self.protocols and self.spec.session_timeout_ms is not None:
             cluster.observer().set_group_config(self.group, group_configs(self.spec.session_timeout_ms))
 
     def inputs(self) -> set[Input]:

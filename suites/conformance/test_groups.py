@@ -58,6 +58,7 @@ import pytest
 from highwater.core.checks.verdict import Verdict
 from highwater.core.history import read_history
 from highwater.core.run_dir import RunDir
+from highwater.core.versions import leading_numbers
 from highwater.faults.schedule import Schedule
 from highwater.harness.clients import get_driver
 from highwater.harness.clients.groups import group_protocol_refusal
@@ -89,7 +90,13 @@ LEADER_FAULTS = PLANS["groups/leader-member-faults"]
 MAJORITY_FAULTS = PLANS["groups/majority-member-faults"]
 CHURN = PLANS["groups/member-churn"]
 SEEDED = PLANS["groups/seeded-member-faults"]
+MIGRATION = PLANS["groups/protocol-migration"]
+VERSION_ROLL = PLANS["groups/member-version-roll"]
 MEMBERS = ("consumer-0", "consumer-1", "consumer-2")
+#: the older release of each client a group starts on before member-version-roll rolls it to the
+#: session's: one with the group fixes the suite relies on (kafka-python #3131, fixed in 3.0.9),
+#: and for Java and confluent-kafka the first with KIP-848's protocol
+ROAD_FROM = {"kafka-python": "3.0.9", "confluent-kafka": "2.12.0", "java": "4.0.0", "kafkajs": "2.2.3"}
 
 
 def group_run_scenario(protocol: str, assignor: str | None, plan: Plan = FAULTS) -> str:
@@ -173,10 +180,11 @@ def run_member_faults(  # type: ignore[no-untyped-def]
     results_root,
     repro,
     nemesis: PlannedNemesis | None = None,
+    **overrides: Any,
 ) -> list[dict[str, Any]]:
     """Run ``plan`` on ``group_run``'s protocol (skipped with the one line where the client has
-    not got it; its steps, or ``nemesis``), judge it as member-faults is judged, and return its
-    history's events."""
+    not got it; its steps, or ``nemesis``; ``overrides``: more of the run's settings), judge it
+    as member-faults is judged, and return its history's events."""
     protocol, assignor = GROUP_RUNS[group_run]
     driver = get_driver(RUN_OPTIONS.get().client)
     refused = group_protocol_refusal(driver.name, driver.version, cluster.kafka_version, protocol, assignor)
@@ -197,6 +205,7 @@ def run_member_faults(  # type: ignore[no-untyped-def]
         group_remote_assignor=assignor,
         settle_timeout=10.0,
         **({"nemesis": nemesis} if nemesis is not None else {}),
+        **overrides,
     )
     history = read_history(RunDir(result.dir).history)
     assert history.config["group_protocol"] == protocol  # the header says which protocol it judged
@@ -281,3 +290,77 @@ def test_seeded_member_faults_lose_nothing(  # type: ignore[no-untyped-def]
     applied = [e for e in events if e["process"] == "nemesis" and e["f"] == "fault" and e["type"] == "ok"]
     assert [e["value"]["spec"] for e in applied] == [str(sf.spec) for sf in schedule.faults], applied
     assert all(e["value"]["targets"] and set(e["value"]["targets"]) <= set(MEMBERS) for e in applied), applied
+
+
+# -- clients on the road between releases: a group's members restarted one at a time on a
+# newer client, or migrated online from the classic protocol to KIP-848's (nightly; the upgrade
+# suite's roll-kill-finalize runs in make test)
+ROAD_NIGHTLY = (
+    "member-faults (make test) restart members of a live group; upgrades/roll-kill-finalize rolls the brokers"
+)
+
+
+def assert_members_relaunched(events: list[dict[str, Any]], key: str, before: str, after: str) -> None:
+    """Each member restarted once, in turn, and the history says what on: its ``key`` (the
+    client, or the group protocol) went from ``before`` to ``after``; every member reads again
+    after its own restart and after the last one."""
+    faults = [e for e in events if e["process"] == "nemesis" and e["f"] == "fault" and e["type"] == "ok"]
+    assert [(e["value"]["kind"], e["value"]["targets"]) for e in faults] == [
+        ("client_restart", [m]) for m in MEMBERS
+    ], faults
+    for fault, member in zip(faults, MEMBERS, strict=True):
+        moved = (fault["value"].get("members") or {}).get(member) or {}
+        got = ((moved.get("from") or {}).get(key), (moved.get("to") or {}).get(key))
+        assert got == (before, after), f"{member}'s restart recorded {key} {got}, not {(before, after)}"
+        reads = [e for e in events if e["process"] == member and e["f"] == "poll" and e["type"] == "ok"]
+        assert any(e["time_ns"] > fault["time_ns"] for e in reads), f"{member} read nothing after its restart"
+    last = faults[-1]["time_ns"]
+    for member in MEMBERS:
+        back = [e for e in events if e["process"] == member and e["f"] == "poll" and e["type"] == "ok"]
+        assert back and back[-1]["time_ns"] > last, f"{member} read nothing after the last restart"
+
+
+@nightly(ROAD_NIGHTLY, 60)
+def test_a_classic_group_migrates_online_to_the_consumer_protocol(  # type: ignore[no-untyped-def]
+    cluster, profile, campaign, results_root, repro
+) -> None:
+    driver = get_driver(RUN_OPTIONS.get().client)
+    refused = group_protocol_refusal(driver.name, driver.version, cluster.kafka_version, "consumer")
+    if refused is not None:
+        pytest.skip(refused)
+    events = run_member_faults(
+        MIGRATION, "classic", "groups-migration", cluster, profile, campaign, results_root, repro
+    )
+    assert_members_relaunched(events, "group_protocol", "classic", "consumer")
+    assert_group_converted(events)
+
+
+def assert_group_converted(events: list[dict[str, Any]]) -> None:
+    """From the first member's restart on the consumer protocol on, the group's coordinator lists
+    a consumer group (KIP-848's online migration converted the classic group)."""
+    faults = [e for e in events if e["process"] == "nemesis" and e["f"] == "fault" and e["type"] == "ok"]
+    types = [m.get("group_type") for e in faults for m in (e["value"].get("members") or {}).values()]
+    assert types == ["consumer"] * len(MEMBERS), f"the group's type after each restart: {types}"
+
+
+@nightly(ROAD_NIGHTLY, 60)
+def test_a_group_rolled_to_a_newer_client_loses_nothing(  # type: ignore[no-untyped-def]
+    cluster, profile, campaign, results_root, repro
+) -> None:
+    session = get_driver(RUN_OPTIONS.get().client)
+    start = ROAD_FROM.get(session.name)
+    if start is None or leading_numbers(session.version) <= leading_numbers(start):
+        pytest.skip(f"no older {session.name} release on record to roll a group from to {session.version}")
+    events = run_member_faults(
+        VERSION_ROLL,
+        "classic",
+        "groups-client-roll",
+        cluster,
+        profile,
+        campaign,
+        results_root,
+        repro,
+        client=f"{session.name}=={start}",
+        client_to=session.version,
+    )
+    assert_members_relaunched(events, "client", f"{session.name} {start}", f"{session.name} {session.version}")

@@ -661,6 +661,54 @@ def test_share_twin_a_released_record_never_delivered_again() -> None:
     assert "never acquired" in fails(lambda: test_share_groups.assert_frozen_member_s_records_came_back(silent.events))
 
 
+def _road_events(key: str, before: str, after: str, group_type: str | None = "consumer") -> Events:
+    """A group's three members restarted in turn, each from ``before`` to ``after`` (its ``key``),
+    each reading before and after its restart, as a relaunch's history records it."""
+    events: Events = []
+
+    def at(process: str, f: str, value: Any) -> None:
+        t = (len(events) + 1) * NS
+        events.append({"index": len(events), "time_ns": t, "process": process, "type": "ok", "f": f, "value": value})
+
+    for member in test_groups.MEMBERS:
+        at(member, "poll", {"records": []})
+    for member in test_groups.MEMBERS:
+        change: dict[str, Any] = {"from": {key: before}, "to": {key: after}}
+        if group_type is not None:
+            change["group_type"] = group_type
+        at("nemesis", "fault", {"kind": "client_restart", "targets": [member], "members": {member: change}})
+        for m in test_groups.MEMBERS:
+            at(m, "poll", {"records": []})
+    return events
+
+
+def test_road_twins() -> None:
+    """protocol-migration's and member-version-roll's own assertions: clean, every member
+    restarted in turn on the new protocol (the group then a consumer group) or client version and
+    reading after it; twins: a restart that moved nothing (recorded without ``members``), a member
+    that read nothing after its restart, a group its coordinator still lists as classic."""
+    clean = _road_events("group_protocol", "classic", "consumer")
+    test_groups.assert_members_relaunched(clean, "group_protocol", "classic", "consumer")
+    test_groups.assert_group_converted(clean)
+    roll = _road_events("client", "java 4.0.0", "java 4.4.0", group_type=None)
+    test_groups.assert_members_relaunched(roll, "client", "java 4.0.0", "java 4.4.0")
+
+    unmoved = copy.deepcopy(clean)
+    for e in unmoved:
+        if e["process"] == "nemesis":
+            e["value"].pop("members")
+    assert "recorded group_protocol (None, None)" in fails(
+        lambda: test_groups.assert_members_relaunched(unmoved, "group_protocol", "classic", "consumer")
+    )
+    last_restart = max(e["time_ns"] for e in clean if e["process"] == "nemesis")
+    silent = [e for e in clean if not (e["process"] == "consumer-2" and e["time_ns"] > last_restart)]
+    assert "consumer-2 read nothing after its restart" in fails(
+        lambda: test_groups.assert_members_relaunched(silent, "group_protocol", "classic", "consumer")
+    )
+    classic = _road_events("group_protocol", "classic", "consumer", group_type="classic")
+    assert "the group's type after each restart" in fails(lambda: test_groups.assert_group_converted(classic))
+
+
 def test_every_conformance_scenario_has_a_broken_twin() -> None:
     """The twins above cover every plan (a new scenario needs a twin here)."""
     covered = {
@@ -680,6 +728,8 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         "groups/majority-member-faults",
         "groups/member-churn",
         "groups/seeded-member-faults",
+        "groups/protocol-migration",  # test_road_twins
+        "groups/member-version-roll",
         *(f"sweep/{s}" for s in sweep.SCENARIOS),
         # the same assertions for the four (test_share_twin_...)
         "share-groups/member-coordinator-kill",

@@ -286,9 +286,12 @@ class Sink:
 
 @pytest.fixture
 def injector(workers: list[FakeWorker], monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Injector, Sink]]:
-    monkeypatch.setattr(
-        clients, "restart", lambda ids, timeout_s=60.0: [setattr(w, "killed_by", None) for w in workers]
-    )
+    def restart(ids: Any, timeout_s: float = 60.0, relaunch: Any = None) -> dict[str, Any]:
+        for w in workers:
+            w.killed_by = None
+        return {}
+
+    monkeypatch.setattr(clients, "restart", restart)
     sink = Sink()
     cluster = SimpleNamespace(topo=topo(3, 3), backend_name="fake")
     with group_view(FakeView(classic())):

@@ -1,7 +1,8 @@
 """rebalance-barrier (core.checks.barrier): a consumer-protocol member that keeps its partitions
 and stops returning records while they wait is found; the same stall is passed when its
 assignment changed, when it was itself faulted, while a broker fault was open, when no record
-waited, or when it is short; classic groups are not judged, only measured."""
+waited, or when it is short; classic groups are not judged, only measured; a group migrated online
+is judged member by member from each one's restart on the consumer protocol."""
 
 from __future__ import annotations
 
@@ -142,3 +143,61 @@ def test_revocations_load_alike_from_json_lines_and_parquet(tmp_path: Path) -> N
         for h in map(load, (src, tmp_path / "h.parquet"))
     ]
     assert got[0] == got[1] == [("consumer-0", ("t", 0), True), ("consumer-1", ("t", 1), False)]
+
+
+def _migrate(t: Timeline, ms: int, member: str, to: str = "consumer") -> Timeline:
+    """``member`` restarted on the ``to`` protocol at ``ms`` (a client_restart: fault and heal
+    100 ms apart, the fault's event naming what it moved, as ``faults.inject`` records it)."""
+    change = {
+        "from": {"client": "java 4.4.0", "group_protocol": "classic"},
+        "to": {"client": "java 4.4.0", "group_protocol": to},
+    }
+    v = {"kind": "client_restart", "targets": [member], "params": {}, "members": {member: change}}
+    return t.at(ms, "nemesis", "ok", "fault", v).at(ms + 100, "nemesis", "ok", "heal", {**v, "members": {}})
+
+
+def test_a_migrated_member_is_judged_from_its_restart_on_the_consumer_protocol() -> None:
+    """A classic group migrated online (KIP-848): consumer-0 restarted on the consumer protocol,
+    then consumer-1 (still classic) killed: consumer-0 keeps its partition and stops, a violation
+    while the group is mixed; before its own migration the same stall is not judged."""
+    later = (2_000, 6_000)  # past the grace after consumer-0's own restart
+    mixed = _migrate(Timeline(later), 300, "consumer-0").fault(1_900, 4_000, "client_kill", "consumer-1")
+    mixed = mixed.judge("classic")
+    assert mixed.valid is False and mixed.counts["violations"] == 1
+    assert mixed.counts["violations_while_mixed"] == 1
+    late = _migrate(Timeline(later), 6_500, "consumer-0").fault(1_900, 4_000, "client_kill", "consumer-1")
+    late = late.judge("classic")
+    assert late.valid is True and late.counts["gaps_judged"] > 0  # judged after 6 s only
+    across = _migrate(Timeline(), 3_000, "consumer-0").judge("classic")  # its own restart
+    assert across.valid is True
+
+
+def test_a_member_moved_back_to_classic_is_not_judged_after_it() -> None:
+    t = _migrate(Timeline((2_000, 6_000)), 300, "consumer-0", to="classic")
+    t = t.fault(1_900, 4_000, "client_kill", "consumer-1")
+    v = t.judge("consumer")
+    assert v.valid is True and v.counts["violations"] == 0
+
+
+def test_member_protocols_over_time() -> None:
+    from highwater.core.checks.group_cols import member_protocols, protocol_over
+
+    t = _migrate(Timeline(), 300, "consumer-0")
+    h = from_events(t.header("classic"), t.events())
+    got = member_protocols(h)
+    assert got["consumer-1"] == [(0, "classic")]
+    assert [p for _, p in got["consumer-0"]] == ["classic", "consumer"]
+    assert protocol_over(got["consumer-0"], 0, 200 * MS) == "classic"
+    assert protocol_over(got["consumer-0"], 200 * MS, 400 * MS) is None
+    assert protocol_over(got["consumer-0"], 500 * MS, 900 * MS) == "consumer"
+
+
+def test_a_migration_loads_alike_from_json_lines_and_parquet(tmp_path: Path) -> None:
+    from highwater.core.checks.group_cols import member_protocols
+
+    t = _migrate(Timeline(), 300, "consumer-0")
+    src = tmp_path / "h.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in [t.header("classic"), *t.events()]))
+    to_parquet(src, tmp_path / "h.parquet")
+    got = [{m: [p for _, p in c] for m, c in member_protocols(load(x)).items()} for x in (src, tmp_path / "h.parquet")]
+    assert got[0] == got[1] == {"consumer-0": ["classic", "consumer"], "consumer-1": ["classic"]}
