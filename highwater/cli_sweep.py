@@ -175,6 +175,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="bisect Kafka releases, or versions of the --client library against one Kafka release",
     )
     b.add_argument("--kafka-version", default=None, help="with --over client: the Kafka release (default: newest)")
+    ends = b.add_mutually_exclusive_group()
+    ends.add_argument(
+        "--upgrade-from",
+        metavar="A",
+        default=None,
+        help="bisect the end of an upgrade path: each probed release B is reached by rolling a cluster "
+        "started on A (the upgrades suite's scenarios)",
+    )
+    ends.add_argument(
+        "--upgrade-to",
+        metavar="B",
+        default=None,
+        help="bisect the start of an upgrade path: each probed release A is rolled to B",
+    )
     _common(b)
     b.set_defaults(func=cmd_bisect)
 
@@ -418,10 +432,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     state_path = Path(args.results) / campaign / (state_file(shard) if master is None else cells_state_file(shard))
     if args.upgrade_to is not None and args.over != "path":
         raise SweepError("--upgrade-to is for --over path")
-    if args.over == "path" and master is not None:
-        raise SweepError(
-            "a sweep over upgrade paths runs here, one path after another: --master is not for --over path yet"
-        )
     axis = {"client": client_axis, "path": lambda a, _state: path_axis(a)}.get(args.over, lambda a, _s: kafka_axis(a))(
         args, state_path
     )
@@ -450,6 +460,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             tests=tests,
             summary=axis.summary,
             say=_say,
+            upgrade_from_of=(lambda path: path_ends(path)[0]) if args.over == "path" else (lambda _version: None),
         )
     state = load_or_start(state_path, axis.plan, axis.versions)
     _say(f"sweep {campaign}: {axis.summary} ({', '.join(state.releases)}), {len(state.pending())} to run")
@@ -560,12 +571,34 @@ def search_order(all_versions: list[str], good: str, bad: str, what: str = "") -
     return span if span[0] == good else list(reversed(span))
 
 
+def _bisect_path(args: argparse.Namespace) -> Callable[[str], tuple[str, str]] | None:
+    """With ``--upgrade-from A`` / ``--upgrade-to B``: the path a probed release is on
+    (``(A, release)`` / ``(release, B)``); None for a bisect of releases alone."""
+    if args.upgrade_from is None and args.upgrade_to is None:
+        return None
+    if args.over != "kafka":
+        raise BisectError("--upgrade-from and --upgrade-to bisect Kafka releases on a path, not --over client")
+    check_supported(args.upgrade_from or args.upgrade_to)
+    start, end = args.upgrade_from, args.upgrade_to
+    return (lambda v: (start, v)) if start is not None else (lambda v: (v, end))
+
+
+def _check_path(start: str, end: str) -> None:
+    """A path Kafka does not take (``faults.release.path_refusal``): one line."""
+    from highwater.faults.release import path_refusal
+
+    refused = path_refusal(start, end)
+    if refused is not None:
+        raise BisectError(refused)
+
+
 def cmd_bisect(args: argparse.Namespace) -> int:
     get_backend(args.backend)
     if args.runs < 1:
         raise BisectError("--runs must be at least 1")
     # everything checked before any run: the ends exist and are supported, the client installs,
-    # the Kafka release of a client bisect exists (assembled now)
+    # the Kafka release of a client bisect exists (assembled now), the path's ends are a path
+    path_of = _bisect_path(args)
     if args.over == "client":
         library = library_of(args.client, "bisect")
         check_driven(library.name, [args.good, args.bad])
@@ -579,6 +612,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 
         def cell(version: str) -> tuple[str, list[str]]:
             return str(ClientSpec(library.name, version)), [kafka]
+
+        def extra(version: str) -> list[str]:
+            return []
     else:
         if args.kafka_version is not None:
             raise BisectError("--kafka-version is for --over client; bisecting Kafka releases, they are --good..--bad")
@@ -586,14 +622,24 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         for end in (args.good, args.bad):
             check_supported(end)
         order = search_order(published_versions(), args.good, args.bad, "Kafka")
-        preflight((), [client], backend=args.backend, progress=_say)
         on = ""
+        if path_of is not None:
+            for end in (args.good, args.bad):
+                _check_path(*path_of(end))
+            on = f" as the {'end' if args.upgrade_from else 'start'} of an upgrade path"
+        preflight((), [client], backend=args.backend, progress=_say)
 
         def prepare(version: str) -> None:
-            ensure_kafka(version, _say)
+            for release in path_of(version) if path_of is not None else (version,):
+                ensure_kafka(release, _say)
+            if path_of is not None:
+                _check_path(*path_of(version))  # a release the path cannot take is set aside
 
         def cell(version: str) -> tuple[str, list[str]]:
-            return str(client), [version]
+            return str(client), [version if path_of is None else path_of(version)[1]]
+
+        def extra(version: str) -> list[str]:
+            return [] if path_of is None else ["--upgrade-from", path_of(version)[0]]
 
     campaign = f"bisect-{time.strftime('%Y%m%dT%H%M%S')}"
     base_seed = args.seed if args.seed is not None else 1
@@ -625,7 +671,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
                 kafka_versions=kafka_versions,
                 seed=base_seed + i,
                 results=args.results,
-                extra=("--runxfail", "-q", *progress_args(args)),
+                extra=("--runxfail", "-q", *progress_args(args), *extra(version)),
             ).call()
             if code == 5:
                 raise BisectError(f"{args.scenario!r} names no test")

@@ -89,11 +89,13 @@ def _attempt(cell: Cell, settings: CellSettings, attempt: int, log: Path) -> int
     cwd = settings.cwd if settings.cwd and Path(settings.cwd).is_dir() else None
     with open(log, "ab") as out:
         out.write(f"== {cell.key}: attempt {attempt} on {socket.gethostname()}\n".encode())
-    if cell.kafka not in _SET_UP:
-        code = _child(setup_argv(python, cell.kafka), log, cwd)
+    for release in cell.releases:
+        if release in _SET_UP:
+            continue
+        code = _child(setup_argv(python, release), log, cwd)
         if code != 0:
             return Exit.HARNESS  # no cluster can start here: a harness reason, tried again
-        _SET_UP.add(cell.kafka)
+        _SET_UP.add(release)
     argv = run_argv(python, cell, settings, attempt)
     with open(log, "ab") as out:
         out.write(("== " + " ".join(argv[1:]) + "\n").encode())

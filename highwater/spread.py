@@ -37,10 +37,12 @@ def sweep_spread(
     tests: Sequence[str],
     summary: str,
     say: Callable[[str], None],
+    upgrade_from_of: Callable[[str], str | None] = lambda _version: None,
 ) -> int:
     """Run the sweep's pending cells through Spark; exit 0 when every cell has an outcome (the
     summary says which), 130 when some are left pending (interrupted)."""
-    cells = plan_cells(versions, kafka_of, clients_of, expand_tests(tests, locate), refused_cells(dict(os.environ)))
+    refused = refused_cells(dict(os.environ))
+    cells = plan_cells(versions, kafka_of, clients_of, expand_tests(tests, locate), refused, upgrade_from_of)
     keys = [c.key for c in cells]
     state = load_or_start(state_path, {**plan, "cells": "release x client x suite"}, keys)
     state.releases = keys  # the same plan names the same cells; outcomes of others are dropped

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import socket
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .exit_codes import Exit, of_child
@@ -37,17 +37,26 @@ CELL_LOGS = "cells"
 
 @dataclass(frozen=True)
 class Cell:
-    """One Kafka release, one client spec, one suite (a test file or node id)."""
+    """One Kafka release, one client spec, one suite (a test file or node id); for a sweep over
+    upgrade paths, the release the cluster starts on and is rolled from to ``kafka``."""
 
     kafka: str
     client: str
     test: str
     #: the test knob (``REFUSE_FIRST_ENV``): the first attempt is refused, a harness error
     refuse_first: bool = False
+    upgrade_from: str | None = None
 
     @property
     def key(self) -> str:
-        return f"{self.kafka} {self.client} {self.test}"
+        """``4.4.0 java suite``, or for a path ``3.9.1->4.4.0 java suite`` (a path sweep's own name)."""
+        release = self.kafka if self.upgrade_from is None else f"{self.upgrade_from}->{self.kafka}"
+        return f"{release} {self.client} {self.test}"
+
+    @property
+    def releases(self) -> tuple[str, ...]:
+        """Every release the cell runs a node on (each set up on the executor first)."""
+        return (self.kafka,) if self.upgrade_from is None else (self.upgrade_from, self.kafka)
 
     def slug(self) -> str:
         """A file name for the cell's log: its key with anything unsafe as ``_``."""
@@ -104,17 +113,20 @@ def plan_cells(
     clients_of: Callable[[str], str],
     tests: Sequence[str],
     refuse_first: Iterable[str] = (),
+    upgrade_from_of: Callable[[str], str | None] = lambda _version: None,
 ) -> list[Cell]:
     """Every cell of a sweep, version by version: each Kafka release the version runs on x each
-    client spec (``--client A,B`` is two cells) x each suite."""
+    client spec (``--client A,B`` is two cells) x each suite; ``upgrade_from_of`` names the
+    release a version's clusters start on (a path sweep's ``A`` of ``A->B``)."""
     refused = set(refuse_first)
     cells = []
     for version in versions:
         for kafka in kafka_of(version):
             for client in (c.strip() for c in clients_of(version).split(",") if c.strip()):
                 for test in tests:
-                    refuse = bool(refused & {kafka, client, test, Cell(kafka, client, test).key})
-                    cells.append(Cell(kafka, client, test, refuse_first=refuse))
+                    cell = Cell(kafka, client, test, upgrade_from=upgrade_from_of(version))
+                    refuse = bool(refused & {kafka, client, test, cell.key})
+                    cells.append(replace(cell, refuse_first=refuse))
     return list(dict.fromkeys(cells))
 
 
@@ -130,6 +142,8 @@ def run_argv(python: str, cell: Cell, settings: CellSettings, attempt: int) -> l
     argv = [python, "-m", "highwater.cli", "run", cell.test, "--campaign", settings.campaign]
     argv += ["--results", settings.results, "--profile", settings.profile, "--backend", backend]
     argv += ["--client", cell.client, "--kafka-version", cell.kafka, "--progress", "plain"]
+    if cell.upgrade_from is not None:
+        argv += ["--upgrade-from", cell.upgrade_from]
     if settings.seed is not None:
         argv += ["--seed", str(settings.seed)]
     return argv

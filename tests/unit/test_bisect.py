@@ -140,9 +140,71 @@ def test_a_kafka_python_bisect_runs_each_probed_version_on_one_kafka_release(
     assert out.splitlines()[0] == "first release with the bad verdict: 3.0.9 (last good: 3.0.5)"
 
 
+class PathRuns(Runs):
+    """Runs over Kafka releases: those from ``failing_from`` on fail."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, failing_from: tuple[int, ...] = (3, 0, 9)) -> None:
+        super().__init__(monkeypatch, failing_from)
+        monkeypatch.setattr(cli_sweep, "ensure_kafka", lambda v, progress=None: self.kafka.append(v))
+
+    def call(self, argv: list[str], **_: object) -> int:
+        self.argvs.append(list(argv))
+        return int(tuple(map(int, argv[argv.index("--kafka-version") + 1].split("."))) >= self.failing_from)
+
+
+def test_the_end_of_an_upgrade_path_is_bisected_from_one_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = PathRuns(monkeypatch, failing_from=(4, 3, 1))
+    monkeypatch.setattr(cli_sweep, "published_versions", lambda: ["3.9.1", "4.0.0", "4.1.0", "4.2.0", "4.3.1", "4.4.0"])
+    argv = ["bisect", "X::y", "--client", "java", "--good", "4.0.0", "--bad", "4.4.0", "--upgrade-from", "3.9.1"]
+    assert cli.main([*argv, "--runs", "1", "--results", str(tmp_path)]) == 0
+    assert {a[a.index("--upgrade-from") + 1] for a in runs.argvs} == {"3.9.1"}  # every run rolled from 3.9.1
+    assert "3.9.1" in runs.kafka  # the start assembled too
+    out, err = capsys.readouterr()
+    assert "as the end of an upgrade path" in err
+    assert out.splitlines()[0] == "first release with the bad verdict: 4.3.1 (last good: 4.2.0)"
+
+
+def test_the_start_of_an_upgrade_path_is_bisected_to_one_end(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = PathRuns(monkeypatch)
+
+    def call(argv: list[str], **_: object) -> int:  # starts from 3.8 on fail
+        runs.argvs.append(list(argv))
+        return int(argv[argv.index("--upgrade-from") + 1] >= "3.8")
+
+    monkeypatch.setattr(subprocess, "call", call)
+    monkeypatch.setattr(cli_sweep, "published_versions", lambda: ["3.5.2", "3.6.2", "3.7.2", "3.8.1", "3.9.1", "4.4.0"])
+    argv = ["bisect", "X::y", "--client", "java", "--good", "3.5.2", "--bad", "3.9.1", "--upgrade-to", "4.4.0"]
+    assert cli.main([*argv, "--runs", "1", "--results", str(tmp_path)]) == 0
+    assert {a[a.index("--kafka-version") + 1] for a in runs.argvs} == {"4.4.0"}  # every run rolled to 4.4.0
+    assert capsys.readouterr().out.splitlines()[0] == "first release with the bad verdict: 3.8.1 (last good: 3.7.2)"
+
+
 @pytest.mark.parametrize(
     ("argv", "line"),
     [
+        (
+            ["--good", "3.9.1", "--bad", "4.4.0", "--upgrade-from", "4.3.1"],
+            "upgrade path 4.3.1 -> 3.9.1: 3.9.1 is not newer than 4.3.1 (a roll back is a roll step, not a path)",
+        ),
+        (
+            [
+                "--over",
+                "client",
+                "--client",
+                "kafka-python",
+                "--good",
+                "3.0.0",
+                "--bad",
+                "3.0.12",
+                "--upgrade-to",
+                "4.4.0",
+            ],
+            "--upgrade-from and --upgrade-to bisect Kafka releases on a path, not --over client",
+        ),
         (
             ["--over", "client", "--client", "kafka-python", "--good", "2.3.3", "--bad", "3.0.12"],
             "kafka-python 2.3.3 is older than its driver supports (3.0.0): choose --good and --bad from there on",

@@ -65,6 +65,25 @@ def test_a_client_sweep_has_one_client_per_version_on_one_release() -> None:
     assert [c.key for c in cells] == [f"4.4.0 kafka-python=={v} {TEST}" for v in ("3.0.5", "3.0.12")]
 
 
+def test_a_path_sweep_has_one_cell_per_path_named_by_the_path_and_run_from_its_start() -> None:
+    paths = ["3.8.1->4.4.0", "3.9.1->4.4.0"]
+    cells = plan_cells(
+        paths,
+        lambda p: [p.split("->")[1]],
+        lambda _p: "java",
+        [TEST],
+        refuse_first=["3.9.1->4.4.0 java " + TEST],
+        upgrade_from_of=lambda p: p.split("->")[0],
+    )
+    assert [c.key for c in cells] == [f"{p} java {TEST}" for p in paths]
+    assert [c.refuse_first for c in cells] == [False, True]
+    assert cells[0].releases == ("3.8.1", "4.4.0") and Cell("4.4.0", "java", TEST).releases == ("4.4.0",)
+    argv = run_argv("/py", cells[0], SETTINGS, attempt=1)
+    opts = dict(zip(argv[5::2], argv[6::2]))
+    assert (opts["--kafka-version"], opts["--upgrade-from"]) == ("4.4.0", "3.8.1")
+    assert "--upgrade-from" not in run_argv("/py", Cell("4.4.0", "java", TEST), SETTINGS, attempt=1)
+
+
 def test_the_knob_is_read_from_the_environment_only_when_set() -> None:
     assert refused_cells({}) == []
     assert refused_cells({REFUSE_FIRST_ENV: "java, 4.4.0 kafka-python x"}) == ["java", "4.4.0 kafka-python x"]
@@ -309,6 +328,20 @@ def test_an_executor_tries_a_harness_error_again_and_sets_a_release_up_once(
     assert [a[3] for a in children] == ["setup", "run", "run", "run"]  # set up once per worker
     log = Path(result.log).read_text()
     assert log.count("attempt") == 2 and result.log.startswith(str(tmp_path / "camp" / "cells"))
+
+
+def test_an_executor_sets_up_both_ends_of_a_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    children: list[list[str]] = []
+
+    def child(argv: Sequence[str], log: Path, cwd: str | None) -> int:
+        children.append(list(argv))
+        return 0
+
+    monkeypatch.setattr(spark_sweep, "_child", child)
+    monkeypatch.setattr(spark_sweep, "_SET_UP", {"4.4.0"})
+    cell = Cell("4.4.0", "java", TEST, upgrade_from="3.9.1")
+    assert spark_sweep.run_cell(cell, CellSettings("camp", str(tmp_path))).code == 0
+    assert [(a[3], a[-1]) for a in children] == [("setup", "3.9.1"), ("run", "3.9.1")]  # --upgrade-from 3.9.1
 
 
 def test_a_failed_setup_is_a_harness_error_tried_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
