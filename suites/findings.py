@@ -78,6 +78,8 @@ HW12 = ClientFinding.of("HW-12", "kip-320/unclean-truncation")
 #: HW-13: a kafkajs consumer crashes when a broker it talks to dies, and restarts after a backoff.
 #: Not strict: the stall passed its bound in 3 runs of 4 (kafkajs's retry times are randomized)
 HW13 = ClientFinding.of("HW-13", "durability/leader-kill")
+#: HW-13 in the upgrades suite: its cases kill or restart the brokers the consumers read from
+HW13_UPGRADES = ClientFinding.of("HW-13", "upgrades/roll-kill-finalize")
 #: HW-17: a kafkajs consumer's metadata refresh that picks a frozen broker blocks all its fetches.
 #: Not strict: kafkajs picks the broker at random among those it is connected to (2 runs of 2)
 HW17 = ClientFinding.of("HW-17", "durability/leader-pause")

@@ -137,6 +137,9 @@ class Plan:
     run_seconds: float | None = None  # None: the profile's run_seconds
     scripted: bool = True
     what: str = ""
+    #: the producers are idempotent (``RunSpec.idempotence``): where the plan promises no
+    #: duplicate and no acknowledged offset out of order (``duplicate``, ``nonmonotonic-send``)
+    idempotence: bool = False
 
     @property
     def key(self) -> str:
@@ -418,7 +421,9 @@ CLOCK_PLANS = (
 #: the upgrades suite (suites/conformance/test_upgrades.py): every case starts on an older release
 #: and rolls to the Kafka version under test, filled in for ``{release}`` by the test; the data
 #: checks hold across the road, and the upgrade check says what the steps kept
-_UPGRADE = (*_DURABILITY, "upgrade", "nonmonotonic-poll", "truncation-undetected")
+#: an upgrade keeps the data promises, and idempotent producers are not re-sequenced into
+#: duplicates or out-of-order offsets by a broker restarted on another release
+_UPGRADE = (*_DURABILITY, "upgrade", "nonmonotonic-poll", "truncation-undetected", "duplicate", "nonmonotonic-send")
 #: what a roll takes beyond its step's hold (it blocks until each node is back: ~2.5 s a node, 2 s
 #: apart, more with --crash-after)
 UPGRADE_ROLL_RESERVE_SECONDS = 18
@@ -431,7 +436,13 @@ def _upgrade_plan(case: str, steps: tuple[Step, ...], what: str) -> Plan:
     rolls = sum(1 for st in steps if st.kind is FaultKind.ROLL)
     held = sum(st.after + st.duration for st in steps if not st.during)
     return Plan(
-        "upgrades", case, steps, _UPGRADE, run_seconds=held + rolls * UPGRADE_ROLL_RESERVE_SECONDS + 15, what=what
+        "upgrades",
+        case,
+        steps,
+        _UPGRADE,
+        run_seconds=held + rolls * UPGRADE_ROLL_RESERVE_SECONDS + 15,
+        what=what,
+        idempotence=True,
     )
 
 
@@ -922,6 +933,7 @@ def run_plan(
         nemesis=overrides.pop("nemesis", scripted(list(p.steps)) if p.steps else None),
         duration=overrides.pop("duration", p.duration(profile.run_seconds)),
         observe_interval=overrides.pop("observe_interval", p.observe_interval),
+        idempotence=overrides.pop("idempotence", p.idempotence),
         **overrides,
     )
 

@@ -91,7 +91,7 @@ def generate(plan: Plan, *, partitions: int = 1, profile_seconds: float = 20.0) 
     settings = plan.settings()
     config = {
         "acks": "all",
-        "idempotence": False,
+        "idempotence": plan.idempotence,
         "unclean_leader_election": False,
         "min_insync_replicas": 2,
         "replication_factor": 3,

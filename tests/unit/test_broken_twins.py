@@ -183,6 +183,27 @@ def read_above_hw(events: Events) -> Events:
     return evs
 
 
+def duplicated(events: Events, offset: int = 30) -> Events:
+    """An idempotent producer's retry written again: the value at ``offset`` is at the log's end too."""
+    evs = copy.deepcopy(events)
+    for e in evs:
+        if e["f"] == "final-read" and e["value"]["partition"] == 0:
+            recs = e["value"]["records"]
+            value = next(r[1] for r in recs if r[0] == offset)
+            recs.append([e["value"]["hw"], value])
+            e["value"]["hw"] += 1  # committed, as every replica says
+    return evs
+
+
+def acked_out_of_order(events: Events) -> Events:
+    """Two acknowledged sends of one idempotent producer on partition 0 swap their offsets."""
+    evs = copy.deepcopy(events)
+    acks = [e for e in evs if e["f"] == "send" and e["type"] == "ok" and e["value"].get("partition") == 0]
+    first, second = acks[10], next(a for a in acks[11:] if a["process"] == acks[10]["process"])
+    first["value"]["offset"], second["value"]["offset"] = second["value"]["offset"], first["value"]["offset"]
+    return evs
+
+
 def skips(events: Events, offset: int = 40) -> Events:
     """A consumer jumps over a committed offset."""
     evs = copy.deepcopy(events)
@@ -487,6 +508,8 @@ def test_upgrade_twins_of_the_nightly_cases(case: str) -> None:
         (read_above_hw, "uncommitted-read"),
         (skips, "poll-skip"),
         (topic_id_changed, "upgrade"),
+        (duplicated, "duplicate"),
+        (acked_out_of_order, "nonmonotonic-send"),
     ],
 )
 def test_upgrade_twins(rolled: Generated, mutate: Callable[[Events], Events], check: str) -> None:
