@@ -40,6 +40,8 @@ class BackendEntry:
     lossy_disks: bool = False
     #: can start the node JVMs on libfaketime (``ClusterSpec.clock="faked"``, clock faults)
     faked_clocks: bool = False
+    #: can give its nodes a shared remote store directory (``ClusterSpec.tiered``, KIP-405)
+    tiered_storage: bool = False
 
     def check_spec(self, spec: ClusterSpec) -> None:
         """A one-line :class:`BackendError` for what this backend cannot run (before any I/O)."""
@@ -57,6 +59,11 @@ class BackendEntry:
             )
         if spec.clock == "faked":
             find_libfaketime()  # a missing library: one line (ClockError), before anything starts
+        if spec.tiered and not self.tiered_storage:
+            raise BackendError(
+                f"tiered storage needs the local backend: backend {self.name!r} cannot give its brokers "
+                "a shared remote store directory"
+            )
 
 
 _REGISTRY: dict[str, BackendEntry] = {}
@@ -104,6 +111,7 @@ register_backend(
         _attach_local,
         lossy_disks=True,
         faked_clocks=True,
+        tiered_storage=True,
     )
 )
 

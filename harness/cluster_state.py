@@ -28,6 +28,7 @@ def shape_record(spec: ClusterSpec, topo: Topology, kafka_version: str) -> dict[
             "broker_cpus": spec.broker_cpus,
             "broker_memory": spec.broker_memory,
             "clock": spec.clock,  # an attached handle restarts nodes on the same clock
+            "tiered": spec.tiered,  # and on the same remote store
         },
         "ports": {
             "replication": topo.ports.replication,
@@ -57,6 +58,7 @@ def spec_from_state(state: dict[str, Any]) -> ClusterSpec:
         broker_cpus=sp.get("broker_cpus"),
         broker_memory=sp.get("broker_memory"),
         clock=sp.get("clock", default.clock),
+        tiered=sp.get("tiered", default.tiered),
     )
 
 

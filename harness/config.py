@@ -56,6 +56,9 @@ class ClusterSpec:
     #: its own (offset +0 at start), for the clock faults (clock-jump, clock-drift;
     #: ``harness.clock``). Local backend.
     clock: str = "real"
+    #: tiered storage (KIP-405): every node's segments copied to a remote store, a directory of
+    #: the cluster's that every node shares (``harness.tiered``). Local backend, Kafka 3.6+.
+    tiered: bool = False
 
     def __post_init__(self) -> None:
         check_limits(self)

@@ -215,3 +215,30 @@ def default_version(progress: Progress = quiet) -> str:
         cache.write_text(json.dumps({"version": version, "checked_at": time.time()}))
         return version
     raise SetupError(f"none of the newest Kafka releases {candidates[:4]} could be assembled")
+
+
+def tiered_store_jar(version: str, progress: Progress = quiet) -> Path:
+    """The jar of ``LocalTieredStorage`` for Kafka ``version`` (``harness.tiered``), fetched from
+    Maven Central once into the release's cache; a one-line error when it cannot be."""
+    from .tiered import TieredStorageError, store_artifact, tiered_refusal
+
+    refused = tiered_refusal(version)
+    if refused is not None:
+        raise TieredStorageError(refused)
+    artifact, name = store_artifact(version)
+    root = kafka_root() / version
+    jar = root / "tiered" / name
+    if jar.exists():
+        return jar
+    root.mkdir(parents=True, exist_ok=True)
+    with _DirLock(kafka_root() / f".{version}.tiered.lock"):
+        if jar.exists():
+            return jar
+        progress(f"fetching Kafka {version}'s tiered storage test store ({artifact})")
+        if not (root / "pom.xml").exists():
+            (root / "pom.xml").write_text(_POM.format(version=version))
+        res = _mvn(["dependency:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={jar.parent}"], root)
+        if res.returncode != 0 or not jar.exists():
+            tail = " | ".join(line for line in (res.stdout + res.stderr).splitlines() if "ERROR" in line)[:300]
+            raise TieredStorageError(f"Maven could not fetch {artifact} (LocalTieredStorage): {tail or 'no jar'}")
+        return jar

@@ -96,6 +96,12 @@ def add_spec_args(p: argparse.ArgumentParser) -> None:
         default="real",
         help="faked: node JVMs on libfaketime, for clock-jump and clock-drift (local backend only)",
     )
+    p.add_argument(
+        "--tiered",
+        action="store_true",
+        help="tiered storage (KIP-405, Kafka 3.6+): segments copied to a remote store, a directory of the "
+        "cluster's (local backend only); a topic tiers when created with remote.storage.enable",
+    )
     add_limit_args(p)
 
 
@@ -130,6 +136,7 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
         broker_cpus=cpus_from_args(args),
         broker_memory=args.broker_memory,
         clock=args.clock,
+        tiered=args.tiered,
     )
 
 
@@ -147,6 +154,7 @@ def _forward_args(args: argparse.Namespace) -> list[str]:
         str(args.controllers),
         "--clock",
         args.clock,
+        *(["--tiered"] if args.tiered else []),
     ]
     if args.kafka_version:
         out += ["--kafka-version", args.kafka_version]

@@ -34,7 +34,7 @@ from ..clock import CLOCK_FILE, ClockError, NodeClock, find_libfaketime, remove_
 from ..cluster_state import shape_record, spec_from_state, topology_from_state
 from ..config import NO_RACK, ClusterSpec, effective_client_racks
 from ..diskfs import CONTROL_FILE, DiskError, LossyDisk, ensure_lossyfs, unmount_ours_under
-from ..distribution import KafkaDistribution, default_version, ensure_kafka
+from ..distribution import KafkaDistribution, default_version, ensure_kafka, tiered_store_jar
 from ..java_runtime import find_java, jvm_base
 from ..lifecycle import acquire_slot, check_ports, pick_base_port, reap_stale
 from ..observe import Observer, PartitionWaits
@@ -159,6 +159,8 @@ class Cluster(ProxyLinks, PartitionWaits):
         self.kafka = ensure_kafka(version, self._progress)
         ensure_class_archive(self.kafka, java, jvm_base(java, spec.heap_mb), self._progress)
         toxiproxy_bin = ensure_toxiproxy(self._progress)
+        if spec.tiered:  # a release without it is refused here, in one line, before anything starts
+            tiered_store_jar(self.kafka.version, self._progress)
 
         slot, self._slot_lock = acquire_slot()
         cdir = self.dir = clusters_dir() / f"{spec.name}-{slot}-{os.getpid()}-{uuid.uuid4().hex[:6]}"

@@ -11,10 +11,11 @@ from pathlib import Path
 
 from highwater.core.errors import ClusterError
 
+from .. import tiered
 from ..backend import NodeState
 from ..clock import CLOCK_FILE, faked_env, find_libfaketime, remove_shm
 from ..config import ClusterSpec, properties_text, render_properties
-from ..distribution import KafkaDistribution
+from ..distribution import KafkaDistribution, tiered_store_jar
 from ..java_runtime import Java, jvm_base
 from ..procs import ProcessRegistry, is_zombie_or_gone, signal_and_wait, spawn
 from ..topology import Node, Topology
@@ -103,6 +104,9 @@ class KafkaNode:
     def _write_config(self) -> None:
         (self.dir / "hosts").write_text(self._topo.hosts_file(self.node))
         props = render_properties(self._spec, self._topo, self.node, str(self.data_dir), self._dist.version)
+        if self._spec.tiered:  # the store's jar is the release's: a roll writes it again
+            jar = tiered_store_jar(self._dist.version)
+            props = {**tiered.broker_config(self._cluster_dir / tiered.STORE_DIR, jar, "REPLICATION"), **props}
         (self.dir / "server.properties").write_text(properties_text(props))
 
     def switch_release(self, dist: KafkaDistribution, java: Java) -> None:

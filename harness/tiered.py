@@ -1,0 +1,116 @@
+"""Tiered storage (KIP-405) on a local cluster: old log segments copied to a remote store that is a
+directory of this machine, and read back through the brokers.
+
+The remote store is Kafka's own ``LocalTieredStorage`` (``org.apache.kafka.server.log.remote.
+storage``), the RemoteStorageManager its integration tests use: one directory every broker shares
+(``rsm.config.dir``), a file per segment and index named by the segment's base offset, under
+``kafka-tiered-storage/<topic>-<partition>-<topic id>/``. It is not in a Kafka release's runtime
+jars: Maven Central serves it in ``kafka-storage``'s test jar for 3.6-4.3 (classifier ``test``)
+and, since 4.4, in its ``test-fixtures`` jar; it needs nothing beyond what a broker's classpath
+already holds (kafka-clients, kafka-storage, kafka-storage-api, slf4j). The broker loads it
+from that one jar through ``remote.log.storage.manager.class.path`` (its own class loader), so
+the jar stays out of the broker's classpath. Why Kafka's rather than a store of ours: it is the
+store Kafka's tiered-storage tests judge Kafka against, and it has a hook for copy failures.
+
+The remote log metadata goes to Kafka's topic-based manager (``__remote_log_metadata``), whose
+clients reach the brokers through the replication listener (``remote.log.metadata.manager.
+listener.name``). The defaults that make tiering wait (the copy task every 30 s, the local
+retention check every 5 min, its first run 30 s after start, 50 metadata partitions) are
+lowered so that a segment is copied and deleted locally within a second or two (measured on
+4.4.0: every offset of a 3-replica topic tiered and deleted locally within ~2 s).
+
+A topic tiers when created with :func:`topic_config`: ``remote.storage.enable``, a local
+retention of one second, and small segments. The segment size is set through the offset
+index (``segment.index.bytes`` = 12 bytes an entry x N, ``index.interval.bytes=1``: an entry
+a batch, so a segment rolls every N batches): the one size knob public and the same from 3.9 to
+4.4 (``segment.bytes`` may not go below 1 MiB from 4.1), and what Kafka's own tiered-storage
+harness does.
+
+Releases: early access in 3.6, production-ready in 3.9 (KIP-405); :func:`tiered_refusal` says in
+one line why an older release cannot.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from highwater.core.errors import HighwaterError
+from highwater.core.versions import release_at_least
+
+#: the first release with tiered storage (early access; production-ready in 3.9)
+TIERED_SINCE = (3, 6)
+#: since when ``LocalTieredStorage`` is in ``kafka-storage``'s ``test-fixtures`` jar, not its ``test`` jar
+TEST_FIXTURES_SINCE = (4, 4)
+RSM_CLASS = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+#: the remote store's directory, in the cluster's directory (every node shares it)
+STORE_DIR = "remote-store"
+#: batches a tiered topic's segment holds before it rolls (``segment.index.bytes`` / 12)
+SEGMENT_BATCHES = 50
+#: how long a tiered topic keeps a segment locally once it is in the remote store
+LOCAL_RETENTION_MS = 1000
+#: the period of the tasks that copy segments and delete them locally
+TASK_INTERVAL_MS = 500
+
+
+class TieredStorageError(HighwaterError):
+    """A release without tiered storage, or its store's jar that could not be fetched."""
+
+
+def tiered_refusal(kafka_version: str) -> str | None:
+    """Why Kafka ``kafka_version`` cannot run tiered storage (one line), or None."""
+    if release_at_least(kafka_version, TIERED_SINCE):
+        return None
+    return (
+        f"Kafka {kafka_version} has no tiered storage (KIP-405: early access in "
+        f"{TIERED_SINCE[0]}.{TIERED_SINCE[1]}, production-ready in 3.9)"
+    )
+
+
+def store_artifact(kafka_version: str) -> tuple[str, str]:
+    """The Maven artifact (``group:artifact:version:jar:classifier``) that holds
+    ``LocalTieredStorage`` for ``kafka_version``, and the jar's file name."""
+    classifier = "test-fixtures" if release_at_least(kafka_version, TEST_FIXTURES_SINCE) else "test"
+    return (
+        f"org.apache.kafka:kafka-storage:{kafka_version}:jar:{classifier}",
+        f"kafka-storage-{kafka_version}-{classifier}.jar",
+    )
+
+
+def broker_config(store: Path, jar: Path, listener: str) -> dict[str, str]:
+    """What every node of a tiered cluster adds to its ``server.properties`` (a controller too:
+    it validates topic configs against ``remote.log.storage.system.enable``)."""
+    return {
+        "remote.log.storage.system.enable": "true",
+        "remote.log.storage.manager.class.name": RSM_CLASS,
+        "remote.log.storage.manager.class.path": str(jar),
+        "rsm.config.dir": str(store),
+        "remote.log.metadata.manager.listener.name": listener,
+        "rlmm.config.remote.log.metadata.topic.num.partitions": "3",
+        "rlmm.config.remote.log.metadata.topic.replication.factor": "3",
+        "remote.log.manager.task.interval.ms": str(TASK_INTERVAL_MS),
+        "log.retention.check.interval.ms": str(TASK_INTERVAL_MS),
+        "log.initial.task.delay.ms": str(TASK_INTERVAL_MS),
+    }
+
+
+def topic_config() -> dict[str, str]:
+    """A topic that tiers: copied to the remote store as soon as a segment rolls (every
+    ``SEGMENT_BATCHES`` batches), deleted locally ``LOCAL_RETENTION_MS`` later."""
+    return {
+        "remote.storage.enable": "true",
+        "local.retention.ms": str(LOCAL_RETENTION_MS),
+        "segment.index.bytes": str(12 * SEGMENT_BATCHES),
+        "index.interval.bytes": "1",
+    }
+
+
+def remote_segments(store: Path, topic: str, partition: int) -> list[int]:
+    """The base offsets of ``topic``-``partition``'s segments in the remote store, sorted (its
+    ``.log`` files are named ``<20-digit base offset>-<uuid>.log``)."""
+    root = store / "kafka-tiered-storage"
+    out: set[int] = set()
+    for d in root.glob(f"{topic}-{partition}-*"):
+        if d.name.rsplit("-", 1)[0] != f"{topic}-{partition}":
+            continue  # another partition whose topic name ends in -<partition>-...
+        out.update(int(f.name.split("-", 1)[0]) for f in d.glob("*.log") if f.name[:20].isdigit())
+    return sorted(out)
