@@ -33,6 +33,7 @@ one line why an older release cannot.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from highwater.core.errors import HighwaterError
 from highwater.core.versions import release_at_least
@@ -50,6 +51,14 @@ SEGMENT_BATCHES = 50
 LOCAL_RETENTION_MS = 1000
 #: the period of the tasks that copy segments and delete them locally
 TASK_INTERVAL_MS = 500
+
+
+@runtime_checkable
+class RemoteStore(Protocol):
+    """A cluster whose remote store is a directory of this machine (the local backend's)."""
+
+    @property
+    def remote_store(self) -> Path: ...
 
 
 class TieredStorageError(HighwaterError):

@@ -553,6 +553,7 @@ def shared_cluster(
     broker_config: Mapping[str, str] | None = None,
     disk: str = "plain",
     clock: str = "real",
+    tiered: bool = False,
 ) -> Iterator[ClusterBackend]:
     """A 3-broker, 3-rack cluster (``broker_config`` on top of the defaults; ``disk="lossy"``: its
     data directories on the disk fault layer, ``harness.diskfs``; ``clock="faked"``: its JVMs'
@@ -562,7 +563,13 @@ def shared_cluster(
     collected to ``<--highwater-logs>/<name>`` (``<name>.shard-I-of-N`` with ``--shard``) when one of those tests failed. Modules that share
     it take it through ``healed_for_module``."""
     spec = ClusterSpec(
-        brokers=3, racks=3, kafka_version=kafka_version, broker_config=dict(broker_config or {}), disk=disk, clock=clock
+        brokers=3,
+        racks=3,
+        kafka_version=kafka_version,
+        broker_config=dict(broker_config or {}),
+        disk=disk,
+        clock=clock,
+        tiered=tiered,
     )
     shard: Shard | None = request.config.getoption("--shard")
     if shard is not None:  # shards on one machine keep their clusters' logs apart
@@ -596,6 +603,7 @@ def module_cluster(
     broker_config: Mapping[str, str] | None = None,
     disk: str = "plain",
     clock: str = "real",
+    tiered: bool = False,
 ) -> Iterator[ClusterBackend]:
     """``shared_cluster`` for the tests of the requesting module, named after it: the body of a
     module-scoped fixture."""
@@ -604,7 +612,9 @@ def module_cluster(
     def uses(item: pytest.Item) -> bool:
         return getattr(item, "module", None) is module
 
-    yield from shared_cluster(request, kafka_version, backend, uses, _safe(module.__name__), broker_config, disk, clock)
+    yield from shared_cluster(
+        request, kafka_version, backend, uses, _safe(module.__name__), broker_config, disk, clock, tiered
+    )
 
 
 @pytest.fixture(scope="module")

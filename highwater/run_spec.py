@@ -58,6 +58,9 @@ class RunSpec:
     #: a run whose cluster is rolled from one release to another (``faults.release``): ``A->B``, in
     #: the header as ``upgrade_path``; the header's ``kafka_version`` is the release it started on
     upgrade_path: str | None = None
+    #: the run's topics tier (KIP-405, ``harness.tiered.topic_config``): segments copied to the
+    #: cluster's remote store within seconds and kept locally for one; the cluster must be tiered
+    tiered: bool = False
     #: the version of ``client`` that steps restart workers on (``{client_to}`` in a step's fault:
     #: ``client-restart --version {client_to}``, a group rolled member by member to a newer client)
     client_to: str | None = None
@@ -109,6 +112,7 @@ class RunSpec:
             **({"group_remote_assignor": self.group_remote_assignor} if self.group_remote_assignor else {}),
             **({"power_loss_replicas": self.power_loss_replicas} if self.power_loss_replicas else {}),
             **({"upgrade_path": self.upgrade_path} if self.upgrade_path else {}),
+            **({"tiered": True} if self.tiered else {}),
             **self.quorum_loss(cluster.spec.brokers, cluster.spec.controllers),
             **({"client_clocks": True} if self.client_clocks else {}),
             **header_entries(settings),

@@ -48,6 +48,7 @@ from highwater.faults.capability import check_capabilities, declared_faults
 from highwater.faults.clients import group_view
 from highwater.faults.group_leader import LiveGroups
 from highwater.faults.inject import Injector
+from highwater.harness import tiered
 from highwater.harness.backend import ClusterBackend, LinkControl, backend_name
 from highwater.harness.clients import client_label, get_driver
 from highwater.harness.clients.clocks import fake_client_clocks
@@ -108,6 +109,8 @@ def execute_run(
     refused = road_refusal(road, spec, cluster.kafka_version)
     if refused is not None:
         raise GroupProtocolError(refused)
+    if spec.tiered and not cluster.spec.tiered:
+        raise HighwaterError("a tiered run (RunSpec.tiered) needs a tiered cluster: ClusterSpec(tiered=True)")
     install(road, progress)
     run = _prepare(cluster, spec, modes, record, client_label(driver), road)
     workers = _workers(cluster, spec, run)
@@ -176,6 +179,7 @@ def _prepare(
     topic_config = {
         "min.insync.replicas": str(spec.min_insync_replicas),
         "unclean.leader.election.enable": str(spec.unclean_leader_election).lower(),
+        **(tiered.topic_config() if spec.tiered else {}),
     }
     for topic in [spec.topic, *(t for mode in modes.parts for t in mode.topics())]:
         cluster.create_topic(topic, spec.partitions, spec.replication_factor, topic_config)

@@ -429,6 +429,28 @@ _UPGRADE = (*_DURABILITY, "upgrade", "nonmonotonic-poll", "truncation-undetected
 UPGRADE_ROLL_RESERVE_SECONDS = 18
 
 
+#: the tiered suite (KIP-405): what a read across the local/remote boundary must keep
+_TIERED = (*_DURABILITY, "nonmonotonic-poll", "truncation-undetected", "duplicate")
+#: how long the consumers are down before their catch-up read: long enough for what they have not
+#: read to move to the remote store (a segment of 50 batches, copied and deleted locally within ~2 s)
+TIERED_CONSUMERS_DOWN_SECONDS = 12
+TIERED_PLANS = (
+    Plan(
+        "tiered",
+        "catch-up-leader-kill",
+        (
+            Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),
+            Step(2, "kill --target leader:{topic}/0", LEADER_FAULT_SECONDS),
+        ),
+        _TIERED,
+        what="the consumers stopped while the producers write, so that what they have not read moves to "
+        "the remote store, then started again: their catch-up read crosses from remote to local segments "
+        "while partition 0's leader is killed; nothing lost, skipped, rewound or read uncommitted",
+        idempotence=True,
+    ),
+)
+
+
 def _upgrade_plan(case: str, steps: tuple[Step, ...], what: str) -> Plan:
     """An upgrade case: its steps (``{release}`` the release under test, ``{from}`` the one the
     cluster started on, both filled in by the test), long enough for the steps' calms and holds,
@@ -881,6 +903,7 @@ PLANS: dict[str, Plan] = {
         ),
         *CLOCK_PLANS,
         *UPGRADE_PLANS,
+        *TIERED_PLANS,
         *SWEEP_PLANS,
     ]
 }

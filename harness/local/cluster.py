@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from highwater.core.errors import ClusterError, HighwaterError, PortInUseError
 from highwater.core.progress import Progress
 
+from .. import tiered
 from ..backend import ClockControl, ClusterBackend, LinkControl, ProcessControl
 from ..clock import CLOCK_FILE, ClockError, NodeClock, find_libfaketime, remove_shm
 from ..cluster_state import shape_record, spec_from_state, topology_from_state
@@ -257,6 +258,12 @@ class Cluster(ProxyLinks, PartitionWaits):
         if self._toxiproxy_proc is None or self._toxiproxy_proc.poll() is not None:
             raise ClusterError(f"Toxiproxy exited; see {self.dir}/toxiproxy.log")
         return True
+
+    @property
+    def remote_store(self) -> Path:
+        """The tiered storage's remote store, shared by every node (``ClusterSpec.tiered``)."""
+        assert self.dir is not None, "the cluster has not started"
+        return self.dir / tiered.STORE_DIR
 
     def _write_state(self, cluster_id: str) -> None:
         assert self.dir and self.topology and self.kafka

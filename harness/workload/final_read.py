@@ -38,12 +38,19 @@ from .base import HistorySink
 _Topic = FetchRequest.FetchTopic
 _Partition = FetchRequest.FetchTopic.FetchPartition
 MAX_BYTES = 4 * 1024 * 1024
+#: how often, and how long each time, an empty answer below the high watermark is asked again: a
+#: read of a segment in tiered storage (KIP-405) answers empty until the broker's remote reader has
+#: it, for up to its ``remote.fetch.max.wait.ms`` (500 ms by default)
+REMOTE_WAITS = 5
+REMOTE_WAIT_MS = 1000
 
 
-def _fetch(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, partition: int, offset: int) -> Any:
+def _fetch(
+    obs: Observer, node: int, topic: str, topic_id: uuid.UUID, partition: int, offset: int, max_wait_ms: int = 0
+) -> Any:
     req = FetchRequest(
         replica_id=-1,
-        max_wait_ms=0,
+        max_wait_ms=max_wait_ms,
         min_bytes=0,
         max_bytes=MAX_BYTES,
         isolation_level=0,
@@ -132,9 +139,10 @@ def read_replica(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, part
     views: list[BatchView] = []
     offset = log_start
     resp = first if first.error_code == 0 and log_start == 0 else None
+    waits = 0  # empty answers below the high watermark asked again (a remote read still pending)
     while offset < hw:
         if resp is None:
-            resp = _fetch(obs, node, topic, topic_id, partition, offset)
+            resp = _fetch(obs, node, topic, topic_id, partition, offset, REMOTE_WAIT_MS if waits else 0)
             if resp.error_code != 0:
                 raise for_code(resp.error_code)(f"fetch {topic}-{partition}@{offset} from broker {node}")
         before = offset
@@ -148,8 +156,14 @@ def read_replica(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, part
                 views.append(view)
                 offset = view.records[-1][0] + 1
         resp = None
-        if offset == before:  # no progress: a gap (compaction) or an empty answer
-            break
+        if offset == before:  # no progress: a gap (compaction), or an empty answer
+            # a segment in tiered storage is read by the broker's remote reader threads: a fetch
+            # that does not wait for them (max_wait 0) is answered empty, not with an error
+            waits += 1
+            if waits > REMOTE_WAITS:
+                break
+        else:
+            waits = 0
     split = split_transactions(views)
     value: dict[str, Any] = {
         "topic": topic,

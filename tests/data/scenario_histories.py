@@ -126,6 +126,7 @@ def generate(plan: Plan, *, partitions: int = 1, profile_seconds: float = 20.0) 
         for p in range(partitions):
             b.assign(f"consumer-{c}", TOPIC, p, 0)
     active: dict[int, tuple[str, int, dict[str, Any]]] = {}
+    stopped: set[int] = set()  # consumers a client fault holds down
     next_obs = observe
     ticks = int(end * 1000 / TICK_MS)
     for k in range(1, ticks + 1):
@@ -135,6 +136,14 @@ def generate(plan: Plan, *, partitions: int = 1, profile_seconds: float = 20.0) 
             sched.remove((at, what, step))
             if step.kind.value in RELEASE_STEPS:  # no broker is out for the window: it only records
                 _release_step(b, what, step)
+                continue
+            if step.kind.is_client:  # consumers down for the window: they read nothing meanwhile
+                who = _client_targets(step.fault)
+                if what == "fault":
+                    stopped.update(who)
+                else:
+                    stopped.difference_update(who)
+                _client_nemesis(b, what, step.kind.value, who)
                 continue
             if what == "fault":
                 kind, broker, params = _fault_target(step.fault, leaders)
@@ -174,6 +183,8 @@ def generate(plan: Plan, *, partitions: int = 1, profile_seconds: float = 20.0) 
                 b.send("producer-0", TOPIC, p, f"p{p}-{o}", offset=o)
                 hw[p] = o + 1
         for c in range(3):
+            if c in stopped:
+                continue
             rb = c + 1
             for p in range(partitions):
                 replica = _route(c, rb, p, now, leaders, isr, faulted, moved_at, return_at)
@@ -217,6 +228,19 @@ def _release_step(b: HistoryBuilder, f: str, step: Any) -> None:
             value["releases"] = {n: {"from": "a", "to": "b", "back_s": 2.5} for n in targets}
         if kind == "finalize":
             value["finalized"] = {"feature": "metadata.version", "asked": 21, "from": 21, "to": 21}
+    b.event("nemesis", "ok", f, value)
+
+
+def _client_targets(text: str) -> set[int]:
+    """The consumers (by index) a client fault names: ``consumers`` or ``client:consumer-N``."""
+    target = text.split("--target ", 1)[1].split()[0]
+    return {0, 1, 2} if target == "consumers" else {int(target.rsplit("-", 1)[1])}
+
+
+def _client_nemesis(b: HistoryBuilder, f: str, kind: str, consumers: set[int]) -> None:
+    """A client fault or heal as the injector records it (its targets are client ids)."""
+    value = {"kind": kind, "targets": [f"consumer-{c}" for c in sorted(consumers)], "params": {}, "id": kind}
+    b.event("nemesis", "invoke", f, value)
     b.event("nemesis", "ok", f, value)
 
 

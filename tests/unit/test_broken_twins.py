@@ -26,10 +26,11 @@ from highwater.suites.conformance import (
     test_kip320,
     test_power_loss,
     test_share_groups,
+    test_tiered,
     test_upgrades,
 )
 from highwater.suites.conformance import test_kip392_fetching as kip392
-from highwater.suites.scenario import KIP392_FAULTS, PLANS, POWER_CASES
+from highwater.suites.scenario import KIP392_FAULTS, PLANS, POWER_CASES, check_verdicts
 from highwater.suites.sweep import test_replication_rules as sweep
 from tests.data.scenario_histories import TOPIC, Generated, generate
 from tests.synth.histories import HistoryBuilder
@@ -518,6 +519,44 @@ def test_upgrade_twins(rolled: Generated, mutate: Callable[[Events], Events], ch
     assert f"{check}: False" in msg
 
 
+@pytest.mark.parametrize(
+    "mutate, check",
+    [(write_lost, "lost-write"), (skips, "poll-skip"), (read_above_hw, "uncommitted-read"), (duplicated, "duplicate")],
+)
+def test_tiered_twins(mutate: Callable[[Events], Events], check: str) -> None:
+    """catch-up-leader-kill's data checks: clean, they hold; a record lost, skipped, read above
+    the high watermark or written twice across the local/remote boundary breaks them."""
+    g = generate(PLANS["tiered/catch-up-leader-kill"], partitions=3)
+    must = PLANS["tiered/catch-up-leader-kill"].must_hold
+    check_verdicts(verdicts_of(g.header, g.events), must)
+    assert f"{check}: False" in fails(lambda: check_verdicts(verdicts_of(g.header, mutate(g.events)), must))
+
+
+def test_tiered_catch_up_twins() -> None:
+    """The catch-up began in the remote tier: clean, each consumer resumed below a remote
+    segment's base; twins: one resumed past every remote segment, none started again."""
+
+    def assign(consumer: str, p: int, offset: int) -> dict[str, Any]:
+        return {
+            "process": consumer,
+            "f": "assign",
+            "type": "ok",
+            "value": {"topic": "t", "partition": p, "offset": offset},
+        }
+
+    remote = {0: [0, 50, 100, 150], 1: [0, 50, 100]}
+    clean = [
+        assign("consumer-0", 0, 0),
+        assign("consumer-0", 1, 0),
+        assign("consumer-0", 0, 60),
+        assign("consumer-0", 1, 30),
+    ]
+    test_tiered.assert_caught_up_from_remote(clean, remote)
+    past = [*clean[:2], assign("consumer-0", 0, 60), assign("consumer-0", 1, 120)]
+    assert "did not cross the remote tier" in fails(lambda: test_tiered.assert_caught_up_from_remote(past, remote))
+    assert "no consumer was started again" in fails(lambda: test_tiered.assert_caught_up_from_remote(clean[:2], remote))
+
+
 # -- KIP-320 -------------------------------------------------------------------------------------
 
 X = 20  # F1's log end when it is cut off: the divergence point
@@ -762,6 +801,7 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         *(f"power-loss/{c}" for c in POWER_CASES),  # test_power_loss_twin_...
         *(f"clock/{c}" for c in test_clock.CASES),  # test_clock_twins
         *(f"upgrades/{c}" for c in ("roll-kill-finalize", *test_upgrades.NIGHTLY_CASES)),  # test_upgrade_twins...
+        "tiered/catch-up-leader-kill",  # test_tiered_twins
     }
     assert covered == set(PLANS)
 

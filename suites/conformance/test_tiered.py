@@ -1,0 +1,80 @@
+"""Tiered storage (KIP-405) under faults: reads that cross from the remote store to local
+segments keep every promise.
+
+The module's cluster is tiered (``ClusterSpec(tiered=True)``, ``harness.tiered``: Kafka's
+``LocalTieredStorage`` on a directory every broker shares, segments copied within seconds), and
+its runs' topics tier (``RunSpec(tiered=True)``: a segment every 50 batches, kept locally for one
+second once copied). ``catch-up-leader-kill`` (``make test``): the consumers are killed while the
+producers write, so what they have not read moves to the remote store; started again, they read
+it back through the brokers, and partition 0's leader is killed during that catch-up. The data
+checks must hold across the boundary: no acknowledged write lost, nothing skipped or read
+twice out of order, nothing uncommitted, no duplicate from the idempotent producers.
+
+A backend without a shared remote store, or a release before 3.6, is skipped with its one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from highwater.core.history import read_history
+from highwater.core.run_dir import RunDir
+from highwater.harness import tiered
+from highwater.harness.backend import ClusterBackend
+from highwater.pytest_plugin import module_cluster
+from highwater.suites.scenario import PLANS, assert_verdicts, run_plan
+
+CATCH_UP = PLANS["tiered/catch-up-leader-kill"]
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) -> Iterator[ClusterBackend]:
+    """This module's own 3-broker, 3-rack tiered cluster."""
+    if backend != "local":
+        pytest.skip(f"tiered storage needs the local backend's shared remote store, not the {backend} backend")
+    refused = tiered.tiered_refusal(kafka_version)
+    if refused is not None:
+        pytest.skip(refused)
+    yield from module_cluster(request, kafka_version, backend, tiered=True)
+
+
+def test_a_catch_up_read_from_the_remote_store_through_a_leader_kill_keeps_everything(
+    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
+) -> None:
+    result = run_plan(
+        cluster,
+        CATCH_UP,
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        topic="tiered-catch-up",
+        partitions=3,
+        tiered=True,
+    )
+    assert_verdicts(result, must_hold=CATCH_UP.must_hold)
+    assert isinstance(cluster, tiered.RemoteStore)
+    events = list(read_history(RunDir(result.dir).history))
+    topic = next(e["value"]["topic"] for e in events if e.get("f") == "assign")
+    remote = {p: tiered.remote_segments(cluster.remote_store, topic, p) for p in range(3)}
+    assert_caught_up_from_remote(events, remote)
+
+
+def assert_caught_up_from_remote(events: list[dict[str, Any]], remote: dict[int, list[int]]) -> None:
+    """Each consumer started again (its second ``assign`` of a partition) at an offset below the
+    base of a segment the remote store holds: its catch-up read began in the remote tier."""
+    assigns: dict[tuple[str, int], list[int]] = {}
+    for e in events:
+        if e.get("f") == "assign" and e.get("type") == "ok" and e["value"].get("offset") is not None:
+            assigns.setdefault((e["process"], e["value"]["partition"]), []).append(e["value"]["offset"])
+    resumed = {k: v[1] for k, v in assigns.items() if len(v) > 1}
+    assert resumed, "no consumer was started again: nothing was read back from the remote store"
+    for (consumer, p), offset in sorted(resumed.items()):
+        segments = remote.get(p) or []
+        assert segments and offset < segments[-1], (
+            f"{consumer} resumed partition {p} at offset {offset}, not below a remote segment "
+            f"(remote bases: {segments[-3:]}): its catch-up read did not cross the remote tier"
+        )
