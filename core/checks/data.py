@@ -172,6 +172,7 @@ class Positions:
     truncation: np.ndarray  # bool: the reason names truncation handling
     type: np.ndarray  # OK / INFO
     assign: np.ndarray  # 1: an ``assign`` event, 0: a ``seek``
+    reset: np.ndarray  # bool: the library applied auto.offset.reset (reason ``reset``)
 
 
 @dataclass(frozen=True)
@@ -562,6 +563,7 @@ class _Builder:
             1 if is_truncation(v.get("reason")) else 0,
             typ,
             1 if f == "assign" else 0,
+            1 if v.get("reason") == "reset" else 0,
         )
         for (k, _), x in zip(_POS_COLS, vals):
             self.p[k].append(x)
@@ -692,6 +694,7 @@ _POS_COLS = (
     ("truncation", "b"),
     ("type", "b"),
     ("assign", "b"),
+    ("reset", "b"),
 )
 _NP = {"q": np.int64, "i": np.int32, "b": np.int8}
 

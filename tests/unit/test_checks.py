@@ -88,6 +88,7 @@ TXN_AND_GROUP = {
     "share-delivery-limit",
     "share-release-redelivered",
     "upgrade",  # judged only over a roll or finalize step
+    "remote-reset",  # judged only where the run's topics tier
 }
 
 
