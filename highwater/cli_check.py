@@ -43,11 +43,11 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--no-policy", action="store_true", help="report raw anomalies, without the configuration's policy")
     p.add_argument("--examples", action="store_true", help="print examples in the text output")
-    p.set_defaults(func=run)
+    p.set_defaults(func=cmd_check)
     return p
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+def cmd_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
         h = load(args.history)

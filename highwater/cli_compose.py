@@ -28,10 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     b = isub.add_parser("build", help="build highwater/kafka and highwater/toxiproxy locally (no registry)")
     b.add_argument("--kafka-version", metavar="V", help="Kafka version (default: the newest stable release)")
     b.add_argument("--force", action="store_true", help="rebuild even when the images exist")
-    b.set_defaults(func=run_build)
+    b.set_defaults(func=cmd_build)
     pl = isub.add_parser("pull", help="docker pull the official apache/kafka and Toxiproxy images (needs a registry)")
     pl.add_argument("--kafka-version", metavar="V", help="Kafka version (default: the newest stable release)")
-    pl.set_defaults(func=run_pull)
+    pl.set_defaults(func=cmd_pull)
 
     compose = sub.add_parser(
         "compose",
@@ -61,10 +61,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--name", default="hw-compose", help="cluster id: compose project and label value")
     add_limit_args(r)
     r.add_argument("-o", "--output", required=True, type=Path, help="the docker-compose.yml to write")
-    r.set_defaults(func=run_render)
+    r.set_defaults(func=cmd_render)
 
 
-def run_build(args: argparse.Namespace) -> int:
+def cmd_build(args: argparse.Namespace) -> int:
     started = time.monotonic()
     version = args.kafka_version or default_version(progress)
     for tag in build_images(version, progress, force=args.force):
@@ -73,7 +73,7 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_pull(args: argparse.Namespace) -> int:
+def cmd_pull(args: argparse.Namespace) -> int:
     version = args.kafka_version or default_version(progress)
     for tag in pull_images(version, progress):
         print(tag)
@@ -88,7 +88,7 @@ def _engine_has(tag: str) -> bool:
         return False
 
 
-def run_render(args: argparse.Namespace) -> int:
+def cmd_render(args: argparse.Namespace) -> int:
     spec = ClusterSpec(
         brokers=args.brokers,
         racks=args.racks,

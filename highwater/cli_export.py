@@ -59,11 +59,11 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="events: refuse a history with an unreadable line instead of skipping the line",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=cmd_export)
     return p
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def cmd_export(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     from highwater.reports import frames
 
     out = out or sys.stdout

@@ -75,11 +75,11 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "'baseline'. It informs: the exit code is the report's own",
     )
     p.add_argument("--quiet", action="store_true", help="no progress output (default: progress on stderr)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=cmd_report)
     return p
 
 
-def run(args: argparse.Namespace) -> int:
+def cmd_report(args: argparse.Namespace) -> int:
     from highwater.core.checks import CHECKS
     from highwater.core.errors import HighwaterError
     from highwater.core.findings import configured, validate

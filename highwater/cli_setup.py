@@ -34,10 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="V",
         help="Kafka version to assemble (repeatable); default: the newest stable release",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=cmd_setup)
 
 
-def run(args: argparse.Namespace) -> int:
+def cmd_setup(args: argparse.Namespace) -> int:
     from highwater.harness.diskfs import ensure_lossyfs
 
     versions = args.kafka_version or [default_version(progress)]

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from highwater.cli import main
-from highwater.cli_check import register, run
+from highwater.cli_check import cmd_check, register
 from highwater.core.history import to_parquet
 from highwater.exit_codes import Exit
 from tests.synth.histories import HistoryBuilder
@@ -63,7 +63,7 @@ def test_violation_exits_1_with_json(tmp_path: Path) -> None:
     finals(b, 5)
     path = b.write(tmp_path / "lost.jsonl")
     buf = io.StringIO()
-    code = run(argparse.Namespace(history=str(path), json=True, checks=None, no_policy=False), buf)
+    code = cmd_check(argparse.Namespace(history=str(path), json=True, checks=None, no_policy=False), buf)
     doc = json.loads(buf.getvalue())
     lost = next(v for v in doc["verdicts"] if v["check"] == "lost-write")
     assert code == 1 and doc["valid"] is False and lost["counts"]["lost"] == 1
@@ -88,7 +88,7 @@ def test_bad_line_makes_it_unknown_but_still_checks(tmp_path: Path) -> None:
     path = _valid(tmp_path)
     path.write_text(path.read_text() + "{oops\n")
     buf = io.StringIO()
-    code = run(argparse.Namespace(history=str(path), json=True, checks=None, no_policy=False), buf)
+    code = cmd_check(argparse.Namespace(history=str(path), json=True, checks=None, no_policy=False), buf)
     doc = json.loads(buf.getvalue())
     hist = doc["verdicts"][0]
     assert code == Exit.UNKNOWN and hist["check"] == "history" and hist["counts"]["unreadable_lines"] == 1
@@ -101,7 +101,7 @@ def test_parquet_and_selected_checks(tmp_path: Path) -> None:
     pq = tmp_path / "ok.parquet"
     to_parquet(_valid(tmp_path), pq)
     buf = io.StringIO()
-    code = run(
+    code = cmd_check(
         argparse.Namespace(history=str(pq), json=False, checks=["poll-skip"], no_policy=False, examples=True), buf
     )
     assert code == 0 and "poll-skip" in buf.getvalue() and "lost-write" not in buf.getvalue()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from highwater.cli import main
-from highwater.cli_check import run
+from highwater.cli_check import cmd_check
 from highwater.core.checks import (
     CHECKS,
     NEEDS,
@@ -178,7 +178,7 @@ def test_check_exits_0_on_clean_history_without_racks_or_meta_and_lists_skipped(
     assert out.strip().endswith("overall: valid")
     assert "unknown" not in out
     buf = io.StringIO()
-    code = run(argparse.Namespace(history=str(path), json=True, checks=None, no_policy=False), buf)
+    code = cmd_check(argparse.Namespace(history=str(path), json=True, checks=None, no_policy=False), buf)
     doc = json.loads(buf.getvalue())
     assert code == 0 and doc["valid"] is True
     assert doc["not_applicable"] == skipped
