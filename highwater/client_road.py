@@ -63,9 +63,11 @@ def client_road(record: NemesisRecord, spec: RunSpec, client: str, version: str)
     stops: list[tuple[str, str]] = []
     now = (version, spec.group_protocol)
     for step in record.steps:
-        fault = parse_fault(fill(step.fault, spec))
-        if fault.kind is not FaultKind.CLIENT_RESTART:
+        # only a client restart can move a worker; the others' placeholders ({leader},
+        # {follower}) name brokers only the live cluster can tell, so they are not parsed here
+        if step.fault.split(maxsplit=1)[0].replace("_", "-") != FaultKind.CLIENT_RESTART.cli:
             continue
+        fault = parse_fault(fill(step.fault, spec))
         v, p = str(fault.param("version")), str(fault.param("group_protocol"))
         if not v and not p:
             continue

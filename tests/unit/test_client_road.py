@@ -157,6 +157,7 @@ def test_a_scripted_road_is_planned_and_refused_before_the_run() -> None:
     road = client_road(
         _record(
             "kill --target broker:1",
+            "kill --target broker:{follower}",  # a broker only the live cluster can name: not parsed
             "client-restart --target client:consumer-0 --version {client_to}",
             "client-restart --target client:consumer-0 --group-protocol consumer",
         ),
