@@ -267,10 +267,10 @@ class Injector:
         if kind is FaultKind.CLIENT_FREEZE:
             clients.freeze(ids)
             return
-        before = clients.infos(ids)
+        relaunch = _relaunch(fault.spec)
+        before = clients.infos(ids) if relaunch is not None else {}  # what a relaunch records it moved from
         clients.kill(ids, f"{fault.id} ({kind.cli})")
         if kind is FaultKind.CLIENT_RESTART:
-            relaunch = _relaunch(fault.spec)
             after = clients.restart(ids, relaunch=relaunch)
             if relaunch is not None:
                 fault.members = {

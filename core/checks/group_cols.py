@@ -39,7 +39,12 @@ def member_protocols(h: HistoryData) -> dict[str, list[tuple[int, str]]]:
     """Each group member's group protocol over time, ``[(from ns, protocol), ...]``: the run's
     (``config.group_protocol``) from the start, then what each ``client_restart`` that moved it
     restarted it on (the fault event's ``members``, ``faults.inject``; the member was dead from
-    the kill to that event, so the change is unambiguous)."""
+    the kill to that event, so the change is unambiguous). Computed once per history: the
+    barrier's applicability and its stalls both read it."""
+    return cached(h, "member_protocols", _member_protocols)
+
+
+def _member_protocols(h: HistoryData) -> dict[str, list[tuple[int, str]]]:
     start = str(h.config.get("group_protocol") or "classic")
     out = {h.proc_name(p): [(0, start)] for p in group_members(h)}
     for ev in sorted(h.faults, key=lambda e: e.time):

@@ -25,7 +25,7 @@ def run_modes(spec: RunSpec, cluster: ClusterBackend, group_protocols: tuple[str
     if spec.consumer_mode == "share":
         reader = Share(spec, cluster)
     elif spec.consumer_mode == "subscribe":
-        reader = Group(spec, group_protocols or (spec.group_protocol,))
+        reader = Group(spec, group_protocols)
     else:
         reader = Assign(spec)
     writer: RunMode = Transactional(spec) if spec.transactional else PlainProducers(spec)
