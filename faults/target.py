@@ -64,7 +64,7 @@ from highwater.faults.common import (
     find_node,
     node_names,
 )
-from highwater.harness.topology import Topology, client_party
+from highwater.harness.topology import Node, Topology, client_party
 
 _TOPIC = r"[A-Za-z0-9._-]+"
 _TP = re.compile(rf"^({_TOPIC})/(\d+)$")
@@ -200,47 +200,65 @@ class _Selector:
         return view
 
 
+class _Named(_Selector):
+    """A selector written ``<kind>:<arg>``: ``_arg`` is what follows the colon."""
+
+    def _arg(self) -> object:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}:{self._arg()}"
+
+
+class _OneNamedNode(_Named):
+    """A static selector of the one node its argument names; ``_find`` looks it up (a
+    FaultError if the topology has no such node)."""
+
+    @property
+    def single(self) -> bool:
+        return True
+
+    def _find(self, topology: Topology) -> Node:
+        raise NotImplementedError
+
+    def validate(self, topology: Topology) -> None:
+        self._find(topology)
+
+    def _parties(self, topology: Topology) -> frozenset[str]:
+        return frozenset({self._find(topology).name})
+
+
 @dataclass(frozen=True)
-class BrokerTarget(_Selector):
+class BrokerTarget(_OneNamedNode):
     broker: int
     kind: ClassVar[Literal[TargetKind.BROKER]] = TargetKind.BROKER
 
-    def __str__(self) -> str:
-        return f"broker:{self.broker}"
+    def _arg(self) -> object:
+        return self.broker
 
-    @property
-    def single(self) -> bool:
-        return True
-
-    def validate(self, topology: Topology) -> None:
-        find_broker(topology, self.broker)
-
-    def _parties(self, topology: Topology) -> frozenset[str]:
-        return frozenset({find_broker(topology, self.broker).name})
+    def _find(self, topology: Topology) -> Node:
+        return find_broker(topology, self.broker)
 
 
 @dataclass(frozen=True)
-class NodeTarget(_Selector):
+class NodeTarget(_OneNamedNode):
     node: str
     kind: ClassVar[Literal[TargetKind.NODE]] = TargetKind.NODE
 
-    def __str__(self) -> str:
-        return f"node:{self.node}"
+    def _arg(self) -> object:
+        return self.node
 
-    @property
-    def single(self) -> bool:
-        return True
-
-    def validate(self, topology: Topology) -> None:
-        find_node(topology, self.node)
-
-    def _parties(self, topology: Topology) -> frozenset[str]:
-        return frozenset({find_node(topology, self.node).name})
+    def _find(self, topology: Topology) -> Node:
+        return find_node(topology, self.node)
 
 
-class _OneLiveBroker(_Selector):
-    """A selector naming one broker that only the live cluster can tell (a leader, a
-    coordinator): ``_ask`` asks the view for its id, ``_none`` says why there is none."""
+class _OneLiveNode(_Selector):
+    """A selector naming one node that only the live cluster can tell (a leader, a coordinator,
+    the active controller): ``_ask`` asks the view for its id, ``_none`` says why there is none;
+    its candidates are the brokers unless ``_candidates`` says otherwise."""
+
+    #: the node may be a dedicated controller, not only a broker
+    _any_role: ClassVar[bool] = False
 
     @property
     def is_dynamic(self) -> bool:
@@ -265,11 +283,11 @@ class _OneLiveBroker(_Selector):
         node = self._ask(self._view(view))
         if node is None:
             raise FaultError(self._none())
-        return frozenset({find_broker(topology, node).name})
+        return frozenset({(find_node if self._any_role else find_broker)(topology, node).name})
 
 
 @dataclass(frozen=True)
-class LeaderTarget(_OneLiveBroker):
+class LeaderTarget(_OneLiveNode):
     topic: str
     partition: int
     kind: ClassVar[Literal[TargetKind.LEADER]] = TargetKind.LEADER
@@ -285,7 +303,7 @@ class LeaderTarget(_OneLiveBroker):
 
 
 @dataclass(frozen=True)
-class CoordinatorTarget(_OneLiveBroker):
+class CoordinatorTarget(_OneLiveNode):
     """The transaction coordinator of a transactional id, or the group coordinator of a group:
     the leader of the ``__transaction_state`` / ``__consumer_offsets`` partition its id hashes to."""
 
@@ -389,29 +407,20 @@ class ReplicasTarget(_Selector):
 
 
 @dataclass(frozen=True)
-class ControllerTarget(_Selector):
+class ControllerTarget(_OneLiveNode):
     """The active KRaft controller."""
 
     kind: ClassVar[Literal[TargetKind.CONTROLLER]] = TargetKind.CONTROLLER
-
-    @property
-    def is_dynamic(self) -> bool:
-        return True
-
-    @property
-    def single(self) -> bool:
-        return True
+    _any_role: ClassVar[bool] = True
 
     def _candidates(self, topology: Topology) -> frozenset[str]:
         return frozenset(c.name for c in topology.controllers)
 
-    def _resolve_live(
-        self, topology: Topology, view: ClusterView | None, seed: int | None, default_partition: tuple[str, int] | None
-    ) -> frozenset[str]:
-        cid = self._view(view).active_controller()
-        if cid is None:
-            raise FaultError("there is no active controller right now")
-        return frozenset({find_node(topology, cid).name})
+    def _ask(self, view: ClusterView) -> int | None:
+        return view.active_controller()
+
+    def _none(self) -> str:
+        return "there is no active controller right now"
 
 
 @dataclass(frozen=True)
@@ -483,12 +492,12 @@ class BridgeTarget(_Seeded):
 
 
 @dataclass(frozen=True)
-class RackTarget(_Selector):
+class RackTarget(_Named):
     rack: str
     kind: ClassVar[Literal[TargetKind.RACK]] = TargetKind.RACK
 
-    def __str__(self) -> str:
-        return f"rack:{self.rack}"
+    def _arg(self) -> object:
+        return self.rack
 
     def validate(self, topology: Topology) -> None:
         check_rack(topology, self.rack)
@@ -498,14 +507,14 @@ class RackTarget(_Selector):
 
 
 @dataclass(frozen=True)
-class ClientsTarget(_Selector):
+class ClientsTarget(_Named):
     """Link faults only: the clients of ``rack`` (party ``clients@<rack>``)."""
 
     rack: str
     kind: ClassVar[Literal[TargetKind.CLIENTS]] = TargetKind.CLIENTS
 
-    def __str__(self) -> str:
-        return f"clients:{self.rack}"
+    def _arg(self) -> object:
+        return self.rack
 
     def validate(self, topology: Topology) -> None:
         check_client_rack(topology, self.rack)
