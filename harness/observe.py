@@ -495,6 +495,38 @@ class Observer:
         return None
 
 
+class ObserverPool:
+    """The shared observers of one cluster, one per client rack, made on first use and closed
+    together: ``bootstrap`` gives a rack's servers, ``security`` the client listeners' settings."""
+
+    def __init__(self, bootstrap: Callable[[str], list[str]], security: Callable[[], ClientSecurity]) -> None:
+        self._bootstrap = bootstrap
+        self._security = security
+        self._by_rack: dict[str, Observer] = {}
+
+    def get(self, rack: str) -> Observer:
+        if rack not in self._by_rack:
+            self._by_rack[rack] = Observer(
+                self._bootstrap(rack), client_id=f"highwater-observer-{rack}", security=self._security()
+            )
+        return self._by_rack[rack]
+
+    def open(self) -> list[Observer]:
+        """The observers made so far (callers may hold them: refresh them, do not replace them)."""
+        return list(self._by_rack.values())
+
+    def close(self) -> list[str]:
+        """Close every observer, each even if another failed; what failed, one line each."""
+        errors: list[str] = []
+        for rack, obs in self._by_rack.items():
+            try:
+                obs.close()
+            except Exception as exc:  # noqa: BLE001 - every observer is closed; the failures are returned
+                errors.append(f"close observer {rack}: {type(exc).__name__}: {exc}")
+        self._by_rack.clear()
+        return errors
+
+
 class PartitionWaits:
     """What every backend whose brokers are a ``Topology`` and that observes through
     ``observer()`` (local, compose through it, external) does alike, written once: its brokers

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from highwater.core.progress import Progress
 
 from ..config import NO_RACK, ClusterSpec
-from ..observe import Observer, PartitionWaits
+from ..observe import Observer, ObserverPool, PartitionWaits
 from ..security import ClientSecurity
 from ..topology import Topology
 from ..waiting import wait_until
@@ -34,7 +34,7 @@ class ExternalCluster(PartitionWaits):
         self._spec = spec
         self.progress = progress or (lambda _m: None)
         self._topo: Topology | None = None
-        self._observers: dict[str, Observer] = {}
+        self._observers = ObserverPool(self.bootstrap, lambda: self.client_security)
         self.created_topics: list[str] = []
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -94,9 +94,8 @@ class ExternalCluster(PartitionWaits):
             except Exception as exc:  # noqa: BLE001 - best effort; say what is left behind
                 log.warning("could not delete topics %s: %s", self.created_topics, exc)
         self.created_topics.clear()
-        for obs in self._observers.values():
-            obs.close()
-        self._observers.clear()
+        for error in self._observers.close():
+            log.warning("%s", error)
 
     def collect_logs(self, dest: Path) -> Path:
         """The brokers' logs are the operator's; record which file and cluster were used."""
@@ -143,12 +142,7 @@ class ExternalCluster(PartitionWaits):
         return name if name.startswith(prefix) else prefix + name
 
     def observer(self, rack: str | None = None) -> Observer:
-        key = rack or NO_RACK
-        if key not in self._observers:
-            self._observers[key] = Observer(
-                self.bootstrap(rack), client_id=f"highwater-observer-{key}", security=self.client_security
-            )
-        return self._observers[key]
+        return self._observers.get(rack or NO_RACK)
 
     # -- waiting and observing ------------------------------------------------------------
     def wait_for_brokers(self, timeout: float = 90.0, ids: list[int] | None = None) -> None:

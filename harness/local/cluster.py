@@ -38,7 +38,7 @@ from ..diskfs import CONTROL_FILE, DiskError, LossyDisk, ensure_lossyfs, unmount
 from ..distribution import KafkaDistribution, default_version, ensure_kafka, tiered_store_jar
 from ..java_runtime import find_java, jvm_base
 from ..lifecycle import acquire_slot, check_ports, pick_base_port, reap_stale
-from ..observe import Observer, PartitionWaits
+from ..observe import Observer, ObserverPool, PartitionWaits
 from ..paths import clusters_dir
 from ..procs import OwnerLock, ProcessRegistry, signal_and_wait, spawn
 from ..security import ClientSecurity
@@ -96,7 +96,7 @@ class Cluster(ProxyLinks, PartitionWaits):
         self._slot_lock: OwnerLock | None = None
         self._owner_lock: OwnerLock | None = None
         self._registry: ProcessRegistry | None = None
-        self._observers: dict[str, Observer] = {}
+        self._observers = ObserverPool(self.bootstrap, lambda: self.client_security)
         self.boot_seconds: float | None = None
         self.attached = False  # True: another process owns the cluster (see attach)
 
@@ -296,9 +296,7 @@ class Cluster(ProxyLinks, PartitionWaits):
             except Exception as exc:  # noqa: BLE001 - collected and reported below
                 errors.append(f"{what}: {type(exc).__name__}: {exc}")
 
-        for name, obs in list(self._observers.items()):
-            step(f"close observer {name}", obs.close)
-        self._observers.clear()
+        errors.extend(self._observers.close())
         if self.attached:  # not ours to stop
             if self.toxiproxy is not None:
                 step("close toxiproxy client", self.toxiproxy.close)
@@ -460,12 +458,7 @@ class Cluster(ProxyLinks, PartitionWaits):
         return name  # the cluster is ours: any name is free
 
     def observer(self, rack: str | None = None) -> Observer:
-        rack = rack or self.default_client_rack
-        if rack not in self._observers:
-            self._observers[rack] = Observer(
-                self.bootstrap(rack), client_id=f"highwater-observer-{rack}", security=self.client_security
-            )
-        return self._observers[rack]
+        return self._observers.get(rack or self.default_client_rack)
 
     # -- waiting and observing ------------------------------------------------------------
     def wait_for_brokers(self, timeout: float = 90.0, ids: list[int] | None = None) -> None:
@@ -480,7 +473,7 @@ class Cluster(ProxyLinks, PartitionWaits):
         wait_until(registered, timeout, f"brokers {sorted(want)} are registered and unfenced")
         # Observers made while brokers were still registering know only some of them by id;
         # callers may hold them, so refresh their metadata rather than replacing them.
-        for obs in self._observers.values():
+        for obs in self._observers.open():
             wait_until(
                 functools.partial(obs.knows_brokers, want), 15, f"the observer's metadata lists brokers {sorted(want)}"
             )
