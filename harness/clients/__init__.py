@@ -30,29 +30,32 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from .base import (
-    DEFAULT_CLIENT,
-    ClientDriver,
-    ConsumerDriver,
+from highwater.harness.client_common import (
     ConsumerListener,
     ConsumerSettings,
     Outcome,
     PolledRecord,
     PositionChange,
     PositionReason,
-    ProducerDriver,
     ProducerSettings,
     Revocation,
     RevocationListener,
     RevocationReason,
     SendOutcome,
     TopicPartition,
+    TruncationSignal,
+    report_revocation,
+)
+
+from .base import (
+    DEFAULT_CLIENT,
+    ClientDriver,
+    ConsumerDriver,
+    ProducerDriver,
     TransactionalClient,
     TransactionalProducerDriver,
-    TruncationSignal,
     UnknownClientError,
     client_label,
-    report_revocation,
 )
 from .worker import Relaunch, WorkerError, WorkerGone, take_relaunch, take_restart
 

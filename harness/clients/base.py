@@ -23,8 +23,7 @@ and private patch of a library stays inside its driver module.
   takes them (``RevocationListener``, ``report_revocation``).
 
 The settings and the types a driver answers in (``SendOutcome``, ``PolledRecord``, ...) live in
-``harness.client_common``, the one module a client's worker process shares with the harness, and
-are named here as before.
+``harness.client_common``, the one module a client's worker process shares with the harness.
 
 Errors carried by events are the library's own exception (recorded as ``"Class: message"``) or
 a string already in that form (a driver talking to another process).
@@ -37,23 +36,15 @@ from functools import partial
 from typing import Protocol, runtime_checkable
 
 from highwater.core.errors import HighwaterError
-from highwater.harness.client_common import (  # noqa: F401 - the common module's, re-exported under the old names
+from highwater.harness.client_common import (
     ConsumerListener,
     ConsumerSettings,
-    FetchSources,
     Outcome,
     PolledRecord,
-    PositionChange,
-    PositionReason,
     ProducerSettings,
-    Revocation,
-    RevocationListener,
-    RevocationReason,
     SendOutcome,
     TopicPartition,
     TruncationSignal,
-    _new_tuple,
-    report_revocation,
 )
 
 #: the client a run uses unless told otherwise

@@ -44,25 +44,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol
 
-from highwater.harness.client_common import (  # noqa: F401 - the common module's, re-exported under the old names
-    PROTOCOL,
-    GroupMetadata,
-    WorkerError,
-    _opt_int,
-    _runs,
-    encode_line,
-    part_of,
-    parts_of,
-    records_of,
-)
-from highwater.harness.clients.clocks import worker_env
-from highwater.harness.paths import home
-
-from .base import (
-    BatchOutcomes,
-    ClientGone,
+from highwater.harness.client_common import (
     ConsumerListener,
     ConsumerSettings,
+    GroupMetadata,
     Outcome,
     PolledRecord,
     PositionChange,
@@ -73,10 +58,17 @@ from .base import (
     SendOutcome,
     TopicPartition,
     TruncationSignal,
+    WorkerError,
     _new_tuple,  # a named tuple's fields in one call, in C (``SendOutcome.ok``, ``records_of``)
-    client_label,
+    _opt_int,
+    encode_line,
+    records_of,
     report_revocation,
 )
+from highwater.harness.clients.clocks import worker_env
+from highwater.harness.paths import home
+
+from .base import BatchOutcomes, ClientGone, client_label
 
 #: the versions a worker's ready line may name (the newest: ``PROTOCOL``, in ``harness.client_common``).
 #: A worker of version 1 (no revocations) or 2 (sends as ``sends`` lines) is still accepted.

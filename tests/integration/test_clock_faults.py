@@ -174,8 +174,8 @@ def test_a_client_worker_s_clock_jumps_and_its_records_carry_it(cluster_factory:
     clocks stamps its records' CreateTime from its own clock, ten minutes ahead once jumped."""
     from kafka import KafkaConsumer, TopicPartition
 
+    from highwater.harness.client_common import ProducerSettings
     from highwater.harness.clients import get_driver
-    from highwater.harness.clients.base import ProducerSettings
     from highwater.harness.clients.clocks import client_clock, fake_client_clocks
 
     cluster: Cluster = cluster_factory(brokers=1, racks=1)

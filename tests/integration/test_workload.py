@@ -15,6 +15,7 @@ from kafka.structs import MemberState
 from highwater.core.errors import WaitTimeout
 from highwater.core.history import read_history
 from highwater.harness.backend import LinkControl
+from highwater.harness.client_common import PROTOCOL
 from highwater.harness.clients import (
     ConsumerSettings,
     PolledRecord,
@@ -27,7 +28,7 @@ from highwater.harness.clients import (
     get_driver,
 )
 from highwater.harness.clients.base import send_batch
-from highwater.harness.clients.worker import PROTOCOL, WorkerConsumer
+from highwater.harness.clients.worker import WorkerConsumer
 from highwater.harness.local.cluster import Cluster
 from highwater.harness.topology import Listener, client_party
 from highwater.harness.waiting import wait_until

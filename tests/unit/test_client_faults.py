@@ -9,16 +9,9 @@ from highwater.faults.clients import select
 from highwater.faults.common import FaultError
 from highwater.faults.spec import FaultKind, parse_fault
 from highwater.faults.target import ClientTarget, TargetKind, parse_target
+from highwater.harness.client_common import WorkerError, part_of, parts_of, records_of
 from highwater.harness.clients import PolledRecord, SendOutcome
-from highwater.harness.clients.worker import (
-    WorkerError,
-    WorkerInfo,
-    classify_send_result,
-    part_of,
-    parts_of,
-    records_of,
-    stated_outcome,
-)
+from highwater.harness.clients.worker import WorkerInfo, classify_send_result, stated_outcome
 
 WORKERS = [
     WorkerInfo("producer-0", "producer", "kafka-python 3.0.12"),

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from highwater.harness.clients.base import Outcome, SendOutcome
+from highwater.harness.client_common import Outcome, SendOutcome
 from highwater.harness.gcpasses import STREAMING, set_streaming, streaming
 
 

@@ -14,8 +14,8 @@ import pytest
 
 from highwater import cli_sweep
 from highwater.core.errors import SetupError
+from highwater.harness.client_common import parts_of, records_of
 from highwater.harness.clients import PolledRecord, UnknownClientError, kafkajs, parse_client_spec
-from highwater.harness.clients.worker import parts_of, records_of
 
 
 def test_the_pinned_version_is_the_lock_files() -> None:

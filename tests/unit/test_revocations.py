@@ -22,6 +22,7 @@ import pytest
 from highwater.core.checks import run_all_checks
 from highwater.core.history import HistoryError, HistoryWriter, read_history, to_parquet
 from highwater.core.history.format import event_problem
+from highwater.harness.client_common import PROTOCOL, WorkerError
 from highwater.harness.clients import (
     ConsumerSettings,
     PositionChange,
@@ -31,7 +32,7 @@ from highwater.harness.clients import (
     RevocationReason,
     report_revocation,
 )
-from highwater.harness.clients.worker import PROTOCOL, PROTOCOLS, Launch, WorkerDriver, WorkerError, revocation_of
+from highwater.harness.clients.worker import PROTOCOLS, Launch, WorkerDriver, revocation_of
 from highwater.harness.workload.consumer import ConsumerConfig, ConsumerWorker
 from tests.synth.txn import Events, header
 

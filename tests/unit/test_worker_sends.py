@@ -16,16 +16,14 @@ from typing import Any
 
 import pytest
 
+from highwater.harness.client_common import PROTOCOL, Outcome, ProducerSettings, SendOutcome, encode_line
 from highwater.harness.clients import get_driver
-from highwater.harness.clients.base import Outcome, ProducerSettings, SendOutcome
 from highwater.harness.clients.worker import (
     BATCH_LINE_SENDS,
-    PROTOCOL,
     Launch,
     WorkerDriver,
     WorkerGone,
     WorkerProducer,
-    encode_line,
     encode_send_lines,
 )
 
