@@ -120,32 +120,28 @@ def _quorum_lost(c: RunConfig) -> str | None:
     )
 
 
+def _unclean_or_power_loss(unclean: str) -> Rule:
+    """The rule of an anomaly that an unclean leader election (``unclean`` says how) or a power
+    loss of a partition's in-sync copies may cause."""
+
+    def rule(c: RunConfig) -> str | None:
+        if c.unclean_leader_election:
+            return unclean
+        return _POWER_LOSS.format(c=c) if c.power_loss_may_lose else None
+
+    return rule
+
+
+_LOST_WRITE_UNCLEAN = _unclean_or_power_loss("unclean leader election may elect a replica missing acknowledged writes")
+
 #: anomaly -> rule returning why the config allows it, or None when it does not
 POLICY: dict[str, Rule] = {
     "duplicate": lambda c: None if c.idempotence else "idempotence is off: retries may duplicate",
     "lost-write": lambda c: (
-        f"acks={c.acks}: the leader acknowledges before replication"
-        if c.acks in ("0", "1")
-        else "unclean leader election may elect a replica missing acknowledged writes"
-        if c.unclean_leader_election
-        else _POWER_LOSS.format(c=c)
-        if c.power_loss_may_lose
-        else None
+        f"acks={c.acks}: the leader acknowledges before replication" if c.acks in ("0", "1") else _LOST_WRITE_UNCLEAN(c)
     ),
-    "uncommitted-read": lambda c: (
-        "unclean leader election may truncate records consumers already read"
-        if c.unclean_leader_election
-        else _POWER_LOSS.format(c=c)
-        if c.power_loss_may_lose
-        else None
-    ),
-    "hw-regression": lambda c: (
-        "unclean leader election may elect a replica with a lower high watermark"
-        if c.unclean_leader_election
-        else _POWER_LOSS.format(c=c)
-        if c.power_loss_may_lose
-        else None
-    ),
+    "uncommitted-read": _unclean_or_power_loss("unclean leader election may truncate records consumers already read"),
+    "hw-regression": _unclean_or_power_loss("unclean leader election may elect a replica with a lower high watermark"),
     **{check: _quorum_lost for check in TIMED_CHECKS},
 }
 

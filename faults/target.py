@@ -287,13 +287,13 @@ class _OneLiveNode(_Selector):
 
 
 @dataclass(frozen=True)
-class LeaderTarget(_OneLiveNode):
+class LeaderTarget(_OneLiveNode, _Named):
     topic: str
     partition: int
     kind: ClassVar[Literal[TargetKind.LEADER]] = TargetKind.LEADER
 
-    def __str__(self) -> str:
-        return f"leader:{self.topic}/{self.partition}"
+    def _arg(self) -> object:
+        return f"{self.topic}/{self.partition}"
 
     def _ask(self, view: ClusterView) -> int | None:
         return view.leader(self.topic, self.partition)
@@ -303,7 +303,7 @@ class LeaderTarget(_OneLiveNode):
 
 
 @dataclass(frozen=True)
-class CoordinatorTarget(_OneLiveNode):
+class CoordinatorTarget(_OneLiveNode, _Named):
     """The transaction coordinator of a transactional id, or the group coordinator of a group:
     the leader of the ``__transaction_state`` / ``__consumer_offsets`` partition its id hashes to."""
 
@@ -311,8 +311,8 @@ class CoordinatorTarget(_OneLiveNode):
     key: str
     kind: ClassVar[Literal[TargetKind.COORDINATOR]] = TargetKind.COORDINATOR
 
-    def __str__(self) -> str:
-        return f"coordinator:{self.key_type}/{self.key}"
+    def _arg(self) -> object:
+        return f"{self.key_type}/{self.key}"
 
     def _ask(self, view: ClusterView) -> int | None:
         return view.coordinator(self.key_type, self.key)
