@@ -38,7 +38,7 @@ from highwater.harness.clients.groups import group_protocol_refusal
 from highwater.harness.clients.share import share_refusal
 from highwater.harness.config import ClusterSpec
 from highwater.harness.workload.plant import PLANT_KEY
-from highwater.hunt_draw import Draw, HuntSpace, draw, schedule_for, schedule_length
+from highwater.hunt_draw import Draw, HuntSpace, draw, power_losses_at_once, schedule_for, schedule_length
 from highwater.nemesis import scheduled, shortest_window, tail_seconds
 from highwater.run_spec import RunSpec, run_settings
 from highwater.runner import RunResult, execute_run
@@ -190,8 +190,10 @@ def _try_topic(d: Draw) -> str:
     return f"hunt-{d.seed}-try-{uuid.uuid4().hex[:6]}"
 
 
-def spec_of(d: Draw, settings: HuntSettings, topic: str, duration: float) -> RunSpec:
-    """The run spec of draw ``d`` (its settings, its topic, the hunt's results and campaign)."""
+def spec_of(d: Draw, settings: HuntSettings, topic: str, duration: float, power_loss_replicas: int = 0) -> RunSpec:
+    """The run spec of draw ``d`` (its settings, its topic, the hunt's results and campaign);
+    ``power_loss_replicas``: the brokers its schedule's power losses may take at once
+    (``hunt_draw.power_losses_at_once``)."""
     fields = dict(d.settings)
     extra: dict[str, Any] = {"hunt": d.to_json()}
     if settings.plant:
@@ -207,6 +209,7 @@ def spec_of(d: Draw, settings: HuntSettings, topic: str, duration: float) -> Run
         settle_timeout=90.0,
         seed=d.schedule_seed,
         repro="highwater replay RUN_DIR (this run's directory)",
+        power_loss_replicas=power_loss_replicas,
         extra=extra,
         **fields,
     )
@@ -270,7 +273,9 @@ class Hunter:
         schedule = schedule_for(
             d, cluster.topo, applicable_kinds(cluster), topic=topic, length=length, shortest=shortest, group=group
         )
-        spec = spec_of(d, self.settings, topic, self.settings.space.seconds)
+        spec = spec_of(
+            d, self.settings, topic, self.settings.space.seconds, power_losses_at_once(schedule.faults, cluster.topo)
+        )
         self.progress(
             f"hunt seed {d.seed}: Kafka {d.release}, {d.client}, {d.workload}, {len(schedule.faults)} fault(s): "
             + ", ".join(f.spec.kind.value for f in schedule.faults)
@@ -307,6 +312,7 @@ class Hunter:
                 rate=c.rate,
                 duration=max(c.end + tail, shortest + tail),
                 client=client or spec.client,
+                power_loss_replicas=power_losses_at_once(tried.faults, cluster.topo),
                 extra={**spec.extra, "shrinking": str(result.dir)},
             )
             return _outcome(execute_run(cluster, run, scheduled(tried), progress=self.progress))

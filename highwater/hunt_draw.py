@@ -44,7 +44,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from highwater.core.errors import HighwaterError
-from highwater.faults.schedule import DEFAULT_MIX, ROLLING_RESTART_MIN_LENGTH, Schedule, ScheduleConfig
+from highwater.faults.schedule import DEFAULT_MIX, ROLLING_RESTART_MIN_LENGTH, Schedule, ScheduleConfig, ScheduledFault
+from highwater.faults.spec import FaultKind
+from highwater.faults.target import MinorityTarget
 from highwater.harness.topology import Topology
 
 WORKLOADS = ("plain", "group", "transactional", "copy", "share")
@@ -218,6 +220,33 @@ def schedule_for(
         member_targets=("members",) if group else (),
     )
     return Schedule.generate(topology, d.schedule_seed, config)
+
+
+def power_losses_at_once(faults: Sequence[ScheduledFault], topology: Topology) -> int:
+    """How many brokers a schedule's power losses (among ``faults``) may take at the same time: the most, over
+    any moment, of the brokers the power-loss faults active then may name (one for a selector
+    of one node, a minority's size for an unseeded minority, every candidate otherwise). The
+    run records it (``RunSpec.power_loss_replicas``), so the policy allows exactly the losses
+    a correlated power loss may cause (``core.policy``): one broker's loss leaves acknowledged
+    writes on the other in-sync copies, and a write lost then is still a violation."""
+    losses = [f for f in faults if f.spec.kind is FaultKind.POWER_LOSS]
+    most = 0
+    for f in losses:  # the most overlapping set starts at some fault's start
+        active = [g for g in losses if g.overlaps(f.start, f.start + 1e-3)]
+        named: set[str] = set()
+        counted = 0
+        for g in active:
+            exact = g.spec.target.static_parties(topology)
+            if exact is not None:
+                named |= exact
+            elif g.spec.target.single:
+                counted += 1
+            elif isinstance(g.spec.target, MinorityTarget):
+                counted += (len(topology.nodes) - 1) // 2
+            else:
+                named |= g.spec.target.candidates(topology)
+        most = max(most, len(named) + counted)
+    return min(most, len(topology.brokers))
 
 
 def schedule_length(space: HuntSpace, shortest: float, tail: float) -> float:

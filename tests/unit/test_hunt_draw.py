@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from highwater.faults.conflicts import conflict
-from highwater.faults.spec import FaultKind
+from highwater.faults.schedule import ScheduledFault
+from highwater.faults.spec import FaultKind, parse_fault
 from highwater.hunt import hunt_topic, retargeted
 from highwater.hunt_draw import (
     LINGER_MS,
@@ -21,6 +22,7 @@ from highwater.hunt_draw import (
     HuntSpace,
     draw,
     hunt_mix,
+    power_losses_at_once,
     schedule_for,
 )
 from highwater.hunt_draw import schedule_length as length_of
@@ -157,3 +159,28 @@ def test_the_hunt_integration_test_s_seeds_draw_what_it_expects() -> None:
     first, second = (_schedule(draw(space, s), space=space) for s in (58, 59))
     assert "latency" not in [f.spec.kind.value for f in first.faults]
     assert sorted(f.spec.kind.value for f in second.faults) == ["client_freeze", "latency"]
+
+
+def _losses(*faults: tuple[float, float, str]) -> tuple[ScheduledFault, ...]:
+    return tuple(
+        ScheduledFault(i, start, length, parse_fault(f"power-loss --target {target}"))
+        for i, (start, length, target) in enumerate(faults)
+    )
+
+
+def test_power_losses_apart_or_of_one_broker_take_one_copy_and_the_policy_stays_strict() -> None:
+    """One broker's power loss at a time leaves every acknowledged write on the other in-sync
+    copies: the run records 1, below min.insync.replicas, so a lost write stays a violation."""
+    assert power_losses_at_once(_losses(), T) == 0
+    assert power_losses_at_once(_losses((5, 30, "broker:1")), T) == 1
+    assert power_losses_at_once(_losses((5, 30, "leader:t/0"), (40, 30, "broker:2")), T) == 1
+    assert power_losses_at_once(_losses((5, 30, "broker:1"), (10, 30, "broker:1")), T) == 1
+    assert power_losses_at_once(_losses((5, 30, "minority"), (40, 30, "controller")), T) == 1
+
+
+def test_overlapping_power_losses_of_two_brokers_take_two_copies() -> None:
+    """Two brokers losing power at once may lose what only their page caches held: the run
+    records 2, so the policy allows the losses such a correlated failure may cause."""
+    assert power_losses_at_once(_losses((5, 30, "broker:1"), (20, 30, "rack:rack-b")), T) == 2
+    assert power_losses_at_once(_losses((5, 30, "leader:t/0"), (20, 30, "controller")), T) == 2
+    assert power_losses_at_once(_losses((5, 30, "brokers")), T) == 3
