@@ -17,15 +17,18 @@ What is drawn, and what is not (and why):
 - **settings**: partitions (1 to 6), producers (1 to 3), rate (20 to 200 sends/s a producer),
   value size (0 to 1 KiB), idempotence, the consumers' isolation level, a transaction's size and
   abort share. ``acks`` is not drawn: every check judges ``acks=all`` with
-  ``min.insync.replicas=2``, and the losses ``acks=1`` allows would read as lost writes. Racks are
-  not drawn: the cluster is shared by a hunt's runs, and always has three (consumers with
-  ``client.rack``).
+  ``min.insync.replicas=2``: the policy allows the lost writes of ``acks=1``, but a lost write
+  also leaves nothing to read after a heal, which the progress checks would read as a stall. The
+  cluster's racks are not drawn (a hunt's runs share their cluster, which has three); whether the
+  consumers name theirs (``client.rack``, KIP-392 fetching from the rack's replica) is, last
+  (below).
 - **client settings**: the ones users commonly change that no check's bound is derived from,
   mapped by every driver to its library's own name (``harness.clients.base``): the producers'
   ``linger.ms`` (0 to 100 ms) and, with idempotence, ``max.in.flight.requests.per.connection``
   (1, 2 or 5; without idempotence it stays 1, as a retry could otherwise overtake a later batch,
   which is the application's choice, not Kafka's fault), and the consumers' ``max.poll.records``
-  (10 to 500). The timeouts, retries, ``fetch.max.wait.ms`` and ``metadata.max.age.ms`` stay
+  (10 to 500); then whether the consumers set ``client.rack`` (off in a quarter of the runs:
+  they fetch from the leaders). The timeouts, retries, ``fetch.max.wait.ms`` and ``metadata.max.age.ms`` stay
   fixed: the timed checks' bounds are derived from them (``highwater.run_spec.run_settings``),
   and drawing them needs bounds that follow them (docs/hunting.md lists them per library).
 - **faults**: every kind in ``DEFAULT_MIX`` the cluster can apply (``kinds``: the caller asks the
@@ -181,6 +184,10 @@ def draw(space: HuntSpace, seed: int, supports: Supports | None = None) -> Draw:
     settings.update(linger_ms=linger_ms, max_poll_records=rng.choice(MAX_POLL_RECORDS))
     if settings["idempotence"]:
         settings["max_in_flight"] = max_in_flight
+    # drawn after the client settings, for the same reason: a quarter of the runs' consumers
+    # name no rack, so they fetch from the leaders (KIP-392 off)
+    if rng.random() < 0.25:
+        settings["client_rack"] = False
     return Draw(seed, release, client, workload, settings, schedule_seed, concurrency)
 
 

@@ -40,6 +40,10 @@ class RunSpec:
     linger_ms: int = 2
     max_in_flight: int | None = None
     max_poll_records: int = 500
+    #: the consumers set ``client.rack`` (KIP-392: each fetches from its rack's replica, where the
+    #: cluster's replica selector is rack-aware); off, they fetch from the leaders, the header's
+    #: ``racks.clients`` is empty and the checks of rack-aware fetching do not apply
+    client_rack: bool = True
     consumer_mode: str = "assign"
     # subscribe mode: the members' session timeout (None: the client's default); a scenario that
     # freezes or kills a member sets it short, so the group evicts it within the run
@@ -113,6 +117,7 @@ class RunSpec:
             **({"power_loss_replicas": self.power_loss_replicas} if self.power_loss_replicas else {}),
             **({"upgrade_path": self.upgrade_path} if self.upgrade_path else {}),
             **({"tiered": True} if self.tiered else {}),
+            **({} if self.client_rack else {"client_rack": False}),
             **self.quorum_loss(cluster.spec.brokers, cluster.spec.controllers),
             **({"client_clocks": True} if self.client_clocks else {}),
             **header_entries(settings),

@@ -185,7 +185,7 @@ def _prepare(
         cluster.create_topic(topic, spec.partitions, spec.replication_factor, topic_config)
     racks = {
         "brokers": {str(b): cluster.rack_of(b) for b in cluster.broker_ids},
-        "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)},
+        "clients": {f"consumer-{i}": rack for i, rack in enumerate(cluster.topo.racks)} if spec.client_rack else {},
     }
     for mode in modes.parts:
         mode.prepare(cluster)
@@ -204,7 +204,11 @@ def _prepare(
         header_config.update(mode.header())
     # The inputs this run sets out to record: if one is missing (a crash before the final read),
     # the checks that need it say unknown, not not-applicable.
-    wanted = {Input.RACKS, Input.SENDS, Input.META, Input.FINAL_READS}.union(*(m.inputs() for m in modes.parts))
+    # (racks only where the consumers name theirs: without ``client.rack`` no check of rack-aware
+    # fetching applies, which is not-applicable rather than a missing input)
+    wanted = {Input.SENDS, Input.META, Input.FINAL_READS}.union(*(m.inputs() for m in modes.parts))
+    if spec.client_rack:
+        wanted.add(Input.RACKS)
     inputs = [i for i in INPUT_ORDER if i in wanted]
     history = HistoryWriter(
         RunDir(out).history,

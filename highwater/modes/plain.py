@@ -41,7 +41,8 @@ class Assign(Extras):
         return out
 
     def consumers(self, cluster: ClusterBackend, history: HistoryWriter, seed: int | None) -> list[Consumer]:
-        """One consumer per broker rack, ``client.rack`` set."""
+        """One consumer per broker rack, through its rack's bootstrap servers, ``client.rack`` set
+        unless the spec turns it off (``RunSpec.client_rack``)."""
         spec, racks = self.spec, cluster.topo.racks
         return [
             ConsumerWorker(
@@ -52,7 +53,7 @@ class Assign(Extras):
                     spec.topic,
                     spec.partitions,
                     mode=spec.consumer_mode,
-                    client_rack=rack,
+                    client_rack=rack if spec.client_rack else None,
                     group_id=self.group,
                     isolation_level=spec.isolation_of(i, len(racks)),
                     max_poll_records=spec.max_poll_records,

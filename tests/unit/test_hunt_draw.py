@@ -62,6 +62,7 @@ def test_the_draws_reach_every_release_client_workload_and_setting() -> None:
     assert {d.settings["linger_ms"] for d in draws} == set(LINGER_MS)
     assert {d.settings["max_poll_records"] for d in draws} == set(MAX_POLL_RECORDS)
     assert {d.settings.get("max_in_flight") for d in draws if d.settings["idempotence"]} == set(MAX_IN_FLIGHT)
+    assert {d.settings.get("client_rack", True) for d in draws} == {True, False}
 
 
 def test_requests_in_flight_are_drawn_only_with_idempotence() -> None:
@@ -73,7 +74,8 @@ def test_requests_in_flight_are_drawn_only_with_idempotence() -> None:
 def test_the_client_settings_are_drawn_after_everything_recorded_before_them() -> None:
     """Seeds drawn before the client settings keep their release, client, workload and schedule."""
     d = draw(SPACE, 7)  # what seed 7 drew before (1796035739: its schedule's seed then)
-    bare = {k: v for k, v in d.settings.items() if k not in ("linger_ms", "max_in_flight", "max_poll_records")}
+    later = ("linger_ms", "max_in_flight", "max_poll_records", "client_rack")
+    bare = {k: v for k, v in d.settings.items() if k not in later}
     assert (d.release, d.client, d.workload, d.concurrency, d.schedule_seed) == ("4.4.0", "java", "copy", 1, 1796035739)
     assert bare == {
         "partitions": 6,
