@@ -6,12 +6,16 @@ fault window and the calm tail, a budget of neither runs nor minutes, a release 
 assembled or a client that cannot be installed (``highwater.preflight``). Exit status
 (``highwater.exit_codes``): 0 nothing new found, 1 a new violation (known findings do not count),
 4 a refusal or a harness error, 130 interrupted (``hunt.json`` says how far it got).
+
+``--master URL`` spreads the hunt over Spark as lanes, each a hunt of its own on every N-th seed
+(``highwater.hunt_spread``); the same exit statuses, over all the lanes.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import time
 from pathlib import Path
 
@@ -19,10 +23,13 @@ from highwater.console import progress
 from highwater.exit_codes import Exit
 from highwater.harness.clients import DEFAULT_CLIENT, client_names
 from highwater.harness.distribution import default_version
-from highwater.hunt import Hunter, HuntSettings
+from highwater.hunt import HUNT_FILE, Hunter, HuntSettings, lane_file
 from highwater.hunt_draw import WORKLOADS, HuntError, HuntSpace
+from highwater.hunt_spread import hunt_spread
 from highwater.preflight import preflight, split_versions
 from highwater.progress import add_progress_arg
+from highwater.pytest_runs import shard_spec
+from highwater.sweep_cells import Master, checked_master
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -70,6 +77,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--clock", default="real", choices=["real", "faked"], help="faked: clock faults are drawn too")
     p.add_argument("--campaign", default=None, help="campaign name (default: hunt-<timestamp>)")
     p.add_argument("--results", default="results", help="where the hunt's runs and hunt.json are written")
+    p.add_argument(
+        "--master",
+        default=None,
+        metavar="URL",
+        help="spread the hunt over Spark as lanes: local[N] (this machine) or spark://HOST:PORT "
+        "(docs/hunting.md); the results path must be shared by every worker",
+    )
+    p.add_argument(
+        "--lanes",
+        type=int,
+        default=None,
+        help="with --master: how many hunts play side by side, each on seeds of its own "
+        "(default: N of local[N], else 2)",
+    )
+    p.add_argument("--lane", type=shard_spec, default=None, help=argparse.SUPPRESS)  # one lane of a spread hunt
     p.add_argument("--test-plant", default=None, help=argparse.SUPPRESS)  # highwater's own tests
     add_progress_arg(p)
     p.set_defaults(func=cmd_hunt)
@@ -100,12 +122,30 @@ def settings_of(args: argparse.Namespace, releases: list[str]) -> HuntSettings:
         disk=args.disk,
         clock=args.clock,
         plant=args.test_plant,
+        lane=args.lane,
     )
+
+
+def lanes_for(args: argparse.Namespace, master: Master) -> int:
+    """How many lanes a spread hunt plays: ``--lanes``, else N of ``local[N]`` (the machine's cores
+    for ``local[*]``), else 2; ``HuntError`` (one line) for a bad count or a lane given too."""
+    if args.lane is not None:
+        raise HuntError("--lane is a spread hunt's own option; give --master and --lanes instead")
+    if args.lanes is not None:
+        if args.lanes < 1:
+            raise HuntError("--lanes must be at least 1")
+        return int(args.lanes)
+    m = re.fullmatch(r"local\[(\*|\d+)(,\d+)?\]", master.url)
+    if m is None:
+        return 1 if master.url == "local" else 2
+    return (os.cpu_count() or 1) if m.group(1) == "*" else int(m.group(1))
 
 
 def cmd_hunt(args: argparse.Namespace) -> int:
     releases = split_versions(args.kafka_version or [os.environ.get("HIGHWATER_KAFKA_VERSION", "")])
     settings = settings_of(args, releases or [default_version(progress)])
+    master = checked_master(args.master, args.results)
+    lanes = lanes_for(args, master) if master is not None else None
     space = settings.space
     preflight(space.releases, space.clients, backend="local", progress=progress)
     progress(
@@ -120,7 +160,9 @@ def cmd_hunt(args: argparse.Namespace) -> int:
             if b
         )
     )
+    if master is not None and lanes is not None:
+        return hunt_spread(settings, master, lanes, progress, os.getcwd())
     report = Hunter(settings, progress).run()
     progress(report.line())
-    print(settings.results / settings.campaign / "hunt.json", flush=True)
+    print(settings.results / settings.campaign / lane_file(HUNT_FILE, settings.lane), flush=True)
     return Exit.VIOLATIONS if report.new else Exit.OK

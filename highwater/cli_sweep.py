@@ -61,7 +61,7 @@ from .sweep import (
     upgrade_paths,
     version_key,
 )
-from .sweep_cells import CellSettings, Master, check_reachable, check_results, parse_master
+from .sweep_cells import CellSettings, checked_master
 
 #: what a sweep runs unless told otherwise: the conformance suites (short, one promise each)
 DEFAULT_SWEEP_TESTS = ["suites/conformance", "suites/sweep"]
@@ -410,16 +410,6 @@ def state_file(shard: Shard | None) -> str:
     return STATE_FILE if shard is None else STATE_FILE.replace(".json", f".shard-{shard.index}-of-{shard.total}.json")
 
 
-def _checked_master(args: argparse.Namespace) -> Master | None:
-    """``--master``: parsed, its results store a path, a standalone master answering; or None."""
-    if getattr(args, "master", None) is None:
-        return None
-    master = parse_master(args.master)
-    check_results(args.results)
-    check_reachable(master)
-    return master
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
     get_backend(args.backend)
     shard: Shard | None = getattr(args, "shard", None)
@@ -428,7 +418,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     tests = args.tests or (UPGRADE_TESTS if args.over == "path" else DEFAULT_SWEEP_TESTS)
     swept = f"{library_of(args.client).name}-" if args.over == "client" else "paths-" if args.over == "path" else ""
     campaign = args.campaign or f"sweep-{swept}{args.profile}-{time.strftime('%Y%m%dT%H%M%S')}"
-    master = _checked_master(args)  # one line before anything starts: a bad or unreachable master
+    master = checked_master(
+        getattr(args, "master", None), args.results
+    )  # one line before anything starts: a bad or unreachable master
     state_path = Path(args.results) / campaign / (state_file(shard) if master is None else cells_state_file(shard))
     if args.upgrade_to is not None and args.over != "path":
         raise SweepError("--upgrade-to is for --over path")

@@ -21,7 +21,7 @@ import itertools
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -38,14 +38,34 @@ from highwater.harness.clients.groups import group_protocol_refusal
 from highwater.harness.clients.share import share_refusal
 from highwater.harness.config import ClusterSpec
 from highwater.harness.workload.plant import PLANT_KEY
-from highwater.hunt_draw import Draw, HuntSpace, draw, power_losses_at_once, schedule_for, schedule_length
+from highwater.hunt_draw import Draw, HuntError, HuntSpace, draw, power_losses_at_once, schedule_for, schedule_length
 from highwater.nemesis import scheduled, shortest_window, tail_seconds
+from highwater.pytest_runs import Shard
 from highwater.run_spec import RunSpec, run_settings
 from highwater.runner import RunResult, execute_run
 from highwater.shrink import Candidate, Outcome, ShrinkResult, shrink
 
 #: seeds drawn at once and played grouped by release
 BLOCK = 4
+#: the hunt's record and its findings draft, in the campaign's folder (a lane's: ``lane_file``)
+HUNT_FILE = "hunt.json"
+DRAFT_FILE = "findings-draft.toml"
+
+
+def lane_file(name: str, lane: Shard | None) -> str:
+    """``name`` for a whole hunt; ``hunt.lane-2-of-4.json`` for lane 2 of 4 of a spread one."""
+    if lane is None:
+        return name
+    stem, dot, ext = name.partition(".")
+    return f"{stem}.lane-{lane.index}-of-{lane.total}{dot}{ext}"
+
+
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """``data`` to ``path`` whole or not at all (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
 
 
 @dataclass(frozen=True)
@@ -67,6 +87,15 @@ class HuntSettings:
     disk: str = "plain"
     clock: str = "real"
     plant: str | None = None  # highwater's own tests only: harness.workload.plant
+    #: one lane of a hunt spread over Spark (``highwater.hunt_spread``): lane I of N plays the
+    #: seeds ``seed + I - 1``, then every N-th, and writes files of its own (``lane_file``)
+    lane: Shard | None = None
+
+    def seeds(self) -> Iterator[int]:
+        """The seeds this hunt (or lane) plays, in order."""
+        if self.lane is None:
+            return itertools.count(self.seed)
+        return itertools.count(self.seed + self.lane.index - 1, self.lane.total)
 
     def budget_left(self, done: int, started: float) -> bool:
         if self.runs is not None and done >= self.runs:
@@ -96,6 +125,22 @@ class HuntedRun:
             "faults": self.faults,
             "shrunk": self.shrunk,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HuntedRun:
+        """A run as ``to_json`` wrote it; ``HuntError`` (one line) for anything else."""
+        try:
+            return cls(
+                Draw.from_json(data["draw"]),
+                str(data["run_dir"]),
+                str(data["class"]),
+                tuple(data.get("new") or ()),
+                tuple(data.get("findings") or ()),
+                int(data.get("faults", 0)),
+                data.get("shrunk"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise HuntError(f"a hunt's run must have draw, run_dir and class: {exc}") from None
 
 
 @dataclass
@@ -129,6 +174,7 @@ class HuntReport:
                 "seconds": s.space.seconds,
             },
             "first_seed": s.seed,
+            **({"lane": str(s.lane)} if s.lane is not None else {}),
             "tries": s.tries,
             "runs": [r.to_json() for r in self.runs],
             "refused": self.refused,
@@ -251,7 +297,7 @@ class Hunter:
     def run(self) -> HuntReport:
         started = time.monotonic()
         clusters = _Clusters(self.settings, self.progress)
-        seed_iter = itertools.count(self.settings.seed)
+        seed_iter = self.settings.seeds()
         try:
             while self.settings.budget_left(len(self.report.runs), started):
                 block = [draw(self.settings.space, next(seed_iter), supports) for _ in range(BLOCK)]
@@ -387,13 +433,11 @@ class Hunter:
             "reason": f"FINDING HW-DRAFT-{d.seed}: a hunt's {found.check} (see {scenario})",
         }
         lines = ["[[finding]]"] + [f"{k} = {json.dumps(v)}" for k, v in record.items()]
-        path = self.out / "findings-draft.toml"
+        path = self.out / lane_file(DRAFT_FILE, self.settings.lane)
         with path.open("a", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n\n")
         summary["draft"] = str(path)
 
     def _write(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
-        tmp = self.out / "hunt.json.tmp"
-        tmp.write_text(json.dumps(self.report.to_json(), indent=2) + "\n", encoding="utf-8")
-        tmp.replace(self.out / "hunt.json")
+        write_json(self.out / lane_file(HUNT_FILE, self.settings.lane), self.report.to_json())

@@ -1,5 +1,7 @@
 """A sweep's cells as Spark tasks (``highwater sweep --master URL``): one run per task slot, on
-as many machines as the master has workers, all into one campaign on a shared path.
+as many machines as the master has workers, all into one campaign on a shared path. A hunt's
+lanes (``highwater hunt --master URL``, ``highwater.hunt_spread``) are spread the same way: any
+``Task`` (a key, the releases it needs set up, the command of an attempt) is.
 
 The cells (``highwater.sweep_cells``: release x client x suite) are one RDD with one partition
 per cell. The driver submits one job per partition from a pool of threads, so each finished
@@ -29,12 +31,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from highwater.harness.procs import spawn
 
 from .exit_codes import Exit
-from .sweep_cells import CELL_LOGS, Cell, CellResult, CellSettings, Master, retried, run_argv, setup_argv
+from .sweep_cells import CELL_LOGS, CellResult, CellSettings, Master, retried, setup_argv
 
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
@@ -44,6 +46,22 @@ CHILD_GRACE_SECONDS = 30.0
 #: jobs submitted at once: enough to keep every task slot of a large cluster busy; the rest wait
 #: in the driver (Spark would queue them anyway, each holding a thread)
 MAX_JOBS_IN_FLIGHT = 64
+
+
+class Task(Protocol):
+    """What a Spark task runs: a child command (``argv``, attempted again after a harness error)
+    once the releases it names are set up on the executor (a sweep's ``Cell``, a hunt's lane)."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def releases(self) -> tuple[str, ...]: ...
+
+    def slug(self) -> str: ...
+
+    def argv(self, python: str, settings: CellSettings, attempt: int) -> list[str]: ...
+
 
 # the releases set up in this Python worker (workers are reused across a sweep's tasks)
 _SET_UP: set[str] = set()
@@ -84,7 +102,7 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> None:
             continue
 
 
-def _attempt(cell: Cell, settings: CellSettings, attempt: int, log: Path) -> int:
+def _attempt(cell: Task, settings: CellSettings, attempt: int, log: Path) -> int:
     python = sys.executable
     cwd = settings.cwd if settings.cwd and Path(settings.cwd).is_dir() else None
     with open(log, "ab") as out:
@@ -96,13 +114,13 @@ def _attempt(cell: Cell, settings: CellSettings, attempt: int, log: Path) -> int
         if code != 0:
             return Exit.HARNESS  # no cluster can start here: a harness reason, tried again
         _SET_UP.add(release)
-    argv = run_argv(python, cell, settings, attempt)
+    argv = cell.argv(python, settings, attempt)
     with open(log, "ab") as out:
         out.write(("== " + " ".join(argv[1:]) + "\n").encode())
     return _child(argv, log, cwd)
 
 
-def run_cell(cell: Cell, settings: CellSettings) -> CellResult:
+def run_cell(cell: Task, settings: CellSettings) -> CellResult:
     """One cell, on whatever machine runs the task: attempts until a verdict or the last one."""
     started = time.monotonic()
     log = settings.campaign_dir() / CELL_LOGS / f"{cell.slug()}.log"
@@ -116,7 +134,7 @@ def run_cell(cell: Cell, settings: CellSettings) -> CellResult:
     return CellResult(cell.key, code, time.monotonic() - started, attempt, socket.gethostname(), str(log))
 
 
-def _partition(settings: CellSettings, cells: Iterable[Cell]) -> Iterator[CellResult]:
+def _partition(settings: CellSettings, cells: Iterable[Task]) -> Iterator[CellResult]:
     for cell in cells:
         yield run_cell(cell, settings)
 
@@ -162,10 +180,10 @@ def sweep_context(master: Master, app_name: str) -> Iterator[SparkContext]:
         stop_gateway()
 
 
-def _one(sc: SparkContext, rdd: RDD[Cell], index: int, cell: Cell, settings: CellSettings) -> CellResult:
+def _one(sc: SparkContext, rdd: RDD[Task], index: int, cell: Task, settings: CellSettings) -> CellResult:
     """Cell ``index`` as a job of its own; a task that failed in Spark is a harness error."""
     started = time.monotonic()
-    sc.setJobDescription(f"highwater sweep cell {cell.key}")
+    sc.setJobDescription(f"highwater {cell.key}")
     try:
         results = sc.runJob(rdd, functools.partial(_partition, settings), [index])
     except Exception as exc:  # noqa: BLE001 - Py4JJavaError and friends: the task or its executor failed
@@ -175,20 +193,22 @@ def _one(sc: SparkContext, rdd: RDD[Cell], index: int, cell: Cell, settings: Cel
 
 
 def spread(
-    cells: Sequence[Cell],
+    cells: Sequence[Task],
     settings: CellSettings,
     master: Master,
     say: Callable[[str], None],
     done: Callable[[CellResult], None],
+    command: str = "sweep",
 ) -> None:
-    """Run every cell as a Spark task; ``done`` is called in this thread as each one finishes.
+    """Run every cell (any ``Task``) as a Spark task of the app ``highwater <command> <campaign>``;
+    ``done`` is called in this thread as each one finishes.
     Ctrl-C cancels the jobs (their tasks interrupt their children) and is raised again."""
     if not cells:
         return
     started = time.monotonic()
-    with sweep_context(master, f"highwater sweep {settings.campaign}") as sc:
+    with sweep_context(master, f"highwater {command} {settings.campaign}") as sc:
         say(
-            f"Spark {sc.master} up in {time.monotonic() - started:.1f}s: {len(cells)} cells, "
+            f"Spark {sc.master} up in {time.monotonic() - started:.1f}s: {len(cells)} tasks, "
             f"{sc.defaultParallelism} task slots so far"
         )
         rdd = sc.parallelize(list(cells), len(cells))  # one cell per partition

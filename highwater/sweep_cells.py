@@ -62,6 +62,10 @@ class Cell:
         """A file name for the cell's log: its key with anything unsafe as ``_``."""
         return re.sub(r"[^A-Za-z0-9.=+-]+", "_", self.key).strip("_")[:180]
 
+    def argv(self, python: str, settings: CellSettings, attempt: int) -> list[str]:
+        """The command of one attempt of this cell (``run_argv``)."""
+        return run_argv(python, self, settings, attempt)
+
 
 @dataclass(frozen=True)
 class CellSettings:
@@ -265,3 +269,14 @@ def check_results(results: str) -> None:
             f"--results {results!r}: with --master the results store is a path every machine mounts "
             "(a shared file system); object stores are not written to directly"
         )
+
+
+def checked_master(url: str | None, results: str) -> Master | None:
+    """``--master``, checked before anything starts: parsed, the results store a path every
+    machine sees, a standalone master answering; None without one. One line for each refusal."""
+    if url is None:
+        return None
+    master = parse_master(url)
+    check_results(results)
+    check_reachable(master)
+    return master

@@ -1,0 +1,112 @@
+"""``highwater hunt --master``'s pure parts: the lanes' seeds and budgets, each lane's command
+(which the CLI parses back into the same hunt), the lanes' records merged into one, and the
+exit status over the lanes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from highwater.cli import build_parser
+from highwater.cli_hunt import lanes_for, settings_of
+from highwater.exit_codes import Exit
+from highwater.hunt import DRAFT_FILE, HUNT_FILE, HuntedRun, HuntReport, HuntSettings, lane_file
+from highwater.hunt_draw import Draw, HuntError, HuntSpace
+from highwater.hunt_spread import exit_of, lane_runs, lanes_of, merge_lanes
+from highwater.pytest_runs import Shard
+from highwater.sweep_cells import CellResult, CellSettings, parse_master
+
+SPACE = HuntSpace(("3.9.1", "4.4.0"), ("java", "kafka-python"), ("plain", "group"), 60.0)
+HUNT = HuntSettings(SPACE, seed=100, runs=7, results=Path("/shared/results"), campaign="night", tries=2)
+
+
+def _args(*argv: str):  # type: ignore[no-untyped-def]
+    return build_parser().parse_args(["hunt", *argv])
+
+
+def test_the_lanes_play_every_seed_of_a_local_hunt_once() -> None:
+    local = list(itertools.islice(HUNT.seeds(), 12))
+    lanes = [HuntSettings(SPACE, seed=100, lane=Shard(i, 3)) for i in (1, 2, 3)]
+    played = [s for lane in lanes for s in itertools.islice(lane.seeds(), 4)]
+    assert sorted(played) == local == list(range(100, 112))
+    assert list(itertools.islice(lanes[1].seeds(), 3)) == [101, 104, 107]
+
+
+def test_a_budget_of_runs_is_split_and_a_lane_with_none_is_left_out() -> None:
+    assert [lane_runs(7, Shard(i, 3)) for i in (1, 2, 3)] == [3, 2, 2]
+    assert lane_runs(None, Shard(1, 3)) is None
+    assert [lane.runs for lane in lanes_of(HuntSettings(SPACE, runs=2), 3)] == [1, 1]
+    assert [str(lane.lane) for lane in lanes_of(HuntSettings(SPACE, minutes=30), 3)] == ["1/3", "2/3", "3/3"]
+
+
+def test_a_lane_s_command_is_the_same_hunt_for_its_seeds() -> None:
+    lane = lanes_of(HUNT, 3)[1]
+    argv = lane.argv("python", CellSettings(campaign="night", results="/shared/results"), 1)
+    assert argv[:4] == ["python", "-m", "highwater.cli", "hunt"]
+    parsed = settings_of(_args(*argv[4:]), ["3.9.1", "4.4.0"])
+    assert parsed.lane == Shard(2, 3)
+    assert parsed.runs == 2
+    assert parsed.seed == HUNT.seed and parsed.space == SPACE and parsed.tries == HUNT.tries
+    assert (parsed.campaign, parsed.results) == ("night", Path("/shared/results"))
+    assert lane.releases == SPACE.releases  # set up on the executor before the lane starts
+
+
+def test_a_lane_writes_files_of_its_own() -> None:
+    assert lane_file(HUNT_FILE, None) == "hunt.json"
+    assert lane_file(HUNT_FILE, Shard(2, 4)) == "hunt.lane-2-of-4.json"
+    assert lane_file(DRAFT_FILE, Shard(1, 2)) == "findings-draft.lane-1-of-2.toml"
+
+
+def _lane_record(out: Path, lane: Shard, seeds: list[int], new: dict[int, str]) -> None:
+    report = HuntReport(HuntSettings(SPACE, seed=100, lane=lane))
+    for seed in seeds:
+        d = Draw(seed, "4.4.0", "java", "plain", {"partitions": 1})
+        found = (new[seed],) if seed in new else ()
+        report.runs.append(HuntedRun(d, f"{out}/run-{seed}", "violated" if found else "valid", found, (), 1))
+    (out / lane_file(HUNT_FILE, lane)).write_text(json.dumps(report.to_json()), encoding="utf-8")
+
+
+def test_the_lanes_records_merge_into_one_hunt_by_seed(tmp_path: Path) -> None:
+    lanes = lanes_of(HuntSettings(SPACE, seed=100, minutes=5), 3)
+    _lane_record(tmp_path, Shard(1, 3), [100, 103], {103: "poll-skip"})
+    _lane_record(tmp_path, Shard(2, 3), [101], {})
+    (tmp_path / lane_file(DRAFT_FILE, Shard(1, 3))).write_text('[[finding]]\nid = "HW-DRAFT-103"\n\n')
+    report = merge_lanes(HUNT, tmp_path, lanes)
+    assert [r.draw.seed for r in report.runs] == [100, 101, 103]
+    assert [r.new for r in report.new] == [("poll-skip",)]
+    assert report.refused == [{"lane": "3/3", "why": "wrote no record", "log": "cells/lane-3-of-3.log"}]
+    merged = json.loads((tmp_path / HUNT_FILE).read_text())
+    assert merged["lanes"] == 3 and [r["draw"]["seed"] for r in merged["runs"]] == [100, 101, 103]
+    assert "HW-DRAFT-103" in (tmp_path / DRAFT_FILE).read_text()
+
+
+def test_a_lane_record_that_is_not_a_hunt_s_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / lane_file(HUNT_FILE, Shard(1, 1))).write_text('{"runs": [{"draw": {}}]}')
+    with pytest.raises(HuntError, match=r"hunt.lane-1-of-1.json: not a hunt's record: a hunt draw must have"):
+        merge_lanes(HUNT, tmp_path, lanes_of(HuntSettings(SPACE, minutes=1), 1))
+
+
+def _result(code: int) -> CellResult:
+    return CellResult("hunt lane 1/2", code, 1.0, 1)
+
+
+def test_the_exit_status_over_the_lanes() -> None:
+    clean, found = HuntReport(HUNT), HuntReport(HUNT)
+    found.runs.append(HuntedRun(Draw(1, "4.4.0", "java", "plain"), "r", "violated", ("lost-write",), (), 1))
+    assert exit_of(found, [_result(Exit.INTERRUPTED)]) == Exit.VIOLATIONS
+    assert exit_of(clean, [_result(Exit.OK), _result(Exit.INTERRUPTED)]) == Exit.INTERRUPTED
+    assert exit_of(clean, [_result(Exit.OK), _result(Exit.HARNESS)]) == Exit.HARNESS
+    assert exit_of(clean, [_result(Exit.OK), _result(Exit.OK)]) == Exit.OK
+
+
+def test_how_many_lanes() -> None:
+    assert lanes_for(_args("--runs", "4", "--master", "local[3]"), parse_master("local[3]")) == 3
+    assert lanes_for(_args("--runs", "4", "--lanes", "5"), parse_master("spark://m:7077")) == 5
+    assert lanes_for(_args("--runs", "4"), parse_master("spark://m:7077")) == 2
+    with pytest.raises(HuntError, match="--lanes must be at least 1"):
+        lanes_for(_args("--runs", "4", "--lanes", "0"), parse_master("local[2]"))
+    with pytest.raises(HuntError, match="--lane is a spread hunt's own option"):
+        lanes_for(_args("--runs", "4", "--lane", "1/2"), parse_master("local[2]"))
