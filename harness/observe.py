@@ -35,6 +35,10 @@ log = logging.getLogger(__name__)
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
 LATEST_TIMESTAMP = -1
+#: ListOffsets' special timestamps: the log start (on a tiered topic, the remote store's first
+#: offset too) and the local log start (KIP-405, v8+): below it the leader serves from remote
+EARLIEST_TIMESTAMP = -2
+EARLIEST_LOCAL_TIMESTAMP = -4
 
 
 def _list_offsets(topic: str, partitions: list[int], replica_id: int, timestamp: int) -> Any:
@@ -66,9 +70,13 @@ class PartitionState:
     isr: tuple[int, ...]
     hw: int | None = None  # None when the leader could not be asked
     leo: dict[int, int] = field(default_factory=dict)  # replica -> log end offset, those that answered
+    #: the leader's log start and local log start (``starts=True``; None: not asked or no answer)
+    log_start: int | None = None
+    local_start: int | None = None
 
     def to_event_value(self) -> dict[str, Any]:
-        """The ``meta`` event value of the history format."""
+        """The ``meta`` event value of the history format (the starts only where asked)."""
+        starts = {"log_start": self.log_start, "local_start": self.local_start}
         return {
             "topic": self.topic,
             "partition": self.partition,
@@ -77,6 +85,7 @@ class PartitionState:
             "isr": list(self.isr),
             "hw": self.hw,
             "leo": {str(k): v for k, v in self.leo.items()},
+            **{k: v for k, v in starts.items() if v is not None},
         }
 
 
@@ -282,9 +291,12 @@ class Observer:
     def partition_state(self, topic: str, partition: int, *, offsets: bool = True) -> PartitionState:
         return self.partition_states(topic, [partition], offsets=offsets)[0]
 
-    def partition_states(self, topic: str, partitions: list[int], *, offsets: bool = True) -> list[PartitionState]:
+    def partition_states(
+        self, topic: str, partitions: list[int], *, offsets: bool = True, starts: bool = False
+    ) -> list[PartitionState]:
         """The state of each of ``partitions`` of ``topic``: one Metadata answer, then (``offsets``)
-        the HW from each leader and every replica's LEO, all in flight at once (``_offsets``). A
+        the HW from each leader and every replica's LEO, and (``starts``, a tiered topic's) each
+        leader's log start and local log start, all in flight at once (``_offsets``). A
         frozen or cut-off broker then holds an observation for one request timeout, not one per
         partition and replica (asked one by one, three partitions on a frozen broker were seen
         every 10-15 s, and an ISR change it caused first after its heal)."""
@@ -293,7 +305,7 @@ class Observer:
         if missing:
             raise KeyError(f"{topic} has no partition {missing[0]}")
         metas = [by_index[p] for p in partitions]
-        hw, leo = self._offsets(topic, metas) if offsets else ({}, {})
+        hw, leo, first = self._offsets(topic, metas, starts) if offsets else ({}, {}, {})
         return [
             PartitionState(
                 topic=topic,
@@ -304,16 +316,21 @@ class Observer:
                 isr=tuple(int(r) for r in m["isr_nodes"]),
                 hw=hw.get(m["partition_index"]),
                 leo=leo.get(m["partition_index"], {}),
+                log_start=first.get((m["partition_index"], EARLIEST_TIMESTAMP)),
+                local_start=first.get((m["partition_index"], EARLIEST_LOCAL_TIMESTAMP)),
             )
             for m in metas
         ]
 
-    def _offsets(self, topic: str, metas: list[dict[str, Any]]) -> tuple[dict[int, int], dict[int, dict[int, int]]]:
-        """The HW of each partition of ``metas`` from its leader and every replica's LEO (partition
-        -> broker -> offset): one ListOffsets per broker and kind for all its partitions, all in
-        flight at once. A dying leader or a dead or cut replica has no answer: its offsets are
-        left out."""
-        asks: list[tuple[int, int, list[int]]] = []  # (broker, replica_id, partitions)
+    def _offsets(
+        self, topic: str, metas: list[dict[str, Any]], starts: bool = False
+    ) -> tuple[dict[int, int], dict[int, dict[int, int]], dict[tuple[int, int], int]]:
+        """The HW of each partition of ``metas`` from its leader, every replica's LEO (partition
+        -> broker -> offset) and, with ``starts``, each leader's log start and local log start
+        ((partition, EARLIEST_TIMESTAMP or EARLIEST_LOCAL_TIMESTAMP) -> offset): one ListOffsets
+        per broker and kind for all its partitions, all in flight at once. A dying leader or a
+        dead or cut replica has no answer: its offsets are left out."""
+        asks: list[tuple[int, int, int, list[int]]] = []  # (broker, replica_id, timestamp, partitions)
         leaders: dict[int, list[int]] = {}
         hosts: dict[int, list[int]] = {}
         for m in metas:
@@ -321,22 +338,31 @@ class Observer:
                 leaders.setdefault(int(m["leader_id"]), []).append(m["partition_index"])
             for replica in m["replica_nodes"]:
                 hosts.setdefault(int(replica), []).append(m["partition_index"])
-        asks += [(b, CONSUMER_REPLICA_ID, ps) for b, ps in leaders.items()]
-        asks += [(b, DEBUGGING_REPLICA_ID, ps) for b, ps in hosts.items()]
-        answers = self._send_all([(b, _list_offsets(topic, ps, rid, LATEST_TIMESTAMP)) for b, rid, ps in asks])
+        asks += [(b, CONSUMER_REPLICA_ID, LATEST_TIMESTAMP, ps) for b, ps in leaders.items()]
+        asks += [(b, DEBUGGING_REPLICA_ID, LATEST_TIMESTAMP, ps) for b, ps in hosts.items()]
+        if starts:
+            asks += [
+                (b, CONSUMER_REPLICA_ID, ts, ps)
+                for ts in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP)
+                for b, ps in leaders.items()
+            ]
+        answers = self._send_all([(b, _list_offsets(topic, ps, rid, ts)) for b, rid, ts, ps in asks])
         hw: dict[int, int] = {}
         leo: dict[int, dict[int, int]] = {}
-        for (broker, rid, _), answer in zip(asks, answers):
+        first: dict[tuple[int, int], int] = {}
+        for (broker, rid, ts, _), answer in zip(asks, answers):
             if isinstance(answer, BaseException):
                 continue
             for part in answer.topics[0].partitions:
                 if part.error_code != 0:
                     continue
-                if rid == CONSUMER_REPLICA_ID:
+                if ts != LATEST_TIMESTAMP:
+                    first[(part.partition_index, ts)] = int(part.offset)
+                elif rid == CONSUMER_REPLICA_ID:
                     hw[part.partition_index] = int(part.offset)
                 else:
                     leo.setdefault(part.partition_index, {})[broker] = int(part.offset)
-        return hw, leo
+        return hw, leo, first
 
     def _send_all(self, requests: list[tuple[int, Any]]) -> list[Any]:
         """Each (broker, request) sent at once, then each answer awaited: the answers, or the

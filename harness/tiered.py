@@ -102,11 +102,18 @@ def broker_config(store: Path, jar: Path, listener: str) -> dict[str, str]:
     }
 
 
+#: a tiered run's topics keep every record (``retention.ms``): their log start may not move,
+#: which the ``log-start`` check holds them to (the header records it as ``retention_ms``)
+RETENTION_MS = -1
+
+
 def topic_config() -> dict[str, str]:
     """A topic that tiers: copied to the remote store as soon as a segment rolls (every
-    ``SEGMENT_BATCHES`` batches), deleted locally ``LOCAL_RETENTION_MS`` later."""
+    ``SEGMENT_BATCHES`` batches), deleted locally ``LOCAL_RETENTION_MS`` later, kept remotely
+    for good (``RETENTION_MS``)."""
     return {
         "remote.storage.enable": "true",
+        "retention.ms": str(RETENTION_MS),
         "local.retention.ms": str(LOCAL_RETENTION_MS),
         "segment.index.bytes": str(12 * SEGMENT_BATCHES),
         "index.interval.bytes": "1",

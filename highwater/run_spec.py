@@ -12,6 +12,7 @@ from typing import Any
 
 from highwater.core.checks.bounds import Settings
 from highwater.core.errors import HighwaterError
+from highwater.harness import tiered
 from highwater.harness.backend import ClusterBackend
 from highwater.harness.clients import DEFAULT_CLIENT
 
@@ -116,7 +117,7 @@ class RunSpec:
             **({"group_remote_assignor": self.group_remote_assignor} if self.group_remote_assignor else {}),
             **({"power_loss_replicas": self.power_loss_replicas} if self.power_loss_replicas else {}),
             **({"upgrade_path": self.upgrade_path} if self.upgrade_path else {}),
-            **({"tiered": True} if self.tiered else {}),
+            **({"tiered": True, "retention_ms": tiered.RETENTION_MS} if self.tiered else {}),
             **({} if self.client_rack else {"client_rack": False}),
             **self.quorum_loss(cluster.spec.brokers, cluster.spec.controllers),
             **({"client_clocks": True} if self.client_clocks else {}),

@@ -282,6 +282,7 @@ def _workers(cluster: ClusterBackend, spec: RunSpec, run: _Run) -> _Workers:
         spec.partitions,
         interval=spec.observe_interval,
         security=cluster.client_security,
+        starts=spec.tiered,
     )
     return _Workers(producers, consumers, observer, log_mark)
 

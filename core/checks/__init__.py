@@ -39,7 +39,7 @@ from highwater.core.checks.share import (
     share_release_redelivered,
     share_settled_redelivered,
 )
-from highwater.core.checks.tiered import remote_reset
+from highwater.core.checks.tiered import log_start, remote_reset
 from highwater.core.checks.timed import TIMED_CHECKS
 from highwater.core.checks.torn import torn_transaction_of
 from highwater.core.checks.txn import aborted_read_of, open_txn_read_of
@@ -100,6 +100,7 @@ CHECKS: dict[str, Check] = {
     "upgrade": on_rows(upgrade, lambda h: [f.row for f in h.faults if f.kind in RELEASE_STEPS]),
     # tiered storage (KIP-405)
     "remote-reset": remote_reset,
+    "log-start": log_start,
 }
 
 
@@ -149,6 +150,7 @@ NEEDS: dict[str, Needs] = {
     "share-release-redelivered": _needs(_Q),
     "upgrade": _needs(Input.RELEASE_STEPS),
     "remote-reset": _needs(_P, _F),
+    "log-start": _needs(_S, _M),
 }
 assert NEEDS.keys() == CHECKS.keys(), "every check declares its inputs"
 

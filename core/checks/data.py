@@ -209,6 +209,9 @@ class MetaObs:
     leader: int | None
     epoch: int | None
     isr: frozenset[int] | None
+    #: the leader's log start and local log start (KIP-405), observed on tiered runs only
+    log_start: int | None = None
+    local_start: int | None = None
 
 
 @dataclass(frozen=True)
@@ -589,6 +592,8 @@ class _Builder:
                 _opt_int(v.get("leader")),
                 _opt_int(v.get("leader_epoch")),
                 frozenset(int(b) for b in isr) if isinstance(isr, list) else None,
+                _opt_int(v.get("log_start")),
+                _opt_int(v.get("local_start")),
             )
         )
 

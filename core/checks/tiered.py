@@ -1,5 +1,7 @@
-"""``remote-reset``: on a tiered topic (KIP-405), a consumer's position was reset by
-``auto.offset.reset`` away from an offset the log still held.
+"""The checks tiered storage (KIP-405) adds: ``remote-reset`` and ``log-start``.
+
+``remote-reset``: on a tiered topic, a consumer's position was reset by ``auto.offset.reset``
+away from an offset the log still held.
 
 A consumer whose fetch offset lies below the leader's local log start is served from the remote
 store; Kafka answers OFFSET_OUT_OF_RANGE only for an offset below the log start (retention) or
@@ -10,14 +12,27 @@ between the tiers), and the consumer then re-reads from the start or skips to th
 The offset a consumer was at is the one after the last record it returned on the partition
 before the reset (none returned: the offset it was last assigned or sought to). It existed when
 the final read's reference replica holds it, ``log_start <= offset < hw`` (``derived.reference``:
-the log start moves only by retention, so an offset above the final log start was above it
-throughout). A reset with no known offset before it proves nothing and is not judged.
+the log start moves only by retention, which ``log-start`` holds the run to, so an offset above
+the final log start was above it throughout). A reset with no known offset before it proves nothing and is not judged.
 
 Applicable to tiered runs (the header's ``config.tiered``) on a client whose driver reports the
 resets its library applies (``RESET_REPORTING``: kafka-python, confluent-kafka; the others'
 resets are not seen, so their runs are not judged); unknown without a final read. No reset is
 valid: no consumer lost its place. Counted: ``resets``, ``judged``, ``violations``. Examples: consumer, partition, offset it was at, the
 offset it was reset to, the final log start and high watermark.
+
+``log-start``: the log start moves only by retention. A tiered run's observer asks each leader
+for the partition's log start every second (``meta`` events' ``log_start``: ListOffsets
+EARLIEST, which on a tiered topic counts the remote store's segments too). Its topics keep every
+record (``retention_ms`` -1 in the header, ``harness.tiered.RETENTION_MS``), so nothing may
+delete an acknowledged record: an observed log start above the offset of an acknowledged send
+is the anomaly (``log-start-passed-an-acknowledged-record``, one example per partition, at its
+highest observed log start). Such a record was appended before the observation (the log end was
+past the log start then), so the order of the ack and the observation does not matter. A log
+start above offsets no send was acknowledged at (a failed or unknown send, an aborted
+transaction's records) is clean. Not applicable without such observations (untiered runs);
+unknown with a finite retention (which records it may delete is not judged yet). Counted:
+``observations``, ``partitions``, ``partitions_moved``, ``acked_below``.
 """
 
 from __future__ import annotations
@@ -31,6 +46,7 @@ from highwater.core.checks.derived import example, reference
 from highwater.core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict
 
 CHECK = "remote-reset"
+LOG_START = "log-start"
 #: the clients whose drivers record a position change with reason ``reset`` when their library
 #: applies auto.offset.reset (``harness.client_common.PositionReason.RESET``)
 RESET_REPORTING = frozenset({"kafka-python", "confluent-kafka"})
@@ -94,3 +110,49 @@ def _offset_before(h: HistoryData, proc: int, tp: int, row: int) -> int | None:
         last_move = (last, int(pos.offset[moved & (pos.row == last)][0]))
     known = [x for x in (last_poll, last_move) if x is not None]
     return max(known)[1] if known else None
+
+
+def log_start(h: HistoryData) -> Verdict:
+    """log-start (module doc)."""
+    observed = [m for m in h.meta if m.log_start is not None and m.tp >= 0]
+    if not observed:
+        return Verdict(
+            LOG_START, NOT_APPLICABLE, notes=["not applicable: the run observed no log start (tiered runs do)"]
+        )
+    counts = {"observations": len(observed), "partitions": len({m.tp for m in observed})}
+    retention = h.config.get("retention_ms")
+    if not isinstance(retention, int) or retention >= 0:
+        return Verdict(
+            LOG_START, UNKNOWN, counts, notes=[f"retention.ms is {retention}: what retention may delete is not judged"]
+        )
+    highest: dict[int, Any] = {}  # tp -> the observation of its highest log start
+    for m in observed:
+        if m.tp not in highest or m.log_start > highest[m.tp].log_start:
+            highest[m.tp] = m
+    s = h.sends
+    acked = (s.type == OK) & (s.tp >= 0) & (s.offset >= 0)
+    examples: list[dict[str, Any]] = []
+    moved = below_total = 0
+    for tp, m in sorted(highest.items()):
+        mine = acked & (s.tp == tp) & (s.offset < m.log_start)
+        below = int(mine.sum())
+        if not below:
+            continue
+        moved += 1
+        below_total += below
+        lowest = int(np.argmin(np.where(mine, s.offset, np.iinfo(np.int64).max)))
+        if len(examples) < MAX_EXAMPLES:
+            examples.append(
+                example(
+                    h,
+                    "log-start-passed-an-acknowledged-record",
+                    [m.row, int(s.row[lowest])],
+                    tp=tp,
+                    log_start=int(m.log_start),
+                    leader=m.leader,
+                    lowest_acked=int(s.offset[lowest]),
+                    acked_below=below,
+                    time_s=round(m.time / 1e9, 3),
+                )
+            )
+    return Verdict(LOG_START, not moved, {**counts, "partitions_moved": moved, "acked_below": below_total}, examples)

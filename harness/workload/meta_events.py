@@ -1,5 +1,6 @@
 """Periodic ``meta`` events: leader, leader epoch, ISR, HW and per-replica LEO of each
-partition, as Kafka reports them (see harness.observe).
+partition, and on a tiered topic the leader's log start and local log start, as Kafka reports
+them (see harness.observe).
 
 This is observation, not a client under test: ``harness.observe.Observer`` speaks to the
 brokers with kafka-python's admin and protocol classes whichever client driver
@@ -23,9 +24,12 @@ class ObserverWorker(Worker):
         interval: float = 1.0,
         name: str = "probe",
         security: ClientSecurity = PLAINTEXT,
+        starts: bool = False,
     ) -> None:
         super().__init__(name, history)
         self.topic = topic
+        #: observe each leader's log start and local log start too (a tiered topic's)
+        self.starts = starts
         self.partitions = partitions
         self.interval = interval
         self._observer = Observer(bootstrap, client_id="highwater-probe", security=security)
@@ -38,7 +42,7 @@ class ObserverWorker(Worker):
             # so they say when the observation began (``observed_ns``).
             began = self.history.clock_ns()
             try:
-                states = self._observer.partition_states(self.topic, partitions)
+                states = self._observer.partition_states(self.topic, partitions, starts=self.starts)
             except Exception as exc:  # noqa: BLE001 - an observation that failed is recorded as such
                 for p in partitions:
                     self.history.info(self.name, "meta", {"topic": self.topic, "partition": p}, error=exc)

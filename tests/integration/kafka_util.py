@@ -20,9 +20,11 @@ _EXTRA_INPUTS = frozenset({Input.TXNS, Input.COMMITS, Input.COPY, Input.SHARE, I
 #: the checks such a run cannot judge (they say not-applicable), in report order: derived from
 #: what each check needs, so a new check of transactions, groups or share groups is in it at once;
 #: nonmonotonic-send is not applicable because the producers are not idempotent, remote-reset
-#: because the run's topic does not tier
+#: and log-start because the run's topic does not tier
 NOT_APPLICABLE_WITHOUT_TXN_COMMITS_OR_IDEMPOTENCE = tuple(
-    c for c in CHECKS if c in ("nonmonotonic-send", "remote-reset") or any(group <= _EXTRA_INPUTS for group in NEEDS[c])
+    c
+    for c in CHECKS
+    if c in ("nonmonotonic-send", "remote-reset", "log-start") or any(group <= _EXTRA_INPUTS for group in NEEDS[c])
 )
 
 

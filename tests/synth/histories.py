@@ -139,7 +139,9 @@ class HistoryBuilder:
         epoch: int = 0,
         leo: Mapping[int, int] | None = None,
         proc: str = "observer",
+        **starts: int,
     ) -> dict[str, Any]:
+        """A ``meta`` observation; ``starts``: a tiered run's ``log_start`` / ``local_start``."""
         return self.event(
             proc,
             "ok",
@@ -152,6 +154,7 @@ class HistoryBuilder:
                 "isr": list(isr),
                 "hw": hw,
                 "leo": {str(k): x for k, x in (leo or {}).items()},
+                **starts,
             },
         )
 

@@ -325,6 +325,7 @@ EVENT_CHECK_TESTS = {
     "share-release-redelivered": "test_share_checks.py",
     "upgrade": "test_upgrade_check.py",
     "remote-reset": "test_remote_reset.py",
+    "log-start": "test_log_start.py",
     # a median over at least 100 quiet records of each serving replica kind: no small generated
     # history reaches it
     "follower-latency": "test_follower_latency.py",

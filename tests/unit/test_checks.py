@@ -89,6 +89,7 @@ TXN_AND_GROUP = {
     "share-release-redelivered",
     "upgrade",  # judged only over a roll or finalize step
     "remote-reset",  # judged only where the run's topics tier
+    "log-start",  # judged only where the observer asked for log starts (tiered runs)
 }
 
 

@@ -46,8 +46,9 @@ KINDS = {
     Input.SHARE: {"acquire", "ack"},
 }
 #: the checks a plain history (no racks, meta, transactions or group commits) cannot run
-#: not applicable by the run's settings, not its inputs: remote-reset judges tiered topics only
-BY_CONFIG = {"remote-reset"}
+#: not applicable by the run's settings, not its inputs: remote-reset judges tiered topics only,
+#: log-start the log starts a tiered run's observer asks for
+BY_CONFIG = {"remote-reset", "log-start"}
 PLAIN_SKIPPED = [
     c
     for c in CHECKS
@@ -86,11 +87,12 @@ def full(n: int = 6) -> HistoryBuilder:
             "copy": {"source": T, "sink": COPY_SINK, "group": "cg"},
             "share": {"group": "sg", "topic": T, "lock_ms": 5_000, "session_ms": 6_000, "delivery_limit": 3},
             "tiered": True,  # remote-reset judges tiered topics only, on a client that reports resets
+            "retention_ms": -1,  # log-start: the topic keeps every record
         },
         racks=RACKS,
         client="kafka-python 3.0.12",
     )
-    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0, log_start=0, local_start=0)
     b.assign("consumer-0", T, 0, 0)
     for i in range(n):
         if i == n // 2:
