@@ -119,6 +119,8 @@ class RunSpec:
             **({"upgrade_path": self.upgrade_path} if self.upgrade_path else {}),
             **({"tiered": True, "retention_ms": tiered.RETENTION_MS} if self.tiered else {}),
             **({} if self.client_rack else {"client_rack": False}),
+            # the KRaft voters by name (core.checks.quorum: the ISR's bounds need a quorum)
+            "quorum_voters": [n.name for n in cluster.topo.controllers],
             **self.quorum_loss(cluster.spec.brokers, cluster.spec.controllers),
             **({"client_clocks": True} if self.client_clocks else {}),
             **header_entries(settings),

@@ -107,6 +107,9 @@ class Settings:
     producer_request_timeout_ms: int = 30_000
     observe_interval_ms: int = 1_000
     bound_slack_ms: int = SLACK_MS
+    controller_quorum_election_timeout_ms: int = 1_000
+    controller_quorum_fetch_timeout_ms: int = 2_000
+    controller_quorum_request_timeout_ms: int = 2_000
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Settings:
@@ -147,6 +150,15 @@ class Settings:
             producer_request_timeout_ms=int(p.get("request_timeout_ms", d.producer_request_timeout_ms)),
             observe_interval_ms=int(round(observe_interval_s * 1000)),
             bound_slack_ms=slack_ms,
+            controller_quorum_election_timeout_ms=b(
+                "controller.quorum.election.timeout.ms", d.controller_quorum_election_timeout_ms
+            ),
+            controller_quorum_fetch_timeout_ms=b(
+                "controller.quorum.fetch.timeout.ms", d.controller_quorum_fetch_timeout_ms
+            ),
+            controller_quorum_request_timeout_ms=b(
+                "controller.quorum.request.timeout.ms", d.controller_quorum_request_timeout_ms
+            ),
         )
 
 
@@ -167,6 +179,7 @@ BOUND_USERS: dict[str, tuple[str, ...]] = {
     "isr_leave_bound_ms": ("isr-stability",),
     "isr_slack_ms": ("isr-stability",),
     "isr_rejoin_bound_ms": ("isr-stability",),
+    "controller_failover_ms": ("isr-stability",),
     "follower_fetch_grace_ms": ("follower-fetch",),
     "follower_fetch_bound_ms": ("follower-fetch",),
     "consumer_stall_bound_ms": ("follower-fetch", "progress"),
@@ -201,6 +214,11 @@ def derive(s: Settings) -> dict[str, Bound]:
         s.observe_interval_ms,
         s.bound_slack_ms,
     )
+    Eq, Fq, Rq = (
+        s.controller_quorum_election_timeout_ms,
+        s.controller_quorum_fetch_timeout_ms,
+        s.controller_quorum_request_timeout_ms,
+    )
     shrink = max(L * 3 // 2, Ss + Hb)
     shrink_f = "max(1.5*replica.lag.time.max.ms, broker.session.timeout.ms + broker.heartbeat.interval.ms)"
     shrink_c = f"max(1.5*{L}, {Ss} + {Hb})"
@@ -221,6 +239,13 @@ def derive(s: Settings) -> dict[str, Bound]:
             Rs + L + O + K,
             "replica.socket.timeout.ms + replica.lag.time.max.ms + observe_interval + slack",
             f"{Rs} + {L} + {O} + {K}",
+        ),
+        Bound(
+            "controller_failover_ms",
+            Fq + 2 * Eq + Rq + Hb,
+            "controller.quorum.fetch.timeout.ms + 2*controller.quorum.election.timeout.ms"
+            " + controller.quorum.request.timeout.ms + broker.heartbeat.interval.ms",
+            f"{Fq} + 2*{Eq} + {Rq} + {Hb}",
         ),
         Bound("follower_fetch_grace_ms", M + W + K, move_f, move_c),
         Bound("follower_fetch_bound_ms", M + W + K, move_f, move_c),

@@ -225,6 +225,8 @@ class FaultEvent:
     #: a client restart onto another version or group protocol: ``{client id: {"from": {...},
     #: "to": {"client": ..., "group_protocol": ...}}}`` (``faults.inject``); empty otherwise
     members: Mapping[str, Any] = field(default_factory=dict)
+    #: a link fault's links, by their proxies' names (``controller:kafka-1->kafka-2``)
+    links: tuple[str, ...] = ()
 
 
 @dataclass
@@ -604,8 +606,18 @@ class _Builder:
         raw_params = v.get("params")
         params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         members = v.get("members")
+        links = v.get("links")
         self.faults.append(
-            FaultEvent(row, t, f, v.get("kind"), tuple(targets), params, members if isinstance(members, dict) else {})
+            FaultEvent(
+                row,
+                t,
+                f,
+                v.get("kind"),
+                tuple(targets),
+                params,
+                members if isinstance(members, dict) else {},
+                tuple(str(x) for x in links) if isinstance(links, list) else (),
+            )
         )
 
     def _final(self, row: int, v: Mapping[str, Any]) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 
 from highwater.core.checks.data import OK, HistoryData, distinct
 from highwater.core.checks.derived import ROW_SHIFT, example
+from highwater.core.checks.quorum import state_during, voters
 from highwater.core.checks.stalls import (
     Stall,
     fault_stall_outcome,
@@ -274,11 +275,20 @@ def isr_stability(h: HistoryData) -> Verdict:
     any replica the observer saw leave the ISR during the fault (a slowed follower, a killed
     leader), is back in the ISR within rejoin after the heal is done (the heal's ``ok``: a
     killed broker has restarted). One count per replica and event; windows without
-    observations are unjudged."""
+    observations are unjudged.
+
+    The controller quorum (``core.checks.quorum``) commits every ISR change: (b) and (c) are
+    unjudged while the quorum is lost during their span (no quorum, no promise, as after a power
+    loss of most voters), and (c)'s bound grows by ``controller_failover_ms`` when a voter was
+    down or a voters' link broken from the fault's start to the end of the rejoin span (a
+    failover may come first)."""
     wins = fault_windows(h)
     slack = bound_ns(h, "isr_slack_ms")
     leave = bound_ns(h, "isr_leave_bound_ms")
     rejoin = bound_ns(h, "isr_rejoin_bound_ms")
+    failover = bound_ns(h, "controller_failover_ms")
+    quorum = voters(h)
+    no_quorum = 0
     by_tp = meta_by_tp(h)
     if not by_tp:
         return Verdict("isr-stability", UNKNOWN, {"violations": 0}, notes=["no meta observation with an ISR"])
@@ -309,8 +319,12 @@ def isr_stability(h: HistoryData) -> Verdict:
             left = set().union(*((a.isr or frozenset()) - (b.isr or frozenset()) for a, b in zip(during, during[1:])))
             cut = set() if m0.leader is None or m0.leader in w.cut else (m0.isr or frozenset()) & w.cut - {m0.leader}
             # (b) for the cut-off followers; (c) also for a replica that left without being cut
+            leave_quorum_lost = state_during(h, wins, quorum, w.start, w.start + leave).lost(quorum)
             for rb in sorted(cut | left):
-                if rb in cut and w.end is not None and w.end - w.start < leave:
+                if rb in cut and leave_quorum_lost:
+                    unjudged += 1  # no quorum to commit its removal
+                    no_quorum += 1
+                elif rb in cut and w.end is not None and w.end - w.start < leave:
                     unjudged += 1  # too short to show that the follower leaves
                     short += 1
                 elif rb in cut:
@@ -329,10 +343,16 @@ def isr_stability(h: HistoryData) -> Verdict:
                         unjudged += 1  # not seen out in time, nor seen still in after the bound
                 if w.end is not None:
                     back = w.back or w.end
-                    after = [m for m in obs if w.end <= m.time <= back + rejoin]
+                    bound = rejoin
+                    if state_during(h, wins, quorum, w.start, back + rejoin).disturbed:
+                        bound += failover  # a controller failover may come before the expansion
+                    after = [m for m in obs if w.end <= m.time <= back + bound]
                     if any(rb in (m.isr or ()) for m in after):
                         judged += 1
-                    elif h.end_time < back + rejoin or not after:
+                    elif state_during(h, wins, quorum, back, back + bound).lost(quorum):
+                        unjudged += 1  # no quorum to commit its return
+                        no_quorum += 1
+                    elif h.end_time < back + bound or not after:
                         unjudged += 1
                     else:
                         judged += 1
@@ -342,7 +362,7 @@ def isr_stability(h: HistoryData) -> Verdict:
                             [w.heal_row or w.row, after[-1].row],
                             tp,
                             replica=rb,
-                            bound_ms=rejoin // MS,
+                            bound_ms=bound // MS,
                         )
     n = shrunk + stayed + no_rejoin
     counts = {
@@ -353,9 +373,14 @@ def isr_stability(h: HistoryData) -> Verdict:
         "judged": judged,
         "unjudged": unjudged,
         "windows_shorter_than_bound": short,
+        "without_quorum": no_quorum,
     }
     notes = (
         [f"{short} fault window(s) not longer than isr_leave_bound_ms ({leave // MS} ms): unjudged"] if short else []
+    ) + (
+        [f"{no_quorum} ISR change(s) unjudged: the controller quorum was lost (nothing could commit them)"]
+        if no_quorum
+        else []
     )
     return Verdict("isr-stability", decide(n, judged, unjudged), counts, examples, notes)
 

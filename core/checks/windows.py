@@ -67,6 +67,7 @@ class Window:
     heal_row: int | None = None
     targets: tuple[Any, ...] = ()
     healed: int | None = None  # when the heal was done (its ok: a killed broker is back), else ``end``
+    links: tuple[str, ...] = ()  # a link fault's links (``controller:kafka-1->kafka-2``)
 
     @property
     def back(self) -> int | None:
@@ -100,6 +101,7 @@ def fault_windows(h: HistoryData) -> list[Window]:
                     dict(ev.params),
                     ev.row,
                     targets=tuple(ev.targets),
+                    links=ev.links,
                 )
             )
             continue

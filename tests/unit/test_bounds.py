@@ -33,6 +33,7 @@ def test_fast_failure_settings_give_bounds_of_seconds() -> None:
     assert ms == {
         "isr_leave_bound_ms": 9000,
         "isr_slack_ms": 5000,
+        "controller_failover_ms": 6500,
         "isr_rejoin_bound_ms": 12000,
         "follower_fetch_grace_ms": 7500,
         "follower_fetch_bound_ms": 7500,
@@ -56,10 +57,13 @@ def test_each_bound_follows_its_settings() -> None:
     longer_session = derive(Settings(**{**FAST.__dict__, "broker_session_timeout_ms": 9000}))
     assert longer_session["isr_leave_bound_ms"].ms == 9000 + 500 + 1000 + 2000  # fencing now dominates
     more_slack = derive(Settings(**{**FAST.__dict__, "bound_slack_ms": 3000}))
-    # every bound of a single event carries the slack; a bound on a median does not
-    medians = ("follower_latency_bound_ms", "hw_propagation_bound_ms")
+    # every bound of a single event carries the slack; a bound on a median does not, nor the
+    # controller failover, a term the rejoin bound (which has its slack) may add
+    medians = ("follower_latency_bound_ms", "hw_propagation_bound_ms", "controller_failover_ms")
     assert all(more_slack[n].ms - base[n].ms == 1000 for n in base if n not in medians)
     assert all(more_slack[n] == base[n] for n in medians)
+    slower_quorum = derive(Settings(**{**FAST.__dict__, "controller_quorum_election_timeout_ms": 3000}))
+    assert slower_quorum["controller_failover_ms"].ms - base["controller_failover_ms"].ms == 4000
     longer_follower_wait = derive(Settings(**{**FAST.__dict__, "replica_fetch_wait_max_ms": 500}))
     assert longer_follower_wait["hw_propagation_bound_ms"].ms == 750
     longer_wait = derive(Settings(**{**FAST.__dict__, "consumer_fetch_max_wait_ms": 1000}))

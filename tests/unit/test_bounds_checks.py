@@ -27,6 +27,9 @@ SMALL = Settings(
     producer_request_timeout_ms=500,
     observe_interval_ms=100,
     bound_slack_ms=200,
+    controller_quorum_election_timeout_ms=50,
+    controller_quorum_fetch_timeout_ms=100,
+    controller_quorum_request_timeout_ms=100,
 )
 RACKS = {"brokers": {"1": "a", "2": "b", "3": "c"}, "clients": {"consumer-0": "a", "consumer-1": "b"}}
 T = "t"
@@ -312,11 +315,12 @@ def test_isr_a_slowed_follower_that_stays_out_is_a_violation() -> None:
 
 def test_isr_rejoin_is_timed_from_the_heal_being_done() -> None:
     """A killed broker's heal ends when it has restarted (the heal's ok): rejoining 1.3 s after
-    the heal began but 0.3 s after it was done is on time (the bound is 1.2 s)."""
+    the heal began but 0.3 s after it was done is on time (the bound is 1.2 s, plus 0.35 s for
+    the controller failover a killed voter may cause)."""
     b = scenario(3000, kind="kill", heal_done_ms=1000, rejoin_ms=300)
     v = check("isr-stability", b)
     assert v.valid is True and v.counts["not_rejoined"] == 0
-    late = scenario(3000, kind="kill", heal_done_ms=1000, rejoin_ms=1500, tail_ms=3000)
+    late = scenario(3000, kind="kill", heal_done_ms=1000, rejoin_ms=2000, tail_ms=3000)
     assert check("isr-stability", late).counts["not_rejoined"] == 1
 
 

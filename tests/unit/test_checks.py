@@ -532,7 +532,7 @@ def test_follower_fetch_unknown_without_racks() -> None:
 
 # isr-stability -----------------------------------------------------------------------------
 
-ISR = {"replica_lag_time_max_ms": 100, "isr_slack_ms": 50, "isr_rejoin_bound_ms": 200}
+ISR = {"replica_lag_time_max_ms": 100, "isr_slack_ms": 50, "isr_rejoin_bound_ms": 200, "controller_failover_ms": 50}
 
 
 def test_isr_shrunk_while_quiet() -> None:

@@ -1,0 +1,127 @@
+"""isr-stability and the controller quorum (core.checks.quorum): an ISR change the quorum cannot
+commit is not held against a bound, and a rejoin gets one controller failover's time when a
+voter was impaired on the way; the anomalies are still found where the quorum was whole.
+
+The shapes are the hunts' (docs/hunting.md): a paused active controller while a second voter's
+controller links are slowed (the paused follower stays in the ISR: no quorum to remove it), and
+a voter's slowed controller links whose heal costs a failover before a follower is back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from highwater.core.checks.liveness import isr_stability
+from highwater.core.checks.quorum import QuorumState, state_of, voters
+from highwater.core.checks.verdict import Verdict
+from highwater.core.checks.windows import fault_windows
+from tests.synth.histories import HistoryBuilder
+
+T = "t"
+RACKS = {"brokers": {"1": "a", "2": "b", "3": "c"}, "clients": {}}
+BOUNDS = {
+    "isr_leave_bound_ms": 200,
+    "isr_slack_ms": 50,
+    "isr_rejoin_bound_ms": 200,
+    "controller_failover_ms": 300,
+    "controller_quorum_request_timeout_ms": 2000,
+}
+
+
+def links_of(node: str, listener: str) -> list[str]:
+    others = [n for n in ("kafka-1", "kafka-2", "kafka-3") if n != node]
+    return [f"{listener}:{a}->{b}" for o in others for a, b in ((node, o), (o, node))]
+
+
+def latency(b: HistoryBuilder, node: str, ms: int, listener: str = "controller") -> dict[str, Any]:
+    value = {"kind": "latency", "targets": [node], "params": {"latency": ms}, "links": links_of(node, listener)}
+    return b.event("nemesis", "info", "fault", value)
+
+
+def observe(b: HistoryBuilder, isr: list[int], times: int, every: int = 50) -> None:
+    for _ in range(times):
+        b.advance(every)
+        b.meta(T, 0, leader=1, isr=isr, hw=0)
+
+
+def paused_controller(slowed_ms: int, listener: str = "controller") -> HistoryBuilder:
+    """kafka-3 paused for 600 ms and still in the ISR 400 ms in (past the 200 ms leave bound),
+    while kafka-2's ``listener`` links are slowed by ``slowed_ms``; everyone back after."""
+    b = HistoryBuilder(BOUNDS, racks=RACKS)
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
+    latency(b, "kafka-2", slowed_ms, listener)
+    b.fault("pause", ["kafka-3"])
+    observe(b, [1, 2, 3], 8)
+    b.heal("pause", ["kafka-3"])
+    b.heal("latency", ["kafka-2"])
+    observe(b, [1, 2, 3], 4)
+    return b
+
+
+def judge(b: HistoryBuilder) -> Verdict:
+    return isr_stability(b.data())
+
+
+def test_no_quorum_leaves_a_cut_off_follower_unjudged() -> None:
+    v = judge(paused_controller(1322))  # 2 x 1322 ms outlasts the 2 s quorum request timeout
+    assert v.counts["cut_off_stayed"] == 0 and v.counts["without_quorum"] == 1
+    assert v.valid == "unknown" and any("quorum was lost" in n for n in v.notes)
+
+
+@pytest.mark.parametrize(
+    ("slowed_ms", "listener", "why"),
+    [
+        (1322, "replication", "the second voter's controller links were not slowed: the quorum was whole"),
+        (500, "controller", "a round trip of 1 s fits the quorum's 2 s request timeout"),
+    ],
+)
+def test_with_a_quorum_the_cut_off_follower_that_stays_is_found(slowed_ms: int, listener: str, why: str) -> None:
+    v = judge(paused_controller(slowed_ms, listener))
+    assert v.valid is False and v.counts["cut_off_stayed"] == 1 and v.counts["without_quorum"] == 0, why
+
+
+def slowed_then_back(rejoin_after_ms: int) -> HistoryBuilder:
+    """kafka-2's controller links slowed by 2.8 s and kafka-3's replication links cut; kafka-3
+    is out of the ISR in time, and back ``rejoin_after_ms`` after the heal."""
+    b = HistoryBuilder(BOUNDS, racks=RACKS)
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
+    latency(b, "kafka-2", 2835)
+    cut = {"kind": "cut", "targets": ["kafka-3"], "params": {"peer": None}, "links": links_of("kafka-3", "replication")}
+    b.event("nemesis", "info", "fault", cut)
+    observe(b, [1, 2], 8)
+    b.heal("cut", ["kafka-3"])
+    b.heal("latency", ["kafka-2"])
+    observe(b, [1, 2], rejoin_after_ms // 50)
+    observe(b, [1, 2, 3], 12)
+    return b
+
+
+def test_a_rejoin_gets_one_controller_failover_when_a_voter_was_impaired() -> None:
+    on_time = judge(slowed_then_back(400))  # past the 200 ms bound, within 200 + 300 ms
+    assert on_time.valid is True and on_time.counts["not_rejoined"] == 0
+    late = judge(slowed_then_back(700))  # past the failover too
+    # one count per fault it left under (the cut and the slowed voter's window), each at 500 ms
+    assert late.valid is False and late.counts["not_rejoined"] == 2
+    assert {e["bound_ms"] for e in late.examples} == {500}
+
+
+def test_the_voters_and_what_the_faults_do_to_them() -> None:
+    h = paused_controller(1322).data()
+    among = voters(h)
+    assert among == {"kafka-1", "kafka-2", "kafka-3"}  # from the racks: combined mode
+    slowed, paused = fault_windows(h)
+    assert state_of(h, slowed, among).broken == {
+        ("kafka-2", "kafka-1"),
+        ("kafka-1", "kafka-2"),
+        ("kafka-2", "kafka-3"),
+        ("kafka-3", "kafka-2"),
+    }
+    assert state_of(h, paused, among) == QuorumState(down=frozenset({"kafka-3"}))
+    one_slowed = state_of(h, slowed, among)
+    assert one_slowed.disturbed and not one_slowed.lost(among)  # kafka-1 and kafka-3 still reach each other
+    assert QuorumState(down=frozenset({"kafka-3"}), broken=one_slowed.broken).lost(among)
+    assert not QuorumState(down=frozenset({"kafka-3"})).lost(among)
+    assert not QuorumState(down=among).lost(frozenset())  # unknown voters: never held against a bound
+    named = HistoryBuilder({**BOUNDS, "quorum_voters": ["controller-1"]}, racks=RACKS).data()
+    assert voters(named) == {"controller-1"}
