@@ -62,7 +62,8 @@ def test_the_plans_settings_are_what_a_run_records() -> None:
 
     for p in PLANS.values():
         cluster = SimpleNamespace(
-            spec=ClusterSpec(brokers=p.brokers, broker_config=dict(p.broker_config)), topo=SimpleNamespace(controllers=())
+            spec=ClusterSpec(brokers=p.brokers, broker_config=dict(p.broker_config)),
+            topo=SimpleNamespace(controllers=()),
         )
         config = RunSpec(suite=p.suite, scenario=p.scenario, observe_interval=p.observe_interval).header_config(cluster)  # type: ignore[arg-type]
         assert config["bounds"] == {n: b.to_json() for n, b in p.bounds().items()}, p.key
