@@ -21,6 +21,9 @@ spells one. What the folder holds, and who writes it:
   (``core.checks.group_measures``), written by the runner, read by the report;
 - ``power-measures.json`` (``POWER_MEASURES``): a power-loss run's measures
   (``core.checks.power_measures``), written by the runner, read by the report;
+- ``tiered-measures.json`` (``TIERED_MEASURES``): a tiered run's measures (records served from
+  the remote store, each tier's waits, bytes moved remote: ``core.checks.tiered_measures``),
+  written by the runner, read by the report;
 - ``threads.txt`` (``THREADS``): every Python thread's stack when consumers were still behind
   into settling, written by the runner;
 - ``client-clocks/`` (``CLIENT_CLOCKS``): with ``RunSpec.client_clocks``, each client worker's
@@ -42,6 +45,7 @@ RUN_JSON = "run.json"
 VERDICT_JSON = "verdict.json"
 GROUP_MEASURES = "group-measures.json"
 POWER_MEASURES = "power-measures.json"
+TIERED_MEASURES = "tiered-measures.json"
 THREADS = "threads.txt"
 LOGS = "logs"
 CLIENT_CLOCKS = "client-clocks"
@@ -81,6 +85,10 @@ class RunDir:
     @property
     def power_measures(self) -> Path:
         return self.path / POWER_MEASURES
+
+    @property
+    def tiered_measures(self) -> Path:
+        return self.path / TIERED_MEASURES
 
     @property
     def threads(self) -> Path:

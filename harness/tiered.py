@@ -32,6 +32,7 @@ one line why an older release cannot.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -120,13 +121,35 @@ def topic_config() -> dict[str, str]:
     }
 
 
+def _partition_dirs(store: Path, topic: str) -> dict[int, list[Path]]:
+    """The remote store's folders of ``topic``, by partition: ``LocalTieredStorage`` names each
+    ``<topic>-<partition>-<topic id>``, the id 22 characters of URL-safe base64 (which may hold
+    ``-``, so the name is matched whole, never split)."""
+    pattern = re.compile(re.escape(topic) + r"-(\d+)-[A-Za-z0-9_-]{22}")
+    out: dict[int, list[Path]] = {}
+    for d in (store / "kafka-tiered-storage").glob(f"{topic}-*"):
+        m = pattern.fullmatch(d.name)
+        if m and d.is_dir():
+            out.setdefault(int(m.group(1)), []).append(d)
+    return out
+
+
 def remote_segments(store: Path, topic: str, partition: int) -> list[int]:
     """The base offsets of ``topic``-``partition``'s segments in the remote store, sorted (its
     ``.log`` files are named ``<20-digit base offset>-<uuid>.log``)."""
-    root = store / "kafka-tiered-storage"
     out: set[int] = set()
-    for d in root.glob(f"{topic}-{partition}-*"):
-        if d.name.rsplit("-", 1)[0] != f"{topic}-{partition}":
-            continue  # another partition whose topic name ends in -<partition>-...
+    for d in _partition_dirs(store, topic).get(partition, []):
         out.update(int(f.name.split("-", 1)[0]) for f in d.glob("*.log") if f.name[:20].isdigit())
     return sorted(out)
+
+
+def remote_bytes(store: Path, topic: str) -> int:
+    """What the remote store holds of ``topic``: every file of its partitions' folders (segments,
+    their indexes and the leader-epoch and producer snapshots copied with them)."""
+    return sum(
+        f.stat().st_size
+        for ds in _partition_dirs(store, topic).values()
+        for d in ds
+        for f in d.iterdir()
+        if f.is_file()
+    )

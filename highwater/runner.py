@@ -38,6 +38,7 @@ from highwater.client_road import ClientRoad, client_road, install, road_refusal
 from highwater.core.checks import load, overall, run_all_checks
 from highwater.core.checks.group_measures import group_measures
 from highwater.core.checks.power_measures import power_measures
+from highwater.core.checks.tiered_measures import tiered_measures
 from highwater.core.checks.verdict import Input, Overall, Valid, Verdict
 from highwater.core.errors import HighwaterError
 from highwater.core.findings import Classification, RunIdentity, beyond_of, classify, configured
@@ -420,6 +421,12 @@ def _judge(
     power = power_measures(judged, verdicts)
     if power is not None:  # the report's table of power-loss cases
         _write_json(files.power_measures, power.to_json())
+    tier = tiered_measures(judged)
+    if tier is not None:  # the report's table of tiered runs, with what the remote store holds
+        if isinstance(cluster, tiered.RemoteStore):
+            topic = str(run.manifest.spec.get("topic", ""))
+            tier = replace(tier, remote_bytes=tiered.remote_bytes(cluster.remote_store, topic))
+        _write_json(files.tiered_measures, tier.to_json())
     valid = overall(verdicts)
     classification = _classify(run.manifest, {v.check: v.valid for v in verdicts})
     phases.mark("checks")

@@ -39,6 +39,7 @@ from highwater.reports.power import power_rows
 from highwater.reports.releases import release_view
 from highwater.reports.run_cache import RunCache
 from highwater.reports.spark_session import Progress
+from highwater.reports.tiered import tiered_rows
 
 CHECK_ORDER = ["history", *CHECKS]
 SPARK_CHECKS = ("poll-skip", "lost-write")
@@ -93,6 +94,7 @@ class ReportData:
     releases: dict[str, Any] = field(default_factory=dict)  # reports.releases.release_view
     groups: list[dict[str, Any]] = field(default_factory=list)  # reports.groups.group_rows
     power: list[dict[str, Any]] = field(default_factory=list)  # reports.power.power_rows
+    tiered: list[dict[str, Any]] = field(default_factory=list)  # reports.tiered.tiered_rows
 
     @property
     def valid(self) -> bool | str:
@@ -285,6 +287,7 @@ def build(results: Path, opts: Options, progress: Progress) -> ReportData:
         releases=release_view(run_rows),
         groups=group_rows(runs),
         power=power_rows(runs),
+        tiered=tiered_rows(runs),
     )
 
 

@@ -161,6 +161,7 @@ def render(data: ReportData, base: Path | None = None, since: Comparison | None 
         fetch=_fetch_view(data),
         groups=_groups_view(data),
         power=_power_view(data),
+        tiered=list(data.tiered),
         latency=latency_rows(data.runs),
         trends=_trends_view(data),
         versions=_versions_view(data),

@@ -52,18 +52,22 @@ def test_a_node_and_a_topic_take_what_tiers_within_seconds(tmp_path: Path) -> No
     assert int(topic["segment.index.bytes"]) == 12 * tiered.SEGMENT_BATCHES and topic["index.interval.bytes"] == "1"
 
 
-def test_remote_segments_are_read_from_the_store_s_file_names(tmp_path: Path) -> None:
+def test_remote_segments_and_bytes_are_read_from_the_store_s_folders(tmp_path: Path) -> None:
+    """Folders are ``<topic>-<partition>-<22-character topic id>``; an id may hold ``-``."""
     root = tmp_path / "kafka-tiered-storage"
-    mine = root / "t-0-AAAA"
-    other = root / "t-0-1-BBBB"  # topic "t-0", partition 1: not t/0
+    mine = root / "t-0-AAAAAAAAAA-AAAAAAAAAAA"  # t/0, an id with a dash
+    other = root / "t-0-1-BBBBBBBBBBBBBBBBBBBBBB"  # topic "t-0", partition 1: not t/0
     for d, offsets in ((mine, (50, 0)), (other, (7,))):
         d.mkdir(parents=True)
         for o in offsets:
-            (d / f"{o:020d}-uuid.log").write_text("")
-            (d / f"{o:020d}-uuid.index").write_text("")
+            (d / f"{o:020d}-uuid.log").write_text("x" * 100)
+            (d / f"{o:020d}-uuid.index").write_text("x" * 10)
     assert tiered.remote_segments(tmp_path, "t", 0) == [0, 50]
     assert tiered.remote_segments(tmp_path, "t-0", 1) == [7]
     assert tiered.remote_segments(tmp_path, "u", 0) == []
+    assert tiered.remote_bytes(tmp_path, "t") == 220
+    assert tiered.remote_bytes(tmp_path, "t-0") == 110
+    assert tiered.remote_bytes(tmp_path, "u") == 0
 
 
 def test_a_tiered_spec_survives_the_cluster_record_and_only_the_local_backend_takes_it() -> None:
