@@ -92,6 +92,21 @@ class Node:
         return self.role in (Role.CONTROLLER, Role.COMBINED)
 
 
+class NodeHandle:
+    """What every backend's handle on one node says of it alike: its ``name`` and ``node_id``,
+    from the topology's ``node`` it was made for."""
+
+    node: Node
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def node_id(self) -> int:
+        return self.node.node_id
+
+
 @dataclass(frozen=True)
 class Ports:
     replication: int

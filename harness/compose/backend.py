@@ -31,7 +31,7 @@ from highwater.harness.lifecycle import acquire_slot, reap_stale
 from highwater.harness.local.cluster import Cluster, check_spec, kraft_cluster_id
 from highwater.harness.paths import clusters_dir
 from highwater.harness.procs import OwnerLock, ProcessRegistry
-from highwater.harness.topology import Node
+from highwater.harness.topology import Node, NodeHandle
 from highwater.harness.toxiproxy import ToxiproxyAPI
 from highwater.harness.waiting import wait_until
 
@@ -89,21 +89,13 @@ def check_engine_fits(spec: ClusterSpec, engine_cpus: int, engine_memory: int) -
         )
 
 
-class ContainerNode:
+class ContainerNode(NodeHandle):
     """One node's container; implements :class:`harness.backend.ControlledNode`."""
 
     def __init__(self, node: Node, container: Any) -> None:
         self.node = node
         self._c = container
         self.state = NodeState.NEW
-
-    @property
-    def name(self) -> str:
-        return self.node.name
-
-    @property
-    def node_id(self) -> int:
-        return self.node.node_id
 
     @property
     def pid(self) -> int | None:

@@ -17,7 +17,7 @@ from highwater.core.progress import Progress
 
 from ..backend import NodeState
 from ..config import ClusterSpec
-from ..topology import Link, Listener, Node, Topology, client_party
+from ..topology import Link, Listener, Node, NodeHandle, Topology, client_party
 from ..toxiproxy import ByteCounters, ToxiproxyAPI
 
 if TYPE_CHECKING:
@@ -120,23 +120,15 @@ class _LinksMixin:
         return out
 
 
-class CommandNode:
+class CommandNode(NodeHandle):
     """One broker whose process the operator's command templates act on. ``is_alive`` asks
     Kafka (registered in metadata), since we have no process handle."""
 
     def __init__(self, cluster: ExternalCluster, node: Node, host: str) -> None:
         self._cluster = cluster
-        self._node = node
+        self.node = node
         self.host = host
         self.state = NodeState.RUNNING
-
-    @property
-    def name(self) -> str:
-        return self._node.name
-
-    @property
-    def node_id(self) -> int:
-        return self._node.node_id
 
     def _run(self, action: str) -> None:
         tmpl = self._cluster.file.commands.get(action)

@@ -18,7 +18,7 @@ from ..config import ClusterSpec, properties_text, render_properties
 from ..distribution import KafkaDistribution, tiered_store_jar
 from ..java_runtime import Java, jvm_base
 from ..procs import ProcessRegistry, is_zombie_or_gone, signal_and_wait, spawn
-from ..topology import Node, Topology
+from ..topology import Node, NodeHandle, Topology
 from .broker_class_archive import archive_flags
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 __all__ = ["KafkaNode", "NodeState"]
 
 
-class KafkaNode:
+class KafkaNode(NodeHandle):
     """A node's files live in ``<cluster dir>/nodes/<name>/``: ``server.properties``, ``hosts``
     (the JVM's only name resolution, see harness.topology), ``data/`` and ``node.log``.
 
@@ -59,14 +59,6 @@ class KafkaNode:
         self._pid: int | None = None  # set with _proc, or alone for a JVM adopted by pid
         self.state = NodeState.NEW
         self.die_with_parent = die_with_parent
-
-    @property
-    def name(self) -> str:
-        return self.node.name
-
-    @property
-    def node_id(self) -> int:
-        return self.node.node_id
 
     @property
     def pid(self) -> int | None:
