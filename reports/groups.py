@@ -8,24 +8,11 @@ Plain Python, not Spark: one small JSON file per group run."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import Any
 
-from highwater.core.run_dir import GROUP_MEASURES, RunDir
+from highwater.core.run_dir import GROUP_MEASURES
 from highwater.reports.layout import RunInfo
-
-
-def _measures(r: RunInfo) -> dict[str, Any] | None:
-    path = RunDir(r.path).group_measures
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        r.problems.append(f"{GROUP_MEASURES} unreadable: {exc}")
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _assignor(r: RunInfo) -> str:
@@ -58,7 +45,7 @@ def group_rows(runs: list[RunInfo]) -> list[dict[str, Any]]:
     )
     never: set[tuple[str, str, str, str, str]] = set()
     for r in runs:
-        m = _measures(r)
+        m = r.measures(GROUP_MEASURES)
         if m is None:
             continue
         protocol = str(m.get("group_protocol", "classic"))

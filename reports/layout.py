@@ -85,6 +85,12 @@ class RunInfo:
     def client_bytes(self) -> dict[str, dict[str, int]] | None:
         return self.manifest.client_bytes if self.manifest is not None else None
 
+    def measures(self, name: str) -> dict[str, Any] | None:
+        """The run's measures file ``name`` (``core.run_dir``'s ``GROUP_MEASURES``, ...) as a JSON
+        object; None when the run has none, or an unreadable one (said in ``problems``)."""
+        data = _read_json(self.path / name, self.problems)
+        return data if isinstance(data, dict) else None
+
 
 def find_run_dirs(results: Path) -> list[Path]:
     """Every directory under ``results`` that holds a run file, sorted for stable output."""

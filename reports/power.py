@@ -7,24 +7,11 @@ Plain Python, not Spark: one small JSON file per power-loss run."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from highwater.core.policy import allowed
-from highwater.core.run_dir import POWER_MEASURES, RunDir
+from highwater.core.run_dir import POWER_MEASURES
 from highwater.reports.layout import RunInfo
-
-
-def _measures(r: RunInfo) -> dict[str, Any] | None:
-    path = RunDir(r.path).power_measures
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        r.problems.append(f"{POWER_MEASURES} unreadable: {exc}")
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _worst(a: int | None, b: int | None) -> int | None:
@@ -43,7 +30,7 @@ def power_rows(runs: list[RunInfo]) -> list[dict[str, Any]]:
     acc: dict[tuple[str, str, str, str, bool], dict[str, Any]] = {}
     never: set[tuple[str, str, str, str, bool]] = set()
     for r in runs:
-        m = _measures(r)
+        m = r.measures(POWER_MEASURES)
         if m is None:
             continue
         elr = m.get("eligible_leader_replicas")

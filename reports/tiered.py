@@ -7,23 +7,10 @@ Plain Python, not Spark: one small JSON file per tiered run."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from highwater.core.run_dir import TIERED_MEASURES, RunDir
+from highwater.core.run_dir import TIERED_MEASURES
 from highwater.reports.layout import RunInfo
-
-
-def _measures(r: RunInfo) -> dict[str, Any] | None:
-    path = RunDir(r.path).tiered_measures
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        r.problems.append(f"{TIERED_MEASURES} unreadable: {exc}")
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _most(a: float | None, b: Any) -> float | None:
@@ -41,7 +28,7 @@ def tiered_rows(runs: list[RunInfo]) -> list[dict[str, Any]]:
     the remote store (None: not measured)."""
     acc: dict[tuple[str, str, str], dict[str, Any]] = {}
     for r in runs:
-        m = _measures(r)
+        m = r.measures(TIERED_MEASURES)
         if m is None:
             continue
         row = acc.setdefault(
