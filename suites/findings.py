@@ -7,11 +7,12 @@ alone, so any other broken check still fails the test) and a plain test on every
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import pytest
 
+from highwater.core.checks.verdict import Verdict
 from highwater.core.findings import Finding, find, load
 from highwater.harness.clients import UnknownClientError, parse_client_spec
 from highwater.suites.scenario import RUN_OPTIONS, TIMED_CHECKS, TimedChecksOnly
@@ -65,6 +66,27 @@ class ClientFinding:
             return
         if running == self.client:
             request.applymarker(self.mark)
+
+
+def explained_only_by(fid: str, scenario: str, verdicts: Iterable[Verdict], must_hold: Iterable[str]) -> str | None:
+    """Finding ``fid``'s reason when the running client is the one it names and every check that
+    said no or could not judge in ``must_hold`` (``scenario.check_verdicts``' failures) is one the
+    finding shows in ``scenario``; else None. A suite that meets a finding in some runs only
+    then xfails exactly those runs, and a run that broke anything else still fails."""
+    f = find(FINDINGS, fid)
+    entry = next((s for s in f.shows if s.covers(scenario)), None)
+    if entry is None:
+        raise ValueError(f"finding {fid} shows in no scenario {scenario!r} (core/findings.toml)")
+    try:
+        running = parse_client_spec(RUN_OPTIONS.get().client).name
+    except UnknownClientError:
+        return None
+    if running not in f.clients:
+        return None
+    vs = list(verdicts)
+    by = {v.check: v for v in vs}
+    failing = {v.check for v in vs if v.valid is False} | {c for c in must_hold if by[c].valid is not True}
+    return f.reason if failing and failing <= set(entry.checks) else None
 
 
 #: HW-9: librdkafka keeps reading a follower that left the ISR but still answers (strict)

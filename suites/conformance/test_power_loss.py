@@ -46,6 +46,7 @@ from highwater.harness.backend import ClusterBackend
 from highwater.harness.features import has_elr
 from highwater.pytest_plugin import module_cluster
 from highwater.runner import RunResult
+from highwater.suites.findings import explained_only_by
 from highwater.suites.nightly import nightly
 from highwater.suites.scenario import PLANS, POWER_CASES, check_verdicts, run_plan
 
@@ -62,6 +63,8 @@ ELECTIONS: dict[str, dict[str, Any]] = {
 #: from an unclean shutdown out of the election): the settle phase waits this long, not a minute
 SETTLE_SECONDS = 30.0
 NIGHTLY_CASES = [c for c in POWER_CASES if c != "leader"]
+#: the cases whose every replica loses power (the log truncated under the consumers): HW-24's
+HW24_CASES = ("power-loss/all", "power-loss/all-elr-off", "power-loss/all-unclean")
 
 
 @pytest.fixture(scope="module")
@@ -101,9 +104,16 @@ def _run(cluster: ClusterBackend, case: str, kafka_version: str, **fixtures: Any
 
 
 def _judge(result: RunResult, case: str, repro: str) -> None:
+    scenario = f"power-loss/{case}"
     try:
         assert_power_case(result.verdicts, case)
     except AssertionError as exc:
+        # HW-24: a kafka-python rack consumer whose position lost its leader epoch misses the
+        # truncation; the run is an xfail when that is all it broke
+        if scenario in HW24_CASES:
+            why = explained_only_by("HW-24", scenario, result.verdicts, PLANS[scenario].must_hold)
+            if why is not None:
+                pytest.xfail(why)
         raise type(exc)(f"{exc}\n(results: {result.dir}; repro: {repro})") from None
 
 

@@ -43,3 +43,40 @@ def test_a_finding_marks_its_clients_runs_only(client: str, marked: bool) -> Non
 def test_strict_and_not_strict_findings() -> None:
     assert HW9.mark.kwargs["strict"] is True and HW9.client == "confluent-kafka"
     assert HW13.mark.kwargs["strict"] is False and "HW-13" in HW13.mark.kwargs["reason"]
+
+
+def _verdicts(**valid: Any) -> list[Any]:
+    from highwater.core.checks.verdict import Verdict
+
+    return [Verdict(check.replace("_", "-"), v) for check, v in valid.items()]
+
+
+@pytest.mark.parametrize(
+    "client, verdicts, explained",
+    [
+        # HW-24's own check alone failed, on kafka-python: explained
+        ("kafka-python", {"lost_write": True, "truncation_undetected": False}, True),
+        # another check failed too: the finding does not explain the run
+        ("kafka-python", {"lost_write": False, "truncation_undetected": False}, False),
+        # a must-hold check that could not judge is a failure the finding does not explain
+        ("kafka-python", {"lost_write": "unknown", "truncation_undetected": False}, False),
+        # the same failure on another client is not this finding's
+        ("java", {"lost_write": True, "truncation_undetected": False}, False),
+        # nothing failed: nothing to explain
+        ("kafka-python", {"lost_write": True, "truncation_undetected": True}, False),
+    ],
+)
+def test_a_finding_explains_a_run_only_when_it_is_all_the_run_broke(
+    client: str, verdicts: dict[str, Any], explained: bool
+) -> None:
+    from highwater.suites.findings import explained_only_by
+
+    token = RUN_OPTIONS.set(RunOptions(client))
+    try:
+        why = explained_only_by(
+            "HW-24", "power-loss/all", _verdicts(**verdicts), ("lost-write", "truncation-undetected")
+        )
+    finally:
+        RUN_OPTIONS.reset(token)
+    assert (why is not None) == explained
+    assert why is None or why.startswith("FINDING HW-24")
