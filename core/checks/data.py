@@ -227,6 +227,8 @@ class FaultEvent:
     members: Mapping[str, Any] = field(default_factory=dict)
     #: a link fault's links, by their proxies' names (``controller:kafka-1->kafka-2``)
     links: tuple[str, ...] = ()
+    #: a toxic on both streams of its links (``--direction both``), not one (downstream, the default)
+    both_ways: bool = False
 
 
 @dataclass
@@ -617,6 +619,7 @@ class _Builder:
                 params,
                 members if isinstance(members, dict) else {},
                 tuple(str(x) for x in links) if isinstance(links, list) else (),
+                isinstance(v.get("spec"), str) and "--direction both" in v["spec"],
             )
         )
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from highwater.core.checks.data import OK, HistoryData, distinct
 from highwater.core.checks.derived import ROW_SHIFT, example
-from highwater.core.checks.quorum import state_during, voters
+from highwater.core.checks.quorum import disturbed, lost_until, voters
 from highwater.core.checks.stalls import (
     Stall,
     fault_stall_outcome,
@@ -274,14 +274,16 @@ def isr_stability(h: HistoryData) -> Verdict:
     within the bound already showed it out. A window not longer than leave is unjudged for it. (c) It, and
     any replica the observer saw leave the ISR during the fault (a slowed follower, a killed
     leader), is back in the ISR within rejoin after the heal is done (the heal's ``ok``: a
-    killed broker has restarted). One count per replica and event; windows without
+    killed broker has restarted), unless another fault on that replica's broker begins before
+    then (unjudged). One count per replica and event; windows without
     observations are unjudged.
 
-    The controller quorum (``core.checks.quorum``) commits every ISR change: (b) and (c) are
-    unjudged while the quorum is lost during their span (no quorum, no promise, as after a power
-    loss of most voters), and (c)'s bound grows by ``controller_failover_ms`` when a voter was
-    down or a voters' link broken from the fault's start to the end of the rejoin span (a
-    failover may come first)."""
+    The controller quorum (``core.checks.quorum``) commits every ISR change: a bound of (b) or
+    (c) in which the quorum was lost runs from the end of that loss instead (no quorum, no
+    promise, as after a power loss of most voters; ``without_quorum`` counts those left
+    unjudged by it), and (c)'s bound grows by ``controller_failover_ms`` when a voters'
+    controller link was broken from the fault's start to the end of the rejoin span (the
+    controller may fail over first)."""
     wins = fault_windows(h)
     slack = bound_ns(h, "isr_slack_ms")
     leave = bound_ns(h, "isr_leave_bound_ms")
@@ -318,42 +320,50 @@ def isr_stability(h: HistoryData) -> Verdict:
             during = [m0, *(m for m in obs if w.start < m.time <= end)]
             left = set().union(*((a.isr or frozenset()) - (b.isr or frozenset()) for a, b in zip(during, during[1:])))
             cut = set() if m0.leader is None or m0.leader in w.cut else (m0.isr or frozenset()) & w.cut - {m0.leader}
-            # (b) for the cut-off followers; (c) also for a replica that left without being cut
-            leave_quorum_lost = state_during(h, wins, quorum, w.start, w.start + leave).lost(quorum)
+            # (b) for the cut-off followers; (c) also for a replica that left without being cut. A
+            # bound runs from when the quorum could commit: after a loss of it, from its end
+            lost_leave = lost_until(h, wins, quorum, w.start, w.start + leave)
+            leave_by = (w.start if lost_leave is None else max(w.start, lost_leave)) + leave
             for rb in sorted(cut | left):
-                if rb in cut and leave_quorum_lost:
-                    unjudged += 1  # no quorum to commit its removal
-                    no_quorum += 1
-                elif rb in cut and w.end is not None and w.end - w.start < leave:
+                if rb in cut and w.end is not None and w.end - w.start < leave:
                     unjudged += 1  # too short to show that the follower leaves
                     short += 1
                 elif rb in cut:
                     # Only an observation past the bound can show that it stayed: one taken
                     # earlier (the observer may hang on a frozen broker for most of the window)
                     # says nothing about where the follower was when the bound passed.
-                    early = [m for m in obs if w.start <= m.time <= w.start + leave]
-                    late = [m for m in obs if w.start + leave < m.time <= end]
+                    early = [m for m in obs if w.start <= m.time <= leave_by]
+                    late = [m for m in obs if leave_by < m.time <= end]
                     if any(rb not in (m.isr or ()) for m in early):
                         judged += 1  # it left in time
                     elif late and rb in (late[0].isr or ()):
                         judged += 1
                         stayed += 1
-                        add("cut-off-stays-in-isr", [w.row, late[0].row], tp, replica=rb, bound_ms=leave // MS)
+                        add(
+                            "cut-off-stays-in-isr",
+                            [w.row, late[0].row],
+                            tp,
+                            replica=rb,
+                            bound_ms=(leave_by - w.start) // MS,
+                        )
                     else:
                         unjudged += 1  # not seen out in time, nor seen still in after the bound
+                        no_quorum += lost_leave is not None
                 if w.end is not None:
                     back = w.back or w.end
                     bound = rejoin
-                    if state_during(h, wins, quorum, w.start, back + rejoin).disturbed:
+                    if disturbed(h, wins, quorum, w.start, back + rejoin):
                         bound += failover  # a controller failover may come before the expansion
-                    after = [m for m in obs if w.end <= m.time <= back + bound]
+                    lost_back = lost_until(h, wins, quorum, back, back + bound)
+                    rejoin_by = (back if lost_back is None else max(back, lost_back)) + bound
+                    after = [m for m in obs if w.end <= m.time <= rejoin_by]
+                    # another fault on the replica itself before its deadline: it owes no return
+                    refaulted = any(o is not w and back <= o.start <= rejoin_by and rb in o.brokers for o in wins)
                     if any(rb in (m.isr or ()) for m in after):
                         judged += 1
-                    elif state_during(h, wins, quorum, back, back + bound).lost(quorum):
-                        unjudged += 1  # no quorum to commit its return
-                        no_quorum += 1
-                    elif h.end_time < back + bound or not after:
+                    elif refaulted or h.end_time < rejoin_by or not after:
                         unjudged += 1
+                        no_quorum += lost_back is not None
                     else:
                         judged += 1
                         no_rejoin += 1
@@ -362,7 +372,7 @@ def isr_stability(h: HistoryData) -> Verdict:
                             [w.heal_row or w.row, after[-1].row],
                             tp,
                             replica=rb,
-                            bound_ms=bound // MS,
+                            bound_ms=(rejoin_by - back) // MS,
                         )
     n = shrunk + stayed + no_rejoin
     counts = {
@@ -378,7 +388,10 @@ def isr_stability(h: HistoryData) -> Verdict:
     notes = (
         [f"{short} fault window(s) not longer than isr_leave_bound_ms ({leave // MS} ms): unjudged"] if short else []
     ) + (
-        [f"{no_quorum} ISR change(s) unjudged: the controller quorum was lost (nothing could commit them)"]
+        [
+            f"{no_quorum} ISR change(s) unjudged: the controller quorum was lost, and the bound from its"
+            " end passed the window or the run"
+        ]
         if no_quorum
         else []
     )

@@ -1,19 +1,21 @@
 """The KRaft controller quorum during a history's faults, as ``isr-stability`` needs it.
 
 The active controller commits every ISR change (AlterPartition) and fences brokers, so the ISR's
-bounds hold only while a quorum of voters can commit, and the rejoin bound assumes no controller
-failover on the way. A fault window takes a voter *down* when it is a process fault (or an
-isolating cut) whose targets name it, and *breaks* a voters' controller link (``controller:a->b``
-in its links) when it cuts it, times it out, or delays it by at least half
-``controller.quorum.request.timeout.ms`` (a request and its answer then outlast the timeout; a
-voter that misses its fetches starts elections, and before Kafka 4.0, without pre-vote
-(KIP-996), its raised epoch unseats the leader when its links heal). The quorum is *lost* when
-no voter left up reaches a majority, itself included, over links unbroken both ways.
+bounds can only start once a quorum can commit, and a rejoin may wait for a controller failover.
+A fault window takes a voter *down* when it is a process fault (or an isolating cut) whose
+targets name it, and *breaks* a voters' controller link (``controller:a->b`` in its links) when
+it cuts it, times it out, or delays a request and its answer together by at least
+``controller.quorum.election.timeout.ms`` (a latency on one stream, or twice it on both,
+``--direction both``): votes then come back after the election has timed out, and before
+Kafka 4.0, without pre-vote (KIP-996), a voter that missed its fetches raises its epoch and
+unseats the leader when its links heal. The quorum is *lost* at an instant when no voter that is
+up reaches a majority, itself included, over links unbroken both ways, counting the windows open
+at that instant (a window ends when its heal is done).
 
 Seen in hunts (docs/hunting.md): the active controller paused while a second voter's controller
 links were slowed (no quorum: the paused follower stayed in the ISR past the leave bound), and a
-slowed voter whose heal, then a fault on the newly elected controller, cost two failovers before
-a follower's AlterPartition was committed (past the rejoin bound).
+voter's slowed controller links whose heal, then a fault on the newly elected controller, cost two
+failovers before a follower's AlterPartition was committed (past the rejoin bound).
 
 The voters are the header's ``config.quorum_voters`` (node names). A history from before the
 header named them is taken as combined mode with brokers named ``kafka-<id>`` (the local
@@ -23,7 +25,7 @@ nothing is known, and the quorum is then never held against a bound.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from highwater.core.checks.bounds import Settings
@@ -35,16 +37,11 @@ CONTROLLER_LINK = "controller:"
 
 @dataclass(frozen=True)
 class QuorumState:
-    """What the faults of a span did to the quorum: the voters they took out, and the voters'
-    controller links (directed, ``(from, to)``) they broke."""
+    """What the faults open at one instant do to the quorum: the voters they took out, and the
+    voters' controller links (directed, ``(from, to)``) they broke."""
 
     down: frozenset[str] = frozenset()
     broken: frozenset[tuple[str, str]] = frozenset()
-
-    @property
-    def disturbed(self) -> bool:
-        """Some voter was taken out or cut off from another: a failover may follow."""
-        return bool(self.down or self.broken)
 
     def lost(self, among: frozenset[str]) -> bool:
         """No voter left up reaches a majority (itself included) over unbroken links both ways:
@@ -80,28 +77,59 @@ def _controller_links(links: Iterable[str], among: frozenset[str]) -> set[tuple[
     return out
 
 
-def state_of(h: HistoryData, w: Window, among: frozenset[str]) -> QuorumState:
-    """What window ``w`` does to the voters ``among`` (module doc)."""
+def broken_links(h: HistoryData, w: Window, among: frozenset[str]) -> frozenset[tuple[str, str]]:
+    """The voters' controller links window ``w`` breaks (module doc)."""
     kind = (w.kind or "").replace("-", "_")
-    if kind in CUT_KINDS:
-        return QuorumState(down=among & {str(t) for t in w.targets})
     links = _controller_links(w.links, among)
     if kind in LINK_CUT_KINDS:
-        return QuorumState(broken=frozenset(links))
+        return frozenset(links)
     latency = w.params.get("latency")
-    request_ms = Settings.from_config(h.config).controller_quorum_request_timeout_ms
-    if kind == "latency" and isinstance(latency, (int, float)) and latency * 2 >= request_ms:
-        return QuorumState(broken=frozenset(links))
-    return QuorumState()
+    if kind == "latency" and isinstance(latency, (int, float)):
+        election_ms = Settings.from_config(h.config).controller_quorum_election_timeout_ms
+        if latency * (2 if w.both_ways else 1) >= election_ms:
+            return frozenset(links)
+    return frozenset()
 
 
-def state_during(h: HistoryData, wins: Iterable[Window], among: frozenset[str], t0: int, t1: int) -> QuorumState:
-    """What the windows open at any time in ``[t0, t1]`` do to the voters, together."""
+def _down(w: Window, among: frozenset[str]) -> frozenset[str]:
+    kind = (w.kind or "").replace("-", "_")
+    if kind not in CUT_KINDS:
+        return frozenset()
+    named = {str(t) for t in w.targets} | {f"kafka-{t}" for t in w.targets if isinstance(t, int)}
+    return among & named
+
+
+def state_at(h: HistoryData, wins: Iterable[Window], among: frozenset[str], t: int) -> QuorumState:
+    """What the windows open at instant ``t`` (started, their heal not yet done) do to the voters."""
     down: set[str] = set()
     broken: set[tuple[str, str]] = set()
     for w in wins:
-        if w.start <= t1 and w.until(h.end_time) >= t0:
-            one = state_of(h, w, among)
-            down |= one.down
-            broken |= one.broken
+        if w.start <= t < w.until(h.end_time):
+            down |= _down(w, among)
+            broken |= broken_links(h, w, among)
     return QuorumState(frozenset(down), frozenset(broken))
+
+
+def lost_until(h: HistoryData, wins: Sequence[Window], among: frozenset[str], t0: int, t1: int) -> int | None:
+    """When the last loss of the quorum that began or lasted within ``[t0, t1]`` ended (the
+    instant the windows keeping it lost closed, or the history's end); None when the quorum was
+    never lost then. The state changes only where a window opens or closes, so those instants
+    (and ``t0``) are the ones looked at."""
+    if not among:
+        return None
+    edges = sorted({t for w in wins for t in (w.start, w.until(h.end_time))} | {t0})
+    end: int | None = None
+    for i, t in enumerate(edges):
+        if t < t0 or (t > t1 and end is None):
+            continue
+        if t > t1 and end is not None and t > end:
+            break
+        if state_at(h, wins, among, t).lost(among):
+            end = edges[i + 1] if i + 1 < len(edges) else h.end_time
+    return end
+
+
+def disturbed(h: HistoryData, wins: Iterable[Window], among: frozenset[str], t0: int, t1: int) -> bool:
+    """Some window open within ``[t0, t1]`` broke a voters' controller link: the controller may
+    have failed over (a voter's process fault alone is within the bounds' own allowance)."""
+    return any(w.start <= t1 and w.until(h.end_time) > t0 and broken_links(h, w, among) for w in wins)

@@ -68,6 +68,7 @@ class Window:
     targets: tuple[Any, ...] = ()
     healed: int | None = None  # when the heal was done (its ok: a killed broker is back), else ``end``
     links: tuple[str, ...] = ()  # a link fault's links (``controller:kafka-1->kafka-2``)
+    both_ways: bool = False  # its toxic acts on both streams of each link
 
     @property
     def back(self) -> int | None:
@@ -76,6 +77,14 @@ class Window:
     def until(self, end_time: int) -> int:
         """When the window closed (``back``), or ``end_time`` for one never healed."""
         return self.back if self.back is not None else end_time
+
+    @property
+    def brokers(self) -> frozenset[int]:
+        """The brokers the window acts on: those it cuts off and its node targets (a latency on
+        a broker's links slows that broker's replication); none for a fault on clients."""
+        if self.on_clients:
+            return frozenset()
+        return self.cut | frozenset(b for b in map(_broker_id, self.targets) if b is not None)
 
     @property
     def on_clients(self) -> bool:
@@ -102,6 +111,7 @@ def fault_windows(h: HistoryData) -> list[Window]:
                     ev.row,
                     targets=tuple(ev.targets),
                     links=ev.links,
+                    both_ways=ev.both_ways,
                 )
             )
             continue

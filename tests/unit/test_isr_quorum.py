@@ -1,6 +1,7 @@
-"""isr-stability and the controller quorum (core.checks.quorum): an ISR change the quorum cannot
-commit is not held against a bound, and a rejoin gets one controller failover's time when a
-voter was impaired on the way; the anomalies are still found where the quorum was whole.
+"""isr-stability and the controller quorum (core.checks.quorum): a bound in which the quorum was
+lost runs from the end of the loss, and a rejoin gets one controller failover's time when a
+voters' controller link was broken on the way; the anomalies are still found where the quorum
+was whole, or lost only apart from the window judged.
 
 The shapes are the hunts' (docs/hunting.md): a paused active controller while a second voter's
 controller links are slowed (the paused follower stays in the ISR: no quorum to remove it), and
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from highwater.core.checks.liveness import isr_stability
-from highwater.core.checks.quorum import QuorumState, state_of, voters
+from highwater.core.checks.quorum import QuorumState, broken_links, lost_until, state_at, voters
 from highwater.core.checks.verdict import Verdict
 from highwater.core.checks.windows import fault_windows
 from tests.synth.histories import HistoryBuilder
@@ -25,7 +26,7 @@ BOUNDS = {
     "isr_slack_ms": 50,
     "isr_rejoin_bound_ms": 200,
     "controller_failover_ms": 300,
-    "controller_quorum_request_timeout_ms": 2000,
+    "controller_quorum_election_timeout_ms": 1000,
 }
 
 
@@ -34,9 +35,10 @@ def links_of(node: str, listener: str) -> list[str]:
     return [f"{listener}:{a}->{b}" for o in others for a, b in ((node, o), (o, node))]
 
 
-def latency(b: HistoryBuilder, node: str, ms: int, listener: str = "controller") -> dict[str, Any]:
+def latency(b: HistoryBuilder, node: str, ms: int, listener: str = "controller", both: bool = False) -> dict[str, Any]:
+    spec = f"latency --target broker:{node[-1]} --latency {ms}" + (" --direction both" if both else "")
     value = {"kind": "latency", "targets": [node], "params": {"latency": ms}, "links": links_of(node, listener)}
-    return b.event("nemesis", "info", "fault", value)
+    return b.event("nemesis", "info", "fault", {**value, "spec": spec})
 
 
 def observe(b: HistoryBuilder, isr: list[int], times: int, every: int = 50) -> None:
@@ -64,7 +66,7 @@ def judge(b: HistoryBuilder) -> Verdict:
 
 
 def test_no_quorum_leaves_a_cut_off_follower_unjudged() -> None:
-    v = judge(paused_controller(1322))  # 2 x 1322 ms outlasts the 2 s quorum request timeout
+    v = judge(paused_controller(1322))  # its votes come back after the 1 s election timeout
     assert v.counts["cut_off_stayed"] == 0 and v.counts["without_quorum"] == 1
     assert v.valid == "unknown" and any("quorum was lost" in n for n in v.notes)
 
@@ -73,7 +75,7 @@ def test_no_quorum_leaves_a_cut_off_follower_unjudged() -> None:
     ("slowed_ms", "listener", "why"),
     [
         (1322, "replication", "the second voter's controller links were not slowed: the quorum was whole"),
-        (500, "controller", "a round trip of 1 s fits the quorum's 2 s request timeout"),
+        (500, "controller", "half a second one way fits the quorum's 1 s election timeout"),
     ],
 )
 def test_with_a_quorum_the_cut_off_follower_that_stays_is_found(slowed_ms: int, listener: str, why: str) -> None:
@@ -106,22 +108,71 @@ def test_a_rejoin_gets_one_controller_failover_when_a_voter_was_impaired() -> No
     assert {e["bound_ms"] for e in late.examples} == {500}
 
 
+def test_a_quorum_lost_apart_from_the_window_hides_nothing() -> None:
+    """kafka-3 killed and back, then kafka-2 killed 100 ms later for a moment: the two never
+    overlap, so kafka-1 and kafka-3 keep a quorum, and kafka-3 never rejoining is found."""
+    b = HistoryBuilder(BOUNDS, racks=RACKS)
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
+    b.fault("kill", ["kafka-3"])
+    observe(b, [1, 2], 8)
+    b.heal("kill", ["kafka-3"])
+    b.advance(100)
+    b.fault("kill", ["kafka-2"])
+    observe(b, [1], 2)
+    b.heal("kill", ["kafka-2"])
+    observe(b, [1, 2], 20)
+    v = judge(b)
+    assert v.valid is False and v.counts["not_rejoined"] >= 1 and v.counts["without_quorum"] == 0
+
+
 def test_the_voters_and_what_the_faults_do_to_them() -> None:
     h = paused_controller(1322).data()
     among = voters(h)
     assert among == {"kafka-1", "kafka-2", "kafka-3"}  # from the racks: combined mode
     slowed, paused = fault_windows(h)
-    assert state_of(h, slowed, among).broken == {
+    assert broken_links(h, slowed, among) == {
         ("kafka-2", "kafka-1"),
         ("kafka-1", "kafka-2"),
         ("kafka-2", "kafka-3"),
         ("kafka-3", "kafka-2"),
     }
-    assert state_of(h, paused, among) == QuorumState(down=frozenset({"kafka-3"}))
-    one_slowed = state_of(h, slowed, among)
-    assert one_slowed.disturbed and not one_slowed.lost(among)  # kafka-1 and kafka-3 still reach each other
-    assert QuorumState(down=frozenset({"kafka-3"}), broken=one_slowed.broken).lost(among)
-    assert not QuorumState(down=frozenset({"kafka-3"})).lost(among)
+    during = state_at(h, [slowed, paused], among, paused.start)
+    assert during.down == {"kafka-3"} and during.lost(among)
+    assert not state_at(h, [slowed], among, paused.start).lost(among)  # kafka-1 and kafka-3 reach each other
+    assert lost_until(h, [slowed, paused], among, slowed.start, paused.start) == paused.until(h.end_time)
+    assert lost_until(h, [slowed], among, slowed.start, h.end_time) is None
     assert not QuorumState(down=among).lost(frozenset())  # unknown voters: never held against a bound
     named = HistoryBuilder({**BOUNDS, "quorum_voters": ["controller-1"]}, racks=RACKS).data()
     assert voters(named) == {"controller-1"}
+
+
+def test_a_latency_breaks_a_link_by_what_it_adds_to_a_round_trip() -> None:
+    one_way, both = HistoryBuilder(BOUNDS, racks=RACKS), HistoryBuilder(BOUNDS, racks=RACKS)
+    latency(one_way, "kafka-2", 600)
+    latency(both, "kafka-2", 600, both=True)
+    among = frozenset({"kafka-1", "kafka-2", "kafka-3"})
+    (w1,) = fault_windows(one_way.data())
+    (w2,) = fault_windows(both.data())
+    assert not broken_links(one_way.data(), w1, among)  # 600 ms < the 1 s election timeout
+    assert broken_links(both.data(), w2, among)  # 2 x 600 ms >= 1 s
+
+
+def test_a_replica_faulted_again_before_its_deadline_owes_no_return() -> None:
+    """kafka-3 killed and back, then its own links slowed 100 ms later: it may not catch up,
+    and its return is not judged (the same shape with kafka-2's links slowed is still found)."""
+
+    def refaulted(node: str) -> Verdict:
+        b = HistoryBuilder(BOUNDS, racks=RACKS)
+        b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
+        b.fault("kill", ["kafka-3"])
+        observe(b, [1, 2], 8)
+        b.heal("kill", ["kafka-3"])
+        b.advance(100)
+        latency(b, node, 4000, "replication")
+        observe(b, [1, 2], 20)
+        return judge(b)
+
+    own = refaulted("kafka-3")
+    assert own.counts["not_rejoined"] == 0 and own.counts["unjudged"] >= 1
+    other = refaulted("kafka-2")
+    assert other.valid is False and other.counts["not_rejoined"] >= 1
