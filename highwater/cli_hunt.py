@@ -144,6 +144,8 @@ def lanes_for(args: argparse.Namespace, master: Master) -> int:
 def cmd_hunt(args: argparse.Namespace) -> int:
     releases = split_versions(args.kafka_version or [os.environ.get("HIGHWATER_KAFKA_VERSION", "")])
     settings = settings_of(args, releases or [default_version(progress)])
+    if args.master is None and args.lanes is not None:
+        raise HuntError("--lanes spreads a hunt over Spark: give --master too")
     master = checked_master(args.master, args.results)
     lanes = lanes_for(args, master) if master is not None else None
     space = settings.space

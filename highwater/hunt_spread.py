@@ -1,9 +1,9 @@
 """``highwater hunt --master URL``: a hunt spread over a Spark cluster's task slots as lanes.
 
 Lane I of N is a whole ``highwater hunt`` of its own (``--lane I/N``) on whichever machine runs
-its task (``highwater.spark_sweep``, as a sweep's cells): it plays the seeds ``seed + I - 1``,
-then every N-th, so the lanes together play the seeds a local hunt would, each exactly once,
-and every run is still reachable from its seed alone. Each lane starts its own clusters, shrinks
+its task (``highwater.spark_sweep``, as a sweep's cells): it draws the seeds ``seed + I - 1``,
+then every N-th, so no seed is played by two lanes, and every run is still reachable from its
+seed alone. Each lane starts its own clusters, shrinks
 what it finds on them, and writes the runs into the one campaign (a shared path, as a sweep's)
 with a record and a findings draft of its own (``hunt.lane-I-of-N.json``,
 ``findings-draft.lane-I-of-N.toml``); the driver merges them into ``hunt.json`` and
@@ -41,6 +41,9 @@ class HuntLane:
     releases: tuple[str, ...]
     options: tuple[str, ...]
     runs: int | None = None
+    #: a lane is not attempted again after a harness error: it would play its seeds again into
+    #: the same campaign
+    max_attempts: int = 1
 
     @property
     def key(self) -> str:
@@ -70,10 +73,10 @@ def lane_options(s: HuntSettings) -> tuple[str, ...]:
     lane, which each lane's command adds)."""
     space = s.space
     out = ["--kafka-version", ",".join(space.releases), "--client", ",".join(space.clients)]
-    out += ["--workloads", ",".join(space.workloads), "--seconds", f"{space.seconds:g}", "--seed", str(s.seed)]
+    out += ["--workloads", ",".join(space.workloads), "--seconds", repr(space.seconds), "--seed", str(s.seed)]
     out += ["--tries", str(s.tries), "--shrink-runs", str(s.shrink_runs), "--disk", s.disk, "--clock", s.clock]
     if s.minutes is not None:
-        out += ["--minutes", f"{s.minutes:g}"]
+        out += ["--minutes", repr(s.minutes)]
     if not s.shrink:
         out.append("--no-shrink")
     if s.second_client is not None:
@@ -94,7 +97,7 @@ def lanes_of(s: HuntSettings, count: int) -> list[HuntLane]:
 def merge_lanes(s: HuntSettings, out: Path, lanes: Sequence[HuntLane]) -> HuntReport:
     """The lanes' records as one hunt (runs by seed), written to ``hunt.json``, and their drafts
     appended to ``findings-draft.toml``. A lane that wrote no record (it failed before its first
-    run) is listed under ``refused`` with its log; a record that cannot be read is a ``HuntError``."""
+    run), or one that cannot be read, is listed under ``refused`` with its log; the others merge."""
     report = HuntReport(s)
     for lane in lanes:
         path = out / lane_file(HUNT_FILE, lane.lane)
@@ -103,10 +106,14 @@ def merge_lanes(s: HuntSettings, out: Path, lanes: Sequence[HuntLane]) -> HuntRe
             continue
         try:
             data = _read_json(path)
-            report.runs += [HuntedRun.from_json(r) for r in data.get("runs") or []]
-            report.refused += [{"lane": str(lane.lane), **r} for r in data.get("refused") or []]
-        except (OSError, ValueError, AttributeError, HuntError) as exc:
-            raise HuntError(f"{path}: not a hunt's record: {exc}") from None
+            runs = [HuntedRun.from_json(r) for r in data.get("runs") or []]
+            refused = [{"lane": str(lane.lane), **r} for r in data.get("refused") or []]
+        except (OSError, ValueError, AttributeError, TypeError, HuntError) as exc:
+            why = f"{path.name}: not a hunt's record: {exc}"
+            report.refused.append({"lane": str(lane.lane), "why": why, "log": f"cells/{lane.slug()}.log"})
+            continue
+        report.runs += runs
+        report.refused += refused
         draft = out / lane_file(DRAFT_FILE, lane.lane)
         if draft.is_file():
             with (out / DRAFT_FILE).open("a", encoding="utf-8") as f:

@@ -425,7 +425,10 @@ def _judge(
     if tier is not None:  # the report's table of tiered runs, with what the remote store holds
         if isinstance(cluster, tiered.RemoteStore):
             topic = str(run.manifest.spec.get("topic", ""))
-            tier = replace(tier, remote_bytes=tiered.remote_bytes(cluster.remote_store, topic))
+            try:
+                tier = replace(tier, remote_bytes=tiered.remote_bytes(cluster.remote_store, topic))
+            except OSError as exc:  # a store being written under us: the measure is left out
+                log.warning("could not measure the remote store of %s: %s", topic, exc)
         _write_json(files.tiered_measures, tier.to_json())
     valid = overall(verdicts)
     classification = _classify(run.manifest, {v.check: v.valid for v in verdicts})

@@ -62,6 +62,11 @@ class Task(Protocol):
 
     def argv(self, python: str, settings: CellSettings, attempt: int) -> list[str]: ...
 
+    @property
+    def max_attempts(self) -> int:
+        """How many attempts a harness error may take (a sweep's cell: ``MAX_ATTEMPTS``)."""
+        ...
+
 
 # the releases set up in this Python worker (workers are reused across a sweep's tasks)
 _SET_UP: set[str] = set()
@@ -129,7 +134,7 @@ def run_cell(cell: Task, settings: CellSettings) -> CellResult:
     while True:
         attempt += 1
         code = _attempt(cell, settings, attempt, log)
-        if not retried(code, attempt):
+        if not retried(code, attempt, cell.max_attempts):
             break
     return CellResult(cell.key, code, time.monotonic() - started, attempt, socket.gethostname(), str(log))
 

@@ -66,6 +66,10 @@ class Cell:
         """The command of one attempt of this cell (``run_argv``)."""
         return run_argv(python, self, settings, attempt)
 
+    @property
+    def max_attempts(self) -> int:
+        return MAX_ATTEMPTS
+
 
 @dataclass(frozen=True)
 class CellSettings:

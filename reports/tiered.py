@@ -43,8 +43,8 @@ def tiered_rows(runs: list[RunInfo]) -> list[dict[str, Any]]:
             },
         )
         row["runs"] += 1
-        row["records"] += int(m.get("records", 0))
-        row["remote_records"] += int(m.get("remote_records", 0))
+        row["records"] += int(m.get("records") or 0)
+        row["remote_records"] += int(m.get("remote_records") or 0)
         waits = m.get("waits") or {}
         for tier in ("remote", "local"):
             got = waits.get(tier) or {}

@@ -83,10 +83,21 @@ def test_the_lanes_records_merge_into_one_hunt_by_seed(tmp_path: Path) -> None:
     assert "HW-DRAFT-103" in (tmp_path / DRAFT_FILE).read_text()
 
 
-def test_a_lane_record_that_is_not_a_hunt_s_is_one_line(tmp_path: Path) -> None:
-    (tmp_path / lane_file(HUNT_FILE, Shard(1, 1))).write_text('{"runs": [{"draw": {}}]}')
-    with pytest.raises(HuntError, match=r"hunt.lane-1-of-1.json: not a hunt's record: a hunt draw must have"):
-        merge_lanes(HUNT, tmp_path, lanes_of(HuntSettings(SPACE, minutes=1), 1))
+def test_a_lane_record_that_is_not_a_hunt_s_is_listed_and_the_others_merge(tmp_path: Path) -> None:
+    (tmp_path / lane_file(HUNT_FILE, Shard(1, 2))).write_text('{"runs": [{"draw": {}}]}')
+    _lane_record(tmp_path, Shard(2, 2), [101], {})
+    report = merge_lanes(HUNT, tmp_path, lanes_of(HuntSettings(SPACE, minutes=1), 2))
+    assert [r.draw.seed for r in report.runs] == [101]
+    (bad,) = report.refused
+    assert bad["lane"] == "1/2" and "not a hunt's record: a hunt draw must have" in bad["why"]
+
+
+def test_a_lane_is_not_attempted_again_and_its_budget_keeps_its_digits() -> None:
+    s = HuntSettings(SPACE, seed=100, minutes=0.1234567, results=Path("/r"), campaign="c")
+    lane = lanes_of(s, 2)[0]
+    assert lane.max_attempts == 1
+    parsed = settings_of(_args(*lane.argv("python", CellSettings(campaign="c", results="/r"), 1)[4:]), ["3.9.1"])
+    assert parsed.minutes == 0.1234567 and parsed.space.seconds == SPACE.seconds
 
 
 def _result(code: int) -> CellResult:
@@ -110,3 +121,10 @@ def test_how_many_lanes() -> None:
         lanes_for(_args("--runs", "4", "--lanes", "0"), parse_master("local[2]"))
     with pytest.raises(HuntError, match="--lane is a spread hunt's own option"):
         lanes_for(_args("--runs", "4", "--lane", "1/2"), parse_master("local[2]"))
+
+
+def test_lanes_without_a_master_are_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from highwater.cli import main
+
+    assert main(["hunt", "--runs", "2", "--lanes", "3"]) == Exit.HARNESS
+    assert "--lanes spreads a hunt over Spark: give --master too" in capsys.readouterr().err
