@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from highwater.core.checks import CHECKS, TIMED_CHECKS
+from highwater.core.errors import HighwaterError
 from highwater.core.manifest import RunManifest
 from highwater.faults.capability import refusal
 from highwater.faults.schedule import Schedule
@@ -194,6 +195,14 @@ def supports(release: str, client: str) -> tuple[str, ...]:
     if share_refusal(driver.name, driver.version, release) is None:
         out.append("share")
     return tuple(out)
+
+
+def plays(d: Draw, client: str) -> bool:
+    """Whether ``client`` can run draw ``d``'s workload, with its group protocol, on its release."""
+    able = supports(d.release, client)
+    if d.workload not in able:
+        return False
+    return d.settings.get("group_protocol") != "consumer" or "group-consumer" in able
 
 
 def applicable_kinds(cluster: ClusterBackend) -> tuple[str, ...]:
@@ -379,22 +388,35 @@ class Hunter:
             return summary
         scenario = self._scenario_file(found, schedule, spec)
         summary["scenario"] = str(scenario)
-        second = self._second_client(d.client)
+        second = self._second_client(d)
         if second is not None:
-            outcome = attempt(found.shrunk, second)
-            summary["second_client"] = {"client": second, "new": sorted(outcome.new), "run_dir": outcome.run_dir}
-            self.progress(
-                f"hunt seed {d.seed}: the shrunk schedule on {second}: "
-                + (f"{check} again (the broker's?)" if check in outcome.new else f"no {check} (the client's?)")
-            )
+            try:
+                outcome = attempt(found.shrunk, second)
+            except HighwaterError as exc:  # refused for that client after all: the draft says so
+                summary["second_client"] = {"client": second, "refused": str(exc)}
+                self.progress(f"hunt seed {d.seed}: the shrunk schedule on {second} was refused: {exc}")
+            else:
+                summary["second_client"] = {"client": second, "new": sorted(outcome.new), "run_dir": outcome.run_dir}
+                self.progress(
+                    f"hunt seed {d.seed}: the shrunk schedule on {second}: "
+                    + (f"{check} again (the broker's?)" if check in outcome.new else f"no {check} (the client's?)")
+                )
         self._draft(d, found, summary, scenario)
         return summary
 
-    def _second_client(self, client: str) -> str | None:
+    def _second_client(self, d: Draw) -> str | None:
+        """The client that plays a shrunk schedule again: ``--second-client`` or the first other
+        client of the space, if it can run the draw's workload on its release (a share draw has
+        no second client on kafka-python); None when none can."""
         if self.settings.second_client is not None:
-            return self.settings.second_client or None
-        others = [c for c in self.settings.space.clients if c != client]
-        return others[0] if others else None
+            candidates = [self.settings.second_client] if self.settings.second_client else []
+        else:
+            candidates = [c for c in self.settings.space.clients if c != d.client]
+        for client in candidates:
+            if plays(d, client):
+                return client
+            self.progress(f"hunt seed {d.seed}: {client} cannot run a {d.workload} workload on Kafka {d.release}")
+        return None
 
     def _scenario_file(self, found: ShrinkResult, schedule: Schedule, spec: RunSpec) -> Path:
         """The smallest failing run's manifest as a scenario file, with how it was shrunk."""

@@ -186,3 +186,21 @@ def test_overlapping_power_losses_of_two_brokers_take_two_copies() -> None:
     assert power_losses_at_once(_losses((5, 30, "broker:1"), (20, 30, "rack:rack-b")), T) == 2
     assert power_losses_at_once(_losses((5, 30, "leader:t/0"), (20, 30, "controller")), T) == 2
     assert power_losses_at_once(_losses((5, 30, "brokers")), T) == 3
+
+
+def test_the_second_client_is_one_that_can_run_the_draw() -> None:
+    """A shrunk share schedule is not played on kafka-python (no share consumer): the next
+    client that has one is, and with none left there is no second client (the hunt goes on)."""
+    from pathlib import Path
+
+    from highwater.hunt import Hunter, HuntSettings
+
+    said: list[str] = []
+    space = HuntSpace(("4.4.0",), ("confluent-kafka", "kafka-python", "java"), WORKLOADS, 90.0)
+    hunter = Hunter(HuntSettings(space, runs=1, results=Path("/nowhere")), said.append)
+    share = Draw(1, "4.4.0", "confluent-kafka", "share")
+    assert hunter._second_client(share) == "java"
+    assert said == ["hunt seed 1: kafka-python cannot run a share workload on Kafka 4.4.0"]
+    alone = Hunter(HuntSettings(space, runs=1, second_client="kafka-python"), said.append)
+    assert alone._second_client(share) is None
+    assert hunter._second_client(Draw(2, "4.4.0", "java", "plain")) == "confluent-kafka"
