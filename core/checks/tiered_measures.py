@@ -11,9 +11,11 @@ boundary may be counted on the wrong side; a poll before the first observation i
 
 - ``records``, ``remote_records``: the records the consumers returned, and those from remote;
 - ``waits``: per tier, how long each poll that returned records waited since the same
-  consumer's previous such poll (its first poll is not counted), as ``count``, ``median_ms``,
-  ``p95_ms`` and ``max_ms``: a poll counts as remote when any of its records is. That gap is the
-  time the consumer's next batch took to arrive, through the broker, from that tier;
+  consumer's previous such poll (its first poll is not counted, nor a gap that overlaps a client
+  fault on that consumer: its own death or freeze is no wait on a tier), as ``count``,
+  ``median_ms``, ``p95_ms`` and ``max_ms``: a poll counts as remote when any of its records is.
+  That gap is the time the consumer's next batch took to arrive, through the broker, from that
+  tier;
 - ``remote_bytes``: what the remote store holds of the run's topic at its end (given by the
   runner, which can see the store: ``harness.tiered.remote_bytes``; None elsewhere).
 
@@ -28,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from highwater.core.checks.data import HistoryData
-from highwater.core.checks.windows import MS
+from highwater.core.checks.windows import MS, fault_windows
 
 TIERS = ("remote", "local")
 
@@ -108,12 +110,16 @@ def tiered_measures(h: HistoryData, remote_bytes: int | None = None) -> TieredMe
     np.logical_or.at(poll_known, which, known)
     poll_time, poll_proc = p.time[first], p.proc[first]
     waits: dict[str, list[np.ndarray]] = {t: [] for t in TIERS}
+    own_faults = [w for w in fault_windows(h) if w.on_clients]
     for proc in np.unique(poll_proc):
         mine = np.nonzero(poll_proc == proc)[0]
         mine = mine[np.argsort(poll_time[mine], kind="stable")]
         gaps = np.diff(poll_time[mine])
         later = mine[1:]
         ok = poll_known[later]
+        name = h.proc_name(int(proc))
+        for w in (w for w in own_faults if name in {str(t) for t in w.targets}):
+            ok &= ~((poll_time[mine[:-1]] <= w.until(h.end_time)) & (poll_time[later] >= w.start))
         waits["remote"].append(gaps[ok & poll_remote[later]])
         waits["local"].append(gaps[ok & ~poll_remote[later]])
     return TieredMeasures(

@@ -52,6 +52,17 @@ def test_each_poll_s_wait_is_counted_in_its_tier() -> None:
     assert m.waits["local"] == Waits(2, 50.0, 50.0, 50.0)
 
 
+def test_a_wait_across_the_consumer_s_own_fault_is_not_a_wait() -> None:
+    b = catch_up()
+    b.fault("client_kill", ["consumer-0"])
+    b.advance(12_000)
+    b.heal("client_kill", ["consumer-0"])
+    b.advance(30)
+    b.poll("consumer-0", [(T, 0, o, f"v{o}") for o in range(0, 20)])  # re-read from remote after its restart
+    m = tiered_measures(b.data())
+    assert m is not None and m.waits["remote"] == Waits(2, 400.0, 400.0, 400.0)  # the 12 s gap is left out
+
+
 def test_an_untiered_history_has_no_measures() -> None:
     b = HistoryBuilder({})
     b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=1)
