@@ -19,7 +19,8 @@ from typing import Protocol, runtime_checkable
 
 from highwater.faults.common import FaultError
 from highwater.faults.spec import FaultKind, FaultSpec
-from highwater.harness.backend import backend_name, has_capability
+from highwater.faults.target import TargetKind
+from highwater.harness.backend import Capability, backend_name, has_capability
 
 
 class CapabilityError(FaultError):
@@ -53,7 +54,18 @@ def refusal(backend: object, faults: Iterable[FaultKind | FaultSpec]) -> Capabil
             return CapabilityError(
                 f"fault {kind.cli!r} needs {need.value}, which backend {backend_name(backend)!r} does not have{hint}"
             )
+        if isinstance(fault, FaultSpec) and fault.target.kind is TargetKind.STORE and not _store_faultable(backend):
+            return CapabilityError(
+                f"fault {kind.cli!r} --target store needs a tiered cluster whose disks are lossy "
+                f"(ClusterSpec(tiered=True, disk='lossy'): its remote store on lossyfs); {backend_name(backend)!r}'s is not"
+            )
     return None
+
+
+def _store_faultable(backend: object) -> bool:
+    """The backend's cluster tiers and mounted its disks, the remote store's too, on lossyfs."""
+    spec = getattr(backend, "spec", None)
+    return bool(getattr(spec, "tiered", False)) and has_capability(backend, Capability.DISK_CONTROL)
 
 
 def check_capabilities(backend: object, faults: Iterable[FaultKind | FaultSpec]) -> None:

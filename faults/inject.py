@@ -34,7 +34,8 @@ from highwater.faults.common import FaultError
 from highwater.faults.conflicts import check_no_conflicts
 from highwater.faults.scope import resolve_link_fault
 from highwater.faults.spec import FaultKind, FaultSpec
-from highwater.faults.target import ClientTarget
+from highwater.faults.target import ClientTarget, TargetKind
+from highwater.harness import tiered
 from highwater.harness.backend import (
     ClusterBackend,
     ControlledNode,
@@ -45,6 +46,7 @@ from highwater.harness.backend import (
     ProcessControl,
 )
 from highwater.harness.clients.worker import Relaunch, WorkerInfo
+from highwater.harness.diskfs import DiskError
 from highwater.harness.topology import Link
 from highwater.harness.waiting import wait_until
 
@@ -286,6 +288,27 @@ class Injector:
                         want = "consumer" if relaunch.group_protocol == "consumer" else None
                         change["group_type"] = clients.group_type(group, want)
 
+    def _apply_store(self, fault: ActiveFault) -> None:
+        """A disk fault on the tiered remote store (``--target store``): its lossyfs layer slowed,
+        full or failing; the brokers go on, and their remote log managers meet the errors."""
+        disk = self._disks().disk(tiered.STORE_PARTY)
+        kind = fault.spec.kind
+        if kind is FaultKind.DISK_FULL:
+            fault.refused_before[tiered.STORE_PARTY] = int(disk.status()["refused"])
+            disk.set_full(True)
+        elif kind is FaultKind.DISK_SLOW:
+            disk.set_slow(int(fault.spec.param("write_ms")), int(fault.spec.param("fsync_ms")))
+        elif kind is FaultKind.DISK_FAIL:
+            disk.set_failing(True)
+
+    def _undo_store(self, fault: ActiveFault) -> None:
+        """The remote store healed: writable, fast and answering again (nothing to restart: a
+        broker's remote log manager retries what failed on its own)."""
+        disk = self._disks().disk(tiered.STORE_PARTY)
+        disk.set_failing(False)
+        disk.set_full(False)
+        disk.set_slow(0, 0)
+
     def _apply_process(self, fault: ActiveFault) -> None:
         kind = fault.spec.kind
         if kind.is_clock:
@@ -303,6 +326,9 @@ class Injector:
             to, interval = str(fault.spec.param("release")), float(fault.spec.param("interval"))
             crash = float(fault.spec.param("crash_after"))
             release.roll(self.cluster, fault.nodes, to, interval, fault.release, crash_after=crash)
+            return
+        if fault.spec.target.kind is TargetKind.STORE:
+            self._apply_store(fault)
             return
         control = self._processes()
         nodes = [control.node(name) for name in fault.nodes]
@@ -408,6 +434,9 @@ class Injector:
                         log.warning("enabling %s failed: %s", link.proxy_name, exc)
             control.ensure_links_healthy(fault.links, TOXIC_PREFIX)
             return
+        if spec.target.kind is TargetKind.STORE:
+            self._undo_store(fault)
+            return
         if spec.kind is FaultKind.CLIENT_FREEZE:
             clients.thaw(fault.nodes)
         elif spec.kind is FaultKind.CLIENT_KILL:
@@ -485,9 +514,15 @@ class Injector:
         self._record("ok", "heal", value)
 
     def _reset_disks(self) -> None:
-        """Every node's disk writable and fast again (what a power loss lost stays lost)."""
-        for node in self._processes().nodes.values():
-            disk = self._disks().disk(node.name)
+        """Every node's disk, and a tiered cluster's remote store, writable, fast and answering
+        again (what a power loss lost stays lost)."""
+        disks = [self._disks().disk(node.name) for node in self._processes().nodes.values()]
+        try:
+            disks.append(self._disks().disk(tiered.STORE_PARTY))
+        except DiskError:
+            pass  # an untiered cluster, or its store not on lossyfs: nothing of it to reset
+        for disk in disks:
+            disk.set_failing(False)
             disk.set_full(False)
             disk.set_slow(0, 0)
 

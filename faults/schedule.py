@@ -95,6 +95,8 @@ DEFAULT_MIX: tuple[tuple[str, float], ...] = (
     # release steps: never drawn (a schedule has no release to roll to; faults.release)
     ("roll", 0.0),
     ("finalize", 0.0),
+    # the tiered remote store failing: never drawn (its target, store, is no node's)
+    ("disk_fail", 0.0),
 )
 
 

@@ -119,6 +119,7 @@ class FaultKind(str, Enum):
     POWER_LOSS = "power_loss"
     DISK_FULL = "disk_full"
     DISK_SLOW = "disk_slow"
+    DISK_FAIL = "disk_fail"
     CLOCK_JUMP = "clock_jump"
     CLOCK_DRIFT = "clock_drift"
     TRUNCATE_FILE = "truncate_file"
@@ -211,7 +212,10 @@ CLIENT_FAULT_KINDS = frozenset({FaultKind.CLIENT_KILL, FaultKind.CLIENT_FREEZE, 
 
 #: faults on a node's disk: they act on its process too (a power loss kills it), so they take
 #: process targets, and need a backend whose nodes' log directories are on lossyfs
-DISK_KINDS = frozenset({FaultKind.POWER_LOSS, FaultKind.DISK_FULL, FaultKind.DISK_SLOW})
+DISK_KINDS = frozenset({FaultKind.POWER_LOSS, FaultKind.DISK_FULL, FaultKind.DISK_SLOW, FaultKind.DISK_FAIL})
+#: the disk faults a tiered cluster's remote store takes (``--target store``): its files slowed,
+#: refused as on a full disk, or failing every I/O; a power loss is a node's
+STORE_KINDS = frozenset({FaultKind.DISK_FULL, FaultKind.DISK_SLOW, FaultKind.DISK_FAIL})
 
 #: faults on a node's data files: they kill the node first (a file is changed while nothing holds it
 #: open), and heal starts it again; they need a backend whose nodes' data directories are files here
@@ -324,6 +328,7 @@ PARAMS: dict[FaultKind, tuple[Param, ...]] = {
         Param("write_ms", int, 50, "ms before each write"),
         Param("fsync_ms", int, 500, "ms before each fsync"),
     ),
+    FaultKind.DISK_FAIL: (),
     FaultKind.TRUNCATE_FILE: (
         Param("file", str, "*-0/*.log", "glob in the data directory; the newest match"),
         Param("bytes", int, 4096, "bytes cut off its end", 1),
@@ -419,6 +424,14 @@ class FaultSpec:
                 raise FaultError(f"finalize goes to the active controller: its target is controller, not {self.target}")
             if k.is_clock and self.target.kind is TargetKind.CLIENT:
                 return  # a client's wall clock (its worker's, ``harness.clients.clocks``)
+            if self.target.kind is TargetKind.STORE and k not in STORE_KINDS:
+                takes = ", ".join(sorted(x.cli for x in STORE_KINDS))
+                raise FaultError(f"target store is the tiered remote store: it takes {takes}, not {k.cli}")
+            if k is FaultKind.DISK_FAIL and self.target.kind is not TargetKind.STORE:
+                raise FaultError(
+                    "disk-fail acts on the tiered remote store only: its target is store (a broker whose own"
+                    " log directory fails goes offline until restarted: use disk-full)"
+                )
             if k.is_client != (self.target.kind is TargetKind.CLIENT):
                 raise FaultError(
                     f"{k.cli} acts on client workers: its target is client:<id>, consumers[:<rack>], producers, group:<id>, "

@@ -20,6 +20,8 @@ String syntax (what ``--target`` / ``--peer`` accept; ``str(target)`` renders it
 ``rack:<rack>``                     every broker in ``rack``
 ``clients:<rack>``                  link faults only: the clients of ``rack`` (``clients@<rack>``)
 ``all``                             link faults only, as ``--peer``: every node and client party
+``store``                           disk faults only (disk-slow, disk-full, disk-fail): the tiered
+                                    storage's remote store, on a tiered cluster with lossy disks
 ``client:<client id>``              client faults only: the worker of that producer or consumer
 ``consumers[:<rack>]``              client faults only: every consumer worker (of ``rack``)
 ``producers``                       client faults only: every producer worker
@@ -64,6 +66,7 @@ from highwater.faults.common import (
     find_node,
     node_names,
 )
+from highwater.harness.tiered import STORE_PARTY
 from highwater.harness.topology import Node, Topology, client_party
 
 _TOPIC = r"[A-Za-z0-9._-]+"
@@ -93,6 +96,8 @@ class TargetKind(str, Enum):
     GROUP = "group"
     GROUP_LEADER = "group-leader"
     MEMBERS = "members"
+    # the tiered storage's remote store, for disk faults
+    STORE = "store"
 
 
 #: the selectors of client processes (``client:<client id>``, ``consumers[:<rack>]``,
@@ -115,7 +120,7 @@ LINK_ONLY = frozenset({TargetKind.CLIENTS, TargetKind.ALL, TargetKind.BRIDGE})
 SYNTAX = (
     "broker:<id>, node:<name>, leader:<topic>/<partition>, follower-in:<rack>[@<topic>/<partition>],"
     " replicas:<topic>/<partition>[:<count>], coordinator:<txn|group>/<id>, controller, controllers, brokers, minority[:<seed>], bridge[:<seed>], rack:<rack>,"
-    " clients:<rack>, all; for client faults: client:<client id>, consumers[:<rack>], producers, group:<group id>,"
+    " clients:<rack>, all, store; for client faults: client:<client id>, consumers[:<rack>], producers, group:<group id>,"
     " group-leader:<group id>, members:<group id>[:<count>]"
 )
 
@@ -568,6 +573,21 @@ class ClientTarget(_Selector):
         return frozenset({f"client-process@{self}"})  # never a node: conflicts only with itself
 
 
+@dataclass(frozen=True)
+class StoreTarget(_Selector):
+    """Disk faults only: the tiered storage's remote store (``harness.tiered.STORE_PARTY``), a
+    party of its own: it conflicts with nothing but itself."""
+
+    kind: ClassVar[Literal[TargetKind.STORE]] = TargetKind.STORE
+
+    @property
+    def single(self) -> bool:
+        return True
+
+    def _parties(self, topology: Topology) -> frozenset[str]:
+        return frozenset({STORE_PARTY})
+
+
 #: A target selector: one of the classes above, told apart by ``kind`` (or ``isinstance``).
 Target: TypeAlias = (
     BrokerTarget
@@ -585,6 +605,7 @@ Target: TypeAlias = (
     | ClientsTarget
     | AllTarget
     | ClientTarget
+    | StoreTarget
 )
 
 
@@ -605,6 +626,7 @@ def parse_target(text: str) -> Target:
         TargetKind.CONTROLLERS: ControllersTarget(),
         TargetKind.BROKERS: BrokersTarget(),
         TargetKind.ALL: AllTarget(),
+        TargetKind.STORE: StoreTarget(),
     }
     if kind in CLIENT_KINDS:
         if kind in (TargetKind.CONSUMERS, TargetKind.PRODUCERS) and not sep:

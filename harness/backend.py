@@ -229,6 +229,8 @@ class DiskHandle(Protocol):
 
     def set_slow(self, write_ms: int, fsync_ms: int) -> None: ...
 
+    def set_failing(self, on: bool) -> None: ...
+
     def status(self) -> dict[str, Any]: ...
 
 
@@ -241,7 +243,10 @@ class DiskControl(Protocol):
     @property
     def disks_enabled(self) -> bool: ...
 
-    def disk(self, key: int | str) -> DiskHandle: ...
+    def disk(self, key: int | str) -> DiskHandle:
+        """Node ``key``'s disk layer, or with ``key`` ``tiered.STORE_PARTY`` the tiered remote
+        store's (a tiered cluster on lossy disks mounts its store through lossyfs too)."""
+        ...
 
 
 class ClockHandle(Protocol):

@@ -189,5 +189,9 @@ class LossyDisk:
     def set_slow(self, write_ms: int, fsync_ms: int) -> None:
         self._call("POST", f"/slow?write_ms={int(write_ms)}&fsync_ms={int(fsync_ms)}")
 
+    def set_failing(self, on: bool) -> None:
+        """Every open, read, write and fsync fails with EIO while on (a failing disk)."""
+        self._call("POST", f"/fail?on={int(on)}")
+
     def status(self) -> dict[str, Any]:
         return self._call("GET", "/status")

@@ -20,11 +20,14 @@ lowered so that a segment is copied and deleted locally within a second or two (
 4.4.0: every offset of a 3-replica topic tiered and deleted locally within ~2 s).
 
 A topic tiers when created with :func:`topic_config`: ``remote.storage.enable``, a local
-retention of one second, and small segments. The segment size is set through the offset
-index (``segment.index.bytes`` = 12 bytes an entry x N, ``index.interval.bytes=1``: an entry
-a batch, so a segment rolls every N batches): the one size knob public and the same from 3.9 to
-4.4 (``segment.bytes`` may not go below 1 MiB from 4.1), and what Kafka's own tiered-storage
-harness does.
+retention of one second, and short segments: rolled by time, every ``SEGMENT_MS`` (a roll on the
+first append a second after a segment's first record), the same from 3.6 to 4.4
+(``segment.bytes`` may not go below 1 MiB from 4.1; KIP-1030 raises ``segment.ms``'s minimum to a
+minute in 5.0, when this must change). Not by a tiny offset index
+(``segment.index.bytes`` of a few entries with ``index.interval.bytes=1``, what Kafka's own
+tiered-storage harness does): since KAFKA-806 one follower append may add an index entry per
+batch, and a follower whose fetch carried more batches than its active segment's index had room
+for failed the partition ("Attempt to append to a full index") and left the ISR for good (HW-25).
 
 Releases: early access in 3.6, production-ready in 3.9 (KIP-405); :func:`tiered_refusal` says in
 one line why an older release cannot.
@@ -46,8 +49,11 @@ TEST_FIXTURES_SINCE = (4, 4)
 RSM_CLASS = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
 #: the remote store's directory, in the cluster's directory (every node shares it)
 STORE_DIR = "remote-store"
-#: batches a tiered topic's segment holds before it rolls (``segment.index.bytes`` / 12)
-SEGMENT_BATCHES = 50
+#: the remote store as a fault's party (``--target store``): its disk layer, on a tiered cluster
+#: whose disks are lossy (``DiskControl.disk(STORE_PARTY)``)
+STORE_PARTY = "remote-store"
+#: how long a tiered topic's segment takes records before it rolls (``segment.ms``)
+SEGMENT_MS = 1000
 #: how long a tiered topic keeps a segment locally once it is in the remote store
 LOCAL_RETENTION_MS = 1000
 #: the period of the tasks that copy segments and delete them locally
@@ -110,14 +116,13 @@ RETENTION_MS = -1
 
 def topic_config() -> dict[str, str]:
     """A topic that tiers: copied to the remote store as soon as a segment rolls (every
-    ``SEGMENT_BATCHES`` batches), deleted locally ``LOCAL_RETENTION_MS`` later, kept remotely
-    for good (``RETENTION_MS``)."""
+    ``SEGMENT_MS``), deleted locally ``LOCAL_RETENTION_MS`` later, kept remotely for good
+    (``RETENTION_MS``)."""
     return {
         "remote.storage.enable": "true",
         "retention.ms": str(RETENTION_MS),
         "local.retention.ms": str(LOCAL_RETENTION_MS),
-        "segment.index.bytes": str(12 * SEGMENT_BATCHES),
-        "index.interval.bytes": "1",
+        "segment.ms": str(SEGMENT_MS),
     }
 
 

@@ -97,6 +97,13 @@ def add_spec_args(p: argparse.ArgumentParser) -> None:
         help="faked: node JVMs on libfaketime, for clock-jump and clock-drift (local backend only)",
     )
     p.add_argument(
+        "--disk",
+        choices=("plain", "lossy"),
+        default="plain",
+        help="lossy: the nodes' data directories (and a tiered cluster's remote store) on lossyfs, for the "
+        "disk faults power-loss, disk-full, disk-slow and disk-fail (local backend only)",
+    )
+    p.add_argument(
         "--tiered",
         action="store_true",
         help="tiered storage (KIP-405, Kafka 3.6+): segments copied to a remote store, a directory of the "
@@ -136,6 +143,7 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
         broker_cpus=cpus_from_args(args),
         broker_memory=args.broker_memory,
         clock=args.clock,
+        disk=args.disk,
         tiered=args.tiered,
     )
 
@@ -154,6 +162,8 @@ def _forward_args(args: argparse.Namespace) -> list[str]:
         str(args.controllers),
         "--clock",
         args.clock,
+        "--disk",
+        args.disk,
         *(["--tiered"] if args.tiered else []),
     ]
     if args.kafka_version:

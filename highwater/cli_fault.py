@@ -40,6 +40,7 @@ KIND_SUMMARY: dict[FaultKind, str] = {
     FaultKind.POWER_LOSS: "kill the target's nodes and drop what their disks had not fsynced (lossyfs)",
     FaultKind.DISK_FULL: "make the target's disks refuse writes (ENOSPC) until healed (lossyfs)",
     FaultKind.DISK_SLOW: "delay each write and fsync of the target's disks (lossyfs)",
+    FaultKind.DISK_FAIL: "fail every open, read, write and fsync of the tiered remote store with EIO (--target store)",
     FaultKind.CLOCK_JUMP: "jump the wall clock of the target's JVMs by --offset seconds (libfaketime)",
     FaultKind.CLOCK_DRIFT: "make the wall clock of the target's JVMs gain or lose --rate ms per second",
     FaultKind.TRUNCATE_FILE: "kill (or stop) the node, cut bytes off the end of its newest matching data file",

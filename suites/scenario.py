@@ -432,8 +432,11 @@ UPGRADE_ROLL_RESERVE_SECONDS = 18
 #: the tiered suite (KIP-405): what a read across the local/remote boundary must keep
 _TIERED = (*_DURABILITY, "nonmonotonic-poll", "truncation-undetected", "duplicate")
 #: how long the consumers are down before their catch-up read: long enough for what they have not
-#: read to move to the remote store (a segment of 50 batches, copied and deleted locally within ~2 s)
+#: read to move to the remote store (a segment a second, copied and deleted locally within ~2 s)
 TIERED_CONSUMERS_DOWN_SECONDS = 12
+#: how long the remote store fails in store-failing: from 4 s before the consumers come back to
+#: 16 s after, so their catch-up read meets it
+TIERED_STORE_FAIL_SECONDS = 20
 TIERED_PLANS = (
     Plan(
         "tiered",
@@ -446,6 +449,19 @@ TIERED_PLANS = (
         what="the consumers stopped while the producers write, so that what they have not read moves to "
         "the remote store, then started again: their catch-up read crosses from remote to local segments "
         "while partition 0's leader is killed; nothing lost, skipped, rewound or read uncommitted",
+        idempotence=True,
+    ),
+    Plan(
+        "tiered",
+        "store-failing",
+        (
+            Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),
+            Step(8, "disk-fail --target store", TIERED_STORE_FAIL_SECONDS, during=True),
+        ),
+        _TIERED,
+        what="the remote store fails every read and write (EIO) while the producers write and the stopped "
+        "consumers start their catch-up read from it: no segment is deleted locally before it is copied, "
+        "nothing is lost, and the consumers read on once the store heals",
         idempotence=True,
     ),
 )

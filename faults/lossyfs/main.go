@@ -1,6 +1,7 @@
 // lossyfs: a loopback FUSE filesystem that remembers what was written since each file's last
 // fsync, so a test can lose exactly that, as a disk does when its power fails; it can also
-// fail writes as a full disk does and slow writes and fsyncs down.
+// fail writes as a full disk does, fail every read and write as a failing disk does, and slow
+// writes and fsyncs down.
 //
 // Built on go-fuse (github.com/hanwen/go-fuse/v2, its loopback node): the loopback does the
 // I/O, this program only watches it. Used by highwater's disk faults (harness/diskfs.py):
@@ -14,6 +15,7 @@
 //	                      created since its last fsync is removed, every other file is cut back to
 //	                      its size at its last fsync (or when it was first seen); answers counts
 //	POST /full?on=1|0     writes, creations and allocations fail with ENOSPC while on
+//	POST /fail?on=1|0     opens, creations, reads, writes and fsyncs fail with EIO while on
 //	POST /slow?write_ms=N&fsync_ms=M   each write and each fsync waits that long first
 //	GET  /status          the counters and the settings, as JSON
 //
@@ -56,6 +58,8 @@ type state struct {
 	synced map[string]int64 // path relative to source -> size durable on disk (or never)
 
 	full     atomic.Bool
+	failing  atomic.Bool
+	failed   atomic.Int64
 	writeMs  atomic.Int64
 	fsyncMs  atomic.Int64
 	writes   atomic.Int64
@@ -165,6 +169,15 @@ func (s *state) refuse() bool {
 	return true
 }
 
+// broken says whether the disk fails every I/O now (and counts the failure): the caller answers EIO.
+func (s *state) broken() bool {
+	if !s.failing.Load() {
+		return false
+	}
+	s.failed.Add(1)
+	return true
+}
+
 func (s *state) wait(ms *atomic.Int64) {
 	if d := ms.Load(); d > 0 {
 		time.Sleep(time.Duration(d) * time.Millisecond)
@@ -184,6 +197,9 @@ func (n *node) rel(name string) string {
 func (n *node) self() string { return n.EmbeddedInode().Path(nil) }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	if n.st.broken() {
+		return nil, nil, 0, syscall.EIO
+	}
 	if n.st.refuse() {
 		return nil, nil, 0, syscall.ENOSPC
 	}
@@ -197,6 +213,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if n.st.broken() {
+		return nil, 0, syscall.EIO
+	}
 	rel := n.self()
 	n.st.seen(rel)
 	fh, fl, errno := n.LoopbackNode.Open(ctx, flags)
@@ -271,8 +290,11 @@ func (s *state) wrap(fh fs.FileHandle, rel string) fs.FileHandle {
 
 func (f *file) PassthroughFd() (int, bool) { return -1, false }
 
-// write is a write of either form: refused while full, slowed, counted.
+// write is a write of either form: failed while failing, refused while full, slowed, counted.
 func (f *file) write(do func() (uint32, syscall.Errno)) (uint32, syscall.Errno) {
+	if f.st.broken() {
+		return 0, syscall.EIO
+	}
 	if f.st.refuse() {
 		return 0, syscall.ENOSPC
 	}
@@ -298,7 +320,17 @@ func (f *file) Allocate(ctx context.Context, off uint64, sz uint64, mode uint32)
 	return f.LoopbackFile.Allocate(ctx, off, sz, mode)
 }
 
+func (f *file) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if f.st.broken() {
+		return nil, syscall.EIO
+	}
+	return f.LoopbackFile.Read(ctx, dest, off)
+}
+
 func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	if f.st.broken() {
+		return syscall.EIO
+	}
 	f.st.wait(&f.st.fsyncMs)
 	errno := f.LoopbackFile.Fsync(ctx, flags)
 	if errno == 0 {
@@ -332,6 +364,10 @@ func (s *state) control(ln net.Listener) {
 		s.full.Store(r.URL.Query().Get("on") == "1")
 		_ = json.NewEncoder(w).Encode(map[string]bool{"full": s.full.Load()})
 	})
+	mux.HandleFunc("/fail", func(w http.ResponseWriter, r *http.Request) {
+		s.failing.Store(r.URL.Query().Get("on") == "1")
+		_ = json.NewEncoder(w).Encode(map[string]bool{"failing": s.failing.Load()})
+	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		for key, v := range map[string]*atomic.Int64{"write_ms": &s.writeMs, "fsync_ms": &s.fsyncMs} {
 			ms, err := strconv.ParseInt(r.URL.Query().Get(key), 10, 64)
@@ -353,7 +389,8 @@ func (s *state) control(ln net.Listener) {
 		}
 		s.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(map[string]any{
-			"full": s.full.Load(), "write_ms": s.writeMs.Load(), "fsync_ms": s.fsyncMs.Load(),
+			"full": s.full.Load(), "failing": s.failing.Load(), "failed": s.failed.Load(),
+			"write_ms": s.writeMs.Load(), "fsync_ms": s.fsyncMs.Load(),
 			"writes": s.writes.Load(), "fsyncs": s.fsyncs.Load(), "bytes": s.bytes.Load(),
 			"refused": s.refused.Load(), "dropped_bytes": s.droppedB.Load(),
 			"tracked": tracked, "unsynced_files": unsynced,

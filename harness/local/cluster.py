@@ -211,6 +211,12 @@ class Cluster(ProxyLinks, PartitionWaits):
                 self.disks[node.name] = disk.start(
                     binary, self._registry, f"lossyfs-{node.name}", node.dir / "lossyfs.log"
                 )
+            if spec.tiered:  # the remote store too: disk faults with --target store act on it
+                self._progress("mounting the tiered remote store on lossyfs")
+                store = self._store_disk()
+                self.disks[tiered.STORE_PARTY] = store.start(
+                    binary, self._registry, "lossyfs-remote-store", cdir / "store-lossyfs.log"
+                )
         self._progress(f"formatting {len(self.nodes)} nodes (Kafka {version})")
         for node in self.nodes.values():
             node.prepare(cluster_id)
@@ -377,8 +383,21 @@ class Cluster(ProxyLinks, PartitionWaits):
             return True
         return bool(self.nodes) and all((n.dir / CONTROL_FILE).is_file() for n in self.nodes.values())
 
+    def _store_disk(self) -> LossyDisk:
+        """The remote store's disk layer: its files in ``store-disk``, served at the store."""
+        assert self.dir is not None, "the cluster has not started"
+        return LossyDisk(self.dir / "store-disk", self.remote_store, self.dir / f"store-{CONTROL_FILE}")
+
     def disk(self, key: int | str) -> LossyDisk:
-        """A node's disk layer (``harness.diskfs``); DiskError when the cluster has none."""
+        """A node's disk layer (``harness.diskfs``), or with ``tiered.STORE_PARTY`` the remote
+        store's; DiskError when the cluster has none."""
+        if key == tiered.STORE_PARTY:
+            store = self.disks.get(tiered.STORE_PARTY) or self._store_disk()
+            if not store.control_file.is_file():
+                raise DiskError(
+                    "the remote store has no disk layer: start the cluster with ClusterSpec(tiered=True, disk='lossy')"
+                )
+            return store
         node = self.node(key)
         disk = self.disks.get(node.name)
         if disk is None and (node.dir / CONTROL_FILE).is_file():

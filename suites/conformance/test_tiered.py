@@ -3,7 +3,7 @@ segments keep every promise.
 
 The module's cluster is tiered (``ClusterSpec(tiered=True)``, ``harness.tiered``: Kafka's
 ``LocalTieredStorage`` on a directory every broker shares, segments copied within seconds), and
-its runs' topics tier (``RunSpec(tiered=True)``: a segment every 50 batches, kept locally for one
+its runs' topics tier (``RunSpec(tiered=True)``: a segment every second, kept locally for one
 second once copied). ``catch-up-leader-kill`` (``make test``): the consumers are killed while the
 producers write, so what they have not read moves to the remote store; started again, they read
 it back through the brokers, and partition 0's leader is killed during that catch-up. The data

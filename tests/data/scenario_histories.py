@@ -137,6 +137,11 @@ def generate(plan: Plan, *, partitions: int = 1, profile_seconds: float = 20.0) 
             if step.kind.value in RELEASE_STEPS:  # no broker is out for the window: it only records
                 _release_step(b, what, step)
                 continue
+            if "--target store" in step.fault:  # the tiered remote store: no broker is out, it only records
+                value = {"kind": step.kind.value, "targets": ["remote-store"], "params": {}, "id": step.kind.value}
+                b.event("nemesis", "invoke", what, value)
+                b.event("nemesis", "ok", what, value)
+                continue
             if step.kind.is_client:  # consumers down for the window: they read nothing meanwhile
                 who = _client_targets(step.fault)
                 if what == "fault":

@@ -519,15 +519,16 @@ def test_upgrade_twins(rolled: Generated, mutate: Callable[[Events], Events], ch
     assert f"{check}: False" in msg
 
 
+@pytest.mark.parametrize("plan", ["tiered/catch-up-leader-kill", "tiered/store-failing"])
 @pytest.mark.parametrize(
     "mutate, check",
     [(write_lost, "lost-write"), (skips, "poll-skip"), (read_above_hw, "uncommitted-read"), (duplicated, "duplicate")],
 )
-def test_tiered_twins(mutate: Callable[[Events], Events], check: str) -> None:
-    """catch-up-leader-kill's data checks: clean, they hold; a record lost, skipped, read above
+def test_tiered_twins(plan: str, mutate: Callable[[Events], Events], check: str) -> None:
+    """The tiered scenarios' data checks: clean, they hold; a record lost, skipped, read above
     the high watermark or written twice across the local/remote boundary breaks them."""
-    g = generate(PLANS["tiered/catch-up-leader-kill"], partitions=3)
-    must = PLANS["tiered/catch-up-leader-kill"].must_hold
+    g = generate(PLANS[plan], partitions=3)
+    must = PLANS[plan].must_hold
     check_verdicts(verdicts_of(g.header, g.events), must)
     assert f"{check}: False" in fails(lambda: check_verdicts(verdicts_of(g.header, mutate(g.events)), must))
 
@@ -802,6 +803,7 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         *(f"clock/{c}" for c in test_clock.CASES),  # test_clock_twins
         *(f"upgrades/{c}" for c in ("roll-kill-finalize", *test_upgrades.NIGHTLY_CASES)),  # test_upgrade_twins...
         "tiered/catch-up-leader-kill",  # test_tiered_twins
+        "tiered/store-failing",  # test_tiered_twins
     }
     assert covered == set(PLANS)
 

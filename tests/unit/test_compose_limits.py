@@ -170,6 +170,7 @@ def test_the_supervisor_gets_the_limits() -> None:
         broker_cpus="1.5",
         broker_memory="2g",
         clock="real",
+        disk="plain",
         tiered=False,
     )
     forwarded = _forward_args(args)

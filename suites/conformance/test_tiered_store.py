@@ -1,0 +1,69 @@
+"""Tiered storage (KIP-405) with its remote store failing: what a broken store may cost is time,
+never a record.
+
+The module's cluster is tiered and its disks are lossy (``ClusterSpec(tiered=True,
+disk="lossy")``): the remote store too sits on lossyfs, so ``disk-fail --target store`` makes
+every read and write of it fail with EIO (``harness.diskfs``, ``faults.inject``). In
+``store-failing`` the consumers are killed while the producers write; the store fails 8 s later,
+for 20 s; the consumers come back 4 s into the failure and start their catch-up read from it.
+Copies to the store fail, so a broker must keep each segment locally until it is copied (the
+local retention of one second applies only to copied segments); reads of what was copied fail
+until the store heals. The data checks hold throughout (nothing lost, skipped, read
+uncommitted or written twice by the idempotent producers), every consumer resumed below a
+segment the store holds, and they read on after the heal (the progress check after every heal).
+
+Nightly: the catch-up through a leader kill is the tiered suite's ``make test`` scenario.
+A backend without a local remote store, or a release before 3.6, is skipped with its one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from highwater.core.history import read_history
+from highwater.core.run_dir import RunDir
+from highwater.harness import tiered
+from highwater.harness.backend import ClusterBackend
+from highwater.pytest_plugin import module_cluster
+from highwater.suites.conformance.test_tiered import assert_caught_up_from_remote
+from highwater.suites.nightly import nightly
+from highwater.suites.scenario import PLANS, assert_verdicts, run_plan
+
+STORE_FAILING = PLANS["tiered/store-failing"]
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) -> Iterator[ClusterBackend]:
+    """This module's own 3-broker, 3-rack tiered cluster, its disks and remote store on lossyfs."""
+    if backend != "local":
+        pytest.skip(f"faults of the remote store need the local backend's store on lossyfs, not the {backend} backend")
+    refused = tiered.tiered_refusal(kafka_version)
+    if refused is not None:
+        pytest.skip(refused)
+    yield from module_cluster(request, kafka_version, backend, tiered=True, disk="lossy")
+
+
+@nightly("the tiered suite's catch-up through a leader kill runs in make test", 75)
+def test_a_failing_remote_store_costs_time_not_records(
+    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
+) -> None:
+    result = run_plan(
+        cluster,
+        STORE_FAILING,
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        topic="tiered-store-failing",
+        partitions=3,
+        tiered=True,
+    )
+    assert_verdicts(result, must_hold=STORE_FAILING.must_hold)
+    assert isinstance(cluster, tiered.RemoteStore)
+    events = list(read_history(RunDir(result.dir).history))
+    topic = next(e["value"]["topic"] for e in events if e.get("f") == "assign")
+    remote = {p: tiered.remote_segments(cluster.remote_store, topic, p) for p in range(3)}
+    assert_caught_up_from_remote(events, remote)

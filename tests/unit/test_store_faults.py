@@ -1,0 +1,68 @@
+"""Faults of the tiered remote store (``--target store``): the disk faults it takes (slowed,
+full, failing) and the ones it does not, disk-fail on nothing else, and the one-line refusal on a
+cluster whose store is not on lossyfs."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from highwater.faults.capability import refusal
+from highwater.faults.common import FaultError
+from highwater.faults.spec import FaultKind, parse_fault
+from highwater.faults.target import StoreTarget, TargetKind, parse_target
+from highwater.harness.tiered import STORE_PARTY
+from tests.unit.fault_topology import topo
+
+
+def test_store_is_a_target_of_its_own() -> None:
+    target = parse_target("store")
+    assert target == StoreTarget() and str(target) == "store" and target.kind is TargetKind.STORE
+    assert target.static_parties(topo(brokers=3)) == {STORE_PARTY}
+    with pytest.raises(FaultError, match="store takes no argument"):
+        parse_target("store:1")
+
+
+@pytest.mark.parametrize("fault", ["disk-fail --target store", "disk-full --target store", "disk-slow --target store"])
+def test_the_store_takes_its_disk_faults(fault: str) -> None:
+    assert parse_fault(fault).target.kind is TargetKind.STORE
+
+
+@pytest.mark.parametrize(
+    "fault, why",
+    [
+        ("power-loss --target store", "it takes disk-fail, disk-full, disk-slow, not power-loss"),
+        ("kill --target store", "it takes disk-fail, disk-full, disk-slow, not kill"),
+        ("disk-fail --target broker:1", "disk-fail acts on the tiered remote store only"),
+    ],
+)
+def test_what_the_store_does_not_take_is_one_line(fault: str, why: str) -> None:
+    with pytest.raises(FaultError, match=why):
+        parse_fault(fault)
+
+
+class _Disks:
+    """A backend with the disk layer, tiered or not."""
+
+    def __init__(self, tiered: bool) -> None:
+        self.spec = SimpleNamespace(tiered=tiered)
+        self.backend_name = "local"
+
+    @property
+    def disks_enabled(self) -> bool:
+        return True
+
+    def disk(self, key: Any) -> Any:
+        raise AssertionError("not asked")
+
+
+def test_a_store_fault_needs_a_tiered_cluster_on_lossy_disks() -> None:
+    fault = parse_fault("disk-fail --target store")
+    assert refusal(_Disks(tiered=True), [fault]) is None
+    error = refusal(_Disks(tiered=False), [fault])
+    assert error is not None and "needs a tiered cluster whose disks are lossy" in str(error)
+    # a node's disk fault on the same untiered cluster is fine
+    assert refusal(_Disks(tiered=False), [parse_fault("disk-full --target broker:1")]) is None
+    assert FaultKind.DISK_FAIL.is_disk
