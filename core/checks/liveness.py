@@ -28,6 +28,7 @@ from highwater.core.checks.quorum import disturbed, lost_until, voters
 from highwater.core.checks.stalls import (
     Stall,
     fault_stall_outcome,
+    held_at_heal,
     longest_stall,
     member_moves,
     meta_by_tp,
@@ -435,7 +436,8 @@ def progress(h: HistoryData) -> Verdict:
 
     for name, ts in series.items():
         for w in wins:
-            if w.end is not None:
+            # another fault still on at this heal: the progress after it is owed at that one's heal
+            if w.end is not None and not held_at_heal(h, wins, w):
                 if np.any((ts > w.end) & (ts <= w.end + B)):
                     judged += 1
                 elif h.end_time < w.end + B:

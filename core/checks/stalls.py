@@ -214,9 +214,12 @@ def window_stalls(h: HistoryData) -> list[Stall]:
     out: list[Stall] = []
     # per consumer and partition, not per window: its ack times and the acks it had not read yet
     unread: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-    for wi, w in enumerate(fault_windows(h)):
+    wins = fault_windows(h)
+    for wi, w in enumerate(wins):
         phases = [("fault", w.start, w.end if w.end is not None else h.end_time, w.end is not None)]
-        if w.end is not None:
+        if w.end is not None and not held_at_heal(h, wins, w):
+            # (another fault still on at this heal may hold the reads up: the after-heal promise
+            # is that one's, judged at its own heal)
             phases.append(("after-heal", w.end, min(w.end + after, h.end_time), h.end_time >= w.end + after))
         for (proc, tp), (pt, upto) in polls.items():
             if not len(pt) or pt[0] >= w.start:
@@ -246,6 +249,14 @@ def window_stalls(h: HistoryData) -> list[Stall]:
                 out.append(Stall(wi, phase, proc, tp, t0, t1, st, fr, to, acked, polled, complete, owed))
     h.cache["stalls"] = out
     return out
+
+
+def held_at_heal(h: HistoryData, wins: list[Window], w: Window) -> bool:
+    """Another fault window is still on when ``w`` is healed: what is owed after ``w``'s heal is
+    owed after that one's instead (a consumer back from its own restart while the tiered store
+    still fails cannot read what is only in the store)."""
+    assert w.end is not None
+    return any(o is not w and o.start <= w.end < o.until(h.end_time) for o in wins)
 
 
 def stall_summary(h: HistoryData, stalls: list[Stall], bound_of: Any) -> tuple[int, list[dict[str, Any]]]:

@@ -629,6 +629,33 @@ def test_progress_after_heal() -> None:
     assert rows(v) == [heal["index"]]
 
 
+def test_progress_after_a_heal_is_owed_when_no_other_fault_is_still_on() -> None:
+    """A heal while another fault is still on (a consumer back from its restart while the tiered
+    store still fails): what is owed after it is owed after the last heal instead; the stall past
+    the last heal is still found."""
+
+    def overlapping(read_after_last_heal: bool) -> HistoryBuilder:
+        b = builder(progress_bound_ms=100)
+        begin(b)
+        write_and_read(b, 3)
+        b.fault("disk_fail", ["remote-store"])
+        b.fault("pause", ["kafka-1"])
+        b.advance(50)
+        b.heal("pause", ["kafka-1"])
+        b.advance(500)  # nothing read or written while the store still fails
+        b.heal("disk_fail", ["remote-store"])
+        b.advance(20)
+        if read_after_last_heal:
+            write_and_read(b, 5, start=3)
+        b.advance(500)
+        b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=5)
+        return b
+
+    assert check("progress", overlapping(True)).valid is True
+    late = check("progress", overlapping(False))
+    assert late.valid is False and {e["kind"] for e in late.examples} >= {"no-poll-after-heal"}
+
+
 def test_progress_stall_without_fault_and_clean() -> None:
     b = builder(progress_bound_ms=100)
     begin(b)
