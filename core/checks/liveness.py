@@ -312,6 +312,18 @@ def isr_stability(h: HistoryData) -> Verdict:
                 shrunk += len(gone)
                 add("shrunk-while-quiet", [a.row, b.row], tp, replicas=gone)
     for w in wins:
+        # (b) for the cut-off followers; (c) also for a replica that left without being cut. A
+        # bound runs from when the quorum could commit: after a loss of it, from its end. The
+        # deadlines are the window's, the same for every partition and replica
+        lost_leave = lost_until(h, wins, quorum, w.start, w.start + leave)
+        leave_by = (w.start if lost_leave is None else max(w.start, lost_leave)) + leave
+        if w.end is not None:
+            back = w.back or w.end
+            bound = rejoin
+            if disturbed(h, wins, quorum, w.start, back + rejoin):
+                bound += failover  # a controller failover may come before the expansion
+            lost_back = lost_until(h, wins, quorum, back, back + bound)
+            rejoin_by = (back if lost_back is None else max(back, lost_back)) + bound
         for tp, obs in by_tp.items():
             before = [m for m in obs if m.time <= w.start]
             if not before:
@@ -321,10 +333,6 @@ def isr_stability(h: HistoryData) -> Verdict:
             during = [m0, *(m for m in obs if w.start < m.time <= end)]
             left = set().union(*((a.isr or frozenset()) - (b.isr or frozenset()) for a, b in zip(during, during[1:])))
             cut = set() if m0.leader is None or m0.leader in w.cut else (m0.isr or frozenset()) & w.cut - {m0.leader}
-            # (b) for the cut-off followers; (c) also for a replica that left without being cut. A
-            # bound runs from when the quorum could commit: after a loss of it, from its end
-            lost_leave = lost_until(h, wins, quorum, w.start, w.start + leave)
-            leave_by = (w.start if lost_leave is None else max(w.start, lost_leave)) + leave
             for rb in sorted(cut | left):
                 if rb in cut and w.end is not None and w.end - w.start < leave:
                     unjudged += 1  # too short to show that the follower leaves
@@ -351,12 +359,6 @@ def isr_stability(h: HistoryData) -> Verdict:
                         unjudged += 1  # not seen out in time, nor seen still in after the bound
                         no_quorum += lost_leave is not None
                 if w.end is not None:
-                    back = w.back or w.end
-                    bound = rejoin
-                    if disturbed(h, wins, quorum, w.start, back + rejoin):
-                        bound += failover  # a controller failover may come before the expansion
-                    lost_back = lost_until(h, wins, quorum, back, back + bound)
-                    rejoin_by = (back if lost_back is None else max(back, lost_back)) + bound
                     after = [m for m in obs if w.end <= m.time <= rejoin_by]
                     # another fault on the replica itself before its deadline: it owes no return
                     refaulted = any(o is not w and back <= o.start <= rejoin_by and rb in o.brokers for o in wins)
