@@ -12,6 +12,7 @@ a partition from its cut-off leader, and says why not otherwise."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,7 +155,12 @@ def unexplained(verdicts: list[Verdict], h: HistoryData) -> list[str]:
         if v.counts.get("misrouted", 0):
             why.append(f"{v.check}: {v.counts['misrouted']} record(s) served by another rack")
         if counted > MAX_EXAMPLES or len(shown) != counted:
-            why.append(f"{v.check}: {counted} violation(s) counted, {len(shown)} shown as consumer stalls")
+            # the kinds shown say what the rest were (a stall after a heal, no send after one...)
+            kinds = Counter(e["kind"] for e in v.examples if e["kind"] != "longest-stall")
+            seen = ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items())) or "none"
+            why.append(
+                f"{v.check}: {counted} violation(s) counted, {len(shown)} shown as consumer stalls (examples: {seen})"
+            )
         why += [f"{v.check}: {c} on {t}-{p} is no zombie reader's" for c, t, p in shown if (c, t, p) not in keys]
     return why
 

@@ -29,6 +29,7 @@ from highwater.core.checks.stalls import (
     Stall,
     fault_stall_outcome,
     held_at_heal,
+    held_until,
     longest_stall,
     member_moves,
     meta_by_tp,
@@ -276,7 +277,9 @@ def isr_stability(h: HistoryData) -> Verdict:
     any replica the observer saw leave the ISR during the fault (a slowed follower, a killed
     leader), is back in the ISR within rejoin after the heal is done (the heal's ``ok``: a
     killed broker has restarted), unless another fault on that replica's broker begins before
-    then (unjudged). One count per replica and event; windows without
+    then (unjudged); when another fault on its broker is still on at that heal (a finalize done
+    while the replica's broker is still killed), the rejoin is owed from the end of that one
+    instead (``stalls.held_until``). One count per replica and event; windows without
     observations are unjudged.
 
     The controller quorum (``core.checks.quorum``) commits every ISR change: a bound of (b) or
@@ -302,6 +305,15 @@ def isr_stability(h: HistoryData) -> Verdict:
         if len(examples) < MAX_EXAMPLES:
             examples.append(example(h, kind, rows, tp=tp, **kw))
 
+    def rejoin_deadline(back: int, start: int) -> tuple[int, int | None]:
+        """The rejoin deadline of a return owed from ``back`` after a window that began at
+        ``start``, and the end of the quorum loss it waited for (None: none)."""
+        bound = rejoin
+        if disturbed(h, wins, quorum, start, back + rejoin):
+            bound += failover  # a controller failover may come before the expansion
+        lost = lost_until(h, wins, quorum, back, back + bound)
+        return (back if lost is None else max(back, lost)) + bound, lost
+
     for tp, obs in by_tp.items():
         for a, b in zip(obs, obs[1:]):
             if busy(wins, a.time, b.time, slack):
@@ -317,13 +329,7 @@ def isr_stability(h: HistoryData) -> Verdict:
         # deadlines are the window's, the same for every partition and replica
         lost_leave = lost_until(h, wins, quorum, w.start, w.start + leave)
         leave_by = (w.start if lost_leave is None else max(w.start, lost_leave)) + leave
-        if w.end is not None:
-            back = w.back or w.end
-            bound = rejoin
-            if disturbed(h, wins, quorum, w.start, back + rejoin):
-                bound += failover  # a controller failover may come before the expansion
-            lost_back = lost_until(h, wins, quorum, back, back + bound)
-            rejoin_by = (back if lost_back is None else max(back, lost_back)) + bound
+        deadlines: dict[int, tuple[int, int | None]] = {}  # by the instant a return is owed from
         for tp, obs in by_tp.items():
             before = [m for m in obs if m.time <= w.start]
             if not before:
@@ -359,6 +365,15 @@ def isr_stability(h: HistoryData) -> Verdict:
                         unjudged += 1  # not seen out in time, nor seen still in after the bound
                         no_quorum += lost_leave is not None
                 if w.end is not None:
+                    # another fault still on the replica's broker at this heal: it owes its
+                    # return from that one's end (a broker still killed cannot rejoin)
+                    back = held_until(h, wins, w, rb)
+                    if back is None:
+                        unjudged += 1  # the other fault is never healed: the run ends with it
+                        continue
+                    if back not in deadlines:
+                        deadlines[back] = rejoin_deadline(back, w.start)
+                    rejoin_by, lost_back = deadlines[back]
                     after = [m for m in obs if w.end <= m.time <= rejoin_by]
                     # another fault on the replica itself before its deadline: it owes no return
                     refaulted = any(o is not w and back <= o.start <= rejoin_by and rb in o.brokers for o in wins)

@@ -259,6 +259,22 @@ def held_at_heal(h: HistoryData, wins: list[Window], w: Window) -> bool:
     return any(o is not w and o.start <= w.end < o.until(h.end_time) for o in wins)
 
 
+def held_until(h: HistoryData, wins: list[Window], w: Window, broker: int) -> int | None:
+    """When ``broker`` is free of every other fault on it from ``w``'s heal on: ``w``'s heal
+    done, or the end of a chain of other windows on that broker each still on when the one
+    before it closed (a broker still killed when a finalize that overlapped its kill is over);
+    None when one of them is never healed."""
+    assert w.end is not None
+    t = w.back or w.end
+    while True:
+        holding = [o for o in wins if o is not w and broker in o.brokers and o.start <= t < o.until(h.end_time)]
+        if not holding:
+            return t
+        if any(o.back is None for o in holding):
+            return None
+        t = max(o.back for o in holding if o.back is not None)
+
+
 def stall_summary(h: HistoryData, stalls: list[Stall], bound_of: Any) -> tuple[int, list[dict[str, Any]]]:
     """counts["longest_stall_ms"] and the "longest-stall" examples (see the module doc)."""
     wins = fault_windows(h)

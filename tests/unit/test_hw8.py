@@ -135,3 +135,13 @@ def test_a_killed_leader_explains_nothing(tmp_path: Path) -> None:
     verdicts, path = judge(tmp_path, g, twin)
     assert any(v.valid is False for v in verdicts if v.check in STALL_CHECKS)
     assert "no zombie reader's" in fails(lambda: without_hw8(verdicts, path))
+
+
+def test_a_violation_other_than_a_stall_names_its_kind(tmp_path: Path, partition: Generated) -> None:
+    """A progress violation HW-8 cannot explain (here a consumer that never read on after a
+    heal) fails with the kinds of what was shown, so a CI log says what broke."""
+    verdicts, path = judge(tmp_path, partition, with_links(partition.events, CUT_LINKS))
+    after_heal = {"kind": "consumer-stalled-after-heal", "consumer": "consumer-0", "topic": "t", "partition": 0}
+    broken = [Verdict("progress", False, {"stalls": 1}, [after_heal]) if v.check == "progress" else v for v in verdicts]
+    why = fails(lambda: without_hw8(broken, path))
+    assert "1 violation(s) counted, 0 shown as consumer stalls (examples: consumer-stalled-after-heal x1)" in why

@@ -176,3 +176,33 @@ def test_a_replica_faulted_again_before_its_deadline_owes_no_return() -> None:
     assert own.counts["not_rejoined"] == 0 and own.counts["unjudged"] >= 1
     other = refaulted("kafka-2")
     assert other.valid is False and other.counts["not_rejoined"] >= 1
+
+
+def finalize_during_a_kill(back_after_ms: int) -> Verdict:
+    """kafka-3 killed; a finalize through kafka-2 opens and closes while it is down, and kafka-3
+    leaves the ISR during that finalize (the upgrade suite's finalize-controller-down); kafka-3
+    is back in the ISR ``back_after_ms`` after its kill is healed (never, for a negative)."""
+    b = HistoryBuilder(BOUNDS, racks=RACKS)
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
+    b.fault("kill", ["kafka-3"])
+    observe(b, [1, 2, 3], 2)
+    b.fault("finalize", ["kafka-2"])
+    observe(b, [1, 2], 2)
+    b.heal("finalize", ["kafka-2"])
+    observe(b, [1, 2], 10)  # 500 ms still killed: past the finalize's 200 ms rejoin bound
+    b.heal("kill", ["kafka-3"])
+    if back_after_ms >= 0:
+        observe(b, [1, 2], back_after_ms // 50)
+    observe(b, [1, 2, 3] if back_after_ms >= 0 else [1, 2], 12)
+    return judge(b)
+
+
+def test_a_replica_still_killed_at_another_fault_s_heal_owes_its_return_from_its_own_heal() -> None:
+    """A replica whose broker another fault still holds when a window closes is not owed back
+    at that window's heal but from the end of the hold; one that never returns is still found,
+    under both windows."""
+    on_time = finalize_during_a_kill(100)
+    assert on_time.valid is True and on_time.counts["not_rejoined"] == 0
+    never = finalize_during_a_kill(-1)
+    assert never.valid is False and never.counts["not_rejoined"] == 2
+    assert {e["bound_ms"] for e in never.examples} == {200}
