@@ -99,8 +99,8 @@ CLIENTS: dict[str, Callable[[str | None], ClientDriver]] = {
     "franz-go": _franz_go,
 }
 
-#: the clients whose workers have a transactional producer (KIP-98): franz-go's has none yet
-TRANSACTIONAL_CLIENTS = frozenset({"kafka-python", "confluent-kafka", "java", "kafkajs"})
+#: the clients whose workers have a transactional producer (KIP-98)
+TRANSACTIONAL_CLIENTS = frozenset({"kafka-python", "confluent-kafka", "java", "kafkajs", "franz-go"})
 
 
 def transactions_refusal(client: str, client_version: str) -> str | None:

@@ -4,16 +4,28 @@
 // sets the version in a copy of this module and runs `go build`).
 //
 // What franz-go does not tell an application, and how this worker learns it:
+//
 //   - the broker that served a record: a hook sees each batch read from a fetch response with
 //     the broker it came from (HookFetchBatchRead), then each record as it is buffered
 //     (HookFetchRecordBuffered), in the same source goroutine, so each buffered record is
 //     tagged with the broker of its partition's last batch;
+//
 //   - a truncation (KIP-320) or an out-of-range reset below the consumed position: franz-go
 //     handles both itself and reports them as *kgo.ErrDataLoss in a poll's errors, which this
 //     worker reports as a `truncation` position change to the new offset.
 //
-// Not here yet: transactions (franz-go's GroupTransactSession), KIP-848's consumer protocol, and
-// TLS/SASL: each is refused in one line.
+//   - a transaction's consumer offsets (send_offsets): franz-go adds offsets to a transaction
+//     only for a group its own client consumes in (GroupTransactSession), while the harness's
+//     copier consumes in one worker and produces in another, as Java's does; this worker sends
+//     AddOffsetsToTxn and TxnOffsetCommit itself with the producer id and epoch franz-go holds
+//     (ProducerID) and the consumer's generation and member id (KIP-447's fencing);
+//
+//   - whether an abort proves anything: after a commit whose outcome franz-go could not confirm,
+//     its abort reloads the producer id instead of sending EndTxn, and that reload completes a
+//     commit the coordinator had prepared; so such an abort is answered as an error (outcome
+//     unknown), never ok.
+//
+// Not here yet: KIP-848's consumer protocol and TLS/SASL: each is refused in one line.
 package main
 
 import (
@@ -36,17 +48,18 @@ import (
 // settings: ProducerSettings and ConsumerSettings of harness/clients/base.py, as the harness
 // writes them (one struct: the fields of both).
 type settings struct {
-	Bootstrap         []string        `json:"bootstrap"`
-	ClientID          string          `json:"client_id"`
-	Acks              json.RawMessage `json:"acks"`
-	Idempotence       bool            `json:"idempotence"`
-	Retries           int             `json:"retries"`
-	RequestTimeoutMs  int64           `json:"request_timeout_ms"`
-	DeliveryTimeoutMs int64           `json:"delivery_timeout_ms"`
-	LingerMs          int64           `json:"linger_ms"`
-	MaxInFlight       int             `json:"max_in_flight"`
-	TransactionalID   *string         `json:"transactional_id"`
-	Security          struct {
+	Bootstrap            []string        `json:"bootstrap"`
+	ClientID             string          `json:"client_id"`
+	Acks                 json.RawMessage `json:"acks"`
+	Idempotence          bool            `json:"idempotence"`
+	Retries              int             `json:"retries"`
+	RequestTimeoutMs     int64           `json:"request_timeout_ms"`
+	DeliveryTimeoutMs    int64           `json:"delivery_timeout_ms"`
+	LingerMs             int64           `json:"linger_ms"`
+	MaxInFlight          int             `json:"max_in_flight"`
+	TransactionalID      *string         `json:"transactional_id"`
+	TransactionTimeoutMs int64           `json:"transaction_timeout_ms"`
+	Security             struct {
 		Protocol string `json:"protocol"`
 	} `json:"security"`
 	ClientRack       *string `json:"client_rack"`
@@ -84,7 +97,10 @@ func (s *settings) producerOpts() ([]kgo.Opt, error) {
 		return nil, err
 	}
 	if s.TransactionalID != nil {
-		return nil, errors.New("the franz-go worker has no transactional producer yet")
+		opts = append(opts, kgo.TransactionalID(*s.TransactionalID))
+		if s.TransactionTimeoutMs > 0 {
+			opts = append(opts, kgo.TransactionTimeout(ms(s.TransactionTimeoutMs)))
+		}
 	}
 	acks := strings.Trim(string(s.Acks), `"`)
 	switch acks {
@@ -97,7 +113,7 @@ func (s *settings) producerOpts() ([]kgo.Opt, error) {
 	default:
 		return nil, fmt.Errorf("unknown acks %s", acks)
 	}
-	if !s.Idempotence {
+	if !s.Idempotence && s.TransactionalID == nil { // a transactional producer is idempotent
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
 	opts = append(opts,
@@ -143,6 +159,10 @@ type role interface {
 type producer struct {
 	cl  *kgo.Client
 	out *out
+	txn string // the transactional id ("": none)
+	// the error of the last commit, until the next begin: an abort after a commit franz-go
+	// could not confirm proves nothing (package comment)
+	commitErr error
 }
 
 func (p *producer) send(id int64, topic string, partition int32, value string) {
@@ -165,9 +185,115 @@ func (p *producer) handle(c *command) (map[string]any, error) {
 		p.cl.Close()
 		return map[string]any{}, err
 	case "init_transactions", "begin_transaction", "commit_transaction", "abort_transaction", "send_offsets":
-		return nil, errors.New("UnsupportedOperation: the franz-go worker has no transactional producer yet")
+		if p.txn == "" {
+			return nil, fmt.Errorf("IllegalStateError: %s on a producer without a transactional id", c.Op)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), ms(c.TimeoutMs))
+		defer cancel()
+		return map[string]any{}, p.transaction(ctx, c)
 	}
 	return nil, fmt.Errorf("unknown producer op %s", c.Op)
+}
+
+// transaction runs one of the transactional commands (docs/adding-a-client.md).
+func (p *producer) transaction(ctx context.Context, c *command) error {
+	switch c.Op {
+	case "init_transactions":
+		// InitProducerID at once, fencing an older producer of the same id (franz-go would
+		// otherwise ask for it at the first produce)
+		_, _, err := p.cl.ProducerID(ctx)
+		return err
+	case "begin_transaction":
+		p.commitErr = nil
+		return p.cl.BeginTransaction()
+	case "commit_transaction":
+		if err := p.cl.Flush(ctx); err != nil {
+			p.commitErr = kerr.OperationNotAttempted // nothing was sent to the coordinator
+			return err
+		}
+		p.commitErr = p.cl.EndTransaction(ctx, kgo.TryCommit)
+		return p.commitErr
+	case "abort_transaction":
+		if err := p.cl.AbortBufferedRecords(ctx); err != nil {
+			return err
+		}
+		if err := p.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+			return err
+		}
+		if prior := p.commitErr; prior != nil && !errors.Is(prior, kerr.OperationNotAttempted) && !errors.Is(prior, kerr.TransactionAbortable) {
+			return fmt.Errorf("UnknownOutcome: the abort after a commit that failed (%v) proves nothing: franz-go reloads the producer id, which completes a prepared commit", prior)
+		}
+		return nil
+	case "send_offsets":
+		return p.sendOffsets(ctx, c.Offsets, c.Group)
+	}
+	return fmt.Errorf("unknown transactional op %s", c.Op)
+}
+
+// groupMetadata is a consumer's group_metadata reply, as send_offsets carries it back.
+type groupMetadata struct {
+	GroupID         string  `json:"group_id"`
+	GenerationID    int32   `json:"generation_id"`
+	MemberID        string  `json:"member_id"`
+	GroupInstanceID *string `json:"group_instance_id"`
+}
+
+// sendOffsets adds a consumer's offsets to the open transaction (package comment): the
+// transaction coordinator learns the group (AddOffsetsToTxn), then the group coordinator holds
+// the offsets until the transaction ends (TxnOffsetCommit, by topic name and id).
+func (p *producer) sendOffsets(ctx context.Context, offsets []partitionOffset, g *groupMetadata) error {
+	if g == nil || g.GroupID == "" {
+		return errors.New("IllegalArgument: send_offsets needs the consumer's group metadata")
+	}
+	id, epoch, err := p.cl.ProducerID(ctx)
+	if err != nil {
+		return err
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = p.txn, id, epoch, g.GroupID
+	added, err := add.RequestWith(ctx, p.cl)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(added.ErrorCode); err != nil {
+		return fmt.Errorf("AddOffsetsToTxn: %w", err)
+	}
+	byTopic := map[string]map[int32]kgo.EpochOffset{}
+	for _, o := range offsets {
+		if byTopic[o.Topic] == nil {
+			byTopic[o.Topic] = map[int32]kgo.EpochOffset{}
+		}
+		byTopic[o.Topic][o.Partition] = kgo.EpochOffset{Epoch: -1, Offset: o.Offset}
+	}
+	ids, err := topicIDs(ctx, p.cl, byTopic)
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = p.txn, g.GroupID, id, epoch
+	req.Generation, req.MemberID, req.InstanceID = g.GenerationID, g.MemberID, g.GroupInstanceID
+	for topic, parts := range byTopic {
+		t := kmsg.NewTxnOffsetCommitRequestTopic()
+		t.Topic, t.TopicID = topic, ids[topic]
+		for partition, eo := range parts {
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = partition, eo.Offset, -1
+			t.Partitions = append(t.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, p.cl)
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				return fmt.Errorf("TxnOffsetCommit %s-%d: %w", t.Topic, rp.Partition, err)
+			}
+		}
+	}
+	return nil
 }
 
 // --- consumer ------------------------------------------------------------------------------
@@ -523,7 +649,7 @@ func (c *consumer) commit(asked []partitionOffset) error {
 	}
 	// assign mode: a commit outside any generation, as an admin would make it (by name and by
 	// topic id: OffsetCommit v10, Kafka 4.1's, names topics by id only)
-	ids, err := c.topicIDs(ctx, offsets)
+	ids, err := topicIDs(ctx, c.cl, offsets)
 	if err != nil {
 		return err
 	}
@@ -548,7 +674,7 @@ func (c *consumer) commit(asked []partitionOffset) error {
 }
 
 // topicIDs asks the cluster for the ids of the topics of offsets.
-func (c *consumer) topicIDs(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) (map[string][16]byte, error) {
+func topicIDs(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) (map[string][16]byte, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	for topic := range offsets {
 		t := kmsg.NewMetadataRequestTopic()
@@ -556,7 +682,7 @@ func (c *consumer) topicIDs(ctx context.Context, offsets map[string]map[int32]kg
 		t.Topic = &name
 		req.Topics = append(req.Topics, t)
 	}
-	resp, err := req.RequestWith(ctx, c.cl)
+	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		return nil, err
 	}
@@ -670,7 +796,11 @@ func start(cmd *command, o *out) (role, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &producer{cl: cl, out: o}, nil
+		p := &producer{cl: cl, out: o}
+		if s.TransactionalID != nil {
+			p.txn = *s.TransactionalID
+		}
+		return p, nil
 	case "consumer":
 		c := &consumer{s: s, out: o, positions: map[topicPartition]int64{},
 			served: &servedBy{last: map[topicPartition]int32{}, record: map[*kgo.Record]int32{}}}

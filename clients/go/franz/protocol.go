@@ -96,6 +96,7 @@ type command struct {
 	RawParts  json.RawMessage   `json:"partitions"`
 	Topics    []string          `json:"topics"`
 	Offsets   []partitionOffset `json:"offsets"`
+	Group     *groupMetadata    `json:"group"`
 	Sends     [][]any           `json:"sends"`
 	First     int64             `json:"first"`
 	Values    []string          `json:"values"`
