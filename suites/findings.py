@@ -116,6 +116,9 @@ HW22 = ClientFinding.of("HW-22", "kip-392/quiet-follower-latency")
 #: HW-23: franz-go stays on its preferred replica, dead or out of the ISR, for 30 minutes. Not
 #: strict (two runs of each case so far), timed checks alone
 HW23 = ClientFinding.of("HW-23", "kip-392/replica-cut-off")
+#: HW-23 as the transactions suite meets it on franz-go: a killed leader or coordinator is a
+#: rack's follower of other partitions. Not strict, timed checks alone
+HW23_TRANSACTIONS = ClientFinding.of("HW-23", "transactions/coordinators-kill")
 
 expect_hw9 = HW9.expect
 expect_hw12 = HW12.expect

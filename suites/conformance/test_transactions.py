@@ -32,7 +32,7 @@ from highwater.core.run_dir import RunDir
 from highwater.harness.clients import TransactionalClient, get_driver, parse_client_spec
 from highwater.harness.clients.txnversion import transaction_version_refusal
 from highwater.runner import record_beyond
-from highwater.suites.findings import FINDINGS, HW9_COORDINATOR_CUT, expect_kafkajs_transactions
+from highwater.suites.findings import FINDINGS, HW9_COORDINATOR_CUT, HW23_TRANSACTIONS, expect_kafkajs_transactions
 from highwater.suites.hw8 import without_hw8
 from highwater.suites.nightly import cases, nightly
 from highwater.suites.scenario import (
@@ -56,13 +56,13 @@ TXN_WORKLOAD: dict[str, Any] = {
     "isolation_level": "read_committed",
     "read_uncommitted_consumers": 1,
 }
-#: HW-10 and HW-15 (docs/findings.md): kafka-python and kafkajs commit a transaction one of whose
-#: records failed for good. Their deterministic repros are strict xfails
-#: (tests/integration/test_findings_by_client.py); here they strike when a fault outlasts the
+#: HW-10, HW-15 and HW-26 (docs/findings.md): kafka-python, kafkajs and franz-go commit a
+#: transaction one of whose records failed for good. The first two have deterministic repros as
+#: strict xfails (tests/integration/test_findings_by_client.py); here they strike when a fault outlasts the
 #: delivery timeout (kafkajs: its retries), so their losses are subtracted, exactly, and
 #: everything else is judged as for any client.
 #: The clients and the checks come from their records (core/findings.toml).
-COMMITS_AFTER_FAILED_SEND = {c: fid for fid in ("HW-10", "HW-15") for c in find(FINDINGS, fid).clients}
+COMMITS_AFTER_FAILED_SEND = {c: fid for fid in ("HW-10", "HW-15", "HW-26") for c in find(FINDINGS, fid).clients}
 HW10 = COMMITS_AFTER_FAILED_SEND["kafka-python"]
 #: the checks whose anomalies HW-10 can explain (each is checked against the history below)
 HW10_CHECKS = frozenset(c for s in find(FINDINGS, HW10).shows for c in s.checks)
@@ -165,6 +165,7 @@ def test_read_committed_sees_only_whole_committed_transactions(
     # HW-14's aborted reads strike in any scenario, HW-13's stalls where a broker dies: one mark,
     # since pytest applies only the first xfail mark that matches
     expect_kafkajs_transactions(request)
+    HW23_TRANSACTIONS.expect(request)  # franz-go's rack consumers stay on a killed follower
     if scenario == "coordinators-cut-pause":
         HW9_COORDINATOR_CUT.expect(request)
     result = run_once(
