@@ -13,11 +13,13 @@ The worker takes the library-neutral settings as they are (``NeutralSettingsConf
 them to franz-go's options (``main.go``): acks, idempotence (franz-go's default is on; off
 disables it), retries, request and delivery timeouts, linger, requests in flight (without
 idempotence), the rack (KIP-392's ``Rack``), ``fetch.max.wait.ms``, ``metadata.max.age.ms``, the
-isolation level, the session timeout. franz-go's consumer reports the serving broker only
+isolation level, the session timeout, the group protocol (KIP-848's ``consumer`` from 1.22:
+``build_tags``). franz-go's consumer reports the serving broker only
 through its hooks, and a truncation (KIP-320) only as ``ErrDataLoss`` after it reset the
 position itself: the worker reports that as a ``truncation`` position change (``main.go`` says
 how). Every failed send is ``info`` (the worker never claims a write provably did not happen).
-Not yet: transactions, KIP-848's consumer protocol, TLS/SASL (each refused in one line).
+The transactional producer is franz-go's own, with the consumer's offsets sent by the worker
+(``main.go`` says why). Not yet: TLS/SASL (refused in one line).
 """
 
 from __future__ import annotations
@@ -44,6 +46,15 @@ SOURCE = Path(__file__).resolve().parents[2] / "clients" / "go" / "franz"
 _VERSION = re.compile(r"^v?([0-9]+\.[0-9]+\.[0-9]+(?:-[A-Za-z0-9.]+)?)$")
 #: the oldest franz-go the worker builds against: AddConsumePartitions (assign mode) came in 1.16
 OLDEST = (1, 16, 0)
+#: from this franz-go the worker is built with KIP-848's consumer protocol (``ServerSideBalancer``,
+#: generally available in 1.22; before, a hidden beta opt-in, which highwater does not test)
+SERVER_SIDE_BALANCER = (1, 22, 0)
+SERVER_SIDE_BALANCER_TAG = "highwater_server_side_balancer"
+
+
+def build_tags(version: str) -> list[str]:
+    """The ``go build`` arguments that choose the worker's files for franz-go ``version``."""
+    return ["-tags", SERVER_SIDE_BALANCER_TAG] if release(version) >= SERVER_SIDE_BALANCER else []
 
 
 def pinned_version() -> str:
@@ -108,7 +119,7 @@ def ensure_worker(version: str, progress: Progress = to_stderr) -> Path:
             shutil.copytree(SOURCE, build)
             _go(go, build, version, "mod", "edit", f"-require={MODULE}@v{version}")
             _go(go, build, version, "mod", "tidy")
-            _go(go, build, version, "build", "-o", str(root / "worker.tmp"), ".")
+            _go(go, build, version, "build", *build_tags(version), "-o", str(root / "worker.tmp"), ".")
             (root / "worker.tmp").replace(binary)
             marker.write_text(digest + "\n")
         except BaseException:

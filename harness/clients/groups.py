@@ -11,8 +11,8 @@ the client's.
 
 Since when (the releases where the protocol is generally available; earlier ones had it as an
 early-access preview behind flags, which highwater does not test): Kafka 4.0 on the broker and
-Kafka's Java client; librdkafka 2.12 (confluent-kafka 2.12). kafka-python and kafkajs have only
-``classic``.
+Kafka's Java client; librdkafka 2.12 (confluent-kafka 2.12); franz-go 1.22 (``ServerSideBalancer``;
+1.20 and 1.21 had it behind a hidden beta opt-in). kafka-python and kafkajs have only ``classic``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ GROUP_PROTOCOLS = ("classic", "consumer")
 #: KIP-848's server-side assignors (``group.remote.assignor``)
 REMOTE_ASSIGNORS = ("uniform", "range")
 #: the client release from which each client has the ``consumer`` protocol (absent: never)
-CONSUMER_PROTOCOL_SINCE: dict[str, tuple[int, int]] = {"java": (4, 0), "confluent-kafka": (2, 12)}
+CONSUMER_PROTOCOL_SINCE: dict[str, tuple[int, int]] = {"java": (4, 0), "confluent-kafka": (2, 12), "franz-go": (1, 22)}
 #: the Kafka release from which the broker has it
 KAFKA_CONSUMER_PROTOCOL_SINCE = (4, 0)
 

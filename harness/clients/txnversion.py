@@ -5,8 +5,10 @@ line that refuses a run asking a client for a version it cannot exercise, before
 A cluster finalizes ``transaction.version`` (a KRaft feature, Kafka 4.0+; 2 by default on a new
 4.x cluster); a client uses v2 only if it implements it *and* the cluster has finalized 2, and
 falls back to v1 otherwise (so on a v2 cluster a v1-only client tests v1). Kafka's Java client
-implements it from 4.0; kafka-python 3.0 sends EndTxn at most v3, kafkajs likewise, and
-librdkafka has no KIP-890 part 2 yet (confluentinc/librdkafka#5423): they speak v1 only.
+implements it from 4.0, franz-go from 1.19 (its changelog: 1.19.3 fixed how it reads the
+feature; highwater names 1.20, the first minor line with it whole); kafka-python 3.0 sends EndTxn
+at most v3, kafkajs likewise, and librdkafka has no KIP-890 part 2 yet
+(confluentinc/librdkafka#5423): they speak v1 only.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from highwater.core.versions import major_minor, release_at_least
 TRANSACTION_VERSION = "transaction.version"  # the KRaft feature
 TRANSACTION_VERSIONS = (1, 2)
 #: the client release from which each client speaks transactions v2 (absent: never)
-TRANSACTIONS_V2_SINCE: dict[str, tuple[int, int]] = {"java": (4, 0)}
+TRANSACTIONS_V2_SINCE: dict[str, tuple[int, int]] = {"java": (4, 0), "franz-go": (1, 20)}
 #: the Kafka release from which the cluster has the transaction.version feature
 KAFKA_TRANSACTION_VERSION_SINCE = (4, 0)
 

@@ -13,7 +13,12 @@ from highwater.harness.clients.java import consumer_properties
 
 @pytest.mark.parametrize(
     ("client", "version", "kafka"),
-    [("java", "4.0.0", "4.0.0"), ("java", "4.4.0", "4.4.0"), ("confluent-kafka", "2.12.0", "4.1.1")],
+    [
+        ("java", "4.0.0", "4.0.0"),
+        ("java", "4.4.0", "4.4.0"),
+        ("confluent-kafka", "2.12.0", "4.1.1"),
+        ("franz-go", "1.22.3", "4.4.0"),
+    ],
 )
 def test_the_consumer_protocol_where_client_and_release_have_it(client: str, version: str, kafka: str) -> None:
     assert group_protocol_refusal(client, version, kafka, "consumer") is None
@@ -27,6 +32,7 @@ def test_the_consumer_protocol_where_client_and_release_have_it(client: str, ver
         ("kafkajs", "2.2.4", "4.4.0", "kafkajs 2.2.4 has only the classic group protocol"),
         ("java", "3.9.1", "4.4.0", "java 3.9.1 has no generally available KIP-848 consumer protocol (since java 4.0)"),
         ("confluent-kafka", "2.11.1", "4.4.0", "since confluent-kafka 2.12"),
+        ("franz-go", "1.21.3", "4.4.0", "since franz-go 1.22"),  # a hidden beta opt-in before
         (
             "java",
             "4.4.0",
@@ -79,7 +85,13 @@ def test_transactions_v2_only_where_client_and_release_have_it() -> None:
     from highwater.harness.clients.txnversion import has_feature, transaction_version_refusal
 
     assert transaction_version_refusal("java", "4.4.0", "4.4.0", 2) is None
-    for client, version in (("java", "3.9.1"), ("confluent-kafka", "2.16.1"), ("kafka-python", "3.0.12")):
+    assert transaction_version_refusal("franz-go", "1.22.3", "4.4.0", 2) is None
+    for client, version in (
+        ("java", "3.9.1"),
+        ("confluent-kafka", "2.16.1"),
+        ("kafka-python", "3.0.12"),
+        ("franz-go", "1.18.1"),
+    ):
         why = transaction_version_refusal(client, version, "4.4.0", 2)
         assert why is not None and f"{client} {version} speaks transactions v1 only" in why and "\n" not in why
     assert "Kafka 3.9.1 has no transactions v2" in str(transaction_version_refusal("java", "4.4.0", "3.9.1", 2))
@@ -87,3 +99,10 @@ def test_transactions_v2_only_where_client_and_release_have_it() -> None:
     assert all(transaction_version_refusal(c, "1.0.0", "3.3.1", 1) is None for c in ("java", "kafkajs"))
     assert "unknown transaction.version 3" in str(transaction_version_refusal("java", "4.4.0", "4.4.0", 3))
     assert has_feature("4.0.0") and not has_feature("3.9.1")
+
+
+def test_franz_go_is_built_with_the_consumer_protocol_from_1_22() -> None:
+    from highwater.harness.clients.franz_go import SERVER_SIDE_BALANCER_TAG, build_tags
+
+    assert build_tags("1.22.3") == build_tags("1.23.0") == ["-tags", SERVER_SIDE_BALANCER_TAG]
+    assert build_tags("1.21.3") == build_tags("1.16.0") == []

@@ -25,7 +25,9 @@
 //     commit the coordinator had prepared; so such an abort is answered as an error (outcome
 //     unknown), never ok.
 //
-// Not here yet: KIP-848's consumer protocol and TLS/SASL: each is refused in one line.
+// KIP-848's consumer protocol runs through ServerSideBalancer, which franz-go has from 1.22 (built
+// with the tag highwater_server_side_balancer; nextgen_*.go). Not here yet: TLS/SASL (refused in
+// one line).
 package main
 
 import (
@@ -71,6 +73,8 @@ type settings struct {
 	IsolationLevel   string  `json:"isolation_level"`
 	SessionTimeoutMs *int64  `json:"session_timeout_ms"`
 	GroupProtocol    string  `json:"group_protocol"`
+	// KIP-848's server-side assignor (uniform or range; none: the broker's first)
+	GroupRemoteAssignor *string `json:"group_remote_assignor"`
 }
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
@@ -373,10 +377,25 @@ func (c *consumer) opts() ([]kgo.Opt, error) {
 	if c.s.IsolationLevel == "read_committed" {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
-	if c.s.GroupProtocol != "" && c.s.GroupProtocol != "classic" {
-		return nil, fmt.Errorf("the franz-go worker runs the classic group protocol only, not %s", c.s.GroupProtocol)
+	if _, err := c.protocolOpts(); err != nil { // refused at the start, not at subscribe
+		return nil, err
 	}
 	return opts, nil
+}
+
+// protocolOpts are the group options of the group protocol asked for (a subscriber's only).
+func (c *consumer) protocolOpts() ([]kgo.Opt, error) {
+	switch c.s.GroupProtocol {
+	case "", "classic":
+		return nil, nil
+	case "consumer":
+		assignor := ""
+		if c.s.GroupRemoteAssignor != nil {
+			assignor = *c.s.GroupRemoteAssignor
+		}
+		return consumerProtocol(assignor)
+	}
+	return nil, fmt.Errorf("unknown group protocol %s", c.s.GroupProtocol)
 }
 
 func (c *consumer) revoked(reason string) func(context.Context, *kgo.Client, map[string][]int32) {
@@ -445,6 +464,11 @@ func (c *consumer) handle(cmd *command) (map[string]any, error) {
 		if c.s.SessionTimeoutMs != nil {
 			extra = append(extra, kgo.SessionTimeout(ms(*c.s.SessionTimeoutMs)))
 		}
+		protocol, err := c.protocolOpts()
+		if err != nil {
+			return nil, err
+		}
+		extra = append(extra, protocol...)
 		if c.cl != nil {
 			c.cl.Close()
 		}
