@@ -197,8 +197,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: needs a real Kafka cluster (slow)")
     config.addinivalue_line(
         "markers",
-        "client_rotation(param, values, first=None): with --client-rotation, the n-th value of param "
-        "runs on the n-th client (starting at first)",
+        "client_rotation(param, values, first=None, also=()): with --client-rotation, the n-th value of "
+        "param runs on the n-th client (starting at first; also: clients added to the rotation for it)",
     )
     config.addinivalue_line(
         "markers",
@@ -452,7 +452,9 @@ def rotated_client(node: pytest.Item, rotation: str | None, default: str) -> str
     (modulo the rotation's length), so that every test judging one scenario (and a run cached
     per scenario and client) agrees; otherwise ``default``, the session's client. The marker's
     ``first=<client>`` starts the turn at that client of the rotation (a suite of fewer
-    scenarios than clients then leaves out another client than the last one)."""
+    scenarios than clients then leaves out another client than the last one), and its
+    ``also=(client, ...)`` adds clients the rotation does not name after its own, for that test
+    only (a suite that newer clients take their turn in before every suite does)."""
     marker = node.get_closest_marker("client_rotation")
     callspec = getattr(node, "callspec", None)
     if not rotation or marker is None or callspec is None:
@@ -460,6 +462,8 @@ def rotated_client(node: pytest.Item, rotation: str | None, default: str) -> str
     clients = [c.strip() for c in rotation.split(",") if c.strip()]
     if not clients:
         return default
+    named = {parse_client_spec(c).name for c in clients}
+    clients += [c for c in marker.kwargs.get("also", ()) if parse_client_spec(c).name not in named]
     param, values = marker.args
     first = marker.kwargs.get("first")
     start = next((i for i, c in enumerate(clients) if parse_client_spec(c).name == first), 0)

@@ -16,8 +16,9 @@ idempotence), the rack (KIP-392's ``Rack``), ``fetch.max.wait.ms``, ``metadata.m
 isolation level, the session timeout, the group protocol (KIP-848's ``consumer`` from 1.22:
 ``build_tags``). franz-go's consumer reports the serving broker only
 through its hooks, and a truncation (KIP-320) only as ``ErrDataLoss`` after it reset the
-position itself: the worker reports that as a ``truncation`` position change (``main.go`` says
-how). Every failed send is ``info`` (the worker never claims a write provably did not happen).
+position itself (an out-of-range reset the same way): the worker reports a ``truncation``
+position change when the position moved to the divergence point the leader names, a ``reset``
+otherwise (``main.go``'s ``lossReason``). Every failed send is ``info`` (the worker never claims a write provably did not happen).
 The transactional producer is franz-go's own, with the consumer's offsets sent by the worker
 (``main.go`` says why). Not yet: TLS/SASL (refused in one line).
 """

@@ -51,6 +51,17 @@ def test_a_turn_can_start_at_a_named_client() -> None:
     assert rotated_client(_Node({"scenario": "leader-kill"}, unknown), rotation, "session") == "kafka-python"  # type: ignore[arg-type]
 
 
+def test_a_test_can_add_clients_to_the_rotation() -> None:
+    """``also`` clients join the turn after the rotation's own, unless it names them already."""
+    marker = pytest.mark.client_rotation("scenario", SCENARIOS[:3], first="kafkajs", also=("franz-go",)).mark
+    rotation = "kafka-python,confluent-kafka,java,kafkajs"
+    got = [rotated_client(_Node({"scenario": s}, marker), rotation, "session") for s in SCENARIOS[:3]]  # type: ignore[arg-type]
+    assert got == ["kafkajs", "franz-go", "kafka-python"]
+    pinned = "kafka-python,franz-go==1.21.3,kafkajs"  # named already: its version stays, no second turn
+    got = [rotated_client(_Node({"scenario": s}, marker), pinned, "session") for s in SCENARIOS[:3]]  # type: ignore[arg-type]
+    assert got == ["kafkajs", "kafka-python", "franz-go==1.21.3"]
+
+
 def test_the_session_client_without_rotation_marker_or_parameters() -> None:
     assert rotated_client(_Node({"scenario": "leader-pause"}), None, "session") == "session"  # type: ignore[arg-type]
     assert rotated_client(_Node({"scenario": "leader-pause"}, marker=None), ROTATION, "s") == "s"  # type: ignore[arg-type]

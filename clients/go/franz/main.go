@@ -11,8 +11,9 @@
 //     tagged with the broker of its partition's last batch;
 //
 //   - a truncation (KIP-320) or an out-of-range reset below the consumed position: franz-go
-//     handles both itself and reports them as *kgo.ErrDataLoss in a poll's errors, which this
-//     worker reports as a `truncation` position change to the new offset.
+//     handles both itself and reports both as *kgo.ErrDataLoss in a poll's errors, which this
+//     worker reports as a position change to the new offset, `truncation` when the new offset is
+//     the divergence point the leader names for the epoch consumed, else `reset` (lossReason);
 //
 //   - a transaction's consumer offsets (send_offsets): franz-go adds offsets to a transaction
 //     only for a group its own client consumes in (GroupTransactSession), while the harness's
@@ -583,7 +584,7 @@ func (c *consumer) poll(timeoutMs int64) (map[string]any, error) {
 			c.mu.Lock()
 			c.positions[topicPartition{loss.Topic, loss.Partition}] = loss.ResetTo
 			c.mu.Unlock()
-			c.out.line(map[string]any{"event": "position", "topic": loss.Topic, "partition": loss.Partition, "offset": loss.ResetTo, "reason": "truncation"})
+			c.out.line(map[string]any{"event": "position", "topic": loss.Topic, "partition": loss.Partition, "offset": loss.ResetTo, "reason": c.lossReason(loss)})
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		default:
 			logf("fetch error on %s-%d: %v", topic, partition, err)
@@ -635,6 +636,47 @@ func (c *consumer) poll(timeoutMs int64) (map[string]any, error) {
 		parts = []*part{}
 	}
 	return map[string]any{"parts": parts}, nil
+}
+
+// lossReason says how franz-go moved a position it reported as lost data: "truncation" when it
+// moved to the divergence point KIP-320 finds (franz-go asked OffsetForLeaderEpoch for the epoch
+// it had consumed and moved to the end offset answered), "reset" when it fell back to its reset
+// offset (an out-of-range fetch, or no epoch to ask about). ErrDataLoss does not say which, so
+// the worker asks the leader the same question and compares: the end offset of the consumed
+// epoch is the divergence point, and a position moved there is KIP-320's (an answer that cannot
+// be had, or a position elsewhere, is a reset: the worker never claims a detection unproven).
+func (c *consumer) lossReason(loss *kgo.ErrDataLoss) string {
+	if loss.ConsumedToEpoch < 0 {
+		return "reset"
+	}
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = -1
+	t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	t.Topic = loss.Topic
+	p := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	p.Partition, p.CurrentLeaderEpoch, p.LeaderEpoch = loss.Partition, -1, loss.ConsumedToEpoch
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil {
+		logf("data loss on %s-%d: cannot ask for the divergence point (%v): reported as a reset", loss.Topic, loss.Partition, err)
+		return "reset"
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.Partition != loss.Partition || rp.ErrorCode != 0 || rp.EndOffset < 0 {
+				continue
+			}
+			if divergence := min(rp.EndOffset, loss.ConsumedTo); divergence == loss.ResetTo {
+				return "truncation"
+			}
+			logf("data loss on %s-%d: moved to %d, the divergence point is %d: a reset", loss.Topic, loss.Partition, loss.ResetTo, min(rp.EndOffset, loss.ConsumedTo))
+			return "reset"
+		}
+	}
+	return "reset"
 }
 
 func (c *consumer) commit(asked []partitionOffset) error {
