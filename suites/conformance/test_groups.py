@@ -96,7 +96,13 @@ MEMBERS = ("consumer-0", "consumer-1", "consumer-2")
 #: the older release of each client a group starts on before member-version-roll rolls it to the
 #: session's: one with the group fixes the suite relies on (kafka-python #3131, fixed in 3.0.9),
 #: and for Java and confluent-kafka the first with KIP-848's protocol
-ROAD_FROM = {"kafka-python": "3.0.9", "confluent-kafka": "2.12.0", "java": "4.0.0", "kafkajs": "2.2.3"}
+ROAD_FROM = {
+    "kafka-python": "3.0.9",
+    "confluent-kafka": "2.12.0",
+    "java": "4.0.0",
+    "kafkajs": "2.2.3",
+    "franz-go": "1.21.3",
+}
 
 
 def group_run_scenario(protocol: str, assignor: str | None, plan: Plan = FAULTS) -> str:

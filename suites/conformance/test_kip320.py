@@ -303,9 +303,10 @@ def _scenario(
     return outcome
 
 
-#: make test (--client-rotation) runs the scenario once, on franz-go, the newest client under test
-#: (it detects truncations itself and reports them as data loss); kafkajs, the client without
-#: KIP-320 (HW-12, a strict xfail), and every other client run it with --client
+#: the nightly slices (--client-rotation) run the scenario once, on franz-go, the newest client
+#: under test (it detects truncations itself and reports them as data loss); make test runs it on
+#: kafkajs, the client without KIP-320 (HW-12, a strict xfail), from the installed wheel; every
+#: other client runs it with --client
 ROTATION = pytest.mark.client_rotation("scenario", ["unclean-truncation"], first="franz-go", also=("franz-go",))
 
 
