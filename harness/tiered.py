@@ -16,7 +16,7 @@ The remote log metadata goes to Kafka's topic-based manager (``__remote_log_meta
 clients reach the brokers through the replication listener (``remote.log.metadata.manager.
 listener.name``). The defaults that make tiering wait (the copy task every 30 s, the local
 retention check every 5 min, its first run 30 s after start, 50 metadata partitions) are
-lowered so that a segment is copied and deleted locally within a second or two (measured on
+lowered (one metadata partition) so that a segment is copied and deleted locally within a second or two (measured on
 4.4.0: every offset of a 3-replica topic tiered and deleted locally within ~2 s).
 
 A topic tiers when created with :func:`topic_config`: ``remote.storage.enable``, a local
@@ -92,6 +92,10 @@ def store_artifact(kafka_version: str) -> tuple[str, str]:
     )
 
 
+#: the topic-based remote log metadata manager's topic (one partition here: ``broker_config``)
+METADATA_TOPIC = "__remote_log_metadata"
+
+
 def broker_config(store: Path, jar: Path, listener: str) -> dict[str, str]:
     """What every node of a tiered cluster adds to its ``server.properties`` (a controller too:
     it validates topic configs against ``remote.log.storage.system.enable``)."""
@@ -101,7 +105,9 @@ def broker_config(store: Path, jar: Path, listener: str) -> dict[str, str]:
         "remote.log.storage.manager.class.path": str(jar),
         "rsm.config.dir": str(store),
         "remote.log.metadata.manager.listener.name": listener,
-        "rlmm.config.remote.log.metadata.topic.num.partitions": "3",
+        # one partition: the metadata of every tiered partition has one leader, the one
+        # tiered/metadata-leader-kill kills (``METADATA_TOPIC``)
+        "rlmm.config.remote.log.metadata.topic.num.partitions": "1",
         "rlmm.config.remote.log.metadata.topic.replication.factor": "3",
         "remote.log.manager.task.interval.ms": str(TASK_INTERVAL_MS),
         "log.retention.check.interval.ms": str(TASK_INTERVAL_MS),

@@ -20,6 +20,7 @@ from highwater.faults.schedule import DEFAULT_MIX, ROLLING_RESTART_MIN_LENGTH, S
 from highwater.faults.spec import FaultKind
 from highwater.harness.backend import ClusterBackend
 from highwater.harness.clients import DEFAULT_CLIENT
+from highwater.harness.tiered import METADATA_TOPIC
 from highwater.harness.topology import Topology
 from highwater.nemesis import Step, scripted, shortest_window, tail_seconds, workload_seconds
 from highwater.profiles import Profile
@@ -449,6 +450,20 @@ TIERED_PLANS = (
         what="the consumers stopped while the producers write, so that what they have not read moves to "
         "the remote store, then started again: their catch-up read crosses from remote to local segments "
         "while partition 0's leader is killed; nothing lost, skipped, rewound or read uncommitted",
+        idempotence=True,
+    ),
+    Plan(
+        "tiered",
+        "metadata-leader-kill",
+        (
+            Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),
+            Step(2, f"kill --target leader:{METADATA_TOPIC}/0", LEADER_FAULT_SECONDS),
+        ),
+        _TIERED,
+        what="the consumers stopped while the producers write, then started again, and the leader of the "
+        "remote log metadata (the one partition of __remote_log_metadata) killed during their catch-up read: "
+        "copies and deletions wait for its successor, reads go on from every broker's metadata cache; nothing "
+        "lost, skipped, rewound or read uncommitted",
         idempotence=True,
     ),
     Plan(

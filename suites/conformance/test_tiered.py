@@ -4,9 +4,10 @@ segments keep every promise.
 The module's cluster is tiered (``ClusterSpec(tiered=True)``, ``harness.tiered``: Kafka's
 ``LocalTieredStorage`` on a directory every broker shares, segments copied within seconds), and
 its runs' topics tier (``RunSpec(tiered=True)``: a segment every second, kept locally for one
-second once copied). ``catch-up-leader-kill`` (``make test``): the consumers are killed while the
+second once copied). ``catch-up-leader-kill`` (``make test``) and ``metadata-leader-kill``
+(nightly: the leader of the remote log metadata's one partition killed instead): the consumers are killed while the
 producers write, so what they have not read moves to the remote store; started again, they read
-it back through the brokers, and partition 0's leader is killed during that catch-up. The data
+it back through the brokers, and partition 0's leader (or the metadata's) is killed during that catch-up. The data
 checks must hold across the boundary: no acknowledged write lost, nothing skipped or read
 twice out of order, nothing uncommitted, no duplicate from the idempotent producers.
 
@@ -25,9 +26,11 @@ from highwater.core.run_dir import RunDir
 from highwater.harness import tiered
 from highwater.harness.backend import ClusterBackend
 from highwater.pytest_plugin import module_cluster
-from highwater.suites.scenario import PLANS, assert_verdicts, run_plan
+from highwater.suites.nightly import nightly
+from highwater.suites.scenario import PLANS, Plan, assert_verdicts, run_plan
 
 CATCH_UP = PLANS["tiered/catch-up-leader-kill"]
+METADATA_LEADER_KILL = PLANS["tiered/metadata-leader-kill"]
 
 
 @pytest.fixture(scope="module")
@@ -44,22 +47,38 @@ def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) ->
 def test_a_catch_up_read_from_the_remote_store_through_a_leader_kill_keeps_everything(
     cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
 ) -> None:
-    result = run_plan(
+    run_catch_up(
+        cluster, CATCH_UP, "tiered-catch-up", profile=profile, campaign=campaign, results_root=results_root, repro=repro
+    )
+
+
+@nightly("the tiered suite's catch-up through a leader kill runs in make test", 75)
+def test_a_catch_up_read_through_a_kill_of_the_remote_log_metadata_s_leader_keeps_everything(
+    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
+) -> None:
+    """The remote log metadata's one partition loses its leader during the catch-up read: the
+    metadata every broker cached keeps remote reads going, and what it costs is time, not a
+    record."""
+    run_catch_up(
         cluster,
-        CATCH_UP,
+        METADATA_LEADER_KILL,
+        "tiered-metadata-kill",
         profile=profile,
         campaign=campaign,
         results_root=results_root,
         repro=repro,
-        topic="tiered-catch-up",
-        partitions=3,
-        tiered=True,
     )
-    assert_verdicts(result, must_hold=CATCH_UP.must_hold)
+
+
+def run_catch_up(cluster: ClusterBackend, plan: Plan, topic: str, **run: Any) -> None:
+    """Run a catch-up ``plan`` on a tiered topic of 3 partitions: its checks hold, and every
+    consumer's catch-up read began in the remote tier."""
+    result = run_plan(cluster, plan, topic=topic, partitions=3, tiered=True, **run)
+    assert_verdicts(result, must_hold=plan.must_hold)
     assert isinstance(cluster, tiered.RemoteStore)
     events = list(read_history(RunDir(result.dir).history))
-    topic = next(e["value"]["topic"] for e in events if e.get("f") == "assign")
-    remote = {p: tiered.remote_segments(cluster.remote_store, topic, p) for p in range(3)}
+    name = next(e["value"]["topic"] for e in events if e.get("f") == "assign")
+    remote = {p: tiered.remote_segments(cluster.remote_store, name, p) for p in range(3)}
     assert_caught_up_from_remote(events, remote)
 
 

@@ -519,7 +519,7 @@ def test_upgrade_twins(rolled: Generated, mutate: Callable[[Events], Events], ch
     assert f"{check}: False" in msg
 
 
-@pytest.mark.parametrize("plan", ["tiered/catch-up-leader-kill", "tiered/store-failing"])
+@pytest.mark.parametrize("plan", ["tiered/catch-up-leader-kill", "tiered/metadata-leader-kill", "tiered/store-failing"])
 @pytest.mark.parametrize(
     "mutate, check",
     [(write_lost, "lost-write"), (skips, "poll-skip"), (read_above_hw, "uncommitted-read"), (duplicated, "duplicate")],
@@ -803,6 +803,7 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         *(f"clock/{c}" for c in test_clock.CASES),  # test_clock_twins
         *(f"upgrades/{c}" for c in ("roll-kill-finalize", *test_upgrades.NIGHTLY_CASES)),  # test_upgrade_twins...
         "tiered/catch-up-leader-kill",  # test_tiered_twins
+        "tiered/metadata-leader-kill",  # test_tiered_twins
         "tiered/store-failing",  # test_tiered_twins
     }
     assert covered == set(PLANS)
