@@ -22,7 +22,8 @@ def _most(a: float | None, b: Any) -> float | None:
 
 def tiered_rows(runs: list[RunInfo]) -> list[dict[str, Any]]:
     """One row per (suite/scenario, Kafka release, client) with tiered runs: ``runs``; the
-    ``records`` the consumers read and the ``remote_records`` among them (summed over the runs);
+    ``records`` the consumers read and the ``remote_records`` among them, ``remote_from_followers``
+    of those (summed over the runs);
     per tier the slowest run's ``median_ms`` and ``p95_ms`` poll wait (``remote_wait``,
     ``local_wait``; None: no such poll); and the most ``remote_bytes`` a run's topic left in
     the remote store (None: not measured)."""
@@ -37,6 +38,7 @@ def tiered_rows(runs: list[RunInfo]) -> list[dict[str, Any]]:
                 "runs": 0,
                 "records": 0,
                 "remote_records": 0,
+                "remote_from_followers": 0,
                 "remote_wait": {"median_ms": None, "p95_ms": None},
                 "local_wait": {"median_ms": None, "p95_ms": None},
                 "remote_bytes": None,
@@ -45,6 +47,7 @@ def tiered_rows(runs: list[RunInfo]) -> list[dict[str, Any]]:
         row["runs"] += 1
         row["records"] += int(m.get("records") or 0)
         row["remote_records"] += int(m.get("remote_records") or 0)
+        row["remote_from_followers"] += int(m.get("remote_from_followers") or 0)
         waits = m.get("waits") or {}
         for tier in ("remote", "local"):
             got = waits.get(tier) or {}

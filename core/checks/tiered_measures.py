@@ -10,6 +10,9 @@ within a retention check (``harness.tiered``: one second), so a record within th
 boundary may be counted on the wrong side; a poll before the first observation is not counted.
 
 - ``records``, ``remote_records``: the records the consumers returned, and those from remote;
+  ``remote_from_followers``: of those, the ones a follower served (the poll's serving broker,
+  where the client tells it, is not the leader of that observation: a rack's follower reading
+  the remote store for its consumer, KIP-392 over KIP-405);
 - ``waits``: per tier, how long each poll that returned records waited since the same
   consumer's previous such poll (its first poll is not counted, nor a gap that overlaps a client
   fault on that consumer: its own death or freeze is no wait on a tier), as ``count``,
@@ -61,45 +64,62 @@ class TieredMeasures:
     remote_records: int
     waits: dict[str, Waits] = field(default_factory=dict)
     remote_bytes: int | None = None
+    remote_from_followers: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def local_starts(h: HistoryData) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per partition, the observations' times and the leader's local log start, by time."""
-    out: dict[int, tuple[list[int], list[int]]] = {}
+def local_starts(h: HistoryData) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per partition, the observations' times, the leader's local log start and the leader (-1:
+    none), by time."""
+    out: dict[int, tuple[list[int], list[int], list[int]]] = {}
     for m in sorted(h.meta, key=lambda m: m.time):
         if m.local_start is not None and m.tp >= 0:
-            times, starts = out.setdefault(m.tp, ([], []))
+            times, starts, leaders = out.setdefault(m.tp, ([], [], []))
             times.append(m.time)
             starts.append(m.local_start)
-    return {tp: (np.array(t, np.int64), np.array(s, np.int64)) for tp, (t, s) in out.items()}
+            leaders.append(-1 if m.leader is None else m.leader)
+    return {
+        tp: (np.array(times, np.int64), np.array(starts, np.int64), np.array(leaders, np.int64))
+        for tp, (times, starts, leaders) in out.items()
+    }
 
 
 def remote_mask(h: HistoryData) -> np.ndarray | None:
     """Per polled record: 1 from remote, 0 from local, -1 not known (before any observation of
     its partition); None when the history observed no local log start."""
+    tiers = _tiers(h)
+    return None if tiers is None else tiers[0]
+
+
+def _tiers(h: HistoryData) -> tuple[np.ndarray, np.ndarray] | None:
+    """``remote_mask``, and per polled record the leader at the observation it was judged by
+    (-1: none or not known)."""
     starts = local_starts(h)
     if not starts:
         return None
     p = h.polls
     tier = np.full(len(p.offset), -1, np.int64)
-    for tp, (times, local) in starts.items():
+    leader = np.full(len(p.offset), -1, np.int64)
+    for tp, (times, local, leaders) in starts.items():
         mine = np.nonzero(p.tp == tp)[0]
         at = np.searchsorted(times, p.time[mine], side="right") - 1  # the last observation before
         seen = at >= 0
         idx = mine[seen]
         tier[idx] = (p.offset[idx] < local[at[seen]]).astype(np.int64)
-    return tier
+        leader[idx] = leaders[at[seen]]
+    return tier, leader
 
 
 def tiered_measures(h: HistoryData, remote_bytes: int | None = None) -> TieredMeasures | None:
     """The run's tiered measures (module doc), or None for an untiered run."""
-    tier = remote_mask(h)
-    if tier is None:
+    tiers = _tiers(h)
+    if tiers is None:
         return None
+    tier, leader = tiers
     p = h.polls
+    by_follower = (tier == 1) & (p.replica >= 0) & (leader >= 0) & (p.replica != leader)
     known = tier >= 0
     # one entry per poll (its records share a row): remote when any of its records is
     rows, first = np.unique(p.row, return_index=True)
@@ -127,4 +147,5 @@ def tiered_measures(h: HistoryData, remote_bytes: int | None = None) -> TieredMe
         remote_records=int((tier == 1).sum()),
         waits={t: Waits.of(np.concatenate(g) if g else np.zeros(0, np.int64)) for t, g in waits.items()},
         remote_bytes=remote_bytes,
+        remote_from_followers=int(by_follower.sum()),
     )

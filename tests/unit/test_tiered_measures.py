@@ -63,6 +63,21 @@ def test_a_wait_across_the_consumer_s_own_fault_is_not_a_wait() -> None:
     assert m is not None and m.waits["remote"] == Waits(2, 400.0, 400.0, 400.0)  # the 12 s gap is left out
 
 
+def test_remote_records_a_follower_served_are_counted_apart() -> None:
+    """Served by broker 2 while broker 1 leads: a follower read the store for its rack; the
+    leader's own remote records, its local ones and records of no known broker are not."""
+    b = HistoryBuilder({"tiered": True}, step_ms=0)
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=100, log_start=0, local_start=60)
+    b.advance(10)
+    b.poll("consumer-1", [(T, 0, o, f"v{o}") for o in range(0, 20)], replica=2)  # remote, by a follower
+    b.poll("consumer-0", [(T, 0, o, f"v{o}") for o in range(20, 30)], replica=1)  # remote, by the leader
+    b.poll("consumer-2", [(T, 0, o, f"v{o}") for o in range(30, 35)])  # remote, serving broker unknown
+    b.poll("consumer-1", [(T, 0, o, f"v{o}") for o in range(60, 70)], replica=2)  # local, by a follower
+    m = tiered_measures(b.data())
+    assert m is not None and (m.remote_records, m.remote_from_followers) == (35, 20)
+    assert tiered_measures(catch_up().data()).remote_from_followers == 0  # type: ignore[union-attr]
+
+
 def test_an_untiered_history_has_no_measures() -> None:
     b = HistoryBuilder({})
     b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=1)
@@ -89,4 +104,5 @@ def test_the_report_table_sums_the_reads_and_keeps_the_slowest_waits(tmp_path: P
     assert row["local_wait"] == {"median_ms": 50.0, "p95_ms": 50.0}
     html = _template("tiered.html").render(tiered=rows)
     assert "tiered-table" in html and "120 (60%)" in html and "900.0 / 1200.0" in html and "3.0 MiB" in html
+    assert row["remote_from_followers"] == 0 and "of those, by a follower" in html
     assert "No tiered runs" in _template("tiered.html").render(tiered=[])
