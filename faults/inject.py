@@ -136,6 +136,8 @@ class ActiveFault:
             value["members"] = dict(sorted(self.members.items()))
         if self.spec.kind.is_link:
             value["links"] = sorted(lk.proxy_name for lk in self.links)
+            # which streams the toxic acts on (the quorum model doubles a latency on both)
+            value["direction"] = "downstream" if self.spec.direction is None else self.spec.direction.value
             params["peer"] = None if self.spec.peer is None else str(self.spec.peer)
             whole = (
                 self.spec.peer is None and self.spec.flow.value == "both" and self.spec.kind.value in ("cut", "timeout")

@@ -619,7 +619,7 @@ class _Builder:
                 params,
                 members if isinstance(members, dict) else {},
                 tuple(str(x) for x in links) if isinstance(links, list) else (),
-                isinstance(v.get("spec"), str) and "--direction both" in v["spec"],
+                _both_ways(v),
             )
         )
 
@@ -741,6 +741,15 @@ def from_events(header: Mapping[str, Any], events: Sequence[dict[str, Any]]) -> 
             raise HistoryError(f"event {row}: {problem}")
         b.add(row, ev)
     return b.build(hdr, ListSource(events), [])
+
+
+def _both_ways(v: Mapping[str, Any]) -> bool:
+    """A link fault's toxic acts on both streams: its recorded ``direction`` or, in a history
+    written before the injector recorded it, its spec's ``--direction both``."""
+    direction = v.get("direction")
+    if isinstance(direction, str):
+        return direction == "both"
+    return isinstance(v.get("spec"), str) and "--direction both" in v["spec"]
 
 
 __all__ = [

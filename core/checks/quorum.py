@@ -85,10 +85,16 @@ def broken_links(h: HistoryData, w: Window, among: frozenset[str]) -> frozenset[
         return frozenset(links)
     latency = w.params.get("latency")
     if kind == "latency" and isinstance(latency, (int, float)):
-        election_ms = Settings.from_config(h.config).controller_quorum_election_timeout_ms
-        if latency * (2 if w.both_ways else 1) >= election_ms:
+        if latency * (2 if w.both_ways else 1) >= _election_timeout_ms(h):
             return frozenset(links)
     return frozenset()
+
+
+def _election_timeout_ms(h: HistoryData) -> int:
+    """The run's ``controller.quorum.election.timeout.ms``, read from its header once."""
+    if "quorum.election_ms" not in h.cache:
+        h.cache["quorum.election_ms"] = Settings.from_config(h.config).controller_quorum_election_timeout_ms
+    return int(h.cache["quorum.election_ms"])
 
 
 def _down(w: Window, among: frozenset[str]) -> frozenset[str]:

@@ -36,12 +36,23 @@ METADATA_LEADER_KILL = PLANS["tiered/metadata-leader-kill"]
 @pytest.fixture(scope="module")
 def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) -> Iterator[ClusterBackend]:
     """This module's own 3-broker, 3-rack tiered cluster."""
+    yield from tiered_cluster(
+        request, kafka_version, backend, "tiered storage needs the local backend's shared remote store"
+    )
+
+
+def tiered_cluster(
+    request: pytest.FixtureRequest, kafka_version: str, backend: str, needs: str, **spec: Any
+) -> Iterator[ClusterBackend]:
+    """A module's own tiered cluster (``spec``: more of its ``ClusterSpec``), or the one line
+    that skips the module: a backend other than local (``needs`` says what for), a release
+    without tiered storage."""
     if backend != "local":
-        pytest.skip(f"tiered storage needs the local backend's shared remote store, not the {backend} backend")
+        pytest.skip(f"{needs}, not the {backend} backend")
     refused = tiered.tiered_refusal(kafka_version)
     if refused is not None:
         pytest.skip(refused)
-    yield from module_cluster(request, kafka_version, backend, tiered=True)
+    yield from module_cluster(request, kafka_version, backend, tiered=True, **spec)
 
 
 def test_a_catch_up_read_from_the_remote_store_through_a_leader_kill_keeps_everything(

@@ -27,8 +27,7 @@ from highwater.core.history import read_history
 from highwater.core.run_dir import RunDir
 from highwater.harness import tiered
 from highwater.harness.backend import ClusterBackend
-from highwater.pytest_plugin import module_cluster
-from highwater.suites.conformance.test_tiered import assert_caught_up_from_remote
+from highwater.suites.conformance.test_tiered import assert_caught_up_from_remote, tiered_cluster
 from highwater.suites.nightly import nightly
 from highwater.suites.scenario import PLANS, assert_verdicts, run_plan
 
@@ -38,12 +37,8 @@ STORE_FAILING = PLANS["tiered/store-failing"]
 @pytest.fixture(scope="module")
 def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) -> Iterator[ClusterBackend]:
     """This module's own 3-broker, 3-rack tiered cluster, its disks and remote store on lossyfs."""
-    if backend != "local":
-        pytest.skip(f"faults of the remote store need the local backend's store on lossyfs, not the {backend} backend")
-    refused = tiered.tiered_refusal(kafka_version)
-    if refused is not None:
-        pytest.skip(refused)
-    yield from module_cluster(request, kafka_version, backend, tiered=True, disk="lossy")
+    needs = "faults of the remote store need the local backend's store on lossyfs"
+    yield from tiered_cluster(request, kafka_version, backend, needs, disk="lossy")
 
 
 @nightly("the tiered suite's catch-up through a leader kill runs in make test", 75)

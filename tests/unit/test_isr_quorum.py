@@ -35,9 +35,15 @@ def links_of(node: str, listener: str) -> list[str]:
     return [f"{listener}:{a}->{b}" for o in others for a, b in ((node, o), (o, node))]
 
 
-def latency(b: HistoryBuilder, node: str, ms: int, listener: str = "controller", both: bool = False) -> dict[str, Any]:
+def latency(
+    b: HistoryBuilder, node: str, ms: int, listener: str = "controller", both: bool = False, recorded: bool = True
+) -> dict[str, Any]:
+    """A latency fault as the injector records it (``recorded``: with its ``direction``; else as
+    a history before that, the direction only in the spec's text)."""
     spec = f"latency --target broker:{node[-1]} --latency {ms}" + (" --direction both" if both else "")
     value = {"kind": "latency", "targets": [node], "params": {"latency": ms}, "links": links_of(node, listener)}
+    if recorded:
+        value["direction"] = "both" if both else "downstream"
     return b.event("nemesis", "info", "fault", {**value, "spec": spec})
 
 
@@ -108,14 +114,20 @@ def test_a_rejoin_gets_one_controller_failover_when_a_voter_was_impaired() -> No
     assert {e["bound_ms"] for e in late.examples} == {500}
 
 
-def test_a_quorum_lost_apart_from_the_window_hides_nothing() -> None:
-    """kafka-3 killed and back, then kafka-2 killed 100 ms later for a moment: the two never
-    overlap, so kafka-1 and kafka-3 keep a quorum, and kafka-3 never rejoining is found."""
+def kafka_3_killed_and_healed() -> HistoryBuilder:
+    """kafka-3 killed, out of the ISR, and its kill healed (not yet back in the ISR)."""
     b = HistoryBuilder(BOUNDS, racks=RACKS)
     b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
     b.fault("kill", ["kafka-3"])
     observe(b, [1, 2], 8)
     b.heal("kill", ["kafka-3"])
+    return b
+
+
+def test_a_quorum_lost_apart_from_the_window_hides_nothing() -> None:
+    """kafka-3 killed and back, then kafka-2 killed 100 ms later for a moment: the two never
+    overlap, so kafka-1 and kafka-3 keep a quorum, and kafka-3 never rejoining is found."""
+    b = kafka_3_killed_and_healed()
     b.advance(100)
     b.fault("kill", ["kafka-2"])
     observe(b, [1], 2)
@@ -146,10 +158,11 @@ def test_the_voters_and_what_the_faults_do_to_them() -> None:
     assert voters(named) == {"controller-1"}
 
 
-def test_a_latency_breaks_a_link_by_what_it_adds_to_a_round_trip() -> None:
+@pytest.mark.parametrize("recorded", [True, False])
+def test_a_latency_breaks_a_link_by_what_it_adds_to_a_round_trip(recorded: bool) -> None:
     one_way, both = HistoryBuilder(BOUNDS, racks=RACKS), HistoryBuilder(BOUNDS, racks=RACKS)
-    latency(one_way, "kafka-2", 600)
-    latency(both, "kafka-2", 600, both=True)
+    latency(one_way, "kafka-2", 600, recorded=recorded)
+    latency(both, "kafka-2", 600, both=True, recorded=recorded)
     among = frozenset({"kafka-1", "kafka-2", "kafka-3"})
     (w1,) = fault_windows(one_way.data())
     (w2,) = fault_windows(both.data())
@@ -162,11 +175,7 @@ def test_a_replica_faulted_again_before_its_deadline_owes_no_return() -> None:
     and its return is not judged (the same shape with kafka-2's links slowed is still found)."""
 
     def refaulted(node: str) -> Verdict:
-        b = HistoryBuilder(BOUNDS, racks=RACKS)
-        b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
-        b.fault("kill", ["kafka-3"])
-        observe(b, [1, 2], 8)
-        b.heal("kill", ["kafka-3"])
+        b = kafka_3_killed_and_healed()
         b.advance(100)
         latency(b, node, 4000, "replication")
         observe(b, [1, 2], 20)
