@@ -619,6 +619,23 @@ SWEEP_PLANS = (
 
 _TXN = ("aborted-read", "open-txn-read", "torn-transaction", "lost-write", "uncommitted-read", "poll-skip")
 _GROUP = ("commit-ahead", "commit-regression")
+
+#: the tiered suite's read_committed catch-up: transactional producers commit and abort while the
+#: consumers are down, so the segments that move to the remote store hold both, and the
+#: read_committed consumers' catch-up read must skip the aborted records the remote segments
+#: hold (their transaction indexes travel with them). Judged by the transactions checks, like
+#: TRANSACTION_PLANS, so it stays out of ``PLANS`` (whose twins generate no transactions)
+TIERED_READ_COMMITTED = Plan(
+    "tiered",
+    "read-committed-catch-up",
+    (Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),),
+    (*_TXN, "nonmonotonic-poll", "duplicate"),
+    what="transactional producers commit and abort while the read_committed consumers are down; back, "
+    "they read the remote segments: no aborted or open transaction's record, no torn transaction, "
+    "nothing lost or skipped",
+    idempotence=True,
+)
+
 #: a coordinator moves in seconds (its log's leader moves); held long enough for a client to
 #: time out a request against the dead one and find the new one
 COORDINATOR_FAULT_SECONDS = 12
@@ -960,7 +977,7 @@ OTHER_SCENARIOS = (
 def scenario_names() -> frozenset[str]:
     """Every ``suite/scenario`` a bundled suite's run may carry (the chaos suite's as a pattern):
     what a findings record's scenarios are held to (``highwater.core.findings.validate``)."""
-    txn = {f"{p.suite}/{p.scenario}" for p in TRANSACTION_PLANS}
+    txn = {f"{p.suite}/{p.scenario}" for p in (*TRANSACTION_PLANS, TIERED_READ_COMMITTED)}
     return frozenset(PLANS) | txn | frozenset(OTHER_SCENARIOS)
 
 

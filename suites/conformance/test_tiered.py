@@ -11,6 +11,10 @@ it back through the brokers, and partition 0's leader (or the metadata's) is kil
 checks must hold across the boundary: no acknowledged write lost, nothing skipped or read
 twice out of order, nothing uncommitted, no duplicate from the idempotent producers.
 
+``read-committed-catch-up`` (nightly): transactional producers commit and abort while the
+read_committed consumers are down; their catch-up read from remote must skip every aborted record
+(``suites.scenario.TIERED_READ_COMMITTED``, judged by the transactions checks).
+
 A backend without a shared remote store, or a release before 3.6, is skipped with its one line.
 """
 
@@ -25,9 +29,11 @@ from highwater.core.history import read_history
 from highwater.core.run_dir import RunDir
 from highwater.harness import tiered
 from highwater.harness.backend import ClusterBackend
+from highwater.harness.clients import get_driver, transactions_refusal
 from highwater.pytest_plugin import module_cluster
+from highwater.runner import RunResult
 from highwater.suites.nightly import nightly
-from highwater.suites.scenario import PLANS, Plan, assert_verdicts, run_plan
+from highwater.suites.scenario import PLANS, RUN_OPTIONS, TIERED_READ_COMMITTED, Plan, assert_verdicts, run_plan
 
 CATCH_UP = PLANS["tiered/catch-up-leader-kill"]
 METADATA_LEADER_KILL = PLANS["tiered/metadata-leader-kill"]
@@ -81,7 +87,42 @@ def test_a_catch_up_read_through_a_kill_of_the_remote_log_metadata_s_leader_keep
     )
 
 
-def run_catch_up(cluster: ClusterBackend, plan: Plan, topic: str, **run: Any) -> None:
+@nightly("the tiered suite's catch-up through a leader kill runs in make test", 70)
+def test_read_committed_consumers_catch_up_through_remote_transactions(
+    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
+) -> None:
+    """Transactional producers commit and abort while the read_committed consumers are down
+    (one read_uncommitted consumer beside them), so the segments that move to the remote store
+    hold both; back, the consumers' catch-up read from remote must skip every aborted record
+    (the remote segments' transaction indexes) and return whole committed transactions."""
+    driver = get_driver(RUN_OPTIONS.get().client)
+    refused = transactions_refusal(driver.name, driver.version)
+    if refused is not None:
+        pytest.skip(refused)
+    result = run_catch_up(
+        cluster,
+        TIERED_READ_COMMITTED,
+        "tiered-read-committed",
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        transactional=True,
+        isolation_level="read_committed",
+        read_uncommitted_consumers=1,
+        acks="all",
+        min_insync_replicas=2,
+    )
+    by = {v.check: v for v in result.verdicts}
+    stats = result.stats["producers"]
+    assert sum(p["committed"] for p in stats.values()) > 0 and sum(p["aborted"] for p in stats.values()) > 0, stats
+    assert by["aborted-read"].counts["reads"] > 0, "the read_committed consumers read nothing to judge"
+    assert by["uncommitted-read"].counts.get("txn_uncommitted_allowed", 0) > 0, (
+        "the read_uncommitted consumer read no aborted record: the remote segments held none"
+    )
+
+
+def run_catch_up(cluster: ClusterBackend, plan: Plan, topic: str, **run: Any) -> RunResult:
     """Run a catch-up ``plan`` on a tiered topic of 3 partitions: its checks hold, and every
     consumer's catch-up read began in the remote tier."""
     result = run_plan(cluster, plan, topic=topic, partitions=3, tiered=True, **run)
@@ -91,6 +132,7 @@ def run_catch_up(cluster: ClusterBackend, plan: Plan, topic: str, **run: Any) ->
     name = next(e["value"]["topic"] for e in events if e.get("f") == "assign")
     remote = {p: tiered.remote_segments(cluster.remote_store, name, p) for p in range(3)}
     assert_caught_up_from_remote(events, remote)
+    return result
 
 
 def assert_caught_up_from_remote(events: list[dict[str, Any]], remote: dict[int, list[int]]) -> None:
