@@ -69,7 +69,7 @@ def test_a_catch_up_read_from_the_remote_store_through_a_leader_kill_keeps_every
     )
 
 
-@nightly("the tiered suite's catch-up through a leader kill runs in make test", 75)
+@nightly("the tiered suite's catch-up through a leader kill runs in make test", 60)
 def test_a_catch_up_read_through_a_kill_of_the_remote_log_metadata_s_leader_keeps_everything(
     cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
 ) -> None:
@@ -87,7 +87,7 @@ def test_a_catch_up_read_through_a_kill_of_the_remote_log_metadata_s_leader_keep
     )
 
 
-@nightly("the tiered suite's catch-up through a leader kill runs in make test", 70)
+@nightly("the tiered suite's catch-up through a leader kill runs in make test", 45)
 def test_read_committed_consumers_catch_up_through_remote_transactions(
     cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
 ) -> None:
