@@ -120,7 +120,10 @@ class ScheduleConfig:
     ``member_targets`` the member selectors client faults may also draw for those groups:
     ``members`` (a majority of a group's members, and one of them) and ``group-leader`` (the
     member that computes a classic group's assignment; a KIP-848 consumer-protocol group has
-    none, so a caller leaves it out there).
+    none, so a caller leaves it out there). ``consumer_racks`` names the racks whose consumers
+    set ``client.rack``, the only ones a ``consumers:<rack>`` target can name (``faults.clients``
+    matches a worker's ``client.rack``); empty, client faults draw ``consumers`` (every consumer)
+    instead; None: every client rack of the topology, as schedules always drew.
     """
 
     length: float = 300.0
@@ -136,6 +139,7 @@ class ScheduleConfig:
     #: the release ``roll`` steps roll to (``faults.release``): a mix may weigh ``roll`` only with
     #: it; a roll takes one broker (a mixed window) or every broker, each onto this release
     roll_to: str | None = None
+    consumer_racks: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -179,6 +183,8 @@ class ScheduleConfig:
         set_(self, "member_targets", tuple(m for m in MEMBER_TARGETS if m in self.member_targets))
         if self.roll_to is not None and exact_release(str(self.roll_to)) is None:
             raise FaultError(f"roll_to must be a release MAJOR.MINOR.PATCH, got {self.roll_to!r}")
+        if self.consumer_racks is not None:
+            set_(self, "consumer_racks", tuple(str(r) for r in self.consumer_racks))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -194,6 +200,7 @@ class ScheduleConfig:
             **({"groups": list(self.groups)} if self.groups else {}),
             **({"member_targets": list(self.member_targets)} if self.member_targets else {}),
             **({"roll_to": self.roll_to} if self.roll_to else {}),
+            **({"consumer_racks": list(self.consumer_racks)} if self.consumer_racks is not None else {}),
         }
 
     @classmethod
@@ -210,6 +217,8 @@ class ScheduleConfig:
             kw["groups"] = tuple(kw["groups"])
         if "member_targets" in kw:
             kw["member_targets"] = tuple(kw["member_targets"])
+        if "consumer_racks" in kw:
+            kw["consumer_racks"] = tuple(kw["consumer_racks"])
         return cls(**kw)
 
 
@@ -346,7 +355,10 @@ def _draw_target(
         return (BrokersTarget() if one is None else parse_target(f"broker:{one.node_id}")), None
     if kind.is_client:
         # a rack's consumers, or with groups a group's members (the workers of the run's clients)
-        shapes: list[Target] = [ClientTarget(TargetKind.CONSUMERS, r) for r in topology.client_racks]
+        racks = topology.client_racks if config.consumer_racks is None else config.consumer_racks
+        shapes: list[Target] = [ClientTarget(TargetKind.CONSUMERS, r) for r in racks]
+        if not shapes:  # no consumer names a rack: the consumers, all of them
+            shapes.append(ClientTarget(TargetKind.CONSUMERS, None))
         shapes += [ClientTarget(TargetKind.GROUP, g) for g in config.groups]
         for g in config.groups:  # appended only when asked: other schedules draw as before
             if "members" in config.member_targets:

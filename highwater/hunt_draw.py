@@ -225,8 +225,19 @@ def schedule_for(
         latency_ms=(50.0, 6000.0),
         groups=(group,) if group else (),
         member_targets=("members",) if group else (),
+        consumer_racks=consumer_racks(d, topology),
     )
     return Schedule.generate(topology, d.schedule_seed, config)
+
+
+def consumer_racks(d: Draw, topology: Topology) -> tuple[str, ...]:
+    """The racks the draw's consumers name in ``client.rack``, the only racks a ``consumers:<rack>``
+    fault finds workers in: one consumer per broker rack names its own unless the draw turns
+    ``client.rack`` off; share consumers, the copy's copiers and its reader name none. (The
+    topology's other client rack, ``no-rack``, is the producers' proxies: no consumer has it.)"""
+    if d.settings.get("client_rack") is False or d.workload == "share":
+        return ()
+    return tuple(topology.racks)
 
 
 def power_losses_at_once(faults: Sequence[ScheduledFault], topology: Topology) -> int:

@@ -117,6 +117,42 @@ def test_every_window_outlasts_the_timed_checks_and_no_conflicting_faults_overla
                 assert conflict(T, f.spec, g.spec) is None
 
 
+def test_a_consumers_fault_names_only_a_rack_some_drawn_consumer_sets() -> None:
+    """The hunt of 2026-12-06 drew ``client-freeze --target consumers:no-rack``, which names no
+    consumer (each sets its broker rack's ``client.rack``, or none at all), so the run went on
+    without its fault. Now a consumers target names a rack the draw's consumers set, or all of them."""
+    space = HuntSpace(("4.4.0",), ("java",), WORKLOADS, 90.0)
+    seen: dict[str, set[str]] = {"on": set(), "off": set()}
+    for seed in range(400):
+        d = draw(space, seed)
+        on = d.settings.get("client_rack") is not False and d.workload != "share"
+        for f in _schedule(d, space=space).faults:
+            target = str(f.spec.target)
+            if f.spec.kind.is_client and target.startswith("consumers"):
+                seen["on" if on else "off"].add(target)
+    assert seen["on"] == {f"consumers:{r}" for r in T.racks}
+    assert seen["off"] == {"consumers"}
+
+
+def test_a_schedule_config_without_consumer_racks_draws_the_topology_s_client_racks() -> None:
+    """Schedules recorded before ``consumer_racks`` existed (the chaos suite's) draw as they did,
+    ``no-rack`` included; an empty tuple draws every consumer."""
+    from highwater.faults.schedule import Schedule, ScheduleConfig
+
+    def targets(config: ScheduleConfig) -> set[str]:
+        out: set[str] = set()
+        for seed in range(60):
+            out |= {str(f.spec.target) for f in Schedule.generate(T, seed, config).faults}
+        return out
+
+    mix = (("client_freeze", 1.0),)
+    assert targets(ScheduleConfig(length=200.0, mix=mix)) == {f"consumers:{r}" for r in T.client_racks}
+    assert targets(ScheduleConfig(length=200.0, mix=mix, consumer_racks=())) == {"consumers"}
+    config = ScheduleConfig(length=200.0, mix=mix, consumer_racks=("r1",))
+    assert ScheduleConfig.from_dict(config.to_dict()) == config
+    assert "consumer_racks" not in ScheduleConfig(mix=mix).to_dict()
+
+
 def test_the_mix_weighs_only_what_the_cluster_can_apply_and_never_corruption() -> None:
     plain = dict(hunt_mix(PLAIN_CLUSTER, 75.0))
     assert plain["client_freeze"] > 0 and plain["latency"] > 0 and plain["kill"] > 0
