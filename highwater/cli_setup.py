@@ -9,8 +9,8 @@ import argparse
 from highwater.console import progress
 from highwater.core.errors import SetupError
 from highwater.harness.clients.franz_go import ensure_worker as ensure_go_worker
-from highwater.harness.clients.franz_go import find_go
 from highwater.harness.clients.franz_go import pinned_version as franz_pinned
+from highwater.harness.clients.go_worker import find_go
 from highwater.harness.clients.java import ensure_worker
 from highwater.harness.clients.kafkajs import ensure_tree, find_node, pinned_version
 from highwater.harness.distribution import default_version, ensure_kafka, installed_versions

@@ -3,6 +3,7 @@ module highwater/franz-worker
 go 1.26.0
 
 require (
+	highwater/protocol v0.0.0
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 )
@@ -11,3 +12,6 @@ require (
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 )
+
+// the worker protocol's library-neutral side, shared by the Go workers
+replace highwater/protocol => ../protocol

@@ -43,6 +43,8 @@ import (
 	"sync"
 	"time"
 
+	"highwater/protocol"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -156,14 +158,14 @@ func version() string {
 // role is a producer or a consumer: commands in order, sends at once.
 type role interface {
 	send(id int64, topic string, partition int32, value string)
-	handle(c *command) (map[string]any, error)
+	handle(c *protocol.Command) (map[string]any, error)
 }
 
 // --- producer ------------------------------------------------------------------------------
 
 type producer struct {
 	cl  *kgo.Client
-	out *out
+	out *protocol.Out
 	txn string // the transactional id ("": none)
 	// the error of the last commit, until the next begin: an abort after a commit franz-go
 	// could not confirm proves nothing (package comment)
@@ -173,11 +175,11 @@ type producer struct {
 func (p *producer) send(id int64, topic string, partition int32, value string) {
 	r := &kgo.Record{Topic: topic, Partition: partition, Value: []byte(value)}
 	p.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
-		p.out.outcome(id, r.Offset, err)
+		p.out.Outcome(id, r.Offset, err)
 	})
 }
 
-func (p *producer) handle(c *command) (map[string]any, error) {
+func (p *producer) handle(c *protocol.Command) (map[string]any, error) {
 	switch c.Op {
 	case "flush":
 		ctx, cancel := context.WithTimeout(context.Background(), ms(c.TimeoutMs))
@@ -201,7 +203,7 @@ func (p *producer) handle(c *command) (map[string]any, error) {
 }
 
 // transaction runs one of the transactional commands (docs/adding-a-client.md).
-func (p *producer) transaction(ctx context.Context, c *command) error {
+func (p *producer) transaction(ctx context.Context, c *protocol.Command) error {
 	switch c.Op {
 	case "init_transactions":
 		// InitProducerID at once, fencing an older producer of the same id (franz-go would
@@ -235,18 +237,10 @@ func (p *producer) transaction(ctx context.Context, c *command) error {
 	return fmt.Errorf("unknown transactional op %s", c.Op)
 }
 
-// groupMetadata is a consumer's group_metadata reply, as send_offsets carries it back.
-type groupMetadata struct {
-	GroupID         string  `json:"group_id"`
-	GenerationID    int32   `json:"generation_id"`
-	MemberID        string  `json:"member_id"`
-	GroupInstanceID *string `json:"group_instance_id"`
-}
-
 // sendOffsets adds a consumer's offsets to the open transaction (package comment): the
 // transaction coordinator learns the group (AddOffsetsToTxn), then the group coordinator holds
 // the offsets until the transaction ends (TxnOffsetCommit, by topic name and id).
-func (p *producer) sendOffsets(ctx context.Context, offsets []partitionOffset, g *groupMetadata) error {
+func (p *producer) sendOffsets(ctx context.Context, offsets []protocol.PartitionOffset, g *protocol.GroupMetadata) error {
 	if g == nil || g.GroupID == "" {
 		return errors.New("IllegalArgument: send_offsets needs the consumer's group metadata")
 	}
@@ -306,19 +300,19 @@ func (p *producer) sendOffsets(ctx context.Context, offsets []partitionOffset, g
 // servedBy tags each buffered record with the broker that served its batch (package comment).
 type servedBy struct {
 	mu     sync.Mutex
-	last   map[topicPartition]int32
+	last   map[protocol.TopicPartition]int32
 	record map[*kgo.Record]int32
 }
 
 func (h *servedBy) OnFetchBatchRead(meta kgo.BrokerMetadata, topic string, partition int32, _ kgo.FetchBatchMetrics) {
 	h.mu.Lock()
-	h.last[topicPartition{topic, partition}] = meta.NodeID
+	h.last[protocol.TopicPartition{Topic: topic, Partition: partition}] = meta.NodeID
 	h.mu.Unlock()
 }
 
 func (h *servedBy) OnFetchRecordBuffered(r *kgo.Record) {
 	h.mu.Lock()
-	if node, ok := h.last[topicPartition{r.Topic, r.Partition}]; ok {
+	if node, ok := h.last[protocol.TopicPartition{Topic: r.Topic, Partition: r.Partition}]; ok {
 		h.record[r] = node
 	}
 	h.mu.Unlock()
@@ -349,11 +343,11 @@ func (h *servedBy) take(r *kgo.Record) int32 {
 
 type consumer struct {
 	s         settings
-	out       *out
+	out       *protocol.Out
 	cl        *kgo.Client
 	served    *servedBy
 	mode      string
-	positions map[topicPartition]int64
+	positions map[protocol.TopicPartition]int64
 	mu        sync.Mutex // positions, written by poll and by the group's callbacks
 }
 
@@ -403,7 +397,7 @@ func (c *consumer) revoked(reason string) func(context.Context, *kgo.Client, map
 	return func(_ context.Context, _ *kgo.Client, gone map[string][]int32) {
 		for topic, parts := range gone {
 			for _, p := range parts {
-				c.out.line(map[string]any{"event": "revoke", "topic": topic, "partition": p, "reason": reason})
+				c.out.Line(map[string]any{"event": "revoke", "topic": topic, "partition": p, "reason": reason})
 			}
 		}
 	}
@@ -412,7 +406,7 @@ func (c *consumer) revoked(reason string) func(context.Context, *kgo.Client, map
 func (c *consumer) assigned(_ context.Context, _ *kgo.Client, got map[string][]int32) {
 	for topic, parts := range got {
 		for _, p := range parts {
-			c.out.line(map[string]any{"event": "position", "topic": topic, "partition": p, "offset": nil, "reason": "rebalance"})
+			c.out.Line(map[string]any{"event": "position", "topic": topic, "partition": p, "offset": nil, "reason": "rebalance"})
 		}
 	}
 }
@@ -430,11 +424,11 @@ func (c *consumer) start(extra ...kgo.Opt) error {
 	return nil
 }
 
-func (c *consumer) handle(cmd *command) (map[string]any, error) {
+func (c *consumer) handle(cmd *protocol.Command) (map[string]any, error) {
 	ok := map[string]any{}
 	switch cmd.Op {
 	case "assign":
-		tps, _, err := cmd.partitionList()
+		tps, _, err := cmd.PartitionList()
 		if err != nil {
 			return nil, err
 		}
@@ -484,7 +478,7 @@ func (c *consumer) handle(cmd *command) (map[string]any, error) {
 			return nil, err
 		}
 		c.setOffset(cmd.Topic, cmd.Partition, low)
-		c.out.line(map[string]any{"event": "position", "topic": cmd.Topic, "partition": cmd.Partition, "offset": low, "reason": "reset"})
+		c.out.Line(map[string]any{"event": "position", "topic": cmd.Topic, "partition": cmd.Partition, "offset": low, "reason": "reset"})
 		return ok, nil
 	case "poll":
 		return c.poll(cmd.TimeoutMs)
@@ -517,7 +511,7 @@ func (c *consumer) handle(cmd *command) (map[string]any, error) {
 func (c *consumer) setOffset(topic string, partition int32, offset int64) {
 	c.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{topic: {partition: {Epoch: -1, Offset: offset}}})
 	c.mu.Lock()
-	c.positions[topicPartition{topic, partition}] = offset
+	c.positions[protocol.TopicPartition{Topic: topic, Partition: partition}] = offset
 	c.mu.Unlock()
 }
 
@@ -582,12 +576,12 @@ func (c *consumer) poll(timeoutMs int64) (map[string]any, error) {
 		switch {
 		case errors.As(err, &loss):
 			c.mu.Lock()
-			c.positions[topicPartition{loss.Topic, loss.Partition}] = loss.ResetTo
+			c.positions[protocol.TopicPartition{Topic: loss.Topic, Partition: loss.Partition}] = loss.ResetTo
 			c.mu.Unlock()
-			c.out.line(map[string]any{"event": "position", "topic": loss.Topic, "partition": loss.Partition, "offset": loss.ResetTo, "reason": c.lossReason(loss)})
+			c.out.Line(map[string]any{"event": "position", "topic": loss.Topic, "partition": loss.Partition, "offset": loss.ResetTo, "reason": c.lossReason(loss)})
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		default:
-			logf("fetch error on %s-%d: %v", topic, partition, err)
+			protocol.Logf("fetch error on %s-%d: %v", topic, partition, err)
 		}
 	})
 	var parts []*part
@@ -629,7 +623,7 @@ func (c *consumer) poll(timeoutMs int64) (map[string]any, error) {
 		p.epoch = r.LeaderEpoch
 		p.Values = append(p.Values, string(r.Value))
 		c.mu.Lock()
-		c.positions[topicPartition{r.Topic, r.Partition}] = r.Offset + 1
+		c.positions[protocol.TopicPartition{Topic: r.Topic, Partition: r.Partition}] = r.Offset + 1
 		c.mu.Unlock()
 	})
 	if parts == nil {
@@ -661,7 +655,7 @@ func (c *consumer) lossReason(loss *kgo.ErrDataLoss) string {
 	defer cancel()
 	resp, err := req.RequestWith(ctx, c.cl)
 	if err != nil {
-		logf("data loss on %s-%d: cannot ask for the divergence point (%v): reported as a reset", loss.Topic, loss.Partition, err)
+		protocol.Logf("data loss on %s-%d: cannot ask for the divergence point (%v): reported as a reset", loss.Topic, loss.Partition, err)
 		return "reset"
 	}
 	for _, rt := range resp.Topics {
@@ -672,14 +666,14 @@ func (c *consumer) lossReason(loss *kgo.ErrDataLoss) string {
 			if divergence := min(rp.EndOffset, loss.ConsumedTo); divergence == loss.ResetTo {
 				return "truncation"
 			}
-			logf("data loss on %s-%d: moved to %d, the divergence point is %d: a reset", loss.Topic, loss.Partition, loss.ResetTo, min(rp.EndOffset, loss.ConsumedTo))
+			protocol.Logf("data loss on %s-%d: moved to %d, the divergence point is %d: a reset", loss.Topic, loss.Partition, loss.ResetTo, min(rp.EndOffset, loss.ConsumedTo))
 			return "reset"
 		}
 	}
 	return "reset"
 }
 
-func (c *consumer) commit(asked []partitionOffset) error {
+func (c *consumer) commit(asked []protocol.PartitionOffset) error {
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	add := func(topic string, partition int32, offset int64) {
 		if offsets[topic] == nil {
@@ -781,8 +775,8 @@ func firstCommitError(resp *kmsg.OffsetCommitResponse, err error) error {
 // --- the process ---------------------------------------------------------------------------
 
 func main() {
-	watchParent()
-	o := newOut()
+	protocol.WatchParent()
+	o := protocol.NewOut()
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<30)
 	var r role
@@ -791,26 +785,26 @@ func main() {
 		if len(strings.TrimSpace(string(raw))) == 0 {
 			continue
 		}
-		var cmd command
+		var cmd protocol.Command
 		if err := json.Unmarshal(raw, &cmd); err != nil {
-			logf("unreadable line: %v", err)
+			protocol.Logf("unreadable line: %v", err)
 			os.Exit(2)
 		}
 		if r == nil {
 			made, err := start(&cmd, o)
 			if err != nil {
-				o.line(map[string]any{"id": 0, "error": errorText(err)})
+				o.Line(map[string]any{"id": 0, "error": protocol.ErrorText(err)})
 				os.Exit(1)
 			}
 			r = made
-			o.line(map[string]any{"id": 0, "ok": true, "version": version(), "protocol": Protocol, "batches": true, "compact_oks": true})
+			o.Line(map[string]any{"id": 0, "ok": true, "version": version(), "protocol": protocol.Version, "batches": true, "compact_oks": true})
 			continue
 		}
 		switch cmd.Op {
 		case "batch":
-			_, parts, err := cmd.partitionList()
+			_, parts, err := cmd.PartitionList()
 			if err != nil || len(parts) != len(cmd.Values) {
-				logf("bad batch line: %v", err)
+				protocol.Logf("bad batch line: %v", err)
 				os.Exit(2)
 			}
 			for i, v := range cmd.Values {
@@ -828,11 +822,11 @@ func main() {
 		}
 		reply, err := r.handle(&cmd)
 		if err != nil {
-			o.line(map[string]any{"id": cmd.ID, "error": errorText(err)})
+			o.Line(map[string]any{"id": cmd.ID, "error": protocol.ErrorText(err)})
 		} else {
 			reply["id"] = cmd.ID
 			reply["ok"] = true
-			o.line(reply)
+			o.Line(reply)
 		}
 		if cmd.Op == "close" {
 			os.Exit(0)
@@ -840,7 +834,7 @@ func main() {
 	}
 }
 
-func start(cmd *command, o *out) (role, error) {
+func start(cmd *protocol.Command, o *protocol.Out) (role, error) {
 	var cfg struct {
 		Client   string   `json:"client"`
 		Settings settings `json:"settings"`
@@ -868,8 +862,8 @@ func start(cmd *command, o *out) (role, error) {
 		}
 		return p, nil
 	case "consumer":
-		c := &consumer{s: s, out: o, positions: map[topicPartition]int64{},
-			served: &servedBy{last: map[topicPartition]int32{}, record: map[*kgo.Record]int32{}}}
+		c := &consumer{s: s, out: o, positions: map[protocol.TopicPartition]int64{},
+			served: &servedBy{last: map[protocol.TopicPartition]int32{}, record: map[*kgo.Record]int32{}}}
 		if _, err := c.opts(); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,3 @@
+module highwater/protocol
+
+go 1.22
