@@ -14,7 +14,9 @@ confuse the other:
 A ``finalize`` contradicts nothing: it is a call to whichever controller is active. Two **clock** faults (clock_jump, clock_drift) that may act on the same node contradict (healing
 one puts the clock back under the other), but a clock fault and another process fault never do:
 the clock lives in a file that outlives the JVM. Link and process faults never contradict each
-other, nor do toxics of different types (latency and bandwidth on one link compose). "May": a
+other, nor do toxics of different types (latency and bandwidth on one link compose), nor a cut
+and a toxic on one link: a link fault's heal ends that fault only (``Injector._undo`` keeps the
+links other active faults cut and the toxics they hold). "May": a
 dynamic selector counts as every node it could resolve to (``leader:t/0`` = any broker), except
 that ``leader:t/p`` and ``follower-in:r@t/p`` of the same partition are never the same node.
 """

@@ -423,18 +423,23 @@ class Injector:
         spec = fault.spec
         if spec.kind.is_link:
             control = self._links()
+            # what other faults, still active, hold on these links: a link another fault cuts
+            # stays cut, another fault's toxic stays (this heal ends this fault only)
+            others = [f for f in self.active.values() if f.id != fault.id and f.spec.kind.is_link]
+            still_cut = {link for f in others if f.spec.kind is FaultKind.CUT for link in f.links}
+            held = {toxic for f in others for _, toxic in f.toxics}
             for link, toxic in fault.toxics:
                 try:
                     control.remove_toxic(link, toxic)
                 except Exception as exc:  # noqa: BLE001 - verified (and rebuilt) below
                     log.warning("removing toxic %s from %s failed: %s", toxic, link.proxy_name, exc)
             if spec.kind is FaultKind.CUT:
-                for link in fault.links:
+                for link in fault.links - still_cut:
                     try:
                         control.set_links_enabled([link], True)
                     except Exception as exc:  # noqa: BLE001 - verified (and rebuilt) below
                         log.warning("enabling %s failed: %s", link.proxy_name, exc)
-            control.ensure_links_healthy(fault.links, TOXIC_PREFIX)
+            control.ensure_links_healthy(sorted(fault.links - still_cut), TOXIC_PREFIX, keep=held)
             return
         if spec.target.kind is TargetKind.STORE:
             self._undo_store(fault)

@@ -28,7 +28,7 @@ registers a ``harness.backends.BackendEntry`` with ``register_backend``; ``--bac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -148,9 +148,10 @@ class LinkControl(Protocol):
         """Every link enabled, every toxic removed."""
         ...
 
-    def ensure_links_healthy(self, links: Iterable[Link], toxic_prefix: str = "") -> None:
-        """Each link is enabled, carries no toxic whose name starts with ``toxic_prefix`` and
-        accepts connections; a link that does not is rebuilt."""
+    def ensure_links_healthy(self, links: Iterable[Link], toxic_prefix: str = "", keep: Collection[str] = ()) -> None:
+        """Each link is enabled, carries no toxic whose name starts with ``toxic_prefix`` but those
+        named in ``keep`` (another fault's, still active: a heal must not end it) and accepts
+        connections; a link that does not is rebuilt, with the toxics of ``keep`` it carried."""
         ...
 
     def link_bytes(self) -> dict[Link, ByteCounters]:

@@ -8,7 +8,7 @@ import logging
 import os
 import shlex
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -94,15 +94,16 @@ class _LinksMixin:
         would touch proxies the file did not name)."""
         self.ensure_links_healthy(self.links())
 
-    def ensure_links_healthy(self, links: Iterable[Link], toxic_prefix: str = "") -> None:
-        """Each named proxy enabled and without toxics named ``toxic_prefix...``. Unlike the local
-        backend, a proxy is never recreated: its listen/upstream addresses are the operator's."""
+    def ensure_links_healthy(self, links: Iterable[Link], toxic_prefix: str = "", keep: Collection[str] = ()) -> None:
+        """Each named proxy enabled and without toxics named ``toxic_prefix...`` but those in
+        ``keep`` (another fault's, still active). Unlike the local backend, a proxy is never
+        recreated: its listen/upstream addresses are the operator's."""
         api = self._api()
         for link in links:
             proxy = self._proxy(link)
             state = api.proxy(proxy)
             for t in state.get("toxics", []):
-                if t["name"].startswith(toxic_prefix):
+                if t["name"].startswith(toxic_prefix) and t["name"] not in keep:
                     api.remove_toxic(proxy, t["name"])
             if not state.get("enabled"):
                 api.set_enabled(proxy, True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from highwater.core.errors import ClusterError
@@ -72,21 +72,25 @@ class ProxyLinks:
         """Every proxy enabled, every toxic removed (Toxiproxy's reset)."""
         self._api().reset()
 
-    def ensure_links_healthy(self, links: Iterable[Link], toxic_prefix: str = "") -> None:
-        """Each link's proxy is enabled, has no toxic named ``toxic_prefix...``, and accepts a
-        connection; a proxy that does not (a wedged one) is deleted and recreated from the plan."""
+    def ensure_links_healthy(self, links: Iterable[Link], toxic_prefix: str = "", keep: Collection[str] = ()) -> None:
+        """Each link's proxy is enabled, has no toxic named ``toxic_prefix...`` but those in
+        ``keep`` (another fault's, still active), and accepts a connection; a proxy that does not
+        (a wedged one) is deleted and recreated from the plan, with the toxics of ``keep`` it had."""
         wanted = set(links)
-        self._repair_proxies([p for p in self.topo.proxies() if p.link in wanted], toxic_prefix)
+        self._repair_proxies([p for p in self.topo.proxies() if p.link in wanted], toxic_prefix, frozenset(keep))
 
-    def _repair_proxies(self, plans: list[ProxyPlan], toxic_prefix: str) -> None:
+    def _repair_proxies(self, plans: list[ProxyPlan], toxic_prefix: str, keep: frozenset[str] = frozenset()) -> None:
         api = self._api()
         for plan in plans:
             name = plan.link.proxy_name
+            kept: list[dict[str, Any]] = []
             try:
                 state = api.proxy(name)
+                toxics = state.get("toxics", [])
+                kept = [t for t in toxics if t["name"] in keep]
                 healthy = (
                     state.get("enabled")
-                    and not any(t["name"].startswith(toxic_prefix) for t in state.get("toxics", []))
+                    and not any(t["name"].startswith(toxic_prefix) and t["name"] not in keep for t in toxics)
                     and accepts_connection(plan.listen_host, plan.listen_port)
                 )
             except Exception as exc:  # noqa: BLE001 - any failure to confirm means: recreate
@@ -100,6 +104,15 @@ class ProxyLinks:
             except Exception as exc:  # noqa: BLE001 - it may already be gone
                 log.info("deleting %s: %s", name, exc)
             api.create(name, plan.listen, plan.upstream, enabled=True)
+            for t in kept:  # another fault's toxics go back: that fault is still on
+                api.add_toxic(
+                    name,
+                    name=t["name"],
+                    type=t["type"],
+                    stream=t.get("stream", "downstream"),
+                    toxicity=float(t.get("toxicity", 1.0)),
+                    attributes=dict(t.get("attributes") or {}),
+                )
             wait_until(
                 functools.partial(accepts_connection, plan.listen_host, plan.listen_port),
                 10,
