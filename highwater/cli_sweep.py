@@ -22,7 +22,8 @@ from typing import Any
 
 from highwater.core.errors import HighwaterError
 from highwater.harness.backends import DEFAULT_BACKEND, get_backend
-from highwater.harness.clients import DEFAULT_CLIENT, ClientSpec, parse_client_spec, parse_client_specs
+from highwater.harness.clients import DEFAULT_CLIENT, ClientSpec, go_worker, parse_client_spec, parse_client_specs
+from highwater.harness.clients.franz_go import WORKER as FRANZ_GO_WORKER
 from highwater.harness.clients.java import OLDEST as JAVA_OLDEST
 from highwater.harness.clients.kafkajs import OLDEST as KAFKAJS_OLDEST
 from highwater.harness.clients.python import OLDEST as PYTHON_OLDEST
@@ -71,13 +72,20 @@ PYPI_JSON = "https://pypi.org/pypi/{name}/json"
 #: each is where it is: ``harness.clients.python.OLDEST``, ``harness.clients.java.OLDEST``).
 #: The driver refuses older ones itself; these let a sweep or bisect refuse them in one line
 #: before anything is installed or run.
-_OLDEST: dict[str, tuple[int, ...]] = {**PYTHON_OLDEST, "java": JAVA_OLDEST, "kafkajs": KAFKAJS_OLDEST}
+_OLDEST: dict[str, tuple[int, ...]] = {
+    **PYTHON_OLDEST,
+    "java": JAVA_OLDEST,
+    "kafkajs": KAFKAJS_OLDEST,
+    FRANZ_GO_WORKER.name: FRANZ_GO_WORKER.oldest,
+}
 KAFKA_PYTHON_OLDEST = _OLDEST["kafka-python"]
 #: the clients whose versions are PyPI's releases
 PYPI_CLIENTS = ("kafka-python", "confluent-kafka")
 #: the clients whose versions are the npm registry's releases
 NPM_CLIENTS = ("kafkajs",)
 NPM_JSON = "https://registry.npmjs.org/{name}"
+#: the clients whose versions are the Go module proxy's (``harness.clients.go_worker``)
+GO_CLIENTS = {FRANZ_GO_WORKER.name: FRANZ_GO_WORKER}
 
 
 def _positive(text: str) -> int:
@@ -523,13 +531,15 @@ def npm_versions(name: str) -> list[str]:
 def client_versions(name: str) -> list[str]:
     """Published versions of a client library, oldest first: Kafka's Java client is released
     with every Kafka release; kafka-python's and confluent-kafka's are PyPI's, kafkajs's the
-    npm registry's."""
+    npm registry's, the Go clients' the Go module proxy's."""
     if name == "java":
         return published_versions()
     if name in PYPI_CLIENTS:
         return pypi_versions(name)
     if name in NPM_CLIENTS:
         return npm_versions(name)
+    if name in GO_CLIENTS:
+        return go_worker.published_versions(GO_CLIENTS[name])
     raise BisectError(f"no version list is known for client {name!r}; sweep or bisect over Kafka releases instead")
 
 

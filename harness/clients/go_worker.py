@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
 import re
 import shutil
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +82,43 @@ class GoWorker:
             for path in sorted(p for p in (GO_SOURCES / folder).iterdir() if p.suffix in (".go", ".mod", ".sum")):
                 digest.update(f"{folder}/{path.name}".encode() + b"\0" + path.read_bytes())
         return digest.hexdigest()[:16]
+
+
+#: the Go module proxy asked for a module's versions when $GOPROXY names none over HTTP(S)
+DEFAULT_PROXY = "https://proxy.golang.org"
+
+
+def module_proxy() -> str:
+    """The first HTTP(S) proxy of ``$GOPROXY`` (a comma- or pipe-separated list, as ``go`` reads
+    it), else the public one."""
+    for entry in re.split(r"[,|]", os.environ.get("GOPROXY", "")):
+        if entry.startswith(("https://", "http://")):
+            return entry.rstrip("/")
+    return DEFAULT_PROXY
+
+
+def escaped_module(module: str) -> str:
+    """A module path as the proxy protocol spells it: each capital letter as ``!`` and its
+    lower case (``github.com/IBM/sarama`` -> ``github.com/!i!b!m/sarama``)."""
+    return re.sub(r"[A-Z]", lambda m: "!" + m.group(0).lower(), module)
+
+
+def stable_versions(listing: str) -> list[str]:
+    """The stable ``X.Y.Z`` versions in a proxy's ``@v/list`` answer (one ``vX.Y.Z`` a line),
+    without their ``v``, oldest first; pre-releases and pseudo-versions are left out."""
+    found = {m.group(1) for line in listing.split() if (m := re.fullmatch(r"v(\d+\.\d+\.\d+)", line))}
+    return sorted(found, key=release)
+
+
+def published_versions(worker: GoWorker) -> list[str]:
+    """The library's stable versions the Go module proxy lists, oldest first; one line
+    (``SetupError``) when the proxy cannot be asked."""
+    url = f"{module_proxy()}/{escaped_module(worker.module)}/@v/list"
+    try:
+        with urllib.request.urlopen(url, timeout=20) as resp:
+            return stable_versions(resp.read().decode())
+    except (urllib.error.URLError, OSError, UnicodeDecodeError) as exc:
+        raise SetupError(f"cannot list {worker.name} versions on the Go module proxy ({url}): {exc}") from exc
 
 
 def find_go(who: str = "the Go workers") -> str:

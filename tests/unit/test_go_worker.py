@@ -46,3 +46,55 @@ def test_the_digest_covers_the_worker_and_the_shared_protocol(tmp_path: Path, mo
     assert second != first
     (tmp_path / WORKER.folder / "main.go").write_text("package main\n")
     assert WORKER.source_digest() not in (first, second)
+
+
+def test_the_proxy_s_list_gives_stable_versions_oldest_first() -> None:
+    listing = "v1.22.3\nv1.9.0\nv1.16.0\nv1.20.0-rc1\nv0.0.0-20240101000000-abcdef123456\nv1.16.1\n"
+    assert go_worker.stable_versions(listing) == ["1.9.0", "1.16.0", "1.16.1", "1.22.3"]
+    assert go_worker.stable_versions("") == []
+
+
+def test_a_module_path_is_escaped_and_the_proxy_taken_from_goproxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert go_worker.escaped_module("github.com/IBM/sarama") == "github.com/!i!b!m/sarama"
+    assert go_worker.escaped_module("github.com/twmb/franz-go") == "github.com/twmb/franz-go"
+    monkeypatch.setenv("GOPROXY", "off,https://goproxy.example/,direct")
+    assert go_worker.module_proxy() == "https://goproxy.example"
+    monkeypatch.setenv("GOPROXY", "direct")
+    assert go_worker.module_proxy() == go_worker.DEFAULT_PROXY
+
+
+def test_a_sweep_lists_a_go_client_s_versions_from_the_module_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    from highwater import cli_sweep
+
+    asked: list[str] = []
+
+    class Answer:
+        def __init__(self, url: str) -> None:
+            asked.append(url)
+
+        def __enter__(self) -> Answer:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def read(self) -> bytes:
+            return b"v1.21.3\nv1.22.3\nv1.22.0-beta1\n"
+
+    monkeypatch.delenv("GOPROXY", raising=False)
+    monkeypatch.setattr(go_worker.urllib.request, "urlopen", lambda url, timeout: Answer(url))
+    assert cli_sweep.client_versions("franz-go") == ["1.21.3", "1.22.3"]
+    assert asked == ["https://proxy.golang.org/github.com/twmb/franz-go/@v/list"]
+    assert cli_sweep.oldest_driven("franz-go") == WORKER.oldest
+
+
+def test_an_unreachable_module_proxy_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from highwater.core.errors import SetupError
+
+    def refuse(url: str, timeout: float) -> None:
+        raise go_worker.urllib.error.URLError("no route")
+
+    monkeypatch.setattr(go_worker.urllib.request, "urlopen", refuse)
+    with pytest.raises(SetupError) as err:
+        go_worker.published_versions(WORKER)
+    assert "cannot list franz-go versions on the Go module proxy" in str(err.value) and "\n" not in str(err.value)
