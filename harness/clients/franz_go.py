@@ -45,8 +45,8 @@ WORKER = GoWorker(
     NAME,
     "github.com/twmb/franz-go",
     "franz",
-    oldest=(1, 16, 0),
-    oldest_because="AddConsumePartitions, the assign mode, came in 1.16",
+    oldest=(1, 19, 0),
+    oldest_because="ErrDataLoss.ConsumedToEpoch, which the worker's KIP-320 report reads, came in 1.19",
     tags=build_tags,
 )
 

@@ -42,8 +42,8 @@ def test_report_without_span_is_unchanged() -> None:
         ("java", ["4.4.0", "3.2.3"], "3.2.3"),
         ("kafka-python", ["3.0.0", "3.0.12"], None),
         ("kafka-python", ["3.0.12", "2.3.3"], "2.3.3"),
-        ("franz-go", ["1.16.0", "1.22.3"], None),
-        ("franz-go", ["1.22.3", "1.14.0"], "1.14.0"),
+        ("franz-go", ["1.19.0", "1.22.3"], None),
+        ("franz-go", ["1.22.3", "1.18.1"], "1.18.1"),
     ],
 )
 def test_client_versions_older_than_the_driver_are_refused_before_any_run(

@@ -17,7 +17,7 @@ from highwater.harness.clients.franz_go import WORKER, pinned_version
     ("version", "says"),
     [
         ("one.two", "bad franz-go version 'one.two' (e.g. "),
-        ("1.15.0", "franz-go 1.15.0 is too old: its worker needs 1.16.0 or later (AddConsumePartitions"),
+        ("1.18.1", "franz-go 1.18.1 is too old: its worker needs 1.19.0 or later (ErrDataLoss.ConsumedToEpoch"),
     ],
 )
 def test_a_malformed_or_too_old_version_is_one_line_before_any_build(version: str, says: str) -> None:
