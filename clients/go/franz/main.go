@@ -349,6 +349,11 @@ type consumer struct {
 	mode      string
 	positions map[protocol.TopicPartition]int64
 	mu        sync.Mutex // positions, written by poll and by the group's callbacks
+	// pending: partitions assigned but not yet handed to franz-go. Up to 1.22.2 a SetOffsets on
+	// a partition whose first offset load is still in flight is dropped (PR #1524 made it work in
+	// 1.22.3), and the harness seeks right after it assigns, so a partition goes to
+	// AddConsumePartitions with its seek's offset, or from the start at the first poll.
+	pending map[protocol.TopicPartition]bool
 }
 
 func (c *consumer) send(int64, string, int32, string) {}
@@ -438,14 +443,12 @@ func (c *consumer) handle(cmd *protocol.Command) (map[string]any, error) {
 			}
 		}
 		c.mode = "assign"
-		add := map[string]map[int32]kgo.Offset{}
-		for _, tp := range tps {
-			if add[tp.Topic] == nil {
-				add[tp.Topic] = map[int32]kgo.Offset{}
-			}
-			add[tp.Topic][tp.Partition] = kgo.NewOffset().AtStart()
+		if c.pending == nil {
+			c.pending = map[protocol.TopicPartition]bool{}
 		}
-		c.cl.AddConsumePartitions(add)
+		for _, tp := range tps {
+			c.pending[tp] = true
+		}
 		return ok, nil
 	case "subscribe":
 		if c.s.GroupID == nil {
@@ -508,10 +511,32 @@ func (c *consumer) handle(cmd *protocol.Command) (map[string]any, error) {
 	return nil, fmt.Errorf("unknown consumer op %s", cmd.Op)
 }
 
+// addPending hands the partitions still pending to franz-go, from their start (no seek came).
+func (c *consumer) addPending() {
+	if len(c.pending) == 0 {
+		return
+	}
+	add := map[string]map[int32]kgo.Offset{}
+	for tp := range c.pending {
+		if add[tp.Topic] == nil {
+			add[tp.Topic] = map[int32]kgo.Offset{}
+		}
+		add[tp.Topic][tp.Partition] = kgo.NewOffset().AtStart()
+	}
+	c.pending = map[protocol.TopicPartition]bool{}
+	c.cl.AddConsumePartitions(add)
+}
+
 func (c *consumer) setOffset(topic string, partition int32, offset int64) {
-	c.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{topic: {partition: {Epoch: -1, Offset: offset}}})
+	tp := protocol.TopicPartition{Topic: topic, Partition: partition}
+	if c.pending[tp] {
+		delete(c.pending, tp)
+		c.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(offset)}})
+	} else {
+		c.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{topic: {partition: {Epoch: -1, Offset: offset}}})
+	}
 	c.mu.Lock()
-	c.positions[protocol.TopicPartition{Topic: topic, Partition: partition}] = offset
+	c.positions[tp] = offset
 	c.mu.Unlock()
 }
 
@@ -561,6 +586,7 @@ func (c *consumer) poll(timeoutMs int64) (map[string]any, error) {
 	if c.cl == nil {
 		return nil, errors.New("poll before assign or subscribe")
 	}
+	c.addPending()
 	ctx, cancel := context.WithTimeout(context.Background(), ms(timeoutMs))
 	defer cancel()
 	max := c.s.MaxPollRecords
