@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -28,7 +29,9 @@ from typing import Any
 
 from highwater.core.checks import CHECKS, TIMED_CHECKS
 from highwater.core.errors import HighwaterError
+from highwater.core.history import HistoryError, read_history
 from highwater.core.manifest import RunManifest
+from highwater.core.run_dir import RunDir
 from highwater.faults.capability import refusal
 from highwater.faults.schedule import Schedule
 from highwater.faults.spec import FaultKind
@@ -45,6 +48,8 @@ from highwater.pytest_runs import Shard
 from highwater.run_spec import RunSpec, run_settings
 from highwater.runner import RunResult, execute_run
 from highwater.shrink import Candidate, Outcome, ShrinkResult, shrink
+
+log = logging.getLogger(__name__)
 
 #: seeds drawn at once and played grouped by release
 BLOCK = 4
@@ -115,6 +120,11 @@ class HuntedRun:
     findings: tuple[str, ...]
     faults: int
     shrunk: dict[str, Any] | None = None  # the shrink's summary and its scenario file
+    #: the drawn faults' kinds, in schedule order, and how many of them could not be applied when
+    #: their time came (the injector's ``fail`` events: no leader right now, no follower in the
+    #: rack, no worker the target names): the run went on without them
+    kinds: tuple[str, ...] = ()
+    not_applied: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -125,6 +135,8 @@ class HuntedRun:
             "findings": list(self.findings),
             "faults": self.faults,
             "shrunk": self.shrunk,
+            "kinds": list(self.kinds),
+            "not_applied": self.not_applied,
         }
 
     @classmethod
@@ -139,9 +151,22 @@ class HuntedRun:
                 tuple(data.get("findings") or ()),
                 int(data.get("faults", 0)),
                 data.get("shrunk"),
+                tuple(str(k) for k in data.get("kinds") or ()),
+                int(data.get("not_applied", 0)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise HuntError(f"a hunt's run must have draw, run_dir and class: {exc}") from None
+
+
+def faults_not_applied(history: Path) -> int:
+    """How many of a run's faults could not be applied (the injector's ``fault`` ``fail``
+    events, each with its reason in the history); 0, with a warning, for a history that cannot
+    be read (the run's own verdict says so already)."""
+    try:
+        return sum(1 for e in read_history(history, lenient=True) if e.get("f") == "fault" and e.get("type") == "fail")
+    except (HistoryError, OSError) as exc:
+        log.warning("cannot count the faults not applied in %s: %s", history, exc)
+        return 0
 
 
 @dataclass
@@ -162,7 +187,9 @@ class HuntReport:
             classes[r.run_class] = classes.get(r.run_class, 0) + 1
         found = "; ".join(f"{r.run_dir}: {', '.join(r.new)}" for r in self.new) or "no new violation"
         counts = ", ".join(f"{n} {c}" for c, n in sorted(classes.items())) or "no run"
-        return f"hunt: {len(self.runs)} run(s) ({counts}); {found}"
+        drawn, missed = sum(r.faults for r in self.runs), sum(r.not_applied for r in self.runs)
+        faults = f"{drawn} fault(s) drawn" + (f", {missed} of them not applied" if missed else "")
+        return f"hunt: {len(self.runs)} run(s) ({counts}); {faults}; {found}"
 
     def to_json(self) -> dict[str, Any]:
         s = self.settings
@@ -337,7 +364,16 @@ class Hunter:
         )
         result = execute_run(cluster, spec, scheduled(schedule), progress=self.progress)
         c = result.classification
-        hunted = HuntedRun(d, str(result.dir), c.run_class, tuple(c.new), c.findings, len(schedule.faults))
+        hunted = HuntedRun(
+            d,
+            str(result.dir),
+            c.run_class,
+            tuple(c.new),
+            c.findings,
+            len(schedule.faults),
+            kinds=tuple(f.spec.kind.value for f in schedule.faults),
+            not_applied=faults_not_applied(RunDir(result.dir).history),
+        )
         self.report.runs.append(hunted)
         self.progress(f"hunt seed {d.seed}: {c.run_class}{': new ' + ', '.join(c.new) if c.new else ''}")
         if c.new and self.settings.shrink:

@@ -128,3 +128,30 @@ def test_lanes_without_a_master_are_refused_in_one_line(capsys: pytest.CaptureFi
 
     assert main(["hunt", "--runs", "2", "--lanes", "3"]) == Exit.HARNESS
     assert "--lanes spreads a hunt over Spark: give --master too" in capsys.readouterr().err
+
+
+def test_a_hunt_counts_the_faults_its_runs_could_not_apply(tmp_path: Path) -> None:
+    """A drawn fault whose target named nothing when its time came (no follower in the rack, no
+    worker) is a ``fault`` ``fail`` event: the run went on without it, and the hunt says how many."""
+    from highwater.core.history import HistoryWriter
+    from highwater.hunt import faults_not_applied
+
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path) as history:
+        history.invoke("nemesis", "fault", {"kind": "latency"})
+        history.ok("nemesis", "fault", {"kind": "latency"})
+        history.fail("nemesis", "fault", {"kind": "restart"}, error=ValueError("no follower in rack-a right now"))
+        history.fail("consumer-0", "commit", {"offset": 3}, error=ValueError("not a fault"))
+        history.ok("nemesis", "heal", {"kind": "latency"})
+    assert faults_not_applied(path) == 1
+    assert faults_not_applied(tmp_path / "missing.jsonl") == 0
+
+    run = HuntedRun(
+        Draw(1, "4.4.0", "java", "plain"), "r", "valid", (), (), 2, kinds=("latency", "restart"), not_applied=1
+    )
+    assert HuntedRun.from_json(run.to_json()) == run
+    old = {k: v for k, v in run.to_json().items() if k not in ("kinds", "not_applied")}  # a hunt.json of before
+    assert HuntedRun.from_json(old).not_applied == 0
+    report = HuntReport(HUNT)
+    report.runs.append(run)
+    assert "2 fault(s) drawn, 1 of them not applied" in report.line()
