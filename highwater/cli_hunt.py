@@ -167,4 +167,6 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     report = Hunter(settings, progress).run()
     progress(report.line())
     print(settings.results / settings.campaign / lane_file(HUNT_FILE, settings.lane), flush=True)
-    return Exit.VIOLATIONS if report.new else Exit.OK
+    if report.new:
+        return Exit.VIOLATIONS
+    return Exit.HARNESS if report.errors else Exit.OK

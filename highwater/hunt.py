@@ -125,6 +125,9 @@ class HuntedRun:
     #: rack, no worker the target names): the run went on without them
     kinds: tuple[str, ...] = ()
     not_applied: int = 0
+    #: a harness error that ended the run (or its shrink) before it was judged: the run is
+    #: classed ``error``, its release's cluster is started anew and the hunt goes on
+    error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -137,6 +140,7 @@ class HuntedRun:
             "shrunk": self.shrunk,
             "kinds": list(self.kinds),
             "not_applied": self.not_applied,
+            **({"error": self.error} if self.error is not None else {}),
         }
 
     @classmethod
@@ -153,6 +157,7 @@ class HuntedRun:
                 data.get("shrunk"),
                 tuple(str(k) for k in data.get("kinds") or ()),
                 int(data.get("not_applied", 0)),
+                None if data.get("error") is None else str(data["error"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise HuntError(f"a hunt's run must have draw, run_dir and class: {exc}") from None
@@ -181,6 +186,11 @@ class HuntReport:
     def new(self) -> list[HuntedRun]:
         return [r for r in self.runs if r.new]
 
+    @property
+    def errors(self) -> list[HuntedRun]:
+        """The runs a harness error ended (or whose shrink it ended)."""
+        return [r for r in self.runs if r.error is not None]
+
     def line(self) -> str:
         classes: dict[str, int] = {}
         for r in self.runs:
@@ -189,7 +199,12 @@ class HuntReport:
         counts = ", ".join(f"{n} {c}" for c, n in sorted(classes.items())) or "no run"
         drawn, missed = sum(r.faults for r in self.runs), sum(r.not_applied for r in self.runs)
         faults = f"{drawn} fault(s) drawn" + (f", {missed} of them not applied" if missed else "")
-        return f"hunt: {len(self.runs)} run(s) ({counts}); {faults}; {found}"
+        errors = (
+            f"; {len(self.errors)} harness error(s): seed(s) " + ", ".join(str(r.draw.seed) for r in self.errors)
+            if self.errors
+            else ""
+        )
+        return f"hunt: {len(self.runs)} run(s) ({counts}); {faults}; {found}{errors}"
 
     def to_json(self) -> dict[str, Any]:
         s = self.settings
@@ -259,6 +274,14 @@ class _Clusters:
         cluster, self.cluster, self.release = self.cluster, None, None
         if cluster is not None:
             cluster.stop()
+
+    def discard(self) -> None:
+        """Stop the cluster after a harness error; a stop that fails too is logged (its
+        processes are the next start's to reap), so the hunt goes on."""
+        try:
+            self.close()
+        except (HighwaterError, OSError) as exc:
+            log.warning("stopping the cluster after a harness error failed: %s", exc)
 
 
 def hunt_topic(d: Draw) -> str:
@@ -340,12 +363,30 @@ class Hunter:
                 for d in sorted(block, key=lambda d: (d.release, d.seed)):
                     if not self.settings.budget_left(len(self.report.runs), started):
                         break
-                    self._play(clusters.get(d.release), d)
+                    try:
+                        self._play(clusters.get(d.release), d)
+                    except (HighwaterError, OSError) as exc:
+                        self._harness_error(d, exc)
+                        clusters.discard()  # a broker may be down for good: the next run starts anew
                     self._write()
         finally:
             clusters.close()
             self._write()
         return self.report
+
+    def _harness_error(self, d: Draw, exc: HighwaterError | OSError) -> None:
+        """A harness error ended draw ``d``'s run or its shrink (a broker that would not start
+        again after a heal, a cluster that would not start): recorded on the run, which is
+        classed ``error`` unless it was judged already (then only its shrink ended), and said."""
+        text = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        last = self.report.runs[-1] if self.report.runs else None
+        if last is not None and last.draw.seed == d.seed and last.error is None:
+            last.error = text  # judged, then its shrink ended: the verdict stands
+        else:
+            begun = sorted(self.out.glob(f"*-{d.seed}-*"))  # the run's folder, if it got that far
+            run_dir = str(begun[-1]) if begun else ""
+            self.report.runs.append(HuntedRun(d, run_dir, "error", (), (), 0, error=text))
+        self.progress(f"hunt seed {d.seed}: harness error ({text}); the cluster is started anew, the hunt goes on")
 
     def _play(self, cluster: ClusterBackend, d: Draw) -> None:
         shortest, tail = _bounds(cluster)

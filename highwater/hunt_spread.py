@@ -132,13 +132,13 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def exit_of(report: HuntReport, results: Sequence[CellResult]) -> int:
     """A new violation in any lane: 1; else a lane interrupted: 130; else a lane that ended in
-    a harness error or a refusal: 4; else 0."""
+    a harness error or a refusal, or a run a harness error ended: 4; else 0."""
     if report.new:
         return Exit.VIOLATIONS
     codes = {r.code for r in results}
     if Exit.INTERRUPTED in codes:
         return Exit.INTERRUPTED
-    if any(c not in (Exit.OK, Exit.VIOLATIONS) for c in codes):
+    if any(c not in (Exit.OK, Exit.VIOLATIONS) for c in codes) or report.errors:
         return Exit.HARNESS
     return Exit.OK
 

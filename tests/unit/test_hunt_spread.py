@@ -155,3 +155,58 @@ def test_a_hunt_counts_the_faults_its_runs_could_not_apply(tmp_path: Path) -> No
     report = HuntReport(HUNT)
     report.runs.append(run)
     assert "2 fault(s) drawn, 1 of them not applied" in report.line()
+
+
+def test_a_harness_error_in_one_run_is_recorded_and_the_hunt_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 2-hour hunt of 2026-12-06 ended after 36 minutes (exit 4) when a broker would not start
+    again at a disk-full's heal. Now that run is classed ``error`` with the reason, its release's
+    cluster is stopped so the next run starts anew, the hunt plays on, and it exits 4 only if
+    nothing new was found."""
+    import highwater.hunt as hunt
+    from highwater.faults.common import FaultError
+
+    played: list[int] = []
+    discarded: list[str] = []
+
+    class Clusters:
+        def __init__(self, settings: object, progress: object) -> None:
+            pass
+
+        def get(self, release: str) -> str:
+            return release
+
+        def discard(self) -> None:
+            discarded.append("x")
+
+        def close(self) -> None:
+            pass
+
+    def play(self: hunt.Hunter, cluster: str, d: Draw) -> None:
+        played.append(d.seed)
+        if d.seed == 101:
+            raise FaultError("heal-all finished with errors: f1: kafka-1 exited during start-up")
+        self.report.runs.append(HuntedRun(d, f"run-{d.seed}", "valid", (), (), 1))
+
+    monkeypatch.setattr(hunt, "_Clusters", Clusters)
+    monkeypatch.setattr(hunt.Hunter, "_play", play)
+    settings = HuntSettings(SPACE, seed=100, runs=4, results=tmp_path, campaign="c")
+    report = hunt.Hunter(settings, lambda line: None).run()
+    assert sorted(played) == [100, 101, 102, 103]
+    (error,) = report.errors
+    assert (
+        error.draw.seed == 101 and error.run_class == "error" and "kafka-1 exited during start-up" in str(error.error)
+    )
+    assert discarded == ["x"]
+    assert "1 harness error(s): seed(s) 101" in report.line()
+    written = json.loads((tmp_path / "c" / HUNT_FILE).read_text())
+    assert [r.get("error") is not None for r in sorted(written["runs"], key=lambda r: r["draw"]["seed"])] == [
+        False,
+        True,
+        False,
+        False,
+    ]
+    assert exit_of(report, []) == Exit.HARNESS
+    report.runs.append(HuntedRun(Draw(9, "4.4.0", "java", "plain"), "r", "violated", ("lost-write",), (), 1))
+    assert exit_of(report, []) == Exit.VIOLATIONS  # what was found still says 1
