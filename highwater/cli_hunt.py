@@ -20,12 +20,11 @@ import time
 from pathlib import Path
 
 from highwater.console import progress
-from highwater.exit_codes import Exit
 from highwater.harness.clients import DEFAULT_CLIENT, client_names
 from highwater.harness.distribution import default_version
 from highwater.hunt import HUNT_FILE, Hunter, HuntSettings, lane_file
 from highwater.hunt_draw import WORKLOADS, HuntError, HuntSpace
-from highwater.hunt_spread import hunt_spread
+from highwater.hunt_spread import exit_of, hunt_spread
 from highwater.preflight import preflight, split_versions
 from highwater.progress import add_progress_arg
 from highwater.pytest_runs import shard_spec
@@ -167,6 +166,4 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     report = Hunter(settings, progress).run()
     progress(report.line())
     print(settings.results / settings.campaign / lane_file(HUNT_FILE, settings.lane), flush=True)
-    if report.new:
-        return Exit.VIOLATIONS
-    return Exit.HARNESS if report.errors else Exit.OK
+    return exit_of(report, ())  # one hunt: the lanes' rule with no lane

@@ -72,11 +72,13 @@ PYPI_JSON = "https://pypi.org/pypi/{name}/json"
 #: each is where it is: ``harness.clients.python.OLDEST``, ``harness.clients.java.OLDEST``).
 #: The driver refuses older ones itself; these let a sweep or bisect refuse them in one line
 #: before anything is installed or run.
+#: the clients whose versions are the Go module proxy's (``harness.clients.go_worker``)
+GO_CLIENTS = {FRANZ_GO_WORKER.name: FRANZ_GO_WORKER}
 _OLDEST: dict[str, tuple[int, ...]] = {
     **PYTHON_OLDEST,
     "java": JAVA_OLDEST,
     "kafkajs": KAFKAJS_OLDEST,
-    FRANZ_GO_WORKER.name: FRANZ_GO_WORKER.oldest,
+    **{name: worker.oldest for name, worker in GO_CLIENTS.items()},
 }
 KAFKA_PYTHON_OLDEST = _OLDEST["kafka-python"]
 #: the clients whose versions are PyPI's releases
@@ -84,8 +86,6 @@ PYPI_CLIENTS = ("kafka-python", "confluent-kafka")
 #: the clients whose versions are the npm registry's releases
 NPM_CLIENTS = ("kafkajs",)
 NPM_JSON = "https://registry.npmjs.org/{name}"
-#: the clients whose versions are the Go module proxy's (``harness.clients.go_worker``)
-GO_CLIENTS = {FRANZ_GO_WORKER.name: FRANZ_GO_WORKER}
 
 
 def _positive(text: str) -> int:
