@@ -51,8 +51,8 @@ attribute ``kind``; :func:`parse_target` builds one from text.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 from enum import Enum
 from typing import ClassVar, Literal, Protocol, TypeAlias
 
@@ -149,15 +149,20 @@ class _Selector:
     def __str__(self) -> str:
         return self.kind.value
 
+    #: a kind whose parties depend on the live cluster (``is_dynamic``)
+    _dynamic: ClassVar[bool] = False
+    #: a kind that always resolves to exactly one node (``single``)
+    _single: ClassVar[bool] = False
+
     @property
     def is_dynamic(self) -> bool:
         """True if the parties depend on the live cluster or on an unrecorded random choice."""
-        return False
+        return self._dynamic
 
     @property
     def single(self) -> bool:
         """True if this always resolves to exactly one node."""
-        return False
+        return self._single
 
     def validate(self, topology: Topology) -> None:
         """Every name in the selector exists in ``topology`` (a FaultError otherwise)."""
@@ -199,6 +204,10 @@ class _Selector:
     ) -> frozenset[str]:
         raise NotImplementedError  # every dynamic selector overrides it
 
+    def _fields(self) -> dict[str, object]:
+        """The selector's fields by name, in order (every selector is a dataclass)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+
     def _view(self, view: ClusterView | None) -> ClusterView:
         if view is None:
             raise FaultError(f"target {self} depends on the live cluster: no cluster view given")
@@ -206,25 +215,23 @@ class _Selector:
 
 
 class _Named(_Selector):
-    """A selector written ``<kind>:<arg>``: ``_arg`` is what follows the colon."""
-
-    def _arg(self) -> object:
-        raise NotImplementedError
+    """A selector written ``<kind>:<arg>``, its argument its fields in order, joined by ``/``
+    (``broker:2``, ``leader:t/0``, ``coordinator:group/g``)."""
 
     def __str__(self) -> str:
-        return f"{self.kind.value}:{self._arg()}"
+        return f"{self.kind.value}:{'/'.join(str(v) for v in self._fields().values())}"
 
 
 class _OneNamedNode(_Named):
-    """A static selector of the one node its argument names; ``_find`` looks it up (a
+    """A static selector of the one node its one field names; ``_lookup`` finds it (a
     FaultError if the topology has no such node)."""
 
-    @property
-    def single(self) -> bool:
-        return True
+    _lookup: ClassVar[Callable[[Topology, object], Node]]
+    _single = True
 
     def _find(self, topology: Topology) -> Node:
-        raise NotImplementedError
+        (name,) = self._fields().values()
+        return type(self)._lookup(topology, name)
 
     def validate(self, topology: Topology) -> None:
         self._find(topology)
@@ -237,41 +244,27 @@ class _OneNamedNode(_Named):
 class BrokerTarget(_OneNamedNode):
     broker: int
     kind: ClassVar[Literal[TargetKind.BROKER]] = TargetKind.BROKER
-
-    def _arg(self) -> object:
-        return self.broker
-
-    def _find(self, topology: Topology) -> Node:
-        return find_broker(topology, self.broker)
+    _lookup = staticmethod(find_broker)  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
 class NodeTarget(_OneNamedNode):
     node: str
     kind: ClassVar[Literal[TargetKind.NODE]] = TargetKind.NODE
-
-    def _arg(self) -> object:
-        return self.node
-
-    def _find(self, topology: Topology) -> Node:
-        return find_node(topology, self.node)
+    _lookup = staticmethod(find_node)  # type: ignore[assignment]
 
 
 class _OneLiveNode(_Selector):
     """A selector naming one node that only the live cluster can tell (a leader, a coordinator,
-    the active controller): ``_ask`` asks the view for its id, ``_none`` says why there is none;
-    its candidates are the brokers unless ``_candidates`` says otherwise."""
+    the active controller): ``_ask`` asks the view for its id, ``_none`` says why there is none
+    (formatted with the selector's fields); its candidates are the brokers unless
+    ``_candidates`` says otherwise."""
 
     #: the node may be a dedicated controller, not only a broker
     _any_role: ClassVar[bool] = False
-
-    @property
-    def is_dynamic(self) -> bool:
-        return True
-
-    @property
-    def single(self) -> bool:
-        return True
+    _none: ClassVar[str]
+    _dynamic = True
+    _single = True
 
     def _candidates(self, topology: Topology) -> frozenset[str]:
         return frozenset(b.name for b in topology.brokers)
@@ -279,15 +272,12 @@ class _OneLiveNode(_Selector):
     def _ask(self, view: ClusterView) -> int | None:
         raise NotImplementedError
 
-    def _none(self) -> str:
-        raise NotImplementedError
-
     def _resolve_live(
         self, topology: Topology, view: ClusterView | None, seed: int | None, default_partition: tuple[str, int] | None
     ) -> frozenset[str]:
         node = self._ask(self._view(view))
         if node is None:
-            raise FaultError(self._none())
+            raise FaultError(self._none.format(**self._fields()))
         return frozenset({(find_node if self._any_role else find_broker)(topology, node).name})
 
 
@@ -296,15 +286,10 @@ class LeaderTarget(_OneLiveNode, _Named):
     topic: str
     partition: int
     kind: ClassVar[Literal[TargetKind.LEADER]] = TargetKind.LEADER
-
-    def _arg(self) -> object:
-        return f"{self.topic}/{self.partition}"
+    _none = "{topic}/{partition} has no leader right now"
 
     def _ask(self, view: ClusterView) -> int | None:
         return view.leader(self.topic, self.partition)
-
-    def _none(self) -> str:
-        return f"{self.topic}/{self.partition} has no leader right now"
 
 
 @dataclass(frozen=True)
@@ -315,15 +300,10 @@ class CoordinatorTarget(_OneLiveNode, _Named):
     key_type: Literal["txn", "group"]
     key: str
     kind: ClassVar[Literal[TargetKind.COORDINATOR]] = TargetKind.COORDINATOR
-
-    def _arg(self) -> object:
-        return f"{self.key_type}/{self.key}"
+    _none = "no {key_type} coordinator of {key} right now"
 
     def _ask(self, view: ClusterView) -> int | None:
         return view.coordinator(self.key_type, self.key)
-
-    def _none(self) -> str:
-        return f"no {self.key_type} coordinator of {self.key} right now"
 
 
 @dataclass(frozen=True)
@@ -334,6 +314,8 @@ class FollowerInTarget(_Selector):
     topic: str | None = None
     partition: int | None = None
     kind: ClassVar[Literal[TargetKind.FOLLOWER_IN]] = TargetKind.FOLLOWER_IN
+    _dynamic = True
+    _single = True
 
     def __post_init__(self) -> None:
         if (self.topic is None) != (self.partition is None):
@@ -342,14 +324,6 @@ class FollowerInTarget(_Selector):
     def __str__(self) -> str:
         tail = f"@{self.topic}/{self.partition}" if self.topic is not None else ""
         return f"follower-in:{self.rack}{tail}"
-
-    @property
-    def is_dynamic(self) -> bool:
-        return True
-
-    @property
-    def single(self) -> bool:
-        return True
 
     def validate(self, topology: Topology) -> None:
         check_rack(topology, self.rack)
@@ -385,14 +359,11 @@ class ReplicasTarget(_Selector):
     partition: int
     count: int | None = None
     kind: ClassVar[Literal[TargetKind.REPLICAS]] = TargetKind.REPLICAS
+    _dynamic = True
 
     def __str__(self) -> str:
         tail = "" if self.count is None else f":{self.count}"
         return f"replicas:{self.topic}/{self.partition}{tail}"
-
-    @property
-    def is_dynamic(self) -> bool:
-        return True
 
     def _candidates(self, topology: Topology) -> frozenset[str]:
         return frozenset(b.name for b in topology.brokers)
@@ -421,11 +392,10 @@ class ControllerTarget(_OneLiveNode):
     def _candidates(self, topology: Topology) -> frozenset[str]:
         return frozenset(c.name for c in topology.controllers)
 
+    _none = "there is no active controller right now"
+
     def _ask(self, view: ClusterView) -> int | None:
         return view.active_controller()
-
-    def _none(self) -> str:
-        return "there is no active controller right now"
 
 
 @dataclass(frozen=True)
@@ -501,9 +471,6 @@ class RackTarget(_Named):
     rack: str
     kind: ClassVar[Literal[TargetKind.RACK]] = TargetKind.RACK
 
-    def _arg(self) -> object:
-        return self.rack
-
     def validate(self, topology: Topology) -> None:
         check_rack(topology, self.rack)
 
@@ -517,9 +484,6 @@ class ClientsTarget(_Named):
 
     rack: str
     kind: ClassVar[Literal[TargetKind.CLIENTS]] = TargetKind.CLIENTS
-
-    def _arg(self) -> object:
-        return self.rack
 
     def validate(self, topology: Topology) -> None:
         check_client_rack(topology, self.rack)
@@ -579,10 +543,7 @@ class StoreTarget(_Selector):
     party of its own: it conflicts with nothing but itself."""
 
     kind: ClassVar[Literal[TargetKind.STORE]] = TargetKind.STORE
-
-    @property
-    def single(self) -> bool:
-        return True
+    _single = True
 
     def _parties(self, topology: Topology) -> frozenset[str]:
         return frozenset({STORE_PARTY})
