@@ -245,6 +245,22 @@ class ConsumerSettings:
     group_protocol: str = "classic"
     group_remote_assignor: str | None = None  # "consumer" only: "uniform" or "range" (None: the broker's first)
 
+    def rack_and_group_properties(self) -> dict[str, str]:
+        """``client.rack`` and the group protocol's settings as Kafka's Java client and librdkafka
+        both name them (``group.protocol``, ``group.remote.assignor``, ``session.timeout.ms``):
+        with KIP-848's protocol the session timeout is the group's, and both refuse
+        ``session.timeout.ms`` then."""
+        props: dict[str, str] = {}
+        if self.client_rack:
+            props["client.rack"] = self.client_rack
+        if self.group_protocol != "classic":
+            props["group.protocol"] = self.group_protocol
+            if self.group_remote_assignor:
+                props["group.remote.assignor"] = self.group_remote_assignor
+        elif self.session_timeout_ms is not None:
+            props["session.timeout.ms"] = str(int(self.session_timeout_ms))
+        return props
+
 
 class ConsumerListener(Protocol):
     def on_position_change(self, change: PositionChange) -> None:

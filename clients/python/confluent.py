@@ -429,16 +429,8 @@ def consumer_config(settings: ConsumerSettings) -> dict[str, Any]:
         "isolation.level": settings.isolation_level,
         "debug": "fetch,topic",  # the lines LibrdkafkaLog reads
         **settings.security.as_librdkafka(),
+        **settings.rack_and_group_properties(),
     }
-    if settings.client_rack:
-        conf["client.rack"] = settings.client_rack
-    if settings.group_protocol != "classic":
-        # KIP-848: the session timeout is the group's; librdkafka refuses session.timeout.ms with it
-        conf["group.protocol"] = settings.group_protocol
-        if settings.group_remote_assignor:
-            conf["group.remote.assignor"] = settings.group_remote_assignor
-    elif settings.session_timeout_ms is not None:
-        conf["session.timeout.ms"] = int(settings.session_timeout_ms)
     return conf
 
 

@@ -13,7 +13,7 @@ of partitions that moved; commit-regression only when some commit went down).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -280,13 +280,9 @@ def rebalance_skip(
     found = _moves(header, events, finals)
     if found is None:
         return Verdict("rebalance-skip", NOT_APPLICABLE)
-    moves, finals = found
     count = judged = 0
     bad: list[dict[str, Any]] = []
-    for key, proc, pos, c, known, hi in moves:
-        offs = finals.get((key[1], key[2]))
-        if offs is None and not known:
-            continue
+    for key, proc, pos, c, hi, offs in _judged(*found):
         judged += 1
         skipped = None if offs is None else bisect_left(offs, pos) - bisect_left(offs, hi)
         if (skipped > 0) if skipped is not None else pos > hi:
@@ -294,6 +290,19 @@ def rebalance_skip(
             if len(bad) < MAX_EXAMPLES:
                 bad.append(_move_example(key, proc, pos, c, skipped=skipped, possibly_committed=hi))
     return Verdict("rebalance-skip", count == 0, {"moves": judged, "skips": count}, bad)
+
+
+def _judged(
+    moves: list[Move], finals: Finals
+) -> Iterator[tuple[tuple[str, str, int], str, int, int, int, list[int] | None]]:
+    """The moves a first-position check can judge (rebalance-skip, rebalance-rewind): those of a
+    partition the final read holds, or with a known assign offset; each as its key, process,
+    first position, last ok commit, highest possibly committed offset and the final read's
+    offsets of the partition (None: no final read)."""
+    for key, proc, pos, c, known, hi in moves:
+        offs = finals.get((key[1], key[2]))
+        if offs is not None or known:
+            yield key, proc, pos, c, hi, offs
 
 
 def _move_example(key: tuple[str, str, int], proc: str, position: int, committed: int, **extra: Any) -> dict[str, Any]:
@@ -327,13 +336,9 @@ def rebalance_rewind(
     found = _moves(header, events, finals)
     if found is None:
         return Verdict("rebalance-rewind", NOT_APPLICABLE)
-    moves, finals = found
     judged = count = total = 0
     bad: list[dict[str, Any]] = []
-    for key, proc, pos, c, known, _ in moves:
-        offs = finals.get((key[1], key[2]))
-        if offs is None and not known:
-            continue
+    for key, proc, pos, c, _, offs in _judged(*found):
         judged += 1
         rewound = None if offs is None else bisect_left(offs, c) - bisect_left(offs, pos)
         if (rewound > 0) if rewound is not None else pos < c:

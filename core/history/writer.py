@@ -10,11 +10,16 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeAlias
 
 from highwater.core.errors import error_text
 
 from .format import EVENT_TYPES, FORMAT
+
+#: an event's value: its fields, or none
+Value: TypeAlias = Mapping[str, Any] | None
+#: an event's error: its text, an exception (recorded as ``error_text``), or none
+Error: TypeAlias = str | BaseException | None
 
 
 class HistoryWriter:
@@ -64,8 +69,8 @@ class HistoryWriter:
         process: str,
         type: str,  # noqa: A002 - the field is called "type" in the format
         f: str,
-        value: Mapping[str, Any] | None = None,
-        error: str | BaseException | None = None,
+        value: Value = None,
+        error: Error = None,
     ) -> dict[str, Any]:
         """Record one event and return it (with its assigned ``index`` and ``time_ns``)."""
         if type not in EVENT_TYPES:
@@ -92,33 +97,19 @@ class HistoryWriter:
             self._next_index += 1
         return event
 
-    def invoke(
-        self, process: str, f: str, value: Mapping[str, Any] | None = None, error: None = None
-    ) -> dict[str, Any]:
+    def invoke(self, process: str, f: str, value: Value = None, error: None = None) -> dict[str, Any]:
         """An operation starts (``error`` must stay None: same signature as fail/info)."""
         return self.record(process, "invoke", f, value, error)
 
-    def ok(self, process: str, f: str, value: Mapping[str, Any] | None = None, error: None = None) -> dict[str, Any]:
+    def ok(self, process: str, f: str, value: Value = None, error: None = None) -> dict[str, Any]:
         """The operation definitely happened (``error`` must stay None)."""
         return self.record(process, "ok", f, value, error)
 
-    def fail(
-        self,
-        process: str,
-        f: str,
-        value: Mapping[str, Any] | None = None,
-        error: str | BaseException | None = None,
-    ) -> dict[str, Any]:
+    def fail(self, process: str, f: str, value: Value = None, error: Error = None) -> dict[str, Any]:
         """The operation definitely did not happen."""
         return self.record(process, "fail", f, value, error)
 
-    def info(
-        self,
-        process: str,
-        f: str,
-        value: Mapping[str, Any] | None = None,
-        error: str | BaseException | None = None,
-    ) -> dict[str, Any]:
+    def info(self, process: str, f: str, value: Value = None, error: Error = None) -> dict[str, Any]:
         """The outcome is unknown (e.g. a timeout): it may or may not have happened."""
         return self.record(process, "info", f, value, error)
 

@@ -168,16 +168,7 @@ def consumer_properties(settings: ConsumerSettings, read: Callable[[str], str] =
     }
     if settings.group_id:
         props["group.id"] = settings.group_id
-    if settings.client_rack:
-        props["client.rack"] = settings.client_rack
-    if settings.group_protocol != "classic":
-        # KIP-848: the session timeout is the group's; Java refuses session.timeout.ms with it
-        props["group.protocol"] = settings.group_protocol
-        if settings.group_remote_assignor:
-            props["group.remote.assignor"] = settings.group_remote_assignor
-    elif settings.session_timeout_ms is not None:
-        props["session.timeout.ms"] = str(int(settings.session_timeout_ms))
-    return props
+    return props | settings.rack_and_group_properties()
 
 
 def share_properties(settings: ShareSettings, read: Callable[[str], str] = _read_text) -> dict[str, str]:
