@@ -1,6 +1,6 @@
 """``highwater setup``: assemble Kafka distributions, build Toxiproxy and the Java client worker
-(for the default Kafka release's ``kafka-clients``) and install the pinned kafkajs (where Node.js
-is found) into the cache."""
+(for the default Kafka release's ``kafka-clients``), install the pinned kafkajs (where Node.js
+is found) and build the Go workers (franz-go's, Sarama's; where Go is found) into the cache."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import argparse
 
 from highwater.console import progress
 from highwater.core.errors import SetupError
-from highwater.harness.clients.franz_go import ensure_worker as ensure_go_worker
-from highwater.harness.clients.franz_go import pinned_version as franz_pinned
+from highwater.harness.clients.franz_go import WORKER as FRANZ_GO
+from highwater.harness.clients.go_worker import ensure_worker as ensure_go_worker
 from highwater.harness.clients.go_worker import find_go
 from highwater.harness.clients.java import ensure_worker
 from highwater.harness.clients.kafkajs import ensure_tree, find_node, pinned_version
+from highwater.harness.clients.sarama import WORKER as SARAMA
 from highwater.harness.distribution import default_version, ensure_kafka, installed_versions
 from highwater.harness.java_runtime import find_java
 from highwater.harness.paths import home
@@ -53,11 +54,13 @@ def cmd_setup(args: argparse.Namespace) -> int:
         progress(f"kafkajs {pinned_version()} ready ({ensure_tree(pinned_version(), progress)})")
     except SetupError as exc:
         progress(f"{exc}: --client kafkajs will be refused")
-    try:  # franz-go under test (--client franz-go): its worker, built against the pinned version, when Go is here
-        find_go()
-        progress(f"franz-go {franz_pinned()} worker ready ({ensure_go_worker(franz_pinned(), progress)})")
-    except SetupError as exc:
-        progress(f"{exc}: --client franz-go will be refused")
+    for go in (FRANZ_GO, SARAMA):  # the Go clients: each worker built against its pinned version, when Go is here
+        try:
+            find_go()
+            pinned = go.pinned_version()
+            progress(f"{go.name} {pinned} worker ready ({ensure_go_worker(go, pinned, progress)})")
+        except SetupError as exc:
+            progress(f"{exc}: --client {go.name} will be refused")
     binary = ensure_toxiproxy(progress)
     progress(f"Toxiproxy ready ({binary})")
     progress(f"lossyfs (the disk fault layer) ready ({ensure_lossyfs(progress)})")

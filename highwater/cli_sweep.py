@@ -27,6 +27,7 @@ from highwater.harness.clients.franz_go import WORKER as FRANZ_GO_WORKER
 from highwater.harness.clients.java import OLDEST as JAVA_OLDEST
 from highwater.harness.clients.kafkajs import OLDEST as KAFKAJS_OLDEST
 from highwater.harness.clients.python import OLDEST as PYTHON_OLDEST
+from highwater.harness.clients.sarama import WORKER as SARAMA_WORKER
 from highwater.harness.distribution import (
     MIN_VERSION,
     SetupError,
@@ -73,7 +74,7 @@ PYPI_JSON = "https://pypi.org/pypi/{name}/json"
 #: The driver refuses older ones itself; these let a sweep or bisect refuse them in one line
 #: before anything is installed or run.
 #: the clients whose versions are the Go module proxy's (``harness.clients.go_worker``)
-GO_CLIENTS = {FRANZ_GO_WORKER.name: FRANZ_GO_WORKER}
+GO_CLIENTS = {w.name: w for w in (FRANZ_GO_WORKER, SARAMA_WORKER)}
 _OLDEST: dict[str, tuple[int, ...]] = {
     **PYTHON_OLDEST,
     "java": JAVA_OLDEST,

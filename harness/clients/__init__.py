@@ -85,9 +85,17 @@ def _kafkajs(version: str | None) -> ClientDriver:
 
 
 def _franz_go(version: str | None) -> ClientDriver:
-    from .franz_go import franz_go_driver
+    from .franz_go import WORKER
+    from .go_worker import go_driver
 
-    return franz_go_driver(version)
+    return go_driver(WORKER, version)
+
+
+def _sarama(version: str | None) -> ClientDriver:
+    from .go_worker import go_driver
+    from .sarama import WORKER
+
+    return go_driver(WORKER, version)
 
 
 #: client name -> driver factory, given the version asked for (None: the default one)
@@ -97,10 +105,11 @@ CLIENTS: dict[str, Callable[[str | None], ClientDriver]] = {
     "java": _java,
     "kafkajs": _kafkajs,
     "franz-go": _franz_go,
+    "sarama": _sarama,
 }
 
 #: the clients whose workers have a transactional producer (KIP-98)
-TRANSACTIONAL_CLIENTS = frozenset({"kafka-python", "confluent-kafka", "java", "kafkajs", "franz-go"})
+TRANSACTIONAL_CLIENTS = frozenset({"kafka-python", "confluent-kafka", "java", "kafkajs", "franz-go", "sarama"})
 
 
 def transactions_refusal(client: str, client_version: str) -> str | None:

@@ -20,14 +20,9 @@ The transactional producer is franz-go's own, with the consumer's offsets sent b
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from highwater.core.progress import Progress, to_stderr
 from highwater.core.versions import leading_numbers as release
 
-from . import go_worker
-from .go_worker import GoLauncher, GoWorker
-from .worker import WorkerDriver
+from .go_worker import GoWorker
 
 NAME = "franz-go"
 #: from this franz-go the worker is built with KIP-848's consumer protocol (``ServerSideBalancer``,
@@ -49,19 +44,3 @@ WORKER = GoWorker(
     oldest_because="ErrDataLoss.ConsumedToEpoch, which the worker's KIP-320 report reads, came in 1.19",
     tags=build_tags,
 )
-
-
-def pinned_version() -> str:
-    """The franz-go version the worker's ``go.mod`` requires (the default client)."""
-    return WORKER.pinned_version()
-
-
-def ensure_worker(version: str, progress: Progress = to_stderr) -> Path:
-    """The worker binary built against franz-go ``version`` (built first if needed)."""
-    return go_worker.ensure_worker(WORKER, version, progress)
-
-
-def franz_go_driver(version: str | None, progress: Progress = to_stderr) -> WorkerDriver:
-    """The driver of franz-go ``version`` (None: the one the worker's ``go.mod`` requires)."""
-    version = (version or pinned_version()).removeprefix("v")
-    return WorkerDriver(NAME, version, GoLauncher(NAME, ensure_worker(version, progress)))

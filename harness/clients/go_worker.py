@@ -32,7 +32,7 @@ from highwater.core.versions import leading_numbers as release
 from highwater.harness.paths import home
 
 from .base import UnknownClientError
-from .worker import Launch, NeutralSettingsConfig, worker_log_path
+from .worker import Launch, NeutralSettingsConfig, WorkerDriver, worker_log_path
 
 #: where the Go workers' sources are (shipped in the wheel beside the package)
 GO_SOURCES = Path(__file__).resolve().parents[2] / "clients" / "go"
@@ -211,3 +211,10 @@ class GoLauncher(NeutralSettingsConfig):
     def launch(self, role: str, client_id: str) -> Launch:
         log_path = worker_log_path(self.client, client_id)
         return Launch([str(self.binary), f"--highwater-client={client_id}"], log_path)
+
+
+def go_driver(worker: GoWorker, version: str | None, progress: Progress = to_stderr) -> WorkerDriver:
+    """The driver of ``worker``'s library at ``version`` (None: the one its ``go.mod`` requires),
+    its worker built first if needed."""
+    version = (version or worker.pinned_version()).removeprefix("v")
+    return WorkerDriver(worker.name, version, GoLauncher(worker.name, ensure_worker(worker, version, progress)))

@@ -10,7 +10,8 @@ import pytest
 
 from highwater.harness.clients import go_worker
 from highwater.harness.clients.base import UnknownClientError
-from highwater.harness.clients.franz_go import WORKER, pinned_version
+from highwater.harness.clients.franz_go import WORKER
+from highwater.harness.clients.sarama import WORKER as SARAMA
 
 
 @pytest.mark.parametrize(
@@ -30,9 +31,18 @@ def test_a_v_prefix_names_the_same_version() -> None:
     assert go_worker.exact_version(WORKER, "v1.22.3") == go_worker.exact_version(WORKER, "1.22.3") == "1.22.3"
 
 
-def test_the_pinned_version_is_the_one_go_mod_requires() -> None:
-    text = (WORKER.source / "go.mod").read_text()
-    assert f"github.com/twmb/franz-go v{pinned_version()}\n" in text
+@pytest.mark.parametrize("worker", [WORKER, SARAMA], ids=lambda w: w.name)
+def test_the_pinned_version_is_the_one_go_mod_requires(worker: go_worker.GoWorker) -> None:
+    text = (worker.source / "go.mod").read_text()
+    assert f"{worker.module} v{worker.pinned_version()}\n" in text
+
+
+def test_sarama_before_its_floor_is_refused_and_from_1_50_2_builds_with_kip447_offsets() -> None:
+    from highwater.harness.clients.sarama import build_tags
+
+    with pytest.raises(UnknownClientError, match=r"^sarama 1\.40\.1 is too old: its worker needs 1\.41\.2"):
+        go_worker.exact_version(SARAMA, "1.40.1")
+    assert build_tags("1.50.1") == [] and build_tags("1.50.2") == ["-tags", "highwater_group_metadata"]
 
 
 def test_the_digest_covers_the_worker_and_the_shared_protocol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,13 +32,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -144,22 +142,7 @@ func (s *settings) producerOpts() ([]kgo.Opt, error) {
 }
 
 // version is the franz-go version this worker was built against.
-func version() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range info.Deps {
-			if dep.Path == "github.com/twmb/franz-go" {
-				return strings.TrimPrefix(dep.Version, "v")
-			}
-		}
-	}
-	return "unknown"
-}
-
-// role is a producer or a consumer: commands in order, sends at once.
-type role interface {
-	send(id int64, topic string, partition int32, value string)
-	handle(c *protocol.Command) (map[string]any, error)
-}
+func version() string { return protocol.ModuleVersion("github.com/twmb/franz-go") }
 
 // --- producer ------------------------------------------------------------------------------
 
@@ -172,14 +155,14 @@ type producer struct {
 	commitErr error
 }
 
-func (p *producer) send(id int64, topic string, partition int32, value string) {
+func (p *producer) Send(id int64, topic string, partition int32, value string) {
 	r := &kgo.Record{Topic: topic, Partition: partition, Value: []byte(value)}
 	p.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
 		p.out.Outcome(id, r.Offset, err)
 	})
 }
 
-func (p *producer) handle(c *protocol.Command) (map[string]any, error) {
+func (p *producer) Handle(c *protocol.Command) (map[string]any, error) {
 	switch c.Op {
 	case "flush":
 		ctx, cancel := context.WithTimeout(context.Background(), ms(c.TimeoutMs))
@@ -356,7 +339,7 @@ type consumer struct {
 	pending map[protocol.TopicPartition]bool
 }
 
-func (c *consumer) send(int64, string, int32, string) {}
+func (c *consumer) Send(int64, string, int32, string) {}
 
 func (c *consumer) opts() ([]kgo.Opt, error) {
 	opts, err := c.s.common()
@@ -429,7 +412,7 @@ func (c *consumer) start(extra ...kgo.Opt) error {
 	return nil
 }
 
-func (c *consumer) handle(cmd *protocol.Command) (map[string]any, error) {
+func (c *consumer) Handle(cmd *protocol.Command) (map[string]any, error) {
 	ok := map[string]any{}
 	switch cmd.Op {
 	case "assign":
@@ -800,67 +783,10 @@ func firstCommitError(resp *kmsg.OffsetCommitResponse, err error) error {
 
 // --- the process ---------------------------------------------------------------------------
 
-func main() {
-	protocol.WatchParent()
-	o := protocol.NewOut()
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 1<<30)
-	var r role
-	for in.Scan() {
-		raw := in.Bytes()
-		if len(strings.TrimSpace(string(raw))) == 0 {
-			continue
-		}
-		var cmd protocol.Command
-		if err := json.Unmarshal(raw, &cmd); err != nil {
-			protocol.Logf("unreadable line: %v", err)
-			os.Exit(2)
-		}
-		if r == nil {
-			made, err := start(&cmd, o)
-			if err != nil {
-				o.Line(map[string]any{"id": 0, "error": protocol.ErrorText(err)})
-				os.Exit(1)
-			}
-			r = made
-			o.Line(map[string]any{"id": 0, "ok": true, "version": version(), "protocol": protocol.Version, "batches": true, "compact_oks": true})
-			continue
-		}
-		switch cmd.Op {
-		case "batch":
-			_, parts, err := cmd.PartitionList()
-			if err != nil || len(parts) != len(cmd.Values) {
-				protocol.Logf("bad batch line: %v", err)
-				os.Exit(2)
-			}
-			for i, v := range cmd.Values {
-				r.send(cmd.First+int64(i), cmd.Topic, parts[i], v)
-			}
-			continue
-		case "sends":
-			for _, s := range cmd.Sends {
-				r.send(int64(s[0].(float64)), s[1].(string), int32(s[2].(float64)), s[3].(string))
-			}
-			continue
-		case "send":
-			r.send(cmd.ID, cmd.Topic, cmd.Partition, cmd.Value)
-			continue
-		}
-		reply, err := r.handle(&cmd)
-		if err != nil {
-			o.Line(map[string]any{"id": cmd.ID, "error": protocol.ErrorText(err)})
-		} else {
-			reply["id"] = cmd.ID
-			reply["ok"] = true
-			o.Line(reply)
-		}
-		if cmd.Op == "close" {
-			os.Exit(0)
-		}
-	}
-}
+// main runs the worker protocol's command loop (protocol.Serve) with this worker's roles.
+func main() { protocol.Serve(version(), start) }
 
-func start(cmd *protocol.Command, o *protocol.Out) (role, error) {
+func start(cmd *protocol.Command, o *protocol.Out) (protocol.Role, error) {
 	var cfg struct {
 		Client   string   `json:"client"`
 		Settings settings `json:"settings"`

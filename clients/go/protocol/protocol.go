@@ -1,16 +1,20 @@
 // Package protocol is the worker protocol's side that does not depend on the library
 // (docs/adding-a-client.md), shared by every Go worker (franz-go's, Sarama's): the command
-// lines, writing replies, events and send outcomes in order, and leaving when the parent is gone.
+// loop (Serve), writing replies, events and send outcomes in order, and leaving when the parent
+// is gone.
 package protocol
 
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // Version is the worker protocol version this worker speaks (3: batch lines).
@@ -51,19 +55,61 @@ func (o *Out) Outcome(id int64, offset int64, err error) {
 	o.Line(map[string]any{"sends": []any{[]any{id, "info", nil, ErrorText(err)}}})
 }
 
-// ErrorText is an error as the harness reads it: its type without its package, then its text.
+// Classed is an error that names its class itself: a worker's own errors (a deadline it kept,
+// an outcome it cannot know), which a plain error would name only "Error".
+type Classed interface {
+	error
+	ErrorClass() string
+}
+
+// ClassedError is a Classed error: its class, and the error it wraps (its text).
+type ClassedError struct {
+	Class string
+	Err   error
+}
+
+func (e *ClassedError) Error() string      { return e.Err.Error() }
+func (e *ClassedError) ErrorClass() string { return e.Class }
+func (e *ClassedError) Unwrap() error      { return e.Err }
+
+// Errorf is a Classed error of class, its text and what it wraps as fmt.Errorf makes them.
+func Errorf(class, format string, args ...any) error {
+	return &ClassedError{Class: class, Err: fmt.Errorf(format, args...)}
+}
+
+// ErrorText is an error as the harness reads it: its type without its package (or the class a
+// Classed error names), then its text.
 func ErrorText(err error) string {
 	if err == nil {
 		return "Error: unknown error"
 	}
+	var classed Classed
+	if errors.As(err, &classed) {
+		return classed.ErrorClass() + ": " + err.Error()
+	}
 	// the error's type without its package (franz-go's broker errors are *kerr.Error, whose
-	// message names the Kafka error code); a plain error is "Error"
+	// message names the Kafka error code; Sarama's are sarama.KError); a plain error, or one
+	// of a type its package keeps to itself (errors.New's, fmt.Errorf's, Sarama's wrapped
+	// sentinels), is "Error"
 	name := strings.TrimPrefix(fmt.Sprintf("%T", err), "*")
 	name = name[strings.LastIndex(name, ".")+1:]
-	if name == "errorString" || name == "wrapError" || name == "" {
+	if name == "" || !unicode.IsUpper([]rune(name)[0]) {
 		name = "Error"
 	}
 	return name + ": " + err.Error()
+}
+
+// ModuleVersion is the version (without its "v") of the module at path this worker was built
+// against, as the Go toolchain recorded it in the binary ("unknown" when it did not).
+func ModuleVersion(path string) string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == path {
+				return strings.TrimPrefix(dep.Version, "v")
+			}
+		}
+	}
+	return "unknown"
 }
 
 // Logf writes one timestamped line to the worker's log (its stderr).
@@ -139,4 +185,88 @@ type GroupMetadata struct {
 	GenerationID    int32   `json:"generation_id"`
 	MemberID        string  `json:"member_id"`
 	GroupInstanceID *string `json:"group_instance_id"`
+}
+
+// Role is a producer or a consumer: commands in order, sends at once.
+type Role interface {
+	// Send hands one send to the library; its outcome comes later (Out.Outcome).
+	Send(id int64, topic string, partition int32, value string)
+	// Handle answers one command: the reply's fields (Serve adds the id and ok), or its error.
+	Handle(c *Command) (map[string]any, error)
+}
+
+// Replied is a Role that is told when a command's reply has been written (optional). A
+// consumer whose group events are written from the library's goroutines holds a lock from
+// collecting a poll's records to its reply, so a revocation falls after the records polled
+// before it, never between them and their reply.
+type Replied interface {
+	Replied(c *Command)
+}
+
+// Serve runs a worker: it leaves when the parent is gone (WatchParent), reads command lines
+// from stdin, starts the role the first line names (start; its error is the one line of a
+// refused configuration, and the worker exits), hands sends to it at once (batch, sends and
+// send lines: no reply) and answers every other command in order, then exits after close or at
+// the end of stdin. version is the library's own version, for the ready reply.
+func Serve(version string, start func(*Command, *Out) (Role, error)) {
+	WatchParent()
+	o := NewOut()
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<30)
+	var r Role
+	for in.Scan() {
+		raw := in.Bytes()
+		if len(strings.TrimSpace(string(raw))) == 0 {
+			continue
+		}
+		var cmd Command
+		if err := json.Unmarshal(raw, &cmd); err != nil {
+			Logf("unreadable line: %v", err)
+			os.Exit(2)
+		}
+		if r == nil {
+			made, err := start(&cmd, o)
+			if err != nil {
+				o.Line(map[string]any{"id": 0, "error": ErrorText(err)})
+				os.Exit(1)
+			}
+			r = made
+			o.Line(map[string]any{"id": 0, "ok": true, "version": version, "protocol": Version, "batches": true, "compact_oks": true})
+			continue
+		}
+		switch cmd.Op {
+		case "batch":
+			_, parts, err := cmd.PartitionList()
+			if err != nil || len(parts) != len(cmd.Values) {
+				Logf("bad batch line: %v", err)
+				os.Exit(2)
+			}
+			for i, v := range cmd.Values {
+				r.Send(cmd.First+int64(i), cmd.Topic, parts[i], v)
+			}
+			continue
+		case "sends":
+			for _, s := range cmd.Sends {
+				r.Send(int64(s[0].(float64)), s[1].(string), int32(s[2].(float64)), s[3].(string))
+			}
+			continue
+		case "send":
+			r.Send(cmd.ID, cmd.Topic, cmd.Partition, cmd.Value)
+			continue
+		}
+		reply, err := r.Handle(&cmd)
+		if err != nil {
+			o.Line(map[string]any{"id": cmd.ID, "error": ErrorText(err)})
+		} else {
+			reply["id"] = cmd.ID
+			reply["ok"] = true
+			o.Line(reply)
+		}
+		if told, ok := r.(Replied); ok {
+			told.Replied(&cmd)
+		}
+		if cmd.Op == "close" {
+			os.Exit(0)
+		}
+	}
 }
