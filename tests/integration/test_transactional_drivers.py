@@ -35,6 +35,7 @@ from highwater.harness.clients import (
 )
 from highwater.harness.local.cluster import Cluster
 from highwater.harness.waiting import wait_until
+from highwater.suites.nightly import cases, nightly
 
 from .kafka_util import produce_through_driver
 
@@ -99,7 +100,12 @@ def _group_offsets(cluster: Cluster, group: str) -> dict[TopicPartition, int]:
     return {TopicPartition(tp.topic, tp.partition): int(om.offset) for tp, om in found.items() if om.offset >= 0}
 
 
-@pytest.mark.parametrize("client", [c for c in client_names() if c in TRANSACTIONAL_CLIENTS])
+#: make test's budget: the newest client's transactional driver is judged in the nightly slices,
+#: every other client's in make test (as is the newest one's driver contract)
+NEWEST = {"sarama": nightly("Sarama's transactional driver; its driver contract stays in make test", 15)}
+
+
+@pytest.mark.parametrize("client", cases([c for c in client_names() if c in TRANSACTIONAL_CLIENTS], NEWEST))
 def test_offsets_sent_to_a_transaction_commit_and_abort_with_it(cluster: Cluster, client: str) -> None:
     started = time.monotonic()
     driver = get_driver(client)  # not at collection: making the Java driver may build its worker
@@ -181,7 +187,12 @@ GIVES_UP_FIRST = {
 @pytest.mark.parametrize(
     "client, timeout_s",
     # Java's own bound is max.block.ms (5 s): a longer timeout is kept by calling again
-    [(c, 2.0) for c in client_names() if c in TRANSACTIONAL_CLIENTS] + [("java", 7.0)],
+    [
+        pytest.param(c, 2.0, marks=NEWEST[c]) if c in NEWEST else (c, 2.0)
+        for c in client_names()
+        if c in TRANSACTIONAL_CLIENTS
+    ]
+    + [("java", 7.0)],
 )
 def test_a_commit_behind_an_unreachable_coordinator_keeps_its_deadline(
     cluster: Cluster, client: str, timeout_s: float
