@@ -36,6 +36,7 @@ from typing import Any
 from highwater.core.versions import exact_release
 from highwater.faults.common import Direction, FaultError
 from highwater.faults.conflicts import conflict
+from highwater.faults.scope import possible_links
 from highwater.faults.spec import FaultKind, FaultSpec, Flow
 from highwater.faults.target import (
     BridgeTarget,
@@ -457,7 +458,23 @@ def _draw_spec(
         direction = rng.choice((Direction.UPSTREAM, Direction.DOWNSTREAM, Direction.BOTH))
         low, high = config.toxicity
         toxicity = None if low == high == 1.0 else round(rng.uniform(low, high), 3)
-    return FaultSpec.make(kind, target, peer=peer, flow=flow, direction=direction, toxicity=toxicity, **params)
+    spec = FaultSpec.make(kind, target, peer=peer, flow=flow, direction=direction, toxicity=toxicity, **params)
+    if flow is not Flow.BOTH and not _any_link(topology, spec):
+        # a one-way cut only the way links go: a broker never connects to a client, so a clients
+        # party's links all flow out of it (``clients:<rack>`` takes ``--flow out``, a clients
+        # peer ``--flow in``); the other way would cut nothing when its time came. Turned, not
+        # drawn again, so a seed whose cut could happen draws what it drew before
+        turned = Flow.OUT if flow is Flow.IN else Flow.IN
+        spec = FaultSpec.make(kind, target, peer=peer, flow=turned, direction=direction, toxicity=toxicity, **params)
+    return spec
+
+
+def _any_link(topology: Topology, spec: FaultSpec) -> bool:
+    """Whether the link fault could act on some link of ``topology`` (``possible_links``)."""
+    try:
+        return bool(possible_links(topology, spec))
+    except FaultError:
+        return False
 
 
 def _generate(topology: Topology, seed: int, config: ScheduleConfig) -> list[ScheduledFault]:

@@ -220,3 +220,27 @@ def test_member_targets_draw_a_majority_one_member_and_the_group_leader() -> Non
         replace(base, member_targets=("leader",))
     with pytest.raises(FaultError, match="needs groups"):
         ScheduleConfig(mix=mix, member_targets=("members",))
+
+
+def test_a_drawn_one_way_cut_goes_the_way_links_go() -> None:
+    """A broker never connects to a client, so a one-way cut of a clients party drawn ``in``
+    (its peers' links toward it) would cut nothing when its time came (2 of a 2-hour hunt's
+    faults, 2026-12-07): every drawn cut with a static target and peer has links to cut, and the
+    clients' one-way cuts flow out of them. Seeds whose cut could happen draw what they drew."""
+    from highwater.faults.scope import possible_links
+    from highwater.faults.spec import Flow
+    from highwater.faults.target import ClientsTarget
+
+    conf = ScheduleConfig(length=3000, duration=(2, 20), gap=(0, 5), mix=(("cut", 1.0),), partitions=("hw/0",))
+    one_way: Counter[tuple[str, str]] = Counter()
+    for seed in range(20):
+        for f in Schedule.generate(T, seed, conf).faults:
+            spec = f.spec
+            static = spec.target.static_parties(T) is not None and (
+                spec.peer is None or spec.peer.static_parties(T) is not None
+            )
+            if static:
+                assert possible_links(T, spec), str(spec)
+            if spec.flow is not Flow.BOTH and isinstance(spec.target, ClientsTarget):
+                one_way[("clients", spec.flow.value)] += 1
+    assert one_way[("clients", "out")] > 0 and one_way[("clients", "in")] == 0, one_way
