@@ -270,16 +270,16 @@ class _Clusters:
         self.cluster, self.release = start_backend("local", spec, self.progress), release
         return self.cluster
 
-    def close(self) -> None:
+    def close(self, collect_logs_to: Path | None = None) -> None:
         cluster, self.cluster, self.release = self.cluster, None, None
         if cluster is not None:
-            cluster.stop()
+            cluster.stop(collect_logs_to=collect_logs_to)
 
-    def discard(self) -> None:
-        """Stop the cluster after a harness error; a stop that fails too is logged (its
-        processes are the next start's to reap), so the hunt goes on."""
+    def discard(self, collect_logs_to: Path | None = None) -> None:
+        """Stop the cluster after a harness error, its logs copied to ``collect_logs_to``; a stop
+        that fails too is logged (its processes are the next start's to reap), so the hunt goes on."""
         try:
-            self.close()
+            self.close(collect_logs_to)
         except (HighwaterError, OSError) as exc:
             log.warning("stopping the cluster after a harness error failed: %s", exc)
 
@@ -366,27 +366,35 @@ class Hunter:
                     try:
                         self._play(clusters.get(d.release), d)
                     except (HighwaterError, OSError) as exc:
-                        self._harness_error(d, exc)
-                        clusters.discard()  # a broker may be down for good: the next run starts anew
+                        run_dir = self._harness_error(d, exc)
+                        # a broker may be down for good: the next run starts anew, and the
+                        # cluster's logs (why it would not start) stay with the run
+                        clusters.discard(RunDir(Path(run_dir)).logs if run_dir else None)
                     self._write()
         finally:
             clusters.close()
             self._write()
         return self.report
 
-    def _harness_error(self, d: Draw, exc: HighwaterError | OSError) -> None:
+    def _harness_error(self, d: Draw, exc: HighwaterError | OSError) -> str:
         """A harness error ended draw ``d``'s run or its shrink (a broker that would not start
         again after a heal, a cluster that would not start): recorded on the run, which is
-        classed ``error`` unless it was judged already (then only its shrink ended), and said."""
+        classed ``error`` unless it was judged already (then only its shrink ended), and said.
+        Returns the run's folder ("" when it got none)."""
         text = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
         last = self.report.runs[-1] if self.report.runs else None
         if last is not None and last.draw.seed == d.seed and last.error is None:
             last.error = text  # judged, then its shrink ended: the verdict stands
+            run_dir = last.run_dir
         else:
             begun = sorted(self.out.glob(f"*-{d.seed}-*"))  # the run's folder, if it got that far
             run_dir = str(begun[-1]) if begun else ""
             self.report.runs.append(HuntedRun(d, run_dir, "error", (), (), 0, error=text))
-        self.progress(f"hunt seed {d.seed}: harness error ({text}); the cluster is started anew, the hunt goes on")
+        kept = f"; the cluster's logs in {RunDir(Path(run_dir)).logs}" if run_dir else ""
+        self.progress(
+            f"hunt seed {d.seed}: harness error ({text}){kept}; the cluster is started anew, the hunt goes on"
+        )
+        return run_dir
 
     def _play(self, cluster: ClusterBackend, d: Draw) -> None:
         shortest, tail = _bounds(cluster)

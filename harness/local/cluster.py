@@ -486,7 +486,9 @@ class Cluster(ProxyLinks, PartitionWaits):
         def registered() -> bool:
             for node in self.nodes.values():
                 if node.state == NodeState.RUNNING and not node.is_alive():
-                    raise ClusterError(f"{node.name} exited during start-up:\n{node.log_tail(15)}")
+                    raise ClusterError(
+                        f"{node.name} exited during start-up: {node.exit_cause()} (log: {node.log_path})"
+                    )
             return want <= self.observer().live_brokers()
 
         wait_until(registered, timeout, f"brokers {sorted(want)} are registered and unfenced")

@@ -202,3 +202,19 @@ class KafkaNode(NodeHandle):
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+
+    def exit_cause(self) -> str:
+        """Why the node's JVM exited, as its log says (``exit_cause``)."""
+        try:
+            return exit_cause(self.log_path.read_text(errors="replace"))
+        except OSError:
+            return "(no log)"
+
+
+def exit_cause(log_text: str, lines: int = 3) -> str:
+    """The last ``ERROR``/``FATAL`` lines of a node's log, or its last line when there is none:
+    a Kafka that cannot start logs the cause, then a page of shutdown lines, so the log's tail
+    alone hides it."""
+    text = log_text.splitlines()
+    causes = [line for line in text if " ERROR " in line or " FATAL " in line]
+    return " | ".join(causes[-lines:] or text[-1:]) or "(an empty log)"

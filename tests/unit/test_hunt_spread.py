@@ -177,8 +177,8 @@ def test_a_harness_error_in_one_run_is_recorded_and_the_hunt_goes_on(
         def get(self, release: str) -> str:
             return release
 
-        def discard(self) -> None:
-            discarded.append("x")
+        def discard(self, collect_logs_to: Path | None = None) -> None:
+            discarded.append(str(collect_logs_to))
 
         def close(self) -> None:
             pass
@@ -186,6 +186,7 @@ def test_a_harness_error_in_one_run_is_recorded_and_the_hunt_goes_on(
     def play(self: hunt.Hunter, cluster: str, d: Draw) -> None:
         played.append(d.seed)
         if d.seed == 101:
+            (tmp_path / "c" / "20261207T000000-plain-101-abcdef").mkdir(parents=True)  # the run got its folder
             raise FaultError("heal-all finished with errors: f1: kafka-1 exited during start-up")
         self.report.runs.append(HuntedRun(d, f"run-{d.seed}", "valid", (), (), 1))
 
@@ -198,7 +199,8 @@ def test_a_harness_error_in_one_run_is_recorded_and_the_hunt_goes_on(
     assert (
         error.draw.seed == 101 and error.run_class == "error" and "kafka-1 exited during start-up" in str(error.error)
     )
-    assert discarded == ["x"]
+    # the cluster is stopped with its logs kept in the run's folder (why the broker would not start)
+    assert discarded == [str(tmp_path / "c" / "20261207T000000-plain-101-abcdef" / "logs")]
     assert "1 harness error(s): seed(s) 101" in report.line()
     written = json.loads((tmp_path / "c" / HUNT_FILE).read_text())
     assert [r.get("error") is not None for r in sorted(written["runs"], key=lambda r: r["draw"]["seed"])] == [
