@@ -40,8 +40,22 @@ from the consumer's queue inside ``consume()``, in order with the records:
   broker a partition is delegated to, but only once a second, too coarse to attribute records.
 - *resets*: a position librdkafka looked up itself (``Offset BEGINNING request for T [p]
   returned offset N``, or ``offset reset ... to cached BEGINNING offset offset N``) is a
-  ``RESET`` to N: ``auto.offset.reset`` after an out-of-range error, a missing committed offset,
-  and where ``seek_to_beginning`` landed (librdkafka resolves it lazily, as kafka-python does).
+  ``RESET`` to N once librdkafka's fetcher takes it up: ``auto.offset.reset`` after an
+  out-of-range error, a missing committed offset, and where ``seek_to_beginning`` landed
+  (librdkafka resolves it lazily, as kafka-python does). A looked-up offset only becomes the
+  partition's *next fetch start*; the fetcher restarts there only when its version barrier moved
+  or that start differs from the one it last started at (``rd_kafka_toppar_fetch_decide``), and
+  a lookup nothing asked for happens: the offset-query retry timer that an outdated ListOffsets
+  reply arms (e.g. after KIP-848's incremental revoke paused and resumed the partitions during
+  their first lookup) survives the next reply and fires ~500 ms later in the active state; its
+  reply is logged as a lookup but the fetcher goes on where it was. So the lookup is held until
+  the line that says where the fetcher goes: ``Partition T [p] start fetching at offset M`` (the
+  same step, when the partition turns active) or ``Topic T [p]: fetch decide: updating to
+  version V (was W) at offset M`` (the broker thread, when it was already active, before its
+  next Fetch): a ``RESET`` when M is the looked-up offset, nothing otherwise; a fetch at another
+  offset twice in a row, a seek, a fetch start or stop drop it too. Those lines (and the ones
+  that explain a lookup: offset replies, the offset-query timer, fetch-state changes) go to the
+  worker's log at INFO.
 - *KIP-320*: with a reset policy librdkafka (KIP-320 since 2.1.0) validates its position after a leader
   change and, when the log diverged below it, seeks to the divergence point itself, silently for
   the application; the only trace is its ``Seek T [p] to offset N (leader epoch E)`` line, with
@@ -349,10 +363,31 @@ _LOOKED_UP = re.compile(r"Offset \S+ request for (?P<topic>\S+) \[(?P<p>\d+)\] r
 _CACHED_RESET = re.compile(
     r"(?P<topic>\S+) \[(?P<p>\d+)\]: offset reset \(at .*\) to cached BEGINNING offset offset (?P<off>\d+)"
 )
+#: ``rd_kafka_toppar_set_fetch_state`` on turning active: the offset its next fetch uses
+_START_FETCHING = re.compile(r"Partition (?P<topic>\S+) \[(?P<p>\d+)\] start fetching at offset (?P<off>\S+) \(")
+#: ``rd_kafka_toppar_fetch_decide``: the fetcher (re)starts at its next fetch start
+_FETCH_DECIDE = re.compile(
+    r"Topic (?P<topic>\S+) \[(?P<p>\d+)\]: fetch decide: updating to version \d+ \(was -?\d+\) at offset (?P<off>\S+) \("
+)
+#: ``rd_kafka_toppar_fetch_start`` / ``_fetch_stop``: a new version barrier, any lookup before is moot
+_START_STOP = re.compile(r"(?:Start|Stopping) fetch for (?P<topic>\S+) \[(?P<p>\d+)\] in state")
 _SEEK = re.compile(
-    r"Seek (?P<topic>\S+) \[(?P<p>\d+)\] to offset (?P<off>\d+) \(leader epoch (?P<epoch>-?\d+)\) in state"
+    r"Seek (?P<topic>\S+) \[(?P<p>\d+)\] to offset (?P<off>\S+) \(leader epoch (?P<epoch>-?\d+)\) in state"
 )
 _TRUNCATED = re.compile(r"log truncation detected at .*: broker end offset is (?P<off>-?\d+)")
+#: the lines about a partition's position, kept in the worker's log at INFO (rare: a few per
+#: lookup, seek or rebalance; never the per-Fetch ones)
+_EVIDENCE = (
+    "request for ",
+    "offset reset (at ",
+    "start fetching at ",
+    "fetch decide: ",
+    "Seek ",
+    "fetch for ",
+    "Offset reply",
+    "offset query",
+    "changed fetch state",
+)
 
 
 class FetchSources(BaseFetchSources):
@@ -368,39 +403,116 @@ class FetchSources(BaseFetchSources):
 
 class LibrdkafkaLog:
     """The consumer's log sink (confluent-kafka's ``logger``: anything with ``log(level, msg,
-    *args)``): turns librdkafka's lines into fetch sources and position changes."""
+    *args)``): turns librdkafka's lines into fetch sources and position changes.
+
+    A reset is reported when librdkafka's fetcher takes the looked-up offset up, not when the
+    lookup is logged (the module docstring's *resets*): ``_unapplied`` holds each partition's
+    looked-up offset until then, with the number of fetches seen at another offset since."""
 
     def __init__(self, listener: ConsumerListener, sources: FetchSources) -> None:
         self.listener = listener
         self.sources = sources
+        self._unapplied: dict[TopicPartition, tuple[int, int]] = {}
 
     def log(self, level: int, msg: str, *args: Any) -> None:
         line = str(args[-1]) if args else str(msg)
-        if level >= logging.WARNING:  # librdkafka's own warnings (e.g. an offset reset and why)
+        warned = level >= logging.WARNING
+        if warned:  # librdkafka's own warnings (e.g. an offset reset and why)
             log.warning("librdkafka %s: %s", args[0] if args else "", line)
-        self.line(line)
+        self.line(line, warned=warned)
 
-    def line(self, line: str) -> None:
-        if "Fetch topic " in line:
+    def line(self, line: str, warned: bool = False) -> None:
+        if "Fetch topic " in line:  # the frequent one: every Fetch request, per partition
             m = _FETCH.search(line)
             if m:
                 tp = TopicPartition(m["topic"], int(m["p"]))
                 self.sources.note(tp, int(m["off"]), int(m["node"]))
-        elif "request for " in line:
+                if tp in self._unapplied:
+                    self._fetching(tp, int(m["off"]))
+            return
+        if not any(marker in line for marker in _EVIDENCE):
+            return
+        if not warned:
+            log.info("librdkafka: %s", line)
+        if "request for " in line:
             m = _LOOKED_UP.search(line)
             if m and int(m["off"]) >= 0:
-                self._moved(m["topic"], int(m["p"]), int(m["off"]), PositionReason.RESET)
+                self._looked_up(TopicPartition(m["topic"], int(m["p"])), int(m["off"]))
         elif "to cached BEGINNING" in line:
             m = _CACHED_RESET.search(line)
             if m:
-                self._moved(m["topic"], int(m["p"]), int(m["off"]), PositionReason.RESET)
+                self._looked_up(TopicPartition(m["topic"], int(m["p"])), int(m["off"]))
+        elif "start fetching at " in line:
+            m = _START_FETCHING.search(line)
+            if m:
+                self._starts_at(TopicPartition(m["topic"], int(m["p"])), m["off"])
+        elif "fetch decide: " in line:
+            m = _FETCH_DECIDE.search(line)
+            if m:
+                self._starts_at(TopicPartition(m["topic"], int(m["p"])), m["off"])
         elif "Seek " in line:
             m = _SEEK.search(line)
-            if m and int(m["epoch"]) >= 0:  # our own seeks carry no leader epoch
-                self._moved(m["topic"], int(m["p"]), int(m["off"]), PositionReason.TRUNCATION)
+            if m:
+                tp = TopicPartition(m["topic"], int(m["p"]))
+                self._forget(tp, "a seek")
+                # our own seeks carry no leader epoch; librdkafka's KIP-320 seek does
+                if m["off"].isdigit() and int(m["epoch"]) >= 0:
+                    self._moved(tp, int(m["off"]), PositionReason.TRUNCATION)
+        elif "fetch for " in line:
+            m = _START_STOP.search(line)
+            if m:
+                self._forget(TopicPartition(m["topic"], int(m["p"])), "a fetch start or stop")
 
-    def _moved(self, topic: str, partition: int, offset: int, reason: PositionReason) -> None:
-        self.listener.on_position_change(PositionChange(topic, partition, offset, reason))
+    def _looked_up(self, tp: TopicPartition, offset: int) -> None:
+        self._unapplied[tp] = (offset, 0)
+
+    def _starts_at(self, tp: TopicPartition, start: str) -> None:
+        """The fetcher's next fetch of ``tp`` is at ``start`` (librdkafka's offset text)."""
+        pending = self._unapplied.pop(tp, None)
+        if pending is None:
+            return
+        if start == str(pending[0]):
+            self._moved(tp, pending[0], PositionReason.RESET)
+        else:
+            log.info(
+                "%s [%d]: looked-up offset %d not taken up (the fetcher goes on at %s): no reset",
+                tp.topic,
+                tp.partition,
+                pending[0],
+                start,
+            )
+
+    def _fetching(self, tp: TopicPartition, offset: int) -> None:
+        """A Fetch of ``tp`` at ``offset`` while a lookup is unapplied. The broker thread decides
+        (and logs a restart) before each Fetch it builds, so a Fetch at another offset means the
+        lookup was not taken up, except once: when the lookup landed between that decision and
+        the Fetch it preceded."""
+        looked_up, others = self._unapplied[tp]
+        if offset == looked_up:
+            del self._unapplied[tp]
+            self._moved(tp, looked_up, PositionReason.RESET)
+        elif others:
+            del self._unapplied[tp]
+            log.info(
+                "%s [%d]: looked-up offset %d not taken up (fetching at %d): no reset",
+                tp.topic,
+                tp.partition,
+                looked_up,
+                offset,
+            )
+        else:
+            self._unapplied[tp] = (looked_up, 1)
+
+    def _forget(self, tp: TopicPartition, what: str) -> None:
+        pending = self._unapplied.pop(tp, None)
+        if pending is not None:
+            log.info(
+                "%s [%d]: looked-up offset %d superseded by %s: no reset", tp.topic, tp.partition, pending[0], what
+            )
+
+    def _moved(self, tp: TopicPartition, offset: int, reason: PositionReason) -> None:
+        log.info("%s [%d]: position change to %d (%s)", tp.topic, tp.partition, offset, reason.value)
+        self.listener.on_position_change(PositionChange(tp.topic, tp.partition, offset, reason))
 
 
 def _first_or_merged(
@@ -411,6 +523,19 @@ def _first_or_merged(
     if isinstance(have, TruncationSignal) and isinstance(found, TruncationSignal):
         return TruncationSignal({**have.divergent, **found.divergent}, have.error)
     return have if have is not None else found
+
+
+def _log_at_info() -> None:
+    """Let this module's INFO lines reach the worker's log. The worker configures no logging
+    (its stderr is its log, where Python's last-resort handler writes warnings only), so the
+    module's logger gets a stderr handler at INFO; a process that configured logging (a test
+    run) keeps its own."""
+    if log.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler()  # sys.stderr, the worker's log
+    handler.setFormatter(logging.Formatter("%(created).3f %(levelname)s %(name)s: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
 
 
 def consumer_config(settings: ConsumerSettings) -> dict[str, Any]:
@@ -440,6 +565,7 @@ class ConfluentConsumer:
         self.settings = settings
         self.listener = listener
         self.sources = FetchSources()
+        _log_at_info()
         self.log = LibrdkafkaLog(listener, self.sources)
         self._consumer = ck.Consumer({**consumer_config(settings), "logger": self.log})
         self._pending: dict[TopicPartition, int] | None = None  # assigned, not yet started

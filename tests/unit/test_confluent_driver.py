@@ -4,6 +4,7 @@ librdkafka log lines that carry the serving broker, resets and KIP-320 seeks are
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 from typing import Any
@@ -142,25 +143,289 @@ def test_fetch_lines_name_the_serving_broker() -> None:
     assert sources.source_of(TopicPartition("t-1", 1), 5) is None
 
 
-def test_resets_and_library_seeks_are_position_changes() -> None:
+# librdkafka's debug lines as its format strings make them (src/rdkafka_partition.c,
+# rdkafka_offset.c, rdkafka_fetcher.c); "[thrd:...]: " and a broker's "host:port/id: " lead them
+B1 = "127.0.0.1:29092/1"
+B2 = "127.0.0.1:29093/2"
+
+
+def _pos(offset: int | str, epoch: int) -> str:  # rd_kafka_fetch_pos2str
+    return f"offset {offset} (leader epoch {epoch})"
+
+
+def start_fetch(topic: str, p: int, state: str, offset: int | str, version: int) -> str:
+    return f"[thrd:main]: Start fetch for {topic} [{p}] in state {state} at {_pos(offset, -1)} (v{version})"
+
+
+def stop_fetch(topic: str, p: int, state: str, version: int) -> str:
+    return f"[thrd:main]: Stopping fetch for {topic} [{p}] in state {state} (v{version})"
+
+
+def offset_reset(topic: str, p: int, at: int | str, broker: int, to: str, reason: str, err: str) -> str:
+    """``to``: ``offset BEGINNING (leader epoch -1)`` (to be looked up) or ``cached BEGINNING
+    offset offset N (leader epoch -1)``."""
+    return f"[thrd:main]: {topic} [{p}]: offset reset (at {_pos(at, -1)}, broker {broker}) to {to}: {reason}: {err}"
+
+
+def query_timer(topic: str, p: int, reason: str) -> str:  # rd_kafka_toppar_offset_retry
+    return f"[thrd:main]: {topic} [{p}]: {reason}: (re)starting offset query timer for {_pos('BEGINNING', -1)}"
+
+
+def timed_query(topic: str, p: int, state: str) -> str:
+    return f"[thrd:main]: Topic {topic} [{p}]: timed offset query for {_pos('BEGINNING', -1)} in state {state}"
+
+
+def querying(topic: str, p: int, opv: int) -> str:
+    return f"[thrd:main]: {B1}: Partition {topic} [{p}]: querying for logical offset BEGINNING (opv {opv})"
+
+
+def state(topic: str, p: int, old: str, new: str) -> str:
+    return f"[thrd:main]: Partition {topic} [{p}] changed fetch state {old} -> {new}"
+
+
+def offset_reply(topic: str, p: int, version: int, current: int) -> str:
+    return f"[thrd:main]: {B1}: Offset reply for topic {topic} [{p}] (v{version} vs v{current})"
+
+
+def outdated_reply(topic: str, p: int, version: int) -> str:
+    return f"[thrd:main]: {B1}: Offset reply error for topic {topic} [{p}] (v{version}, Local: Outdated): "
+
+
+def looked_up(topic: str, p: int, offset: int, epoch: int) -> str:
+    return (
+        f"[thrd:main]: Offset BEGINNING request for {topic} [{p}] returned offset {offset} ({offset}) "
+        f"leader epoch {epoch}"
+    )
+
+
+def start_fetching(topic: str, p: int, offset: int, epoch: int) -> str:
+    return f"[thrd:main]: Partition {topic} [{p}] start fetching at {_pos(offset, epoch)}"
+
+
+def fetch_decide(topic: str, p: int, version: int, was: int, at: str, was_at: str) -> str:
+    return (
+        f"[thrd:{B2}]: Topic {topic} [{p}]: fetch decide: updating to version {version} (was {was}) "
+        f"at {at} (was {was_at})"
+    )
+
+
+def fetch(topic: str, p: int, offset: int, version: int) -> str:
+    return (
+        f"[thrd:{B2}]: {B2}: Fetch topic {topic} [{p}] at offset {offset} "
+        f"(leader epoch 0, current leader epoch 0, v{version})"
+    )
+
+
+def seek(topic: str, p: int, offset: int | str, epoch: int, version: int) -> str:
+    return f"[thrd:main]: Seek {topic} [{p}] to {_pos(offset, epoch)} in state active (v{version})"
+
+
+def feed(lines: list[str]) -> list[PositionChange]:
     changes = Changes()
     log = LibrdkafkaLog(changes, FetchSources())
-    log.line("[thrd:main]: Offset BEGINNING request for t [0] returned offset 7 (7) leader epoch -1")
-    log.line(
-        "[thrd:main]: t [1]: offset reset (at offset 90 (leader epoch -1), broker 2) to cached BEGINNING offset "
-        "offset 4 (leader epoch -1): fetch failed due to requested offset not available on the broker: "
-        "Broker: Offset out of range"
-    )
-    # KIP-320: librdkafka's own seek to the divergence point carries the end offset's epoch
-    log.line("[thrd:main]: Seek t [2] to offset 40 (leader epoch 5) in state active (v6)")
-    # the driver's own seeks carry no epoch: recorded by the workload, not here
-    log.line("[thrd:main]: Seek t [2] to offset 0 (leader epoch -1) in state active (v7)")
-    log.line("[thrd:main]: Seek t [2] to offset BEGINNING (leader epoch -1) in state active (v8)")
-    assert changes.seen == [
+    for line in lines:
+        log.line(line)
+    return changes.seen
+
+
+def test_resets_and_library_seeks_are_position_changes() -> None:
+    no_offset = "no previously committed offset available"
+    out_of_range = "fetch failed due to requested offset not available on the broker"
+    assert feed(
+        [
+            # a missing committed offset: auto.offset.reset looks BEGINNING up, the partition
+            # turns active there
+            start_fetch("t", 0, "stopped", "INVALID", 3),
+            offset_reset("t", 0, "INVALID", -1, _pos("BEGINNING", -1), no_offset, "Local: No offset stored"),
+            state("t", 0, "stopped", "offset-query"),
+            querying("t", 0, 3),
+            state("t", 0, "offset-query", "offset-wait"),
+            offset_reply("t", 0, 3, 3),
+            looked_up("t", 0, 7, 2),
+            state("t", 0, "offset-wait", "active"),
+            start_fetching("t", 0, 7, 2),
+            fetch_decide("t", 0, 3, 0, _pos(7, 2), _pos("INVALID", -1)),
+            fetch("t", 0, 7, 3),
+            # out of range while active: the log start cached from the last Fetch, taken up by
+            # the broker thread's next decision (no state change, no "start fetching" line)
+            offset_reset(
+                "t", 1, 90, 2, "cached BEGINNING offset " + _pos(4, -1), out_of_range, "Broker: Offset out of range"
+            ),
+            fetch_decide("t", 1, 6, 6, _pos(4, -1), _pos("INVALID", -1)),
+            fetch("t", 1, 4, 6),
+            # KIP-320: librdkafka's own seek to the divergence point carries the end offset's epoch
+            seek("t", 2, 40, 5, 6),
+            # the driver's own seeks carry no epoch: recorded by the workload, not here
+            seek("t", 2, 0, -1, 7),
+            seek("t", 2, "BEGINNING", -1, 8),
+        ]
+    ) == [
         PositionChange("t", 0, 7, PositionReason.RESET),
         PositionChange("t", 1, 4, PositionReason.RESET),
         PositionChange("t", 2, 40, PositionReason.TRUNCATION),
     ]
+
+
+def test_an_out_of_range_reset_is_reported_whichever_thread_logs_first() -> None:
+    """An out-of-range Fetch invalidates the fetch position in the broker thread and hands the
+    reset to the main thread: the broker thread may restart at the old start first."""
+    reason = "fetch failed due to requested offset not available on the broker"
+    to_cached = "cached BEGINNING offset " + _pos(4, -1)
+    warning = offset_reset("t", 0, 90, 2, to_cached, reason, "Broker: Offset out of range")
+    # the old start was elsewhere: a second decision takes the reset up
+    assert feed(
+        [
+            fetch_decide("t", 0, 6, 6, _pos(0, 0), _pos("INVALID", -1)),
+            warning,
+            fetch_decide("t", 0, 6, 6, _pos(4, -1), _pos(0, 0)),
+            fetch("t", 0, 4, 6),
+        ]
+    ) == [PositionChange("t", 0, 4, PositionReason.RESET)]
+    # the old start is the log start: no second decision, the next Fetch is there
+    assert feed([fetch_decide("t", 0, 6, 6, _pos(4, 0), _pos("INVALID", -1)), warning, fetch("t", 0, 4, 6)]) == [
+        PositionChange("t", 0, 4, PositionReason.RESET)
+    ]
+    # librdkafka logs this reset as a warning: it counts through ``log`` as through ``line``
+    changes = Changes()
+    log = LibrdkafkaLog(changes, FetchSources())
+    log.log(30, "%s [%s] %s", "OFFSET", "rdkafka#consumer-1", warning)
+    log.log(10, "%s [%s] %s", "FETCHDEC", "rdkafka#consumer-1", fetch_decide("t", 0, 6, 6, _pos(4, -1), _pos(90, 0)))
+    assert changes.seen == [PositionChange("t", 0, 4, PositionReason.RESET)]
+
+
+def test_seek_to_beginning_is_where_the_fetcher_restarts() -> None:
+    """librdkafka resolves ``seek_to_beginning`` lazily: from the log start cached by the last
+    Fetch (the partition stays active) or by a lookup (it waits for the reply)."""
+    update = ("update", "Success")
+    assert feed(
+        [
+            seek("t", 0, "BEGINNING", -1, 8),
+            offset_reset("t", 0, "BEGINNING", -1, "cached BEGINNING offset " + _pos(4, -1), *update),
+            fetch_decide("t", 0, 8, 7, _pos(4, -1), _pos(30, 0)),
+            fetch("t", 0, 4, 8),
+        ]
+    ) == [PositionChange("t", 0, 4, PositionReason.RESET)]
+    assert feed(
+        [
+            seek("t", 0, "BEGINNING", -1, 8),
+            offset_reset("t", 0, "BEGINNING", -1, _pos("BEGINNING", -1), *update),
+            state("t", 0, "active", "offset-query"),
+            querying("t", 0, 8),
+            state("t", 0, "offset-query", "offset-wait"),
+            offset_reply("t", 0, 8, 8),
+            looked_up("t", 0, 4, 0),
+            state("t", 0, "offset-wait", "active"),
+            start_fetching("t", 0, 4, 0),
+            fetch_decide("t", 0, 8, 7, _pos(4, 0), _pos(30, 0)),
+            fetch("t", 0, 4, 8),
+        ]
+    ) == [PositionChange("t", 0, 4, PositionReason.RESET)]
+
+
+def test_a_lookup_the_fetcher_does_not_take_up_is_no_reset(caplog: pytest.LogCaptureFixture) -> None:
+    """hunt night-2h-b, group-2317 (Kafka 4.2.2, confluent-kafka 2.16.1, KIP-848): consumer-1
+    read p0 on from 165 after a ``reset`` to 0 it reported at 4.209 s. p0 was looking BEGINNING
+    up when KIP-848's incremental revoke of p1 and p2 paused (v4) and resumed (v5) every assigned
+    partition; the resume asked again, the first reply came back outdated and re-armed the
+    offset-query timer (500 ms), which the second reply did not stop: it fired in the active
+    state and its lookup, the same offset 0 at the same leader epoch, left the fetcher where it
+    was (``rd_kafka_toppar_fetch_decide`` restarts only on a new version or a new start)."""
+    caplog.set_level(logging.INFO, logger=LibrdkafkaLog.__module__)
+    topic = "hunt-2317"
+    lines = [
+        start_fetch(topic, 0, "stopped", "INVALID", 3),
+        offset_reset(
+            topic,
+            0,
+            "INVALID",
+            -1,
+            _pos("BEGINNING", -1),
+            "no previously committed offset available",
+            "Local: No offset stored",
+        ),
+        query_timer(topic, 0, "backoff"),
+        state(topic, 0, "stopped", "offset-query"),
+        timed_query(topic, 0, "offset-query"),
+        querying(topic, 0, 3),
+        state(topic, 0, "offset-query", "offset-wait"),
+        # the incremental revoke's pause (v4) and resume (v5): the resume looks up again
+        offset_reset(topic, 0, "INVALID", -1, _pos("BEGINNING", -1), "update", "Success"),
+        state(topic, 0, "offset-wait", "offset-query"),
+        querying(topic, 0, 5),
+        state(topic, 0, "offset-query", "offset-wait"),
+        offset_reply(topic, 0, 3, 5),
+        outdated_reply(topic, 0, 3),
+        query_timer(topic, 0, "outdated offset response"),
+        state(topic, 0, "offset-wait", "offset-query"),
+        offset_reply(topic, 0, 5, 5),
+        looked_up(topic, 0, 0, 0),
+        state(topic, 0, "offset-query", "active"),
+        start_fetching(topic, 0, 0, 0),  # 3.636 s: the reset, taken up
+        fetch_decide(topic, 0, 5, 0, _pos(0, 0), _pos("INVALID", -1)),
+        fetch(topic, 0, 0, 5),
+        fetch(topic, 0, 129, 5),
+        fetch(topic, 0, 165, 5),
+        # ~500 ms after the outdated reply: the timer nobody stopped
+        timed_query(topic, 0, "active"),
+        querying(topic, 0, 5),
+        state(topic, 0, "active", "offset-wait"),
+        offset_reply(topic, 0, 5, 5),
+        looked_up(topic, 0, 0, 0),  # 4.209 s: reported as a reset before
+        state(topic, 0, "offset-wait", "active"),
+        start_fetching(topic, 0, 165, 0),
+        fetch(topic, 0, 165, 5),
+        fetch(topic, 0, 181, 5),
+    ]
+    assert feed(lines) == [PositionChange(topic, 0, 0, PositionReason.RESET)]
+    logged = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert sum(looked_up(topic, 0, 0, 0) in m for m in logged) == 2  # the evidence stays in the log
+    assert any(start_fetching(topic, 0, 165, 0) in m for m in logged)
+    assert any("looked-up offset 0 not taken up (the fetcher goes on at 165)" in m for m in logged)
+    assert not any("Fetch topic" in m for m in logged)  # never the per-Fetch lines
+
+
+def test_a_lookup_without_a_decision_ends_at_the_second_fetch_elsewhere() -> None:
+    """A reply applied to a partition already active (two lookups in flight) turns nothing
+    active: the broker thread's decision or its Fetches say. One Fetch at the old offset may
+    come between the lookup and the decision that takes it up (the lookup landed between the
+    broker thread's decision and the Fetch it was building), a second one may not."""
+    taken_up = [looked_up("t", 0, 0, 1), fetch("t", 0, 165, 5), fetch_decide("t", 0, 5, 5, _pos(0, 1), _pos(181, 0))]
+    assert feed(taken_up) == [PositionChange("t", 0, 0, PositionReason.RESET)]
+    left = [looked_up("t", 0, 0, 0), fetch("t", 0, 165, 5), fetch("t", 0, 181, 5)]
+    # a later restart at 0 (pause and resume with the stale start) has no lookup of its own
+    assert feed([*left, fetch_decide("t", 0, 6, 5, _pos(0, 0), _pos(197, 0))]) == []
+
+
+def test_a_lookup_a_seek_or_a_stop_overtakes_is_no_reset() -> None:
+    for overtaking in (
+        seek("t", 0, 0, -1, 6),
+        start_fetch("t", 0, "active", 0, 6),
+        stop_fetch("t", 0, "active", 6),
+    ):
+        assert feed([looked_up("t", 0, 0, 0), overtaking, fetch_decide("t", 0, 6, 5, _pos(0, -1), _pos(9, 0))]) == []
+
+
+def test_the_evidence_reaches_the_workers_log(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The worker configures no logging: its stderr is its log, where Python's last-resort
+    handler writes warnings only; the consumer gives the driver's logger a handler at INFO."""
+    driver_log = logging.getLogger(LibrdkafkaLog.__module__)
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    monkeypatch.setattr(driver_log, "handlers", [])
+    level = driver_log.level
+    try:
+        consumer = ConfluentConsumer(ck, ConsumerSettings(NOWHERE, "c"), Changes())
+        try:
+            consumer.log.line(looked_up("t", 0, 0, 0))
+            consumer.log.line(fetch("t", 0, 165, 5))
+        finally:
+            consumer.close()
+    finally:
+        driver_log.setLevel(level)  # (setLevel, not an attribute: it clears the loggers' caches)
+    err = capsys.readouterr().err
+    assert f"INFO {LibrdkafkaLog.__module__}: librdkafka: {looked_up('t', 0, 0, 0)}" in err
+    assert "Fetch topic" not in err
 
 
 class _ErrorMessage:
