@@ -37,7 +37,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -48,35 +47,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// settings: ProducerSettings and ConsumerSettings of harness/clients/base.py, as the harness
-// writes them (one struct: the fields of both).
-type settings struct {
-	Bootstrap            []string        `json:"bootstrap"`
-	ClientID             string          `json:"client_id"`
-	Acks                 json.RawMessage `json:"acks"`
-	Idempotence          bool            `json:"idempotence"`
-	Retries              int             `json:"retries"`
-	RequestTimeoutMs     int64           `json:"request_timeout_ms"`
-	DeliveryTimeoutMs    int64           `json:"delivery_timeout_ms"`
-	LingerMs             int64           `json:"linger_ms"`
-	MaxInFlight          int             `json:"max_in_flight"`
-	TransactionalID      *string         `json:"transactional_id"`
-	TransactionTimeoutMs int64           `json:"transaction_timeout_ms"`
-	Security             struct {
-		Protocol string `json:"protocol"`
-	} `json:"security"`
-	ClientRack       *string `json:"client_rack"`
-	GroupID          *string `json:"group_id"`
-	AutoOffsetReset  string  `json:"auto_offset_reset"`
-	MaxPollRecords   int     `json:"max_poll_records"`
-	MetadataMaxAgeMs int64   `json:"metadata_max_age_ms"`
-	FetchMaxWaitMs   int64   `json:"fetch_max_wait_ms"`
-	IsolationLevel   string  `json:"isolation_level"`
-	SessionTimeoutMs *int64  `json:"session_timeout_ms"`
-	GroupProtocol    string  `json:"group_protocol"`
-	// KIP-848's server-side assignor (uniform or range; none: the broker's first)
-	GroupRemoteAssignor *string `json:"group_remote_assignor"`
-}
+// settings are the neutral settings (protocol.Settings), mapped to franz-go's options below.
+type settings struct{ protocol.Settings }
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 
@@ -107,7 +79,7 @@ func (s *settings) producerOpts() ([]kgo.Opt, error) {
 			opts = append(opts, kgo.TransactionTimeout(ms(s.TransactionTimeoutMs)))
 		}
 	}
-	acks := strings.Trim(string(s.Acks), `"`)
+	acks := s.AcksText()
 	switch acks {
 	case "all", "-1", "":
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -554,17 +526,6 @@ func (c *consumer) logStart(topic string, partition int32) (int64, error) {
 	return 0, fmt.Errorf("ListOffsets answered nothing for %s-%d", topic, partition)
 }
 
-type part struct {
-	Topic     string   `json:"topic"`
-	Partition int32    `json:"partition"`
-	Replica   *int32   `json:"replica"`
-	Offsets   []int64  `json:"offsets"`
-	Values    []string `json:"values"`
-	Epochs    []any    `json:"epochs"`
-	next      int64
-	epoch     int32
-}
-
 func (c *consumer) poll(timeoutMs int64) (map[string]any, error) {
 	if c.cl == nil {
 		return nil, errors.New("poll before assign or subscribe")
@@ -593,52 +554,14 @@ func (c *consumer) poll(timeoutMs int64) (map[string]any, error) {
 			protocol.Logf("fetch error on %s-%d: %v", topic, partition, err)
 		}
 	})
-	var parts []*part
-	index := map[[3]int64]*part{}
-	keys := map[string]int64{}
+	var parts protocol.Parts
 	fetches.EachRecord(func(r *kgo.Record) {
-		replica := c.served.take(r)
-		tk, ok := keys[r.Topic]
-		if !ok {
-			tk = int64(len(keys))
-			keys[r.Topic] = tk
-		}
-		key := [3]int64{tk, int64(r.Partition), int64(replica)}
-		p := index[key]
-		if p == nil {
-			p = &part{Topic: r.Topic, Partition: r.Partition, next: -1}
-			if replica >= 0 {
-				rep := replica
-				p.Replica = &rep
-			}
-			index[key] = p
-			parts = append(parts, p)
-		}
-		if n := len(p.Offsets); n > 0 && p.next == r.Offset {
-			p.Offsets[n-1]++
-		} else {
-			p.Offsets = append(p.Offsets, r.Offset, 1)
-		}
-		p.next = r.Offset + 1
-		if n := len(p.Epochs); n > 0 && p.epoch == r.LeaderEpoch {
-			p.Epochs[n-1] = p.Epochs[n-1].(int) + 1
-		} else {
-			var e any = r.LeaderEpoch
-			if r.LeaderEpoch < 0 {
-				e = nil
-			}
-			p.Epochs = append(p.Epochs, e, 1)
-		}
-		p.epoch = r.LeaderEpoch
-		p.Values = append(p.Values, string(r.Value))
+		parts.Add(r.Topic, r.Partition, c.served.take(r), r.Offset, r.LeaderEpoch, string(r.Value))
 		c.mu.Lock()
 		c.positions[protocol.TopicPartition{Topic: r.Topic, Partition: r.Partition}] = r.Offset + 1
 		c.mu.Unlock()
 	})
-	if parts == nil {
-		parts = []*part{}
-	}
-	return map[string]any{"parts": parts}, nil
+	return map[string]any{"parts": parts.List()}, nil
 }
 
 // lossReason says how franz-go moved a position it reported as lost data: "truncation" when it

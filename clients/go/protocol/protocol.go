@@ -150,6 +150,113 @@ type Command struct {
 	Values    []string          `json:"values"`
 }
 
+// Settings are the library-neutral ProducerSettings and ConsumerSettings of
+// harness/client_common.py as the harness writes them in a worker's first line (one struct: the
+// fields of both). A worker embeds it in a type of its own, which maps it to its library.
+type Settings struct {
+	Bootstrap            []string        `json:"bootstrap"`
+	ClientID             string          `json:"client_id"`
+	Acks                 json.RawMessage `json:"acks"`
+	Idempotence          bool            `json:"idempotence"`
+	Retries              int             `json:"retries"`
+	RequestTimeoutMs     int64           `json:"request_timeout_ms"`
+	DeliveryTimeoutMs    int64           `json:"delivery_timeout_ms"`
+	LingerMs             int64           `json:"linger_ms"`
+	MaxInFlight          int             `json:"max_in_flight"`
+	TransactionalID      *string         `json:"transactional_id"`
+	TransactionTimeoutMs int64           `json:"transaction_timeout_ms"`
+	Security             struct {
+		Protocol string `json:"protocol"`
+	} `json:"security"`
+	ClientRack       *string `json:"client_rack"`
+	GroupID          *string `json:"group_id"`
+	AutoOffsetReset  string  `json:"auto_offset_reset"`
+	MaxPollRecords   int     `json:"max_poll_records"`
+	MetadataMaxAgeMs int64   `json:"metadata_max_age_ms"`
+	FetchMaxWaitMs   int64   `json:"fetch_max_wait_ms"`
+	IsolationLevel   string  `json:"isolation_level"`
+	SessionTimeoutMs *int64  `json:"session_timeout_ms"`
+	GroupProtocol    string  `json:"group_protocol"`
+	// KIP-848's server-side assignor (uniform or range; none: the broker's first)
+	GroupRemoteAssignor *string `json:"group_remote_assignor"`
+}
+
+// AcksText is the acks setting as text: "all", "-1", "1", "0", or "" when unset (the harness
+// writes a number or a string).
+func (s *Settings) AcksText() string { return strings.Trim(string(s.Acks), `"`) }
+
+// Part is one entry of a poll reply: a partition's records served by one replica (nil: not
+// known), offsets as runs of consecutive offsets ([first, count, ...]), leader epochs as runs of
+// one epoch ([epoch or null, count, ...]), one value a record (docs/adding-a-client.md).
+type Part struct {
+	Topic     string   `json:"topic"`
+	Partition int32    `json:"partition"`
+	Replica   *int32   `json:"replica"`
+	Offsets   []int64  `json:"offsets"`
+	Values    []string `json:"values"`
+	Epochs    []any    `json:"epochs"`
+	next      int64
+	epoch     int32
+}
+
+type partKey struct {
+	topic     string
+	partition int32
+	replica   int32
+}
+
+// Parts builds a poll reply's parts from records in the order they came.
+type Parts struct {
+	list  []*Part
+	index map[partKey]*Part
+}
+
+// Add appends a record: its serving replica (-1: not known) and leader epoch (-1: none).
+func (ps *Parts) Add(topic string, partition, replica int32, offset int64, epoch int32, value string) {
+	key := partKey{topic, partition, replica}
+	p := ps.index[key]
+	if p == nil {
+		if ps.index == nil {
+			ps.index = map[partKey]*Part{}
+		}
+		p = &Part{Topic: topic, Partition: partition, next: -1}
+		if replica >= 0 {
+			rep := replica
+			p.Replica = &rep
+		}
+		ps.index[key] = p
+		ps.list = append(ps.list, p)
+	}
+	if n := len(p.Offsets); n > 0 && p.next == offset {
+		p.Offsets[n-1]++
+	} else {
+		p.Offsets = append(p.Offsets, offset, 1)
+	}
+	p.next = offset + 1
+	if epoch < 0 {
+		epoch = -1
+	}
+	if n := len(p.Epochs); n > 0 && p.epoch == epoch {
+		p.Epochs[n-1] = p.Epochs[n-1].(int) + 1
+	} else {
+		var e any = epoch
+		if epoch < 0 {
+			e = nil
+		}
+		p.Epochs = append(p.Epochs, e, 1)
+	}
+	p.epoch = epoch
+	p.Values = append(p.Values, value)
+}
+
+// List is the parts so far (an empty list, never nil: the reply's "parts" is a JSON array).
+func (ps *Parts) List() []*Part {
+	if ps.list == nil {
+		return []*Part{}
+	}
+	return ps.list
+}
+
 // TopicPartition is a partition by topic name.
 type TopicPartition struct {
 	Topic     string `json:"topic"`

@@ -217,16 +217,6 @@ func (c *consumer) seek(tp protocol.TopicPartition, offset int64) error {
 
 // --- poll ----------------------------------------------------------------------------------
 
-type part struct {
-	Topic     string   `json:"topic"`
-	Partition int32    `json:"partition"`
-	Replica   *int32   `json:"replica"`
-	Offsets   []int64  `json:"offsets"`
-	Values    []string `json:"values"`
-	Epochs    []any    `json:"epochs"`
-	next      int64
-}
-
 // poll returns up to max_poll_records records available by the timeout: as soon as it has some
 // and no more are there at once. Called with c.stream held (Handle), which it leaves only while
 // it waits for records.
@@ -326,45 +316,15 @@ func (c *consumer) event(r *record) {
 
 // reply is a poll's parts: one entry per partition and serving broker, offsets as runs, and
 // epochs as runs of null (Sarama's ConsumerMessage carries no leader epoch).
-func (c *consumer) reply(got []*sarama.ConsumerMessage) []*part {
-	parts := []*part{}
-	index := map[[3]int64]*part{}
-	keys := map[string]int64{}
+func (c *consumer) reply(got []*sarama.ConsumerMessage) []*protocol.Part {
+	var parts protocol.Parts
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range got {
-		replica := c.served.take(m)
-		tk, ok := keys[m.Topic]
-		if !ok {
-			tk = int64(len(keys))
-			keys[m.Topic] = tk
-		}
-		key := [3]int64{tk, int64(m.Partition), int64(replica)}
-		p := index[key]
-		if p == nil {
-			p = &part{Topic: m.Topic, Partition: m.Partition, next: -1}
-			if replica >= 0 {
-				rep := replica
-				p.Replica = &rep
-			}
-			index[key] = p
-			parts = append(parts, p)
-		}
-		if n := len(p.Offsets); n > 0 && p.next == m.Offset {
-			p.Offsets[n-1]++
-		} else {
-			p.Offsets = append(p.Offsets, m.Offset, 1)
-		}
-		p.next = m.Offset + 1
-		if n := len(p.Epochs); n > 0 {
-			p.Epochs[n-1] = p.Epochs[n-1].(int) + 1
-		} else {
-			p.Epochs = append(p.Epochs, nil, 1)
-		}
-		p.Values = append(p.Values, string(m.Value))
+		parts.Add(m.Topic, m.Partition, c.served.take(m), m.Offset, -1, string(m.Value))
 		c.positions[protocol.TopicPartition{Topic: m.Topic, Partition: m.Partition}] = m.Offset + 1
 	}
-	return parts
+	return parts.List()
 }
 
 // --- commit --------------------------------------------------------------------------------

@@ -34,7 +34,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"strings"
 	"time"
 
 	"highwater/protocol"
@@ -42,35 +41,9 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// settings: ProducerSettings and ConsumerSettings of harness/client_common.py, as the harness
-// writes them (one struct: the fields of both).
-type settings struct {
-	Bootstrap            []string        `json:"bootstrap"`
-	ClientID             string          `json:"client_id"`
-	Acks                 json.RawMessage `json:"acks"`
-	Idempotence          bool            `json:"idempotence"`
-	Retries              int             `json:"retries"`
-	RequestTimeoutMs     int64           `json:"request_timeout_ms"`
-	DeliveryTimeoutMs    int64           `json:"delivery_timeout_ms"`
-	LingerMs             int64           `json:"linger_ms"`
-	MaxInFlight          int             `json:"max_in_flight"`
-	TransactionalID      *string         `json:"transactional_id"`
-	TransactionTimeoutMs int64           `json:"transaction_timeout_ms"`
-	Security             struct {
-		Protocol string `json:"protocol"`
-	} `json:"security"`
-	ClientRack       *string `json:"client_rack"`
-	GroupID          *string `json:"group_id"`
-	AutoOffsetReset  string  `json:"auto_offset_reset"`
-	MaxPollRecords   int     `json:"max_poll_records"`
-	MetadataMaxAgeMs int64   `json:"metadata_max_age_ms"`
-	FetchMaxWaitMs   int64   `json:"fetch_max_wait_ms"`
-	IsolationLevel   string  `json:"isolation_level"`
-	SessionTimeoutMs *int64  `json:"session_timeout_ms"`
-	GroupProtocol    string  `json:"group_protocol"`
-	// KIP-848's server-side assignor: nothing to map (Sarama has no KIP-848)
-	GroupRemoteAssignor *string `json:"group_remote_assignor"`
-}
+// settings are the neutral settings (protocol.Settings), mapped to Sarama's Config below.
+// group_remote_assignor has nothing to map to: Sarama has no KIP-848.
+type settings struct{ protocol.Settings }
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 
@@ -115,7 +88,7 @@ func (s *settings) producerConfig() (*sarama.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	acks := strings.Trim(string(s.Acks), `"`)
+	acks := s.AcksText()
 	switch acks {
 	case "all", "-1", "":
 		cfg.Producer.RequiredAcks = sarama.WaitForAll
