@@ -33,7 +33,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -710,17 +709,10 @@ func firstCommitError(resp *kmsg.OffsetCommitResponse, err error) error {
 func main() { protocol.Serve(version(), start) }
 
 func start(cmd *protocol.Command, o *protocol.Out) (protocol.Role, error) {
-	var cfg struct {
-		Client   string   `json:"client"`
-		Settings settings `json:"settings"`
-	}
-	if err := json.Unmarshal(cmd.Config, &cfg); err != nil {
+	var s settings
+	if err := protocol.ReadSettings(cmd, "franz-go", &s); err != nil {
 		return nil, err
 	}
-	if cfg.Client != "franz-go" {
-		return nil, fmt.Errorf("no franz-go worker for client %s", cfg.Client)
-	}
-	s := cfg.Settings
 	switch cmd.Role {
 	case "producer":
 		opts, err := s.producerOpts()

@@ -181,6 +181,22 @@ type Settings struct {
 	GroupRemoteAssignor *string `json:"group_remote_assignor"`
 }
 
+// ReadSettings reads a worker's first line's config, {"client", "settings"}, into settings (the
+// worker's type embedding Settings), refusing a config written for another client.
+func ReadSettings(cmd *Command, client string, settings any) error {
+	var cfg struct {
+		Client   string          `json:"client"`
+		Settings json.RawMessage `json:"settings"`
+	}
+	if err := json.Unmarshal(cmd.Config, &cfg); err != nil {
+		return err
+	}
+	if cfg.Client != client {
+		return fmt.Errorf("no %s worker for client %s", client, cfg.Client)
+	}
+	return json.Unmarshal(cfg.Settings, settings)
+}
+
 // AcksText is the acks setting as text: "all", "-1", "1", "0", or "" when unset (the harness
 // writes a number or a string).
 func (s *Settings) AcksText() string { return strings.Trim(string(s.Acks), `"`) }

@@ -30,7 +30,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"log"
 	"os"
@@ -196,17 +195,10 @@ func (s *settings) consumerConfig() (*sarama.Config, error) {
 func main() { protocol.Serve(version(), start) }
 
 func start(cmd *protocol.Command, o *protocol.Out) (protocol.Role, error) {
-	var cfg struct {
-		Client   string   `json:"client"`
-		Settings settings `json:"settings"`
-	}
-	if err := json.Unmarshal(cmd.Config, &cfg); err != nil {
+	var s settings
+	if err := protocol.ReadSettings(cmd, "sarama", &s); err != nil {
 		return nil, err
 	}
-	if cfg.Client != "sarama" {
-		return nil, fmt.Errorf("no Sarama worker for client %s", cfg.Client)
-	}
-	s := cfg.Settings
 	switch cmd.Role {
 	case "producer":
 		sarama.Logger = saramaLog()
