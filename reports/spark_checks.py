@@ -444,6 +444,10 @@ def _general_groups() -> Column:
     return F.transform(parts, summary)
 
 
+#: a consumer's step (a poll's record or a position change) as the poll-continuity columns name it
+_STEP = ("run", "process", "topic", "partition", "index", "pos", "offset")
+
+
 def poll_steps(ev: DataFrame, groups: DataFrame) -> DataFrame:
     """Per poll group, the step into its first record (``expected``, ``has_prev``,
     ``prev_index``, ``cont``), from the chain of groups and position changes of one consumer
@@ -454,20 +458,7 @@ def poll_steps(ev: DataFrame, groups: DataFrame) -> DataFrame:
     moves = ev.filter(F.col("f").isin("assign", "seek") & F.col("type").isin("ok", "info")).select(
         "run", "process", "topic", "partition", "index", F.coalesce("offset", F.lit(-1)).cast("long").alias("offset")
     )
-    cols = [
-        "run",
-        "process",
-        "topic",
-        "partition",
-        "index",
-        "pos",
-        "offset",
-        "last_offset",
-        "kind",
-        "n",
-        "inner",
-        "replicas",
-    ]
+    cols = [*_STEP, "last_offset", "kind", "n", "inner", "replicas"]
     none = F.lit(None)
     specific = moves.filter(F.col("topic").isNotNull() & F.col("partition").isNotNull()).select(
         "run",
@@ -514,22 +505,7 @@ def poll_steps(ev: DataFrame, groups: DataFrame) -> DataFrame:
         .withColumn("expected", F.when(cont, F.col("prev_off") + 1).otherwise(start))
         .withColumn("has_prev", cont | (start >= 0))
         .withColumn("prev_index", F.when(F.col("has_prev"), F.col("prev_index")))
-        .select(
-            "run",
-            "process",
-            "topic",
-            "partition",
-            "index",
-            "pos",
-            "offset",
-            "expected",
-            "has_prev",
-            "prev_index",
-            "cont",
-            "n",
-            "inner",
-            "replicas",
-        )
+        .select(*_STEP, "expected", "has_prev", "prev_index", "cont", "n", "inner", "replicas")
     )
 
 

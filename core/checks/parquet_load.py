@@ -47,7 +47,7 @@ from highwater.core.checks.data import (
     idempotent,
     match_invokes,
 )
-from highwater.core.checks.parquet_txn import commit_events, send_txns, txn_events
+from highwater.core.checks.parquet_txn import EventColumns, commit_events, send_txns, txn_events
 from highwater.core.checks.txn_data import NO_OFFSET, TxnSends
 from highwater.core.history.format import value_text
 
@@ -366,17 +366,18 @@ def _txn_fast(b: _Builder, intern: _Interner, bt: _Batch) -> np.ndarray:
     """The batch's ``txn`` and ``commit`` events in the recorders' own form, folded in column by
     column (``core.checks.parquet_txn``); returns which rows were taken (the rest go to ``_rare``)."""
     vj = bt.column("value_json")
+    cols = EventColumns(bt.rows, bt.times, bt.procs, bt.type)
     taken = np.zeros(len(bt.rows), bool)
     idx = np.nonzero(bt.f == F_TXN)[0]
     if len(idx):
-        took = idx[txn_events(b.tx, vj, idx, bt.rows, bt.times, bt.procs, bt.type)]
+        took = idx[txn_events(b.tx, vj, idx, cols)]
         taken[took] = True
     idx = np.nonzero(bt.f == F_COMMIT)[0]
     if len(idx):
         at = pa.array(idx)
         tps = intern.tps(pc.take(bt.column("topic"), at), pc.take(bt.column("partition"), at))
         offsets = _np(pc.take(bt.column("offset"), at), NO_OFFSET, np.int64)
-        took = idx[commit_events(b.tx, vj, idx, bt.rows, bt.times, bt.procs, bt.type, tps, offsets)]
+        took = idx[commit_events(b.tx, vj, idx, cols, tps, offsets)]
         taken[took] = True
     return taken
 

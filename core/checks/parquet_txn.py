@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -99,15 +99,16 @@ def intern_names(strings: pa.Array, ids: Any) -> np.ndarray:
     return table[enc.indices.to_numpy(zero_copy_only=False)] if len(table) else np.zeros(0, np.int64)
 
 
-def txn_events(
-    tx: TxnCollector,
-    vj: pa.Array,
-    idx: np.ndarray,
-    rows: np.ndarray,
-    times: np.ndarray,
-    procs: np.ndarray,
-    types: np.ndarray,
-) -> np.ndarray:
+class EventColumns(NamedTuple):
+    """A batch's columns every folded event takes: its row, time, process and event type."""
+
+    rows: np.ndarray
+    times: np.ndarray
+    procs: np.ndarray
+    types: np.ndarray
+
+
+def txn_events(tx: TxnCollector, vj: pa.Array, idx: np.ndarray, cols: EventColumns) -> np.ndarray:
     """Fold the ``txn`` events at ``idx`` that have the recorders' form into ``tx``; returns
     which of ``idx`` were taken."""
     ops = np.full(len(idx), -1, np.int64)
@@ -124,20 +125,12 @@ def txn_events(
         taken[at] = True
     # one extend in file order: the collector then need not sort millions of rows at the end
     i = idx[taken]
-    tx.extend_txns(rows[i], times[i], procs[i], types[i], ops[taken], txn[taken])
+    tx.extend_txns(cols.rows[i], cols.times[i], cols.procs[i], cols.types[i], ops[taken], txn[taken])
     return taken
 
 
 def commit_events(
-    tx: TxnCollector,
-    vj: pa.Array,
-    idx: np.ndarray,
-    rows: np.ndarray,
-    times: np.ndarray,
-    procs: np.ndarray,
-    types: np.ndarray,
-    tps: np.ndarray,
-    offsets: np.ndarray,
+    tx: TxnCollector, vj: pa.Array, idx: np.ndarray, cols: EventColumns, tps: np.ndarray, offsets: np.ndarray
 ) -> np.ndarray:
     """Fold the ``commit`` events at ``idx`` that have one of the recorders' forms into ``tx``
     (``tps``/``offsets``: theirs, from the flat columns, -1 / NO_OFFSET when absent); returns
@@ -151,7 +144,9 @@ def commit_events(
             txn[at] = tx.txn_codes(_strings(fields["txn"]))
         taken[at] = True
     i = idx[taken]  # one extend in file order (see txn_events)
-    tx.extend_commits(rows[i], times[i], procs[i], types[i], group[taken], tps[taken], offsets[taken], txn[taken])
+    tx.extend_commits(
+        cols.rows[i], cols.times[i], cols.procs[i], cols.types[i], group[taken], tps[taken], offsets[taken], txn[taken]
+    )
     return taken
 
 
