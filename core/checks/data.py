@@ -212,6 +212,11 @@ class MetaObs:
     #: the leader's log start and local log start (KIP-405), observed on tiered runs only
     log_start: int | None = None
     local_start: int | None = None
+    #: each replica's log end offset as it answered (replica id, offset), where observed
+    leo: tuple[tuple[int, int], ...] = ()
+    #: when the event was written (``time`` is when its metadata was read): its HW and LEOs were
+    #: read by then
+    done: int = 0
 
 
 @dataclass(frozen=True)
@@ -582,10 +587,13 @@ class _Builder:
 
     def _meta(self, row: int, t: int, proc: int, v: Mapping[str, Any]) -> None:
         # an observation is as old as its metadata read, not as its (possibly late) event
+        done = t
         observed = v.get("observed_ns")
         if type(observed) is int and 0 <= observed <= t:
             t = observed
         isr = v.get("isr")
+        leo = v.get("leo")
+        leos = tuple((int(r), int(x)) for r, x in (leo.items() if isinstance(leo, dict) else ()) if type(x) is int)
         self.meta.append(
             MetaObs(
                 row,
@@ -598,6 +606,8 @@ class _Builder:
                 frozenset(int(b) for b in isr) if isinstance(isr, list) else None,
                 _opt_int(v.get("log_start")),
                 _opt_int(v.get("local_start")),
+                leos,
+                done,
             )
         )
 

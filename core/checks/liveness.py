@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from highwater.core.checks.data import OK, HistoryData, distinct
+from highwater.core.checks.data import OK, HistoryData, MetaObs, distinct
 from highwater.core.checks.derived import ROW_SHIFT, example
 from highwater.core.checks.quorum import disturbed, lost_until, voters
 from highwater.core.checks.stalls import (
@@ -261,6 +261,19 @@ def follower_fetch(h: HistoryData) -> Verdict:
 # -- isr-stability ----------------------------------------------------------------------------
 
 
+def stale_isr_claim(m: MetaObs, nxt: MetaObs | None, rb: int, leader: int | None) -> bool:
+    """Observation ``m`` names replica ``rb`` in the ISR, yet the leader's HW is past ``rb``'s log
+    end offset, which the next observation ``nxt`` finds unchanged: a leader's HW never passes the
+    LEO of a replica in its (maximal) ISR (Kafka's ``Partition.maybeIncrementLeaderHW``), so the
+    controller had removed ``rb`` by then and ``m``'s ISR came from a stale metadata image (a
+    broker cut off from the controller answers with the image it had, as HW-8's does). The same
+    leader throughout; an LEO still moving, or no next observation, proves nothing."""
+    if leader is None or m.leader != leader or m.hw is None or nxt is None:
+        return False
+    end, end_next = dict(m.leo).get(rb), dict(nxt.leo).get(rb)
+    return end is not None and end_next == end and m.hw > end
+
+
 def isr_stability(h: HistoryData) -> Verdict:
     """Bounds: leave = ``isr_leave_bound_ms`` = max(1.5·replica.lag.time.max, session timeout
     + heartbeat) + observe interval + slack; ``isr_slack_ms`` = leave − replica.lag.time.max;
@@ -273,7 +286,9 @@ def isr_stability(h: HistoryData) -> Verdict:
     ISR within leave: a violation is the first observation after the bound (still inside the
     window) showing it in the ISR, with no earlier one showing it out; with no observation
     after the bound, or the first one showing it out, it is unjudged unless an observation
-    within the bound already showed it out. A window not longer than leave is unjudged for it. (c) It, and
+    within the bound already showed it out; an observation naming it in the ISR while the
+    leader's HW is past its frozen log end (``stale_isr_claim``: a stale metadata image) shows it out
+    by the time it was written. A window not longer than leave is unjudged for it. (c) It, and
     any replica the observer saw leave the ISR during the fault (a slowed follower, a killed
     leader), is back in the ISR within rejoin after the heal is done (the heal's ``ok``: a
     killed broker has restarted), unless another fault on that replica's broker begins before
@@ -314,6 +329,11 @@ def isr_stability(h: HistoryData) -> Verdict:
         lost = lost_until(h, wins, quorum, back, back + bound)
         return (back if lost is None else max(back, lost)) + bound, lost
 
+    nexts = {id(a): b for obs in by_tp.values() for a, b in zip(obs, obs[1:])}
+
+    def stale(m: MetaObs, rb: int, leader: int | None) -> bool:
+        return stale_isr_claim(m, nexts.get(id(m)), rb, leader)
+
     for tp, obs in by_tp.items():
         for a, b in zip(obs, obs[1:]):
             if busy(wins, a.time, b.time, slack):
@@ -349,9 +369,9 @@ def isr_stability(h: HistoryData) -> Verdict:
                     # says nothing about where the follower was when the bound passed.
                     early = [m for m in obs if w.start <= m.time <= leave_by]
                     late = [m for m in obs if leave_by < m.time <= end]
-                    if any(rb not in (m.isr or ()) for m in early):
-                        judged += 1  # it left in time
-                    elif late and rb in (late[0].isr or ()):
+                    if any(rb not in (m.isr or ()) or (m.done <= leave_by and stale(m, rb, m0.leader)) for m in early):
+                        judged += 1  # it left in time (seen out, or the leader's HW past its frozen LEO)
+                    elif late and rb in (late[0].isr or ()) and not stale(late[0], rb, m0.leader):
                         judged += 1
                         stayed += 1
                         add(

@@ -215,3 +215,54 @@ def test_a_replica_still_killed_at_another_fault_s_heal_owes_its_return_from_its
     never = finalize_during_a_kill(-1)
     assert never.valid is False and never.counts["not_rejoined"] == 2
     assert {e["bound_ms"] for e in never.examples} == {200}
+
+
+def stale_isr_reader(hw_passes: bool) -> HistoryBuilder:
+    """kafka-1 cut off (a swallowing timeout on its replication and controller links, as the hunt's
+    seed 2340 drew it) while the observer keeps reading an ISR with it from a stale image: its LEO
+    frozen at 100; with ``hw_passes`` the leader's HW goes past it from the third observation on
+    (the controller removed it), else the HW waits at it (the leader still counts it in)."""
+    b = HistoryBuilder(BOUNDS, racks=RACKS)
+    b.meta(T, 0, leader=2, isr=[2, 3, 1], hw=100, leo={1: 100, 2: 100, 3: 100})
+    links = links_of("kafka-1", "controller") + links_of("kafka-1", "replication")
+    spec = "timeout --target broker:1 --direction upstream"
+    value = {"kind": "timeout", "targets": ["kafka-1"], "params": {"timeout": 0, "cuts_off": [1]}, "links": links}
+    b.event("nemesis", "info", "fault", {**value, "spec": spec, "direction": "upstream"})
+    for i in range(12):
+        b.advance(50)
+        hw = 100 + 10 * i if hw_passes and i >= 2 else 100
+        b.meta(T, 0, leader=2, isr=[2, 3, 1], hw=hw, leo={1: 100, 2: max(hw, 100), 3: max(hw, 100)})
+    b.heal("timeout", ["kafka-1"])
+    for _ in range(4):
+        b.advance(50)
+        b.meta(T, 0, leader=2, isr=[2, 3, 1], hw=300, leo={1: 300, 2: 300, 3: 300})
+    return b
+
+
+def test_an_isr_read_from_a_stale_image_does_not_convict_when_the_hw_passed_the_frozen_follower() -> None:
+    """The hunt's seed 2340 (Kafka 3.9.1): the leader's HW past the cut-off follower's frozen LEO
+    proves the controller had removed it, whatever ISR a stale broker answered (look-alike)."""
+    v = judge(stale_isr_reader(hw_passes=True))
+    assert v.counts["cut_off_stayed"] == 0 and v.valid is True, v.counts
+
+
+def test_a_cut_off_follower_the_hw_waits_for_still_stays_in_the_isr() -> None:
+    """The anomaly: the HW waits at the follower's LEO (the leader still counts it in) past the
+    bound: cut-off-stays-in-isr, as before."""
+    v = judge(stale_isr_reader(hw_passes=False))
+    assert v.valid is False and v.counts["cut_off_stayed"] == 1 and v.examples[0]["replica"] == 1
+
+
+def test_a_stale_isr_claim_needs_the_same_leader_a_frozen_leo_and_the_hw_past_it() -> None:
+    from highwater.core.checks.data import MetaObs
+    from highwater.core.checks.liveness import stale_isr_claim
+
+    def obs(hw: int, leo1: int, leader: int = 2) -> MetaObs:
+        return MetaObs(0, 0, 0, 0, hw, leader, 0, frozenset({1, 2, 3}), leo=((1, leo1), (2, hw)))
+
+    assert stale_isr_claim(obs(120, 100), obs(130, 100), 1, 2)
+    assert not stale_isr_claim(obs(120, 100), obs(130, 125), 1, 2)  # its LEO moved: a race, no proof
+    assert not stale_isr_claim(obs(120, 100), None, 1, 2)  # no next observation
+    assert not stale_isr_claim(obs(120, 100, leader=3), obs(130, 100), 1, 2)  # another leader's HW
+    assert not stale_isr_claim(obs(100, 100), obs(130, 100), 1, 2)  # HW at its LEO: it may be in
+    assert not stale_isr_claim(obs(120, 100), obs(130, 100), 3, 2)  # no LEO of that replica
