@@ -59,6 +59,11 @@ from highwater.harness.waiting import wait_until
 LEADER_WAIT_S = 30.0
 
 
+#: the worker roles a ``consumers`` target names: a group's or assign-mode consumer, and a share
+#: group's member (KIP-932; its workload starts it again after a kill, as a consumer's does)
+CONSUMER_ROLES = frozenset({"consumer", "share_consumer"})
+
+
 def natural_key(client_id: str) -> tuple[tuple[int, int | str], ...]:
     """``consumer-2`` before ``consumer-10``: digit runs compare as numbers."""
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", client_id) if p)
@@ -79,8 +84,8 @@ def select(target: ClientTarget, workers: Iterable[WorkerInfo]) -> list[str]:
     for w in workers:
         if what is TargetKind.CLIENT:
             hit = w.client_id == arg
-        elif what is TargetKind.CONSUMERS:
-            hit = w.role == "consumer" and (arg is None or w.rack == arg)
+        elif what is TargetKind.CONSUMERS:  # a share group's members are consumers too
+            hit = w.role in CONSUMER_ROLES and (arg is None or w.rack == arg)
         elif what is TargetKind.PRODUCERS:
             hit = w.role == "producer"
         else:  # GROUP, GROUP_LEADER, MEMBERS

@@ -97,3 +97,16 @@ def test_a_worker_that_classifies_its_outcomes_is_taken_at_its_word() -> None:
     assert stated_outcome("info", None, None) == SendOutcome.info("unknown error")
     with pytest.raises(WorkerError, match="'maybe'"):
         stated_outcome("maybe", None, "E")
+
+
+def test_consumers_name_a_share_group_s_members_too() -> None:
+    """A hunt's share run draws client faults on ``consumers`` (its members set no client.rack):
+    they must name the share consumers' workers (2026-12-07: a client-kill named none), never an
+    admin or a producer."""
+    share = [
+        WorkerInfo("producer-0", "producer", "java 4.4.0"),
+        WorkerInfo("consumer-0", "share_consumer", "java 4.4.0", None, "sg"),
+        WorkerInfo("consumer-1", "share_consumer", "java 4.4.0", None, "sg"),
+        WorkerInfo("share-admin", "share_admin", "java 4.4.0", None, "sg"),
+    ]
+    assert select(parse_target("consumers"), share) == ["consumer-0", "consumer-1"]  # type: ignore[arg-type]
