@@ -575,6 +575,29 @@ class PartitionWaits:
         assert rack is not None
         return rack
 
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        config: dict[str, str] | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        """Create a topic and wait until every partition has a leader and a full ISR (the
+        replication factor is 3, or the number of brokers when fewer). A backend may refuse the
+        name first (``_admit_topic``) and note what it created (``_topic_created``)."""
+        self._admit_topic(name)
+        rf = replication_factor or min(3, len(self.broker_ids))
+        self._create(name, partitions, rf, config, timeout)
+        self._topic_created(name)
+        self._wait_in_sync(name, partitions, rf, timeout)
+
+    def _admit_topic(self, name: str) -> None:
+        """Raise when this backend may not create ``name``; ours may create any topic."""
+
+    def _topic_created(self, name: str) -> None:
+        """Note that ``name`` was created here (an external cluster deletes its topics at stop)."""
+
     def _create(self, name: str, partitions: int, rf: int, config: dict[str, str] | None, timeout: float) -> None:
         """Create a topic, retried: right after boot kafka-python may know the controller's id
         before its metadata lists that broker (UnknownBrokerIdError); a retry may find it created."""

@@ -156,17 +156,10 @@ class ExternalCluster(PartitionWaits):
                 f"brokers {sorted(want)} answer through client rack {rack}'s bootstrap servers",
             )
 
-    def create_topic(
-        self,
-        name: str,
-        partitions: int = 1,
-        replication_factor: int | None = None,
-        config: dict[str, str] | None = None,
-        timeout: float = 60.0,
-    ) -> None:
-        """Create a topic and wait for its ISR. A topic that already exists is the operator's and
-        is refused (we would write into it and delete it); with a ``topic_prefix`` in the file, a
-        name without it is refused too. Every topic created here is deleted at ``stop``."""
+    def _admit_topic(self, name: str) -> None:
+        """A topic that already exists is the operator's and is refused (we would write into it
+        and delete it); with a ``topic_prefix`` in the file, a name without it is refused too.
+        Every topic created here is deleted at ``stop``."""
         prefix = self.file.topic_prefix
         if prefix and not name.startswith(prefix):
             raise ExternalClusterError(
@@ -178,8 +171,7 @@ class ExternalCluster(PartitionWaits):
                 f"topic {name!r} already exists on external cluster {self.file.name!r}; highwater only uses "
                 "topics it creates (delete it, or pick another prefix)"
             )
-        rf = replication_factor or min(3, len(self.broker_ids))
-        self._create(name, partitions, rf, config, timeout)
+
+    def _topic_created(self, name: str) -> None:
         if name not in self.created_topics:
             self.created_topics.append(name)
-        self._wait_in_sync(name, partitions, rf, timeout)

@@ -512,19 +512,6 @@ class Cluster(ProxyLinks, PartitionWaits):
     def _all_answer(obs: Observer, ids: set[int]) -> bool:
         return all(obs.answers(b) for b in sorted(ids))
 
-    def create_topic(
-        self,
-        name: str,
-        partitions: int = 1,
-        replication_factor: int | None = None,
-        config: dict[str, str] | None = None,
-        timeout: float = 60.0,
-    ) -> None:
-        """Create a topic and wait until every partition has a leader and a full ISR."""
-        rf = replication_factor or min(3, len(self.broker_ids))
-        self._create(name, partitions, rf, config, timeout)
-        self._wait_in_sync(name, partitions, rf, timeout)
-
 
 if TYPE_CHECKING:  # mypy proves the local backend implements every protocol
 
