@@ -22,6 +22,10 @@ key                                    what
 ``consumer_request_timeout_ms`` (Rc)   consumer ``request.timeout.ms`` (a fetch to a paused
                                        or black-holed broker hangs that long)
 ``producer_request_timeout_ms`` (Rp)   producer ``request.timeout.ms``
+``producer_transaction_timeout_ms``    producer ``transaction.timeout.ms``: the coordinator
+  (Tt)                                 aborts a transaction open this long
+``transaction_abort_cleanup_interval_  broker ``transaction.abort.timed.out.transaction.
+ms`` (Ta)                              cleanup.interval.ms``: how often it looks for them
 ``observe_interval_ms`` (O)            the observer's period (meta events)
 ``bound_slack_ms`` (K)                 stated slack for scheduling, GC, a loaded machine: 2000
 =====================================  ====================================================
@@ -49,6 +53,12 @@ Bounds:
 * ``progress_bound_ms`` = Rp + M + W + K: acknowledged sends and polled records resume within
   it after a heal (a send stuck on a faulted broker times out after Rp and is retried; a consumer
   refreshes its routing within M), and no gap outside faults is longer.
+
+* ``txn_hold_bound_ms`` = Tt + Ta + K: how long a transaction whose end the history does not
+  show (its producer died, or its commit's outcome is unknown) may hold its partitions' last
+  stable offset: its coordinator aborts it once it has been open Tt, at its next look (every
+  Ta). A read_committed consumer is owed no record above an open transaction's first offset
+  until it ends (``core.checks.raw.lso_readable``). Judges follower-fetch (c) and progress.
 
 * ``follower_latency_bound_ms`` = W / 4, plus, in the check, min(Wr, I) with I the mean time
   between two acknowledged records of a partition: how much later, at the median, a record
@@ -105,6 +115,8 @@ class Settings:
     consumer_fetch_max_wait_ms: int = 500
     consumer_request_timeout_ms: int = 30_000
     producer_request_timeout_ms: int = 30_000
+    producer_transaction_timeout_ms: int = 60_000
+    transaction_abort_cleanup_interval_ms: int = 10_000
     observe_interval_ms: int = 1_000
     bound_slack_ms: int = SLACK_MS
     controller_quorum_election_timeout_ms: int = 1_000
@@ -148,6 +160,11 @@ class Settings:
             consumer_fetch_max_wait_ms=int(c.get("fetch_max_wait_ms", d.consumer_fetch_max_wait_ms)),
             consumer_request_timeout_ms=int(c.get("request_timeout_ms", d.consumer_request_timeout_ms)),
             producer_request_timeout_ms=int(p.get("request_timeout_ms", d.producer_request_timeout_ms)),
+            producer_transaction_timeout_ms=int(p.get("transaction_timeout_ms", d.producer_transaction_timeout_ms)),
+            transaction_abort_cleanup_interval_ms=b(
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                d.transaction_abort_cleanup_interval_ms,
+            ),
             observe_interval_ms=int(round(observe_interval_s * 1000)),
             bound_slack_ms=slack_ms,
             controller_quorum_election_timeout_ms=b(
@@ -185,6 +202,7 @@ BOUND_USERS: dict[str, tuple[str, ...]] = {
     "consumer_stall_bound_ms": ("follower-fetch", "progress"),
     "consumer_stall_hang_bound_ms": ("follower-fetch", "progress"),
     "progress_bound_ms": ("progress",),
+    "txn_hold_bound_ms": ("follower-fetch", "progress"),
     "member_fence_grace_ms": ("exclusive-read",),
     "member_stall_bound_ms": ("rebalance-barrier",),
     "hw_propagation_bound_ms": ("hw-propagation",),
@@ -219,6 +237,7 @@ def derive(s: Settings) -> dict[str, Bound]:
         s.controller_quorum_fetch_timeout_ms,
         s.controller_quorum_request_timeout_ms,
     )
+    Tt, Ta = s.producer_transaction_timeout_ms, s.transaction_abort_cleanup_interval_ms
     shrink = max(L * 3 // 2, Ss + Hb)
     shrink_f = "max(1.5*replica.lag.time.max.ms, broker.session.timeout.ms + broker.heartbeat.interval.ms)"
     shrink_c = f"max(1.5*{L}, {Ss} + {Hb})"
@@ -257,6 +276,12 @@ def derive(s: Settings) -> dict[str, Bound]:
             f"{shrink_c} + {move_c} + {Rc}",
         ),
         Bound("progress_bound_ms", Rp + M + W + K, f"producer request.timeout.ms + {move_f}", f"{Rp} + {move_c}"),
+        Bound(
+            "txn_hold_bound_ms",
+            Tt + Ta + K,
+            "producer transaction.timeout.ms + transaction.abort.timed.out.transaction.cleanup.interval.ms + slack",
+            f"{Tt} + {Ta} + {K}",
+        ),
         Bound("follower_latency_bound_ms", W // 4, "consumer fetch.max.wait.ms / 4", f"{W} / 4"),
         Bound(
             "member_fence_grace_ms",

@@ -33,6 +33,7 @@ from highwater.core.checks.stalls import (
     longest_stall,
     member_moves,
     meta_by_tp,
+    owed_times,
     stall_fields,
     stall_summary,
     window_stall_bound,
@@ -65,7 +66,9 @@ def follower_fetch(h: HistoryData) -> Verdict:
     replica stays in the ISR until fenced): one count per record served from another rack.
     (b) *Moving*: when the observer sees a rack lose its last in-sync replica at t, a consumer of
     that rack that was reading the partition polls a record served by an in-sync replica (or
-    by another rack) within F, judged when records were acknowledged in (t, t + F]; the loss
+    by another rack) within F, judged when records became readable to it in (t, t + F] (the
+    ack; a transaction's commit; for read_committed, once the last stable offset passed them:
+    ``core.checks.stalls``); the loss
     happened between the observer's previous look at the partition and t, and if that span
     meets a fault window that heals before t + F the move is unjudged (records after a heal do
     not show that the consumer moved; a frozen broker holds the observer's requests, so a loss
@@ -168,10 +171,6 @@ def follower_fetch(h: HistoryData) -> Verdict:
     ck = (p.proc.astype(np.int64) << 24) | p.tp
     o = np.lexsort((p.time, ck))
     ck_s, t_s, mv_s = ck[o], p.time[o], moved_rec[o]
-    s = h.sends
-    okm = s.type == OK
-    so = np.lexsort((s.time[okm], s.tp[okm]))
-    stp, st = s.tp[okm][so], s.time[okm][so]
     moved_away, moves_at = member_moves(h)  # a group member is judged only on what it owns
     for tp, r, t, row, before in losses:
         inside = [w for w in wins if w.start <= t and (w.end is None or before <= w.end)]
@@ -181,9 +180,8 @@ def follower_fetch(h: HistoryData) -> Verdict:
             times, mv = t_s[lo:hi], mv_s[lo:hi]
             if len(times) == 0 or times[0] > t or h.end_time < t + bound or moved_away(int(c), tp, t):
                 continue
-            ack_lo, ack_hi = np.searchsorted(stp, tp, "left"), np.searchsorted(stp, tp, "right")
-            acked = st[ack_lo:ack_hi]
-            if not np.any((acked > t) & (acked < t + bound)):
+            owed = owed_times(h, int(c), tp)  # readable to it: committed, below the LSO
+            if not np.any((owed > t) & (owed < t + bound)):
                 continue
             if any(w.end is not None and w.end < t + bound for w in inside):
                 moves_unjudged += 1  # the heal comes first: what follows it proves nothing

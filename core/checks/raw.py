@@ -26,6 +26,7 @@ from highwater.core.checks.data import FAIL, OK, HistoryData, cached, okey
 from highwater.core.checks.txn import isolation_of
 from highwater.core.checks.txn_data import ABORT, COMMIT, TxnData, first_by, last_by
 from highwater.core.checks.verdict import Verdict
+from highwater.core.checks.windows import bound_ns
 
 EventCheck = Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], Verdict]
 
@@ -106,6 +107,82 @@ def _txn_view(h: HistoryData) -> TxnView:
         uncommitted.update(zip(keys.tolist(), fl.uncommitted_vids.tolist()))
     readers = frozenset(i for i, p in enumerate(h.processes) if isolation_of(h.config, p) == "read_uncommitted")
     return TxnView(state, uncommitted, readers, readable)
+
+
+def lso_readable(h: HistoryData) -> np.ndarray | None:
+    """Per row of ``h.sends``: when a read_committed consumer could first read the write, -1
+    when never; None when the history has no ``txn`` events (then it is the ack).
+
+    A read_committed consumer reads a partition up to its last stable offset (LSO): the first
+    offset of the earliest transaction still open on it. A write is readable to it from its
+    own readability (``TxnView.readable_ns``: its ack, or its transaction's ``ok`` commit) and
+    from the end of every transaction with a record below it on the partition (its first
+    acknowledged offset there is lower). A transaction ends at its ``ok`` commit or ``ok``
+    abort; one whose end the history does not show ends at the first ``ok`` send, commit or
+    abort of its process after its last event (a producer that goes on has ended it: a new
+    transaction of the same transactional id fences and aborts the old one), and at the
+    latest ``txn_hold_bound_ms`` after it began (its coordinator aborts it then). A
+    transaction with no acknowledged record on a partition is not seen to hold it."""
+    view = txn_view(h)
+    if view is None:
+        return None
+    return cached(h, "lso_readable", lambda hd: _lso_readable(hd, view))
+
+
+NEVER = np.iinfo(np.int64).max
+
+
+def _txn_ends(h: HistoryData) -> np.ndarray:
+    """Per transaction id: when it ended, by ``lso_readable``'s rule (ns)."""
+    d, s = h.txn, h.sends
+    t, n = d.txns, len(d.txn_names)
+    outcome, at = txn_outcomes(d)
+    ok_abort = (t.txn >= 0) & (t.op == ABORT) & (t.type == OK)
+    aborted_at = first_by(t.txn[ok_abort], t.time[ok_abort], n, -1)
+    # each transaction's events (txn events and its send completions): process, first and last time
+    known, done = t.txn >= 0, d.sends.type != 0
+    ev_txn = np.concatenate([t.txn[known], d.sends.txn[done]]).astype(np.int64)
+    ev_time = np.concatenate([t.time[known], s.time[np.searchsorted(s.row, d.sends.row[done])]]).astype(np.int64)
+    proc = np.full(n, -1, np.int64)
+    proc[ev_txn] = np.concatenate([t.proc[known], d.sends.proc[done]])
+    begun, last = np.full(n, NEVER), np.full(n, -1, np.int64)
+    np.minimum.at(begun, ev_txn, ev_time)
+    np.maximum.at(last, ev_txn, ev_time)
+    # the first ok send, commit or abort of its process after its last event
+    goes_on = (t.type == OK) & ((t.op == COMMIT) | (t.op == ABORT))
+    on_proc = np.concatenate([s.proc[s.type == OK], t.proc[goes_on]]).astype(np.int64)
+    on_time = np.concatenate([s.time[s.type == OK], t.time[goes_on]]).astype(np.int64)
+    went_on = np.full(n, NEVER)
+    for p in np.unique(proc[proc >= 0]).tolist():
+        times = np.sort(on_time[on_proc == p])
+        mine = np.nonzero(proc == p)[0]
+        i = np.searchsorted(times, last[mine], "right")
+        went_on[mine] = np.where(i < len(times), times[np.minimum(i, len(times) - 1)], NEVER)
+    timed_out = np.where(begun < NEVER, begun + bound_ns(h, "txn_hold_bound_ms"), NEVER)
+    return np.where(outcome == 1, at, np.where(aborted_at >= 0, aborted_at, np.minimum(went_on, timed_out)))
+
+
+def _lso_readable(h: HistoryData, view: TxnView) -> np.ndarray:
+    d, s = h.txn, h.sends
+    out = view.readable_ns.copy()
+    # each transaction's first acknowledged offset on each partition it wrote, and its end
+    acked = (d.sends.type == OK) & (d.sends.offset >= 0) & (d.sends.tp >= 0)
+    if not acked.any():
+        return out
+    pairs = np.stack([d.sends.tp[acked], d.sends.txn[acked]]).astype(np.int64)
+    (ttp, txn), inv = np.unique(pairs, axis=1, return_inverse=True)
+    first = np.full(len(ttp), NEVER)
+    np.minimum.at(first, inv.ravel(), d.sends.offset[acked].astype(np.int64))
+    end = _txn_ends(h)[txn]
+    writes = (s.type == OK) & (s.tp >= 0) & (s.offset >= 0) & (out >= 0)
+    for tp in np.unique(ttp).tolist():
+        o = np.argsort(first[ttp == tp], kind="stable")
+        starts = first[ttp == tp][o]
+        held_until = np.maximum.accumulate(end[ttp == tp][o])  # the latest end of those starting so far
+        rows = np.nonzero(writes & (s.tp == tp))[0]
+        below = np.searchsorted(starts, s.offset[rows].astype(np.int64), "left")  # how many start below
+        out[rows] = np.maximum(out[rows], np.where(below > 0, held_until[np.maximum(below - 1, 0)], -1))
+    return out
 
 
 def allowed_uncommitted_reads(h: HistoryData, poll_idx: np.ndarray) -> np.ndarray:

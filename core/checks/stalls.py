@@ -5,7 +5,11 @@ measure and judge (``core.checks.liveness``).
 polled record of that partition while records of it were acknowledged that it had not read:
 between two polls (or a phase's edges) a and b, the stall is b minus the first acknowledgement
 in [a, b) of an offset above the highest the consumer had read by a (a consumer often returns a
-record before its producer hears the ack; that ack leaves nothing to read). follower-fetch
+record before its producer hears the ack; that ack leaves nothing to read). A transaction's
+write is acknowledged, for this, at its transaction's ``ok`` commit (never, if it did not
+commit); to a read_committed consumer, no sooner than every transaction with a record below it
+on the partition has ended (the last stable offset passed it: ``core.checks.raw.lso_readable``;
+a transaction left open by a fenced coordinator holds the records above it). follower-fetch
 and progress measure the longest stall of each consumer and partition during each fault
 (``phase: "fault"``, from the fault to its heal) and after each heal (``phase: "after-heal"``,
 ``progress_bound_ms`` long) and report it in the same shape:
@@ -38,7 +42,8 @@ import numpy as np
 from highwater.core.checks.bounds import stall_bound_name
 from highwater.core.checks.data import OK, HistoryData, MetaObs, distinct
 from highwater.core.checks.derived import example
-from highwater.core.checks.raw import txn_view
+from highwater.core.checks.raw import lso_readable, txn_view
+from highwater.core.checks.txn import isolation_of
 from highwater.core.checks.verdict import MAX_EXAMPLES
 from highwater.core.checks.windows import MS, Window, bound_ns, fault_windows
 
@@ -90,12 +95,16 @@ class Stall:
     owed: int | None = None  # the first ack in the phase of a record it had not read (ns)
 
 
-def _series(
-    h: HistoryData,
-) -> tuple[dict[tuple[int, int], tuple[np.ndarray, np.ndarray]], dict[int, tuple[np.ndarray, np.ndarray]]]:
+Series = dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
+
+
+def _series(h: HistoryData) -> tuple[Series, Series]:
     """Per (consumer, partition): the times of its polls that returned records of the partition
-    and the highest offset it had read by each; per partition: ack times and offsets, by time
-    (for a transaction's write: its transaction's ``ok`` commit; none if it did not commit)."""
+    and the highest offset it had read by each; per (whether the reader is read_committed,
+    partition): when each write became readable to such a reader, and its offset, by time (the
+    ack; for a transaction's write its transaction's ``ok`` commit, none if it did not commit;
+    for a read_committed reader no sooner than the last stable offset passed it:
+    ``core.checks.raw.lso_readable``)."""
     if "stall_series" not in h.cache:
         p, s = h.polls, h.sends
         polls: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -114,15 +123,29 @@ def _series(
         # a transactional write is owed to readers from its transaction's commit, and not at all
         # if the transaction did not (surely) commit
         view = txn_view(h)
-        avail = s.time.astype(np.int64) if view is None else view.readable_ns
-        okm &= avail >= 0
-        acks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        for tp in distinct(s.tp[okm]):
-            m = okm & (s.tp == tp)
-            o = np.argsort(avail[m], kind="stable")
-            acks[int(tp)] = (avail[m][o], s.offset[m][o].astype(np.int64))
+        uncommitted = s.time.astype(np.int64) if view is None else view.readable_ns
+        committed = lso_readable(h)
+        acks: Series = {}
+        for rc, avail in ((False, uncommitted), (True, uncommitted if committed is None else committed)):
+            ok = okm & (avail >= 0)
+            for tp in distinct(s.tp[ok]):
+                m = ok & (s.tp == tp)
+                o = np.argsort(avail[m], kind="stable")
+                acks[(int(rc), int(tp))] = (avail[m][o], s.offset[m][o].astype(np.int64))
         h.cache["stall_series"] = (polls, acks)
     return h.cache["stall_series"]
+
+
+def readable_acks(h: HistoryData, acks: Series, proc: int, tp: int) -> tuple[np.ndarray, np.ndarray]:
+    """When each write of ``tp`` became readable to consumer ``proc`` (by its isolation level),
+    and its offset, by time."""
+    rc = isolation_of(h.config, h.proc_name(proc)) == "read_committed"
+    return acks.get((int(rc), tp), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+
+
+def owed_times(h: HistoryData, proc: int, tp: int) -> np.ndarray:
+    """The times, sorted, at which records of ``tp`` became readable to consumer ``proc``."""
+    return readable_acks(h, _series(h)[1], proc, tp)[0]
 
 
 def unread_acks(
@@ -225,7 +248,7 @@ def window_stalls(h: HistoryData) -> list[Stall]:
             if not len(pt) or pt[0] >= w.start:
                 continue
             if (proc, tp) not in unread:
-                a_t, a_off = acks.get(tp, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+                a_t, a_off = readable_acks(h, acks, proc, tp)
                 unread[(proc, tp)] = (a_t, unread_acks(pt, upto, a_t, a_off))
             a_t, at = unread[(proc, tp)]
             for phase, t0, t1, complete in phases:

@@ -24,6 +24,7 @@ FAST = Settings(
     consumer_fetch_max_wait_ms=500,
     consumer_request_timeout_ms=10000,
     producer_request_timeout_ms=5000,
+    producer_transaction_timeout_ms=20000,
     observe_interval_ms=1000,
 )
 
@@ -44,6 +45,7 @@ def test_fast_failure_settings_give_bounds_of_seconds() -> None:
         "member_stall_bound_ms": 2500,
         "hw_propagation_bound_ms": 300,
         "follower_latency_bound_ms": 125,
+        "txn_hold_bound_ms": 32000,
     }
     assert set(ms) == set(BOUND_USERS)
 
@@ -110,9 +112,10 @@ def test_settings_from_kafka_names() -> None:
             "broker.heartbeat.interval.ms": "500",
             "replica.socket.timeout.ms": "5000",
             "replica.fetch.wait.max.ms": "200",
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
         },
         consumer={"metadata_max_age_ms": 5000, "request_timeout_ms": 10000},
-        producer={"request_timeout_ms": 5000},
+        producer={"request_timeout_ms": 5000, "transaction_timeout_ms": 20000},
         observe_interval_s=1.0,
     )
     assert s == FAST
