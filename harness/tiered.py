@@ -120,13 +120,13 @@ def broker_config(store: Path, jar: Path, listener: str) -> dict[str, str]:
 RETENTION_MS = -1
 
 
-def topic_config() -> dict[str, str]:
+def topic_config(retention_ms: int = RETENTION_MS) -> dict[str, str]:
     """A topic that tiers: copied to the remote store as soon as a segment rolls (every
     ``SEGMENT_MS``), deleted locally ``LOCAL_RETENTION_MS`` later, kept remotely for good
-    (``RETENTION_MS``)."""
+    (``RETENTION_MS``) or ``retention_ms``."""
     return {
         "remote.storage.enable": "true",
-        "retention.ms": str(RETENTION_MS),
+        "retention.ms": str(retention_ms),
         "local.retention.ms": str(LOCAL_RETENTION_MS),
         "segment.ms": str(SEGMENT_MS),
     }

@@ -66,6 +66,9 @@ class RunSpec:
     #: the run's topics tier (KIP-405, ``harness.tiered.topic_config``): segments copied to the
     #: cluster's remote store within seconds and kept locally for one; the cluster must be tiered
     tiered: bool = False
+    #: a tiered run's topics' ``retention.ms`` (None: they keep every record,
+    #: ``harness.tiered.RETENTION_MS``); the header records it for the ``log-start`` check
+    retention_ms: int | None = None
     #: the version of ``client`` that steps restart workers on (``{client_to}`` in a step's fault:
     #: ``client-restart --version {client_to}``, a group rolled member by member to a newer client)
     client_to: str | None = None
@@ -117,7 +120,7 @@ class RunSpec:
             **({"group_remote_assignor": self.group_remote_assignor} if self.group_remote_assignor else {}),
             **({"power_loss_replicas": self.power_loss_replicas} if self.power_loss_replicas else {}),
             **({"upgrade_path": self.upgrade_path} if self.upgrade_path else {}),
-            **({"tiered": True, "retention_ms": tiered.RETENTION_MS} if self.tiered else {}),
+            **({"tiered": True, "retention_ms": self.topic_retention_ms()} if self.tiered else {}),
             **({} if self.client_rack else {"client_rack": False}),
             # the KRaft voters by name (core.checks.quorum: the ISR's bounds need a quorum)
             "quorum_voters": [n.name for n in cluster.topo.controllers],
@@ -125,6 +128,23 @@ class RunSpec:
             **({"client_clocks": True} if self.client_clocks else {}),
             **header_entries(settings),
         }
+
+    def topic_retention_ms(self) -> int:
+        """The tiered topics' ``retention.ms``: ``retention_ms``, or keep every record."""
+        return tiered.RETENTION_MS if self.retention_ms is None else self.retention_ms
+
+    def retention_refusal(self) -> str | None:
+        """The one line refusing a retention the run cannot have, or None."""
+        if self.retention_ms is None:
+            return None
+        if not self.tiered:
+            return "a retention (RunSpec.retention_ms) is for tiered runs only (RunSpec.tiered)"
+        if self.retention_ms <= tiered.LOCAL_RETENTION_MS:
+            return (
+                f"retention_ms {self.retention_ms} must exceed the tiered topics' local retention "
+                f"({tiered.LOCAL_RETENTION_MS} ms): Kafka refuses local.retention.ms above retention.ms"
+            )
+        return None
 
     def quorum_loss(self, brokers: int, controllers: int) -> dict[str, int]:
         """The header's ``controller_voters`` and ``controller_voters_lost`` when the run's power

@@ -112,6 +112,9 @@ def execute_run(
         raise GroupProtocolError(refused)
     if spec.tiered and not cluster.spec.tiered:
         raise HighwaterError("a tiered run (RunSpec.tiered) needs a tiered cluster: ClusterSpec(tiered=True)")
+    retention = spec.retention_refusal()
+    if retention is not None:
+        raise HighwaterError(retention)
     install(road, progress)
     run = _prepare(cluster, spec, modes, record, client_label(driver), road)
     workers = _workers(cluster, spec, run)
@@ -180,7 +183,7 @@ def _prepare(
     topic_config = {
         "min.insync.replicas": str(spec.min_insync_replicas),
         "unclean.leader.election.enable": str(spec.unclean_leader_election).lower(),
-        **(tiered.topic_config() if spec.tiered else {}),
+        **(tiered.topic_config(spec.topic_retention_ms()) if spec.tiered else {}),
     }
     for topic in [spec.topic, *(t for mode in modes.parts for t in mode.topics())]:
         cluster.create_topic(topic, spec.partitions, spec.replication_factor, topic_config)

@@ -438,6 +438,14 @@ TIERED_CONSUMERS_DOWN_SECONDS = 12
 #: how long the remote store fails in store-failing: from 4 s before the consumers come back to
 #: 16 s after, so their catch-up read meets it
 TIERED_STORE_FAIL_SECONDS = 20
+#: store-slow: each write to the remote store waits 200 ms, each fsync 2 s (a copy of a segment
+#: takes seconds instead of milliseconds)
+TIERED_STORE_SLOW = "--write-ms 200 --fsync-ms 2000"
+#: retention-race: the topic's retention (``RunSpec.retention_ms``), and how long the consumers are
+#: down: a little longer, so that they come back where retention is deleting. A record is promised
+#: for the retention less the producers' delivery timeout (20 s) and the slack (2 s): 8 s here
+TIERED_RETENTION_MS = 30_000
+TIERED_RETENTION_DOWN_SECONDS = 32
 TIERED_PLANS = (
     Plan(
         "tiered",
@@ -477,6 +485,42 @@ TIERED_PLANS = (
         what="the remote store fails every read and write (EIO) while the producers write and the stopped "
         "consumers start their catch-up read from it: no segment is deleted locally before it is copied, "
         "nothing is lost, and the consumers read on once the store heals",
+        idempotence=True,
+    ),
+    Plan(
+        "tiered",
+        "store-slow",
+        (
+            Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),
+            Step(8, f"disk-slow --target store {TIERED_STORE_SLOW}", TIERED_STORE_FAIL_SECONDS, during=True),
+        ),
+        _TIERED,
+        what="every write to the remote store waits and every fsync of it waits longer while the producers "
+        "write and the stopped consumers start their catch-up read: copies fall behind, local segments wait "
+        "for them, and nothing is lost, skipped or rewound",
+        idempotence=True,
+    ),
+    Plan(
+        "tiered",
+        "store-full",
+        (
+            Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),
+            Step(8, "disk-full --target store", TIERED_STORE_FAIL_SECONDS, during=True),
+        ),
+        _TIERED,
+        what="the remote store refuses every write as a full disk does (ENOSPC) while the producers write and "
+        "the stopped consumers read back what it holds: no segment is deleted locally before it is copied, "
+        "nothing is lost, and copies resume once it has room",
+        idempotence=True,
+    ),
+    Plan(
+        "tiered",
+        "retention-race",
+        (Step(3, "client-kill --target consumers", TIERED_RETENTION_DOWN_SECONDS),),
+        (*_TIERED, "log-start"),
+        what=f"the topic keeps {TIERED_RETENTION_MS // 1000} s of records and the consumers are down longer, so "
+        "that when they come back retention is deleting the remote segments they resume in: they read on from "
+        "the log start, and retention deletes no record younger than itself",
         idempotence=True,
     ),
 )

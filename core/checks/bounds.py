@@ -22,6 +22,9 @@ key                                    what
 ``consumer_request_timeout_ms`` (Rc)   consumer ``request.timeout.ms`` (a fetch to a paused
                                        or black-holed broker hangs that long)
 ``producer_request_timeout_ms`` (Rp)   producer ``request.timeout.ms``
+``producer_delivery_timeout_ms`` (Dt)  producer ``delivery.timeout.ms``: a record is stamped
+                                       when it is sent and given up on this long after (the
+                                       ``log-start`` check's retention floor)
 ``producer_transaction_timeout_ms``    producer ``transaction.timeout.ms``: the coordinator
   (Tt)                                 aborts a transaction open this long
 ``transaction_abort_cleanup_interval_  broker ``transaction.abort.timed.out.transaction.
@@ -115,6 +118,7 @@ class Settings:
     consumer_fetch_max_wait_ms: int = 500
     consumer_request_timeout_ms: int = 30_000
     producer_request_timeout_ms: int = 30_000
+    producer_delivery_timeout_ms: int = 120_000
     producer_transaction_timeout_ms: int = 60_000
     transaction_abort_cleanup_interval_ms: int = 10_000
     observe_interval_ms: int = 1_000
@@ -160,6 +164,7 @@ class Settings:
             consumer_fetch_max_wait_ms=int(c.get("fetch_max_wait_ms", d.consumer_fetch_max_wait_ms)),
             consumer_request_timeout_ms=int(c.get("request_timeout_ms", d.consumer_request_timeout_ms)),
             producer_request_timeout_ms=int(p.get("request_timeout_ms", d.producer_request_timeout_ms)),
+            producer_delivery_timeout_ms=int(p.get("delivery_timeout_ms", d.producer_delivery_timeout_ms)),
             producer_transaction_timeout_ms=int(p.get("transaction_timeout_ms", d.producer_transaction_timeout_ms)),
             transaction_abort_cleanup_interval_ms=b(
                 "transaction.abort.timed.out.transaction.cleanup.interval.ms",

@@ -30,9 +30,19 @@ is the anomaly (``log-start-passed-an-acknowledged-record``, one example per par
 highest observed log start). Such a record was appended before the observation (the log end was
 past the log start then), so the order of the ack and the observation does not matter. A log
 start above offsets no send was acknowledged at (a failed or unknown send, an aborted
-transaction's records) is clean. Not applicable without such observations (untiered runs);
-unknown with a finite retention (which records it may delete is not judged yet). Counted:
-``observations``, ``partitions``, ``partitions_moved``, ``acked_below``.
+transaction's records) is clean.
+
+With a finite retention R (``retention_ms`` > 0: a tiered run's ``RunSpec.retention_ms``,
+tiered/retention-race), retention may delete a segment once its newest record is older than R,
+so it may pass a record only once that record is older than R. A record's timestamp is set when
+its producer sends it, and a producer gives it up ``producer_delivery_timeout_ms`` (Dt) later,
+so a record acknowledged at a was stamped after a - Dt: it is promised until a + R - Dt - K
+(K the slack, ``bound_slack_ms``). The anomaly is an observation at t whose log start is above
+an acknowledged record still promised at t. Each partition's example is its observation that
+passed the most promised records. Not applicable without such observations (untiered runs);
+unknown without a recorded retention. Counted: ``observations``, ``partitions``,
+``partitions_moved`` (partitions with the anomaly), ``acked_below`` (promised records passed,
+at each such partition's worst observation), ``retention_ms``.
 """
 
 from __future__ import annotations
@@ -41,9 +51,11 @@ from typing import Any
 
 import numpy as np
 
+from highwater.core.checks.bounds import Settings
 from highwater.core.checks.data import OK, HistoryData
 from highwater.core.checks.derived import example, reference
 from highwater.core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict
+from highwater.core.checks.windows import MS
 
 CHECK = "remote-reset"
 LOG_START = "log-start"
@@ -121,26 +133,24 @@ def log_start(h: HistoryData) -> Verdict:
         )
     counts = {"observations": len(observed), "partitions": len({m.tp for m in observed})}
     retention = h.config.get("retention_ms")
-    if not isinstance(retention, int) or retention >= 0:
-        return Verdict(
-            LOG_START, UNKNOWN, counts, notes=[f"retention.ms is {retention}: what retention may delete is not judged"]
-        )
-    highest: dict[int, Any] = {}  # tp -> the observation of its highest log start
-    for m in observed:
-        if m.tp not in highest or m.log_start > highest[m.tp].log_start:
-            highest[m.tp] = m
+    if not isinstance(retention, int) or isinstance(retention, bool) or retention == 0:
+        return Verdict(LOG_START, UNKNOWN, counts, notes=[f"retention.ms is {retention!r}: what it keeps is unknown"])
     s = h.sends
     acked = (s.type == OK) & (s.tp >= 0) & (s.offset >= 0)
+    # until when each acknowledged record is promised to stay: for good, or while it is younger
+    # than the retention even if it was stamped a delivery timeout (plus the slack) before its ack
+    settings = Settings.from_config(h.config)
+    floor = (retention - settings.producer_delivery_timeout_ms - settings.bound_slack_ms) * MS
+    promised_until = np.where(retention < 0, np.iinfo(np.int64).max, s.time.astype(np.int64) + floor)
+    worst: dict[int, tuple[int, Any, np.ndarray]] = {}  # tp -> (records passed, observation, their mask)
+    for m in observed:
+        passed = acked & (s.tp == m.tp) & (s.offset < m.log_start) & (m.time < promised_until)
+        n = int(passed.sum())
+        if n and (m.tp not in worst or n > worst[m.tp][0]):
+            worst[m.tp] = (n, m, passed)
     examples: list[dict[str, Any]] = []
-    moved = below_total = 0
-    for tp, m in sorted(highest.items()):
-        mine = acked & (s.tp == tp) & (s.offset < m.log_start)
-        below = int(mine.sum())
-        if not below:
-            continue
-        moved += 1
-        below_total += below
-        lowest = int(np.argmin(np.where(mine, s.offset, np.iinfo(np.int64).max)))
+    for tp, (n, m, passed) in sorted(worst.items()):
+        lowest = int(np.argmin(np.where(passed, s.offset, np.iinfo(np.int64).max)))
         if len(examples) < MAX_EXAMPLES:
             examples.append(
                 example(
@@ -151,8 +161,11 @@ def log_start(h: HistoryData) -> Verdict:
                     log_start=int(m.log_start),
                     leader=m.leader,
                     lowest_acked=int(s.offset[lowest]),
-                    acked_below=below,
+                    acked_below=n,
                     time_s=round(m.time / 1e9, 3),
+                    acked_s=round(int(s.time[lowest]) / 1e9, 3),
                 )
             )
-    return Verdict(LOG_START, not moved, {**counts, "partitions_moved": moved, "acked_below": below_total}, examples)
+    below = sum(n for n, _, _ in worst.values())
+    counts.update(partitions_moved=len(worst), acked_below=below, retention_ms=retention)
+    return Verdict(LOG_START, not worst, counts, examples)

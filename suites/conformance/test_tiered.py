@@ -11,6 +11,11 @@ it back through the brokers, and partition 0's leader (or the metadata's) is kil
 checks must hold across the boundary: no acknowledged write lost, nothing skipped or read
 twice out of order, nothing uncommitted, no duplicate from the idempotent producers.
 
+``retention-race`` (nightly): the topic keeps 30 s of records (``RunSpec.retention_ms``) and the
+consumers are down 32 s, so that back they resume where retention is deleting remote segments;
+they read on from the log start, and retention deletes no record younger than itself (the
+``log-start`` check with a finite retention).
+
 ``read-committed-catch-up`` (nightly): transactional producers commit and abort while the
 read_committed consumers are down; their catch-up read from remote must skip every aborted record
 (``suites.scenario.TIERED_READ_COMMITTED``, judged by the transactions checks).
@@ -33,10 +38,19 @@ from highwater.harness.clients import get_driver, transactions_refusal
 from highwater.pytest_plugin import module_cluster
 from highwater.runner import RunResult
 from highwater.suites.nightly import nightly
-from highwater.suites.scenario import PLANS, RUN_OPTIONS, TIERED_READ_COMMITTED, Plan, assert_verdicts, run_plan
+from highwater.suites.scenario import (
+    PLANS,
+    RUN_OPTIONS,
+    TIERED_READ_COMMITTED,
+    TIERED_RETENTION_MS,
+    Plan,
+    assert_verdicts,
+    run_plan,
+)
 
 CATCH_UP = PLANS["tiered/catch-up-leader-kill"]
 METADATA_LEADER_KILL = PLANS["tiered/metadata-leader-kill"]
+RETENTION_RACE = PLANS["tiered/retention-race"]
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +134,59 @@ def test_read_committed_consumers_catch_up_through_remote_transactions(
     assert by["uncommitted-read"].counts.get("txn_uncommitted_allowed", 0) > 0, (
         "the read_uncommitted consumer read no aborted record: the remote segments held none"
     )
+
+
+@nightly("the tiered suite's catch-up through a leader kill runs in make test", 60)
+def test_retention_racing_a_catch_up_read_deletes_only_what_it_may(
+    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
+) -> None:
+    """The topic keeps 30 s of records and the consumers are down 32 s: back, they resume in
+    remote segments retention is deleting under them, and must read on from the log start
+    (a reset to the earliest offset is theirs to make, a skip of a record still held is not),
+    while retention deletes no record younger than itself (``log-start`` with a finite
+    retention). Retention must really have deleted records the consumers had not read."""
+    result = run_plan(
+        cluster,
+        RETENTION_RACE,
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        topic="tiered-retention-race",
+        partitions=3,
+        tiered=True,
+        retention_ms=TIERED_RETENTION_MS,
+    )
+    assert_verdicts(result, must_hold=RETENTION_RACE.must_hold)
+    assert_retention_raced(list(read_history(RunDir(result.dir).history)))
+
+
+def assert_retention_raced(events: list[dict[str, Any]]) -> None:
+    """In every partition retention moved the log start past the offset the consumers had
+    reached when they were killed: back, they met it."""
+    deleted = unread_deleted(events)
+    assert deleted, "no partition was read or observed"
+    for partition, (reached, start) in sorted(deleted.items()):
+        assert start > reached, (
+            f"partition {partition}: retention moved the log start to {start}, not past offset {reached} "
+            "the consumers had reached when they were killed: they never raced it"
+        )
+
+
+def unread_deleted(events: list[dict[str, Any]]) -> dict[int, tuple[int, int]]:
+    """Per partition: the next offset the consumers would have read when the first fault (their
+    kill) began, and the highest log start the observer saw."""
+    kill = next(e["time_ns"] for e in events if e.get("f") == "fault")
+    reached: dict[int, int] = {}
+    starts: dict[int, int] = {}
+    for e in events:
+        v = e.get("value") or {}
+        if e.get("f") == "poll" and e.get("type") == "ok" and e["time_ns"] < kill:
+            for r in v.get("records") or ():
+                reached[r["partition"]] = max(reached.get(r["partition"], 0), r["offset"] + 1)
+        elif e.get("f") == "meta" and isinstance(v.get("log_start"), int):
+            starts[v["partition"]] = max(starts.get(v["partition"], 0), v["log_start"])
+    return {p: (reached.get(p, 0), starts.get(p, 0)) for p in sorted(set(reached) | set(starts))}
 
 
 def run_catch_up(cluster: ClusterBackend, plan: Plan, topic: str, **run: Any) -> RunResult:

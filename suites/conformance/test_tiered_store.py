@@ -11,6 +11,10 @@ local retention of one second applies only to copied segments); reads of what wa
 until the store heals. The data checks hold throughout (nothing lost, skipped, read
 uncommitted or written twice by the idempotent producers), every consumer resumed below a
 segment the store holds, and they read on after the heal (the progress check after every heal).
+``store-slow`` is the same with the store slowed instead (``disk-slow --target store``: 200 ms
+before each write, 2 s before each fsync), ``store-full`` with it refusing writes as a full disk
+does (``disk-full --target store``, ENOSPC): copies fall behind or fail, reads of what it holds
+go on.
 
 Nightly: the catch-up through a leader kill is the tiered suite's ``make test`` scenario.
 A backend without a local remote store, or a release before 3.6, is skipped with its one line.
@@ -29,9 +33,11 @@ from highwater.harness import tiered
 from highwater.harness.backend import ClusterBackend
 from highwater.suites.conformance.test_tiered import assert_caught_up_from_remote, tiered_cluster
 from highwater.suites.nightly import nightly
-from highwater.suites.scenario import PLANS, assert_verdicts, run_plan
+from highwater.suites.scenario import PLANS, Plan, assert_verdicts, run_plan
 
 STORE_FAILING = PLANS["tiered/store-failing"]
+STORE_SLOW = PLANS["tiered/store-slow"]
+STORE_FULL = PLANS["tiered/store-full"]
 
 
 @pytest.fixture(scope="module")
@@ -45,20 +51,42 @@ def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) ->
 def test_a_failing_remote_store_costs_time_not_records(
     cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
 ) -> None:
+    run_store_fault(cluster, STORE_FAILING, "tiered-store-failing", profile, campaign, results_root, repro)
+
+
+@nightly("the tiered suite's catch-up through a leader kill runs in make test", 75)
+def test_a_slow_remote_store_costs_time_not_records(
+    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
+) -> None:
+    run_store_fault(cluster, STORE_SLOW, "tiered-store-slow", profile, campaign, results_root, repro)
+
+
+@nightly("the tiered suite's catch-up through a leader kill runs in make test", 75)
+def test_a_full_remote_store_costs_time_not_records(
+    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
+) -> None:
+    run_store_fault(cluster, STORE_FULL, "tiered-store-full", profile, campaign, results_root, repro)
+
+
+def run_store_fault(
+    cluster: ClusterBackend, plan: Plan, topic: str, profile: Any, campaign: str, results_root: Any, repro: str
+) -> None:
+    """Run a store-fault plan on a tiered topic of 3 partitions: its checks hold, and every
+    consumer resumed below a segment the store holds (its catch-up read met the store)."""
     result = run_plan(
         cluster,
-        STORE_FAILING,
+        plan,
         profile=profile,
         campaign=campaign,
         results_root=results_root,
         repro=repro,
-        topic="tiered-store-failing",
+        topic=topic,
         partitions=3,
         tiered=True,
     )
-    assert_verdicts(result, must_hold=STORE_FAILING.must_hold)
+    assert_verdicts(result, must_hold=plan.must_hold)
     assert isinstance(cluster, tiered.RemoteStore)
     events = list(read_history(RunDir(result.dir).history))
-    topic = next(e["value"]["topic"] for e in events if e.get("f") == "assign")
-    remote = {p: tiered.remote_segments(cluster.remote_store, topic, p) for p in range(3)}
+    name = next(e["value"]["topic"] for e in events if e.get("f") == "assign")
+    remote = {p: tiered.remote_segments(cluster.remote_store, name, p) for p in range(3)}
     assert_caught_up_from_remote(events, remote)

@@ -519,7 +519,16 @@ def test_upgrade_twins(rolled: Generated, mutate: Callable[[Events], Events], ch
     assert f"{check}: False" in msg
 
 
-@pytest.mark.parametrize("plan", ["tiered/catch-up-leader-kill", "tiered/metadata-leader-kill", "tiered/store-failing"])
+@pytest.mark.parametrize(
+    "plan",
+    [
+        "tiered/catch-up-leader-kill",
+        "tiered/metadata-leader-kill",
+        "tiered/store-failing",
+        "tiered/store-slow",
+        "tiered/store-full",
+    ],
+)
 @pytest.mark.parametrize(
     "mutate, check",
     [(write_lost, "lost-write"), (skips, "poll-skip"), (read_above_hw, "uncommitted-read"), (duplicated, "duplicate")],
@@ -531,6 +540,62 @@ def test_tiered_twins(plan: str, mutate: Callable[[Events], Events], check: str)
     must = PLANS[plan].must_hold
     check_verdicts(verdicts_of(g.header, g.events), must)
     assert f"{check}: False" in fails(lambda: check_verdicts(verdicts_of(g.header, mutate(g.events)), must))
+
+
+def _retention_observed(g: Generated, start_at_s: float) -> Events:
+    """``g``'s events with the tiered header (a 30 s retention) and, at its end, each
+    partition's log start observed at the first offset acknowledged ``start_at_s`` or later."""
+    events = copy.deepcopy(g.events)
+    end = max(e["time_ns"] for e in events)
+    sends = [e for e in events if e.get("f") == "send" and e.get("type") == "ok"]
+    observed = []
+    for p in range(g.partitions):
+        mine = [e for e in sends if e["value"]["partition"] == p]
+        start = min((e["value"]["offset"] for e in mine if e["time_ns"] >= start_at_s * 1e9), default=0)
+        observed.append(
+            {
+                "index": 0,
+                "time_ns": end,
+                "process": "observer",
+                "type": "ok",
+                "f": "meta",
+                "error": None,
+                "value": {
+                    "topic": TOPIC,
+                    "partition": p,
+                    "leader": p % 3 + 1,
+                    "leader_epoch": 0,
+                    "isr": [1, 2, 3],
+                    "hw": None,
+                    "leo": {},
+                    "log_start": start,
+                    "local_start": start,
+                },
+            }
+        )
+    out = [*events, *observed]
+    for i, e in enumerate(out):
+        e["index"] = i
+    return out
+
+
+def test_retention_race_twins() -> None:
+    """retention-race: clean, retention deleted only records older than the retention (less the
+    delivery timeout and slack) and passed what the consumers had read before their kill; twins:
+    retention deleted a record acknowledged 2 s before the observation (log-start), or never
+    passed what the consumers had reached (they never raced it)."""
+    plan = PLANS["tiered/retention-race"]
+    g = generate(plan, partitions=3)
+    header = copy.deepcopy(g.header)
+    header["config"].update(tiered=True, retention_ms=30_000)
+    end_s = max(e["time_ns"] for e in g.events) / 1e9
+    clean = _retention_observed(g, end_s - 31)
+    check_verdicts(verdicts_of(header, clean), plan.must_hold)
+    test_tiered.assert_retention_raced(clean)
+    young = _retention_observed(g, end_s - 2)
+    assert "log-start: False" in fails(lambda: check_verdicts(verdicts_of(header, young), plan.must_hold))
+    never = _retention_observed(g, 0)
+    assert "never raced it" in fails(lambda: test_tiered.assert_retention_raced(never))
 
 
 def test_tiered_catch_up_twins() -> None:
@@ -805,6 +870,9 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         "tiered/catch-up-leader-kill",  # test_tiered_twins
         "tiered/metadata-leader-kill",  # test_tiered_twins
         "tiered/store-failing",  # test_tiered_twins
+        "tiered/store-slow",  # test_tiered_twins
+        "tiered/store-full",  # test_tiered_twins
+        "tiered/retention-race",  # test_retention_race_twins
     }
     assert covered == set(PLANS)
 
