@@ -298,9 +298,10 @@ def isr_stability(h: HistoryData) -> Verdict:
     The controller quorum (``core.checks.quorum``) commits every ISR change: a bound of (b) or
     (c) in which the quorum was lost runs from the end of that loss instead (no quorum, no
     promise, as after a power loss of most voters; ``without_quorum`` counts those left
-    unjudged by it), and (c)'s bound grows by ``controller_failover_ms`` when a voters'
-    controller link was broken from the fault's start to the end of the rejoin span (the
-    controller may fail over first)."""
+    unjudged by it), and (b)'s and (c)'s bounds grow by ``controller_failover_ms`` when a
+    voters' controller link was broken from the fault's start to the end of the leave or the
+    rejoin span (the controller may fail over first, and a new controller fences a cut-off
+    broker only a session timeout after it takes over)."""
     wins = fault_windows(h)
     slack = bound_ns(h, "isr_slack_ms")
     leave = bound_ns(h, "isr_leave_bound_ms")
@@ -345,8 +346,12 @@ def isr_stability(h: HistoryData) -> Verdict:
         # (b) for the cut-off followers; (c) also for a replica that left without being cut. A
         # bound runs from when the quorum could commit: after a loss of it, from its end. The
         # deadlines are the window's, the same for every partition and replica
-        lost_leave = lost_until(h, wins, quorum, w.start, w.start + leave)
-        leave_by = (w.start if lost_leave is None else max(w.start, lost_leave)) + leave
+        # a fault that breaks a voter's controller links may make the controller fail over
+        # first: a new controller fences a cut-off broker only a session timeout after it
+        # takes over (the hunt's seed 2340: the cut-off follower was the active controller)
+        leave_w = leave + (failover if disturbed(h, wins, quorum, w.start, w.start + leave) else 0)
+        lost_leave = lost_until(h, wins, quorum, w.start, w.start + leave_w)
+        leave_by = (w.start if lost_leave is None else max(w.start, lost_leave)) + leave_w
         deadlines: dict[int, tuple[int, int | None]] = {}  # by the instant a return is owed from
         for tp, obs in by_tp.items():
             before = [m for m in obs if m.time <= w.start]
@@ -358,7 +363,7 @@ def isr_stability(h: HistoryData) -> Verdict:
             left = set().union(*((a.isr or frozenset()) - (b.isr or frozenset()) for a, b in zip(during, during[1:])))
             cut = set() if m0.leader is None or m0.leader in w.cut else (m0.isr or frozenset()) & w.cut - {m0.leader}
             for rb in sorted(cut | left):
-                if rb in cut and w.end is not None and w.end - w.start < leave:
+                if rb in cut and w.end is not None and w.end - w.start < leave_w:
                     unjudged += 1  # too short to show that the follower leaves
                     short += 1
                 elif rb in cut:

@@ -54,13 +54,14 @@ def observe(b: HistoryBuilder, isr: list[int], times: int, every: int = 50) -> N
 
 
 def paused_controller(slowed_ms: int, listener: str = "controller") -> HistoryBuilder:
-    """kafka-3 paused for 600 ms and still in the ISR 400 ms in (past the 200 ms leave bound),
-    while kafka-2's ``listener`` links are slowed by ``slowed_ms``; everyone back after."""
+    """kafka-3 paused for 600 ms and still in the ISR then (past the 200 ms leave bound, and
+    the 500 ms it is with a controller failover), while kafka-2's ``listener`` links are slowed by
+    ``slowed_ms``; everyone back after."""
     b = HistoryBuilder(BOUNDS, racks=RACKS)
     b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
     latency(b, "kafka-2", slowed_ms, listener)
     b.fault("pause", ["kafka-3"])
-    observe(b, [1, 2, 3], 8)
+    observe(b, [1, 2, 3], 12)
     b.heal("pause", ["kafka-3"])
     b.heal("latency", ["kafka-2"])
     observe(b, [1, 2, 3], 4)
@@ -97,7 +98,7 @@ def slowed_then_back(rejoin_after_ms: int) -> HistoryBuilder:
     latency(b, "kafka-2", 2835)
     cut = {"kind": "cut", "targets": ["kafka-3"], "params": {"peer": None}, "links": links_of("kafka-3", "replication")}
     b.event("nemesis", "info", "fault", cut)
-    observe(b, [1, 2], 8)
+    observe(b, [1, 2], 12)
     b.heal("cut", ["kafka-3"])
     b.heal("latency", ["kafka-2"])
     observe(b, [1, 2], rejoin_after_ms // 50)
@@ -266,3 +267,31 @@ def test_a_stale_isr_claim_needs_the_same_leader_a_frozen_leo_and_the_hw_past_it
     assert not stale_isr_claim(obs(120, 100, leader=3), obs(130, 100), 1, 2)  # another leader's HW
     assert not stale_isr_claim(obs(100, 100), obs(130, 100), 1, 2)  # HW at its LEO: it may be in
     assert not stale_isr_claim(obs(120, 100), obs(130, 100), 3, 2)  # no LEO of that replica
+
+
+def controller_cut_off(out_after_ms: int) -> HistoryBuilder:
+    """kafka-3, a voter, cut off on its controller and replication links (the hunt's seed 2340:
+    the cut-off follower was the active controller): it stays in the ISR until
+    ``out_after_ms`` into the fault, then is out."""
+    b = HistoryBuilder(BOUNDS, racks=RACKS)
+    b.meta(T, 0, leader=1, isr=[1, 2, 3], hw=0)
+    links = links_of("kafka-3", "controller") + links_of("kafka-3", "replication")
+    b.event(
+        "nemesis", "info", "fault", {"kind": "cut", "targets": ["kafka-3"], "params": {"peer": None}, "links": links}
+    )
+    observe(b, [1, 2, 3], out_after_ms // 50)
+    observe(b, [1, 2], 24 - out_after_ms // 50)
+    b.heal("cut", ["kafka-3"])
+    observe(b, [1, 2, 3], 12)
+    return b
+
+
+def test_a_cut_off_voter_gets_one_controller_failover_to_leave_the_isr() -> None:
+    """Its leave bound is the 200 ms bound plus a 300 ms failover: seen out at 450 ms is in time;
+    still in at 550 ms is the anomaly, found; a follower whose controller links were not broken
+    gets no failover (``test_with_a_quorum_the_cut_off_follower_that_stays_is_found``)."""
+    on_time = judge(controller_cut_off(400))
+    assert on_time.valid is True and on_time.counts["cut_off_stayed"] == 0
+    late = judge(controller_cut_off(600))
+    assert late.valid is False and late.counts["cut_off_stayed"] == 1
+    assert late.examples[0]["bound_ms"] == 500
