@@ -5,11 +5,13 @@ measure and judge (``core.checks.liveness``).
 polled record of that partition while records of it were acknowledged that it had not read:
 between two polls (or a phase's edges) a and b, the stall is b minus the first acknowledgement
 in [a, b) of an offset above the highest the consumer had read by a (a consumer often returns a
-record before its producer hears the ack; that ack leaves nothing to read). A transaction's
-write is acknowledged, for this, at its transaction's ``ok`` commit (never, if it did not
-commit); to a read_committed consumer, no sooner than every transaction with a record below it
-on the partition has ended (the last stable offset passed it: ``core.checks.raw.lso_readable``;
-a transaction left open by a fenced coordinator holds the records above it). follower-fetch
+record before its producer hears the ack; that ack leaves nothing to read). To a
+read_committed consumer a transaction's write is acknowledged, for this, at its transaction's
+``ok`` commit (never, if it did not commit), and any write no sooner than every transaction with
+a record below it on the partition has ended (the last stable offset passed it:
+``core.checks.raw.lso_readable``; a transaction left open by a fenced coordinator holds the
+records above it); a read_uncommitted consumer reads up to the high watermark, so to it every
+write is owed from its ack. follower-fetch
 and progress measure the longest stall of each consumer and partition during each fault
 (``phase: "fault"``, from the fault to its heal) and after each heal (``phase: "after-heal"``,
 ``progress_bound_ms`` long) and report it in the same shape:
@@ -42,7 +44,7 @@ import numpy as np
 from highwater.core.checks.bounds import stall_bound_name
 from highwater.core.checks.data import OK, HistoryData, MetaObs, distinct
 from highwater.core.checks.derived import example
-from highwater.core.checks.raw import lso_readable, txn_view
+from highwater.core.checks.raw import lso_readable
 from highwater.core.checks.txn import isolation_of
 from highwater.core.checks.verdict import MAX_EXAMPLES
 from highwater.core.checks.windows import MS, Window, bound_ns, fault_windows
@@ -101,10 +103,10 @@ Series = dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
 def _series(h: HistoryData) -> tuple[Series, Series]:
     """Per (consumer, partition): the times of its polls that returned records of the partition
     and the highest offset it had read by each; per (whether the reader is read_committed,
-    partition): when each write became readable to such a reader, and its offset, by time (the
-    ack; for a transaction's write its transaction's ``ok`` commit, none if it did not commit;
-    for a read_committed reader no sooner than the last stable offset passed it:
-    ``core.checks.raw.lso_readable``)."""
+    partition): when each write became readable to such a reader, and its offset, by time: to a
+    read_uncommitted reader its ack; to a read_committed one, a transaction's write from its
+    transaction's ``ok`` commit (never if it did not commit), and any write no sooner than the
+    last stable offset passed it (``core.checks.raw.lso_readable``)."""
     if "stall_series" not in h.cache:
         p, s = h.polls, h.sends
         polls: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -122,11 +124,13 @@ def _series(h: HistoryData) -> tuple[Series, Series]:
         okm = (s.type == OK) & (s.tp >= 0)
         # a transactional write is owed to readers from its transaction's commit, and not at all
         # if the transaction did not (surely) commit
-        view = txn_view(h)
-        uncommitted = s.time.astype(np.int64) if view is None else view.readable_ns
+        # a read_uncommitted consumer reads up to the high watermark, which an acknowledged
+        # (acks=all) write is below, whatever its transaction does; a read_committed one up to
+        # the last stable offset
+        acked = s.time.astype(np.int64)
         committed = lso_readable(h)
         acks: Series = {}
-        for rc, avail in ((False, uncommitted), (True, uncommitted if committed is None else committed)):
+        for rc, avail in ((False, acked), (True, acked if committed is None else committed)):
             ok = okm & (avail >= 0)
             for tp in distinct(s.tp[ok]):
                 m = ok & (s.tp == tp)

@@ -12,6 +12,7 @@ import numpy as np
 
 from highwater.core.checks import CHECKS
 from highwater.core.checks.raw import lso_readable, txn_view
+from highwater.core.checks.stalls import owed_times
 from highwater.core.checks.verdict import Verdict
 from tests.synth.histories import HistoryBuilder
 
@@ -176,3 +177,22 @@ def test_follower_fetch_excuses_a_read_committed_stall_behind_an_open_transactio
     assert excused.valid is True and excused.counts["windows_judged"] == 1
     held = during_fault(open_below=False)
     assert held.valid is False and held.counts["window_stalls"] == 1
+
+
+def test_a_read_uncommitted_consumer_is_owed_every_acknowledged_record_from_its_ack() -> None:
+    """The hunt's seed 2322 (a copy run): a transaction whose end the history does not show
+    wrote offsets a read_uncommitted consumer had to read (they are below the high watermark);
+    a read_committed consumer is owed none of them."""
+    b = HistoryBuilder(
+        {"consumers": {"consumer-0": {"isolation_level": "read_uncommitted"}}, "isolation_level": "read_committed"},
+        racks=RACKS,
+    )
+    b.poll("consumer-0", [], replica=1)
+    b.poll("consumer-1", [], replica=1)
+    b.txn("producer-0", "begin", "producer-0#1")
+    acked = b.send("producer-0", T, 0, "v0", offset=0, txn="producer-0#1")
+    b.txn("producer-0", "commit", "producer-0#1", outcome="info")
+    h = b.data()
+    uncommitted = owed_times(h, h.processes.index("consumer-0"), 0)
+    assert uncommitted.tolist() == [acked["time_ns"]]
+    assert owed_times(h, h.processes.index("consumer-1"), 0).tolist() == []
