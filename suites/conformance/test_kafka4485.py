@@ -13,6 +13,7 @@ from highwater.core.history import read_history
 from highwater.core.run_dir import RunDir
 from highwater.runner import RunResult
 from highwater.suites.findings import expect_hw9
+from highwater.suites.nightly import nightly
 from highwater.suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
 
 HIGH_RATE = 150  # sends/s per producer, at least
@@ -69,6 +70,7 @@ def assert_leaves_once_returns_once(verdicts: list[Verdict], history: Path, topi
     assert moves == [("leave", slowed), ("join", slowed)], moves
 
 
+@nightly("the suite's slowed follower, which leaves the ISR once and returns once, runs in make test", 30)
 def test_keeping_up_under_many_small_requests_means_no_isr_churn(
     cluster, profile, campaign, results_root, repro
 ) -> None:  # type: ignore[no-untyped-def]

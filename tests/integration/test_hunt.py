@@ -12,6 +12,7 @@ from pathlib import Path
 
 from highwater.cli_replay import plan_replay
 from highwater.core.manifest import RunManifest
+from highwater.suites.nightly import nightly
 
 #: seeds of kafka-python plain 60 s runs on the default release: 58 draws one consumer killed
 #: and restarted; 59 a latency toxic and a consumer frozen, overlapping (tests/unit/test_hunt_draw.py
@@ -20,6 +21,11 @@ FIRST_SEED = 58
 HIGHWATER = str(Path(sys.executable).parent / "highwater")  # the installed command
 
 
+@nightly(
+    "the hunt's draws, schedules, shrink and scenario file are unit-tested (test_hunt_draw, test_shrink, "
+    "test_manifest_replay); this end-to-end hunt takes four runs of a minute",
+    270,
+)
 def test_a_hunt_of_two_runs_shrinks_its_planted_violation_to_the_latency_alone(tmp_path: Path) -> None:
     argv = [
         HIGHWATER,
