@@ -11,7 +11,8 @@ leader's high watermark has passed it) to the poll that returned it; it is *lead
 the broker that served it (``replica``) led the partition then (the observer's last ``meta``
 before the poll), *follower-served* when that broker was another replica in the ISR then. Only
 quiet records are judged: neither the acknowledgement nor the poll falls inside a fault window or
-less than ``progress_bound_ms`` after one (records resume within it), nor in the run's first
+less than ``progress_bound_ms`` after its heal was done (records resume within it; a broker
+restarted after a power loss is back only at the heal's ``ok``), nor in the run's first
 ``follower_fetch_grace_ms`` (consumers find their replica), nor after the last acknowledged send
 (a consumer catching up reads old records). The verdict compares the two medians; with fewer than
 ``MIN_SAMPLES`` quiet records of either kind there is nothing to compare (valid, judged nothing:
@@ -103,7 +104,9 @@ def follower_latency(h: HistoryData) -> Verdict:
     polled = p.time[served]
     keep = (acked >= start) & (polled <= int(ack_time.max()))
     for w in fault_windows(h):  # quiet records only
-        keep &= ~((w.start <= polled) & (acked <= (w.end if w.end is not None else h.end_time) + quiet_after))
+        # quiet from B after the heal was done (its ok: a broker restarted after a kill or a
+        # power loss is back and catching up), not after it was asked for
+        keep &= ~((w.start <= polled) & (acked <= w.until(h.end_time) + quiet_after))
     served, acked, polled = served[keep], acked[keep], polled[keep]
     kind = _served_by(h, p.tp[served], polled, p.replica[served])
     latency = polled - acked

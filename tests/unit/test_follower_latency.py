@@ -82,6 +82,40 @@ def test_records_around_a_fault_are_not_judged() -> None:
     assert v.valid is True and v.counts["follower_records"] == MIN_SAMPLES
 
 
+def replay(b: HistoryBuilder, other: HistoryBuilder) -> None:
+    """``other``'s events appended to ``b`` from now on, each as far apart as they were."""
+    base = b.now
+    for ev in other.events:
+        b.now = base + ev["time_ns"]
+        b.event(ev["process"], ev["type"], ev["f"], ev["value"])
+    b.advance(5)
+
+
+def test_records_before_a_heal_is_done_are_not_judged_but_those_after_are() -> None:
+    """The make-test run of 2026-12-07 (power-loss/leader, kafka-python): the heal of a power
+    loss was asked at 26 s and done at 36.6 s, when the broker was back; its rack's consumer
+    read it again 4 s later, 0.7-0.9 s behind. Quiet starts B after the heal's ok, not its
+    invoke; the same late records once the heal is done are found."""
+
+    def healed_late(slow_before_ok: bool) -> HistoryBuilder:
+        b = _history(20)
+        b.fault("power_loss", [2])
+        b.heal("power_loss", [2])  # asked for
+        b.advance(1500)  # past progress_bound_ms from the invoke
+        slow = _history(900, n=2 * MIN_SAMPLES + 1, prefix="w")  # served 900 ms late: broker 2 catching up
+        if slow_before_ok:
+            replay(b, slow)
+        b.heal("power_loss", [2])  # done: broker 2 is back
+        b.advance(1500)
+        if not slow_before_ok:
+            replay(b, slow)
+        return b
+
+    v = _judge(healed_late(slow_before_ok=True))
+    assert v.valid is True and v.counts["follower_records"] == MIN_SAMPLES
+    assert _judge(healed_late(slow_before_ok=False)).valid is False
+
+
 def test_a_follower_outside_the_isr_and_too_few_records_judge_nothing() -> None:
     v = _judge(_history(260, isr=(1, 3)))
     assert v.valid is True and v.counts["follower_records"] == 0 and "not judged" in v.notes[0]
