@@ -97,6 +97,8 @@ HW9 = ClientFinding.of("HW-9", "kip-392/replica-cut-off")
 HW9_COORDINATOR_CUT = ClientFinding.of("HW-9", "transactions/coordinators-cut-pause")
 #: HW-12: kafkajs has no KIP-320 at all (the KIP-320 suite's tests cannot pass on it)
 HW12 = ClientFinding.of("HW-12", "kip-320/unclean-truncation")
+#: HW-28: Sarama has no KIP-320 either (the KIP-320 suite's tests cannot pass on it)
+HW28 = ClientFinding.of("HW-28", "kip-320/unclean-truncation")
 #: HW-13: a kafkajs consumer crashes when a broker it talks to dies, and restarts after a backoff.
 #: Not strict: the stall passed its bound in 3 runs of 4 (kafkajs's retry times are randomized)
 HW13 = ClientFinding.of("HW-13", "durability/leader-kill")
@@ -122,6 +124,7 @@ HW23_TRANSACTIONS = ClientFinding.of("HW-23", "transactions/coordinators-kill")
 
 expect_hw9 = HW9.expect
 expect_hw12 = HW12.expect
+expect_hw28 = HW28.expect
 expect_hw13 = HW13.expect
 expect_hw17 = HW17.expect
 expect_hw22 = HW22.expect

@@ -58,7 +58,7 @@ from highwater.harness.waiting import wait_until
 from highwater.profiles import Profile
 from highwater.run_spec import RunSpec
 from highwater.runner import RunResult, execute_run
-from highwater.suites.findings import expect_hw12, finding_mark
+from highwater.suites.findings import expect_hw12, expect_hw28, finding_mark
 from highwater.suites.nightly import nightly
 from highwater.suites.scenario import KIP320_WINDOW_SECONDS, PLANS, RUN_OPTIONS
 
@@ -324,6 +324,7 @@ def test_unclean_election_truncation_is_detected_by_consumers(
     scenario: str, request: pytest.FixtureRequest, outcome: Outcome
 ) -> None:
     expect_hw12(request)
+    expect_hw28(request)
     assert_truncation_detected(outcome)
 
 
@@ -346,4 +347,5 @@ def test_finding_every_consumer_detects_truncation_through_kip320(
     if RUN_OPTIONS.get().client.startswith("kafka-python"):
         request.applymarker(FINDING_HW6)
     expect_hw12(request)
+    expect_hw28(request)
     assert_every_consumer_detects_through_kip320(outcome)
