@@ -364,6 +364,19 @@ class Observer:
                     leo.setdefault(part.partition_index, {})[broker] = int(part.offset)
         return hw, leo, first
 
+    def replica_log_start(self, broker: int, topic: str, partition: int) -> int | None:
+        """Where ``broker``'s copy of the partition begins (ListOffsets EARLIEST as the debugging
+        replica, which a follower answers too; on a tiered topic, remote segments counted), or
+        None when it does not answer: once retention deleted the start of the log, a read from
+        offset 0 is out of range."""
+        (answer,) = self._send_all(
+            [(broker, _list_offsets(topic, [partition], DEBUGGING_REPLICA_ID, EARLIEST_TIMESTAMP))]
+        )
+        if isinstance(answer, BaseException):
+            return None
+        part = answer.topics[0].partitions[0]
+        return int(part.offset) if part.error_code == 0 else None
+
     def _send_all(self, requests: list[tuple[int, Any]]) -> list[Any]:
         """Each (broker, request) sent at once, then each answer awaited: the answers, or the
         exception a request ended with, in the order asked."""

@@ -446,6 +446,10 @@ TIERED_STORE_SLOW = "--write-ms 200 --fsync-ms 2000"
 #: for the retention less the producers' delivery timeout (20 s) and the slack (2 s): 8 s here
 TIERED_RETENTION_MS = 30_000
 TIERED_RETENTION_DOWN_SECONDS = 32
+#: what retention-race holds: the tiered promises, less uncommitted-read (a record read and then
+#: deleted by retention cannot be compared with the final log: unjudged), plus log-start (no
+#: record deleted younger than the retention); lost-write owes nothing retention deleted
+_TIERED_RETENTION = (*(c for c in _TIERED if c != "uncommitted-read"), "log-start")
 TIERED_PLANS = (
     Plan(
         "tiered",
@@ -517,7 +521,7 @@ TIERED_PLANS = (
         "tiered",
         "retention-race",
         (Step(3, "client-kill --target consumers", TIERED_RETENTION_DOWN_SECONDS),),
-        (*_TIERED, "log-start"),
+        _TIERED_RETENTION,
         what=f"the topic keeps {TIERED_RETENTION_MS // 1000} s of records and the consumers are down longer, so "
         "that when they come back retention is deleting the remote segments they resume in: they read on from "
         "the log start, and retention deletes no record younger than itself",

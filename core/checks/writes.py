@@ -25,8 +25,11 @@ def lost_write(h: HistoryData) -> Verdict:
     """A send acknowledged (type ok) whose value is nowhere in the committed final log of its
     partition. Sends with outcome info are uncertain, not lost; fail sends are not expected in
     the log (``failed_but_present`` counts those that are, as information). An ack whose
-    partition has no final read, or whose offset is below the log start, is unjudged. The
-    policy decides when loss is allowed (acks=1, unclean leader election).
+    partition has no final read, or whose offset is below the log start, is unjudged; on a
+    topic with a finite retention (the header's ``retention_ms`` > 0) one below the log start
+    is not owed at all (``expired``: retention deleted it, and ``log-start`` judges that it
+    was old enough to go). The policy decides when loss is allowed (acks=1, unclean leader
+    election).
 
     Transactions: a send of a transaction that committed (``ok`` commit) is owed to the log
     whatever its own outcome (a committed transaction holds all its writes); a send of one that
@@ -44,9 +47,11 @@ def lost_write(h: HistoryData) -> Verdict:
     below = np.zeros(len(s.tp), bool)
     below[tp_known] = (s.offset[tp_known] >= 0) & (s.offset[tp_known] < ref.log_start[s.tp[tp_known]])
     present = _in_final(h, s.vid)
+    retention = h.config.get("retention_ms")
+    expired = ok & below & has & ~present if isinstance(retention, int) and retention > 0 else np.zeros(len(ok), bool)
     judged = ok & has & ~below
     lost = judged & ~present
-    unjudged = ok & ~judged & ~present
+    unjudged = ok & ~judged & ~present & ~expired
     examples = [
         example(
             h,
@@ -64,6 +69,7 @@ def lost_write(h: HistoryData) -> Verdict:
         "acknowledged": int(ok.sum()),
         "acknowledged_judged": int(judged.sum()),
         "acknowledged_unjudged": int(unjudged.sum()),
+        "expired": int(expired.sum()),
         "uncertain": int((s.type == INFO).sum()),
         "failed": int((s.type == FAIL).sum()),
         "uncertain_present": int(((s.type == INFO) & present).sum()),

@@ -42,6 +42,9 @@ MAX_BYTES = 4 * 1024 * 1024
 #: read of a segment in tiered storage (KIP-405) answers empty until the broker's remote reader has
 #: it, for up to its ``remote.fetch.max.wait.ms`` (500 ms by default)
 REMOTE_WAITS = 5
+#: Fetch's OFFSET_OUT_OF_RANGE, and how often a read that met it starts again at the log start
+OFFSET_OUT_OF_RANGE = 1
+OUT_OF_RANGE_TRIES = 3
 REMOTE_WAIT_MS = 1000
 
 
@@ -131,14 +134,32 @@ def _view(batch: Any, lo: int, hi: int) -> BatchView:
     return BatchView(int(batch.producer_id), bool(batch.is_transactional), bool(batch.is_control_batch), records)
 
 
+def _first_fetch(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, partition: int) -> tuple[Any, int]:
+    """The first fetch of a replica's log, and the offset it asked for: from offset 0; when that
+    is out of range (retention deleted the start of the log, and the answer then names neither
+    the log start nor the high watermark), from the replica's log start, asked again while
+    retention moves it on under the read."""
+    asked = 0
+    first = _fetch(obs, node, topic, topic_id, partition, asked)
+    for _ in range(OUT_OF_RANGE_TRIES):
+        if first.error_code != OFFSET_OUT_OF_RANGE:
+            break
+        start = obs.replica_log_start(node, topic, partition)
+        if start is None or start <= asked:
+            break
+        asked = start
+        first = _fetch(obs, node, topic, topic_id, partition, asked)
+    if first.error_code not in (0, OFFSET_OUT_OF_RANGE):
+        raise for_code(first.error_code)(f"fetch {topic}-{partition}@{asked} from broker {node}")
+    return first, asked
+
+
 def read_replica(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, partition: int) -> dict[str, Any]:
-    first = _fetch(obs, node, topic, topic_id, partition, 0)
-    if first.error_code not in (0, 1):  # 1 = OFFSET_OUT_OF_RANGE: start again at log start
-        raise for_code(first.error_code)(f"fetch {topic}-{partition} from broker {node}")
+    first, asked = _first_fetch(obs, node, topic, topic_id, partition)
     hw, log_start = int(first.high_watermark), max(0, int(first.log_start_offset))
     views: list[BatchView] = []
     offset = log_start
-    resp = first if first.error_code == 0 and log_start == 0 else None
+    resp = first if first.error_code == 0 and log_start == asked else None
     waits = 0  # empty answers below the high watermark asked again (a remote read still pending)
     while offset < hw:
         if resp is None:
