@@ -334,10 +334,12 @@ def test_a_copier_s_stall_is_not_a_consumer_stall() -> None:
     assert pr.counts["longest_stall_ms"] < 2900
 
 
-def _with_tail_in_a_transaction(end: str) -> HistoryBuilder:
+def _with_tail_in_a_transaction(end: str, isolation: str = "read_committed") -> HistoryBuilder:
     """``_quiet_window(unread_tail=True)`` with the unread v10 written in a transaction that
-    ends with ``end`` (an ``ok`` commit or abort) right after its ack."""
+    ends with ``end`` (an ``ok`` commit or abort) right after its ack, read by consumers of
+    ``isolation``."""
     b = _quiet_window(unread_tail=True)
+    b.header["config"]["isolation_level"] = isolation
     events: list[dict[str, Any]] = []
     for ev in b.events:
         if ev["f"] == "send" and ev["value"]["value"] == "v10":
@@ -359,6 +361,9 @@ def test_a_write_of_a_transaction_that_did_not_commit_is_owed_to_no_reader() -> 
     assert committed.valid is False and committed.counts["longest_stall_ms"] >= 2700, committed.counts
     aborted = check("progress", _with_tail_in_a_transaction("abort"))
     assert aborted.valid is True and aborted.counts["longest_stall_ms"] < 100, aborted.counts
+    # a read_uncommitted consumer reads up to the high watermark: the aborted record is owed to it
+    unread = check("progress", _with_tail_in_a_transaction("abort", isolation="read_uncommitted"))
+    assert unread.valid is False and unread.counts["longest_stall_ms"] >= 2700, unread.counts
 
 
 def loss_seen_after_the_heal(look_after_heal: bool) -> HistoryBuilder:

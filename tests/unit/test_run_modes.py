@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from highwater.core.manifest import NemesisRecord
 from highwater.core.run_dir import RunDir
+from highwater.harness.client_common import TopicPartition
+from highwater.harness.workload import ConsumerWorker
 from highwater.harness.workload.transactions import TransactionsUnsupported
 from highwater.modes import run_modes
 from highwater.modes.copy import Copy
@@ -146,12 +147,21 @@ def test_a_share_run_configures_its_group_and_promises_share_events(tmp_path: Pa
     assert "group" not in header["config"]["consumers"]["consumer-0"]
 
 
-def test_an_assign_reader_has_caught_up_when_every_consumer_read_every_record() -> None:
+def _reader(read_past: list[int]) -> ConsumerWorker:
+    """A consumer worker that has returned records of t up to ``read_past`` (per partition)."""
+    c = object.__new__(ConsumerWorker)
+    c._next = {TopicPartition("t", p): o for p, o in enumerate(read_past)}
+    return c
+
+
+def test_an_assign_reader_has_caught_up_when_every_consumer_read_up_to_every_high_watermark() -> None:
+    """By position, not by count: a consumer that retention moved past deleted records read
+    fewer records than the high watermarks and is still caught up; one a partition short is not."""
     spec = RunSpec(suite="u", scenario="x", topic="t", partitions=2)
-    consumers = [SimpleNamespace(records_read=10), SimpleNamespace(records_read=9)]
-    done, what = Assign(spec).caught_up("t", [5, 5], consumers)  # type: ignore[arg-type]
-    assert not done() and what == "every consumer has read the 10 committed records"
-    consumers[1].records_read = 10
+    consumers = [_reader([5, 5]), _reader([5, 4])]
+    done, what = Assign(spec).caught_up("t", [5, 5], consumers)
+    assert not done() and what == "every consumer has read up to the high watermarks [5, 5]"
+    consumers[1]._next[TopicPartition("t", 1)] = 5
     assert done()
 
 
