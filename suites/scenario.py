@@ -450,6 +450,25 @@ TIERED_RETENTION_DOWN_SECONDS = 32
 #: deleted by retention cannot be compared with the final log: unjudged), plus log-start (no
 #: record deleted younger than the retention); lost-write owes nothing retention deleted
 _TIERED_RETENTION = (*(c for c in _TIERED if c != "uncommitted-read"), "log-start")
+
+
+def _store_plan(scenario: str, fault: str, what: str) -> Plan:
+    """A fault of the remote store (``fault``, on ``--target store``) for
+    ``TIERED_STORE_FAIL_SECONDS`` from 8 s after the consumers were stopped, so that their
+    catch-up read meets it."""
+    return Plan(
+        "tiered",
+        scenario,
+        (
+            Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),
+            Step(8, fault, TIERED_STORE_FAIL_SECONDS, during=True),
+        ),
+        _TIERED,
+        what=what,
+        idempotence=True,
+    )
+
+
 TIERED_PLANS = (
     Plan(
         "tiered",
@@ -478,44 +497,26 @@ TIERED_PLANS = (
         "lost, skipped, rewound or read uncommitted",
         idempotence=True,
     ),
-    Plan(
-        "tiered",
+    _store_plan(
         "store-failing",
-        (
-            Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),
-            Step(8, "disk-fail --target store", TIERED_STORE_FAIL_SECONDS, during=True),
-        ),
-        _TIERED,
-        what="the remote store fails every read and write (EIO) while the producers write and the stopped "
+        "disk-fail --target store",
+        "the remote store fails every read and write (EIO) while the producers write and the stopped "
         "consumers start their catch-up read from it: no segment is deleted locally before it is copied, "
         "nothing is lost, and the consumers read on once the store heals",
-        idempotence=True,
     ),
-    Plan(
-        "tiered",
+    _store_plan(
         "store-slow",
-        (
-            Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),
-            Step(8, f"disk-slow --target store {TIERED_STORE_SLOW}", TIERED_STORE_FAIL_SECONDS, during=True),
-        ),
-        _TIERED,
-        what="every write to the remote store waits and every fsync of it waits longer while the producers "
+        f"disk-slow --target store {TIERED_STORE_SLOW}",
+        "every write to the remote store waits and every fsync of it waits longer while the producers "
         "write and the stopped consumers start their catch-up read: copies fall behind, local segments wait "
         "for them, and nothing is lost, skipped or rewound",
-        idempotence=True,
     ),
-    Plan(
-        "tiered",
+    _store_plan(
         "store-full",
-        (
-            Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),
-            Step(8, "disk-full --target store", TIERED_STORE_FAIL_SECONDS, during=True),
-        ),
-        _TIERED,
-        what="the remote store refuses every write as a full disk does (ENOSPC) while the producers write and "
+        "disk-full --target store",
+        "the remote store refuses every write as a full disk does (ENOSPC) while the producers write and "
         "the stopped consumers read back what it holds: no segment is deleted locally before it is copied, "
         "nothing is lost, and copies resume once it has room",
-        idempotence=True,
     ),
     Plan(
         "tiered",
