@@ -62,9 +62,7 @@ ROTATION = pytest.mark.client_rotation("scenario", list(SCENARIOS))
 #: the scenarios make test leaves to the nightly slices (each mark on both tests: they judge one run)
 NIGHTLY = {
     "leader-kill": nightly("the power-loss suite's leader case kills the leader under the same checks", 45),
-    "leader-partition": nightly(
-        "a leader cut off stays in make test as the transactions suite's and the compose run's cuts", 45
-    ),
+    "leader-partition": nightly("a leader cut off stays in make test as the transactions suite's cuts", 45),
     "leader-pause": nightly("a paused leader stays in make test in HW-5's and HW-11's tests", 45),
 }
 CASES = cases(SCENARIOS, NIGHTLY)

@@ -125,7 +125,9 @@ HW9_FAULTS = ("cut-off", "slowed")
     cases(
         KIP392_FAULTS,
         {
-            "cut-off": nightly("its killed replica stays in make test; cuts in the compose run and HW-1's tests", 45),
+            "cut-off": nightly(
+                "its killed replica stays in make test; cuts in HW-1's tests and the transactions suite", 45
+            ),
             "slowed": nightly("its killed replica stays in make test; a slowed follower in KAFKA-4485's suite", 45),
         },
     ),

@@ -7,7 +7,8 @@ fails, 3.0.9 passes. The bisect prints its boundary on stdout and writes its cam
 Two releases, not three (3.0.7 too, as it was until 2026-11-26): each probe is a cluster and a
 28 s scenario, and make test's budget paid for HW-16 with the third; the search between the ends
 is the unit tests' (``tests/unit/test_bisect.py``), the machinery end to end (a virtual
-environment per release, runs, verdicts, the boundary) is this test's."""
+environment per release, runs, verdicts, the boundary) is this test's. Nightly since 2026-12-07
+(make test's budget)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from highwater.suites.nightly import nightly
+
 SCENARIO = "suites/conformance/test_groups.py::test_every_partition_is_read_through_a_member_restart"
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@nightly(
+    "the bisect's search, verdicts and report are unit-tested (test_bisect, test_bisect_report); this installs "
+    "and runs kafka-python releases end to end",
+    95,
+)
 def test_bisect_over_kafka_python_releases_finds_the_fix(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "highwater.cli", "bisect", SCENARIO, "--over", "client"]
     argv += ["--client", "kafka-python", "--good", "3.0.9", "--bad", "3.0.8", "--runs", "1"]

@@ -27,6 +27,7 @@ from highwater.harness.config import ClusterSpec
 from highwater.harness.distribution import default_version
 from highwater.harness.waiting import wait_until
 from highwater.profiles import get_profile
+from highwater.suites.nightly import nightly
 from highwater.suites.scenario import PLANS, TIMED_CHECKS, Plan, check_verdicts, run_plan
 
 from .kafka_util import bytes_served, consume_all, produce
@@ -120,6 +121,11 @@ KILL_THEN_CUT = Plan(
 )
 
 
+@nightly(
+    "the compose backend's boot, racks, rack reads, faults through the engine and reaping run in make test; "
+    "the durability suite's faults run there on the local backend",
+    80,
+)
 def test_durability_under_leader_faults(cluster: ComposeCluster, tmp_path: Path) -> None:
     """The durability suite's own faults (suites.scenario.PLANS), on containers."""
     result = run_plan(

@@ -106,6 +106,11 @@ def full_file(kept_up: dict, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cluster_file(tmp_path_factory.mktemp("ext"), kept_up, toxiproxy=True, commands=True)
 
 
+@nightly(
+    "the external backend's discovery, refusals and its command-line faults run in make test; the checks of a "
+    "leader kill run there on the local backend",
+    35,
+)
 def test_leader_kill_through_commands_passes_the_same_checks(full_file: Path, tmp_path: Path) -> None:
     ext = connect(ClusterSpec(brokers=3, racks=3), print, full_file)
     try:

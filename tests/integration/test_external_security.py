@@ -17,7 +17,7 @@ from highwater.harness.security import ClientSecurity
 from highwater.harness.waiting import wait_until
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
-from highwater.suites.nightly import nightly
+from highwater.suites.nightly import cases, nightly
 
 from .test_external import cluster_file, run_rack_suite_on_external
 
@@ -58,7 +58,13 @@ def test_the_listeners_refuse_a_client_without_credentials(sasl_cluster: Cluster
         )
 
 
-@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
+@pytest.mark.parametrize(
+    "client",
+    cases(
+        ["kafka-python", "confluent-kafka"],
+        {"confluent-kafka": nightly("kafka-python's run through the external backend authenticates in make test", 20)},
+    ),
+)
 def test_a_run_through_the_external_backend_authenticates_every_client(
     sasl_cluster: Cluster, tmp_path: Path, client: str
 ) -> None:

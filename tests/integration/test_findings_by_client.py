@@ -116,6 +116,9 @@ def _consume(client: str, cluster: Cluster, topic: str, count: int, rack: str, t
     every_client(
         HW1_BREAKS,
         nightly={
+            "kafka-python": nightly(
+                "test_faults.py's rack client cut off from its follower shows HW-1 in make test", 25
+            ),
             "confluent-kafka": nightly(SAME_AS + " (HW-1 is the broker's: every client)", 25),
             "java": nightly(SAME_AS + " (HW-1 is the broker's: kafka-python shows it)", 25),
         },
@@ -321,7 +324,19 @@ def _start_and_send(client: str, bootstrap: list[str], topic: str, i: int) -> st
     return None
 
 
-@pytest.mark.parametrize("client", every_client(HW5_BREAKS))
+@pytest.mark.parametrize(
+    "client",
+    every_client(
+        HW5_BREAKS,
+        nightly={
+            "kafka-python": nightly(
+                "java's and confluent-kafka's runs in make test bootstrap past the paused server; kafka-python's "
+                "is HW-5's strict xfail",
+                35,
+            )
+        },
+    ),
+)
 def test_hw5_new_clients_bootstrap_past_a_paused_server(cluster: Cluster, client: str) -> None:
     """Bootstrap liveness: with three bootstrap servers of which one broker is paused (SIGSTOP:
     its kernel still accepts connections, nothing answers), every new producer gets a record of

@@ -20,6 +20,7 @@ from highwater.harness.config import ClusterSpec
 from highwater.nemesis import scheduled
 from highwater.run_spec import RunSpec
 from highwater.runner import execute_run
+from highwater.suites.nightly import nightly
 
 
 def fault_kinds(run_dir: Path) -> list[str]:
@@ -28,6 +29,7 @@ def fault_kinds(run_dir: Path) -> list[str]:
     ]
 
 
+@nightly("a replay's plan from a recorded manifest is unit-tested (test_manifest_replay); this reruns a whole run", 45)
 def test_replay_reruns_a_recorded_run(
     backend: str, kafka_version: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -24,6 +24,7 @@ from highwater.suites.nightly import nightly
 from .kafka_util import NOT_APPLICABLE_WITHOUT_TXN_COMMITS_OR_IDEMPOTENCE
 
 
+@nightly("make test builds the report of its own runs, and test_report_e2e opens a report in headless Chromium", 50)
 def test_report_from_a_real_run_opens_clean_in_chromium(cluster: Cluster, tmp_path: Path) -> None:
     results = tmp_path / "results"
     result = execute_run(
@@ -65,7 +66,7 @@ def test_report_from_a_real_run_opens_clean_in_chromium(cluster: Cluster, tmp_pa
     assert [r["valid"] for r in page.content["runs"]] == ["true"]
 
 
-@nightly("the manifest's round trip is unit-tested; the report of a real run keeps its browser test in make test", 45)
+@nightly("the manifest's round trip is unit-tested; make test builds the report of its own scheduled runs", 45)
 def test_a_real_scheduled_runs_manifest_reaches_the_report(cluster: Cluster, tmp_path: Path) -> None:
     """A short seeded run on the real cluster; its run.json read back through the report path
     (``reports.layout`` and ``reports.aggregate.build``): the schedule and the start time survive
