@@ -122,7 +122,7 @@ def assert_group_delivered(verdicts: list[Verdict]) -> None:
     assert delivery.counts["unjudged"] == 0, f"partitions without a final read: {delivery.counts}"
 
 
-@nightly("member-faults' first step kills and restarts a member; the client bisect plays this one", 50)
+@nightly("member-faults' first step kills and restarts a member", 50)
 def test_every_partition_is_read_through_a_member_restart(cluster, profile, campaign, results_root, repro) -> None:  # type: ignore[no-untyped-def]
     result = run_plan(
         cluster,

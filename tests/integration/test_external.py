@@ -180,7 +180,7 @@ def run_rack_suite_on_external(cluster_file: Path, results: Path) -> subprocess.
     )
 
 
-@nightly("the external backend's run through commands stays in make test", 30)
+@nightly("the external backend's discovery, refusals and command-line faults stay in make test", 30)
 def test_conformance_suite_runs_through_pytest_on_external(full_file: Path, tmp_path: Path) -> None:
     """A fault-free conformance suite (rack fetching) with ``--backend external --cluster-file``."""
     res = run_rack_suite_on_external(full_file, tmp_path)

@@ -101,7 +101,7 @@ def test_a_run_through_the_external_backend_authenticates_every_client(
     )
 
 
-@nightly("every client's SASL authentication stays in make test", 45)
+@nightly("kafka-python's SASL authentication through the external backend stays in make test", 45)
 def test_a_conformance_suite_runs_on_a_sasl_cluster_through_pytest(sasl_cluster: Cluster, tmp_path: Path) -> None:
     path = sasl_file(
         tmp_path,
