@@ -46,8 +46,11 @@ SPARK_CHECKS = ("poll-skip", "lost-write")
 #: count keys that both implementations report, compared for agreement
 SHARED_COUNTS = {
     "poll-skip": ("skips", "skipped_offsets", "steps_judged", "steps_unjudged"),
-    "lost-write": ("lost", "acknowledged", "acknowledged_judged", "acknowledged_unjudged"),
+    "lost-write": ("lost", "acknowledged", "acknowledged_judged", "acknowledged_unjudged", "expired"),
 }
+#: shared counts a run's verdict.json lacks when an older harness judged it, and what that meant
+#: (lost-write had no ``expired``: no acknowledged write was excused by retention)
+COUNTS_ADDED_LATER = {"expired": 0}
 MAX_FAILURE_RUNS_PER_CHECK = 5
 CONTEXT_RADIUS = 4
 CONTEXT_LIMIT = 24  # events shown around one example; the report says how many more there were
@@ -161,7 +164,8 @@ def merge_run_verdicts(
         if s is not None:
             s = _policy(check, s.to_json(), run.config)
         if v is not None and s is not None:
-            diff = [k for k in SHARED_COUNTS[check] if v["counts"].get(k) != s["counts"].get(k)]
+            py_counts = {**COUNTS_ADDED_LATER, **v["counts"]}
+            diff = [k for k in SHARED_COUNTS[check] if py_counts.get(k) != s["counts"].get(k)]
             if (
                 not diff
                 and _example_sets(v) != _example_sets(s)

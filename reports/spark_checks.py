@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+from highwater.core.checks.data import finite_retention
 from highwater.core.checks.verdict import Valid, Verdict, decide
 from highwater.core.run_dir import HISTORY_PARQUET
 from highwater.reports.layout import RunInfo
@@ -220,11 +221,13 @@ def committed_logs(ev: DataFrame, refinfo: DataFrame) -> DataFrame:
 # lost-write
 
 
-def acked_sends(ev: DataFrame, refinfo: DataFrame) -> DataFrame:
+def acked_sends(ev: DataFrame, refinfo: DataFrame, finite: frozenset[int] = frozenset()) -> DataFrame:
     """Acknowledged sends with their judged flag (partition has a reference, not acked below
-    its log start) and the reference's hw. As in ``core.checks.writes.lost_write``, a send
-    of a transaction is owed to the log exactly when its transaction has an ``ok`` commit
-    (then even an ``info`` send is): transaction ids live in ``value_json`` (not a hot key)."""
+    its log start), their expired flag (below the log start in a run of ``finite``, the run
+    keys whose topics delete records by age: not owed) and the reference's hw. As in
+    ``core.checks.writes.lost_write``, a send of a transaction is owed to the log exactly when
+    its transaction has an ``ok`` commit (then even an ``info`` send is): transaction ids live
+    in ``value_json`` (not a hot key)."""
     info = F.broadcast(
         refinfo.select(*RUN_KEYS, F.col("log_start").alias("ref_log_start"), F.col("hw").alias("ref_hw"))
     )
@@ -245,18 +248,23 @@ def acked_sends(ev: DataFrame, refinfo: DataFrame) -> DataFrame:
         "run", "topic", "partition", "offset", "value", F.xxhash64("value").alias("vh"), "index", "process"
     )
     below = F.coalesce((F.col("offset") >= 0) & (F.col("offset") < F.col("ref_log_start")), F.lit(False))
-    return acked.join(info, RUN_KEYS, "left").withColumn("judged", F.col("ref_log_start").isNotNull() & ~below)
+    return (
+        acked.join(info, RUN_KEYS, "left")
+        .withColumn("judged", F.col("ref_log_start").isNotNull() & ~below)
+        .withColumn("expired", below & F.col("run").isin(sorted(finite)))
+    )
 
 
 #: lost values per run handed to the example search (the first ones in ack order)
 LOST_KEYS = 1000
 
 
-def lost_write(ev: DataFrame, refinfo: DataFrame, logs: DataFrame) -> DataFrame:
+def lost_write(ev: DataFrame, refinfo: DataFrame, logs: DataFrame, finite: frozenset[int] = frozenset()) -> DataFrame:
     """Per run: ``acknowledged``, ``acknowledged_judged``, ``acknowledged_unjudged`` (unjudged
-    acks of values absent from the committed log), ``lost`` (judged acks of absent values) and
-    ``lost_values`` (up to LOST_KEYS absent value hashes, in ack order), from which the
-    examples are picked.
+    acks of values absent from the committed log), ``expired`` (acks below the log start of a
+    run in ``finite`` whose values are absent: retention deleted them), ``lost`` (judged acks
+    of absent values) and ``lost_values`` (up to LOST_KEYS absent value hashes, in ack order),
+    from which the examples are picked.
 
     One aggregation per run over the acks and the committed logs together gathers the run's
     acked value hashes (judged and unjudged apart) and committed value hashes as arrays: a
@@ -267,16 +275,18 @@ def lost_write(ev: DataFrame, refinfo: DataFrame, logs: DataFrame) -> DataFrame:
     for the join, ~20 s.) ``array_except`` then finds the absent values with a hash set,
     inside the run's row."""
     no_hashes = F.lit(None).cast("array<bigint>")
-    acks = acked_sends(ev, refinfo).select(
+    acks = acked_sends(ev, refinfo, finite).select(
         "run",
         F.when(F.col("judged"), F.col("vh")).alias("j"),
-        F.when(~F.col("judged"), F.col("vh")).alias("u"),
+        F.when(~F.col("judged") & ~F.col("expired"), F.col("vh")).alias("u"),
+        F.when(F.col("expired"), F.col("vh")).alias("e"),
         no_hashes.alias("c"),
     )
     com = logs.select(
         "run",
         F.lit(None).cast("bigint").alias("j"),
         F.lit(None).cast("bigint").alias("u"),
+        F.lit(None).cast("bigint").alias("e"),
         F.transform(F.filter("log.value", lambda v: v.isNotNull()), lambda v: F.xxhash64(v)).alias("c"),
     )
     per_run = (
@@ -285,6 +295,7 @@ def lost_write(ev: DataFrame, refinfo: DataFrame, logs: DataFrame) -> DataFrame:
         .agg(
             F.collect_list("j").alias("aj"),
             F.collect_list("u").alias("au"),
+            F.collect_list("e").alias("ae"),
             F.flatten(F.collect_list("c")).alias("committed"),
         )
     )
@@ -292,8 +303,10 @@ def lost_write(ev: DataFrame, refinfo: DataFrame, logs: DataFrame) -> DataFrame:
         "run",
         "aj",
         "au",
+        "ae",
         F.array_except("aj", "committed").alias("absent_j"),
         F.array_except("au", "committed").alias("absent_u"),
+        F.array_except("ae", "committed").alias("absent_e"),
     )
 
     def acks_of_absent(acked: str, absent: str) -> Column:
@@ -308,9 +321,10 @@ def lost_write(ev: DataFrame, refinfo: DataFrame, logs: DataFrame) -> DataFrame:
 
     return per_run.select(
         "run",
-        (F.size("aj") + F.size("au")).alias("acknowledged"),
+        (F.size("aj") + F.size("au") + F.size("ae")).alias("acknowledged"),
         F.size("aj").alias("acknowledged_judged"),
         acks_of_absent("au", "absent_u").alias("acknowledged_unjudged"),
+        acks_of_absent("ae", "absent_e").alias("expired"),
         acks_of_absent("aj", "absent_j").alias("lost"),
         F.slice("absent_j", 1, LOST_KEYS).alias("lost_values"),
     )
@@ -692,7 +706,8 @@ def _verdicts(ev: DataFrame, summary: list[Any], runs: list[RunInfo]) -> dict[in
         for r in ref_rows
     }
     logs = committed_logs(ev, refinfo)
-    lw = {r["run"]: r.asDict() for r in lost_write(ev, refinfo, logs).collect()}
+    finite = frozenset(r.key for r in runs if finite_retention(r.config))
+    lw = {r["run"]: r.asDict() for r in lost_write(ev, refinfo, logs, finite).collect()}
     lw_ex = lost_write_examples(ev, refinfo, {k: list(a["lost_values"]) for k, a in lw.items() if a["lost_values"]})
     ps, ps_ex = poll_skip(summary, refs, logs)
     lw_examples: dict[int, list[dict[str, Any]]] = {}
@@ -731,7 +746,10 @@ def _verdicts(ev: DataFrame, summary: list[Any], runs: list[RunInfo]) -> dict[in
         if run.parquet is None:
             continue
         a = lw.get(run.key, {})
-        lw_c = {k: int(a.get(k) or 0) for k in ("lost", "acknowledged", "acknowledged_judged", "acknowledged_unjudged")}
+        lw_c = {
+            k: int(a.get(k) or 0)
+            for k in ("lost", "acknowledged", "acknowledged_judged", "acknowledged_unjudged", "expired")
+        }
         b = ps.get(run.key, {})
         ps_c = {k: int(b.get(k) or 0) for k in ("skips", "skipped_offsets", "steps_judged", "steps_unjudged")}
         out[run.key] = {

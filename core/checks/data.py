@@ -95,6 +95,19 @@ def idempotent(config: Mapping[str, Any]) -> bool:
     return bool(config.get("idempotence") or config.get("enable_idempotence"))
 
 
+def retention_ms(config: Mapping[str, Any]) -> int | None:
+    """The run's topics' ``retention.ms`` as its header's config names it (-1: kept for good),
+    None when the header does not say (absent, not an integer, or 0)."""
+    v = config.get("retention_ms")
+    return v if isinstance(v, int) and not isinstance(v, bool) and v != 0 else None
+
+
+def finite_retention(config: Mapping[str, Any]) -> bool:
+    """Whether the run's topics delete records by age (``retention.ms`` > 0): then an
+    acknowledged record below the log start may have been deleted, not lost."""
+    return (retention_ms(config) or 0) > 0
+
+
 def vid_of(v: Any) -> int:
     """Value id for the JSON Lines path: 0 means "no value" (null cannot identify a write)."""
     if type(v) is not str:

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from highwater.core.checks.bounds import Settings
-from highwater.core.checks.data import OK, HistoryData
+from highwater.core.checks.data import OK, HistoryData, retention_ms
 from highwater.core.checks.derived import example, reference
 from highwater.core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict
 from highwater.core.checks.windows import MS
@@ -132,9 +132,14 @@ def log_start(h: HistoryData) -> Verdict:
             LOG_START, NOT_APPLICABLE, notes=["not applicable: the run observed no log start (tiered runs do)"]
         )
     counts = {"observations": len(observed), "partitions": len({m.tp for m in observed})}
-    retention = h.config.get("retention_ms")
-    if not isinstance(retention, int) or isinstance(retention, bool) or retention == 0:
-        return Verdict(LOG_START, UNKNOWN, counts, notes=[f"retention.ms is {retention!r}: what it keeps is unknown"])
+    retention = retention_ms(h.config)
+    if retention is None:
+        return Verdict(
+            LOG_START,
+            UNKNOWN,
+            counts,
+            notes=[f"retention.ms is {h.config.get('retention_ms')!r}: what it keeps is unknown"],
+        )
     s = h.sends
     acked = (s.type == OK) & (s.tp >= 0) & (s.offset >= 0)
     # until when each acknowledged record is promised to stay: for good, or while it is younger

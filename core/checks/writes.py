@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from highwater.core.checks.data import FAIL, INFO, OK, HistoryData, distinct, idempotent, member
+from highwater.core.checks.data import FAIL, INFO, OK, HistoryData, distinct, finite_retention, idempotent, member
 from highwater.core.checks.derived import NOAUTH, example, okey, pick, poll_status, reference
 from highwater.core.checks.raw import COMMITTED, NOT_COMMITTED, UNDECIDED, txn_view
 from highwater.core.checks.verdict import MAX_EXAMPLES, NOT_APPLICABLE, UNKNOWN, Verdict, decide
@@ -47,8 +47,7 @@ def lost_write(h: HistoryData) -> Verdict:
     below = np.zeros(len(s.tp), bool)
     below[tp_known] = (s.offset[tp_known] >= 0) & (s.offset[tp_known] < ref.log_start[s.tp[tp_known]])
     present = _in_final(h, s.vid)
-    retention = h.config.get("retention_ms")
-    expired = ok & below & has & ~present if isinstance(retention, int) and retention > 0 else np.zeros(len(ok), bool)
+    expired = ok & below & has & ~present if finite_retention(h.config) else np.zeros(len(ok), bool)
     judged = ok & has & ~below
     lost = judged & ~present
     unjudged = ok & ~judged & ~present & ~expired

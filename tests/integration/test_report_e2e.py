@@ -101,12 +101,39 @@ def write_transactions_run(root: Path) -> None:
     (d / "run.json").write_text(json.dumps({"suite": "transactions", "scenario": "txn-lost"}))
 
 
+def write_retention_run(root: Path, retention_ms: int, name: str) -> None:
+    """Ten acknowledged writes of which retention took the first four (the final reads start at
+    offset 4), and one (offset 7) missing from the log: on a topic with a finite retention the
+    four are expired, not unjudged, in Spark's lost-write as in Python's; with ``retention_ms``
+    -1 (kept for good) they are unjudged. The missing one is lost either way."""
+    from highwater.core.checks import overall
+    from tests.synth.histories import HistoryBuilder
+
+    b = HistoryBuilder({"acks": "all", "retention_ms": retention_ms})
+    for i in range(10):
+        b.send("producer-0", "t", 0, f"v{i}", offset=i)
+    for rep in (1, 2, 3):
+        b.final("t", 0, rep, 10, [(o, f"v{o}") for o in range(4, 10) if o != 7], log_start=4)
+    d = root / "nightly-3" / name
+    d.mkdir(parents=True)
+    hist = b.write(d / "history.jsonl")
+    verdicts = run_all_checks(hist)
+    (d / "verdict.json").write_text(
+        json.dumps({"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str)
+    )
+    (d / "run.json").write_text(
+        json.dumps({"suite": "tiered", "scenario": name, "config": {"retention_ms": retention_ms}})
+    )
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("results")
     write_results(root, [*demo_specs(), *RANDOM_SPECS])
     write_position_changes_run(root)
     write_transactions_run(root)
+    write_retention_run(root, 60_000, "retention-finite")
+    write_retention_run(root, -1, "retention-forever")
     write_results(root, [CRASHED], with_verdict=False)
     hist = root / CRASHED.campaign / CRASHED.run_id / "history.jsonl"
     text = hist.read_bytes()
@@ -165,6 +192,12 @@ def test_spark_checks_agree_with_python_checks(report: dict[str, Any]) -> None:
                 assert python[check].counts[k] == n, (r["run"], check, k)
             judged += 1
     assert judged == 2 * len(s["runs"]) >= 20
+    lost = {
+        r["scenario"]: r["checks"]["lost-write"]["counts"] for r in s["runs"] if r["scenario"].startswith("retention")
+    }
+    assert (lost["retention-finite"]["expired"], lost["retention-finite"]["acknowledged_unjudged"]) == (4, 0)
+    assert (lost["retention-forever"]["expired"], lost["retention-forever"]["acknowledged_unjudged"]) == (0, 4)
+    assert lost["retention-finite"]["lost"] == lost["retention-forever"]["lost"] == 1
 
 
 def test_fetch_counts_match_the_histories(report: dict[str, Any]) -> None:
