@@ -176,9 +176,10 @@ def _lso_readable(h: HistoryData, view: TxnView) -> np.ndarray:
     end = _txn_ends(h)[txn]
     writes = (s.type == OK) & (s.tp >= 0) & (s.offset >= 0) & (out >= 0)
     for tp in np.unique(ttp).tolist():
-        o = np.argsort(first[ttp == tp], kind="stable")
-        starts = first[ttp == tp][o]
-        held_until = np.maximum.accumulate(end[ttp == tp][o])  # the latest end of those starting so far
+        mine = ttp == tp
+        o = np.argsort(first[mine], kind="stable")
+        starts = first[mine][o]
+        held_until = np.maximum.accumulate(end[mine][o])  # the latest end of those starting so far
         rows = np.nonzero(writes & (s.tp == tp))[0]
         below = np.searchsorted(starts, s.offset[rows].astype(np.int64), "left")  # how many start below
         out[rows] = np.maximum(out[rows], np.where(below > 0, held_until[np.maximum(below - 1, 0)], -1))

@@ -42,10 +42,10 @@ from typing import Any
 import numpy as np
 
 from highwater.core.checks.bounds import stall_bound_name
-from highwater.core.checks.data import OK, HistoryData, MetaObs, distinct
+from highwater.core.checks.data import OK, HistoryData, MetaObs, cached, distinct
 from highwater.core.checks.derived import example
 from highwater.core.checks.raw import lso_readable
-from highwater.core.checks.txn import isolation_of
+from highwater.core.checks.txn import read_committed
 from highwater.core.checks.verdict import MAX_EXAMPLES
 from highwater.core.checks.windows import MS, Window, bound_ns, fault_windows
 
@@ -122,8 +122,6 @@ def _series(h: HistoryData) -> tuple[Series, Series]:
                 upto = last[np.searchsorted(part_t, times, "right") - 1]
                 polls[(k >> 32, k & 0xFFFFFFFF)] = (times, upto)
         okm = (s.type == OK) & (s.tp >= 0)
-        # a transactional write is owed to readers from its transaction's commit, and not at all
-        # if the transaction did not (surely) commit
         # a read_uncommitted consumer reads up to the high watermark, which an acknowledged
         # (acks=all) write is below, whatever its transaction does; a read_committed one up to
         # the last stable offset
@@ -143,7 +141,7 @@ def _series(h: HistoryData) -> tuple[Series, Series]:
 def readable_acks(h: HistoryData, acks: Series, proc: int, tp: int) -> tuple[np.ndarray, np.ndarray]:
     """When each write of ``tp`` became readable to consumer ``proc`` (by its isolation level),
     and its offset, by time."""
-    rc = isolation_of(h.config, h.proc_name(proc)) == "read_committed"
+    rc = cached(h, "read_committed", read_committed)[proc]
     return acks.get((int(rc), tp), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
 
 

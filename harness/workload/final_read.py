@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka.errors import for_code
+from kafka.errors import OffsetOutOfRangeError, for_code
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.record import MemoryRecords
 
@@ -43,7 +43,7 @@ MAX_BYTES = 4 * 1024 * 1024
 #: it, for up to its ``remote.fetch.max.wait.ms`` (500 ms by default)
 REMOTE_WAITS = 5
 #: Fetch's OFFSET_OUT_OF_RANGE, and how often a read that met it starts again at the log start
-OFFSET_OUT_OF_RANGE = 1
+OFFSET_OUT_OF_RANGE = OffsetOutOfRangeError.errno
 OUT_OF_RANGE_TRIES = 3
 REMOTE_WAIT_MS = 1000
 
