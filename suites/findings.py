@@ -115,6 +115,10 @@ KAFKAJS_TRANSACTIONS = ClientFinding.of(("HW-14", "HW-13"), "transactions/coordi
 #: HW-22: kafka-python hands one follower-served partition per consumer over late at a quiet rate.
 #: Not strict (its median crossed follower-latency's bound in 2 runs of 3), timed checks alone
 HW22 = ClientFinding.of("HW-22", "kip-392/quiet-follower-latency")
+#: HW-22 where a tiered broker is busy copying to a failing, slow or full remote store: every
+#: follower-served partition is late on kafka-python. Not strict (over the bound in 1 run of 3),
+#: timed checks alone
+HW22_TIERED = ClientFinding.of("HW-22", "tiered/store-failing")
 #: HW-23: franz-go stays on its preferred replica, dead or out of the ISR, for 30 minutes. Not
 #: strict (two runs of each case so far), timed checks alone
 HW23 = ClientFinding.of("HW-23", "kip-392/replica-cut-off")
@@ -128,5 +132,6 @@ expect_hw28 = HW28.expect
 expect_hw13 = HW13.expect
 expect_hw17 = HW17.expect
 expect_hw22 = HW22.expect
+expect_hw22_tiered = HW22_TIERED.expect
 expect_hw23 = HW23.expect
 expect_kafkajs_transactions = KAFKAJS_TRANSACTIONS.expect

@@ -14,7 +14,8 @@ segment the store holds, and they read on after the heal (the progress check aft
 ``store-slow`` is the same with the store slowed instead (``disk-slow --target store``: 200 ms
 before each write, 2 s before each fsync), ``store-full`` with it refusing writes as a full disk
 does (``disk-full --target store``, ENOSPC): copies fall behind or fail, reads of what it holds
-go on.
+go on. kafka-python's follower-served records come late here (HW-22): a non-strict xfail on it,
+for the timed checks alone.
 
 Nightly: the catch-up through a leader kill is the tiered suite's ``make test`` scenario.
 A backend without a local remote store, or a release before 3.6, is skipped with its one line.
@@ -32,6 +33,7 @@ from highwater.core.run_dir import RunDir
 from highwater.harness import tiered
 from highwater.harness.backend import ClusterBackend
 from highwater.suites.conformance.test_tiered import assert_caught_up_from_remote, tiered_cluster
+from highwater.suites.findings import expect_hw22_tiered
 from highwater.suites.nightly import nightly
 from highwater.suites.scenario import PLANS, Plan, assert_verdicts, run_plan
 
@@ -49,22 +51,25 @@ def cluster(request: pytest.FixtureRequest, kafka_version: str, backend: str) ->
 
 @nightly("the tiered suite's catch-up through a leader kill runs in make test", 75)
 def test_a_failing_remote_store_costs_time_not_records(
-    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
+    request: pytest.FixtureRequest, cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
 ) -> None:
+    expect_hw22_tiered(request)
     run_store_fault(cluster, STORE_FAILING, "tiered-store-failing", profile, campaign, results_root, repro)
 
 
 @nightly("the tiered suite's catch-up through a leader kill runs in make test", 75)
 def test_a_slow_remote_store_costs_time_not_records(
-    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
+    request: pytest.FixtureRequest, cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
 ) -> None:
+    expect_hw22_tiered(request)
     run_store_fault(cluster, STORE_SLOW, "tiered-store-slow", profile, campaign, results_root, repro)
 
 
 @nightly("the tiered suite's catch-up through a leader kill runs in make test", 75)
 def test_a_full_remote_store_costs_time_not_records(
-    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
+    request: pytest.FixtureRequest, cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
 ) -> None:
+    expect_hw22_tiered(request)
     run_store_fault(cluster, STORE_FULL, "tiered-store-full", profile, campaign, results_root, repro)
 
 
