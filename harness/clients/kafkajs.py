@@ -1,47 +1,33 @@
 """kafkajs under test: the Node.js worker (``clients/node/highwater_worker.js``).
 
-Each kafkajs version lives in a tree of its own in the cache, ``<cache>/clients/kafkajs/
-<version>/node_modules``, installed once with npm from the npm registry; the worker runs on
-``node`` with ``NODE_PATH`` pointing at that tree, so several versions run side by side:
-
-- the version pinned in ``clients/node/package.json`` (the default, ``--client kafkajs``) is
-  installed with ``npm ci`` from the committed lock file (its integrity hash checked);
-- any other version (``--client kafkajs==2.1.0``) gets a ``package.json`` naming exactly that
-  version and ``npm install``; a version the registry does not have is one line
-  (``UnknownClientError``) before any test starts, and leaves nothing in the cache.
-
-kafkajs has no runtime dependencies, so a tree is one package. Installs are marked complete
-only when npm succeeded (an interrupted one is redone), and concurrent installs wait on the
-client's lock file. The worker ends at the end of its stdin and within half a second of its
-parent's death, like every worker (``harness.clients.worker``).
+Each kafkajs version lives in a tree of its own in the cache (``harness.clients.npm_tree``): the
+version pinned in ``clients/node/package.json`` (the default, ``--client kafkajs``) from the
+committed lock file, any other (``--client kafkajs==2.1.0``) from the npm registry. kafkajs has
+no runtime dependencies and no build, so a tree is one package, installed without scripts. The
+worker ends at the end of its stdin and within half a second of its parent's death, like every
+worker (``harness.clients.worker``).
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
-import re
-import shutil
-import subprocess
-import time
 from pathlib import Path
 
-from highwater.core.errors import SetupError
 from highwater.core.progress import Progress, to_stderr
 from highwater.core.versions import leading_numbers as release
 from highwater.harness.paths import home
 
+from . import npm_tree
 from .base import UnknownClientError
+from .npm_tree import NpmClient, without_node_env
 from .worker import Launch, NeutralSettingsConfig, WorkerDriver, worker_log_path
 
 NAME = "kafkajs"
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "clients" / "node"
 WORKER = PACKAGE / "highwater_worker.js"
-_MARKER = ".highwater-complete"
-_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(?:-[A-Za-z0-9.]+)?$")
 
 #: the oldest kafkajs the worker supports: 2.0.0 fetches from each broker on its own
 #: (``ConsumerGroup#fetch(nodeId)``, which the worker wraps to learn the serving broker)
@@ -53,85 +39,24 @@ def pinned_version() -> str:
     return str(json.loads((PACKAGE / "package.json").read_text())["dependencies"][NAME])
 
 
+def client() -> NpmClient:
+    """kafkajs as an npm client: its pinned version from the committed lock file."""
+    return NpmClient(NAME, NAME, OLDEST, pinned_version(), locked=PACKAGE)
+
+
 def find_node() -> tuple[str, str]:
     """``node`` and ``npm``, or one line saying how to get them."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        raise SetupError(
-            "kafkajs needs Node.js (node and npm on PATH): install them (Debian: apt-get install nodejs npm; in a checkout `make install` does)"
-        )
-    return node, npm
-
-
-def tree_dir(version: str) -> Path:
-    return home() / "clients" / NAME / version
+    return npm_tree.find_node(NAME)
 
 
 def _stamp(version: str) -> str:
-    """What a complete tree of ``version`` was installed from (the pinned one: the lock file's
-    digest, so a changed lock reinstalls it)."""
-    if version != pinned_version():
-        return f"{NAME}@{version}"
-    digest = hashlib.sha256((PACKAGE / "package-lock.json").read_bytes()).hexdigest()[:16]
-    return f"{NAME}@{version} lock {digest}"
+    return client().stamp(version)
 
 
 def ensure_tree(version: str, progress: Progress = to_stderr) -> Path:
     """The ``node_modules`` of a tree holding kafkajs ``version`` (installed first if needed;
     idempotent)."""
-    if not _VERSION.match(version):
-        raise UnknownClientError(f"bad kafkajs version {version!r}")
-    if release(version) < OLDEST:
-        raise UnknownClientError(
-            f"kafkajs {version} is too old: its worker needs {'.'.join(map(str, OLDEST))} or later"
-        )
-    root = tree_dir(version)
-    marker, stamp = root / _MARKER, _stamp(version)
-    if marker.is_file() and marker.read_text().strip() == stamp:
-        return root / "node_modules"
-    _, npm = find_node()
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with open(root.parent / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if marker.is_file() and marker.read_text().strip() == stamp:
-            return root / "node_modules"
-        progress(f"installing kafkajs {version} with npm into {root}")
-        started = time.monotonic()
-        shutil.rmtree(root, ignore_errors=True)
-        try:
-            root.mkdir(parents=True)
-            _npm_install(npm, root, version)
-            marker.write_text(f"{stamp}\n")
-        except BaseException:
-            shutil.rmtree(root, ignore_errors=True)
-            raise
-        progress(f"kafkajs {version} installed in {time.monotonic() - started:.0f} s")
-    return root / "node_modules"
-
-
-def _without_node_env() -> dict[str, str]:
-    """This process's environment without ``NODE_ENV``: with ``test`` kafkajs loads other retry
-    defaults, so neither npm nor a worker inherits it."""
-    return {k: v for k, v in os.environ.items() if k != "NODE_ENV"}
-
-
-def _npm_install(npm: str, root: Path, version: str) -> None:
-    flags = ["--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
-    if version == pinned_version():
-        shutil.copy(PACKAGE / "package.json", root / "package.json")
-        shutil.copy(PACKAGE / "package-lock.json", root / "package-lock.json")
-        cmd = [npm, "ci", *flags]
-    else:
-        manifest = {"name": "highwater-kafkajs", "private": True, "dependencies": {NAME: version}}
-        (root / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        cmd = [npm, "install", *flags]
-    done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600, env=_without_node_env())
-    if done.returncode != 0:
-        text = (done.stderr or done.stdout).strip()
-        if "ETARGET" in text or "No matching version" in text or "E404" in text:
-            raise UnknownClientError(f"kafkajs {version} is not on the npm registry")
-        last = text.splitlines()[-1] if text else "(no output)"
-        raise SetupError(f"cannot install kafkajs {version} with npm: {last}")
+    return npm_tree.ensure_tree(client(), version, progress)
 
 
 class NodeLauncher(NeutralSettingsConfig):
@@ -145,7 +70,7 @@ class NodeLauncher(NeutralSettingsConfig):
 
     def launch(self, role: str, client_id: str) -> Launch:
         log_path = worker_log_path(NAME, client_id)
-        env = {**_without_node_env(), "NODE_PATH": str(self.modules)}
+        env = {**without_node_env(), "NODE_PATH": str(self.modules)}
         argv = [self.node, str(WORKER), f"--highwater-client={client_id}"]
         return Launch(argv, log_path, env=env)
 

@@ -15,7 +15,7 @@ import pytest
 from highwater import cli_sweep
 from highwater.core.errors import SetupError
 from highwater.harness.client_common import parts_of, records_of
-from highwater.harness.clients import PolledRecord, UnknownClientError, kafkajs, parse_client_spec
+from highwater.harness.clients import PolledRecord, UnknownClientError, kafkajs, npm_tree, parse_client_spec
 
 
 def test_the_pinned_version_is_the_lock_files() -> None:
@@ -43,7 +43,7 @@ def test_a_bad_or_too_old_version_is_one_line_and_installs_nothing(
 
 
 def test_without_node_the_client_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kafkajs.shutil, "which", lambda name: None)
+    monkeypatch.setattr(npm_tree.shutil, "which", lambda name: None)
     with pytest.raises(SetupError, match="kafkajs needs Node.js"):
         kafkajs.find_node()
 
