@@ -14,7 +14,8 @@ duplicate              idempotence is off (producer retries may write a value tw
 lost-write             acks is 0 or 1 (the leader acks before replication), or
                        unclean leader election is on (an out-of-sync replica may lead),
                        or a power loss took at least min.insync.replicas replicas of
-                       a partition at once (see below)
+                       a partition at once (see below), or the tiered remote store
+                       lost what it had not fsynced (below)
 uncommitted-read       unclean leader election is on (committed data may be truncated),
                        or such a power loss
 hw-regression          unclean leader election is on (the new leader's log is shorter),
@@ -25,6 +26,8 @@ progress, follower-
 latency, rebalance-
 barrier (the timed
 checks)
+progress               also: the tiered remote store lost what it had not fsynced (a
+                       consumer at a lost segment fails each fetch there and waits)
 =====================  ==============================================================
 
 Power loss (``power_loss_replicas`` in the header's config: how many replicas of a partition a
@@ -42,6 +45,17 @@ broker be fenced and no leader be elected, and what was due meanwhile happens af
 Kafka promises no liveness without a quorum, so the timed checks' stalls and late ISR changes
 are allowed; what the loss cost is measured instead (``power-measures.json``: how long each
 partition took no write), and the safety checks judge as always.
+
+A loss of the tiered remote store (``remote_store_loss`` in the header: a scripted
+``power-loss --target store`` made the store lose every file it had not fsynced, and Kafka's
+``LocalTieredStorage`` fsyncs none). Kafka trusts a RemoteStorageManager's copy once it returns
+(the store must be durable then) and deletes its local copy after the local retention: what
+the store lost is gone from every replica, so the acknowledged writes in those segments are lost.
+No consumer may skip them: reading there fails (the broker answers the fetch with an error), and
+a consumer waits there until someone seeks past, so ``progress`` is excused too. What consumers
+had read of those segments is not judged against the log (the final read records the range it
+could not read, ``unreadable``; ``core.checks.derived.Reference``), and passing over the range
+is a ``poll-skip`` like passing over committed records.
 
 Never allowed, whatever the config: poll-skip, nonmonotonic-poll, unseen,
 inconsistent-offsets, replica-divergence, and truncation-undetected: where loss is allowed, the consumer must still *detect* the truncation
@@ -69,6 +83,7 @@ class RunConfig:
     power_loss_replicas: int = 0
     controller_voters: int = 0
     controller_voters_lost: int = 0
+    remote_store_loss: bool = False
 
     @property
     def quorum_lost(self) -> bool:
@@ -93,6 +108,7 @@ class RunConfig:
             power_loss_replicas=int(config.get("power_loss_replicas", 0) or 0),
             controller_voters=int(config.get("controller_voters", 0) or 0),
             controller_voters_lost=int(config.get("controller_voters_lost", 0) or 0),
+            remote_store_loss=_flag(config.get("remote_store_loss", False)),
         )
 
 
@@ -134,15 +150,36 @@ def _unclean_or_power_loss(unclean: str) -> Rule:
 
 _LOST_WRITE_UNCLEAN = _unclean_or_power_loss("unclean leader election may elect a replica missing acknowledged writes")
 
+_STORE_LOSS = (
+    "the tiered remote store lost the segments it had not fsynced (power-loss --target store): Kafka trusts"
+    " a RemoteStorageManager's copy once it returns, and deletes the local one; a consumer at a lost segment"
+    " fails each fetch there and waits"
+)
+
+
+def _or_store_loss(rule: Rule) -> Rule:
+    """``rule``, or the remote store's loss: what was only in the segments it lost is gone."""
+
+    def either(c: RunConfig) -> str | None:
+        return rule(c) or (_STORE_LOSS if c.remote_store_loss else None)
+
+    return either
+
+
 #: anomaly -> rule returning why the config allows it, or None when it does not
 POLICY: dict[str, Rule] = {
     "duplicate": lambda c: None if c.idempotence else "idempotence is off: retries may duplicate",
-    "lost-write": lambda c: (
-        f"acks={c.acks}: the leader acknowledges before replication" if c.acks in ("0", "1") else _LOST_WRITE_UNCLEAN(c)
+    "lost-write": _or_store_loss(
+        lambda c: (
+            f"acks={c.acks}: the leader acknowledges before replication"
+            if c.acks in ("0", "1")
+            else _LOST_WRITE_UNCLEAN(c)
+        )
     ),
     "uncommitted-read": _unclean_or_power_loss("unclean leader election may truncate records consumers already read"),
     "hw-regression": _unclean_or_power_loss("unclean leader election may elect a replica with a lower high watermark"),
     **{check: _quorum_lost for check in TIMED_CHECKS},
+    "progress": _or_store_loss(_quorum_lost),
 }
 
 

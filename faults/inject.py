@@ -292,10 +292,14 @@ class Injector:
 
     def _apply_store(self, fault: ActiveFault) -> None:
         """A disk fault on the tiered remote store (``--target store``): its lossyfs layer slowed,
-        full or failing; the brokers go on, and their remote log managers meet the errors."""
+        full or failing, or losing what was not fsynced (a power loss of the store's machine,
+        which is back at once); the brokers go on, and their remote log managers meet the errors
+        and the missing files."""
         disk = self._disks().disk(tiered.STORE_PARTY)
         kind = fault.spec.kind
-        if kind is FaultKind.DISK_FULL:
+        if kind is FaultKind.POWER_LOSS:
+            fault.lost[tiered.STORE_PARTY] = disk.drop_unsynced()
+        elif kind is FaultKind.DISK_FULL:
             fault.refused_before[tiered.STORE_PARTY] = int(disk.status()["refused"])
             disk.set_full(True)
         elif kind is FaultKind.DISK_SLOW:

@@ -214,8 +214,9 @@ CLIENT_FAULT_KINDS = frozenset({FaultKind.CLIENT_KILL, FaultKind.CLIENT_FREEZE, 
 #: process targets, and need a backend whose nodes' log directories are on lossyfs
 DISK_KINDS = frozenset({FaultKind.POWER_LOSS, FaultKind.DISK_FULL, FaultKind.DISK_SLOW, FaultKind.DISK_FAIL})
 #: the disk faults a tiered cluster's remote store takes (``--target store``): its files slowed,
-#: refused as on a full disk, or failing every I/O; a power loss is a node's
-STORE_KINDS = frozenset({FaultKind.DISK_FULL, FaultKind.DISK_SLOW, FaultKind.DISK_FAIL})
+#: refused as on a full disk, failing every I/O, or losing what was not fsynced (a power loss of
+#: the store's machine, back at once: no broker dies)
+STORE_KINDS = frozenset({FaultKind.DISK_FULL, FaultKind.DISK_SLOW, FaultKind.DISK_FAIL, FaultKind.POWER_LOSS})
 
 #: faults on a node's data files: they kill the node first (a file is changed while nothing holds it
 #: open), and heal starts it again; they need a backend whose nodes' data directories are files here

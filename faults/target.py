@@ -20,8 +20,9 @@ String syntax (what ``--target`` / ``--peer`` accept; ``str(target)`` renders it
 ``rack:<rack>``                     every broker in ``rack``
 ``clients:<rack>``                  link faults only: the clients of ``rack`` (``clients@<rack>``)
 ``all``                             link faults only, as ``--peer``: every node and client party
-``store``                           disk faults only (disk-slow, disk-full, disk-fail): the tiered
-                                    storage's remote store, on a tiered cluster with lossy disks
+``store``                           disk faults only (disk-slow, disk-full, disk-fail, power-loss):
+                                    the tiered storage's remote store, on a tiered cluster with
+                                    lossy disks
 ``client:<client id>``              client faults only: the worker of that producer or consumer
 ``consumers[:<rack>]``              client faults only: every consumer worker (of ``rack``)
 ``producers``                       client faults only: every producer worker

@@ -364,14 +364,14 @@ class Observer:
                     leo.setdefault(part.partition_index, {})[broker] = int(part.offset)
         return hw, leo, first
 
-    def replica_log_start(self, broker: int, topic: str, partition: int) -> int | None:
+    def replica_log_start(self, broker: int, topic: str, partition: int, local: bool = False) -> int | None:
         """Where ``broker``'s copy of the partition begins (ListOffsets EARLIEST as the debugging
         replica, which a follower answers too; on a tiered topic, remote segments counted), or
-        None when it does not answer: once retention deleted the start of the log, a read from
-        offset 0 is out of range."""
-        (answer,) = self._send_all(
-            [(broker, _list_offsets(topic, [partition], DEBUGGING_REPLICA_ID, EARLIEST_TIMESTAMP))]
-        )
+        with ``local`` where its local log begins (EARLIEST_LOCAL, KIP-405: below it a read goes
+        to the remote store), or None when it does not answer: once retention deleted the start
+        of the log, a read from offset 0 is out of range."""
+        ts = EARLIEST_LOCAL_TIMESTAMP if local else EARLIEST_TIMESTAMP
+        (answer,) = self._send_all([(broker, _list_offsets(topic, [partition], DEBUGGING_REPLICA_ID, ts))])
         if isinstance(answer, BaseException):
             return None
         part = answer.topics[0].partitions[0]

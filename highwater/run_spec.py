@@ -69,6 +69,9 @@ class RunSpec:
     #: a tiered run's topics' ``retention.ms`` (None: they keep every record,
     #: ``harness.tiered.RETENTION_MS``); the header records it for the ``log-start`` check
     retention_ms: int | None = None
+    #: a tiered run whose scripted fault makes the remote store lose what it had not fsynced
+    #: (``power-loss --target store``); the header records it for the policy (``core.policy``)
+    remote_store_loss: bool = False
     #: the version of ``client`` that steps restart workers on (``{client_to}`` in a step's fault:
     #: ``client-restart --version {client_to}``, a group rolled member by member to a newer client)
     client_to: str | None = None
@@ -121,6 +124,7 @@ class RunSpec:
             **({"power_loss_replicas": self.power_loss_replicas} if self.power_loss_replicas else {}),
             **({"upgrade_path": self.upgrade_path} if self.upgrade_path else {}),
             **({"tiered": True, "retention_ms": self.topic_retention_ms()} if self.tiered else {}),
+            **({"remote_store_loss": True} if self.remote_store_loss else {}),
             **({} if self.client_rack else {"client_rack": False}),
             # the KRaft voters by name (core.checks.quorum: the ISR's bounds need a quorum)
             "quorum_voters": [n.name for n in cluster.topo.controllers],

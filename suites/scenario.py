@@ -452,7 +452,13 @@ TIERED_RETENTION_DOWN_SECONDS = 32
 _TIERED_RETENTION = (*(c for c in _TIERED if c != "uncommitted-read"), "log-start")
 
 
-def _store_plan(scenario: str, fault: str, what: str) -> Plan:
+#: store-lost-unsynced: what consumers read of the segments the store lost cannot be compared with
+#: the log (the final read cannot read them back), and they read nothing else (they wait at the
+#: lost segments): uncommitted-read and truncation-undetected are unknown there, not promises
+_TIERED_STORE_LOST = tuple(c for c in _TIERED if c not in ("uncommitted-read", "truncation-undetected"))
+
+
+def _store_plan(scenario: str, fault: str, what: str, must_hold: tuple[str, ...] = _TIERED) -> Plan:
     """A fault of the remote store (``fault``, on ``--target store``) for
     ``TIERED_STORE_FAIL_SECONDS`` from 8 s after the consumers were stopped, so that their
     catch-up read meets it."""
@@ -463,7 +469,7 @@ def _store_plan(scenario: str, fault: str, what: str) -> Plan:
             Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),
             Step(8, fault, TIERED_STORE_FAIL_SECONDS, during=True),
         ),
-        _TIERED,
+        must_hold,
         what=what,
         idempotence=True,
     )
@@ -517,6 +523,15 @@ TIERED_PLANS = (
         "the remote store refuses every write as a full disk does (ENOSPC) while the producers write and "
         "the stopped consumers read back what it holds: no segment is deleted locally before it is copied, "
         "nothing is lost, and copies resume once it has room",
+    ),
+    _store_plan(
+        "store-lost-unsynced",
+        "power-loss --target store",
+        "the remote store loses every file it had not fsynced (its machine lost power and came back) while "
+        "the producers write and the stopped consumers are about to read back from it: the records only the "
+        "lost segments held are gone (allowed: Kafka trusts a copy once the store returns), and no consumer "
+        "skips them, reads them out of order or misses a truncation",
+        _TIERED_STORE_LOST,
     ),
     Plan(
         "tiered",

@@ -108,6 +108,12 @@ def finite_retention(config: Mapping[str, Any]) -> bool:
     return (retention_ms(config) or 0) > 0
 
 
+def unreadable_ranges(value: Mapping[str, Any]) -> np.ndarray:
+    """A final read's ``unreadable`` ranges (``[from, to, error]`` each) as [from, to) rows."""
+    rows = [(int(r[0]), int(r[1])) for r in value.get("unreadable") or [] if isinstance(r, list) and len(r) >= 2]
+    return np.array(rows, np.int64).reshape(-1, 2)
+
+
 def vid_of(v: Any) -> int:
     """Value id for the JSON Lines path: 0 means "no value" (null cannot identify a write)."""
     if type(v) is not str:
@@ -267,6 +273,9 @@ class FinalLog:
     uncommitted_vids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     #: the lowest offset of an open transaction's record, None when there is none
     open_first: int | None = None
+    #: [from, to) ranges, one per row, of offsets the replica could not give back: remote segments
+    #: of a tiered topic its broker failed to read (the store lost them; ``unreadable``)
+    unreadable: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
 
     @property
     def end(self) -> int:
@@ -659,6 +668,7 @@ class _Builder:
             np.array([vid_of(r[1]) for r in unc], np.int64),
             min((int(r[0]) for r in v.get("open") or []), default=None),
         )
+        self.finals[-1].unreadable = unreadable_ranges(v)
 
     def uncommitted(self, offs: np.ndarray, vids: np.ndarray, open_first: int | None) -> None:
         """The aborted and open transactional records of the last final read added."""

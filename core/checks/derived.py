@@ -18,7 +18,7 @@ Keys combine a partition id and an offset into one sortable int64: ``tp << 40 | 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,26 @@ class Reference:
     ref: list[int | None]  # index into h.finals of the reference replica, per tp
     keys: np.ndarray  # sorted keys of committed records
     vids: np.ndarray  # their value ids
+    #: per tp, the reference replica's unreadable [from, to) ranges (``FinalLog.unreadable``)
+    unreadable: list[np.ndarray] = field(default_factory=list)
+
+    def in_unreadable(self, tp: np.ndarray, off: np.ndarray) -> np.ndarray:
+        """Whether each (tp, offset) lies in a range the reference replica could not read back:
+        what was there is unknown, neither agreeing with a read nor absent from the log."""
+        out = np.zeros(len(tp), bool)
+        for t, ranges in enumerate(self.unreadable):
+            for lo, hi in ranges.tolist():
+                out |= (tp == t) & (off >= lo) & (off < hi)
+        return out
+
+    def unreadable_between(self, tp: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """How many unreadable offsets of tp lie in [lo, hi): offsets a consumer must not pass
+        over silently either (a read there fails until the consumer is moved past them)."""
+        out = np.zeros(len(tp), np.int64)
+        for t, ranges in enumerate(self.unreadable):
+            for a, b in ranges.tolist():
+                out += np.where(tp == t, np.maximum(np.minimum(hi, b) - np.maximum(lo, a), 0), 0)
+        return out
 
     def lookup(self, tp: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(found, vid) of the committed record at each (tp, offset)."""
@@ -85,7 +105,8 @@ def _reference(h: HistoryData) -> Reference:
     k = np.concatenate(keys) if keys else np.zeros(0, np.int64)
     v = np.concatenate(vids) if vids else np.zeros(0, np.int64)
     order = np.argsort(k, kind="stable")
-    return Reference(has, ls, hw, best, k[order], v[order])
+    unreadable = [h.finals[j].unreadable if j is not None else np.zeros((0, 2), np.int64) for j in best]
+    return Reference(has, ls, hw, best, k[order], v[order], unreadable)
 
 
 def _rank(fl: Any) -> tuple[int, int, int]:
@@ -101,7 +122,7 @@ def _poll_status(h: HistoryData) -> np.ndarray:
     if len(p.tp) == 0:
         return np.zeros(0, np.int8)
     found, fv = ref.lookup(p.tp, p.offset)
-    noauth = ~ref.has_final[p.tp] | (p.offset < ref.log_start[p.tp])
+    noauth = ~ref.has_final[p.tp] | (p.offset < ref.log_start[p.tp]) | ref.in_unreadable(p.tp, p.offset)
     agree = found & (fv == p.vid)
     st = np.where(noauth, NOAUTH, np.where(agree, AGREE, DISAGREE)).astype(np.int8)
     if len(h.txn_rows) and (st == DISAGREE).any():

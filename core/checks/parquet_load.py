@@ -46,6 +46,7 @@ from highwater.core.checks.data import (
     _Builder,
     idempotent,
     match_invokes,
+    unreadable_ranges,
 )
 from highwater.core.checks.parquet_txn import EventColumns, commit_events, send_txns, txn_events
 from highwater.core.checks.txn_data import NO_OFFSET, TxnSends
@@ -170,7 +171,7 @@ def load_parquet(path: Path, header: dict[str, Any]) -> HistoryData:
 
 #: what a final read leaves for the end, when its values have ids: row, partition, replica, hw,
 #: log start, its offsets, its uncommitted records' offsets, its first open offset
-_Final = tuple[int, int, int, int, Any, np.ndarray, np.ndarray, int | None]
+_Final = tuple[int, int, int, int, Any, np.ndarray, np.ndarray, int | None, np.ndarray]
 
 
 class _Values:
@@ -328,9 +329,10 @@ class _Loader:
         _release()
         finals_v, unc_v = ids.pop("final", []), ids.pop("uncommitted", [])
         while self.finals:  # pop as we go: each final log is sorted and its input freed
-            row, tp, replica, hw, ls, offs, unc_offs, open_first = self.finals.pop(0)
+            row, tp, replica, hw, ls, offs, unc_offs, open_first, unreadable = self.finals.pop(0)
             b.add_final(row, tp, replica, hw, ls, offs, finals_v.pop(0))
             b.uncommitted(unc_offs, unc_v.pop(0), open_first)
+            b.finals[-1].unreadable = unreadable
         txn_sends = TxnSends(
             **{k: _cat(self.txn_sends.pop(k), t) for k, t in _TXN_SEND_TYPES.items()},
             vid=_cat(ids.pop("txnsend", []), "q"),
@@ -501,7 +503,17 @@ def _rare(
         )  # a copy: frees the batch
         hw = sub["hw"][j]
         finals.append(
-            (row, tp, sub["replica"][j], -1 if hw is None else hw, sub["log_start"][j], offs, unc_offs, open_first)
+            (
+                row,
+                tp,
+                sub["replica"][j],
+                -1 if hw is None else hw,
+                sub["log_start"][j],
+                offs,
+                unc_offs,
+                open_first,
+                unreadable_ranges(rest),
+            )
         )
         values.add_final(recs.field("value") if recs is not None else pa.array([], pa.string()))
         values.add(pa.array([value_text(r[1])[0] for r in unc], pa.string()), [("uncommitted", None)])

@@ -81,8 +81,9 @@ def _gaps(h: HistoryData) -> dict[str, np.ndarray]:
 def poll_skip(h: HistoryData) -> Verdict:
     """Between two consecutive polls of one consumer on partition p, with no position change
     of p between them, the consumer jumped from offset a to b > a+1 while the committed final
-    log holds some offset in (a, b). After a position change to offset s, the first record must
-    likewise not jump over committed offsets in [s, b). One count per jump (``skipped_offsets``
+    log holds some offset in (a, b), or one it could not read back (a remote segment the store
+    lost: a consumer must fail there, not pass over it). After a position change to offset s,
+    the first record must likewise not jump over such offsets in [s, b). One count per jump (``skipped_offsets``
     totals the committed offsets jumped over). A jump in a partition with no final read is
     unjudged (the gap may be transaction markers or truncation)."""
     c, g = chains(h), _gaps(h)
@@ -94,7 +95,7 @@ def poll_skip(h: HistoryData) -> Verdict:
     has = ref.has_final[tp] if len(tp) else np.zeros(0, bool)
     missing = np.zeros(len(tp), np.int64)
     if gap.any():
-        missing[gap] = ref.count_between(tp[gap], lo[gap], hi[gap])
+        missing[gap] = ref.count_between(tp[gap], lo[gap], hi[gap]) + ref.unreadable_between(tp[gap], lo[gap], hi[gap])
     skip = gap & has & (missing > 0)
     unjudged = gap & ~has
     examples = [

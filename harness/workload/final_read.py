@@ -150,8 +150,41 @@ def _first_fetch(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, part
         asked = start
         first = _fetch(obs, node, topic, topic_id, partition, asked)
     if first.error_code not in (0, OFFSET_OUT_OF_RANGE):
-        raise for_code(first.error_code)(f"fetch {topic}-{partition}@{asked} from broker {node}")
+        # a read of a segment the remote store cannot give back fails; the high watermark and
+        # the log start come with a read of the local log instead
+        local = _local_start_above(obs, node, topic, partition, asked)
+        if local is None:
+            raise for_code(first.error_code)(f"fetch {topic}-{partition}@{asked} from broker {node}")
+        asked, first = local, _fetch(obs, node, topic, topic_id, partition, local)
+        if first.error_code != 0:
+            raise for_code(first.error_code)(f"fetch {topic}-{partition}@{asked} from broker {node}")
     return first, asked
+
+
+def _first_readable(
+    obs: Observer, node: int, topic: str, topic_id: uuid.UUID, partition: int, failed: int, local: int
+) -> int:
+    """The lowest offset in (``failed``, ``local``] a fetch is answered without an error, by
+    bisection: a fetch at ``failed`` failed and the local log at ``local`` is readable, and what
+    a store lost is whole segments, the ones copied before it lost them, so the failures form a
+    run from ``failed`` (a later run of them is met, and searched, when the read reaches it).
+    Each probe waits for the broker's remote reader (``REMOTE_WAIT_MS``), which answers a read it
+    could not do with an error, not with an empty answer."""
+    lo, hi = failed, local
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _fetch(obs, node, topic, topic_id, partition, mid, REMOTE_WAIT_MS).error_code == 0:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _local_start_above(obs: Observer, node: int, topic: str, partition: int, offset: int) -> int | None:
+    """Where the replica's local log begins when ``offset`` lies below it (a read there goes to
+    the tiered remote store), else None."""
+    local = obs.replica_log_start(node, topic, partition, local=True)
+    return local if local is not None and local > offset else None
 
 
 def read_replica(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, partition: int) -> dict[str, Any]:
@@ -161,11 +194,21 @@ def read_replica(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, part
     offset = log_start
     resp = first if first.error_code == 0 and log_start == asked else None
     waits = 0  # empty answers below the high watermark asked again (a remote read still pending)
+    unreadable: list[list[Any]] = []  # [from, to, error]: remote segments the broker could not read
     while offset < hw:
         if resp is None:
             resp = _fetch(obs, node, topic, topic_id, partition, offset, REMOTE_WAIT_MS if waits else 0)
             if resp.error_code != 0:
-                raise for_code(resp.error_code)(f"fetch {topic}-{partition}@{offset} from broker {node}")
+                local = _local_start_above(obs, node, topic, partition, offset)
+                error = for_code(resp.error_code)
+                if local is None:
+                    raise error(f"fetch {topic}-{partition}@{offset} from broker {node}")
+                # the remote store lost or cannot give back what lies below the local log: the
+                # records there are unreadable to everyone, and the read goes on where it can
+                end = _first_readable(obs, node, topic, topic_id, partition, offset, local)
+                unreadable.append([offset, end, error.__name__])
+                offset, resp, waits = end, None, 0
+                continue
         before = offset
         batches = MemoryRecords(resp.records) if resp.records else None
         while batches is not None and batches.has_next():
@@ -198,6 +241,8 @@ def read_replica(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, part
         value["aborted"] = split.aborted
     if split.open:
         value["open"] = split.open
+    if unreadable:
+        value["unreadable"] = unreadable
     return value
 
 

@@ -14,8 +14,10 @@ segment the store holds, and they read on after the heal (the progress check aft
 ``store-slow`` is the same with the store slowed instead (``disk-slow --target store``: 200 ms
 before each write, 2 s before each fsync), ``store-full`` with it refusing writes as a full disk
 does (``disk-full --target store``, ENOSPC): copies fall behind or fail, reads of what it holds
-go on. kafka-python's follower-served records come late here (HW-22): a non-strict xfail on it,
-for the timed checks alone.
+go on. ``store-lost-unsynced`` makes the store lose what it had not fsynced (``power-loss
+--target store``): records are lost there, and what is judged is that no consumer skips them.
+kafka-python's follower-served records come late in the first three (HW-22): a non-strict xfail
+on it, for the timed checks alone.
 
 Nightly: the catch-up through a leader kill is the tiered suite's ``make test`` scenario.
 A backend without a local remote store, or a release before 3.6, is skipped with its one line.
@@ -40,6 +42,7 @@ from highwater.suites.scenario import PLANS, Plan, assert_verdicts, run_plan
 STORE_FAILING = PLANS["tiered/store-failing"]
 STORE_SLOW = PLANS["tiered/store-slow"]
 STORE_FULL = PLANS["tiered/store-full"]
+STORE_LOST = PLANS["tiered/store-lost-unsynced"]
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +98,46 @@ def run_store_fault(
     name = next(e["value"]["topic"] for e in events if e.get("f") == "assign")
     remote = {p: tiered.remote_segments(cluster.remote_store, name, p) for p in range(3)}
     assert_caught_up_from_remote(events, remote)
+
+
+@nightly("the tiered suite's catch-up through a leader kill runs in make test", 100)
+def test_a_remote_store_that_loses_its_unsynced_files_loses_records_and_no_consumer_skips_them(
+    cluster: ClusterBackend, profile: Any, campaign: str, results_root: Any, repro: str
+) -> None:
+    """``store-lost-unsynced``: the store loses what it had not fsynced while the consumers are
+    down. Kafka's ``LocalTieredStorage`` fsyncs nothing, so every segment copied so far is gone
+    from every replica (the local copies were deleted after a second). The records only those
+    segments held are lost, allowed by the policy (``remote_store_loss``); the final read finds
+    them unreadable below the local log start; and no consumer skips them, rewinds or misses a
+    truncation: a fetch there fails, and the consumer waits."""
+    result = run_plan(
+        cluster,
+        STORE_LOST,
+        profile=profile,
+        campaign=campaign,
+        results_root=results_root,
+        repro=repro,
+        topic="tiered-store-lost",
+        partitions=3,
+        tiered=True,
+        remote_store_loss=True,
+        # the consumers wait at the lost segments for good: settling cannot end in their catch-up
+        settle_timeout=20.0,
+    )
+    assert_verdicts(result, must_hold=STORE_LOST.must_hold)
+    events = list(read_history(RunDir(result.dir).history))
+    dropped = [
+        e["value"]["lost"][tiered.STORE_PARTY]
+        for e in events
+        if e.get("f") == "fault" and e.get("type") == "ok" and e["value"].get("kind") == "power_loss"
+    ]
+    assert dropped and dropped[0]["removed"] > 0, f"the store lost no file: {dropped}"
+    unreadable = [e["value"] for e in events if e.get("f") == "final-read" and e["value"].get("unreadable")]
+    assert unreadable, "the final read found every remote segment readable after the store lost them"
+    lost = next(v for v in result.verdicts if v.check == "lost-write")
+    assert lost.counts["lost"] > 0 and lost.allowed, f"no acknowledged write was lost with the store: {lost.counts}"
+    # the consumers were told: each met the broker's error at the lost segments after the loss
+    loss_at = next(e["time_ns"] for e in events if e.get("f") == "fault" and e["value"].get("kind") == "power_loss")
+    told = {e["process"] for e in events if e.get("f") == "poll" and e.get("error") and e["time_ns"] > loss_at}
+    consumers = {e["process"] for e in events if e.get("f") == "assign"}
+    assert told == consumers, f"consumers that never met an error after the store's loss: {sorted(consumers - told)}"

@@ -1,5 +1,5 @@
 """Faults of the tiered remote store (``--target store``): the disk faults it takes (slowed,
-full, failing) and the ones it does not, disk-fail on nothing else, and the one-line refusal on a
+full, failing, losing what was not fsynced) and the ones it does not, disk-fail on nothing else, and the one-line refusal on a
 cluster whose store is not on lossyfs."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from highwater.core.policy import RunConfig, allowed
 from highwater.faults.capability import refusal
 from highwater.faults.common import FaultError
 from highwater.faults.spec import FaultKind, parse_fault
@@ -25,7 +26,10 @@ def test_store_is_a_target_of_its_own() -> None:
         parse_target("store:1")
 
 
-@pytest.mark.parametrize("fault", ["disk-fail --target store", "disk-full --target store", "disk-slow --target store"])
+@pytest.mark.parametrize(
+    "fault",
+    ["disk-fail --target store", "disk-full --target store", "disk-slow --target store", "power-loss --target store"],
+)
 def test_the_store_takes_its_disk_faults(fault: str) -> None:
     assert parse_fault(fault).target.kind is TargetKind.STORE
 
@@ -33,8 +37,8 @@ def test_the_store_takes_its_disk_faults(fault: str) -> None:
 @pytest.mark.parametrize(
     "fault, why",
     [
-        ("power-loss --target store", "it takes disk-fail, disk-full, disk-slow, not power-loss"),
-        ("kill --target store", "it takes disk-fail, disk-full, disk-slow, not kill"),
+        ("kill --target store", "it takes disk-fail, disk-full, disk-slow, power-loss, not kill"),
+        ("restart --target store", "it takes disk-fail, disk-full, disk-slow, power-loss, not restart"),
         ("disk-fail --target broker:1", "disk-fail acts on the tiered remote store only"),
     ],
 )
@@ -66,3 +70,23 @@ def test_a_store_fault_needs_a_tiered_cluster_on_lossy_disks() -> None:
     # a node's disk fault on the same untiered cluster is fine
     assert refusal(_Disks(tiered=False), [parse_fault("disk-full --target broker:1")]) is None
     assert FaultKind.DISK_FAIL.is_disk
+
+
+def test_the_policy_excuses_what_a_remote_store_that_lost_its_unsynced_files_took() -> None:
+    """A run whose remote store lost what it had not fsynced (the header's ``remote_store_loss``)
+    may lose acknowledged writes, and its consumers may wait at the lost segments; a skip, a
+    rewind, a missed truncation or a read of what was never committed is never excused, and a
+    run without the loss excuses nothing."""
+    base = {"acks": "all", "min_insync_replicas": 2}
+    lost = {**base, "remote_store_loss": True}
+    for check in ("lost-write", "progress"):
+        assert allowed(check, base) is None
+        assert "remote store lost the segments it had not fsynced" in (allowed(check, lost) or "")
+    for check in ("poll-skip", "nonmonotonic-poll", "truncation-undetected", "duplicate", "uncommitted-read"):
+        assert allowed(check, {**lost, "idempotence": True}) is None, check
+
+
+def test_the_policy_reads_the_remote_store_s_loss_from_the_header() -> None:
+    assert RunConfig.from_header({"remote_store_loss": True}).remote_store_loss
+    assert not RunConfig.from_header({}).remote_store_loss
+    assert not RunConfig.from_header({"remote_store_loss": "false"}).remote_store_loss
