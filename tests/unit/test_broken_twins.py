@@ -542,6 +542,40 @@ def test_tiered_twins(plan: str, mutate: Callable[[Events], Events], check: str)
     assert f"{check}: False" in fails(lambda: check_verdicts(verdicts_of(g.header, mutate(g.events)), must))
 
 
+def _store_lost(events: Events, below: int = 60) -> Events:
+    """``events`` with the remote store's loss of every offset below ``below``: the final reads
+    lack those records and name the range unreadable, as ``harness.workload.final_read`` does."""
+    evs = copy.deepcopy(events)
+    for e in evs:
+        if e["f"] == "final-read" and e["type"] == "ok":
+            v = e["value"]
+            v["records"] = [r for r in v["records"] if r[0] >= below]
+            v["unreadable"] = [[0, below, "UnknownError"]]
+    return evs
+
+
+@pytest.mark.parametrize(
+    "mutate, check",
+    [(lambda evs: skips(evs, offset=50), "poll-skip"), (lambda evs: duplicated(evs, offset=70), "duplicate")],
+)
+def test_store_lost_unsynced_twins(mutate: Callable[[Events], Events], check: str) -> None:
+    """store-lost-unsynced: clean, the writes the store lost are excused (the header's
+    ``remote_store_loss``) and the reads of them judged against nothing; twins: a consumer passes
+    silently over an offset the store lost, or a value is written twice."""
+    plan = PLANS["tiered/store-lost-unsynced"]
+    g = generate(plan, partitions=3)
+    header = copy.deepcopy(g.header)
+    header["config"].update(tiered=True, remote_store_loss=True)
+    clean = _store_lost(g.events)
+    verdicts = verdicts_of(header, clean)
+    check_verdicts(verdicts, plan.must_hold)
+    lost = next(v for v in verdicts if v.check == "lost-write")
+    assert lost.allowed and lost.counts["lost"] > 0
+    assert f"{check}: False" in fails(lambda: check_verdicts(verdicts_of(header, mutate(clean)), plan.must_hold))
+    # without the header's loss nothing is excused
+    assert "lost-write: False" in fails(lambda: check_verdicts(verdicts_of(g.header, clean), plan.must_hold))
+
+
 def _retention_observed(g: Generated, start_at_s: float) -> Events:
     """``g``'s events with the tiered header (a 30 s retention) and, at its end, each
     partition's log start observed at the first offset acknowledged ``start_at_s`` or later."""
@@ -873,6 +907,7 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         "tiered/store-slow",  # test_tiered_twins
         "tiered/store-full",  # test_tiered_twins
         "tiered/retention-race",  # test_retention_race_twins
+        "tiered/store-lost-unsynced",  # test_store_lost_unsynced_twins
     }
     assert covered == set(PLANS)
 
