@@ -44,6 +44,15 @@ system-packages:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm >/dev/null ) \
 	    || echo "== highwater: nodejs not installed; --client kafkajs will be refused"; }
+	@# @confluentinc/kafka-javascript under test (--client ckjs) is built from source against
+	@# Debian's OpenSSL, SASL, zlib and zstd development files (harness/clients/ckjs.py says why).
+	@missing=; for p in libsasl2-dev libzstd-dev libssl-dev zlib1g-dev; do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "== highwater: installing Debian's$$missing (the ckjs build)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null ) \
+	    || echo "== highwater:$$missing not installed; --client ckjs may not build"; fi
 	@# The compose backend: Debian's docker engine, debootstrap (local images, no registry) and
 	@# docker-compose (the rendered file is validated with it); dockerd is started, detached, when
 	@# no daemon answers (bridge and iptables off: containers use host networking on 127.x).

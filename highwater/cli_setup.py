@@ -1,6 +1,6 @@
 """``highwater setup``: assemble Kafka distributions, build Toxiproxy and the Java client worker
-(for the default Kafka release's ``kafka-clients``), install the pinned kafkajs (where Node.js
-is found) and build the Go workers (franz-go's, Sarama's; where Go is found) into the cache."""
+(for the default Kafka release's ``kafka-clients``), install the pinned kafkajs and build the
+pinned @confluentinc/kafka-javascript (where Node.js is found) and build the Go workers (franz-go's, Sarama's; where Go is found) into the cache."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import argparse
 
 from highwater.console import progress
 from highwater.core.errors import SetupError
+from highwater.harness.clients import ckjs
 from highwater.harness.clients.franz_go import WORKER as FRANZ_GO
 from highwater.harness.clients.go_worker import ensure_worker as ensure_go_worker
 from highwater.harness.clients.go_worker import find_go
@@ -25,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "setup",
         help="assemble Kafka (Maven Central) and Toxiproxy (Go) into the cache",
         description="Put into the cache (docs/setup.md) what runs need: the Kafka distribution(s) from "
-        "Maven Central with a Java for each, the Java client worker, kafkajs (where Node.js is found), "
+        "Maven Central with a Java for each, the Java client worker, kafkajs and @confluentinc/kafka-javascript "
+        "(where Node.js is found), "
         "Toxiproxy and lossyfs. Idempotent: what is there already is kept. Exit 0: ready, 4: it "
         "could not be done (one line says why).",
     )
@@ -54,6 +56,10 @@ def cmd_setup(args: argparse.Namespace) -> int:
         progress(f"kafkajs {pinned_version()} ready ({ensure_tree(pinned_version(), progress)})")
     except SetupError as exc:
         progress(f"{exc}: --client kafkajs will be refused")
+    try:  # @confluentinc/kafka-javascript (--client ckjs): its pinned version, built from source
+        progress(f"ckjs {ckjs.PINNED} ready ({ckjs.ensure_tree(ckjs.PINNED, progress)})")
+    except SetupError as exc:
+        progress(f"{exc}: --client ckjs will be refused")
     for go in (FRANZ_GO, SARAMA):  # the Go clients: each worker built against its pinned version, when Go is here
         try:
             find_go()

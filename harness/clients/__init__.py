@@ -84,6 +84,12 @@ def _kafkajs(version: str | None) -> ClientDriver:
     return kafkajs_driver(version)
 
 
+def _ckjs(version: str | None) -> ClientDriver:
+    from .ckjs import ckjs_driver
+
+    return ckjs_driver(version)
+
+
 def _franz_go(version: str | None) -> ClientDriver:
     from .franz_go import WORKER
     from .go_worker import go_driver
@@ -104,12 +110,13 @@ CLIENTS: dict[str, Callable[[str | None], ClientDriver]] = {
     "confluent-kafka": _confluent_kafka,
     "java": _java,
     "kafkajs": _kafkajs,
+    "ckjs": _ckjs,
     "franz-go": _franz_go,
     "sarama": _sarama,
 }
 
 #: the clients whose workers have a transactional producer (KIP-98)
-TRANSACTIONAL_CLIENTS = frozenset({"kafka-python", "confluent-kafka", "java", "kafkajs", "franz-go", "sarama"})
+TRANSACTIONAL_CLIENTS = frozenset({"kafka-python", "confluent-kafka", "java", "kafkajs", "ckjs", "franz-go", "sarama"})
 
 
 def transactions_refusal(client: str, client_version: str) -> str | None:

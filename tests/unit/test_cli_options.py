@@ -25,7 +25,7 @@ from highwater.harness.distribution import UnknownKafkaVersion
 def test_cli_refuses_an_unknown_client_in_one_line(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([command, "--client", "nope"]) == Exit.HARNESS
     assert capsys.readouterr().err.strip().splitlines() == [
-        "highwater: error: unknown client 'nope' (known: kafka-python, confluent-kafka, java, kafkajs, franz-go, sarama)"
+        "highwater: error: unknown client 'nope' (known: kafka-python, confluent-kafka, java, kafkajs, ckjs, franz-go, sarama)"
     ]
 
 

@@ -365,7 +365,7 @@ def test_a_resumed_client_sweep_keeps_its_kafka_release(monkeypatch: pytest.Monk
         (["--client", "kafka-python"], "say which versions to sweep: --versions A,B,... or a range --from A [--to B]"),
         (
             ["--client", "nope", "--versions", "1.0.0"],
-            "unknown client 'nope' (known: kafka-python, confluent-kafka, java, kafkajs, franz-go, sarama)",
+            "unknown client 'nope' (known: kafka-python, confluent-kafka, java, kafkajs, ckjs, franz-go, sarama)",
         ),
     ],
 )
