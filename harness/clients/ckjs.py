@@ -24,8 +24,8 @@ from highwater.core.errors import SetupError
 from highwater.core.progress import Progress, to_stderr
 
 from . import npm_tree
-from .npm_tree import NpmClient, without_node_env
-from .worker import Launch, NeutralSettingsConfig, WorkerDriver, worker_log_path
+from .npm_tree import NodeLauncher, NpmClient
+from .worker import WorkerDriver
 
 NAME = "ckjs"
 PACKAGE_NAME = "@confluentinc/kafka-javascript"
@@ -65,25 +65,9 @@ def ensure_tree(version: str, progress: Progress = to_stderr) -> Path:
     return npm_tree.ensure_tree(client(), version, progress)
 
 
-class CkjsLauncher(NeutralSettingsConfig):
-    """Starts the ckjs worker on ``node`` with the tree ``modules`` on its module path."""
-
-    client = NAME
-
-    def __init__(self, node: str, modules: Path) -> None:
-        self.node = node
-        self.modules = modules
-
-    def launch(self, role: str, client_id: str) -> Launch:
-        env = {**without_node_env(), "NODE_PATH": str(self.modules)}
-        return Launch(
-            [self.node, str(WORKER), f"--highwater-client={client_id}"], worker_log_path(NAME, client_id), env=env
-        )
-
-
 def ckjs_driver(version: str | None, progress: Progress = to_stderr) -> WorkerDriver:
     """The driver of @confluentinc/kafka-javascript ``version`` (None: ``PINNED``), its
     producers and consumers each a Node.js worker process."""
     node, _ = npm_tree.find_node(NAME)
     version = version or PINNED
-    return WorkerDriver(NAME, version, CkjsLauncher(node, ensure_tree(version, progress)))
+    return WorkerDriver(NAME, version, NodeLauncher(NAME, WORKER, node, ensure_tree(version, progress)))

@@ -21,8 +21,8 @@ from highwater.harness.paths import home
 
 from . import npm_tree
 from .base import UnknownClientError
-from .npm_tree import NpmClient, without_node_env
-from .worker import Launch, NeutralSettingsConfig, WorkerDriver, worker_log_path
+from .npm_tree import NodeLauncher, NpmClient
+from .worker import WorkerDriver
 
 NAME = "kafkajs"
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,20 +59,9 @@ def ensure_tree(version: str, progress: Progress = to_stderr) -> Path:
     return npm_tree.ensure_tree(client(), version, progress)
 
 
-class NodeLauncher(NeutralSettingsConfig):
-    """Starts the kafkajs worker on ``node`` with the tree ``modules`` on its module path."""
-
-    client = NAME
-
-    def __init__(self, node: str, modules: Path) -> None:
-        self.node = node
-        self.modules = modules
-
-    def launch(self, role: str, client_id: str) -> Launch:
-        log_path = worker_log_path(NAME, client_id)
-        env = {**without_node_env(), "NODE_PATH": str(self.modules)}
-        argv = [self.node, str(WORKER), f"--highwater-client={client_id}"]
-        return Launch(argv, log_path, env=env)
+def launcher(node: str, modules: Path) -> NodeLauncher:
+    """How the kafkajs worker starts on ``node`` with the tree ``modules``."""
+    return NodeLauncher(NAME, WORKER, node, modules)
 
 
 def local_tree(path: Path) -> tuple[Path, str]:
@@ -115,7 +104,7 @@ def kafkajs_local_driver(path: Path) -> WorkerDriver:
     """The driver of the kafkajs checkout at ``path`` (``local_tree``)."""
     node, _ = find_node()
     modules, version = local_tree(path)
-    return WorkerDriver(NAME, version, NodeLauncher(node, modules))
+    return WorkerDriver(NAME, version, launcher(node, modules))
 
 
 def kafkajs_driver(version: str | None, progress: Progress = to_stderr) -> WorkerDriver:
@@ -124,4 +113,4 @@ def kafkajs_driver(version: str | None, progress: Progress = to_stderr) -> Worke
     node, _ = find_node()
     version = version or pinned_version()
     modules = ensure_tree(version, progress)
-    return WorkerDriver(NAME, version, NodeLauncher(node, modules))
+    return WorkerDriver(NAME, version, launcher(node, modules))

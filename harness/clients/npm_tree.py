@@ -1,4 +1,5 @@
-"""Trees of npm packages in the cache, one per client and version, for the Node.js workers.
+"""Trees of npm packages in the cache, one per client and version, for the Node.js workers, and
+how a Node.js worker starts on one (``NodeLauncher``).
 
 A Node.js client under test lives in ``<cache>/clients/<client>/<version>/node_modules``,
 installed once with npm from the npm registry; its worker runs on ``node`` with ``NODE_PATH``
@@ -40,6 +41,7 @@ from highwater.core.versions import leading_numbers as release
 from highwater.harness.paths import home
 
 from .base import UnknownClientError
+from .worker import Launch, NeutralSettingsConfig, worker_log_path
 
 _MARKER = ".highwater-complete"
 _VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(?:-[A-Za-z0-9.]+)?$")
@@ -143,3 +145,19 @@ def _npm_install(client: NpmClient, npm: str, root: Path, version: str) -> None:
             raise UnknownClientError(f"{client.name} {version} is not on the npm registry")
         last = text.splitlines()[-1] if text else "(no output)"
         raise SetupError(f"cannot install {client.name} {version} with npm: {last}")
+
+
+class NodeLauncher(NeutralSettingsConfig):
+    """Starts the worker program ``worker`` of the Node.js client ``client`` on ``node``, with
+    the tree ``modules`` on its module path (``NODE_PATH``) and never ``NODE_ENV``."""
+
+    def __init__(self, client: str, worker: Path, node: str, modules: Path) -> None:
+        self.client = client
+        self.worker = worker
+        self.node = node
+        self.modules = modules
+
+    def launch(self, role: str, client_id: str) -> Launch:
+        env = {**without_node_env(), "NODE_PATH": str(self.modules)}
+        argv = [self.node, str(self.worker), f"--highwater-client={client_id}"]
+        return Launch(argv, worker_log_path(self.client, client_id), env=env)

@@ -57,7 +57,7 @@ def test_the_pinned_trees_stamp_follows_its_lock_file_and_others_their_version()
 def test_the_worker_gets_its_tree_and_never_node_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("NODE_ENV", "test")  # kafkajs would load other retry defaults
     monkeypatch.setenv("HIGHWATER_HOME", str(tmp_path))
-    launch = kafkajs.NodeLauncher("/usr/bin/node", tmp_path / "2.2.4" / "node_modules").launch("consumer", "c/1 x")
+    launch = kafkajs.launcher("/usr/bin/node", tmp_path / "2.2.4" / "node_modules").launch("consumer", "c/1 x")
     assert launch.argv == ["/usr/bin/node", str(kafkajs.WORKER), "--highwater-client=c/1 x"]
     assert launch.env is not None and "NODE_ENV" not in launch.env
     assert launch.env["NODE_PATH"] == str(tmp_path / "2.2.4" / "node_modules")
