@@ -29,13 +29,11 @@
  * position after each join, as `assign` would have kept it.
  */
 
-const readline = require('readline')
 const crypto = require('crypto')
 const fs = require('fs')
 
-const PROTOCOL = 3 // 2: `revoke` events; 3: `batch` lines
-// Library code that prints must not corrupt the protocol: console output goes to the log.
-for (const name of ['log', 'info', 'debug', 'warn']) console[name] = (...args) => console.error(...args)
+// first: it sends console output to the log before a library can print
+const { emit, makeLog, outcome, serve, within } = require('./worker_protocol')
 
 const kafkajs = require('kafkajs')
 const { Kafka, logLevel, AssignerProtocol } = kafkajs
@@ -43,44 +41,9 @@ const VERSION = require('kafkajs/package.json').version
 const ConsumerGroup = require('kafkajs/src/consumer/consumerGroup')
 const OffsetManager = require('kafkajs/src/consumer/offsetManager')
 
-// --- output ---------------------------------------------------------------------------------
+// --- errors and the log ---------------------------------------------------------------------
 
-// the next outcome lines, as runs in the order the outcomes came: acknowledged sends as
-// {oks: [id, offset, id, offset, ...]} (compact_oks), any other as {sends: [[id, outcome, offset, error], ...]}
-let outcomes = []
-let outcomesScheduled = false
-
-function writeLine (value) {
-  process.stdout.write(JSON.stringify(value) + '\n')
-}
-
-function flushOutcomes () {
-  outcomesScheduled = false
-  if (outcomes.length) {
-    const runs = outcomes
-    outcomes = []
-    for (const run of runs) writeLine(run)
-  }
-}
-
-function outcome (sid, kind, offset, error) {
-  const last = outcomes[outcomes.length - 1]
-  if (kind === 'ok' && offset !== null) {
-    if (last && last.oks) last.oks.push(sid, offset)
-    else outcomes.push({ oks: [sid, offset] })
-  } else if (last && last.sends) last.sends.push([sid, kind, offset, error])
-  else outcomes.push({ sends: [[sid, kind, offset, error]] })
-  if (!outcomesScheduled) {
-    outcomesScheduled = true
-    setImmediate(flushOutcomes) // the outcomes of one response go out as one line
-  }
-}
-
-/** A reply or an event: after every outcome before it (a flush's outcomes precede its reply). */
-function emit (value) {
-  flushOutcomes()
-  writeLine(value)
-}
+const log = makeLog('highwater-worker')
 
 function errorText (err) {
   if (err === null || err === undefined) return 'Error: unknown error'
@@ -91,22 +54,7 @@ function errorText (err) {
   return `${name}: ${type}${err.message}${why}`
 }
 
-function log (level, message) {
-  process.stderr.write(`${new Date().toISOString()} ${level} highwater-worker: ${message}\n`)
-}
 
-/** Rejects with a TimeoutException after `ms` unless `promise` settles first. */
-function within (promise, ms, what) {
-  let timer
-  const deadline = new Promise((resolve, reject) => {
-    timer = setTimeout(() => {
-      const err = new Error(`${what} did not complete within ${ms} ms`)
-      err.name = 'TimeoutException'
-      reject(err)
-    }, Math.max(ms, 0))
-  })
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer))
-}
 
 // --- settings -------------------------------------------------------------------------------
 
@@ -705,78 +653,14 @@ class ConsumerRole {
   }
 }
 
-// --- the process ----------------------------------------------------------------------------
-
-function watchParent () {
-  const parent = process.ppid
-  setInterval(() => {
-    if (process.ppid !== parent) {
-      log('INFO', `parent ${parent} is gone, exiting`)
-      process.exit(3)
-    }
-  }, 500).unref()
-}
-
-async function main () {
-  watchParent()
-  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity })
-  let role = null
-  let chain = Promise.resolve() // commands run one at a time, in order
-  let started = false
-  lines.on('line', raw => {
-    if (!raw.trim()) return
-    const cmd = JSON.parse(raw)
-    if (!started) {
-      started = true
-      chain = chain.then(async () => {
-        try {
-          const config = cmd.config || {}
-          if (config.client !== 'kafkajs') throw new Error(`no Node.js worker for client ${config.client}`)
-          role = cmd.role === 'producer' ? new ProducerRole(config.settings) : new ConsumerRole(config.settings)
-          await role.start()
-          emit({ id: 0, ok: true, version: VERSION, protocol: PROTOCOL, batches: true, compact_oks: true })
-        } catch (err) {
-          emit({ id: 0, error: errorText(err) })
-          process.exit(1)
-        }
-      })
-      return
-    }
-    // Sends start at once, never behind a command that waits (the harness sends only once the
-    // ready reply came, so the role exists; a command is written after the sends before it)
-    if (cmd.op === 'batch') { // sends first, first + 1, ... as columns (protocol 3)
-      const { topic, first, partitions, values } = cmd
-      for (let i = 0; i < values.length; i++) role.send(first + i, topic, partitions[i], values[i])
-      return
-    }
-    if (cmd.op === 'sends') {
-      for (const [sid, topic, partition, value] of cmd.sends) role.send(sid, topic, partition, value)
-      return
-    }
-    if (cmd.op === 'send') {
-      role.send(cmd.id, cmd.topic, cmd.partition, cmd.value)
-      return
-    }
-    chain = chain.then(async () => {
-      let reply
-      try {
-        reply = { id: cmd.id, ok: true, ...(await role.handle(cmd.op, cmd)) }
-      } catch (err) {
-        reply = { id: cmd.id, error: errorText(err) }
-      }
-      emit(reply)
-      if (cmd.op === 'close') {
-        flushOutcomes()
-        process.stdout.write('', () => process.exit(0))
-      }
-    })
-  })
-  lines.on('close', () => { chain.then(() => { flushOutcomes(); process.exit(0) }) })
-}
-
 if (require.main === module) {
-  process.on('unhandledRejection', err => log('ERROR', `unhandled: ${errorText(err)}`))
-  main()
+  serve({
+    client: 'kafkajs',
+    version: VERSION,
+    makeRole: (role, settings) => (role === 'producer' ? new ProducerRole(settings) : new ConsumerRole(settings)),
+    errorText,
+    log
+  })
 } else {
   module.exports = { partOf, errorText, within, batchLength, ConsumerRole } // for tests/unit/test_kafkajs_client.py, test_revocations.py
 }
