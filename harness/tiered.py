@@ -37,10 +37,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from highwater.core.errors import HighwaterError
 from highwater.core.versions import release_at_least
+
+if TYPE_CHECKING:  # the backend protocol imports this module's names
+    from highwater.harness.backend import ClusterBackend
 
 #: the first release with tiered storage (early access; production-ready in 3.9)
 TIERED_SINCE = (3, 6)
@@ -164,3 +167,39 @@ def remote_bytes(store: Path, topic: str) -> int:
         for f in d.iterdir()
         if f.is_file()
     )
+
+
+#: the topic a tiered cluster's readiness probe writes (``wait_until_tiering``)
+PROBE_TOPIC = "__highwater_tiered_probe"
+
+
+def wait_until_tiering(cluster: ClusterBackend, timeout: float = 90.0) -> float:
+    """Until the cluster's brokers tier: a probe topic's records are copied to the store and
+    deleted from the local log (its local log start moves), the seconds that took. Before 3.7 a
+    broker's first retention check runs 30 s after it started, whatever the settings
+    (``LogManager``'s fixed initial task delay; ``log.initial.task.delay.ms`` sets it from 3.7):
+    a run started sooner keeps everything local for its first half minute, and its catch-up
+    read never crosses to the store (seen on 3.6.2: the first local deletion 28.7 s into the
+    run). Later releases pass in a few seconds (the copy and retention tasks every 500 ms)."""
+    import time
+
+    from kafka import KafkaProducer
+
+    from highwater.harness.waiting import wait_until
+
+    started = time.monotonic()
+    cluster.create_topic(PROBE_TOPIC, config=topic_config())
+    producer = KafkaProducer(
+        bootstrap_servers=cluster.bootstrap(), acks="all", **cluster.client_security.as_kafka_python()
+    )
+    try:
+
+        def tiered_away() -> bool:
+            producer.send(PROBE_TOPIC, b"probe")  # a segment rolls only when a record comes after SEGMENT_MS
+            (state,) = cluster.observer().partition_states(PROBE_TOPIC, [0], starts=True)
+            return bool(state.local_start)
+
+        wait_until(tiered_away, timeout, f"the brokers did not tier the probe topic within {timeout:.0f} s", 0.5)
+    finally:
+        producer.close(timeout=5)
+    return time.monotonic() - started

@@ -25,6 +25,7 @@ A backend without a shared remote store, or a release before 3.6, is skipped wit
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -72,7 +73,10 @@ def tiered_cluster(
     refused = tiered.tiered_refusal(kafka_version)
     if refused is not None:
         pytest.skip(refused)
-    yield from module_cluster(request, kafka_version, backend, tiered=True, **spec)
+    for cluster in module_cluster(request, kafka_version, backend, tiered=True, **spec):
+        took = tiered.wait_until_tiering(cluster)
+        print(f"[tiered] the brokers tier: a probe topic left the local log {took:.1f} s after it was made")
+        yield cluster
 
 
 def test_a_catch_up_read_from_the_remote_store_through_a_leader_kill_keeps_everything(
@@ -199,7 +203,17 @@ def run_catch_up(cluster: ClusterBackend, plan: Plan, topic: str, **run: Any) ->
     name = next(e["value"]["topic"] for e in events if e.get("f") == "assign")
     remote = {p: tiered.remote_segments(cluster.remote_store, name, p) for p in range(3)}
     assert_caught_up_from_remote(events, remote)
+    assert_read_from_remote(RunDir(result.dir))
     return result
+
+
+def assert_read_from_remote(run: RunDir) -> None:
+    """The consumers returned records while those were below their leader's local log start (the
+    run's ``tiered-measures.json``: ``remote_records``): the read really crossed the remote tier,
+    which the store's segments at the end of the run cannot tell (3.6.2 deleted nothing locally in
+    a run's first 30 s, and the catch-up read was all local)."""
+    measures = json.loads(run.tiered_measures.read_text())
+    assert measures["remote_records"] > 0, f"no record was read from the remote store: {measures}"
 
 
 def assert_caught_up_from_remote(events: list[dict[str, Any]], remote: dict[int, list[int]]) -> None:

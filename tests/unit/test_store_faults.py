@@ -90,3 +90,20 @@ def test_the_policy_reads_the_remote_store_s_loss_from_the_header() -> None:
     assert RunConfig.from_header({"remote_store_loss": True}).remote_store_loss
     assert not RunConfig.from_header({}).remote_store_loss
     assert not RunConfig.from_header({"remote_store_loss": "false"}).remote_store_loss
+
+
+def test_a_catch_up_read_must_have_read_from_the_store(tmp_path: Any) -> None:
+    """``assert_read_from_remote``: a run whose consumers returned no record while it was below
+    the local log start (3.6.2's first half minute keeps every segment local) fails; one that
+    did passes."""
+    import json
+
+    from highwater.core.run_dir import RunDir
+    from highwater.suites.conformance.test_tiered import assert_read_from_remote
+
+    run = RunDir(tmp_path)
+    run.tiered_measures.write_text(json.dumps({"records": 15669, "remote_records": 0}))
+    with pytest.raises(AssertionError, match="no record was read from the remote store"):
+        assert_read_from_remote(run)
+    run.tiered_measures.write_text(json.dumps({"records": 15633, "remote_records": 3665}))
+    assert_read_from_remote(run)
