@@ -31,10 +31,11 @@ protocol (a line per send and per outcome, every polled record encoded by the JV
 Python) and a fresh JVM per producer and consumer, which maps the worker's class archive
 (``harness.clients.java_archive``) once the first worker of its role made it: the first run of
 a fresh cache trains it and is slower. kafkajs (``kafkajs``) runs in highwater's Node.js worker
-(``clients/node``); its bare rows run ``benchmarks/kafkajs_bare.js`` on the same kafkajs tree
+(``clients/node``); its bare rows run ``benchmarks/node_bare.js`` on the same kafkajs tree
 (its consume figure includes connecting and a group join on both sides: kafkajs has no assign,
 and the worker's consumer connects at its first poll, so the bare side's clock starts before it
-connects).
+connects). @confluentinc/kafka-javascript (``ckjs``) runs in its own Node.js worker and is
+measured bare by the same script through its kafkajs-compatible API (``"library": "ckjs"``).
 
 Every round measures each client through its worker and then alone, one after the other on one
 cluster (interleaved): the bare rate of a library swings by 2-3x within a session on a shared
@@ -87,6 +88,7 @@ from highwater.harness.clients import (  # noqa: E402
     get_driver,
 )
 from highwater.harness.clients.base import send_batch  # noqa: E402
+from highwater.harness.clients.ckjs import ensure_tree as ckjs_tree  # noqa: E402
 from highwater.harness.clients.kafkajs import ensure_tree, find_node  # noqa: E402
 from highwater.harness.config import ClusterSpec  # noqa: E402
 from highwater.harness.distribution import default_version, ensure_kafka  # noqa: E402
@@ -340,14 +342,16 @@ def driver_consume(driver: ClientDriver, bootstrap: list[str], topic: str, recor
     return got / elapsed
 
 
-def kafkajs_bare(version: str, args: dict[str, Any]) -> float:
-    """records/s of kafkajs ``version`` alone (``benchmarks/kafkajs_bare.js``, on the cache's tree
-    of that version): the worker's settings, no worker protocol, no history."""
+def node_bare(library: str, version: str, args: dict[str, Any]) -> float:
+    """records/s of the Node.js ``library`` (kafkajs, ckjs) at ``version`` alone
+    (``benchmarks/node_bare.js``, on the cache's tree of that version): the worker's settings, no
+    worker protocol, no history."""
     node, _ = find_node()
-    env = {**os.environ, "NODE_PATH": str(ensure_tree(version))}
+    tree = ckjs_tree(version) if library == "ckjs" else ensure_tree(version)
+    env = {**os.environ, "NODE_PATH": str(tree)}
     env.pop("NODE_ENV", None)  # as for the worker: "test" loads other retry defaults
     done = subprocess.run(
-        [node, str(Path(__file__).with_name("kafkajs_bare.js")), json.dumps(args)],
+        [node, str(Path(__file__).with_name("node_bare.js")), json.dumps({**args, "library": library})],
         capture_output=True,
         text=True,
         timeout=600,
@@ -370,9 +374,9 @@ def bare_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records
     settings), ``records`` sends to the partitions in turn, timed until every delivery report
     is in; no worker, no history."""
     library = driver.name
-    if library == "kafkajs":
+    if library in NODE_LIBRARIES:
         args = {"mode": "produce", "bootstrap": bootstrap, "topic": topic, "records": records, "size": size}
-        return kafkajs_bare(driver.version, {**args, "partitions": PARTITIONS})
+        return node_bare(library, driver.version, {**args, "partitions": PARTITIONS})
     settings = bench_producer_settings(bootstrap, topic)
     values = [f"v{i}:".ljust(size, ".").encode() for i in range(records)]
     if library == "kafka-python":
@@ -428,9 +432,9 @@ def bare_consume(driver: ClientDriver, bootstrap: list[str], topic: str, records
     settings, assign + seek to the log start, then ``records`` records with their values read.
     Next to the driver's figure it says what highwater adds and what the library costs."""
     library = driver.name
-    if library == "kafkajs":
-        return kafkajs_bare(
-            driver.version, {"mode": "consume", "bootstrap": bootstrap, "topic": topic, "records": records}
+    if library in NODE_LIBRARIES:
+        return node_bare(
+            library, driver.version, {"mode": "consume", "bootstrap": bootstrap, "topic": topic, "records": records}
         )
     tps = range(PARTITIONS)
     got = 0
@@ -475,13 +479,15 @@ def bare_consume(driver: ClientDriver, bootstrap: list[str], topic: str, records
 
 #: the Python libraries also measured alone (``bare_produce``, ``bare_consume``), by driver name
 BARE_LIBRARIES = ("kafka-python", "confluent-kafka")
+#: the Node.js libraries, measured bare at any version on that version's tree (``node_bare``)
+NODE_LIBRARIES = ("kafkajs", "ckjs")
 
 
 def _bare_measurable(driver: ClientDriver) -> bool:
-    """kafkajs at any version (its bare rows run on that version's tree), or a Python library at
-    the version installed with highwater: the one this interpreter imports for its bare rows (a
-    worker of another version runs in a venv of its own)."""
-    if driver.name == "kafkajs":
+    """A Node.js library at any version (its bare rows run on that version's tree), or a Python
+    library at the version installed with highwater: the one this interpreter imports for its
+    bare rows (a worker of another version runs in a venv of its own)."""
+    if driver.name in NODE_LIBRARIES:
         return True
     return driver.name in BARE_LIBRARIES and installed_version(driver.name) == driver.version
 

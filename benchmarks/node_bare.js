@@ -1,22 +1,29 @@
 #!/usr/bin/env node
 /**
- * kafkajs alone, for benchmarks/client_throughput.py's "kafkajs bare" rows: the settings
- * highwater's Node.js worker gives it (clients/node/highwater_worker.js), no worker protocol,
- * no history. Run with NODE_PATH set to a kafkajs tree of the cache
- * (harness.clients.kafkajs.ensure_tree); one JSON argument, one JSON line out: {"rate": records/s, "cpu", "machine"}.
+ * A Node.js client alone, for benchmarks/client_throughput.py's bare rows: kafkajs, or
+ * @confluentinc/kafka-javascript through its kafkajs-compatible API (`"library": "ckjs"`), with
+ * the settings highwater's Node.js workers give them (clients/node), no worker protocol, no
+ * history. Run with NODE_PATH set to the library's tree in the cache
+ * (harness.clients.kafkajs.ensure_tree, harness.clients.ckjs.ensure_tree); one JSON argument,
+ * one JSON line out: {"rate": records/s, "cpu", "machine"}.
  *
- *   produce: {"mode": "produce", "bootstrap": [...], "topic": t, "records": n, "size": b, "partitions": p}
+ *   produce: {"mode": "produce", "library", "bootstrap": [...], "topic": t, "records": n, "size": b, "partitions": p}
  *     records go to the partitions in turn; each partition sends one request at a time, as the
- *     worker does, of 1,000 records (the worker sends whatever queued meanwhile, up to 10,000;
+ *     kafkajs worker does, of 1,000 records (the worker sends whatever queued meanwhile, up to 10,000;
  *     all 10,000 of 100 B at once would pass the broker's 1 MB message.max.bytes); timed from the
  *     first send until every send is acknowledged (acks=all, one request in flight, retries 3).
- *   consume: {"mode": "consume", "bootstrap": [...], "topic": t, "records": n}
+ *   consume: {"mode": "consume", "library", "bootstrap": [...], "topic": t, "records": n}
  *     a fresh group from the beginning of the topic; timed from run() (the group join included,
- *     as the worker's private-group assign includes it) until n records with values were read.
+ *     as the workers' private-group assign includes it) until n records with values were read.
+ *
+ * The two APIs differ where ckjs moved a setting from a call to the client's config (its
+ * MIGRATION.md): `acks` and `timeout` per producer, `fromBeginning` and `autoCommit` per consumer,
+ * every kafkajs setting inside a `kafkaJS` block.
  */
 'use strict'
 
-const { Kafka, logLevel } = require('kafkajs')
+let api = null // the library's KafkaJS API, by args.library (main)
+let ckjs = false
 
 const fs = require('fs')
 const os = require('os')
@@ -46,18 +53,22 @@ function timer () {
   }
 }
 
+/** A client's config: kafkajs's as it is, ckjs's inside its `kafkaJS` block. */
+const configOf = kafkaJS => (ckjs ? { kafkaJS } : kafkaJS)
+
 function kafkaOf (args) {
-  return new Kafka({
+  return new api.Kafka(configOf({
     clientId: `bare-${args.topic}`,
     brokers: args.bootstrap,
     requestTimeout: 5000,
     retry: { retries: 3 },
-    logLevel: logLevel.WARN
-  })
+    logLevel: api.logLevel.WARN
+  }))
 }
 
 async function produce (args) {
-  const producer = kafkaOf(args).producer({ idempotent: false, maxInFlightRequests: 1, allowAutoTopicCreation: false })
+  const settings = { idempotent: false, maxInFlightRequests: 1, allowAutoTopicCreation: false }
+  const producer = kafkaOf(args).producer(configOf(ckjs ? { ...settings, acks: -1, timeout: 5000 } : settings))
   await producer.connect()
   const queues = Array.from({ length: args.partitions }, () => [])
   for (let i = 0; i < args.records; i++) {
@@ -67,7 +78,7 @@ async function produce (args) {
   await Promise.all(queues.map(async (values, partition) => {
     for (let at = 0; at < values.length; at += BATCH) {
       const messages = values.slice(at, at + BATCH).map(value => ({ value, partition }))
-      await producer.send({ topic: args.topic, acks: -1, timeout: 5000, messages })
+      await producer.send(ckjs ? { topic: args.topic, messages } : { topic: args.topic, acks: -1, timeout: 5000, messages })
     }
   }))
   const timed = clock.end()
@@ -76,21 +87,18 @@ async function produce (args) {
 }
 
 async function consume (args) {
-  const consumer = kafkaOf(args).consumer({
-    groupId: `bare-${args.topic}-${process.pid}`,
-    maxWaitTimeInMs: 500,
-    allowAutoTopicCreation: false
-  })
+  const settings = { groupId: `bare-${args.topic}-${process.pid}`, maxWaitTimeInMs: 500, allowAutoTopicCreation: false }
+  const consumer = kafkaOf(args).consumer(configOf(ckjs ? { ...settings, fromBeginning: true, autoCommit: false } : settings))
   // timed from before connecting, as the worker's side is: its consumer connects, subscribes
   // and joins at its first poll, which the harness's clock includes
   const clock = timer()
   await consumer.connect()
-  await consumer.subscribe({ topics: [args.topic], fromBeginning: true })
+  await consumer.subscribe(ckjs ? { topics: [args.topic] } : { topics: [args.topic], fromBeginning: true })
   let got = 0
   let done
   const finished = new Promise(resolve => { done = resolve })
   await consumer.run({
-    autoCommit: false,
+    ...(ckjs ? {} : { autoCommit: false }),
     eachBatch: async ({ batch }) => {
       for (const m of batch.messages) if (m.value !== null) got++
       if (got >= args.records) done()
@@ -104,11 +112,13 @@ async function consume (args) {
 
 async function main () {
   const args = JSON.parse(process.argv[2])
+  ckjs = args.library === 'ckjs'
+  api = ckjs ? require('@confluentinc/kafka-javascript').KafkaJS : require('kafkajs')
   const result = args.mode === 'produce' ? await produce(args) : await consume(args)
   process.stdout.write(JSON.stringify(result) + '\n')
 }
 
 main().then(() => process.exit(0), err => {
-  process.stderr.write(`kafkajs_bare: ${err && err.stack ? err.stack : err}\n`)
+  process.stderr.write(`node_bare: ${err && err.stack ? err.stack : err}\n`)
   process.exit(1)
 })
