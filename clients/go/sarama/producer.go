@@ -238,10 +238,13 @@ func (p *producer) transaction(c *protocol.Command, deadline time.Time) error {
 	}
 	switch c.Op {
 	case "begin_transaction":
-		return p.bounded(c.Op, deadline, func() error {
-			p.setCommitErr(nil)
-			return ap.BeginTxn()
-		})
+		// local (no request: Sarama only changes its transaction's state), and asked with no
+		// deadline (timeout 0): a bounded call would race its zero timer and lose, so it runs
+		// here, after any abandoned call still holding the transactional lock
+		p.txnMu.Lock()
+		defer p.txnMu.Unlock()
+		p.setCommitErr(nil)
+		return ap.BeginTxn()
 	case "commit_transaction":
 		// every send's outcome first, so they all come before the commit's answer (CommitTxn
 		// waits for Sarama's own in-flight messages, not for their outcome lines)
