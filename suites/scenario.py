@@ -491,6 +491,20 @@ TIERED_PLANS = (
     ),
     Plan(
         "tiered",
+        "catch-up-leader-partition",
+        (
+            Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),
+            Step(2, "cut --target leader:{topic}/0", LEADER_FAULT_SECONDS),
+        ),
+        _TIERED,
+        what="the consumers stopped while the producers write, then started again, and partition 0's leader "
+        "cut off from every other node (not from the clients) during their catch-up read: its successor serves "
+        "the remote segments, the cut leader goes on claiming the partition (HW-8), and nothing is lost, "
+        "skipped, rewound or read uncommitted",
+        idempotence=True,
+    ),
+    Plan(
+        "tiered",
         "metadata-leader-kill",
         (
             Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),

@@ -523,6 +523,7 @@ def test_upgrade_twins(rolled: Generated, mutate: Callable[[Events], Events], ch
     "plan",
     [
         "tiered/catch-up-leader-kill",
+        "tiered/catch-up-leader-partition",
         "tiered/metadata-leader-kill",
         "tiered/store-failing",
         "tiered/store-slow",
@@ -902,6 +903,7 @@ def test_every_conformance_scenario_has_a_broken_twin() -> None:
         *(f"clock/{c}" for c in test_clock.CASES),  # test_clock_twins
         *(f"upgrades/{c}" for c in ("roll-kill-finalize", *test_upgrades.NIGHTLY_CASES)),  # test_upgrade_twins...
         "tiered/catch-up-leader-kill",  # test_tiered_twins
+        "tiered/catch-up-leader-partition",  # test_tiered_twins
         "tiered/metadata-leader-kill",  # test_tiered_twins
         "tiered/store-failing",  # test_tiered_twins
         "tiered/store-slow",  # test_tiered_twins

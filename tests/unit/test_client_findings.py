@@ -40,8 +40,19 @@ def test_a_finding_marks_its_clients_runs_only(client: str, marked: bool) -> Non
     assert request.marks == ([HW13.mark] if marked else [])
 
 
+@pytest.mark.parametrize("client, marked", [("confluent-kafka", True), ("ckjs==1.10.1", True), ("kafkajs", False)])
+def test_a_finding_of_a_library_marks_the_runs_of_every_client_built_on_it(client: str, marked: bool) -> None:
+    token = RUN_OPTIONS.set(RunOptions(client))
+    try:
+        request = _Request()
+        HW9.expect(request)  # type: ignore[arg-type]
+    finally:
+        RUN_OPTIONS.reset(token)
+    assert request.marks == ([HW9.mark] if marked else [])
+
+
 def test_strict_and_not_strict_findings() -> None:
-    assert HW9.mark.kwargs["strict"] is True and HW9.client == "confluent-kafka"
+    assert HW9.mark.kwargs["strict"] is True and HW9.clients == {"confluent-kafka", "ckjs"}
     assert HW13.mark.kwargs["strict"] is False and "HW-13" in HW13.mark.kwargs["reason"]
 
 
