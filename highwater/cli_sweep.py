@@ -23,6 +23,8 @@ from typing import Any
 from highwater.core.errors import HighwaterError
 from highwater.harness.backends import DEFAULT_BACKEND, get_backend
 from highwater.harness.clients import DEFAULT_CLIENT, ClientSpec, go_worker, parse_client_spec, parse_client_specs
+from highwater.harness.clients.ckjs import OLDEST as CKJS_OLDEST
+from highwater.harness.clients.ckjs import PACKAGE_NAME as CKJS_PACKAGE
 from highwater.harness.clients.franz_go import WORKER as FRANZ_GO_WORKER
 from highwater.harness.clients.java import OLDEST as JAVA_OLDEST
 from highwater.harness.clients.kafkajs import OLDEST as KAFKAJS_OLDEST
@@ -79,13 +81,14 @@ _OLDEST: dict[str, tuple[int, ...]] = {
     **PYTHON_OLDEST,
     "java": JAVA_OLDEST,
     "kafkajs": KAFKAJS_OLDEST,
+    "ckjs": CKJS_OLDEST,
     **{name: worker.oldest for name, worker in GO_CLIENTS.items()},
 }
 KAFKA_PYTHON_OLDEST = _OLDEST["kafka-python"]
 #: the clients whose versions are PyPI's releases
 PYPI_CLIENTS = ("kafka-python", "confluent-kafka")
-#: the clients whose versions are the npm registry's releases
-NPM_CLIENTS = ("kafkajs",)
+#: the clients whose versions are the npm registry's releases, and their packages
+NPM_CLIENTS = {"kafkajs": "kafkajs", "ckjs": CKJS_PACKAGE}
 NPM_JSON = "https://registry.npmjs.org/{name}"
 
 
@@ -532,13 +535,13 @@ def npm_versions(name: str) -> list[str]:
 def client_versions(name: str) -> list[str]:
     """Published versions of a client library, oldest first: Kafka's Java client is released
     with every Kafka release; kafka-python's and confluent-kafka's are PyPI's, kafkajs's the
-    npm registry's, the Go clients' the Go module proxy's."""
+    npm registry's (ckjs's: @confluentinc/kafka-javascript's), the Go clients' the Go module proxy's."""
     if name == "java":
         return published_versions()
     if name in PYPI_CLIENTS:
         return pypi_versions(name)
     if name in NPM_CLIENTS:
-        return npm_versions(name)
+        return npm_versions(NPM_CLIENTS[name])
     if name in GO_CLIENTS:
         return go_worker.published_versions(GO_CLIENTS[name])
     raise BisectError(f"no version list is known for client {name!r}; sweep or bisect over Kafka releases instead")

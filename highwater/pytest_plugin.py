@@ -7,7 +7,9 @@
   ``kafka-python``; a comma-separated list such as ``kafka-python,confluent-kafka,java:3.9.1``
   runs every test on each; see ``harness.clients``). ``--client-rotation A,B,C`` instead runs
   the n-th scenario of a test marked ``client_rotation`` on the n-th client, in turn
-  (``rotated_client``; what ``make test`` does for the fetching and durability suites).
+  (``rotated_client``; what ``make test`` does for the fetching and durability suites), and a
+  test marked ``client_turns(A, B, ...)`` once on each of the clients it names (the newest
+  clients' turn at a suite whose every scenario the rotation gives the older ones).
 - ``run_seed``: ``--seed N`` (default None: each suite's own seeds); a chaos run plays the
   schedule of that seed.
 - ``cluster_factory``: start clusters from a ``ClusterSpec`` on that backend; all are torn down
@@ -199,6 +201,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "client_rotation(param, values, first=None, also=()): with --client-rotation, the n-th value of "
         "param runs on the n-th client (starting at first; also: clients added to the rotation for it)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "client_turns(*clients): with --client-rotation, the test runs once on each of these clients "
+        "(instead of the session's client)",
     )
     config.addinivalue_line(
         "markers",
@@ -480,7 +487,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "kafka_version" in metafunc.fixturenames and len(versions) > 1:
         metafunc.parametrize("kafka_version", versions, scope="session")
     clients = requested_clients(metafunc.config)
-    if "client_name" in metafunc.fixturenames and len(clients) > 1:
+    turns = metafunc.definition.get_closest_marker("client_turns")
+    if "client_name" in metafunc.fixturenames and turns is not None and metafunc.config.getoption("--client-rotation"):
+        # function scope: a session-scoped parameter would regroup the session's tests by client,
+        # and a module's cluster would start again for each turn
+        metafunc.parametrize("client_name", list(turns.args), scope="function")
+    elif "client_name" in metafunc.fixturenames and len(clients) > 1:
         metafunc.parametrize("client_name", clients, scope="session")
 
 

@@ -59,12 +59,9 @@ from highwater.profiles import Profile
 from highwater.run_spec import RunSpec
 from highwater.runner import RunResult, execute_run
 from highwater.suites.findings import expect_hw12, expect_hw28, finding_mark
-from highwater.suites.nightly import nightly
 from highwater.suites.scenario import KIP320_WINDOW_SECONDS, PLANS, RUN_OPTIONS
 
 TOPIC = "kip320"
-#: make test runs this scenario from the installed wheel, the CI recipe's push job
-pytestmark = nightly("make test runs it from the installed wheel (tests/integration/test_installed.py)", 45)
 #: the checks that must hold (the policy never allows them); the plan is PLANS["kip-320/unclean-truncation"]
 MUST_HOLD = PLANS["kip-320/unclean-truncation"].must_hold
 #: every fault window of the scenario lasts at least this long (the timed checks' bounds plus
@@ -303,11 +300,13 @@ def _scenario(
     return outcome
 
 
-#: the nightly slices (--client-rotation) run the scenario once, on franz-go, the newest client
-#: under test (it detects truncations itself and reports them as data loss); make test runs it on
-#: kafkajs, the client without KIP-320 (HW-12, a strict xfail), from the installed wheel; every
-#: other client runs it with --client
-ROTATION = pytest.mark.client_rotation("scenario", ["unclean-truncation"], first="franz-go", also=("franz-go",))
+#: make test (--client-rotation) runs the scenario on the three newest clients under test: franz-go
+#: (it detects truncations itself and reports them as data loss), Sarama (no KIP-320: HW-28, a
+#: strict xfail) and ckjs (librdkafka's detection behind kafkajs's API); kafkajs's run (no KIP-320
+#: either: HW-12) is the installed wheel's (tests/integration/test_installed.py); every other client
+#: runs it with --client. Both tests judge one run per client (``_scenario``)
+TURNS = pytest.mark.client_turns("franz-go", "sarama", "ckjs")
+SHARED = pytest.mark.shared_run("scenario")
 
 
 @pytest.fixture
@@ -318,7 +317,8 @@ def outcome(
     return _scenario(cluster_factory, kafka_version, profile, campaign, results_root, repro)
 
 
-@ROTATION
+@TURNS
+@SHARED
 @pytest.mark.parametrize("scenario", ["unclean-truncation"])
 def test_unclean_election_truncation_is_detected_by_consumers(
     scenario: str, request: pytest.FixtureRequest, outcome: Outcome
@@ -333,7 +333,8 @@ def test_unclean_election_truncation_is_detected_by_consumers(
 FINDING_HW6 = finding_mark("HW-6", "kip-320/unclean-truncation")
 
 
-@ROTATION
+@TURNS
+@SHARED
 @pytest.mark.parametrize("scenario", ["unclean-truncation"])
 def test_finding_every_consumer_detects_truncation_through_kip320(
     scenario: str, request: pytest.FixtureRequest, outcome: Outcome

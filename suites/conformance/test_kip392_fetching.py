@@ -40,6 +40,10 @@ def assert_rack_local_reads(
         assert total > 0 and local >= 0.9 * total, f"{rack}: bytes per broker {per_broker}"
 
 
+# make test (--client-rotation): the three newest clients read rack-locally here (franz-go, Sarama,
+# ckjs); the older four do in tests/integration/test_findings_by_client.py (HW-4's tailing reads)
+# and the replica-killed case below (kafkajs); every other client runs it with --client
+@pytest.mark.client_turns("franz-go", "sarama", "ckjs")
 def test_each_rack_reads_from_its_own_replica(cluster, profile, campaign, results_root, repro) -> None:  # type: ignore[no-untyped-def]
     p = PLANS["kip-392/rack-local-reads"]
     result = run_plan(

@@ -23,6 +23,7 @@ from ruamel.yaml import YAML
 
 from highwater.cli import build_parser
 from highwater.exit_codes import Exit, worst
+from highwater.harness.clients import client_names
 from highwater.harness.paths import home
 from highwater.pytest_runs import Shard
 
@@ -167,8 +168,9 @@ def test_reports_read_the_campaign_the_runs_wrote(recipe: tuple[str, list[Script
     assert read and read <= written, (name, read, written)
 
 
-#: the client libraries whose newest versions the nightly sweeps (``highwater sweep --over client``)
-CLIENT_LIBRARIES = ["kafka-python", "confluent-kafka", "java", "kafkajs"]
+#: the client libraries whose newest versions the nightly sweeps (``highwater sweep --over client``):
+#: every client under test, in the registry's order
+CLIENT_LIBRARIES = client_names()
 
 
 def test_the_nightly_sweeps_each_clients_newest_versions_in_a_campaign_of_its_own(

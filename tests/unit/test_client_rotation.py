@@ -95,3 +95,35 @@ def test_a_project_with_strict_markers_can_use_the_rotation_marker(tmp_path: Pat
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_client_turns_run_a_test_on_each_named_client_under_the_rotation_only(tmp_path: Path) -> None:
+    """``client_turns(A, B)``: with ``--client-rotation`` the test runs once on A and once on B
+    (its ``client_name``), in place and not regrouped with other modules; without it, once on the
+    session's client."""
+    (tmp_path / "test_turns.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.client_turns('franz-go', 'sarama')\n"
+        "def test_turn(client_name):\n"
+        "    print('TURN', client_name)\n\n"
+        "def test_after(client_name):\n"
+        "    print('AFTER', client_name)\n"
+    )
+
+    def run(*args: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--strict-markers", "-q", "-s", "-p", "no:cacheprovider", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return [line.strip(".") for line in done.stdout.splitlines() if line.strip(".").startswith(("TURN", "AFTER"))]
+
+    assert run("test_turns.py", "--client-rotation", "kafka-python,java") == [
+        "TURN franz-go",
+        "TURN sarama",
+        "AFTER kafka-python",
+    ]
+    assert run("test_turns.py") == ["TURN kafka-python", "AFTER kafka-python"]

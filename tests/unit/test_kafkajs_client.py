@@ -211,3 +211,28 @@ def test_the_node_workers_produce_requests_stay_below_the_brokers_message_limit(
         check=True,
     )
     assert json.loads(done.stdout) == [3, 10000, 512 * 1024 // 110, 1]
+
+
+def test_ckjs_versions_are_its_scoped_package_s_on_the_npm_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ckjs is the short name of @confluentinc/kafka-javascript: a sweep lists that package."""
+    asked: list[str] = []
+
+    class _Response:
+        def __enter__(self) -> _Response:
+            return self
+
+        def __exit__(self, *_: object) -> None:
+            return None
+
+        def read(self) -> bytes:
+            return json.dumps({"versions": {"1.10.1": {}, "0.6.1": {}, "1.11.0-rc.1": {}}}).encode()
+
+    def urlopen(url: str, timeout: float) -> _Response:
+        asked.append(url)
+        return _Response()
+
+    monkeypatch.setattr(cli_sweep.urllib.request, "urlopen", urlopen)
+    assert cli_sweep.client_versions("ckjs") == ["0.6.1", "1.10.1"]
+    assert asked == ["https://registry.npmjs.org/@confluentinc/kafka-javascript"]
+    with pytest.raises(cli_sweep.BisectError, match="older than its driver supports"):
+        cli_sweep.check_driven("ckjs", ["0.6.1", "1.10.1"])
