@@ -36,6 +36,11 @@ a fresh cache trains it and is slower. kafkajs (``kafkajs``) runs in highwater's
 and the worker's consumer connects at its first poll, so the bare side's clock starts before it
 connects). @confluentinc/kafka-javascript (``ckjs``) runs in its own Node.js worker and is
 measured bare by the same script through its kafkajs-compatible API (``"library": "ckjs"``).
+franz-go (``franz-go``) and Sarama (``sarama``) run in highwater's Go workers (``clients/go``);
+their bare rows, at any version, run a small Go program of each with its worker's settings
+(``benchmarks/go_bare/franz``, ``benchmarks/go_bare/sarama``), built against the version measured
+as the worker is (a copy, ``go mod edit -require``, ``go mod tidy``, ``go build``), once per
+version, into ``~/.cache/highwater/go-bare/<library>/<version>/``.
 
 Every round measures each client through its worker and then alone, one after the other on one
 cluster (interleaved): the bare rate of a library swings by 2-3x within a session on a shared
@@ -43,7 +48,7 @@ cluster (interleaved): the bare rate of a library swings by 2-3x within a sessio
 each worker figure with the bare figure measured next to it. ``--only produce`` (or
 ``consume``) and ``--no-tool`` leave out what a question does not need, for more rounds in the
 time; ``--cpu`` prints the CPU each thread of the harness and of the worker used during each
-produce and each consume (``/proc/<pid>/task``), the bare kafkajs process's own (the script
+produce and each consume (``/proc/<pid>/task``), a bare Node.js or Go process's own (the program
 measures its timed part), and the whole machine's busy and idle seconds (``/proc/stat``: the
 brokers and proxies too): where the time went, and whether the two cores had any to spare.
 
@@ -55,6 +60,7 @@ brokers and proxies too): where the time went, and whether the two cores had any
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -89,7 +95,10 @@ from highwater.harness.clients import (  # noqa: E402
 )
 from highwater.harness.clients.base import send_batch  # noqa: E402
 from highwater.harness.clients.ckjs import ensure_tree as ckjs_tree  # noqa: E402
+from highwater.harness.clients.franz_go import WORKER as FRANZ_GO_WORKER  # noqa: E402
+from highwater.harness.clients.go_worker import GoWorker, build_module, exact_version, find_go  # noqa: E402
 from highwater.harness.clients.kafkajs import ensure_tree, find_node  # noqa: E402
+from highwater.harness.clients.sarama import WORKER as SARAMA_WORKER  # noqa: E402
 from highwater.harness.config import ClusterSpec  # noqa: E402
 from highwater.harness.distribution import default_version, ensure_kafka  # noqa: E402
 from highwater.harness.gcpasses import streaming  # noqa: E402
@@ -342,6 +351,22 @@ def driver_consume(driver: ClientDriver, bootstrap: list[str], topic: str, recor
     return got / elapsed
 
 
+def _bare_process(cmd: list[str], runtime: str, env: dict[str, str] | None = None) -> float:
+    """records/s of a bare program (``node_bare.js``, a ``go_bare`` program): one JSON line out,
+    ``{"rate", "cpu", "machine"}``; when it fails, its first line of error (then a stack, if any)."""
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    if done.returncode != 0:
+        # the program's one line of error first, then the stack
+        raise RuntimeError((done.stderr.strip().splitlines() or ["(no output)"])[0])
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if SHOW_CPU:  # the program measures its timed part itself: the process's start is not in it
+        print(f"      cpu bare: {result['cpu']:.2f} s ({runtime})", flush=True)
+        if result.get("machine"):
+            busy, idle = result["machine"]
+            print(f"      cpu machine: {busy:.2f} s busy, {idle:.2f} s idle", flush=True)
+    return float(result["rate"])
+
+
 def node_bare(library: str, version: str, args: dict[str, Any]) -> float:
     """records/s of the Node.js ``library`` (kafkajs, ckjs) at ``version`` alone
     (``benchmarks/node_bare.js``, on the cache's tree of that version): the worker's settings, no
@@ -350,23 +375,52 @@ def node_bare(library: str, version: str, args: dict[str, Any]) -> float:
     tree = ckjs_tree(version) if library == "ckjs" else ensure_tree(version)
     env = {**os.environ, "NODE_PATH": str(tree)}
     env.pop("NODE_ENV", None)  # as for the worker: "test" loads other retry defaults
-    done = subprocess.run(
-        [node, str(Path(__file__).with_name("node_bare.js")), json.dumps({**args, "library": library})],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    if done.returncode != 0:
-        # the script's one line of error first, then the stack
-        raise RuntimeError((done.stderr.strip().splitlines() or ["(no output)"])[0])
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    if SHOW_CPU:  # the script measures its timed part itself: the process's start is not in it
-        print(f"      cpu bare: {result['cpu']:.2f} s (node)", flush=True)
-        if result.get("machine"):
-            busy, idle = result["machine"]
-            print(f"      cpu machine: {busy:.2f} s busy, {idle:.2f} s idle", flush=True)
-    return float(result["rate"])
+    script = str(Path(__file__).with_name("node_bare.js"))
+    return _bare_process([node, script, json.dumps({**args, "library": library})], "node", env)
+
+
+#: each Go library's bare program (a folder of ``GO_BARE``) and worker (its module, its versions)
+_GO_BARE: dict[str, tuple[str, GoWorker]] = {
+    "franz-go": ("franz", FRANZ_GO_WORKER),
+    "sarama": ("sarama", SARAMA_WORKER),
+}
+#: the Go libraries' bare programs, a module each
+GO_BARE = Path(__file__).with_name("go_bare")
+
+
+def go_bare_binary(library: str, version: str) -> Path:
+    """The bare program of the Go ``library`` (franz-go, sarama) built against its ``version``,
+    once, in ``<cache>/go-bare/<library>/<version>/bare``, as its worker is built
+    (``go_worker.build_module`` on a copy of ``benchmarks/go_bare/<folder>``); built again when
+    the program's sources changed."""
+    folder, worker = _GO_BARE[library]
+    version = exact_version(worker, version)
+    source = GO_BARE / folder
+    digest = hashlib.sha256()
+    for path in sorted(p for p in source.iterdir() if p.suffix in (".go", ".mod", ".sum")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    root = home() / "go-bare" / library / version
+    binary, marker, stamp = root / "bare", root / ".complete", digest.hexdigest()[:16]
+    if binary.is_file() and marker.is_file() and marker.read_text().strip() == stamp:
+        return binary
+    go = find_go("the Go libraries' bare programs")
+    print(f"  building the {library} {version} bare program with go (once) in {root}", flush=True)
+    root.mkdir(parents=True, exist_ok=True)
+    marker.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(dir=root) as tmp:  # a failed build leaves nothing
+        here = Path(tmp) / folder
+        shutil.copytree(source, here)
+        build_module(go, worker, version, here, Path(tmp) / "bare", what="bare program")
+        (Path(tmp) / "bare").replace(binary)
+    marker.write_text(stamp + "\n")
+    return binary
+
+
+def go_bare(library: str, version: str, args: dict[str, Any]) -> float:
+    """records/s of the Go ``library`` (franz-go, sarama) at ``version`` alone (its program in
+    ``benchmarks/go_bare``, built against that version: ``go_bare_binary``): the worker's
+    settings, no worker protocol, no history."""
+    return _bare_process([str(go_bare_binary(library, version)), json.dumps(args)], "go")
 
 
 def bare_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records: int, size: int) -> float:
@@ -374,9 +428,10 @@ def bare_produce(driver: ClientDriver, bootstrap: list[str], topic: str, records
     settings), ``records`` sends to the partitions in turn, timed until every delivery report
     is in; no worker, no history."""
     library = driver.name
-    if library in NODE_LIBRARIES:
+    if library in NODE_LIBRARIES or library in GO_LIBRARIES:
         args = {"mode": "produce", "bootstrap": bootstrap, "topic": topic, "records": records, "size": size}
-        return node_bare(library, driver.version, {**args, "partitions": PARTITIONS})
+        run = node_bare if library in NODE_LIBRARIES else go_bare
+        return run(library, driver.version, {**args, "partitions": PARTITIONS})
     settings = bench_producer_settings(bootstrap, topic)
     values = [f"v{i}:".ljust(size, ".").encode() for i in range(records)]
     if library == "kafka-python":
@@ -432,10 +487,11 @@ def bare_consume(driver: ClientDriver, bootstrap: list[str], topic: str, records
     settings, assign + seek to the log start, then ``records`` records with their values read.
     Next to the driver's figure it says what highwater adds and what the library costs."""
     library = driver.name
-    if library in NODE_LIBRARIES:
-        return node_bare(
-            library, driver.version, {"mode": "consume", "bootstrap": bootstrap, "topic": topic, "records": records}
-        )
+    if library in NODE_LIBRARIES or library in GO_LIBRARIES:
+        args = {"mode": "consume", "bootstrap": bootstrap, "topic": topic, "records": records}
+        if library in NODE_LIBRARIES:  # a group's consumer: every partition of the topic
+            return node_bare(library, driver.version, args)
+        return go_bare(library, driver.version, {**args, "partitions": PARTITIONS})
     tps = range(PARTITIONS)
     got = 0
     if library == "kafka-python":
@@ -481,13 +537,16 @@ def bare_consume(driver: ClientDriver, bootstrap: list[str], topic: str, records
 BARE_LIBRARIES = ("kafka-python", "confluent-kafka")
 #: the Node.js libraries, measured bare at any version on that version's tree (``node_bare``)
 NODE_LIBRARIES = ("kafkajs", "ckjs")
+#: the Go libraries, measured bare at any version by a program built against it (``go_bare``)
+GO_LIBRARIES = ("franz-go", "sarama")
 
 
 def _bare_measurable(driver: ClientDriver) -> bool:
-    """A Node.js library at any version (its bare rows run on that version's tree), or a Python
-    library at the version installed with highwater: the one this interpreter imports for its
-    bare rows (a worker of another version runs in a venv of its own)."""
-    if driver.name in NODE_LIBRARIES:
+    """A Node.js library at any version (its bare rows run on that version's tree), a Go library
+    at any version (its bare program is built against it), or a Python library at the version
+    installed with highwater: the one this interpreter imports for its bare rows (a worker of
+    another version runs in a venv of its own)."""
+    if driver.name in NODE_LIBRARIES or driver.name in GO_LIBRARIES:
         return True
     return driver.name in BARE_LIBRARIES and installed_version(driver.name) == driver.version
 

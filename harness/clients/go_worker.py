@@ -170,9 +170,7 @@ def ensure_worker(worker: GoWorker, version: str, progress: Progress = to_stderr
         try:
             shutil.copytree(worker.source, here)
             shutil.copytree(GO_SOURCES / PROTOCOL, build / PROTOCOL)
-            _go(go, here, worker, version, "mod", "edit", f"-require={worker.module}@v{version}")
-            _go(go, here, worker, version, "mod", "tidy")
-            _go(go, here, worker, version, "build", *worker.tags(version), "-o", str(root / "worker.tmp"), ".")
+            build_module(go, worker, version, here, root / "worker.tmp", *worker.tags(version))
             (root / "worker.tmp").replace(binary)
             marker.write_text(digest + "\n")
         except BaseException:
@@ -184,7 +182,19 @@ def ensure_worker(worker: GoWorker, version: str, progress: Progress = to_stderr
     return binary
 
 
-def _go(go: str, build: Path, worker: GoWorker, version: str, *args: str) -> None:
+def build_module(
+    go: str, worker: GoWorker, version: str, here: Path, out: Path, *build_args: str, what: str = "worker"
+) -> None:
+    """Builds the Go module copied to ``here`` (its ``go.mod`` is changed) against ``version`` of
+    ``worker``'s library into ``out``: ``go mod edit -require=<module>@v<version>``, ``go mod
+    tidy``, ``go build <build_args>``; ``what`` names the program in a failure's one line (a
+    worker, or ``benchmarks/client_throughput.py``'s bare program of the library)."""
+    _go(go, here, worker, version, what, "mod", "edit", f"-require={worker.module}@v{version}")
+    _go(go, here, worker, version, what, "mod", "tidy")
+    _go(go, here, worker, version, what, "build", *build_args, "-o", str(out), ".")
+
+
+def _go(go: str, build: Path, worker: GoWorker, version: str, what: str, *args: str) -> None:
     done = subprocess.run([go, *args], cwd=build, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         text = (done.stderr or done.stdout).strip()
@@ -198,7 +208,7 @@ def _go(go: str, build: Path, worker: GoWorker, version: str, *args: str) -> Non
         if any(s in text for s in unknown):
             raise UnknownClientError(f"{worker.name} {version} is not on the Go module proxy")
         last = text.splitlines()[-1] if text else "(no output)"
-        raise SetupError(f"go {args[0]} could not build the {worker.name} {version} worker: {last}")
+        raise SetupError(f"go {args[0]} could not build the {worker.name} {version} {what}: {last}")
 
 
 class GoLauncher(NeutralSettingsConfig):
