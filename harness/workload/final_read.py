@@ -198,6 +198,15 @@ def read_replica(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, part
     while offset < hw:
         if resp is None:
             resp = _fetch(obs, node, topic, topic_id, partition, offset, REMOTE_WAIT_MS if waits else 0)
+            if resp.error_code == OFFSET_OUT_OF_RANGE:
+                # retention moved the log start past the read while it ran (retention-race): the
+                # records below it are deleted, not unreadable; the read goes on from the new start
+                start = obs.replica_log_start(node, topic, partition)
+                if start is None or start <= offset:
+                    raise for_code(resp.error_code)(f"fetch {topic}-{partition}@{offset} from broker {node}")
+                offset = log_start = start
+                resp, waits = None, 0
+                continue
             if resp.error_code != 0:
                 local = _local_start_above(obs, node, topic, partition, offset)
                 error = for_code(resp.error_code)

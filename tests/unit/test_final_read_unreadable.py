@@ -11,13 +11,14 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from kafka.errors import UnknownError
+from kafka.errors import OffsetOutOfRangeError, UnknownError
 from kafka.record import MemoryRecordsBuilder
 
 from highwater.harness.workload.final_read import read_replica
 
 HW = 10
 UNKNOWN_SERVER_ERROR = UnknownError.errno
+OFFSET_OUT_OF_RANGE = OffsetOutOfRangeError.errno
 
 
 def _records(lo: int, hi: int) -> bytes:
@@ -81,3 +82,36 @@ def test_an_error_in_the_local_log_still_ends_the_read() -> None:
         _read(_Broker(failing=range(0, 6), local=0))
     with pytest.raises(UnknownError):
         _read(_Broker(failing=range(0, 6), local=None))
+
+
+class _RetentionBroker(_Broker):
+    """Answers three records a fetch; after the first, retention moves the log start to
+    ``moved_to`` and a fetch below it is out of range (with neither log start nor high watermark,
+    as Kafka answers)."""
+
+    def __init__(self, moved_to: int) -> None:
+        super().__init__(failing=range(0), local=None)
+        self.start, self.moved_to = 0, moved_to
+
+    def send_to(self, node: int, request: Any) -> Any:
+        offset = request.topics[0].partitions[0].fetch_offset
+        self.asked.append(offset)
+        if offset < self.start:
+            part = SimpleNamespace(error_code=OFFSET_OUT_OF_RANGE, high_watermark=-1, log_start_offset=-1, records=None)
+        else:
+            records = _records(offset, min(offset + 3, HW))
+            part = SimpleNamespace(error_code=0, high_watermark=HW, log_start_offset=self.start, records=records)
+        self.start = self.moved_to
+        return SimpleNamespace(responses=[SimpleNamespace(partitions=[part])])
+
+    def replica_log_start(self, broker: int, topic: str, partition: int, local: bool = False) -> int | None:
+        return self.start
+
+
+def test_retention_moving_the_log_start_under_the_read_is_no_unreadable_range() -> None:
+    """Records retention deleted while the final read ran are deleted, not lost to a store: the
+    read goes on from the new log start, which it reports, and names no unreadable range."""
+    value = _read(_RetentionBroker(moved_to=5))
+    assert "unreadable" not in value
+    assert value["log_start"] == 5
+    assert [o for o, _ in value["records"]] == [0, 1, 2, *range(5, HW)]
