@@ -22,6 +22,7 @@ Definitions shared with the Python checks:
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -140,13 +141,21 @@ def reference(ev: DataFrame) -> DataFrame:
         _first(offs).alias("lo"),
         _last(offs).alias("hi"),
         (F.coalesce(n == 0, F.lit(False)) | F.coalesce(_consecutive(offs), F.lit(False))).alias("contig"),
+        F.get_json_object("value_json", "$.unreadable").alias("unreadable"),
     )
     w = Window.partitionBy(*RUN_KEYS).orderBy(F.desc("hw"), F.desc("n"), F.asc("replica"), F.asc("index"))
     return (
         ranked.withColumn("_rank", F.row_number().over(w))
         .filter("_rank = 1")
-        .select(*RUN_KEYS, "index", "hw", "log_start", "lo", "hi", "contig")
+        .select(*RUN_KEYS, "index", "hw", "log_start", "lo", "hi", "contig", "unreadable")
     )
+
+
+def unreadable_pairs(text: str | None) -> tuple[tuple[int, int], ...]:
+    """A final read's ``unreadable`` ranges (its JSON, ``[[from, to, error], ...]``) as
+    [from, to) pairs, as ``core.checks.data.unreadable_ranges`` reads them."""
+    rows = json.loads(text) if text else []
+    return tuple((int(r[0]), int(r[1])) for r in rows if isinstance(r, list) and len(r) >= 2)
 
 
 @dataclass(frozen=True)
@@ -160,6 +169,13 @@ class Ref:
     lo: int | None
     hi: int | None
     contig: bool
+    #: [from, to) ranges the reference replica could not read back (a tiered store lost them)
+    unreadable: tuple[tuple[int, int], ...] = ()
+
+    def unreadable_between(self, lo: int, hi: int) -> int:
+        """Unreadable offsets in [lo, hi), as ``core.checks.derived.Reference.unreadable_between``:
+        a consumer must not pass over them silently either."""
+        return sum(max(min(hi, b) - max(lo, a), 0) for a, b in self.unreadable)
 
     def count_between(self, lo: int, hi: int) -> int | None:
         """Committed offsets (``log_start <= o < hw``) in [max(lo, 0), max(hi, 0)), as
@@ -627,6 +643,8 @@ def poll_skip(
             else:
                 missing[gap] = m
     missing.update(_missing_from_logs(logs, unknown))
+    for gap in missing:  # offsets the store lost count as passed over, as Python's check counts them
+        missing[gap] += refs[(gap.run, gap.topic, gap.partition)].unreadable_between(gap.expected, gap.offset)
     counts: dict[int, dict[str, int]] = {}
     for r in summary:
         c = counts.setdefault(r["run"], {"skips": 0, "skipped_offsets": 0, "steps_unjudged": 0, "steps_judged": 0})
@@ -697,12 +715,15 @@ def _verdicts(ev: DataFrame, summary: list[Any], runs: list[RunInfo]) -> dict[in
     get the verdict the Python check gives an empty input: unknown, nothing judged."""
     spark = ev.sparkSession
     ref_rows = reference(ev).collect()
+    columns = ("run", "topic", "partition", "index", "hw", "log_start", "lo", "hi", "contig")
     refinfo = spark.createDataFrame(
-        [tuple(r) for r in ref_rows],
+        [tuple(r[c] for c in columns) for r in ref_rows],
         "run int, topic string, partition int, index long, hw long, log_start long, lo long, hi long, contig boolean",
     )
     refs = {
-        (r["run"], r["topic"], r["partition"]): Ref(r["hw"], r["log_start"], r["lo"], r["hi"], r["contig"])
+        (r["run"], r["topic"], r["partition"]): Ref(
+            r["hw"], r["log_start"], r["lo"], r["hi"], r["contig"], unreadable_pairs(r["unreadable"])
+        )
         for r in ref_rows
     }
     logs = committed_logs(ev, refinfo)

@@ -126,6 +126,32 @@ def write_retention_run(root: Path, retention_ms: int, name: str) -> None:
     )
 
 
+def write_store_loss_run(root: Path) -> None:
+    """A tiered run whose remote store lost offsets 0-3 (the final reads name them ``unreadable``)
+    and whose consumer, having read 0 and 1, jumped to 6: past two unreadable offsets and two
+    committed ones. Spark's poll-skip counts the four as Python's does."""
+    from highwater.core.checks import overall
+    from tests.synth.histories import HistoryBuilder
+
+    b = HistoryBuilder({"acks": "all"})
+    for i in range(10):
+        b.send("producer-0", "t", 0, f"v{i}", offset=i)
+    b.assign("consumer-0", "t", 0, 0)
+    b.poll("consumer-0", [("t", 0, o, f"v{o}") for o in range(2)], replica=1)
+    b.poll("consumer-0", [("t", 0, o, f"v{o}") for o in range(6, 10)], replica=1)
+    for rep in (1, 2, 3):
+        final = b.final("t", 0, rep, 10, [(o, f"v{o}") for o in range(4, 10)])
+        final["value"]["unreadable"] = [[0, 4, "UnknownError"]]
+    d = root / "nightly-3" / "store-loss"
+    d.mkdir(parents=True)
+    hist = b.write(d / "history.jsonl")
+    verdicts = run_all_checks(hist)
+    (d / "verdict.json").write_text(
+        json.dumps({"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str)
+    )
+    (d / "run.json").write_text(json.dumps({"suite": "tiered", "scenario": "store-loss"}))
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("results")
@@ -134,6 +160,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     write_transactions_run(root)
     write_retention_run(root, 60_000, "retention-finite")
     write_retention_run(root, -1, "retention-forever")
+    write_store_loss_run(root)
     write_results(root, [CRASHED], with_verdict=False)
     hist = root / CRASHED.campaign / CRASHED.run_id / "history.jsonl"
     text = hist.read_bytes()
@@ -198,6 +225,8 @@ def test_spark_checks_agree_with_python_checks(report: dict[str, Any]) -> None:
     assert (lost["retention-finite"]["expired"], lost["retention-finite"]["acknowledged_unjudged"]) == (4, 0)
     assert (lost["retention-forever"]["expired"], lost["retention-forever"]["acknowledged_unjudged"]) == (0, 4)
     assert lost["retention-finite"]["lost"] == lost["retention-forever"]["lost"] == 1
+    skip = next(r["checks"]["poll-skip"] for r in s["runs"] if r["scenario"] == "store-loss")
+    assert (skip["valid"], skip["counts"]["skips"], skip["counts"]["skipped_offsets"]) == (False, 1, 4)
 
 
 def test_fetch_counts_match_the_histories(report: dict[str, Any]) -> None:
