@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Mapping
@@ -138,13 +139,37 @@ def _npm_install(client: NpmClient, npm: str, root: Path, version: str) -> None:
         (root / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
         cmd = [npm, "install", *flags]
     env = {**without_node_env(), **(client.build or {})}
-    done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=client.timeout_s, env=env)
+    # its own session, so that a timeout ends the whole build (npm's node-gyp and make children
+    # too), not npm alone while they go on writing into a tree the caller removes
+    proc = subprocess.Popen(
+        cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=client.timeout_s)
+    except subprocess.TimeoutExpired:
+        _end_group(proc)
+        raise SetupError(
+            f"cannot install {client.name} {version} with npm: not done within {client.timeout_s:.0f} s"
+        ) from None
+    except BaseException:  # Ctrl-C: the build ends with us
+        _end_group(proc)
+        raise
+    done = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
     if done.returncode != 0:
         text = (done.stderr or done.stdout).strip()
         if "ETARGET" in text or "No matching version" in text or "E404" in text:
             raise UnknownClientError(f"{client.name} {version} is not on the npm registry")
         last = text.splitlines()[-1] if text else "(no output)"
         raise SetupError(f"cannot install {client.name} {version} with npm: {last}")
+
+
+def _end_group(proc: subprocess.Popen[str]) -> None:
+    """Kill the build's process group (npm and every child it started) and reap npm."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # the whole group ended already
+        pass
+    proc.communicate()
 
 
 class NodeLauncher(NeutralSettingsConfig):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -236,3 +237,20 @@ def test_ckjs_versions_are_its_scoped_package_s_on_the_npm_registry(monkeypatch:
     assert asked == ["https://registry.npmjs.org/@confluentinc/kafka-javascript"]
     with pytest.raises(cli_sweep.BisectError, match="older than its driver supports"):
         cli_sweep.check_driven("ckjs", ["0.6.1", "1.10.1"])
+
+
+def test_an_npm_build_past_its_time_ends_whole_in_one_line(tmp_path: Path) -> None:
+    """A native build that outlives its time is one SetupError, and the build's own children
+    (node-gyp, make) end with npm: none goes on writing into the tree the caller removes."""
+    pidfile = tmp_path / "child.pid"
+    npm = tmp_path / "npm"
+    npm.write_text(f"#!/bin/sh\nsleep 60 &\necho $! > {pidfile}\nwait\n")
+    npm.chmod(0o755)
+    client = npm_tree.NpmClient("slow", "slow-package", (1, 0, 0), "1.0.0", build={}, timeout_s=1.0)
+    with pytest.raises(SetupError, match="not done within 1 s"):
+        npm_tree._npm_install(client, str(npm), tmp_path, "2.0.0")
+    child = Path(f"/proc/{int(pidfile.read_text())}/stat")
+    deadline = time.monotonic() + 10
+    while child.exists() and child.read_text().split(")")[-1].split()[0] != "Z" and time.monotonic() < deadline:
+        time.sleep(0.05)  # the kill is delivered asynchronously; ended means gone or a zombie
+    assert not child.exists() or child.read_text().split(")")[-1].split()[0] == "Z", "the build's child outlived it"
