@@ -27,6 +27,7 @@ from highwater.suites.conformance import (
     test_power_loss,
     test_share_groups,
     test_tiered,
+    test_tiered_store,
     test_upgrades,
 )
 from highwater.suites.conformance import test_kip392_fetching as kip392
@@ -575,6 +576,17 @@ def test_store_lost_unsynced_twins(mutate: Callable[[Events], Events], check: st
     assert f"{check}: False" in fails(lambda: check_verdicts(verdicts_of(header, mutate(clean)), plan.must_hold))
     # without the header's loss nothing is excused
     assert "lost-write: False" in fails(lambda: check_verdicts(verdicts_of(g.header, clean), plan.must_hold))
+
+
+def test_store_lost_unsynced_excuses_only_the_writes_the_store_took() -> None:
+    """The policy excuses every lost write of a run whose store lost files; the suite's
+    ``assert_lost_only_where_unreadable`` holds it to the unreadable ranges: clean it passes, a
+    write lost above them (offset 80, the ranges end at 60) fails it."""
+    g = generate(PLANS["tiered/store-lost-unsynced"], partitions=3)
+    clean = _store_lost(g.events)
+    test_tiered_store.assert_lost_only_where_unreadable(clean)
+    msg = fails(lambda: test_tiered_store.assert_lost_only_where_unreadable(write_lost(clean, offset=80)))
+    assert "lost outside what the store lost" in msg and "(0, 80)" in msg
 
 
 def _retention_observed(g: Generated, start_at_s: float) -> Events:
