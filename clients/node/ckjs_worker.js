@@ -68,7 +68,7 @@
 const crypto = require('crypto')
 
 // first: it sends console output to the log before the library can print
-const { emit, makeLog, outcome, serve, sleep, within } = require('./worker_protocol')
+const { emit, makeLog, outcome, pollPart, serve, sleep, within } = require('./worker_protocol')
 
 const PACKAGE = '@confluentinc/kafka-javascript'
 const ckjs = require(PACKAGE)
@@ -367,22 +367,6 @@ const ASSIGN_GROUP = 'highwater-assign'
 const RECORDS_AHEAD = 10000
 
 /** One entry of a poll reply: records of one partition served by `replica`, as columns. */
-function partOf (topic, partition, replica, offsets, values, epochs) {
-  const offsetRuns = []
-  const epochRuns = []
-  let expected = null
-  for (let i = 0; i < offsets.length; i++) {
-    const offset = offsets[i]
-    if (offset === expected) offsetRuns[offsetRuns.length - 1]++
-    else offsetRuns.push(offset, 1)
-    expected = offset + 1
-    const epoch = epochs[i]
-    if (epochRuns.length && epochRuns[epochRuns.length - 2] === epoch) epochRuns[epochRuns.length - 1]++
-    else epochRuns.push(epoch, 1)
-  }
-  return { topic, partition, replica, offsets: offsetRuns, values, epochs: epochRuns }
-}
-
 class ConsumerRole {
   constructor (settings) {
     this.settings = settings
@@ -696,7 +680,7 @@ class ConsumerRole {
         const replica = item.replicas[i]
         let j = i + 1
         while (j < end && item.replicas[j] === replica) j++
-        parts.push(partOf(item.topic, item.partition, replica, item.offsets.slice(i, j), item.values.slice(i, j), item.epochs.slice(i, j)))
+        parts.push(pollPart(item.topic, item.partition, replica, item.offsets.slice(i, j), item.values.slice(i, j), item.epochs.slice(i, j)))
         i = j
       }
       room -= end - item.taken
@@ -832,5 +816,5 @@ if (require.main === module) {
     log
   })
 } else {
-  module.exports = { partOf, errorText, within, ConsumerRole, FetchSources }
+  module.exports = { errorText, within, ConsumerRole, FetchSources }
 }

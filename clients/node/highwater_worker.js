@@ -33,7 +33,7 @@ const crypto = require('crypto')
 const fs = require('fs')
 
 // first: it sends console output to the log before a library can print
-const { emit, makeLog, outcome, serve, within } = require('./worker_protocol')
+const { emit, makeLog, outcome, pollPart, serve, within } = require('./worker_protocol')
 
 const kafkajs = require('kafkajs')
 const { Kafka, logLevel, AssignerProtocol } = kafkajs
@@ -305,22 +305,17 @@ const keyOf = (topic, partition) => `${topic}\u0000${partition}`
  * partition served by `replica`, offsets as runs of consecutive offsets, leader epochs (each
  * message's batchContext.partitionLeaderEpoch; -1 or none is null) as runs of one epoch. */
 function partOf (topic, partition, replica, messages) {
-  const offsets = []
-  const epochs = []
-  const values = []
-  let expected = null
-  for (const m of messages) {
-    const offset = Number(m.offset)
-    if (offset === expected) offsets[offsets.length - 1]++
-    else offsets.push(offset, 1)
-    expected = offset + 1
+  const offsets = new Array(messages.length)
+  const epochs = new Array(messages.length)
+  const values = new Array(messages.length)
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]
+    offsets[i] = Number(m.offset)
     const ctx = m.batchContext
-    const epoch = ctx && ctx.partitionLeaderEpoch >= 0 ? ctx.partitionLeaderEpoch : null
-    if (epochs.length && epochs[epochs.length - 2] === epoch) epochs[epochs.length - 1]++
-    else epochs.push(epoch, 1)
-    values.push(m.value === null ? null : m.value.toString('utf8'))
+    epochs[i] = ctx && ctx.partitionLeaderEpoch >= 0 ? ctx.partitionLeaderEpoch : null
+    values[i] = m.value === null ? null : m.value.toString('utf8')
   }
-  return { topic, partition, replica, offsets, values, epochs }
+  return pollPart(topic, partition, replica, offsets, values, epochs)
 }
 
 // One consumer of this process: the wrappers below report to it.

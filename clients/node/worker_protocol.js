@@ -161,4 +161,26 @@ function serve ({ client, version, makeRole, errorText, log }) {
   })
 }
 
-module.exports = { PROTOCOL, emit, flushOutcomes, makeLog, outcome, serve, sleep, within, writeLine }
+/**
+ * One partition's records of a poll as the protocol's `batch` line carries them (version 3):
+ * `offsets` as runs [first, count, first, count, ...] of consecutive offsets, `epochs` as runs
+ * [epoch, count, ...] of equal leader epochs (null: unknown), `values` in order; from the
+ * records' offsets, values and epochs as parallel arrays.
+ */
+function pollPart (topic, partition, replica, offsets, values, epochs) {
+  const offsetRuns = []
+  const epochRuns = []
+  let expected = null
+  for (let i = 0; i < offsets.length; i++) {
+    const offset = offsets[i]
+    if (offset === expected) offsetRuns[offsetRuns.length - 1]++
+    else offsetRuns.push(offset, 1)
+    expected = offset + 1
+    const epoch = epochs[i]
+    if (epochRuns.length && epochRuns[epochRuns.length - 2] === epoch) epochRuns[epochRuns.length - 1]++
+    else epochRuns.push(epoch, 1)
+  }
+  return { topic, partition, replica, offsets: offsetRuns, values, epochs: epochRuns }
+}
+
+module.exports = { PROTOCOL, emit, flushOutcomes, makeLog, outcome, pollPart, serve, sleep, within, writeLine }
