@@ -84,8 +84,9 @@ def poll_skip(h: HistoryData) -> Verdict:
     log holds some offset in (a, b), or one it could not read back (a remote segment the store
     lost: a consumer must fail there, not pass over it). After a position change to offset s,
     the first record must likewise not jump over such offsets in [s, b). One count per jump (``skipped_offsets``
-    totals the committed offsets jumped over). A jump in a partition with no final read is
-    unjudged (the gap may be transaction markers or truncation)."""
+    totals the offsets jumped over: committed ones and unreadable ones, as each example's
+    ``committed_offsets_skipped`` does). A jump in a partition with no final read is unjudged
+    (the gap may be transaction markers or truncation)."""
     c, g = chains(h), _gaps(h)
     ref = reference(h)
     step = g["has_prev"]

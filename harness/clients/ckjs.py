@@ -50,14 +50,19 @@ def node_headers() -> str:
     return str(prefix)
 
 
-def client() -> NpmClient:
-    """The package as an npm client built from source (module doc)."""
-    env = {
+def build_env() -> dict[str, str]:
+    """How npm builds the package from source (module doc): asked when a version is installed,
+    so that a tree built already runs without the Node.js headers."""
+    return {
         "CKJS_LINKING": "dynamic",
         "npm_config_build_from_source": "true",
         "npm_config_nodedir": node_headers(),
     }
-    return NpmClient(NAME, PACKAGE_NAME, OLDEST, PINNED, build=env, timeout_s=1800.0)
+
+
+def client() -> NpmClient:
+    """The package as an npm client built from source (module doc)."""
+    return NpmClient(NAME, PACKAGE_NAME, OLDEST, PINNED, build=build_env, timeout_s=1800.0)
 
 
 def ensure_tree(version: str, progress: Progress = to_stderr) -> Path:

@@ -32,7 +32,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,15 +53,17 @@ class NpmClient:
     """A client under test that npm installs: highwater's ``name`` for it, its npm ``package``,
     the ``oldest`` version its worker supports, its ``pinned`` version (the default), the
     folder holding the committed ``package.json`` and ``package-lock.json`` of the pinned one
-    (None: it is installed like any other version), and, for a native build, the environment
-    its install scripts run with (``build``; None: no scripts run) and how long it may take."""
+    (None: it is installed like any other version), and, for a native build, what gives the
+    environment its install scripts run with (``build``, asked only when it installs, so that a
+    tree built already needs none of the build's tools; None: no scripts run) and how long it
+    may take."""
 
     name: str
     package: str
     oldest: tuple[int, ...]
     pinned: str
     locked: Path | None = None
-    build: Mapping[str, str] | None = None
+    build: Callable[[], Mapping[str, str]] | None = None
     timeout_s: float = 600.0
 
     def tree_dir(self, version: str) -> Path:
@@ -138,7 +140,7 @@ def _npm_install(client: NpmClient, npm: str, root: Path, version: str) -> None:
         manifest = {"name": f"highwater-{client.name}", "private": True, "dependencies": {client.package: version}}
         (root / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
         cmd = [npm, "install", *flags]
-    env = {**without_node_env(), **(client.build or {})}
+    env = {**without_node_env(), **(client.build() if client.build is not None else {})}
     # its own session, so that a timeout ends the whole build (npm's node-gyp and make children
     # too), not npm alone while they go on writing into a tree the caller removes
     proc = subprocess.Popen(

@@ -27,6 +27,7 @@ A backend without a shared remote store, or a release before 3.6, is skipped wit
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -79,10 +80,13 @@ def tiered_cluster(
     refused = tiered.tiered_refusal(kafka_version)
     if refused is not None:
         pytest.skip(refused)
-    for cluster in module_cluster(request, kafka_version, backend, tiered=True, **spec):
-        took = tiered.wait_until_tiering(cluster)
-        print(f"[tiered] the brokers tier: a probe topic left the local log {took:.1f} s after it was made")
-        yield cluster
+    # closing: a cluster that never tiers (wait_until_tiering raises) is stopped at once, not
+    # whenever the suspended generator is collected
+    with contextlib.closing(module_cluster(request, kafka_version, backend, tiered=True, **spec)) as clusters:
+        for cluster in clusters:
+            took = tiered.wait_until_tiering(cluster)
+            print(f"[tiered] the brokers tier: a probe topic left the local log {took:.1f} s after it was made")
+            yield cluster
 
 
 def test_a_catch_up_read_from_the_remote_store_through_a_leader_kill_keeps_everything(

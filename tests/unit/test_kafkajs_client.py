@@ -246,7 +246,7 @@ def test_an_npm_build_past_its_time_ends_whole_in_one_line(tmp_path: Path) -> No
     npm = tmp_path / "npm"
     npm.write_text(f"#!/bin/sh\nsleep 60 &\necho $! > {pidfile}\nwait\n")
     npm.chmod(0o755)
-    client = npm_tree.NpmClient("slow", "slow-package", (1, 0, 0), "1.0.0", build={}, timeout_s=1.0)
+    client = npm_tree.NpmClient("slow", "slow-package", (1, 0, 0), "1.0.0", build=dict, timeout_s=1.0)
     with pytest.raises(SetupError, match="not done within 1 s"):
         npm_tree._npm_install(client, str(npm), tmp_path, "2.0.0")
     child = Path(f"/proc/{int(pidfile.read_text())}/stat")
@@ -254,3 +254,24 @@ def test_an_npm_build_past_its_time_ends_whole_in_one_line(tmp_path: Path) -> No
     while child.exists() and child.read_text().split(")")[-1].split()[0] != "Z" and time.monotonic() < deadline:
         time.sleep(0.05)  # the kill is delivered asynchronously; ended means gone or a zombie
     assert not child.exists() or child.read_text().split(")")[-1].split()[0] == "Z", "the build's child outlived it"
+
+
+def test_a_built_ckjs_tree_is_used_without_the_build_s_tools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """ckjs's build needs the Node.js headers, asked only when a version is installed: a tree
+    built already is used where they are missing."""
+    from highwater.harness.clients import ckjs
+
+    monkeypatch.setenv("HIGHWATER_HOME", str(tmp_path))
+
+    def missing() -> str:
+        raise SetupError("no Node.js headers")
+
+    monkeypatch.setattr(ckjs, "node_headers", missing)
+    client = ckjs.client()
+    root = client.tree_dir(ckjs.PINNED)
+    (root / "node_modules").mkdir(parents=True)
+    (root / npm_tree._MARKER).write_text(client.stamp(ckjs.PINNED) + "\n")
+    assert ckjs.ensure_tree(ckjs.PINNED) == root / "node_modules"
+    with pytest.raises(SetupError, match="no Node.js headers"):
+        assert client.build is not None
+        client.build()
