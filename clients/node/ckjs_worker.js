@@ -273,7 +273,9 @@ class ProducerRole {
         await this.flush(timeoutMs)
         this.closed = true
         await within(this.producer.disconnect(), 10000, 'disconnect').catch(err => log('WARN', errorText(err)))
-        for (const c of this.offsetConsumers.values()) await within(c.disconnect(), 5000, 'disconnect').catch(() => {})
+        // the producer's own close is what the harness waits for; a group-metadata consumer that
+        // does not disconnect in time ends with the process
+        for (const c of this.offsetConsumers.values()) await within(c.disconnect(), 5000, 'disconnect').catch(err => log('WARN', errorText(err)))
         for (const sid of [...this.pending.keys()]) this.done(sid, 'info', null, 'Error: the producer closed before the outcome')
         return {}
       }
@@ -283,7 +285,8 @@ class ProducerRole {
         this.connected = true
         return {}
       case 'begin_transaction':
-        await within(this.producer.transaction(), 5000, 'begin_transaction')
+        // below the harness's 5 s for the reply of a call it gives no deadline: ours comes first
+        await within(this.producer.transaction(), 4000, 'begin_transaction')
         return {}
       case 'commit_transaction':
         await this.retried(async () => { await this.sendsDone(); await this.producer.commit() }, timeoutMs, 'commit_transaction')
@@ -315,10 +318,24 @@ class ProducerRole {
     let consumer = this.offsetConsumers.get(groupId)
     if (!consumer) {
       consumer = this.kafka.consumer({ kafkaJS: { groupId, autoCommit: false } })
-      await consumer.connect()
+      await connected(consumer, CONNECT_MS)
       this.offsetConsumers.set(groupId, consumer)
     }
     return consumer
+  }
+}
+
+/** How long a connect may take before the command that needed it fails (a cluster that does not
+ * answer must not hold the worker's command chain past the harness's wait for the reply). */
+const CONNECT_MS = 20000
+
+/** `client` connected within `ms`, or disconnected again and the TimeoutException thrown. */
+async function connected (client, ms) {
+  try {
+    await within(client.connect(), ms, 'connect')
+  } catch (err) {
+    await within(client.disconnect(), 5000, 'disconnect').catch(e => log('WARN', errorText(e)))
+    throw err
   }
 }
 
@@ -635,7 +652,7 @@ class ConsumerRole {
     if (assign && s.group_id) await this.startAtCommitted(timeoutMs)
     const consumer = this.kafka.consumer(this.consumerConfig(groupId))
     try {
-      await consumer.connect()
+      await within(consumer.connect(), timeoutMs + CONNECT_MS, 'connect')
       await consumer.subscribe({ topics: this.topics })
       await consumer.run({ eachBatchAutoResolve: false, eachBatch: payload => this.onBatch(payload) })
     } catch (err) {
@@ -663,7 +680,7 @@ class ConsumerRole {
   async committerOf () {
     if (!this.committer) {
       const committer = this.kafka.consumer({ kafkaJS: { groupId: this.settings.group_id, autoCommit: false } })
-      await committer.connect()
+      await connected(committer, CONNECT_MS)
       this.committer = committer
     }
     return this.committer
