@@ -475,47 +475,46 @@ def _store_plan(scenario: str, fault: str, what: str, must_hold: tuple[str, ...]
     )
 
 
-TIERED_PLANS = (
-    Plan(
+def _catch_up_plan(scenario: str, fault: str, what: str) -> Plan:
+    """The consumers stopped while the producers write (what they have not read moves to the
+    remote store), then started again, and ``fault`` held ``LEADER_FAULT_SECONDS`` from 2 s
+    into their catch-up read."""
+    return Plan(
         "tiered",
-        "catch-up-leader-kill",
+        scenario,
         (
             Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),
-            Step(2, "kill --target leader:{topic}/0", LEADER_FAULT_SECONDS),
+            Step(2, fault, LEADER_FAULT_SECONDS),
         ),
         _TIERED,
-        what="the consumers stopped while the producers write, so that what they have not read moves to "
+        what=what,
+        idempotence=True,
+    )
+
+
+TIERED_PLANS = (
+    _catch_up_plan(
+        "catch-up-leader-kill",
+        "kill --target leader:{topic}/0",
+        "the consumers stopped while the producers write, so that what they have not read moves to "
         "the remote store, then started again: their catch-up read crosses from remote to local segments "
         "while partition 0's leader is killed; nothing lost, skipped, rewound or read uncommitted",
-        idempotence=True,
     ),
-    Plan(
-        "tiered",
+    _catch_up_plan(
         "catch-up-leader-partition",
-        (
-            Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),
-            Step(2, "cut --target leader:{topic}/0", LEADER_FAULT_SECONDS),
-        ),
-        _TIERED,
-        what="the consumers stopped while the producers write, then started again, and partition 0's leader "
+        "cut --target leader:{topic}/0",
+        "the consumers stopped while the producers write, then started again, and partition 0's leader "
         "cut off from every other node (not from the clients) during their catch-up read: its successor serves "
         "the remote segments, the cut leader goes on claiming the partition (HW-8), and nothing is lost, "
         "skipped, rewound or read uncommitted",
-        idempotence=True,
     ),
-    Plan(
-        "tiered",
+    _catch_up_plan(
         "metadata-leader-kill",
-        (
-            Step(3, "client-kill --target consumers", TIERED_CONSUMERS_DOWN_SECONDS),
-            Step(2, f"kill --target leader:{METADATA_TOPIC}/0", LEADER_FAULT_SECONDS),
-        ),
-        _TIERED,
-        what="the consumers stopped while the producers write, then started again, and the leader of the "
+        f"kill --target leader:{METADATA_TOPIC}/0",
+        "the consumers stopped while the producers write, then started again, and the leader of the "
         "remote log metadata (the one partition of __remote_log_metadata) killed during their catch-up read: "
         "copies and deletions wait for its successor, reads go on from every broker's metadata cache; nothing "
         "lost, skipped, rewound or read uncommitted",
-        idempotence=True,
     ),
     _store_plan(
         "store-failing",
