@@ -65,21 +65,26 @@ def test_the_worker_gets_its_tree_and_never_node_env(monkeypatch: pytest.MonkeyP
     assert launch.log_path == tmp_path / "clients" / "kafkajs" / "logs" / "c_1_x.log"
 
 
+class _NpmAnswer:
+    """The npm registry's answer about a package: its ``versions`` (version -> metadata)."""
+
+    def __init__(self, versions: dict[str, dict[str, str]]) -> None:
+        self.versions = versions
+
+    def __enter__(self) -> _NpmAnswer:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def read(self) -> bytes:
+        return json.dumps({"versions": self.versions}).encode()
+
+
 def test_kafkajs_specs_parse_and_versions_come_from_the_npm_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     assert parse_client_spec("kafkajs==2.1.0").version == "2.1.0"
-
-    class _Response:
-        def __enter__(self) -> _Response:
-            return self
-
-        def __exit__(self, *_: object) -> None:
-            return None
-
-        def read(self) -> bytes:
-            versions = {"2.2.4": {}, "2.0.0": {}, "2.3.0-beta.1": {}, "1.9.0": {"deprecated": "use 1.9.1"}}
-            return json.dumps({"versions": versions}).encode()
-
-    monkeypatch.setattr(cli_sweep.urllib.request, "urlopen", lambda url, timeout: _Response())
+    versions = {"2.2.4": {}, "2.0.0": {}, "2.3.0-beta.1": {}, "1.9.0": {"deprecated": "use 1.9.1"}}
+    monkeypatch.setattr(cli_sweep.urllib.request, "urlopen", lambda url, timeout: _NpmAnswer(versions))
     assert cli_sweep.client_versions("kafkajs") == ["2.0.0", "2.2.4"]
     with pytest.raises(cli_sweep.BisectError, match="older than its driver supports"):
         cli_sweep.check_driven("kafkajs", ["1.16.0", "2.2.4"])
@@ -218,19 +223,9 @@ def test_ckjs_versions_are_its_scoped_package_s_on_the_npm_registry(monkeypatch:
     """ckjs is the short name of @confluentinc/kafka-javascript: a sweep lists that package."""
     asked: list[str] = []
 
-    class _Response:
-        def __enter__(self) -> _Response:
-            return self
-
-        def __exit__(self, *_: object) -> None:
-            return None
-
-        def read(self) -> bytes:
-            return json.dumps({"versions": {"1.10.1": {}, "0.6.1": {}, "1.11.0-rc.1": {}}}).encode()
-
-    def urlopen(url: str, timeout: float) -> _Response:
+    def urlopen(url: str, timeout: float) -> _NpmAnswer:
         asked.append(url)
-        return _Response()
+        return _NpmAnswer({"1.10.1": {}, "0.6.1": {}, "1.11.0-rc.1": {}})
 
     monkeypatch.setattr(cli_sweep.urllib.request, "urlopen", urlopen)
     assert cli_sweep.client_versions("ckjs") == ["0.6.1", "1.10.1"]
