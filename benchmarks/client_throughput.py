@@ -386,19 +386,22 @@ _GO_BARE: dict[str, tuple[str, GoWorker]] = {
 }
 #: the Go libraries' bare programs, a module each
 GO_BARE = Path(__file__).with_name("go_bare")
+#: the module the bare programs share (``highwater/bench``, their ``replace`` of it: ``../bench``)
+GO_BARE_SHARED = "bench"
 
 
 def go_bare_binary(library: str, version: str) -> Path:
     """The bare program of the Go ``library`` (franz-go, sarama) built against its ``version``,
     once, in ``<cache>/go-bare/<library>/<version>/bare``, as its worker is built
-    (``go_worker.build_module`` on a copy of ``benchmarks/go_bare/<folder>``); built again when
-    the program's sources changed."""
+    (``go_worker.build_module`` on a copy of ``benchmarks/go_bare/<folder>``, the shared
+    ``benchmarks/go_bare/bench`` copied next to it); built again when the program's or the
+    shared module's sources changed."""
     folder, worker = _GO_BARE[library]
     version = exact_version(worker, version)
-    source = GO_BARE / folder
     digest = hashlib.sha256()
-    for path in sorted(p for p in source.iterdir() if p.suffix in (".go", ".mod", ".sum")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for name in (folder, GO_BARE_SHARED):
+        for path in sorted(p for p in (GO_BARE / name).iterdir() if p.suffix in (".go", ".mod", ".sum")):
+            digest.update(f"{name}/{path.name}".encode() + b"\0" + path.read_bytes())
     root = home() / "go-bare" / library / version
     binary, marker, stamp = root / "bare", root / ".complete", digest.hexdigest()[:16]
     if binary.is_file() and marker.is_file() and marker.read_text().strip() == stamp:
@@ -409,7 +412,8 @@ def go_bare_binary(library: str, version: str) -> Path:
     marker.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(dir=root) as tmp:  # a failed build leaves nothing
         here = Path(tmp) / folder
-        shutil.copytree(source, here)
+        shutil.copytree(GO_BARE / folder, here)
+        shutil.copytree(GO_BARE / GO_BARE_SHARED, Path(tmp) / GO_BARE_SHARED)  # its ../bench
         build_module(go, worker, version, here, Path(tmp) / "bare", what="bare program")
         (Path(tmp) / "bare").replace(binary)
     marker.write_text(stamp + "\n")

@@ -3,9 +3,9 @@
 // consumer, no worker protocol, no history. client_throughput.py's go_bare builds it once per
 // franz-go version in the cache, as the worker is built (a copy of this module, `go mod edit
 // -require`, `go mod tidy`, `go build`); its go.mod names the worker's default version. One JSON
-// argument, one JSON line out: {"rate": records/s, "cpu": this process's CPU seconds in the timed
-// part, "machine": [busy, idle] seconds of the whole machine then (/proc/stat)}; on failure one
-// line on stderr and exit status 1.
+// argument, one JSON line out, on failure one line on stderr and exit status 1: the argument, the
+// line, the clock of the timed part and main are ../bench's (highwater/bench), shared by the bare
+// programs.
 //
 //	produce: {"mode": "produce", "bootstrap": [...], "topic": t, "records": n, "size": b, "partitions": p}
 //	  records go to the partitions in turn, values "v<i>:" padded with '.' to b bytes; timed from
@@ -26,83 +26,21 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"highwater/bench"
 )
-
-type args struct {
-	Mode       string   `json:"mode"`
-	Bootstrap  []string `json:"bootstrap"`
-	Topic      string   `json:"topic"`
-	Records    int      `json:"records"`
-	Size       int      `json:"size"`
-	Partitions int32    `json:"partitions"`
-}
-
-type result struct {
-	Rate    float64    `json:"rate"`
-	CPU     float64    `json:"cpu"`
-	Machine [2]float64 `json:"machine"`
-}
-
-const tickS = 0.01 // /proc/stat counts in USER_HZ, 100 a second on Linux
-
-// machineCPU is the machine's busy and idle CPU seconds so far, every core (/proc/stat's first line).
-func machineCPU() [2]float64 {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return [2]float64{}
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	var total, idle float64
-	for i, f := range strings.Fields(line)[1:] {
-		var v float64
-		fmt.Sscan(f, &v)
-		total += v
-		if i == 3 || i == 4 { // idle, iowait
-			idle += v
-		}
-	}
-	return [2]float64{(total - idle) * tickS, idle * tickS}
-}
-
-// processCPU is this process's CPU seconds so far (user + system).
-func processCPU() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
-// clock is a timed part's start; end gives its result for n records.
-type clock struct {
-	t0      time.Time
-	cpu0    float64
-	machine [2]float64
-}
-
-func startClock() clock { return clock{time.Now(), processCPU(), machineCPU()} }
-
-func (c clock) end(n int) result {
-	seconds := time.Since(c.t0).Seconds()
-	m := machineCPU()
-	return result{float64(n) / seconds, processCPU() - c.cpu0, [2]float64{m[0] - c.machine[0], m[1] - c.machine[1]}}
-}
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 
-func produce(a args) (result, error) {
+func produce(a bench.Args) (bench.Result, error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(a.Bootstrap...),
 		kgo.ClientID("bare-"+a.Topic),
@@ -117,7 +55,7 @@ func produce(a args) (result, error) {
 		kgo.MaxProduceRequestsInflightPerBroker(1),
 	)
 	if err != nil {
-		return result{}, err
+		return bench.Result{}, err
 	}
 	defer cl.Close()
 	values := make([][]byte, a.Records)
@@ -146,7 +84,7 @@ func produce(a args) (result, error) {
 		outcomes.Done()
 	}
 	ctx := context.Background()
-	c := startClock()
+	c := bench.StartClock()
 	for i, v := range values {
 		cl.Produce(ctx, &kgo.Record{Topic: a.Topic, Partition: int32(i) % a.Partitions, Value: v}, promise)
 	}
@@ -158,11 +96,11 @@ func produce(a args) (result, error) {
 	select {
 	case <-done:
 	case <-time.After(60 * time.Second):
-		return result{}, fmt.Errorf("sends still without an outcome 60 s after the last send")
+		return bench.Result{}, fmt.Errorf("sends still without an outcome 60 s after the last send")
 	}
-	r := c.end(a.Records)
+	r := c.End(a.Records)
 	if failed > 0 {
-		return result{}, fmt.Errorf("%d of %d sends failed, the first: %v", failed, a.Records, first)
+		return bench.Result{}, fmt.Errorf("%d of %d sends failed, the first: %v", failed, a.Records, first)
 	}
 	return r, nil
 }
@@ -201,7 +139,7 @@ func logStarts(cl *kgo.Client, topic string, partitions int32) (map[int32]kgo.Of
 	return starts, nil
 }
 
-func consume(a args) (result, error) {
+func consume(a bench.Args) (bench.Result, error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(a.Bootstrap...),
 		kgo.ClientID("bare-"+a.Topic),
@@ -210,21 +148,21 @@ func consume(a args) (result, error) {
 		kgo.FetchMaxWait(ms(500)),
 	)
 	if err != nil {
-		return result{}, err
+		return bench.Result{}, err
 	}
 	defer cl.Close()
 	starts, err := logStarts(cl, a.Topic, a.Partitions)
 	if err != nil {
-		return result{}, err
+		return bench.Result{}, err
 	}
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{a.Topic: starts})
-	c := startClock()
+	c := bench.StartClock()
 	deadline := time.Now().Add(120 * time.Second)
 	got := 0
 	var last error // the last fetch error, for the timeout's message
 	for got < a.Records {
 		if time.Now().After(deadline) {
-			return result{}, fmt.Errorf("read %d of %d records within 120 s (last fetch error: %v)", got, a.Records, last)
+			return bench.Result{}, fmt.Errorf("read %d of %d records within 120 s (last fetch error: %v)", got, a.Records, last)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), ms(500))
 		fetches := cl.PollRecords(ctx, 500)
@@ -240,31 +178,7 @@ func consume(a args) (result, error) {
 			}
 		})
 	}
-	return c.end(got), nil
+	return c.End(got), nil
 }
 
-func main() {
-	var a args
-	err := errors.New("one JSON argument expected")
-	if len(os.Args) == 2 {
-		err = json.Unmarshal([]byte(os.Args[1]), &a)
-	}
-	var r result
-	switch {
-	case err != nil:
-	case a.Records <= 0 || a.Partitions <= 0 || len(a.Bootstrap) == 0:
-		err = fmt.Errorf("records, partitions and bootstrap are required: %s", os.Args[1])
-	case a.Mode == "produce":
-		r, err = produce(a)
-	case a.Mode == "consume":
-		r, err = consume(a)
-	default:
-		err = fmt.Errorf("unknown mode %q", a.Mode)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "go_bare franz-go: %v\n", err)
-		os.Exit(1)
-	}
-	out, _ := json.Marshal(r)
-	fmt.Println(string(out))
-}
+func main() { bench.Main("franz-go", produce, consume) }

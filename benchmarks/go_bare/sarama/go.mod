@@ -4,7 +4,10 @@ go 1.26.0
 
 // the Sarama worker's default version (clients/go/sarama/go.mod); client_throughput.py's go_bare
 // builds a copy against the version measured
-require github.com/IBM/sarama v1.61.1
+require (
+	github.com/IBM/sarama v1.61.1
+	highwater/bench v0.0.0
+)
 
 require (
 	github.com/davecgh/go-spew v1.1.1 // indirect
@@ -22,3 +25,6 @@ require (
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
+
+// what the bare programs share (the argument, the line out, the clock, main)
+replace highwater/bench => ../bench

@@ -3,9 +3,9 @@
 // consumer, no worker protocol, no history. client_throughput.py's go_bare builds it once per
 // Sarama version in the cache, as the worker is built (a copy of this module, `go mod edit
 // -require`, `go mod tidy`, `go build`); its go.mod names the worker's default version. One JSON
-// argument, one JSON line out: {"rate": records/s, "cpu": this process's CPU seconds in the timed
-// part, "machine": [busy, idle] seconds of the whole machine then (/proc/stat)}; on failure one
-// line on stderr and exit status 1.
+// argument, one JSON line out, on failure one line on stderr and exit status 1: the argument, the
+// line, the clock of the timed part and main are ../bench's (highwater/bench), shared by the bare
+// programs.
 //
 //	produce: {"mode": "produce", "bootstrap": [...], "topic": t, "records": n, "size": b, "partitions": p}
 //	  records go to the partitions in turn through the AsyncProducer, values "v<i>:" padded with
@@ -30,83 +30,20 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/IBM/sarama"
+	"highwater/bench"
 )
-
-type args struct {
-	Mode       string   `json:"mode"`
-	Bootstrap  []string `json:"bootstrap"`
-	Topic      string   `json:"topic"`
-	Records    int      `json:"records"`
-	Size       int      `json:"size"`
-	Partitions int32    `json:"partitions"`
-}
-
-type result struct {
-	Rate    float64    `json:"rate"`
-	CPU     float64    `json:"cpu"`
-	Machine [2]float64 `json:"machine"`
-}
-
-const tickS = 0.01 // /proc/stat counts in USER_HZ, 100 a second on Linux
-
-// machineCPU is the machine's busy and idle CPU seconds so far, every core (/proc/stat's first line).
-func machineCPU() [2]float64 {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return [2]float64{}
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	var total, idle float64
-	for i, f := range strings.Fields(line)[1:] {
-		var v float64
-		fmt.Sscan(f, &v)
-		total += v
-		if i == 3 || i == 4 { // idle, iowait
-			idle += v
-		}
-	}
-	return [2]float64{(total - idle) * tickS, idle * tickS}
-}
-
-// processCPU is this process's CPU seconds so far (user + system).
-func processCPU() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
-// clock is a timed part's start; end gives its result for n records.
-type clock struct {
-	t0      time.Time
-	cpu0    float64
-	machine [2]float64
-}
-
-func startClock() clock { return clock{time.Now(), processCPU(), machineCPU()} }
-
-func (c clock) end(n int) result {
-	seconds := time.Since(c.t0).Seconds()
-	m := machineCPU()
-	return result{float64(n) / seconds, processCPU() - c.cpu0, [2]float64{m[0] - c.machine[0], m[1] - c.machine[1]}}
-}
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 
 // common is the configuration of both roles (the worker's common).
-func common(a args) *sarama.Config {
+func common(a bench.Args) *sarama.Config {
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V3_0_0_0
 	cfg.ClientID = "bare-" + a.Topic
@@ -114,7 +51,7 @@ func common(a args) *sarama.Config {
 	return cfg
 }
 
-func produce(a args) (result, error) {
+func produce(a bench.Args) (bench.Result, error) {
 	cfg := common(a)
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
@@ -126,16 +63,16 @@ func produce(a args) (result, error) {
 	cfg.Producer.Flush.Frequency = ms(2)
 	cfg.Net.MaxOpenRequests = 1
 	if err := cfg.Validate(); err != nil {
-		return result{}, err
+		return bench.Result{}, err
 	}
-	// closed on success only: on a failure the process ends at once (main)
+	// closed on success only: on a failure the process ends at once (bench.Main)
 	client, err := sarama.NewClient(a.Bootstrap, cfg)
 	if err != nil {
-		return result{}, err
+		return bench.Result{}, err
 	}
 	ap, err := sarama.NewAsyncProducerFromClient(client)
 	if err != nil {
-		return result{}, err
+		return bench.Result{}, err
 	}
 	values := make([]string, a.Records)
 	for i := range values {
@@ -168,7 +105,7 @@ func produce(a args) (result, error) {
 			outcomes.Done()
 		}
 	}()
-	c := startClock()
+	c := bench.StartClock()
 	for i, v := range values {
 		ap.Input() <- &sarama.ProducerMessage{Topic: a.Topic, Partition: int32(i) % a.Partitions, Value: sarama.StringEncoder(v)}
 	}
@@ -180,19 +117,19 @@ func produce(a args) (result, error) {
 	select {
 	case <-done:
 	case <-time.After(60 * time.Second):
-		return result{}, fmt.Errorf("sends still without an outcome 60 s after the last send")
+		return bench.Result{}, fmt.Errorf("sends still without an outcome 60 s after the last send")
 	}
-	r := c.end(a.Records)
+	r := c.End(a.Records)
 	ap.AsyncClose()
 	readers.Wait()
 	if failed > 0 {
-		return result{}, fmt.Errorf("%d of %d sends failed, the first: %v", failed, a.Records, first)
+		return bench.Result{}, fmt.Errorf("%d of %d sends failed, the first: %v", failed, a.Records, first)
 	}
 	_ = client.Close() // the measurement is taken: a failed close changes nothing
 	return r, nil
 }
 
-func consume(a args) (result, error) {
+func consume(a bench.Args) (bench.Result, error) {
 	cfg := common(a)
 	cfg.Metadata.RefreshFrequency = ms(5000)
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
@@ -201,21 +138,21 @@ func consume(a args) (result, error) {
 	cfg.Consumer.Return.Errors = true
 	cfg.Consumer.Offsets.AutoCommit.Enable = false
 	if err := cfg.Validate(); err != nil {
-		return result{}, err
+		return bench.Result{}, err
 	}
-	// closed on success only: on a failure the process ends at once (main)
+	// closed on success only: on a failure the process ends at once (bench.Main)
 	client, err := sarama.NewClient(a.Bootstrap, cfg)
 	if err != nil {
-		return result{}, err
+		return bench.Result{}, err
 	}
 	sc, err := sarama.NewConsumerFromClient(client)
 	if err != nil {
-		return result{}, err
+		return bench.Result{}, err
 	}
 	starts := make([]int64, a.Partitions)
 	for p := range a.Partitions {
 		if starts[p], err = client.GetOffset(a.Topic, p, sarama.OffsetOldest); err != nil {
-			return result{}, fmt.Errorf("the log start of %s-%d: %w", a.Topic, p, err)
+			return bench.Result{}, fmt.Errorf("the log start of %s-%d: %w", a.Topic, p, err)
 		}
 	}
 	var (
@@ -227,7 +164,7 @@ func consume(a args) (result, error) {
 		failed  = make(chan error, a.Partitions)
 		done    = make(chan struct{})
 	)
-	c := startClock()
+	c := bench.StartClock()
 	running.Add(int(a.Partitions))
 	for p := range a.Partitions {
 		go func() {
@@ -257,13 +194,13 @@ func consume(a args) (result, error) {
 	select {
 	case <-done:
 	case err := <-failed:
-		return result{}, err
+		return bench.Result{}, err
 	case <-time.After(120 * time.Second):
 		mu.Lock()
 		defer mu.Unlock()
-		return result{}, fmt.Errorf("read %d of %d records within 120 s (last partition error: %v)", got.Load(), a.Records, last)
+		return bench.Result{}, fmt.Errorf("read %d of %d records within 120 s (last partition error: %v)", got.Load(), a.Records, last)
 	}
-	r := c.end(a.Records)
+	r := c.End(a.Records)
 	// every partition consumer closed before the client (Sarama's order), each goroutine done
 	// once its Messages() channel closed
 	mu.Lock()
@@ -286,28 +223,4 @@ func consume(a args) (result, error) {
 	return r, nil
 }
 
-func main() {
-	var a args
-	err := errors.New("one JSON argument expected")
-	if len(os.Args) == 2 {
-		err = json.Unmarshal([]byte(os.Args[1]), &a)
-	}
-	var r result
-	switch {
-	case err != nil:
-	case a.Records <= 0 || a.Partitions <= 0 || len(a.Bootstrap) == 0:
-		err = fmt.Errorf("records, partitions and bootstrap are required: %s", os.Args[1])
-	case a.Mode == "produce":
-		r, err = produce(a)
-	case a.Mode == "consume":
-		r, err = consume(a)
-	default:
-		err = fmt.Errorf("unknown mode %q", a.Mode)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "go_bare sarama: %v\n", err)
-		os.Exit(1)
-	}
-	out, _ := json.Marshal(r)
-	fmt.Println(string(out))
-}
+func main() { bench.Main("sarama", produce, consume) }

@@ -1,0 +1,3 @@
+module highwater/bench
+
+go 1.22
