@@ -117,6 +117,10 @@ function securityOf (security) {
 }
 
 /** The compat API's logger: librdkafka's lines (its log events) and the compat layer's own. */
+/** More of librdkafka's debug contexts for an investigation (`HIGHWATER_LIBRDKAFKA_DEBUG=cgrp`,
+ * say), every line of them kept in the worker's log; the worker reads only its own. */
+const EXTRA_DEBUG = process.env.HIGHWATER_LIBRDKAFKA_DEBUG || ''
+
 function makeLogger (onLine) {
   const write = (level, message, extra) => {
     const fac = extra && extra.fac ? ` [${extra.fac}]` : ''
@@ -128,7 +132,10 @@ function makeLogger (onLine) {
     info (message, extra) { if (!onLine || !onLine(String(message), false)) write('INFO', message, extra) },
     warn (message, extra) { if (onLine) onLine(String(message), true); write('WARN', message, extra) },
     error (message, extra) { if (onLine) onLine(String(message), true); write('ERROR', message, extra) },
-    debug (message, extra) { if (onLine && onLine(String(message), false) === 'keep') write('DEBUG', message, extra) }
+    debug (message, extra) {
+      const kept = onLine && onLine(String(message), false) === 'keep'
+      if (kept || EXTRA_DEBUG) write('DEBUG', message, extra)
+    }
   }
   return logger
 }
@@ -423,7 +430,7 @@ class ConsumerRole {
     if (s.client_rack) kafkaJS.rackId = s.client_rack // client.rack (KIP-392)
     const config = {
       kafkaJS,
-      debug: 'fetch,topic', // the lines `line` reads
+      debug: ['fetch,topic', EXTRA_DEBUG].filter(Boolean).join(','), // the lines `line` reads (and more, asked for)
       log_level: 7,
       'statistics.interval.ms': 1000,
       stats_cb: event => this.stats(event),
