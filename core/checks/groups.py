@@ -62,18 +62,21 @@ def settled_commits(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, An
 
 def commit_invokes(events: Sequence[Mapping[str, Any]]) -> dict[int, int]:
     """The invoke time of each completed ``commit`` (``ok``/``info``/``fail``), by the completion's
-    ``index``: the latest commit invoke of the same process before it (a member commits one at a
-    time)."""
-    last: dict[str, int] = {}
+    ``index``: the latest commit invoke of the same process, group and partition before it (a
+    member commits one at a time, and a commit of several partitions is recorded as an invoke
+    and a completion per partition: pairing by process alone gave the second partition's
+    completion no invoke, and a frozen member's concurrent commit counted as a regression)."""
+    last: dict[tuple[str, Any, Any, Any], int] = {}
     out: dict[int, int] = {}
     for ev in sorted(events, key=lambda e: int(e.get("index", 0))):
         if ev.get("f") != "commit":
             continue
-        proc = str(ev.get("process"))
+        v = ev.get("value") or {}
+        key = (str(ev.get("process")), v.get("group"), v.get("topic"), v.get("partition"))
         if ev.get("type") == "invoke":
-            last[proc] = int(ev.get("time_ns", 0))
-        elif proc in last:
-            out[int(ev.get("index", -1))] = last.pop(proc)
+            last[key] = int(ev.get("time_ns", 0))
+        elif key in last:
+            out[int(ev.get("index", -1))] = last.pop(key)
     return out
 
 

@@ -38,6 +38,23 @@ def test_a_lower_commit_in_flight_while_the_higher_one_completed_is_no_regressio
     assert commit_regression(header(), _commit(e, "consumer-1", 500).events).counts["regressions"] == 1
 
 
+def test_a_frozen_member_s_commit_of_two_partitions_in_flight_is_no_regression() -> None:
+    """The same, when the frozen member's commit covered two partitions (an invoke and an ok per
+    partition, Java, member-faults, 2026-12-07): each ok pairs with its own partition's invoke,
+    so partition 0's ok, long after the next owner's 726, is concurrent, not a regression."""
+    p2 = {"group": "g", "topic": "t", "partition": 2, "offset": 420}
+    p0 = {"group": "g", "topic": "t", "partition": 0, "offset": 420}
+    e = Events().add("consumer-2", "invoke", "commit", p2).add("consumer-2", "invoke", "commit", p0)
+    e = _commit(e, "consumer-1", 726).add("consumer-2", "ok", "commit", p2).add("consumer-2", "ok", "commit", p0)
+    got = commit_regression(header(), e.events)
+    assert got.valid is True and got.counts == {"commits": 3, "regressions": 0, "concurrent": 1}
+    # invoked after the 726 ok, the same two-partition commit is a regression
+    late = _commit(Events(), "consumer-1", 726).add("consumer-2", "invoke", "commit", p2)
+    late = late.add("consumer-2", "invoke", "commit", p0).add("consumer-2", "ok", "commit", p2)
+    late = late.add("consumer-2", "ok", "commit", p0)
+    assert commit_regression(header(), late.events).counts["regressions"] == 1
+
+
 def test_regression_after_a_seek_asking_for_it_is_fine() -> None:
     e = _commit(Events(), "consumer-0", 10)
     e.add("consumer-0", "ok", "seek", {"topic": "t", "partition": 0, "offset": 5, "reason": "seek"})
