@@ -205,7 +205,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "client_turns(*clients): with --client-rotation, the test runs once on each of these clients "
-        "(instead of the session's client)",
+        "(instead of the session's client); a client given as pytest.param(name, marks=...) takes its marks",
     )
     config.addinivalue_line(
         "markers",
