@@ -21,6 +21,7 @@ from highwater.faults.spec import FaultKind, Flow
 from highwater.faults.target import ClientsTarget, CoordinatorTarget
 from highwater.nemesis import scheduled
 from highwater.profiles import PROFILES, Profile
+from highwater.suites.findings import explained_only_by
 from highwater.suites.nightly import nightly
 from highwater.suites.scenario import RUN_OPTIONS, assert_verdicts, chaos_schedule_config, client_topic, run_scenario
 
@@ -113,6 +114,10 @@ def test_chaos_group(cluster, profile, campaign, results_root, repro, group_seed
         consumer_mode="subscribe",
     )
     assert run["spec"]["consumer_mode"] == "subscribe", run["spec"]
+    # HW-29: ckjs's commits resolve once queued (an xfail when a rewind or a regression is all it broke)
+    why = explained_only_by("HW-29", f"chaos/group-seed-{seed}", result.verdicts, (*_DURABILITY, *_GROUP))
+    if why is not None:
+        pytest.xfail(why)
     assert_verdicts(result, must_hold=(*_DURABILITY, *_GROUP))
     by = {v.check: v for v in result.verdicts}
     # the group checks judged something: ok commits, and partitions that moved between members

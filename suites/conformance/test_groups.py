@@ -63,6 +63,7 @@ from highwater.faults.schedule import Schedule
 from highwater.harness.clients import get_driver
 from highwater.harness.clients.groups import group_protocol_refusal
 from highwater.nemesis import PlannedNemesis, scheduled
+from highwater.suites.findings import explained_only_by
 from highwater.suites.nightly import cases, nightly
 from highwater.suites.scenario import (
     GROUP_SESSION_MS,
@@ -219,6 +220,11 @@ def run_member_faults(  # type: ignore[no-untyped-def]
     # KIP-848's promise of no group-wide barrier: judged on the consumer protocol only (classic's
     # eager rebalances stop every member by design; group-measures.json measures both)
     barrier = ("rebalance-barrier",) if protocol == "consumer" else ()
+    # HW-29: a ckjs commit resolves once queued, so a next owner may start below one that
+    # "returned"; the run is an xfail when the rewind and the regression are all it broke
+    why = explained_only_by("HW-29", f"groups/{history.header['scenario']}", result.verdicts, plan.must_hold)
+    if why is not None:
+        pytest.xfail(why)
     assert_verdicts(result, must_hold=(*plan.must_hold, *barrier))
     assert_group_delivered(result.verdicts)
     return list(history)

@@ -91,3 +91,28 @@ def test_a_finding_explains_a_run_only_when_it_is_all_the_run_broke(
         RUN_OPTIONS.reset(token)
     assert (why is not None) == explained
     assert why is None or why.startswith("FINDING HW-24")
+
+
+@pytest.mark.parametrize(
+    "client, verdicts, explained",
+    [
+        # HW-29: a ckjs group run whose next owner started below a commit that had returned
+        ("ckjs", {"lost_write": True, "rebalance_rewind": False, "commit_regression": False}, True),
+        # a lost write beside it is not HW-29's
+        ("ckjs", {"lost_write": False, "rebalance_rewind": False, "commit_regression": True}, False),
+        # the same rewind on confluent-kafka (a synchronous commit) is not this finding's
+        ("confluent-kafka", {"lost_write": True, "rebalance_rewind": False, "commit_regression": True}, False),
+    ],
+)
+def test_hw29_explains_a_ckjs_group_run_whose_only_faults_are_a_rewind_and_a_regression(
+    client: str, verdicts: dict[str, Any], explained: bool
+) -> None:
+    from highwater.suites.findings import explained_only_by
+
+    token = RUN_OPTIONS.set(RunOptions(client))
+    try:
+        why = explained_only_by("HW-29", "groups/seeded-member-faults-classic", _verdicts(**verdicts), ("lost-write",))
+    finally:
+        RUN_OPTIONS.reset(token)
+    assert (why is not None) == explained
+    assert why is None or why.startswith("FINDING HW-29")
