@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-from highwater.core.checks.data import finite_retention
+from highwater.core.checks.data import finite_retention, unreadable_ranges
 from highwater.core.checks.verdict import Valid, Verdict, decide
 from highwater.core.run_dir import HISTORY_PARQUET
 from highwater.reports.layout import RunInfo
@@ -153,9 +153,9 @@ def reference(ev: DataFrame) -> DataFrame:
 
 def unreadable_pairs(text: str | None) -> tuple[tuple[int, int], ...]:
     """A final read's ``unreadable`` ranges (its JSON, ``[[from, to, error], ...]``) as
-    [from, to) pairs, as ``core.checks.data.unreadable_ranges`` reads them."""
-    rows = json.loads(text) if text else []
-    return tuple((int(r[0]), int(r[1])) for r in rows if isinstance(r, list) and len(r) >= 2)
+    [from, to) pairs, read by ``core.checks.data.unreadable_ranges`` as the Python checks read them."""
+    ranges = unreadable_ranges({"unreadable": json.loads(text) if text else []})
+    return tuple((int(lo), int(hi)) for lo, hi in ranges.tolist())
 
 
 @dataclass(frozen=True)
