@@ -142,10 +142,8 @@ def _first_fetch(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, part
     asked = 0
     first = _fetch(obs, node, topic, topic_id, partition, asked)
     for _ in range(OUT_OF_RANGE_TRIES):
-        if first.error_code != OFFSET_OUT_OF_RANGE:
-            break
-        start = obs.replica_log_start(node, topic, partition)
-        if start is None or start <= asked:
+        start = _log_start_past(obs, node, topic, partition, asked) if first.error_code == OFFSET_OUT_OF_RANGE else None
+        if start is None:
             break
         asked = start
         first = _fetch(obs, node, topic, topic_id, partition, asked)
@@ -159,6 +157,13 @@ def _first_fetch(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, part
         if first.error_code != 0:
             raise for_code(first.error_code)(f"fetch {topic}-{partition}@{asked} from broker {node}")
     return first, asked
+
+
+def _log_start_past(obs: Observer, node: int, topic: str, partition: int, offset: int) -> int | None:
+    """The replica's log start when retention has moved it past ``offset`` (a fetch there was
+    out of range), else None."""
+    start = obs.replica_log_start(node, topic, partition)
+    return start if start is not None and start > offset else None
 
 
 def _first_readable(
@@ -201,8 +206,8 @@ def read_replica(obs: Observer, node: int, topic: str, topic_id: uuid.UUID, part
             if resp.error_code == OFFSET_OUT_OF_RANGE:
                 # retention moved the log start past the read while it ran (retention-race): the
                 # records below it are deleted, not unreadable; the read goes on from the new start
-                start = obs.replica_log_start(node, topic, partition)
-                if start is None or start <= offset:
+                start = _log_start_past(obs, node, topic, partition, offset)
+                if start is None:
                     raise for_code(resp.error_code)(f"fetch {topic}-{partition}@{offset} from broker {node}")
                 offset = log_start = start
                 resp, waits = None, 0
