@@ -46,13 +46,25 @@ def _spark_children() -> list[str]:
     return found
 
 
+def write_judged_run(d: Path, history: Any, run: dict[str, Any]) -> None:
+    """A run folder ``d`` as a run leaves it: ``history`` (a builder with ``write``), the Python
+    checks' ``verdict.json`` of it, and ``run.json``."""
+    from highwater.core.checks import overall
+
+    d.mkdir(parents=True)
+    verdicts = run_all_checks(history.write(d / "history.jsonl"))
+    (d / "verdict.json").write_text(
+        json.dumps({"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str)
+    )
+    (d / "run.json").write_text(json.dumps(run))
+
+
 def write_position_changes_run(root: Path) -> None:
     """Position changes in the middle of a chain: a change of all partitions (after which the
     next record is not judged), a seek to a named offset (judged from there), and a skip
     right after each kind of predecessor (record, seek). The last polls have records whose
     serving replica is unknown (all, or one of three). A second partition was never written:
     its final reads are empty."""
-    from highwater.core.checks import overall
     from tests.synth.histories import HistoryBuilder
 
     b = HistoryBuilder({"acks": "all"})
@@ -74,31 +86,20 @@ def write_position_changes_run(root: Path) -> None:
     for rep in (1, 2, 3):
         b.final("t", 0, rep, 30, [(o, f"v{o}") for o in range(30)])
         b.final("t", 1, rep, 0, [])  # a partition nobody wrote to: empty final reads
-    d = root / "nightly-3" / "position-changes"
-    d.mkdir(parents=True)
-    hist = b.write(d / "history.jsonl")
-    verdicts = run_all_checks(hist)
-    (d / "verdict.json").write_text(
-        json.dumps({"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str)
-    )
-    (d / "run.json").write_text(json.dumps({"suite": "chaos", "scenario": "position-changes"}))
+    write_judged_run(root / "nightly-3" / "position-changes", b, {"suite": "chaos", "scenario": "position-changes"})
 
 
 def write_transactions_run(root: Path) -> None:
     """A transactional run (``tests/unit/test_txn_registry.history``): an aborted transaction's
     acked write is not owed to the log, a committed one's write is owed even though its own send
     ended ``info`` (and here it is missing: one lost write). Spark's lost-write must agree."""
-    from highwater.core.checks import overall
     from tests.unit.test_txn_registry import history
 
-    d = root / "nightly-3" / "transactions"
-    d.mkdir(parents=True)
-    hist = history(commit_lost=True).write(d / "history.jsonl")
-    verdicts = run_all_checks(hist)
-    (d / "verdict.json").write_text(
-        json.dumps({"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str)
+    write_judged_run(
+        root / "nightly-3" / "transactions",
+        history(commit_lost=True),
+        {"suite": "transactions", "scenario": "txn-lost"},
     )
-    (d / "run.json").write_text(json.dumps({"suite": "transactions", "scenario": "txn-lost"}))
 
 
 def write_retention_run(root: Path, retention_ms: int, name: str) -> None:
@@ -106,7 +107,6 @@ def write_retention_run(root: Path, retention_ms: int, name: str) -> None:
     offset 4), and one (offset 7) missing from the log: on a topic with a finite retention the
     four are expired, not unjudged, in Spark's lost-write as in Python's; with ``retention_ms``
     -1 (kept for good) they are unjudged. The missing one is lost either way."""
-    from highwater.core.checks import overall
     from tests.synth.histories import HistoryBuilder
 
     b = HistoryBuilder({"acks": "all", "retention_ms": retention_ms})
@@ -114,15 +114,8 @@ def write_retention_run(root: Path, retention_ms: int, name: str) -> None:
         b.send("producer-0", "t", 0, f"v{i}", offset=i)
     for rep in (1, 2, 3):
         b.final("t", 0, rep, 10, [(o, f"v{o}") for o in range(4, 10) if o != 7], log_start=4)
-    d = root / "nightly-3" / name
-    d.mkdir(parents=True)
-    hist = b.write(d / "history.jsonl")
-    verdicts = run_all_checks(hist)
-    (d / "verdict.json").write_text(
-        json.dumps({"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str)
-    )
-    (d / "run.json").write_text(
-        json.dumps({"suite": "tiered", "scenario": name, "config": {"retention_ms": retention_ms}})
+    write_judged_run(
+        root / "nightly-3" / name, b, {"suite": "tiered", "scenario": name, "config": {"retention_ms": retention_ms}}
     )
 
 
@@ -130,7 +123,6 @@ def write_store_loss_run(root: Path) -> None:
     """A tiered run whose remote store lost offsets 0-3 (the final reads name them ``unreadable``)
     and whose consumer, having read 0 and 1, jumped to 6: past two unreadable offsets and two
     committed ones. Spark's poll-skip counts the four as Python's does."""
-    from highwater.core.checks import overall
     from tests.synth.histories import HistoryBuilder
 
     b = HistoryBuilder({"acks": "all"})
@@ -142,14 +134,7 @@ def write_store_loss_run(root: Path) -> None:
     for rep in (1, 2, 3):
         final = b.final("t", 0, rep, 10, [(o, f"v{o}") for o in range(4, 10)])
         final["value"]["unreadable"] = [[0, 4, "UnknownError"]]
-    d = root / "nightly-3" / "store-loss"
-    d.mkdir(parents=True)
-    hist = b.write(d / "history.jsonl")
-    verdicts = run_all_checks(hist)
-    (d / "verdict.json").write_text(
-        json.dumps({"valid": overall(verdicts), "verdicts": [v.to_json() for v in verdicts]}, default=str)
-    )
-    (d / "run.json").write_text(json.dumps({"suite": "tiered", "scenario": "store-loss"}))
+    write_judged_run(root / "nightly-3" / "store-loss", b, {"suite": "tiered", "scenario": "store-loss"})
 
 
 @pytest.fixture(scope="module")

@@ -62,57 +62,41 @@ def _verdicts(**valid: Any) -> list[Any]:
     return [Verdict(check.replace("_", "-"), v) for check, v in valid.items()]
 
 
+HW24 = ("HW-24", "power-loss/all", ("lost-write", "truncation-undetected"))
+HW29 = ("HW-29", "groups/seeded-member-faults-classic", ("lost-write",))
+
+
 @pytest.mark.parametrize(
-    "client, verdicts, explained",
+    "finding, client, verdicts, explained",
     [
         # HW-24's own check alone failed, on kafka-python: explained
-        ("kafka-python", {"lost_write": True, "truncation_undetected": False}, True),
+        (HW24, "kafka-python", {"lost_write": True, "truncation_undetected": False}, True),
         # another check failed too: the finding does not explain the run
-        ("kafka-python", {"lost_write": False, "truncation_undetected": False}, False),
+        (HW24, "kafka-python", {"lost_write": False, "truncation_undetected": False}, False),
         # a must-hold check that could not judge is a failure the finding does not explain
-        ("kafka-python", {"lost_write": "unknown", "truncation_undetected": False}, False),
+        (HW24, "kafka-python", {"lost_write": "unknown", "truncation_undetected": False}, False),
         # the same failure on another client is not this finding's
-        ("java", {"lost_write": True, "truncation_undetected": False}, False),
+        (HW24, "java", {"lost_write": True, "truncation_undetected": False}, False),
         # nothing failed: nothing to explain
-        ("kafka-python", {"lost_write": True, "truncation_undetected": True}, False),
+        (HW24, "kafka-python", {"lost_write": True, "truncation_undetected": True}, False),
+        # HW-29: a ckjs group run whose next owner started below a commit that had returned
+        (HW29, "ckjs", {"lost_write": True, "rebalance_rewind": False, "commit_regression": False}, True),
+        # a lost write beside it is not HW-29's
+        (HW29, "ckjs", {"lost_write": False, "rebalance_rewind": False, "commit_regression": True}, False),
+        # the same rewind on confluent-kafka (a synchronous commit) is not this finding's
+        (HW29, "confluent-kafka", {"lost_write": True, "rebalance_rewind": False, "commit_regression": True}, False),
     ],
 )
 def test_a_finding_explains_a_run_only_when_it_is_all_the_run_broke(
-    client: str, verdicts: dict[str, Any], explained: bool
+    finding: tuple[str, str, tuple[str, ...]], client: str, verdicts: dict[str, Any], explained: bool
 ) -> None:
     from highwater.suites.findings import explained_only_by
 
+    fid, scenario, must_hold = finding
     token = RUN_OPTIONS.set(RunOptions(client))
     try:
-        why = explained_only_by(
-            "HW-24", "power-loss/all", _verdicts(**verdicts), ("lost-write", "truncation-undetected")
-        )
+        why = explained_only_by(fid, scenario, _verdicts(**verdicts), must_hold)
     finally:
         RUN_OPTIONS.reset(token)
     assert (why is not None) == explained
-    assert why is None or why.startswith("FINDING HW-24")
-
-
-@pytest.mark.parametrize(
-    "client, verdicts, explained",
-    [
-        # HW-29: a ckjs group run whose next owner started below a commit that had returned
-        ("ckjs", {"lost_write": True, "rebalance_rewind": False, "commit_regression": False}, True),
-        # a lost write beside it is not HW-29's
-        ("ckjs", {"lost_write": False, "rebalance_rewind": False, "commit_regression": True}, False),
-        # the same rewind on confluent-kafka (a synchronous commit) is not this finding's
-        ("confluent-kafka", {"lost_write": True, "rebalance_rewind": False, "commit_regression": True}, False),
-    ],
-)
-def test_hw29_explains_a_ckjs_group_run_whose_only_faults_are_a_rewind_and_a_regression(
-    client: str, verdicts: dict[str, Any], explained: bool
-) -> None:
-    from highwater.suites.findings import explained_only_by
-
-    token = RUN_OPTIONS.set(RunOptions(client))
-    try:
-        why = explained_only_by("HW-29", "groups/seeded-member-faults-classic", _verdicts(**verdicts), ("lost-write",))
-    finally:
-        RUN_OPTIONS.reset(token)
-    assert (why is not None) == explained
-    assert why is None or why.startswith("FINDING HW-29")
+    assert why is None or why.startswith(f"FINDING {fid}")
