@@ -244,6 +244,12 @@ class ConsumerSettings:
     # heartbeat interval are the group's (a group config the runner sets), not the client's
     group_protocol: str = "classic"
     group_remote_assignor: str | None = None  # "consumer" only: "uniform" or "range" (None: the broker's first)
+    #: KIP-392: how long a rack consumer fetches from the replica the leader named before it asks
+    #: the leader again (None: the library's own). franz-go alone has a setting for it,
+    #: ``RecheckPreferredReplicaInterval`` (30 minutes by default); Java's consumer asks again as its
+    #: metadata ages (``metadata.max.age.ms``), and a run refuses it for any client but franz-go
+    #: (``harness.clients.franz_go.recheck_refusal``)
+    preferred_replica_recheck_ms: int | None = None
 
     def rack_and_group_properties(self) -> dict[str, str]:
         """``client.rack`` and the group protocol's settings as Kafka's Java client and librdkafka

@@ -532,10 +532,11 @@ def npm_versions(name: str) -> list[str]:
     )
 
 
-def client_versions(name: str) -> list[str]:
+def client_versions(name: str, named: Sequence[str] = ()) -> list[str]:
     """Published versions of a client library, oldest first: Kafka's Java client is released
     with every Kafka release; kafka-python's and confluent-kafka's are PyPI's, kafkajs's the
-    npm registry's (ckjs's: @confluentinc/kafka-javascript's), the Go clients' the Go module proxy's."""
+    npm registry's (ckjs's: @confluentinc/kafka-javascript's), the Go clients' the Go module
+    proxy's, with the versions of ``named`` it serves though its list leaves them out."""
     if name == "java":
         return published_versions()
     if name in PYPI_CLIENTS:
@@ -543,7 +544,7 @@ def client_versions(name: str) -> list[str]:
     if name in NPM_CLIENTS:
         return npm_versions(NPM_CLIENTS[name])
     if name in GO_CLIENTS:
-        return go_worker.published_versions(GO_CLIENTS[name])
+        return go_worker.published_versions(GO_CLIENTS[name], also=named)
     raise BisectError(f"no version list is known for client {name!r}; sweep or bisect over Kafka releases instead")
 
 
@@ -608,7 +609,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     if args.over == "client":
         library = library_of(args.client, "bisect")
         check_driven(library.name, [args.good, args.bad])
-        order = search_order(client_versions(library.name), args.good, args.bad, library.name)
+        order = search_order(client_versions(library.name, [args.good, args.bad]), args.good, args.bad, library.name)
         kafka = args.kafka_version or default_version(_say)
         preflight([kafka], (), backend=args.backend, progress=_say)
         on = f" on Kafka {kafka}"

@@ -45,6 +45,10 @@ class RunSpec:
     #: cluster's replica selector is rack-aware); off, they fetch from the leaders, the header's
     #: ``racks.clients`` is empty and the checks of rack-aware fetching do not apply
     client_rack: bool = True
+    #: KIP-392: how long the rack consumers fetch from the replica the leader named before they
+    #: ask the leader again (None: the library's own); franz-go's ``RecheckPreferredReplicaInterval``
+    #: alone, refused for any other client before the run starts (``ConsumerSettings``)
+    preferred_replica_recheck_ms: int | None = None
     consumer_mode: str = "assign"
     # subscribe mode: the members' session timeout (None: the client's default); a scenario that
     # freezes or kills a member sets it short, so the group evicts it within the run

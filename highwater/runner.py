@@ -53,6 +53,7 @@ from highwater.harness import tiered
 from highwater.harness.backend import ClusterBackend, LinkControl, backend_name
 from highwater.harness.clients import client_label, get_driver
 from highwater.harness.clients.clocks import fake_client_clocks
+from highwater.harness.clients.franz_go import recheck_refusal
 from highwater.harness.clients.groups import GroupProtocolError, group_protocol_refusal
 from highwater.harness.clients.txnversion import TransactionVersionError, transaction_version_refusal
 from highwater.harness.clients.worker import copy_worker_logs, live_workers, worker_logs_mark
@@ -144,7 +145,7 @@ def _refuse(cluster: ClusterBackend, spec: RunSpec, modes: Workload, client: str
         refused = elr_refusal(kafka, spec.eligible_leader_replicas)
         if refused is not None:
             raise FeatureError(refused)
-    refused = spec.client_settings_refusal()
+    refused = spec.client_settings_refusal() or recheck_refusal(client, spec.preferred_replica_recheck_ms)
     if refused is not None:
         raise HighwaterError(refused)
     try:
@@ -543,6 +544,10 @@ TXN_READS_QUIET_S = 3.0
 STALL_DUMP_AFTER_S = 15.0
 
 
+class ConsumersGone(HighwaterError):
+    """Settling cannot end: a consumer's client worker died and nothing will restart it."""
+
+
 def dump_thread_stacks(path: Path, why: str) -> None:
     """Every Python thread's stack, named, into ``path`` (for a client that stopped moving)."""
     names = {t.ident: t.name for t in threading.enumerate()}
@@ -566,7 +571,9 @@ def _settle(
     share group, every record settled), so 'unseen' and the final read judge a quiet
     cluster. Consumers
     still behind after STALL_DUMP_AFTER_S get their thread stacks dumped to ``stacks_path``
-    once: a client stuck inside kafka-python shows there where it waits."""
+    once: a client stuck inside kafka-python shows there where it waits. A consumer whose client
+    worker died with no restart asked for (``Worker.gone_for_good``: a library that crashed) ends
+    the wait: it cannot catch up."""
 
     def full() -> bool:
         return all(
@@ -594,6 +601,9 @@ def _settle(
             nonlocal dumped
             if done():
                 return True
+            gone = [c.name for c in consumers if c.gone_for_good()]
+            if gone:  # a crashed client: waiting the settle timeout would only delay the verdict
+                raise ConsumersGone(f"the client workers of {', '.join(gone)} exited and no restart is asked for")
             if stacks_path is not None and not dumped and time.monotonic() - since > STALL_DUMP_AFTER_S:
                 dumped = True
                 read = {c.name: c.records_read for c in consumers}

@@ -57,7 +57,7 @@ from .base import (
     UnknownClientError,
     client_label,
 )
-from .worker import Relaunch, WorkerError, WorkerGone, take_relaunch, take_restart
+from .worker import Relaunch, WorkerError, WorkerGone, restart_asked, take_relaunch, take_restart
 
 
 def _kafka_python(version: str | None) -> ClientDriver:
@@ -255,6 +255,7 @@ __all__ = [
     "WorkerError",
     "WorkerGone",
     "take_relaunch",
+    "restart_asked",
     "take_restart",
     "client_label",
     "client_names",

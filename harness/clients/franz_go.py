@@ -9,7 +9,8 @@ them to franz-go's options (``main.go``): acks, idempotence (franz-go's default 
 disables it), retries, request and delivery timeouts, linger, requests in flight (without
 idempotence), the rack (KIP-392's ``Rack``), ``fetch.max.wait.ms``, ``metadata.max.age.ms``, the
 isolation level, the session timeout, the group protocol (KIP-848's ``consumer`` from 1.22:
-``build_tags``). franz-go's consumer reports the serving broker only
+``build_tags``), and a run's ``preferred_replica_recheck_ms`` (``RecheckPreferredReplicaInterval``,
+franz-go's alone: ``recheck_refusal``). franz-go's consumer reports the serving broker only
 through its hooks, and a truncation (KIP-320) only as ``ErrDataLoss`` after it reset the
 position itself (an out-of-range reset the same way): the worker reports a ``truncation``
 position change when the position moved to the divergence point the leader names, a ``reset``
@@ -34,6 +35,22 @@ SERVER_SIDE_BALANCER_TAG = "highwater_server_side_balancer"
 def build_tags(version: str) -> list[str]:
     """The ``go build`` arguments that choose the worker's files for franz-go ``version``."""
     return ["-tags", SERVER_SIDE_BALANCER_TAG] if release(version) >= SERVER_SIDE_BALANCER else []
+
+
+def recheck_refusal(client: str, recheck_ms: int | None) -> str | None:
+    """Why a run cannot set the rack consumers' preferred-replica recheck (``recheck_ms``,
+    ``ConsumerSettings.preferred_replica_recheck_ms``) on ``client``, in one line, or None:
+    it is franz-go's ``RecheckPreferredReplicaInterval``, which no other library has (Java's
+    consumer asks the leader again as its metadata ages, ``metadata.max.age.ms``), and below
+    1 ms it is no interval."""
+    if recheck_ms is None:
+        return None
+    if client != NAME:
+        return (
+            f"preferred_replica_recheck_ms is franz-go's RecheckPreferredReplicaInterval; {client} has no such "
+            "setting (its consumer asks the leader again as its metadata ages)"
+        )
+    return None if recheck_ms >= 1 else f"preferred_replica_recheck_ms must be 1 or more, not {recheck_ms}"
 
 
 WORKER = GoWorker(

@@ -22,7 +22,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,15 +110,31 @@ def stable_versions(listing: str) -> list[str]:
     return sorted(found, key=release)
 
 
-def published_versions(worker: GoWorker) -> list[str]:
-    """The library's stable versions the Go module proxy lists, oldest first; one line
-    (``SetupError``) when the proxy cannot be asked."""
-    url = f"{module_proxy()}/{escaped_module(worker.module)}/@v/list"
+def published_versions(worker: GoWorker, also: Iterable[str] = ()) -> list[str]:
+    """The library's stable versions the Go module proxy lists, oldest first, and those of
+    ``also`` it serves though its list leaves them out: a proxy's ``@v/list`` names the versions
+    it was asked for, not every tag (proxy.golang.org lists franz-go 1.20.2 and 1.20.5, not
+    1.20.3 and 1.20.4, which it serves), so a version named explicitly is asked for by its
+    ``.info``. One line (``SetupError``) when the proxy cannot be asked."""
+    base = f"{module_proxy()}/{escaped_module(worker.module)}/@v"
     try:
-        with urllib.request.urlopen(url, timeout=20) as resp:
-            return stable_versions(resp.read().decode())
+        with urllib.request.urlopen(f"{base}/list", timeout=20) as resp:
+            listed = stable_versions(resp.read().decode())
     except (urllib.error.URLError, OSError, UnicodeDecodeError) as exc:
-        raise SetupError(f"cannot list {worker.name} versions on the Go module proxy ({url}): {exc}") from exc
+        raise SetupError(f"cannot list {worker.name} versions on the Go module proxy ({base}/list): {exc}") from exc
+    served = [v for v in {v.removeprefix("v") for v in also} - set(listed) if _serves(f"{base}/v{v}.info")]
+    return sorted({*listed, *served}, key=release)
+
+
+def _serves(info_url: str) -> bool:
+    """Whether the proxy answers a version's ``.info`` (404 or 410: it has no such version)."""
+    try:
+        with urllib.request.urlopen(info_url, timeout=20):
+            return True
+    except urllib.error.HTTPError:
+        return False
+    except (urllib.error.URLError, OSError) as exc:
+        raise SetupError(f"cannot ask the Go module proxy for {info_url}: {exc}") from exc
 
 
 def find_go(who: str = "the Go workers") -> str:

@@ -380,6 +380,12 @@ def take_relaunch(client_id: str) -> Relaunch:
         return _RELAUNCH.pop(client_id, Relaunch())
 
 
+def restart_asked(client_id: str) -> bool:
+    """Whether a restart of ``client_id`` is asked for and not yet taken (``take_restart``)."""
+    with _LIVE_LOCK:
+        return client_id in _RESTARTS
+
+
 def take_restart(client_id: str) -> bool:
     """True once if a restart of ``client_id`` was asked for (its owner then starts a new worker)."""
     with _LIVE_LOCK:

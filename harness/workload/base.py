@@ -7,7 +7,7 @@ import logging
 import threading
 from typing import Any, Protocol
 
-from highwater.harness.clients import ClientDriver, ClientSpec, Relaunch, get_driver, take_restart
+from highwater.harness.clients import ClientDriver, ClientSpec, Relaunch, get_driver, restart_asked, take_restart
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,10 @@ class Worker:
         self.history = history
         self.stopping = threading.Event()
         self.error: BaseException | None = None
+        # set while its client worker is dead and no restart was taken; the lock makes taking a
+        # restart and clearing it one step for ``gone_for_good``
+        self._awaiting_restart = False
+        self._restart_lock = threading.Lock()
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
 
     def _main(self) -> None:
@@ -49,11 +53,26 @@ class Worker:
         """After this workload's client worker died (a client fault, a crash): wait until a
         restart of it is asked for (``faults.clients``: the heal of a ``client_kill``), True, or
         the run ends, False. A dead application sends and reads nothing meanwhile."""
-        while not self.stopping.is_set():
-            if take_restart(self.name):
-                return True
-            self.stopping.wait(0.1)  # polled: the heal comes from the fault thread
-        return False
+        with self._restart_lock:
+            self._awaiting_restart = True
+        try:
+            while not self.stopping.is_set():
+                with self._restart_lock:
+                    if take_restart(self.name):
+                        self._awaiting_restart = False
+                        return True
+                self.stopping.wait(0.1)  # polled: the heal comes from the fault thread
+            return False
+        finally:
+            with self._restart_lock:
+                self._awaiting_restart = False
+
+    def gone_for_good(self) -> bool:
+        """Its client worker died (a crash, or a kill no heal restarts) and no restart of it is
+        asked for: it sends and reads nothing more unless a fault's heal still asks. The runner's
+        settling after the last heal stops waiting for such a consumer."""
+        with self._restart_lock:
+            return self._awaiting_restart and not restart_asked(self.name)
 
     def start(self) -> Worker:
         self._thread.start()

@@ -66,6 +66,7 @@ class ConsumerConfig:
     session_timeout_ms: int | None = None  # subscribe mode: None is the client's default
     group_protocol: str = "classic"  # subscribe mode: or KIP-848's "consumer" (harness.clients.groups)
     group_remote_assignor: str | None = None
+    preferred_replica_recheck_ms: int | None = None  # franz-go's alone (ConsumerSettings)
 
 
 class ConsumerWorker(Worker):
@@ -97,6 +98,7 @@ class ConsumerWorker(Worker):
             session_timeout_ms=config.session_timeout_ms,
             group_protocol=config.group_protocol if subscribe else "classic",
             group_remote_assignor=config.group_remote_assignor if subscribe else None,
+            preferred_replica_recheck_ms=config.preferred_replica_recheck_ms,
         )
         self.consumer = self.client.consumer(self.settings, self)
         #: highwater's own tests only (``harness.workload.plant``): when it says so, a poll's first

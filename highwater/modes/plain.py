@@ -60,6 +60,7 @@ class Assign(Extras):
                     session_timeout_ms=spec.session_timeout_ms,
                     group_protocol=spec.group_protocol,
                     group_remote_assignor=spec.group_remote_assignor,
+                    preferred_replica_recheck_ms=spec.preferred_replica_recheck_ms,
                 ),
                 client=spec.client,
                 security=cluster.client_security,

@@ -1,4 +1,5 @@
-"""A client-version bisect on real clusters: ``highwater bisect --over client`` over two
+"""Client-version bisects on real clusters. make test runs the franz-go one (two builds of the Go
+worker, HW-30); the nightly the kafka-python one: ``highwater bisect --over client`` over two
 kafka-python releases, each installed into its own virtual environment and judged by a real run
 of the group scenario (``suites/conformance/test_groups.py``), finds where kafka-python #3131
 (a member's retained partitions never fetched again after an eager rebalance) was fixed: 3.0.8
@@ -41,3 +42,33 @@ def test_bisect_over_kafka_python_releases_finds_the_fix(tmp_path: Path) -> None
     (campaign,) = tmp_path.iterdir()  # bisect-<time>
     manifests = [json.loads(p.read_text()) for p in campaign.glob("*/run.json")]
     assert sorted({m.get("client") for m in manifests}) == ["kafka-python 3.0.8", "kafka-python 3.0.9"], manifests
+
+
+#: the rack-local reads with franz-go's preferred replica rechecked every second
+FRANZ_SCENARIO = (
+    "suites/conformance/test_kip392_fetching.py::test_rack_consumers_asking_the_leader_again_every_second_read_on"
+)
+
+
+def test_bisect_over_franz_go_releases_finds_the_fix_of_its_recheck(tmp_path: Path) -> None:
+    """``highwater bisect --over client`` over two franz-go releases, each its own build of the Go
+    worker, finds where HW-30 was fixed: 1.20.2's rack consumers crash at their first
+    preferred-replica recheck (their worker logs show the panic), 1.20.3's read on. The Go module
+    proxy's list leaves 1.20.3 out; named as an end, it is asked for by itself. (The whole range,
+    1.19.0-1.20.3, 6 versions, 4 probes, 2.7 min, is in docs/findings.md.)"""
+    argv = [sys.executable, "-m", "highwater.cli", "bisect", FRANZ_SCENARIO, "--over", "client"]
+    argv += ["--client", "franz-go", "--good", "1.20.3", "--bad", "1.20.2", "--runs", "1"]
+    argv += ["--results", str(tmp_path)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "first release with the bad verdict: 1.20.2 (last good: 1.20.3)" in done.stdout.splitlines(), done.stdout
+    assert "1.20.2: bad (1 of 1 runs failed" in done.stderr and "1.20.3: good (0 of 1 runs failed" in done.stderr
+    (campaign,) = tmp_path.iterdir()
+    runs = {json.loads(p.read_text())["client"]: p.parent for p in campaign.glob("*/run.json")}
+    assert sorted(runs) == ["franz-go 1.20.2", "franz-go 1.20.3"], runs
+    logs = runs["franz-go 1.20.2"] / "logs" / "clients"
+    assert any("panic: runtime error" in log.read_text() for log in logs.glob("consumer-*.log")), (
+        "1.20.2 failed, but no consumer's log shows franz-go's panic"
+    )
+    clean = runs["franz-go 1.20.3"] / "logs" / "clients"
+    assert not any("panic:" in log.read_text() for log in clean.glob("consumer-*.log"))

@@ -108,3 +108,48 @@ def test_an_unreachable_module_proxy_is_one_line(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(SetupError) as err:
         go_worker.published_versions(WORKER)
     assert "cannot list franz-go versions on the Go module proxy" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_bisect_end_the_proxy_serves_but_does_not_list_is_a_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """proxy.golang.org lists franz-go 1.20.2 and 1.20.5, not 1.20.3, which it serves: named as
+    a bisect's end, 1.20.3 is asked for by its .info and joins the list; 1.20.9, which it does
+    not serve (404), does not."""
+    from highwater import cli_sweep
+
+    asked: list[str] = []
+
+    class Answer:
+        def __init__(self, url: str) -> None:
+            asked.append(url)
+            if url.endswith("v1.20.9.info"):
+                raise go_worker.urllib.error.HTTPError(url, 404, "not found", {}, None)  # type: ignore[arg-type]
+
+        def __enter__(self) -> Answer:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def read(self) -> bytes:
+            return b"v1.20.2\nv1.20.5\n"
+
+    monkeypatch.delenv("GOPROXY", raising=False)
+    monkeypatch.setattr(go_worker.urllib.request, "urlopen", lambda url, timeout: Answer(url))
+    assert cli_sweep.client_versions("franz-go", ["1.20.3", "v1.20.9", "1.20.2"]) == ["1.20.2", "1.20.3", "1.20.5"]
+    base = "https://proxy.golang.org/github.com/twmb/franz-go/@v"
+    assert sorted(asked) == [f"{base}/list", f"{base}/v1.20.3.info", f"{base}/v1.20.9.info"]
+    order = cli_sweep.search_order(cli_sweep.client_versions("franz-go", ["1.20.3"]), "1.20.3", "1.20.2")
+    assert order == ["1.20.3", "1.20.2"]
+
+
+def test_the_preferred_replica_recheck_is_franz_go_s_alone() -> None:
+    """``preferred_replica_recheck_ms`` is franz-go's RecheckPreferredReplicaInterval: any other
+    client is refused in one line, as is an interval below 1 ms; unset, nothing is refused."""
+    from highwater.harness.clients.franz_go import recheck_refusal
+
+    assert recheck_refusal("franz-go", 1000) is None
+    assert recheck_refusal("java", None) is None
+    for client in ("java", "sarama", "confluent-kafka"):
+        refused = recheck_refusal(client, 1000)
+        assert refused is not None and client in refused and "\n" not in refused
+    assert recheck_refusal("franz-go", 0) == "preferred_replica_recheck_ms must be 1 or more, not 0"

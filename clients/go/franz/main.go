@@ -325,6 +325,9 @@ func (c *consumer) opts() ([]kgo.Opt, error) {
 	if c.s.ClientRack != nil {
 		opts = append(opts, kgo.Rack(*c.s.ClientRack))
 	}
+	if c.s.PreferredReplicaRecheckMs != nil { // 30 minutes by default
+		opts = append(opts, kgo.RecheckPreferredReplicaInterval(ms(*c.s.PreferredReplicaRecheckMs)))
+	}
 	if c.s.FetchMaxWaitMs > 0 {
 		opts = append(opts, kgo.FetchMaxWait(ms(c.s.FetchMaxWaitMs)))
 	}

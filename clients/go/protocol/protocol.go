@@ -179,6 +179,10 @@ type Settings struct {
 	GroupProtocol    string  `json:"group_protocol"`
 	// KIP-848's server-side assignor (uniform or range; none: the broker's first)
 	GroupRemoteAssignor *string `json:"group_remote_assignor"`
+	// KIP-392: how long a rack consumer fetches from the replica the leader named before it asks
+	// the leader again (none: the library's own); franz-go's alone (the harness refuses it for
+	// the others)
+	PreferredReplicaRecheckMs *int64 `json:"preferred_replica_recheck_ms"`
 }
 
 // ReadSettings reads a worker's first line's config, {"client", "settings"}, into settings (the
