@@ -73,14 +73,16 @@ def test_a_module_path_is_escaped_and_the_proxy_taken_from_goproxy(monkeypatch: 
     assert go_worker.module_proxy() == go_worker.DEFAULT_PROXY
 
 
-def test_a_sweep_lists_a_go_client_s_versions_from_the_module_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    from highwater import cli_sweep
-
+def _proxy(monkeypatch: pytest.MonkeyPatch, listing: bytes, missing: tuple[str, ...] = ()) -> list[str]:
+    """A fake Go module proxy whose ``@v/list`` answers ``listing`` and whose URLs ending in one
+    of ``missing`` answer 404; returns the URLs asked, in order."""
     asked: list[str] = []
 
     class Answer:
         def __init__(self, url: str) -> None:
             asked.append(url)
+            if url.endswith(missing):
+                raise go_worker.urllib.error.HTTPError(url, 404, "not found", {}, None)  # type: ignore[arg-type]
 
         def __enter__(self) -> Answer:
             return self
@@ -89,10 +91,17 @@ def test_a_sweep_lists_a_go_client_s_versions_from_the_module_proxy(monkeypatch:
             pass
 
         def read(self) -> bytes:
-            return b"v1.21.3\nv1.22.3\nv1.22.0-beta1\n"
+            return listing
 
     monkeypatch.delenv("GOPROXY", raising=False)
     monkeypatch.setattr(go_worker.urllib.request, "urlopen", lambda url, timeout: Answer(url))
+    return asked
+
+
+def test_a_sweep_lists_a_go_client_s_versions_from_the_module_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    from highwater import cli_sweep
+
+    asked = _proxy(monkeypatch, b"v1.21.3\nv1.22.3\nv1.22.0-beta1\n")
     assert cli_sweep.client_versions("franz-go") == ["1.21.3", "1.22.3"]
     assert asked == ["https://proxy.golang.org/github.com/twmb/franz-go/@v/list"]
     assert cli_sweep.oldest_driven("franz-go") == WORKER.oldest
@@ -116,25 +125,7 @@ def test_a_bisect_end_the_proxy_serves_but_does_not_list_is_a_version(monkeypatc
     not serve (404), does not."""
     from highwater import cli_sweep
 
-    asked: list[str] = []
-
-    class Answer:
-        def __init__(self, url: str) -> None:
-            asked.append(url)
-            if url.endswith("v1.20.9.info"):
-                raise go_worker.urllib.error.HTTPError(url, 404, "not found", {}, None)  # type: ignore[arg-type]
-
-        def __enter__(self) -> Answer:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            pass
-
-        def read(self) -> bytes:
-            return b"v1.20.2\nv1.20.5\n"
-
-    monkeypatch.delenv("GOPROXY", raising=False)
-    monkeypatch.setattr(go_worker.urllib.request, "urlopen", lambda url, timeout: Answer(url))
+    asked = _proxy(monkeypatch, b"v1.20.2\nv1.20.5\n", missing=("v1.20.9.info",))
     assert cli_sweep.client_versions("franz-go", ["1.20.3", "v1.20.9", "1.20.2"]) == ["1.20.2", "1.20.3", "1.20.5"]
     base = "https://proxy.golang.org/github.com/twmb/franz-go/@v"
     assert sorted(asked) == [f"{base}/list", f"{base}/v1.20.3.info", f"{base}/v1.20.9.info"]
