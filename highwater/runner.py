@@ -544,10 +544,6 @@ TXN_READS_QUIET_S = 3.0
 STALL_DUMP_AFTER_S = 15.0
 
 
-class ConsumersGone(HighwaterError):
-    """Settling cannot end: a consumer's client worker died and nothing will restart it."""
-
-
 def dump_thread_stacks(path: Path, why: str) -> None:
     """Every Python thread's stack, named, into ``path`` (for a client that stopped moving)."""
     names = {t.ident: t.name for t in threading.enumerate()}
@@ -571,9 +567,9 @@ def _settle(
     share group, every record settled), so 'unseen' and the final read judge a quiet
     cluster. Consumers
     still behind after STALL_DUMP_AFTER_S get their thread stacks dumped to ``stacks_path``
-    once: a client stuck inside kafka-python shows there where it waits. A consumer whose client
-    worker died with no restart asked for (``Worker.gone_for_good``: a library that crashed) ends
-    the wait: it cannot catch up."""
+    once: a client stuck inside kafka-python shows there where it waits. A reader mode whose
+    consumer cannot catch up ends the wait at once (``ReaderMode.caught_up``: the plain reader's
+    consumer whose client worker died for good)."""
 
     def full() -> bool:
         return all(
@@ -601,9 +597,6 @@ def _settle(
             nonlocal dumped
             if done():
                 return True
-            gone = [c.name for c in consumers if c.gone_for_good()]
-            if gone:  # a crashed client: waiting the settle timeout would only delay the verdict
-                raise ConsumersGone(f"the client workers of {', '.join(gone)} exited and no restart is asked for")
             if stacks_path is not None and not dumped and time.monotonic() - since > STALL_DUMP_AFTER_S:
                 dumped = True
                 read = {c.name: c.records_read for c in consumers}

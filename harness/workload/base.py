@@ -7,6 +7,7 @@ import logging
 import threading
 from typing import Any, Protocol
 
+from highwater.core.errors import HighwaterError
 from highwater.harness.clients import ClientDriver, ClientSpec, Relaunch, get_driver, restart_asked, take_restart
 
 log = logging.getLogger(__name__)
@@ -20,6 +21,11 @@ class HistorySink(Protocol):
     def fail(self, process: str, f: str, value: Any = None, error: Any = None) -> Any: ...
     def info(self, process: str, f: str, value: Any = None, error: Any = None) -> Any: ...
     def clock_ns(self) -> int: ...
+
+
+class ConsumersGone(HighwaterError):
+    """A wait for consumers to catch up cannot end: the client workers of some died and nothing
+    will restart them (``Worker.gone_for_good``)."""
 
 
 class Worker:

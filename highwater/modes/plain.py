@@ -9,6 +9,7 @@ from highwater.core.checks.verdict import Input
 from highwater.core.history import HistoryWriter
 from highwater.harness.backend import ClusterBackend
 from highwater.harness.workload import ConsumerConfig, ConsumerWorker, ProducerConfig, ProducerWorker
+from highwater.harness.workload.base import ConsumersGone
 from highwater.modes.base import Consumer, Extras
 from highwater.run_spec import RunSpec
 
@@ -71,12 +72,19 @@ class Assign(Extras):
     def caught_up(self, topic: str, hws: list[int], consumers: Sequence[Consumer]) -> tuple[Callable[[], bool], str]:
         """Every consumer returned a record at each partition's high watermark less one: by
         position, not by count (a consumer that retention moved past deleted records never
-        returns them, one that re-read returns some twice)."""
+        returns them, one that re-read returns some twice). A consumer still behind whose client
+        worker died with no restart asked for (``Worker.gone_for_good``: a library that crashed)
+        never will be: ``ConsumersGone``, so the wait ends at once, not at its timeout."""
         readers = [c for c in consumers if isinstance(c, ConsumerWorker)]
-        return (
-            (lambda: all(c.read_past(topic, p) >= hw for c in readers for p, hw in enumerate(hws))),
-            f"every consumer has read up to the high watermarks {hws}",
-        )
+
+        def done() -> bool:
+            behind = [c for c in readers if any(c.read_past(topic, p) < hw for p, hw in enumerate(hws))]
+            gone = [c.name for c in behind if c.gone_for_good()]
+            if gone:
+                raise ConsumersGone(f"the client workers of {', '.join(gone)} exited and no restart is asked for")
+            return not behind
+
+        return done, f"every consumer has read up to the high watermarks {hws}"
 
 
 def producer_config(spec: RunSpec) -> ProducerConfig:
