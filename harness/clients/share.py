@@ -46,6 +46,14 @@ SHARE_CLIENTS: dict[str, tuple[int, int]] = {"java": SHARE_GROUPS_SINCE, "conflu
 #: ``Admin.listShareGroupOffsets``); confluent-kafka's admin client has no such call, so the
 #: state of its groups is read through the Java worker's (``workload.share.state_driver``)
 SHARE_ADMIN_CLIENTS = frozenset({"java"})
+#: clients whose library has a share consumer that their worker does not drive yet, and why
+SHARE_WORKER_NOT_YET: dict[str, str] = {
+    "franz-go": (
+        "franz-go has one from 1.21.0, but its acknowledgement callback reports an outcome per "
+        "partition, without the offsets, and its next poll accepts whatever the last one left "
+        "unacknowledged, so the worker has no share role yet"
+    ),
+}
 #: the library's errors for acknowledgements surely not applied: the broker refused them (the
 #: record was no longer this consumer's: its lock had expired, or the broker released it), or no
 #: leader took them (the client completes acknowledgements it could not send to the partition's
@@ -66,6 +74,9 @@ class ShareGroupError(HighwaterError):
 def share_client_refusal(client: str, client_version: str) -> str | None:
     """Why ``client`` at ``client_version`` has no share consumer (one line), or None."""
     since = SHARE_CLIENTS.get(client)
+    if since is None and client in SHARE_WORKER_NOT_YET:
+        why = SHARE_WORKER_NOT_YET[client]
+        return f"no share consumer (KIP-932) in the {client} worker: {why}; share groups run on: {', '.join(SHARE_CLIENTS)}"
     if since is None:
         return f"{client} {client_version} has no share consumer (KIP-932); share groups run on: {', '.join(SHARE_CLIENTS)}"
     have = major_minor(client_version)
