@@ -130,6 +130,9 @@ HW23 = ClientFinding.of("HW-23", "kip-392/replica-cut-off")
 #: rack's follower of other partitions. Not strict, timed checks alone
 HW23_TRANSACTIONS = ClientFinding.of("HW-23", "transactions/coordinators-kill")
 
+#: HW-23 as the durability, KIP-207, KAFKA-4485 and chaos suites meet it on franz-go: the broker
+#: they fault is a rack's in-sync follower of other partitions. Not strict, timed checks alone
+HW23_FAULTED_FOLLOWER = ClientFinding.of("HW-23", "durability/leader-kill")
 expect_hw9 = HW9.expect
 expect_hw9_tiered = HW9_TIERED.expect
 expect_hw12 = HW12.expect

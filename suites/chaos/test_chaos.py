@@ -21,7 +21,7 @@ from highwater.faults.spec import FaultKind, Flow
 from highwater.faults.target import ClientsTarget, CoordinatorTarget
 from highwater.nemesis import scheduled
 from highwater.profiles import PROFILES, Profile
-from highwater.suites.findings import explained_only_by
+from highwater.suites.findings import HW23_FAULTED_FOLLOWER, explained_only_by
 from highwater.suites.nightly import nightly
 from highwater.suites.scenario import RUN_OPTIONS, assert_verdicts, chaos_schedule_config, client_topic, run_scenario
 
@@ -84,7 +84,8 @@ def run_schedule(  # type: ignore[no-untyped-def]
     return result, run
 
 
-def test_chaos(cluster, profile, campaign, results_root, repro, seed: int) -> None:  # type: ignore[no-untyped-def]
+def test_chaos(request, cluster, profile, campaign, results_root, repro, seed: int) -> None:  # type: ignore[no-untyped-def]
+    HW23_FAULTED_FOLLOWER.expect(request)  # franz-go's rack consumers stay on a faulted follower
     topic = f"chaos{seed}"
     schedule = Schedule.generate(cluster.topo, seed, chaos_schedule_config(profile, topic))
     result, _ = run_schedule(cluster, profile, campaign, results_root, repro, schedule, f"seed-{seed}", topic)
@@ -96,7 +97,8 @@ def group_profile(profile: Profile) -> Profile:
     return dataclasses.replace(profile, chaos_seconds=GROUP_SECONDS.get(profile.name, profile.chaos_seconds))
 
 
-def test_chaos_group(cluster, profile, campaign, results_root, repro, group_seed: int) -> None:  # type: ignore[no-untyped-def]
+def test_chaos_group(request, cluster, profile, campaign, results_root, repro, group_seed: int) -> None:  # type: ignore[no-untyped-def]
+    HW23_FAULTED_FOLLOWER.expect(request)  # franz-go's rack consumers stay on a faulted follower
     seed, topic = group_seed, client_topic(f"chaosgroup{group_seed}", RUN_OPTIONS.get().client)
     profile = group_profile(profile)
     group = f"{topic}-group"  # RunSpec.group_id() in subscribe mode

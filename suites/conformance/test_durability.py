@@ -11,7 +11,7 @@ import pytest
 from highwater.core.checks.verdict import Verdict
 from highwater.core.run_dir import RunDir
 from highwater.runner import RunResult
-from highwater.suites.findings import expect_hw9, expect_hw13, expect_hw17
+from highwater.suites.findings import HW23_FAULTED_FOLLOWER, expect_hw9, expect_hw13, expect_hw17
 from highwater.suites.hw8 import without_hw8
 from highwater.suites.nightly import cases, nightly
 from highwater.suites.scenario import PLANS, TIMED_CHECKS, TimedChecksOnly, check_verdicts, describe, run_once, run_plan
@@ -104,6 +104,9 @@ def test_consumers_keep_up_under_leader_faults(
         expect_hw17(request)
     if scenario == "leader-kill":
         expect_hw13(request)  # kafkajs's consumers stall past their bound when the leader they read dies
+    HW23_FAULTED_FOLLOWER.expect(
+        request
+    )  # franz-go's rack consumers stay on the faulted leader, a follower of the others
     result = _run(cluster, profile, campaign, results_root, repro, scenario, kafka_version)
     try:
         verdicts, zombie = without_hw8(result.verdicts, RunDir(result.dir).history)

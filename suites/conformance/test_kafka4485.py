@@ -12,7 +12,7 @@ from highwater.core.checks.verdict import Verdict
 from highwater.core.history import read_history
 from highwater.core.run_dir import RunDir
 from highwater.runner import RunResult
-from highwater.suites.findings import expect_hw9
+from highwater.suites.findings import HW23_FAULTED_FOLLOWER, expect_hw9
 from highwater.suites.nightly import nightly
 from highwater.suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
 
@@ -99,6 +99,7 @@ def test_keeping_up_under_many_small_requests_means_no_isr_churn(
 
 def test_slowed_follower_leaves_once_and_returns_once(request, cluster, profile, campaign, results_root, repro) -> None:  # type: ignore[no-untyped-def]
     expect_hw9(request)
+    HW23_FAULTED_FOLLOWER.expect(request)  # franz-go's rack consumer stays on the slowed follower
     p = PLANS["kafka-4485/slowed-follower"]
     result = run_plan(
         cluster,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from highwater.core.checks.verdict import Verdict
-from highwater.suites.findings import expect_hw13
+from highwater.suites.findings import HW23_FAULTED_FOLLOWER, expect_hw13
 from highwater.suites.nightly import nightly
 from highwater.suites.scenario import PLANS, assert_verdicts, check_verdicts, run_plan
 
@@ -27,6 +27,7 @@ def test_hw_never_goes_backwards_across_leader_kills(
     request: pytest.FixtureRequest, cluster, profile, campaign, results_root, repro
 ) -> None:  # type: ignore[no-untyped-def]
     expect_hw13(request)  # kafkajs's consumers stall past their bound when the leader they read dies
+    HW23_FAULTED_FOLLOWER.expect(request)  # franz-go's rack consumers stay on the killed follower
     result = run_plan(
         cluster, PLAN, profile=profile, campaign=campaign, results_root=results_root, repro=repro, topic="kip207"
     )
