@@ -369,7 +369,7 @@ def client_axis(args: argparse.Namespace, state_path: Path) -> SweepAxis:
     spec = library_of(args.client)
     listed = parse_version_list(args.versions, spec.name) if args.versions is not None else None
     versions = select_versions(
-        client_versions(spec.name),
+        client_versions(spec.name, listed or ()),  # a Go proxy's list may leave a named one out
         listed,
         args.low,
         _range_end(args, listed),

@@ -144,3 +144,15 @@ def test_the_preferred_replica_recheck_is_franz_go_s_alone() -> None:
         refused = recheck_refusal(client, 1000)
         assert refused is not None and client in refused and "\n" not in refused
     assert recheck_refusal("franz-go", 0) == "preferred_replica_recheck_ms must be 1 or more, not 0"
+
+
+def test_a_sweep_s_listed_go_version_the_proxy_serves_but_does_not_list_is_swept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--versions 1.20.3,1.20.5`` of franz-go: 1.20.3 is served, not listed, and swept."""
+    from highwater import cli_sweep
+    from highwater.sweep import select_versions
+
+    _proxy(monkeypatch, b"v1.20.2\nv1.20.5\n")
+    listed = ["1.20.3", "1.20.5"]
+    assert select_versions(cli_sweep.client_versions("franz-go", listed), listed, what="franz-go") == listed
