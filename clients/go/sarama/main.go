@@ -174,6 +174,14 @@ func (s *settings) consumerConfig() (*sarama.Config, error) {
 	if s.FetchMaxWaitMs > 0 {
 		cfg.Consumer.MaxWaitTime = ms(s.FetchMaxWaitMs)
 	}
+	if s.RequestTimeoutMs > 0 && s.GroupID == nil {
+		// request.timeout.ms is how long Java's consumer waits for any answer, Net.ReadTimeout
+		// Sarama's (30 s by default): a fetch sent to a broker that is paused or cut off holds
+		// every partition the consumer reads from it that long. A group member keeps the
+		// default, since Sarama reads a JoinGroup answer, which the coordinator may hold up to the
+		// rebalance timeout (60 s), under the same deadline (Java extends that one request's)
+		cfg.Net.ReadTimeout = ms(s.RequestTimeoutMs)
+	}
 	// errors on the Errors channels (read by the worker), not only in the log: the worker acts
 	// on an out-of-range partition
 	cfg.Consumer.Return.Errors = true
