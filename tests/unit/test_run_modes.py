@@ -14,6 +14,7 @@ from highwater.core.manifest import NemesisRecord
 from highwater.core.run_dir import RunDir
 from highwater.harness.client_common import TopicPartition
 from highwater.harness.workload import ConsumerWorker
+from highwater.harness.workload.base import ConsumersGone, Worker
 from highwater.harness.workload.transactions import TransactionsUnsupported
 from highwater.modes import run_modes
 from highwater.modes.copy import Copy
@@ -147,10 +148,13 @@ def test_a_share_run_configures_its_group_and_promises_share_events(tmp_path: Pa
     assert "group" not in header["config"]["consumers"]["consumer-0"]
 
 
-def _reader(read_past: list[int]) -> ConsumerWorker:
-    """A consumer worker that has returned records of t up to ``read_past`` (per partition)."""
+def _reader(read_past: list[int], name: str = "c", gone: bool = False) -> ConsumerWorker:
+    """A consumer worker that has returned records of t up to ``read_past`` (per partition);
+    ``gone``: its client worker died and no restart is asked for (``Worker.gone_for_good``)."""
     c = object.__new__(ConsumerWorker)
+    Worker.__init__(c, name, history=None)  # type: ignore[arg-type]
     c._next = {TopicPartition("t", p): o for p, o in enumerate(read_past)}
+    c._awaiting_restart = gone
     return c
 
 
@@ -162,6 +166,20 @@ def test_an_assign_reader_has_caught_up_when_every_consumer_read_up_to_every_hig
     done, what = Assign(spec).caught_up("t", [5, 5], consumers)
     assert not done() and what == "every consumer has read up to the high watermarks [5, 5]"
     consumers[1]._next[TopicPartition("t", 1)] = 5
+    assert done()
+
+
+def test_the_assign_reader_stops_waiting_for_a_consumer_that_died_for_good() -> None:
+    """One still behind whose worker died with no restart asked for never catches up:
+    ConsumersGone, naming it, so settling ends at once. One that died after it caught up, or
+    that is behind but alive, is no reason to stop."""
+    mode = Assign(RunSpec(suite="u", scenario="x", topic="t", partitions=2))
+    done, _ = mode.caught_up("t", [10, 10], [_reader([10, 10], "c0"), _reader([4, 4], "c1", gone=True)])
+    with pytest.raises(ConsumersGone, match="c1"):
+        done()
+    done, _ = mode.caught_up("t", [10, 10], [_reader([10, 10], "c0", gone=True), _reader([4, 4], "c1")])
+    assert not done()
+    done, _ = mode.caught_up("t", [10, 10], [_reader([10, 10], "c0", gone=True), _reader([10, 10], "c1")])
     assert done()
 
 
