@@ -75,8 +75,8 @@ class Worker:
 
     def gone_for_good(self) -> bool:
         """Its client worker died (a crash, or a kill no heal restarts) and no restart of it is
-        asked for: it sends and reads nothing more unless a fault's heal still asks. The runner's
-        settling after the last heal stops waiting for such a consumer."""
+        asked for: it sends and reads nothing more unless a fault's heal still asks. Settling after
+        the last heal stops waiting for such a consumer (the plain reader's ``caught_up``)."""
         with self._restart_lock:
             return self._awaiting_restart and not restart_asked(self.name)
 

@@ -16,6 +16,7 @@ from kafka import KafkaProducer
 from highwater.core.checks.bounds import derive
 from highwater.core.checks.hw_propagation import hw_propagation
 from highwater.core.checks.verdict import Verdict
+from highwater.core.history import read_history
 from highwater.core.run_dir import RunDir
 from highwater.harness.clients import get_driver
 from highwater.harness.clients.franz_go import recheck_refusal
@@ -107,8 +108,8 @@ def test_rack_consumers_asking_the_leader_again_every_second_read_on(
         preferred_replica_recheck_ms=RECHECK_MS,
         duration=RACK_LOCAL_RUN_S,  # ~9 rechecks a partition; 1.20.2 crashed at the first
     )
-    events = (json.loads(line) for line in RunDir(result.dir).history.read_text().splitlines())
-    died = sorted({e["process"] for e in events if e.get("type") == "info" and "WorkerGone" in str(e.get("error"))})
+    events = read_history(RunDir(result.dir).history)
+    died = sorted({e["process"] for e in events if e["type"] == "info" and "WorkerGone" in str(e.get("error"))})
     assert not died, (
         f"the client workers of {', '.join(died)} exited during a run that kills none (their logs: {result.dir}/logs/clients)"
     )
