@@ -32,9 +32,21 @@ SERVER_SIDE_BALANCER = (1, 22, 0)
 SERVER_SIDE_BALANCER_TAG = "highwater_server_side_balancer"
 
 
+#: from this franz-go the worker is built with the share consumer role (KIP-932's, ``ShareGroup``;
+#: ``share_kip932.go``)
+SHARE_CONSUMER = (1, 21, 0)
+SHARE_CONSUMER_TAG = "highwater_share"
+
+
 def build_tags(version: str) -> list[str]:
     """The ``go build`` arguments that choose the worker's files for franz-go ``version``."""
-    return ["-tags", SERVER_SIDE_BALANCER_TAG] if release(version) >= SERVER_SIDE_BALANCER else []
+    have = release(version)
+    tags = [
+        tag
+        for since, tag in ((SERVER_SIDE_BALANCER, SERVER_SIDE_BALANCER_TAG), (SHARE_CONSUMER, SHARE_CONSUMER_TAG))
+        if have >= since
+    ]
+    return ["-tags", ",".join(tags)] if tags else []
 
 
 def recheck_refusal(client: str, recheck_ms: int | None) -> str | None:

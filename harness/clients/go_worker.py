@@ -32,7 +32,7 @@ from highwater.core.versions import leading_numbers as release
 from highwater.harness.paths import home
 
 from .base import UnknownClientError
-from .worker import Launch, NeutralSettingsConfig, WorkerDriver, worker_log_path
+from .worker import Launch, NeutralShareConfig, WorkerDriver, worker_log_path
 
 #: where the Go workers' sources are (shipped in the wheel beside the package)
 GO_SOURCES = Path(__file__).resolve().parents[2] / "clients" / "go"
@@ -82,6 +82,12 @@ class GoWorker:
             for path in sorted(p for p in (GO_SOURCES / folder).iterdir() if p.suffix in (".go", ".mod", ".sum")):
                 digest.update(f"{folder}/{path.name}".encode() + b"\0" + path.read_bytes())
         return digest.hexdigest()[:16]
+
+    def build_digest(self, version: str) -> str:
+        """What a build of ``version`` is built from: the sources and the build tags the version
+        takes (a tag that now applies to a version, as a new role's does, rebuilds it)."""
+        tags = " ".join(self.tags(version))
+        return hashlib.sha256(f"{self.source_digest()}\0{tags}".encode()).hexdigest()[:16]
 
 
 #: the Go module proxy asked for a module's versions when $GOPROXY names none over HTTP(S)
@@ -164,7 +170,7 @@ def ensure_worker(worker: GoWorker, version: str, progress: Progress = to_stderr
     """The worker binary built against ``version`` of the library (built first if needed)."""
     version = exact_version(worker, version)
     root = home() / "clients" / worker.name / version
-    binary, marker, digest = root / "worker", root / ".complete", worker.source_digest()
+    binary, marker, digest = root / "worker", root / ".complete", worker.build_digest(version)
 
     def built() -> bool:
         return binary.is_file() and marker.is_file() and marker.read_text().strip() == digest
@@ -227,7 +233,7 @@ def _go(go: str, build: Path, worker: GoWorker, version: str, what: str, *args: 
         raise SetupError(f"go {args[0]} could not build the {worker.name} {version} {what}: {last}")
 
 
-class GoLauncher(NeutralSettingsConfig):
+class GoLauncher(NeutralShareConfig):
     """Starts a Go worker binary (it ignores its argument, which names the client in ``ps``)."""
 
     def __init__(self, client: str, binary: Path) -> None:

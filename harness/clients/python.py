@@ -25,7 +25,6 @@ package alike; nothing else of the harness's environment.
 
 from __future__ import annotations
 
-import dataclasses
 import fcntl
 import hashlib
 import os
@@ -36,7 +35,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from highwater.core.errors import SetupError
 from highwater.core.progress import Progress, to_stderr
@@ -45,8 +43,7 @@ from highwater.harness.client_common import installed_version
 from highwater.harness.paths import home
 
 from .base import UnknownClientError
-from .share import ShareSettings
-from .worker import Launch, NeutralSettingsConfig, WorkerDriver, worker_log_path
+from .worker import Launch, NeutralShareConfig, WorkerDriver, worker_log_path
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "clients" / "python" / "highwater_worker.py"
@@ -173,17 +170,12 @@ def local_build(dist: str, path: Path, progress: Progress = to_stderr) -> tuple[
     return python, f"{version}{'.' if '+' in version else '+'}local.{key}"
 
 
-class PythonLauncher(NeutralSettingsConfig):
+class PythonLauncher(NeutralShareConfig):
     """Starts ``clients/python/highwater_worker.py`` on ``python`` for the client ``dist``."""
 
     def __init__(self, dist: str, python: Path) -> None:
         self.dist = self.client = dist
         self.python = python
-
-    def share_config(self, settings: ShareSettings) -> dict[str, Any]:
-        """The ``share_consumer`` role's first line (``ShareLauncher``): the settings as they are;
-        the worker refuses the role for a library without a share consumer."""
-        return {"client": self.client, "settings": dataclasses.asdict(settings)}
 
     def launch(self, role: str, client_id: str) -> Launch:
         log_path = worker_log_path(self.dist, client_id)

@@ -7,12 +7,13 @@ consumer acknowledges it (``accept``: done, ``release``: give it to someone agai
 archive it unprocessed); a record whose lock expires, or whose holder leaves, becomes available
 again; after ``share.delivery.count.limit`` deliveries it is archived instead. Generally
 available since Kafka 4.2 (the broker's ``share.version`` 1 is then on in new clusters) and in
-Kafka's Java client 4.2 (``KafkaShareConsumer``) and confluent-kafka 2.15 (``ShareConsumer``,
-librdkafka's, a "Preview" there; 2.15.1 and 2.16.1 pass the contract test); kafka-python and
-kafkajs have none.
+Kafka's Java client 4.2 (``KafkaShareConsumer``), confluent-kafka 2.15 (``ShareConsumer``,
+librdkafka's, a "Preview" there; 2.15.1 and 2.16.1 pass the contract test) and franz-go 1.21
+(``ShareGroup``); kafka-python, kafkajs, ckjs and Sarama have none.
 
-The share consumer is a role of the Java worker (``clients/java/.../ShareRole.java``) and of the
-Python worker for confluent-kafka (``clients/python/confluent_share.py``), role ``share_consumer``
+The share consumer is a role of the Java worker (``clients/java/.../ShareRole.java``), of the
+Python worker for confluent-kafka (``clients/python/confluent_share.py``) and of the franz-go
+worker (``clients/go/franz/share_kip932.go``), role ``share_consumer``
 (docs/adding-a-client.md, "Share groups"): ``subscribe``, ``poll`` (the
 records acquired, with their delivery counts), ``acknowledge`` (records of the last poll, each
 with its kind), ``commit`` (``commitSync``) and ``close``; how each acknowledgement ended comes
@@ -41,29 +42,29 @@ log = logging.getLogger(__name__)
 #: the release from which share groups are generally available, on the broker and in the client
 SHARE_GROUPS_SINCE = (4, 2)
 #: the clients that have a share consumer, and since which of their releases
-SHARE_CLIENTS: dict[str, tuple[int, int]] = {"java": SHARE_GROUPS_SINCE, "confluent-kafka": (2, 15)}
+SHARE_CLIENTS: dict[str, tuple[int, int]] = {
+    "java": SHARE_GROUPS_SINCE,
+    "confluent-kafka": (2, 15),
+    "franz-go": (1, 21),
+}
 #: the clients whose worker also reads a share group's state (the ``share_admin`` role:
 #: ``Admin.listShareGroupOffsets``); confluent-kafka's admin client has no such call, so the
 #: state of its groups is read through the Java worker's (``workload.share.state_driver``)
 SHARE_ADMIN_CLIENTS = frozenset({"java"})
-#: clients whose library has a share consumer that their worker does not drive yet, and why
-SHARE_WORKER_NOT_YET: dict[str, str] = {
-    "franz-go": (
-        "franz-go has one from 1.21.0, but its acknowledgement callback reports an outcome per "
-        "partition, without the offsets, and its next poll accepts whatever the last one left "
-        "unacknowledged, so the worker has no share role yet"
-    ),
-}
 #: the library's errors for acknowledgements surely not applied: the broker refused them (the
 #: record was no longer this consumer's: its lock had expired, or the broker released it), or no
 #: leader took them (the client completes acknowledgements it could not send to the partition's
 #: leader with this error; a broker that no longer leads applies nothing); the Java client
-#: names them by exception, librdkafka by error code
+#: names them by exception, librdkafka by error code, franz-go by its kerr code (the Go worker
+#: writes it as ``Error: <CODE>: ...``, and Kafka's NOT_LEADER_OR_FOLLOWER, code 6, keeps its
+#: old name there)
 REFUSED_ACKS = (
     "InvalidRecordStateException",
     "NotLeaderOrFollowerException",
     "KafkaError: INVALID_RECORD_STATE",
     "KafkaError: NOT_LEADER_OR_FOLLOWER",
+    "Error: INVALID_RECORD_STATE",
+    "Error: NOT_LEADER_FOR_PARTITION",
 )
 
 
@@ -74,9 +75,6 @@ class ShareGroupError(HighwaterError):
 def share_client_refusal(client: str, client_version: str) -> str | None:
     """Why ``client`` at ``client_version`` has no share consumer (one line), or None."""
     since = SHARE_CLIENTS.get(client)
-    if since is None and client in SHARE_WORKER_NOT_YET:
-        why = SHARE_WORKER_NOT_YET[client]
-        return f"no share consumer (KIP-932) in the {client} worker: {why}; share groups run on: {', '.join(SHARE_CLIENTS)}"
     if since is None:
         return f"{client} {client_version} has no share consumer (KIP-932); share groups run on: {', '.join(SHARE_CLIENTS)}"
     have = major_minor(client_version)

@@ -56,6 +56,7 @@ from highwater.harness.client_common import (
     Revocation,
     RevocationReason,
     SendOutcome,
+    ShareSettings,
     TopicPartition,
     TruncationSignal,
     WorkerError,
@@ -316,6 +317,16 @@ class NeutralSettingsConfig:
 
     def consumer_config(self, settings: ConsumerSettings) -> dict[str, Any]:
         return self._config(settings)
+
+
+class NeutralShareConfig(NeutralSettingsConfig):
+    """``NeutralSettingsConfig`` for a worker that also has the ``share_consumer`` role
+    (``share.ShareLauncher``: the Python worker's for confluent-kafka, franz-go's): its first line
+    is the ``ShareSettings`` as they are. A library of the worker without a share consumer refuses
+    the role in one line; the harness refuses the run before that (``share.share_client_refusal``)."""
+
+    def share_config(self, settings: ShareSettings) -> dict[str, Any]:
+        return {"client": self.client, "settings": dataclasses.asdict(settings)}
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,10 @@ is archived by Kafka (``harness.workload.share``). The group's acquisition lock 
   the others, after the lock and not before) and one frozen for less; the coordinator's broker
   cut off, then frozen; two partition leaders killed in turn.
 
-Share groups are generally available from Kafka 4.2, in Kafka's Java client from 4.2 and in
-confluent-kafka (librdkafka's share consumer, a "Preview" there) from 2.15; kafka-python,
-kafkajs or an older release is skipped with the one line that says so.
+Share groups are generally available from Kafka 4.2, in Kafka's Java client from 4.2, in
+confluent-kafka (librdkafka's share consumer, a "Preview" there) from 2.15 and in franz-go from
+1.21; kafka-python, kafkajs, ckjs, Sarama or an older release is skipped with the one line that
+says so.
 """
 
 from __future__ import annotations

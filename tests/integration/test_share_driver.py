@@ -26,6 +26,7 @@ from highwater.harness.clients.share import (
 from highwater.harness.clients.worker import WorkerDriver
 from highwater.harness.local.cluster import Cluster
 from highwater.harness.workload.share import state_driver
+from highwater.suites.nightly import cases, nightly
 
 from .kafka_util import produce_through_driver
 
@@ -33,7 +34,10 @@ pytestmark = pytest.mark.integration
 
 COUNT = 6
 #: every client with a share consumer (``share.SHARE_CLIENTS``)
-CLIENTS = ["java", "confluent-kafka"]
+CLIENTS = ["java", "confluent-kafka", "franz-go"]
+#: the findings' cases on franz-go, nightly: make test runs them on the other two, and franz-go's
+#: contract test in make test covers its worker's outcomes
+FINDINGS_NIGHTLY = {"franz-go": nightly("make test runs this finding's case on Java and confluent-kafka", 12)}
 
 
 def _driver(client: str, cluster: Cluster) -> WorkerDriver:
@@ -97,7 +101,7 @@ def test_share_consumer_accepts_releases_and_rejects_as_kafka_promises(cluster: 
     reason="HW-18 (docs/findings.md): Kafka answers an acknowledgement of a record another member "
     "has since settled with success, and applies nothing (every share client: the broker's answer)",
 )
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", cases(CLIENTS, FINDINGS_NIGHTLY))
 def test_finding_hw18_a_late_acknowledgement_is_refused(cluster: Cluster, client: str) -> None:
     """A member acquires a record and sits on it past its 2 s lock; another member gets it (delivery
     count 2) and accepts it. The first member's accept then comes too late: the record is no
@@ -137,7 +141,7 @@ HW21 = pytest.mark.xfail(
 )
 
 
-@pytest.mark.parametrize("client", [pytest.param("java", marks=HW21), "confluent-kafka"])
+@pytest.mark.parametrize("client", cases(CLIENTS, {"java": HW21, **FINDINGS_NIGHTLY}))
 def test_finding_hw21_a_lost_connection_is_not_a_server_error(cluster: Cluster, client: str) -> None:
     """A member acquires a record; its connection to the partition's leader then stops carrying
     anything and is closed a second later (Toxiproxy's ``timeout`` toxic), and the member accepts

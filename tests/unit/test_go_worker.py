@@ -3,7 +3,9 @@ build, and the digest that rebuilds a worker when its sources or the shared prot
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -56,6 +58,14 @@ def test_the_digest_covers_the_worker_and_the_shared_protocol(tmp_path: Path, mo
     assert second != first
     (tmp_path / WORKER.folder / "main.go").write_text("package main\n")
     assert WORKER.source_digest() not in (first, second)
+
+
+def test_a_build_is_named_by_its_tags_too() -> None:
+    """A version whose build takes other tags (a role added from some release on) is rebuilt: a
+    worker built before the tag applied would answer the role as missing."""
+    assert WORKER.build_digest("1.22.3") == WORKER.build_digest("1.22.3")
+    assert len({WORKER.build_digest(v) for v in ("1.20.7", "1.21.0", "1.22.3")}) == 3
+    assert WORKER.build_digest("1.20.6") == WORKER.build_digest("1.20.7")  # no tag for either
 
 
 def test_the_proxy_s_list_gives_stable_versions_oldest_first() -> None:
@@ -156,3 +166,32 @@ def test_a_sweep_s_listed_go_version_the_proxy_serves_but_does_not_list_is_swept
     _proxy(monkeypatch, b"v1.20.2\nv1.20.5\n")
     listed = ["1.20.3", "1.20.5"]
     assert select_versions(cli_sweep.client_versions("franz-go", listed), listed, what="franz-go") == listed
+
+
+def test_the_go_workers_launch_a_share_consumer_with_the_settings_as_they_are(tmp_path: Path) -> None:
+    from highwater.harness.clients.share import ShareLauncher, ShareSettings
+
+    launcher = go_worker.GoLauncher("franz-go", tmp_path / "worker")
+    assert isinstance(launcher, ShareLauncher)
+    config = launcher.share_config(ShareSettings(["127.100.0.1:9092"], "m-0", "g", max_poll_records=7))
+    assert config["client"] == "franz-go"
+    assert config["settings"]["group_id"] == "g" and config["settings"]["max_poll_records"] == 7
+
+
+def test_the_protocol_package_s_go_tests_pass(tmp_path: Path) -> None:
+    """The library-neutral Go side's own tests (``clients/go/protocol/*_test.go``: the share
+    consumer's acknowledgement book, ``AckBook``); the package needs no module but the standard
+    library, so this runs offline."""
+    here = tmp_path / go_worker.PROTOCOL
+    shutil.copytree(go_worker.GO_SOURCES / go_worker.PROTOCOL, here)
+    env = {**os.environ, "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
+    done = subprocess.run(
+        [go_worker.find_go(), "test", "-count=1", "./..."],
+        cwd=here,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok" in done.stdout

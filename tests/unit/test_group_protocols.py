@@ -101,8 +101,10 @@ def test_transactions_v2_only_where_client_and_release_have_it() -> None:
     assert has_feature("4.0.0") and not has_feature("3.9.1")
 
 
-def test_franz_go_is_built_with_the_consumer_protocol_from_1_22() -> None:
-    from highwater.harness.clients.franz_go import SERVER_SIDE_BALANCER_TAG, build_tags
+def test_franz_go_is_built_with_the_consumer_protocol_from_1_22_and_the_share_consumer_from_1_21() -> None:
+    from highwater.harness.clients.franz_go import SERVER_SIDE_BALANCER_TAG, SHARE_CONSUMER_TAG, build_tags
 
-    assert build_tags("1.22.3") == build_tags("1.23.0") == ["-tags", SERVER_SIDE_BALANCER_TAG]
-    assert build_tags("1.21.3") == build_tags("1.16.0") == []
+    both = ["-tags", f"{SERVER_SIDE_BALANCER_TAG},{SHARE_CONSUMER_TAG}"]
+    assert build_tags("1.22.3") == build_tags("1.23.0") == both
+    assert build_tags("1.21.0") == build_tags("1.21.5") == ["-tags", SHARE_CONSUMER_TAG]
+    assert build_tags("1.20.7") == build_tags("1.19.0") == []

@@ -15,7 +15,14 @@ from highwater.harness.security import PLAINTEXT
 
 @pytest.mark.parametrize(
     ("client", "version"),
-    [("java", "4.2.0"), ("java", "4.4.0"), ("confluent-kafka", "2.15.1"), ("confluent-kafka", "2.16.1")],
+    [
+        ("java", "4.2.0"),
+        ("java", "4.4.0"),
+        ("confluent-kafka", "2.15.1"),
+        ("confluent-kafka", "2.16.1"),
+        ("franz-go", "1.21.0"),
+        ("franz-go", "1.22.3"),
+    ],
 )
 def test_clients_with_a_share_consumer_are_taken(client: str, version: str) -> None:
     assert share_client_refusal(client, version) is None
@@ -27,10 +34,10 @@ def test_clients_with_a_share_consumer_are_taken(client: str, version: str) -> N
     [
         ("java", "4.1.2", "since java 4.2"),
         ("confluent-kafka", "2.14.2", "since confluent-kafka 2.15"),
-        ("kafka-python", "3.0.12", "share groups run on: java, confluent-kafka"),
+        ("kafka-python", "3.0.12", "share groups run on: java, confluent-kafka, franz-go"),
         ("kafkajs", "2.2.4", "has no share consumer"),
-        # the library has one; the worker does not drive it, and says so rather than blame franz-go
-        ("franz-go", "1.22.3", "no share consumer (KIP-932) in the franz-go worker: franz-go has one from 1.21.0"),
+        ("sarama", "1.61.1", "sarama 1.61.1 has no share consumer"),
+        ("franz-go", "1.20.7", "since franz-go 1.21"),
     ],
 )
 def test_clients_without_one_are_refused_in_one_line(client: str, version: str, said: str) -> None:
@@ -51,6 +58,12 @@ def test_an_old_kafka_is_refused_for_a_client_that_has_one() -> None:
         ("NotLeaderOrFollowerException: not the leader", "fail"),
         ("KafkaError: INVALID_RECORD_STATE: Broker: Invalid record state", "fail"),
         ("KafkaError: NOT_LEADER_OR_FOLLOWER: Broker: Not leader for partition", "fail"),
+        # franz-go's kerr errors, as the Go worker writes them
+        ("Error: INVALID_RECORD_STATE: The record state is invalid.", "fail"),
+        ("Error: NOT_LEADER_FOR_PARTITION: This server is not the leader for that topic-partition.", "fail"),
+        ("Error: UNKNOWN_SERVER_ERROR: The server experienced an unexpected error", "info"),
+        # the Go worker's own: franz-go's results disagreed, or it reported none
+        ("AckOutcomeUnknown: franz-go reported these acknowledgements in 2 parts that disagree", "info"),
         # a lost connection: the acknowledgement may or may not have been applied
         ("KafkaError: _TRANSPORT: Local: Broker transport failure", "info"),
         ("UnknownServerException: The server experienced an unexpected error", "info"),

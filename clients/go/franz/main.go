@@ -738,6 +738,8 @@ func start(cmd *protocol.Command, o *protocol.Out) (protocol.Role, error) {
 			return nil, err
 		}
 		return c, nil
+	case "share_consumer":
+		return newShareConsumer(s, o)
 	}
 	return nil, fmt.Errorf("the franz-go worker has no role %s", cmd.Role)
 }

@@ -148,6 +148,8 @@ type Command struct {
 	Sends     [][]any           `json:"sends"`
 	First     int64             `json:"first"`
 	Values    []string          `json:"values"`
+	// a share consumer's acknowledgements: [topic, partition, offset, kind]
+	Acks [][]any `json:"acks"`
 }
 
 // Settings are the library-neutral ProducerSettings and ConsumerSettings of
