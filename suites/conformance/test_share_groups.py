@@ -11,10 +11,10 @@ is archived by Kafka (``harness.workload.share``). The group's acquisition lock 
 
 - ``member-coordinator-kill`` (``make test``, on Kafka's Java client): a member killed and
   started again, then the broker coordinating the group killed and restarted.
-- ``member-freezes``, ``coordinator-cut-pause`` and ``leader-kills`` (nightly: ``make test``
-  leaves them out): a member frozen past its lock (its records must come back to
-  the others, after the lock and not before) and one frozen for less; the coordinator's broker
-  cut off, then frozen; two partition leaders killed in turn.
+- ``member-freezes``, ``coordinator-cut-pause`` and ``leader-kills`` (nightly, on Kafka's Java
+  client and on franz-go: ``make test`` leaves them out): a member frozen past its lock (its
+  records must come back to the others, after the lock and not before) and one frozen for less;
+  the coordinator's broker cut off, then frozen; two partition leaders killed in turn.
 
 Share groups are generally available from Kafka 4.2, in Kafka's Java client from 4.2, in
 confluent-kafka (librdkafka's share consumer, a "Preview" there) from 2.15 and in franz-go from
@@ -96,6 +96,7 @@ def test_share_group_through_a_member_kill_and_a_coordinator_kill(  # type: igno
 
 
 @nightly("the member-and-coordinator kill runs in make test", 75)
+@pytest.mark.client_turns("java", "franz-go")  # the rotation's kafka-python and kafkajs have no share consumer
 @pytest.mark.parametrize("plan", NIGHTLY, ids=[p.scenario for p in NIGHTLY])
 def test_share_group_through_freezes_and_leader_kills(  # type: ignore[no-untyped-def]
     cluster, profile, campaign, results_root, repro, plan
