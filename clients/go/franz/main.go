@@ -533,29 +533,20 @@ func (c *consumer) poll(timeoutMs int64) (map[string]any, error) {
 		return nil, errors.New("poll before assign or subscribe")
 	}
 	c.addPending()
-	ctx, cancel := context.WithTimeout(context.Background(), ms(timeoutMs))
-	defer cancel()
-	max := c.s.MaxPollRecords
-	if max <= 0 {
-		max = 500
-	}
-	fetches := c.cl.PollRecords(ctx, max)
-	if fetches.IsClientClosed() {
-		return nil, errors.New("ClientClosed: the consumer is closed")
-	}
-	fetches.EachError(func(topic string, partition int32, err error) {
+	fetches, err := pollRecords(c.cl, timeoutMs, c.s.MaxPollRecords, func(topic string, partition int32, err error) {
 		var loss *kgo.ErrDataLoss
-		switch {
-		case errors.As(err, &loss):
-			c.mu.Lock()
-			c.positions[protocol.TopicPartition{Topic: loss.Topic, Partition: loss.Partition}] = loss.ResetTo
-			c.mu.Unlock()
-			c.out.Line(map[string]any{"event": "position", "topic": loss.Topic, "partition": loss.Partition, "offset": loss.ResetTo, "reason": c.lossReason(loss)})
-		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		default:
+		if !errors.As(err, &loss) {
 			protocol.Logf("fetch error on %s-%d: %v", topic, partition, err)
+			return
 		}
+		c.mu.Lock()
+		c.positions[protocol.TopicPartition{Topic: loss.Topic, Partition: loss.Partition}] = loss.ResetTo
+		c.mu.Unlock()
+		c.out.Line(map[string]any{"event": "position", "topic": loss.Topic, "partition": loss.Partition, "offset": loss.ResetTo, "reason": c.lossReason(loss)})
 	})
+	if err != nil {
+		return nil, err
+	}
 	var parts protocol.Parts
 	fetches.EachRecord(func(r *kgo.Record) {
 		parts.Add(r.Topic, r.Partition, c.served.take(r), r.Offset, r.LeaderEpoch, string(r.Value))
@@ -564,6 +555,27 @@ func (c *consumer) poll(timeoutMs int64) (map[string]any, error) {
 		c.mu.Unlock()
 	})
 	return map[string]any{"parts": parts.List()}, nil
+}
+
+// pollRecords is one PollRecords of at most maxPoll records (500 when unset) within timeoutMs,
+// for the consumer and the share consumer; each error but the poll's own deadline goes to
+// onError.
+func pollRecords(cl *kgo.Client, timeoutMs int64, maxPoll int, onError func(topic string, partition int32, err error)) (kgo.Fetches, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), ms(timeoutMs))
+	defer cancel()
+	if maxPoll <= 0 {
+		maxPoll = 500
+	}
+	fetches := cl.PollRecords(ctx, maxPoll)
+	if fetches.IsClientClosed() {
+		return nil, errors.New("ClientClosed: the consumer is closed")
+	}
+	fetches.EachError(func(topic string, partition int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			onError(topic, partition, err)
+		}
+	})
+	return fetches, nil
 }
 
 // lossReason says how franz-go moved a position it reported as lost data: "truncation" when it

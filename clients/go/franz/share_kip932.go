@@ -154,21 +154,12 @@ func (c *shareConsumer) poll(timeoutMs int64) (map[string]any, error) {
 	if err := c.settle(time.Millisecond); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), ms(timeoutMs))
-	defer cancel()
-	max := c.s.MaxPollRecords
-	if max <= 0 {
-		max = 500
-	}
-	fetches := c.cl.PollRecords(ctx, max)
-	if fetches.IsClientClosed() {
-		return nil, errors.New("ClientClosed: the consumer is closed")
-	}
-	fetches.EachError(func(topic string, partition int32, err error) {
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-			protocol.Logf("share fetch error on %s-%d: %v", topic, partition, err)
-		}
+	fetches, err := pollRecords(c.cl, timeoutMs, c.s.MaxPollRecords, func(topic string, partition int32, err error) {
+		protocol.Logf("share fetch error on %s-%d: %v", topic, partition, err)
 	})
+	if err != nil {
+		return nil, err
+	}
 	c.held, c.marked = map[heldKey]*kgo.Record{}, map[heldKey]bool{}
 	type part struct {
 		Topic      string   `json:"topic"`
