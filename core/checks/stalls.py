@@ -270,7 +270,13 @@ def window_stalls(h: HistoryData) -> list[Stall]:
                     # it had read already (a commit heard late) owe nothing
                     horizon = owed + after
                     polled = bool(np.any((pt > owed) & (pt <= horizon)))
-                    complete = h.end_time >= horizon and (away is None or away >= horizon)
+                    # a fault that begins before the horizon may hold the read up (held_at_heal's
+                    # twin): a read not made by then is owed after that one's heal, judged there
+                    complete = (
+                        h.end_time >= horizon
+                        and (away is None or away >= horizon)
+                        and next_fault(wins, w, owed, horizon) is None
+                    )
                 out.append(Stall(wi, phase, proc, tp, t0, t1, st, fr, to, acked, polled, complete, owed))
     h.cache["stalls"] = out
     return out
@@ -282,6 +288,13 @@ def held_at_heal(h: HistoryData, wins: list[Window], w: Window) -> bool:
     still fails cannot read what is only in the store)."""
     assert w.end is not None
     return any(o is not w and o.start <= w.end < o.until(h.end_time) for o in wins)
+
+
+def next_fault(wins: list[Window], w: Window, t0: int, t1: int) -> int | None:
+    """When the first fault window other than ``w`` begins in (``t0``, ``t1``), or None: a read
+    owed after ``w``'s heal and not made before it is owed after that window's heal instead."""
+    starts = [o.start for o in wins if o is not w and t0 < o.start < t1]
+    return min(starts) if starts else None
 
 
 def held_until(h: HistoryData, wins: list[Window], w: Window, broker: int) -> int | None:

@@ -16,7 +16,10 @@ position itself (an out-of-range reset the same way): the worker reports a ``tru
 position change when the position moved to the divergence point the leader names, a ``reset``
 otherwise (``main.go``'s ``lossReason``). Every failed send is ``info`` (the worker never claims a write provably did not happen).
 The transactional producer is franz-go's own, with the consumer's offsets sent by the worker
-(``main.go`` says why). Not yet: TLS/SASL (refused in one line).
+(``main.go`` says why). The share consumer (KIP-932, from 1.21: ``build_tags``) is franz-go's
+``ShareGroup``, its per-partition acknowledgement results tied to the offsets the worker marked
+(``share_kip932.go``; docs/adding-a-client.md, "Share groups"). Not yet: TLS/SASL (refused in one
+line).
 """
 
 from __future__ import annotations

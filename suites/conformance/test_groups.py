@@ -144,7 +144,8 @@ def test_every_partition_is_read_through_a_member_restart(cluster, profile, camp
 
 # make test (--client-rotation kafka-python,confluent-kafka,java,kafkajs): classic on confluent-kafka,
 # consumer (uniform) on Java; the None holds kafka-python's turn (its group members are killed and
-# restarted in the client bisect, tests/integration/test_client_bisect.py). consumer-range is the
+# restarted in the client bisect, tests/integration/test_client_bisect.py, in the nightly slices;
+# make test's franz-go bisect replaced it there). consumer-range is the
 # nightly's (make test leaves it out); under the rotation it takes Java's turn again, the seventh
 # place of a four-client turn (the Nones hold kafkajs's, kafka-python's and confluent-kafka's),
 # so uniform and range meet on one client.

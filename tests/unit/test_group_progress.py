@@ -66,3 +66,37 @@ def test_a_move_is_judged_only_until_the_group_gives_the_partition_away() -> Non
     for late in (given_away(1000, "g"), given_away(300, "other")):
         v = check("follower-fetch", late)
         assert v.valid is False and v.counts["stalls"] == 1 and v.counts["moves_judged"] == 1, v.counts
+
+
+def _second_fault_after_the_heal(reads_after_its_heal: bool) -> HistoryBuilder:
+    """consumer-1 reads nothing after the heal (4.0 s); 0.5 s later, before its 1.25 s bound ran
+    out, another fault (a broker kill) begins, healed at 5.5 s; ``reads_after_its_heal``: it reads
+    again 0.1 s after that heal (the coordinators-kill run of kafka-python's group in CI: its
+    group coordinator killed while it rebalanced, 1.1 s after its first unread ack)."""
+    b = scenario(3000, after_heal_reads=False, tail_ms=5000)  # the heal at 4000, the end at 9000
+    for at_ms, f in ((4500, b.fault), (5500, b.heal)):
+        b.now = at_ms * 1_000_000
+        f("kill", ["kafka-3"])
+    if reads_after_its_heal:
+        read = 199  # the last poll before the heal (at 3980) read offsets 0..198
+        for now in range(5600, 9001, 20):
+            b.now = now * 1_000_000
+            sent = now // 20  # offsets 0..sent-1 are acknowledged by now
+            b.poll("consumer-1", [(T, 0, o, f"v{o}") for o in range(read, sent)], replica=1)
+            read = sent
+    b.events.sort(key=lambda e: (e["time_ns"], e["index"]))
+    for i, ev in enumerate(b.events):
+        ev["index"] = i
+    return b
+
+
+def test_a_read_owed_after_a_heal_is_owed_after_the_next_fault_s_heal_when_that_fault_began_first() -> None:
+    """The after-heal promise is cut short by a fault that begins before its bound ran out: the
+    consumer that reads again soon after the second heal is not a stall of the first; one that
+    never reads again is a stall all the same, of the second."""
+    back = check("progress", _second_fault_after_the_heal(reads_after_its_heal=True))
+    assert back.valid is not False and back.counts["stalls"] == 0, back.to_json()
+    never = check("progress", _second_fault_after_the_heal(reads_after_its_heal=False))
+    assert never.valid is False and never.counts["stalls"] == 1, never.counts
+    (stalled,) = [e for e in never.examples if e["kind"] == "consumer-stalled-after-heal"]
+    assert stalled["owed_from_ns"] >= 5_500_000_000, stalled  # owed after the kill's heal

@@ -1,7 +1,8 @@
-// highwater's worker for franz-go (github.com/twmb/franz-go): one producer or one consumer,
-// driven over the worker protocol (docs/adding-a-client.md, version 3) on stdin/stdout; stderr
-// is the log. It is built once per franz-go version, in the cache (harness/clients/franz_go.py
-// sets the version in a copy of this module and runs `go build`).
+// highwater's worker for franz-go (github.com/twmb/franz-go): one producer, one consumer or one
+// share consumer (share_kip932.go), driven over the worker protocol (docs/adding-a-client.md,
+// version 3) on stdin/stdout; stderr is the log. It is built once per franz-go version, in the
+// cache (harness/clients/franz_go.py sets the version in a copy of this module and runs `go
+// build`).
 //
 // What franz-go does not tell an application, and how this worker learns it:
 //

@@ -118,10 +118,12 @@ func (c *shareConsumer) Handle(cmd *protocol.Command) (map[string]any, error) {
 		return ok, nil
 	case "close":
 		if c.cl != nil {
-			if err := c.settle(ms(cmd.TimeoutMs)); err != nil {
-				protocol.Logf("close: %v", err)
+			// one deadline for both: the harness waits timeout_ms for the reply
+			deadline := time.Now().Add(ms(cmd.TimeoutMs))
+			if err := c.settle(ms(cmd.TimeoutMs) / 2); err != nil {
+				protocol.Logf("close: acknowledgements not all reported: %v", err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), ms(cmd.TimeoutMs))
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
 			c.cl.LeaveGroupContext(ctx)
 			cancel()
 			c.cl.Close()
