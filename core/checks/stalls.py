@@ -275,7 +275,7 @@ def window_stalls(h: HistoryData) -> list[Stall]:
                     complete = (
                         h.end_time >= horizon
                         and (away is None or away >= horizon)
-                        and next_fault(wins, w, owed, horizon) is None
+                        and not fault_begins_between(wins, w, owed, horizon)
                     )
                 out.append(Stall(wi, phase, proc, tp, t0, t1, st, fr, to, acked, polled, complete, owed))
     h.cache["stalls"] = out
@@ -290,11 +290,10 @@ def held_at_heal(h: HistoryData, wins: list[Window], w: Window) -> bool:
     return any(o is not w and o.start <= w.end < o.until(h.end_time) for o in wins)
 
 
-def next_fault(wins: list[Window], w: Window, t0: int, t1: int) -> int | None:
-    """When the first fault window other than ``w`` begins in (``t0``, ``t1``), or None: a read
-    owed after ``w``'s heal and not made before it is owed after that window's heal instead."""
-    starts = [o.start for o in wins if o is not w and t0 < o.start < t1]
-    return min(starts) if starts else None
+def fault_begins_between(wins: list[Window], w: Window, t0: int, t1: int) -> bool:
+    """A fault window other than ``w`` begins in (``t0``, ``t1``): a read owed after ``w``'s heal
+    and not made before it is owed after that window's heal instead."""
+    return any(o is not w and t0 < o.start < t1 for o in wins)
 
 
 def held_until(h: HistoryData, wins: list[Window], w: Window, broker: int) -> int | None:

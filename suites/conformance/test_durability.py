@@ -104,9 +104,8 @@ def test_consumers_keep_up_under_leader_faults(
         expect_hw17(request)
     if scenario == "leader-kill":
         expect_hw13(request)  # kafkajs's consumers stall past their bound when the leader they read dies
-    HW23_FAULTED_FOLLOWER.expect(
-        request
-    )  # franz-go's rack consumers stay on the faulted leader, a follower of the others
+    # franz-go's rack consumers stay on the faulted leader, a follower of the others
+    HW23_FAULTED_FOLLOWER.expect(request)
     result = _run(cluster, profile, campaign, results_root, repro, scenario, kafka_version)
     try:
         verdicts, zombie = without_hw8(result.verdicts, RunDir(result.dir).history)

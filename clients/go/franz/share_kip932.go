@@ -196,8 +196,7 @@ func (c *shareConsumer) poll(timeoutMs int64) (map[string]any, error) {
 // refuses the whole line.
 func (c *shareConsumer) acknowledge(acks [][]any) error {
 	byKind := map[kgo.AckStatus][]*kgo.Record{}
-	var keys []heldKey
-	seen := map[heldKey]bool{}
+	seen := map[heldKey]bool{} // this line's records
 	for _, a := range acks {
 		if len(a) != 4 {
 			return fmt.Errorf("an acknowledgement is [topic, partition, offset, kind], not %v", a)
@@ -220,9 +219,8 @@ func (c *shareConsumer) acknowledge(acks [][]any) error {
 		}
 		seen[k] = true
 		byKind[kind] = append(byKind[kind], r)
-		keys = append(keys, k)
 	}
-	for _, k := range keys {
+	for k := range seen {
 		c.marked[k] = true
 		c.book.Mark(k.tp, k.offset)
 	}
